@@ -1,0 +1,35 @@
+#include "hal/core/datasheet.h"
+
+#include <string.h>
+
+typedef struct datasheet_entry {
+  const char *pattern;                        /* substring of the reported device name */
+  double tflops[XR_HAL_PEAK_DTYPE_COUNT];     /* fp64, fp32, fp16, bf16, fp8; 0 = none */
+  double memory_tb_per_s;
+} datasheet_entry_t;
+
+/* Vendor datasheets: NVIDIA H100/H200 SXM and A100 SXM4, AMD Instinct MI300X and MI250X. */
+static const datasheet_entry_t entries[] = {
+    {"H200", {34.0, 67.0, 989.4, 989.4, 1978.9}, 4.8},
+    {"H100 80GB HBM3", {34.0, 67.0, 989.4, 989.4, 1978.9}, 3.35},
+    {"A100-SXM4-80GB", {9.7, 19.5, 312.0, 312.0, 0}, 2.039},
+    {"MI300X", {81.7, 163.4, 1307.4, 1307.4, 2614.9}, 5.3},
+    {"MI250X", {47.9, 47.9, 383.0, 383.0, 0}, 3.2768},
+};
+
+bool xr_datasheet_lookup(const char *device_name, xr_hal_device_properties_t *out) {
+  if (!device_name) return false;
+  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+    if (!strstr(device_name, entries[i].pattern)) continue;
+    for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++) {
+      if (entries[i].tflops[d] > 0) {
+        out->peak_flops[d] = (xr_hal_figure_t){.value = entries[i].tflops[d] * 1e12,
+                                               .source = XR_HAL_FIGURE_DATASHEET};
+      }
+    }
+    out->memory_bandwidth = (xr_hal_figure_t){.value = entries[i].memory_tb_per_s * 1e12,
+                                              .source = XR_HAL_FIGURE_DATASHEET};
+    return true;
+  }
+  return false;
+}

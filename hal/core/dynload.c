@@ -1,0 +1,92 @@
+#include "hal/core/dynload.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void xr_dynload_report_append(char *report, size_t capacity, const char *fmt, ...) {
+  if (!report || capacity == 0) return;
+  size_t used = strnlen(report, capacity - 1);
+  if (used > 0 && used + 2 < capacity) {
+    memcpy(report + used, "; ", 3);
+    used += 2;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(report + used, capacity - used, fmt, ap);
+  va_end(ap);
+}
+
+/* dlerror() repeats the path at the front ("libX.so: cannot open shared object file: ...");
+ * keep only the part after it so the report stays readable. */
+static const char *dlerror_reason(const char *path) {
+  const char *message = dlerror();
+  if (!message) return "unknown dlopen error";
+  size_t path_length = strlen(path);
+  if (strncmp(message, path, path_length) == 0 && message[path_length] == ':') {
+    message += path_length + 1;
+    while (*message == ' ') message++;
+  }
+  if (strstr(message, "No such file or directory")) return "not found";
+  return message;
+}
+
+static bool try_open(const char *path, const char *label, xr_dynload_library_t *library,
+                     char *report, size_t capacity) {
+  /* RTLD_LOCAL keeps vendor symbols out of the global namespace (two runtimes may clash). */
+  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    xr_dynload_report_append(report, capacity, "%s%s: %s", label, path, dlerror_reason(path));
+    return false;
+  }
+  library->handle = handle;
+  snprintf(library->path, sizeof library->path, "%s", path);
+  xr_dynload_report_append(report, capacity, "%s%s: loaded", label, path);
+  return true;
+}
+
+xr_status_t xr_dynload_open_and_resolve(const char *env_override,
+                                        const char *const *candidates, size_t candidate_count,
+                                        const xr_dynload_symbol_t *symbols, size_t symbol_count,
+                                        void *table, xr_dynload_library_t *out_library,
+                                        char *report, size_t report_capacity) {
+  xr_dynload_library_t library = {0};
+  const char *override = env_override ? getenv(env_override) : NULL;
+  bool loaded = false;
+  if (override && override[0]) {
+    char label[96];
+    snprintf(label, sizeof label, "%s=", env_override);
+    loaded = try_open(override, label, &library, report, report_capacity);
+  }
+  for (size_t i = 0; !loaded && i < candidate_count; i++) {
+    loaded = try_open(candidates[i], "", &library, report, report_capacity);
+  }
+  if (!loaded) {
+    return xr_error(XR_UNAVAILABLE, "%s", report ? report : "no library loaded");
+  }
+
+  for (size_t i = 0; i < symbol_count; i++) {
+    dlerror();
+    void *address = dlsym(library.handle, symbols[i].name);
+    if (!address && symbols[i].required) {
+      xr_dynload_report_append(report, report_capacity, "missing required symbol %s",
+                               symbols[i].name);
+      dlclose(library.handle);
+      return xr_error(XR_UNAVAILABLE, "%s", report);
+    }
+    /* memcpy: ISO C has no object-to-function pointer conversion; POSIX guarantees the
+     * representation is the same. */
+    memcpy((char *)table + symbols[i].offset, &address, sizeof address);
+  }
+  *out_library = library;
+  return XR_OK;
+}
+
+void xr_dynload_close(xr_dynload_library_t *library) {
+  if (library && library->handle) {
+    dlclose(library->handle);
+    library->handle = NULL;
+  }
+}

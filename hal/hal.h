@@ -1,0 +1,350 @@
+/* xreplay hardware abstraction layer (HAL): devices, memory, streams, events and kernel dispatch
+ * over the cpu, opencl, cuda and hip drivers. This is the only header a HAL user includes.
+ *
+ * Conventions
+ * - Every fallible call returns xr_status_t (hal/core/status.h). On failure it leaves one sentence
+ *   in the calling thread's xr_last_error(), naming the object and the vendor's own error name
+ *   and code where one exists. Outputs come last and are named out_*; on failure they are left
+ *   untouched unless documented otherwise. Nothing in the HAL exits or aborts the process.
+ * - Handles are opaque and come in create/destroy pairs. Destroy functions accept NULL.
+ * - A handle belongs to the device it was created on; mixing devices is INVALID_ARGUMENT.
+ * - Thread-safety is stated per function. "Thread-safe" means any number of threads may call
+ *   it at once, also on the same handle. "Externally synchronised" means the caller must not
+ *   use that handle from another thread during the call (other handles are fine).
+ * - Vendor runtimes are loaded with dlopen on first use; no vendor library is linked.
+ *
+ * Environment variables
+ *   XR_HAL_DEVICE      replaces the device string "auto" (or NULL) in xr_hal_device_create.
+ *   XR_HAL_CACHE_DIR   directory of the program-binary cache (default $XDG_CACHE_HOME/xreplay,
+ *                      else ~/.cache/xreplay); "off" disables the cache.
+ *   XR_OPENCL_LIBRARY  path of the OpenCL ICD loader tried before libOpenCL.so.1/libOpenCL.so.
+ *   XR_CUDA_LIBRARY, XR_HIP_LIBRARY  the same for the (probe-only) cuda and hip drivers. */
+#ifndef XR_HAL_HAL_H
+#define XR_HAL_HAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hal/core/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Drivers
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct xr_hal_driver_info {
+  const char *name;      /* "cpu", "opencl", "cuda", "hip" */
+  /* XR_OK when the driver can open devices; otherwise UNAVAILABLE (runtime or device absent)
+   * or UNIMPLEMENTED (this version has no such driver yet). */
+  xr_status_t status;
+  /* Why it is unavailable: every library path tried and the vendor's own error, e.g.
+   * "libOpenCL.so.1: loaded; clGetPlatformIDs: CL_PLATFORM_NOT_FOUND_KHR (-1001)". For an
+   * available driver, a short note on what was loaded ("" for cpu). Valid for the process. */
+  const char *reason;
+  int device_count;      /* devices this driver can open (0 when unavailable) */
+} xr_hal_driver_info_t;
+
+/* Number of drivers compiled into the HAL (available or not). Thread-safe. */
+size_t xr_hal_driver_count(void);
+
+/* Describes driver `index` (0 <= index < xr_hal_driver_count()), probing it on first use: the
+ * probe loads the vendor runtime and counts devices once per process. Thread-safe.
+ * OUT_OF_RANGE for a bad index. The driver's unavailability is reported in out_info->status,
+ * not as this call's status. */
+xr_status_t xr_hal_driver_info(size_t index, xr_hal_driver_info_t *out_info);
+
+/* Looks a driver up by name. NOT_FOUND for an unknown name. Thread-safe. */
+xr_status_t xr_hal_driver_info_by_name(const char *name, xr_hal_driver_info_t *out_info);
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct xr_hal_device xr_hal_device_t;
+
+/* Opens a device by string:
+ *   "cpu"                  the host CPU (always available)
+ *   "opencl", "opencl:N"   OpenCL device N of the flat list over every platform (default 0)
+ *   "cuda:N", "hip:N"      CUDA / HIP device N
+ *   "auto" or NULL         best available: cuda, hip, an OpenCL GPU, then cpu. When the
+ *                          environment variable XR_HAL_DEVICE is set (and not empty) it is used
+ *                          instead; explicit strings are never overridden.
+ * NOT_FOUND for an unknown driver or device index, UNAVAILABLE (with the driver's reason) for a
+ * driver that cannot run here, INVALID_ARGUMENT for a malformed string. Thread-safe. */
+xr_status_t xr_hal_device_create(const char *device_spec, xr_hal_device_t **out_device);
+
+/* Waits for all work submitted to the device's streams, then releases the device. Every
+ * buffer, stream, event and executable of the device must have been destroyed first (leftovers
+ * are released too, but using them afterwards is undefined). Externally synchronised. */
+void xr_hal_device_destroy(xr_hal_device_t *device);
+
+/* Where a performance figure comes from. */
+typedef enum xr_hal_figure_source {
+  XR_HAL_FIGURE_UNKNOWN = 0,  /* value is 0 */
+  XR_HAL_FIGURE_DATASHEET,    /* vendor's published number for this exact part */
+  XR_HAL_FIGURE_ESTIMATED,    /* computed from reported features: units x clock x ops/cycle */
+  XR_HAL_FIGURE_CALIBRATED,   /* measured on this machine by xr_hal_device_calibrate() */
+} xr_hal_figure_source_t;
+
+typedef struct xr_hal_figure {
+  double value;                   /* FLOP/s or bytes/s */
+  xr_hal_figure_source_t source;
+} xr_hal_figure_t;
+
+/* Data types with a peak-throughput figure. */
+typedef enum xr_hal_peak_dtype {
+  XR_HAL_PEAK_FP64 = 0,
+  XR_HAL_PEAK_FP32,
+  XR_HAL_PEAK_FP16,
+  XR_HAL_PEAK_BF16,
+  XR_HAL_PEAK_FP8,
+  XR_HAL_PEAK_DTYPE_COUNT,
+} xr_hal_peak_dtype_t;
+
+typedef struct xr_hal_device_properties {
+  char spec[32];              /* the string that reopens this device: "opencl:1" */
+  char driver[16];            /* "cpu", "opencl", ... */
+  char name[256];
+  char vendor[128];
+  char driver_version[128];   /* the vendor driver (OpenCL: CL_DRIVER_VERSION) */
+  char runtime_version[128];  /* the runtime / API (OpenCL: platform + device version) */
+  bool is_gpu;
+  bool host_addressable;      /* buffers have host pointers: xr_hal_buffer_host_pointer works */
+  uint64_t memory_bytes;      /* device memory (cpu: physical memory) */
+  uint64_t max_allocation_bytes; /* the largest single buffer */
+  uint32_t compute_units;     /* SMs / CUs / cores */
+  uint32_t clock_mhz;         /* 0 when unknown */
+  uint32_t simd_width;        /* warp / wavefront / SIMD lanes (fp32) */
+  uint64_t max_work_group_size;
+  uint64_t last_level_cache_bytes; /* 0 when unknown; the replay engine flushes with it */
+  xr_hal_figure_t peak_flops[XR_HAL_PEAK_DTYPE_COUNT];
+  xr_hal_figure_t memory_bandwidth; /* bytes/s */
+} xr_hal_device_properties_t;
+
+/* Fills *out_properties. Cheap: never runs work on the device. Thread-safe. */
+xr_status_t xr_hal_device_properties(xr_hal_device_t *device,
+                                     xr_hal_device_properties_t *out_properties);
+
+/* Measures figures the datasheet does not give (memory bandwidth with a 64 MiB device copy;
+ * fp32 FLOP/s where the driver has a calibration kernel) and memoises them, so later property
+ * queries report them as CALIBRATED. Runs at most once per device (later calls return at once);
+ * takes well under a second. Thread-safe. */
+xr_status_t xr_hal_device_calibrate(xr_hal_device_t *device);
+
+/* Lower-case names for printing: "fp32", "datasheet". Never NULL. Thread-safe. */
+const char *xr_hal_peak_dtype_name(xr_hal_peak_dtype_t dtype);
+const char *xr_hal_figure_source_name(xr_hal_figure_source_t source);
+
+/* ---------------------------------------------------------------------------------------------
+ * Buffers
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct xr_hal_buffer xr_hal_buffer_t;
+
+/* Allocates `size` bytes of device memory (contents undefined). 0 bytes is a valid, empty
+ * buffer. A request larger than the device's memory (or its largest allocation) is
+ * RESOURCE_EXHAUSTED with a sentence, never a crash. Thread-safe. */
+xr_status_t xr_hal_buffer_alloc(xr_hal_device_t *device, size_t size,
+                                xr_hal_buffer_t **out_buffer);
+
+/* A view of [offset, offset + length) of `buffer` (itself possibly a view), usable wherever a
+ * buffer is. The view keeps the memory alive: buffer and view may be freed in any order.
+ * OUT_OF_RANGE when the range does not fit. Thread-safe. */
+xr_status_t xr_hal_buffer_view(xr_hal_buffer_t *buffer, size_t offset, size_t length,
+                               xr_hal_buffer_t **out_view);
+
+/* Releases a buffer or view. Work already submitted that uses it stays valid: the memory is
+ * returned once that work completes. Externally synchronised for this handle. */
+void xr_hal_buffer_free(xr_hal_buffer_t *buffer);
+
+/* Size in bytes of a buffer or view. Thread-safe. */
+size_t xr_hal_buffer_size(const xr_hal_buffer_t *buffer);
+
+/* The device of a buffer. Thread-safe. */
+xr_hal_device_t *xr_hal_buffer_device(const xr_hal_buffer_t *buffer);
+
+/* The host address of the buffer's first byte, for host-addressable devices only (the cpu
+ * driver); meant for host functions running on a stream. UNIMPLEMENTED on other devices.
+ * The pointer is NULL for an empty buffer. Thread-safe. */
+xr_status_t xr_hal_buffer_host_pointer(xr_hal_buffer_t *buffer, void **out_pointer);
+
+/* ---------------------------------------------------------------------------------------------
+ * Streams: in-order queues of work. Work on different streams runs independently unless joined
+ * by events.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct xr_hal_stream xr_hal_stream_t;
+
+/* Thread-safe. */
+xr_status_t xr_hal_stream_create(xr_hal_device_t *device, xr_hal_stream_t **out_stream);
+
+/* Waits for the stream's work to finish, then releases it (destroying with work in flight is
+ * safe: it drains first). Externally synchronised for this handle. */
+void xr_hal_stream_destroy(xr_hal_stream_t *stream);
+
+/* Blocks until all work submitted to the stream so far has finished. Returns DEVICE_ERROR if
+ * any of it failed (the first failure's sentence). Thread-safe. */
+xr_status_t xr_hal_stream_synchronize(xr_hal_stream_t *stream);
+
+/* Enqueue operations (all thread-safe; they return once the work is queued). Ranges must lie
+ * inside the buffers (OUT_OF_RANGE); host memory passed to write/read must stay valid and
+ * untouched until the stream has passed the operation. Copies between overlapping ranges of
+ * the same memory are INVALID_ARGUMENT. */
+xr_status_t xr_hal_stream_write(xr_hal_stream_t *stream, xr_hal_buffer_t *dst, size_t dst_offset,
+                                const void *src, size_t size);
+xr_status_t xr_hal_stream_read(xr_hal_stream_t *stream, void *dst, xr_hal_buffer_t *src,
+                               size_t src_offset, size_t size);
+xr_status_t xr_hal_stream_copy(xr_hal_stream_t *stream, xr_hal_buffer_t *dst, size_t dst_offset,
+                               xr_hal_buffer_t *src, size_t src_offset, size_t size);
+/* Repeats a 1-, 2- or 4-byte pattern (read from `pattern` in host byte order) over
+ * [offset, offset + size); offset and size must be multiples of pattern_size. */
+xr_status_t xr_hal_stream_fill(xr_hal_stream_t *stream, xr_hal_buffer_t *buffer, size_t offset,
+                               size_t size, const void *pattern, size_t pattern_size);
+
+/* Blocking forms of the above: they return when the data has arrived. They do not wait for work
+ * on the caller's streams; synchronise those first. Thread-safe. */
+xr_status_t xr_hal_buffer_write(xr_hal_buffer_t *dst, size_t dst_offset, const void *src,
+                                size_t size);
+xr_status_t xr_hal_buffer_read(void *dst, xr_hal_buffer_t *src, size_t src_offset, size_t size);
+xr_status_t xr_hal_buffer_copy(xr_hal_buffer_t *dst, size_t dst_offset, xr_hal_buffer_t *src,
+                               size_t src_offset, size_t size);
+xr_status_t xr_hal_buffer_fill(xr_hal_buffer_t *buffer, size_t offset, size_t size,
+                               const void *pattern, size_t pattern_size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Events: points on a stream, for ordering across streams and for timing.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct xr_hal_event xr_hal_event_t;
+
+/* A new event starts out completed (waiting on it returns at once). Thread-safe. */
+xr_status_t xr_hal_event_create(xr_hal_device_t *device, xr_hal_event_t **out_event);
+
+/* Releases the event; safe while a recording is still pending. Externally synchronised. */
+void xr_hal_event_destroy(xr_hal_event_t *event);
+
+/* Marks the point after all work submitted to `stream` so far; re-recording moves the mark.
+ * Externally synchronised for the event (thread-safe for the stream). */
+xr_status_t xr_hal_event_record(xr_hal_event_t *event, xr_hal_stream_t *stream);
+
+/* Blocks the calling thread until the stream has reached the event. Thread-safe. */
+xr_status_t xr_hal_event_synchronize(xr_hal_event_t *event);
+
+/* Makes work submitted to `stream` after this call wait until the event's point is reached
+ * (the event's stream may differ from `stream`). The host does not block. Thread-safe. */
+xr_status_t xr_hal_stream_wait_event(xr_hal_stream_t *stream, xr_hal_event_t *event);
+
+/* Milliseconds between two recorded events (end - start), waiting for both to complete. The
+ * resolution is the backend's best: CLOCK_MONOTONIC on cpu, profiling nanoseconds on OpenCL.
+ * INVALID_ARGUMENT if either was never recorded. Thread-safe. */
+xr_status_t xr_hal_event_elapsed_ms(xr_hal_event_t *start, xr_hal_event_t *end, double *out_ms);
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernel dispatch. Two paths:
+ *  (a) host work, for host-addressable devices (cpu): a function, or a parallel-for over N work
+ *      items split across the device's thread pool, run in stream order;
+ *  (b) device code: an executable built from OpenCL C source (opencl) or loaded from a binary
+ *      (cuda fatbin/PTX, hip code object: later drivers), a kernel looked up by name, and a
+ *      dispatch of grid x block work-groups with typed arguments.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef void (*xr_hal_host_fn_t)(void *context);
+/* Processes work items [begin, end). Called concurrently from several threads. */
+typedef void (*xr_hal_parallel_fn_t)(void *context, size_t begin, size_t end);
+
+/* Runs fn(context) on the stream's worker once earlier work is done. UNIMPLEMENTED on devices
+ * without host streams (opencl, cuda, hip). Thread-safe. */
+xr_status_t xr_hal_stream_enqueue_host(xr_hal_stream_t *stream, xr_hal_host_fn_t fn,
+                                       void *context);
+
+/* Splits [0, count) into chunks of at least `grain` items (0: the driver picks) run in parallel
+ * on the device's thread pool; the next operation on the stream starts when all chunks are
+ * done. UNIMPLEMENTED where enqueue_host is. Thread-safe. */
+xr_status_t xr_hal_stream_enqueue_parallel(xr_hal_stream_t *stream, size_t count, size_t grain,
+                                           xr_hal_parallel_fn_t fn, void *context);
+
+typedef struct xr_hal_executable xr_hal_executable_t;
+typedef struct xr_hal_kernel xr_hal_kernel_t;
+
+typedef enum xr_hal_executable_format {
+  XR_HAL_EXECUTABLE_OPENCL_C = 1,    /* OpenCL C source text (opencl) */
+  XR_HAL_EXECUTABLE_CUDA_FATBIN,     /* fatbin or PTX (cuda, later) */
+  XR_HAL_EXECUTABLE_HIP_CODE_OBJECT, /* code object (hip, later) */
+} xr_hal_executable_format_t;
+
+typedef struct xr_hal_executable_params {
+  xr_hal_executable_format_t format;
+  const void *data;     /* source text or binary blob */
+  size_t size;          /* bytes of data (source need not be NUL-terminated) */
+  const char *options;  /* build options ("-cl-fast-relaxed-math"), NULL for none */
+  const char *label;    /* a name for error messages ("gemm.cl"), NULL for none */
+} xr_hal_executable_params_t;
+
+/* Builds or loads an executable. A build failure is INVALID_ARGUMENT and its sentence includes
+ * the compiler's log. OpenCL programs are cached on disk (see docs/hal.md); cache failures are
+ * never fatal. UNIMPLEMENTED for a format the device cannot run. Thread-safe. */
+xr_status_t xr_hal_executable_create(xr_hal_device_t *device,
+                                     const xr_hal_executable_params_t *params,
+                                     xr_hal_executable_t **out_executable);
+
+/* Releases the executable and its kernels; safe with dispatches in flight. Externally
+ * synchronised. */
+void xr_hal_executable_destroy(xr_hal_executable_t *executable);
+
+/* Finds a kernel by name; the handle belongs to the executable (no destroy) and stays valid
+ * until it is destroyed. NOT_FOUND for an unknown name. Thread-safe. */
+xr_status_t xr_hal_kernel_lookup(xr_hal_executable_t *executable, const char *name,
+                                 xr_hal_kernel_t **out_kernel);
+
+typedef enum xr_hal_arg_kind {
+  XR_HAL_ARG_BUFFER = 1, /* a buffer or view (OpenCL: a view's offset must be a multiple of the
+                            device's base-address alignment, 128 bytes or so) */
+  XR_HAL_ARG_BYTES,      /* `size` bytes at `bytes`, passed by value (copied at dispatch) */
+  XR_HAL_ARG_LOCAL,      /* `size` bytes of work-group local memory (OpenCL __local pointer) */
+} xr_hal_arg_kind_t;
+
+typedef struct xr_hal_kernel_arg {
+  xr_hal_arg_kind_t kind;
+  xr_hal_buffer_t *buffer;  /* BUFFER */
+  const void *bytes;        /* BYTES */
+  size_t size;              /* BYTES, LOCAL */
+} xr_hal_kernel_arg_t;
+
+/* Convenience constructors for argument lists. */
+static inline xr_hal_kernel_arg_t xr_hal_arg_buffer(xr_hal_buffer_t *buffer) {
+  xr_hal_kernel_arg_t arg = {.kind = XR_HAL_ARG_BUFFER, .buffer = buffer};
+  return arg;
+}
+static inline xr_hal_kernel_arg_t xr_hal_arg_bytes(const void *bytes, size_t size) {
+  xr_hal_kernel_arg_t arg = {.kind = XR_HAL_ARG_BYTES, .bytes = bytes, .size = size};
+  return arg;
+}
+static inline xr_hal_kernel_arg_t xr_hal_arg_local(size_t size) {
+  xr_hal_kernel_arg_t arg = {.kind = XR_HAL_ARG_LOCAL, .size = size};
+  return arg;
+}
+
+typedef struct xr_hal_dispatch {
+  uint32_t grid[3];   /* work-groups (blocks) per dimension, each >= 1 */
+  uint32_t block[3];  /* work-items (threads) per work-group, each >= 1 */
+  uint32_t shared_memory_bytes; /* dynamic shared memory (cuda/hip); must be 0 on OpenCL,
+                                   which uses XR_HAL_ARG_LOCAL arguments instead */
+  const xr_hal_kernel_arg_t *args;
+  size_t arg_count;
+} xr_hal_dispatch_t;
+
+/* Launches grid x block work-items of `kernel` on `stream` (OpenCL: global size = grid * block,
+ * local size = block). Arguments are captured at the call: byte arguments may be reused at
+ * once, and buffers may be freed right after the call (the memory lives until the dispatch ends).
+ * Thread-safe (dispatches of the same kernel from several threads are serialised). */
+xr_status_t xr_hal_stream_dispatch(xr_hal_stream_t *stream, xr_hal_kernel_t *kernel,
+                                   const xr_hal_dispatch_t *dispatch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XR_HAL_HAL_H */

@@ -4,6 +4,17 @@
 #ifndef XR_TOOLS_CLI_H
 #define XR_TOOLS_CLI_H
 
+#include <stddef.h>
+
+enum { XR_EXIT_OK = 0, XR_EXIT_FAILED = 1, XR_EXIT_USAGE = 2, XR_EXIT_UNAVAILABLE = 3 };
+
 int xr_cmd_devices(int argc, char **argv);   /* tools/cmd_devices.c */
+int xr_cmd_convert(int argc, char **argv);   /* tools/cmd_formats.c */
+int xr_cmd_inspect(int argc, char **argv);   /* tools/cmd_formats.c */
+int xr_cmd_validate(int argc, char **argv);  /* tools/cmd_formats.c */
+
+/* A path from the command line. Under `bazel run` the working directory is the runfiles tree,
+ * so a relative path is taken from BUILD_WORKING_DIRECTORY (where the user typed the command). */
+const char *xr_cli_path(const char *arg, char *buf, size_t size);
 
 #endif

@@ -1,0 +1,242 @@
+/* `replay convert`, `replay inspect` and `replay validate`: the CLI over formats/. */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/bundle.h"
+#include "tools/cli.h"
+#include "tools/op_table.h"
+
+const char *xr_cli_path(const char *arg, char *buf, size_t size) {
+  const char *wd = getenv("BUILD_WORKING_DIRECTORY");
+  if (!wd || !wd[0] || arg[0] == '/') return arg;
+  snprintf(buf, size, "%s/%s", wd, arg);
+  return buf;
+}
+
+static int usage_error(const char *cmd, const char *usage, const char *problem) {
+  if (problem) fprintf(stderr, "replay %s: %s\n", cmd, problem);
+  fprintf(stderr, "usage: replay %s %s\n", cmd, usage);
+  return XR_EXIT_USAGE;
+}
+
+static int load_error(void) {
+  fprintf(stderr, "replay: %s\n", xr_last_error());
+  return XR_EXIT_USAGE;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static const char convert_usage[] =
+    "IN OUT [--to=json|msgpack|tracelens] [--embed-data | --strip-data]\n"
+    "  Writes IN (any bundle format) as OUT; the format follows OUT's extension unless --to says.\n"
+    "  --embed-data  pull every tensor's .npy contents into the file (MessagePack or our JSON)\n"
+    "  --strip-data  drop all real contents, keep shapes, strides and dtypes (safe to share)";
+
+int xr_cmd_convert(int argc, char **argv) {
+  const char *in = NULL, *out = NULL, *to = NULL;
+  bool embed = false, strip = false;
+  for (int i = 1; i < argc; i++) {
+    if (strncmp(argv[i], "--to=", 5) == 0) to = argv[i] + 5;
+    else if (strcmp(argv[i], "--embed-data") == 0) embed = true;
+    else if (strcmp(argv[i], "--strip-data") == 0) strip = true;
+    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+      return usage_error("convert", convert_usage, NULL), XR_EXIT_OK;
+    else if (argv[i][0] == '-' && argv[i][1]) return usage_error("convert", convert_usage, "unknown option");
+    else if (!in) in = argv[i];
+    else if (!out) out = argv[i];
+    else return usage_error("convert", convert_usage, "too many arguments");
+  }
+  if (!in || !out) return usage_error("convert", convert_usage, "IN and OUT are required");
+  if (embed && strip) return usage_error("convert", convert_usage, "--embed-data and --strip-data exclude each other");
+  char inbuf[4096], outbuf[4096];
+  in = xr_cli_path(in, inbuf, sizeof inbuf);
+  out = xr_cli_path(out, outbuf, sizeof outbuf);
+
+  xr_bundle_format_t format = xr_bundle_format_from_path(out);
+  if (to) {
+    if (strcmp(to, "json") == 0) format = XR_FORMAT_JSON;
+    else if (strcmp(to, "msgpack") == 0) format = XR_FORMAT_MSGPACK;
+    else if (strcmp(to, "tracelens") == 0) format = XR_FORMAT_TRACELENS;
+    else return usage_error("convert", convert_usage, "--to takes json, msgpack or tracelens");
+  }
+  if (format == XR_FORMAT_UNKNOWN)
+    return usage_error("convert", convert_usage,
+                       "cannot tell the output format from OUT's extension; use .json, .msgpack or --to");
+
+  xr_bundle_t *b;
+  if (xr_bundle_load(in, &b) != XR_OK) return load_error();
+  size_t changed = 0;
+  xr_status_t st = XR_OK;
+  if (embed) st = xr_bundle_embed_data(b, &changed);
+  if (strip) xr_bundle_strip_data(b, &changed);
+  if (st == XR_OK) st = xr_bundle_save(b, out, format);
+  if (st != XR_OK) {
+    fprintf(stderr, "replay convert: %s\n", xr_last_error());
+    xr_bundle_destroy(b);
+    return XR_EXIT_USAGE;
+  }
+  fprintf(stderr, "wrote %s (%s, %zu ops", out, xr_bundle_format_name(format), b->op_count);
+  if (embed || strip)
+    fprintf(stderr, ", contents of %zu tensors %s", changed, embed ? "embedded" : "stripped");
+  fprintf(stderr, ")\n");
+  xr_bundle_destroy(b);
+  return XR_EXIT_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static const char *data_form_text(xr_data_form_t form) {
+  switch (form) {
+    case XR_DATA_NONE: return "shapes only (no tensor contents; safe to share)";
+    case XR_DATA_FILES: return "tensor contents in .npy files beside the bundle";
+    case XR_DATA_EMBEDDED: return "tensor contents embedded in the file";
+    case XR_DATA_MIXED: return "tensor contents partly embedded, partly in .npy files";
+  }
+  return "?";
+}
+
+static const char *data_form_key(xr_data_form_t form) {
+  static const char *const keys[] = {"none", "files", "embedded", "mixed"};
+  return keys[form];
+}
+
+static cJSON *value_to_json(const xr_value_t *v) {
+  switch (v->kind) {
+    case XR_VALUE_NULL: return cJSON_CreateNull();
+    case XR_VALUE_BOOL: return cJSON_CreateBool(v->as.b);
+    case XR_VALUE_INT: return cJSON_CreateNumber((double)v->as.i);
+    case XR_VALUE_FLOAT: return cJSON_CreateNumber(v->as.f);
+    case XR_VALUE_STRING: return cJSON_CreateString(v->as.s);
+    case XR_VALUE_LIST: {
+      cJSON *a = cJSON_CreateArray();
+      for (size_t i = 0; i < v->as.list.count; i++)
+        cJSON_AddItemToArray(a, value_to_json(&v->as.list.items[i]));
+      return a;
+    }
+    case XR_VALUE_TENSOR: {
+      const xr_tensor_spec_t *t = v->as.tensor;
+      cJSON *o = cJSON_CreateObject();
+      cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+      cJSON *strides = cJSON_AddArrayToObject(o, "strides");
+      for (int32_t i = 0; i < t->rank; i++) {
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[i]));
+        cJSON_AddItemToArray(strides, cJSON_CreateNumber((double)t->strides[i]));
+      }
+      cJSON_AddStringToObject(o, "dtype", xr_dtype_short_name(t->dtype));
+      return o;
+    }
+  }
+  return cJSON_CreateNull();
+}
+
+static void add_args_json(cJSON *arr, const xr_arg_t *args, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    cJSON *a = cJSON_CreateObject();
+    if (args[i].name) cJSON_AddStringToObject(a, "name", args[i].name);
+    if (args[i].type) cJSON_AddStringToObject(a, "type", args[i].type);
+    cJSON_AddItemToObject(a, "value", value_to_json(&args[i].value));
+    cJSON_AddItemToArray(arr, a);
+  }
+}
+
+static int inspect_json(const xr_bundle_t *b, const char *path) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "file", path);
+  cJSON_AddStringToObject(root, "format", xr_bundle_format_name(b->source_format));
+  cJSON_AddNumberToObject(root, "format_version", (double)b->meta.format_version);
+  cJSON_AddStringToObject(root, "data", data_form_key(xr_bundle_data_form(b)));
+  cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+  if (b->meta.tool_version) cJSON_AddStringToObject(meta, "tool_version", b->meta.tool_version);
+  if (b->meta.source_trace) cJSON_AddStringToObject(meta, "source_trace", b->meta.source_trace);
+  if (b->meta.device_name) cJSON_AddStringToObject(meta, "device_name", b->meta.device_name);
+  if (b->meta.vendor) cJSON_AddStringToObject(meta, "vendor", b->meta.vendor);
+  cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+  for (size_t i = 0; i < b->op_count; i++) {
+    const xr_op_t *op = &b->ops[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "index", (double)i);
+    cJSON_AddStringToObject(o, "name", op->name);
+    cJSON_AddNumberToObject(o, "count", (double)(op->count ? op->count : 1));
+    if (op->timing && op->timing->gpu_time_us >= 0)
+      cJSON_AddNumberToObject(o, "trace_gpu_time_us", op->timing->gpu_time_us);
+    add_args_json(cJSON_AddArrayToObject(o, "args"), op->args, op->arg_count);
+    add_args_json(cJSON_AddArrayToObject(o, "kwargs"), op->kwargs, op->kwarg_count);
+    cJSON_AddItemToArray(ops, o);
+  }
+  char *text = cJSON_Print(root);
+  int rc = text && puts(text) >= 0 ? XR_EXIT_OK : XR_EXIT_FAILED;
+  free(text);
+  cJSON_Delete(root);
+  return rc;
+}
+
+static const char inspect_usage[] = "BUNDLE [--json]\n  Prints the bundle's op table.";
+
+int xr_cmd_inspect(int argc, char **argv) {
+  const char *path = NULL;
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0) json = true;
+    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+      return usage_error("inspect", inspect_usage, NULL), XR_EXIT_OK;
+    else if (argv[i][0] == '-' && argv[i][1]) return usage_error("inspect", inspect_usage, "unknown option");
+    else if (!path) path = argv[i];
+    else return usage_error("inspect", inspect_usage, "one bundle at a time");
+  }
+  if (!path) return usage_error("inspect", inspect_usage, "BUNDLE is required");
+  char buf[4096];
+  path = xr_cli_path(path, buf, sizeof buf);
+  xr_bundle_t *b;
+  if (xr_bundle_load(path, &b) != XR_OK) return load_error();
+  int rc;
+  if (json) {
+    rc = inspect_json(b, path);
+  } else {
+    printf("%s: %s bundle, format version %" PRId64 ", %zu ops\n", path,
+           xr_bundle_format_name(b->source_format), b->meta.format_version, b->op_count);
+    printf("data: %s\n", data_form_text(xr_bundle_data_form(b)));
+    if (b->meta.device_name) printf("captured on: %s\n", b->meta.device_name);
+    if (b->meta.source_trace) printf("source trace: %s\n", b->meta.source_trace);
+    rc = xr_print_op_table(stdout, b) == XR_OK ? XR_EXIT_OK : XR_EXIT_FAILED;
+  }
+  xr_bundle_destroy(b);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static const char validate_usage[] =
+    "BUNDLE\n  Checks every op, tensor and .npy file; exit 0 when valid, 2 with the problems.";
+
+int xr_cmd_validate(int argc, char **argv) {
+  const char *path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+      return usage_error("validate", validate_usage, NULL), XR_EXIT_OK;
+    else if (argv[i][0] == '-' && argv[i][1]) return usage_error("validate", validate_usage, "unknown option");
+    else if (!path) path = argv[i];
+    else return usage_error("validate", validate_usage, "one bundle at a time");
+  }
+  if (!path) return usage_error("validate", validate_usage, "BUNDLE is required");
+  char buf[4096];
+  path = xr_cli_path(path, buf, sizeof buf);
+  xr_load_options_t decode_only = {.validate = false};
+  xr_bundle_t *b;
+  if (xr_bundle_load_with(path, &decode_only, &b) != XR_OK) return load_error();
+  xr_diagnostics_t diags;
+  xr_status_t st = xr_bundle_validate(b, true, &diags);
+  if (st == XR_OK) {
+    printf("%s: valid (%zu ops, %s)\n", path, b->op_count, data_form_text(xr_bundle_data_form(b)));
+  } else {
+    for (size_t i = 0; i < diags.kept; i++) fprintf(stderr, "%s: %s\n", path, diags.messages[i]);
+    if (diags.count > diags.kept)
+      fprintf(stderr, "%s: ... and %zu more problems\n", path, diags.count - diags.kept);
+    fprintf(stderr, "%s: invalid: %zu problem%s\n", path, diags.count, diags.count == 1 ? "" : "s");
+  }
+  xr_diagnostics_free(&diags);
+  xr_bundle_destroy(b);
+  return st == XR_OK ? XR_EXIT_OK : XR_EXIT_USAGE;
+}

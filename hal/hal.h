@@ -201,7 +201,8 @@ xr_status_t xr_hal_stream_read(xr_hal_stream_t *stream, void *dst, xr_hal_buffer
 xr_status_t xr_hal_stream_copy(xr_hal_stream_t *stream, xr_hal_buffer_t *dst, size_t dst_offset,
                                xr_hal_buffer_t *src, size_t src_offset, size_t size);
 /* Repeats a 1-, 2- or 4-byte pattern (read from `pattern` in host byte order) over
- * [offset, offset + size); offset and size must be multiples of pattern_size. */
+ * [offset, offset + size); size and the offset from the allocation's first byte (a view's own
+ * offset included) must be multiples of pattern_size. */
 xr_status_t xr_hal_stream_fill(xr_hal_stream_t *stream, xr_hal_buffer_t *buffer, size_t offset,
                                size_t size, const void *pattern, size_t pattern_size);
 

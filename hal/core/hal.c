@@ -323,10 +323,12 @@ static xr_status_t check_fill(const char *call, xr_hal_buffer_t *buffer, size_t 
     return xr_error(XR_INVALID_ARGUMENT, "%s: pattern size %zu is not 1, 2 or 4 bytes", call,
                     pattern_size);
   }
-  if (offset % pattern_size || size % pattern_size) {
+  /* The offset counts from the allocation, views included: backends (OpenCL) align there. */
+  if ((buffer->offset + offset) % pattern_size || size % pattern_size) {
     return xr_error(XR_INVALID_ARGUMENT,
-                    "%s: offset %zu and size %zu must be multiples of the %zu-byte pattern", call,
-                    offset, size, pattern_size);
+                    "%s: offset %zu (from the allocation's start) and size %zu must be multiples "
+                    "of the %zu-byte pattern",
+                    call, buffer->offset + offset, size, pattern_size);
   }
   uint32_t value = 0;
   memcpy(&value, pattern, pattern_size);

@@ -1,0 +1,172 @@
+/* The `replay` command line over formats/: exit codes, messages on stderr, files written.
+ * Runs the real binary (a data dependency) the way a user would. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "formats/bundle.h"
+
+#define EXAMPLE "examples/llm_small.msgpack"
+
+static char out_text[1 << 16], err_text[1 << 16];
+
+static const char *tmpdir(void) {
+  const char *t = getenv("TEST_TMPDIR");
+  return t ? t : "/tmp";
+}
+
+static void slurp(const char *path, char *buf, size_t n) {
+  FILE *f = fopen(path, "r");
+  size_t got = f ? fread(buf, 1, n - 1, f) : 0;
+  buf[got] = '\0';
+  if (f) fclose(f);
+}
+
+/* Runs `tools/replay ARGS`, keeping stdout and stderr; returns the exit code. */
+static int replay(const char *args) {
+  char cmd[8192], out[1024], err[1024];
+  snprintf(out, sizeof out, "%s/stdout", tmpdir());
+  snprintf(err, sizeof err, "%s/stderr", tmpdir());
+  snprintf(cmd, sizeof cmd, "tools/replay %s >%s 2>%s", args, out, err);
+  int status = system(cmd);
+  slurp(out, out_text, sizeof out_text);
+  slurp(err, err_text, sizeof err_text);
+  cr_assert(WIFEXITED(status), "replay %s did not exit normally", args);
+  return WEXITSTATUS(status);
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+Test(cli, inspect_prints_the_op_table) {
+  cr_assert_eq(replay("inspect " EXAMPLE), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "11 ops"), "%s", out_text);
+  cr_assert(strstr(out_text, "aten::mm"), "%s", out_text);
+  cr_assert(strstr(out_text, "mat2=bf16[2048,2048]{1,2048}"), "%s", out_text);
+  cr_assert(strstr(out_text, "_C::paged_attention_v1"), "%s", out_text);
+  cr_assert(strstr(out_text, "shapes only"), "%s", out_text);
+}
+
+Test(cli, inspect_json_is_machine_readable) {
+  cr_assert_eq(replay("inspect --json " EXAMPLE), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "\"format\":\t\"msgpack\""), "%s", out_text);
+  cr_assert(strstr(out_text, "\"name\":\t\"vllm::outplace_fused_experts\""), "%s", out_text);
+}
+
+Test(cli, run_without_engine_lists_the_ops) {
+  cr_assert_eq(replay(EXAMPLE), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "aten::_scaled_dot_product_flash_attention"), "%s", out_text);
+}
+
+Test(cli, relative_paths_follow_build_working_directory) {
+  char args[1024];
+  char *cwd = realpath("examples", NULL);
+  snprintf(args, sizeof args, "inspect llm_small.msgpack");
+  setenv("BUILD_WORKING_DIRECTORY", cwd, 1);
+  int rc = replay(args);
+  unsetenv("BUILD_WORKING_DIRECTORY");
+  free(cwd);
+  cr_assert_eq(rc, 0, "%s", err_text);
+}
+
+Test(cli, convert_round_trip_and_tracelens) {
+  char args[4096], json[1024], mp[1024], tl[1024];
+  snprintf(json, sizeof json, "%s/a.json", tmpdir());
+  snprintf(mp, sizeof mp, "%s/a.msgpack", tmpdir());
+  snprintf(tl, sizeof tl, "%s/a.tracelens.json", tmpdir());
+  snprintf(args, sizeof args, "convert %s %s", EXAMPLE, json);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  snprintf(args, sizeof args, "convert %s %s", json, mp);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  snprintf(args, sizeof args, "convert %s %s --to=tracelens", mp, tl);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  xr_bundle_t *a, *b, *c;
+  cr_assert_eq(xr_bundle_load(EXAMPLE, &a), XR_OK);
+  cr_assert_eq(xr_bundle_load(mp, &b), XR_OK);
+  cr_assert_eq(xr_bundle_load(tl, &c), XR_OK, "%s", xr_last_error());
+  char where[256];
+  cr_assert(xr_bundle_equal(a, b, where, sizeof where), "differs at %s", where);
+  cr_assert_eq(c->source_format, XR_FORMAT_TRACELENS);
+  cr_assert_eq(c->op_count, a->op_count);
+  xr_bundle_destroy(a);
+  xr_bundle_destroy(b);
+  xr_bundle_destroy(c);
+}
+
+Test(cli, embed_and_strip_data) {
+  /* One golden case, pointing at its .npy files by absolute path. */
+  char *golden = realpath("tests/data/golden", NULL);
+  char bundle[1024], text[2048], args[4096], embedded[1024], stripped[1024];
+  snprintf(bundle, sizeof bundle, "%s/case.json", tmpdir());
+  snprintf(text, sizeof text,
+           "[{\"op_name\": \"aten::mm\", \"replay_ir\": {\"list_pos_args\": ["
+           "{\"arg_name\": \"self\", \"arg_type\": \"Tensor\", \"value\": {\"shape\": [64, 96], "
+           "\"dtype\": \"float\", \"strides\": [96, 1], \"data\": \"%s/mm_f32_64x96x80__self.npy\"}},"
+           "{\"arg_name\": \"mat2\", \"arg_type\": \"Tensor\", \"value\": {\"shape\": [96, 80], "
+           "\"dtype\": \"float\", \"strides\": [80, 1], \"data\": \"%s/mm_f32_64x96x80__mat2.npy\"}}],"
+           " \"list_kwargs\": []}}]",
+           golden, golden);
+  free(golden);
+  write_text(bundle, text);
+  snprintf(embedded, sizeof embedded, "%s/embedded.msgpack", tmpdir());
+  snprintf(stripped, sizeof stripped, "%s/stripped.msgpack", tmpdir());
+  snprintf(args, sizeof args, "convert %s %s --embed-data", bundle, embedded);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(err_text, "contents of 2 tensors embedded"), "%s", err_text);
+  snprintf(args, sizeof args, "inspect %s", embedded);
+  cr_assert_eq(replay(args), 0);
+  cr_assert(strstr(out_text, "tensor contents embedded in the file"), "%s", out_text);
+  snprintf(args, sizeof args, "convert %s %s --strip-data", embedded, stripped);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  snprintf(args, sizeof args, "inspect %s", stripped);
+  cr_assert_eq(replay(args), 0);
+  cr_assert(strstr(out_text, "shapes only"), "%s", out_text);
+  snprintf(args, sizeof args, "validate %s", embedded);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+}
+
+Test(cli, validate_reports_every_problem_with_exit_2) {
+  char bad[1024], args[2048];
+  snprintf(bad, sizeof bad, "%s/bad.json", tmpdir());
+  write_text(bad,
+             "[{\"op_name\": \"aten::mm\", \"replay_ir\": {\"list_pos_args\": ["
+             "{\"arg_name\": \"self\", \"arg_type\": \"Tensor\", \"value\": {\"shape\": [3, -4], "
+             "\"dtype\": \"float\"}},"
+             "{\"arg_name\": \"mat2\", \"arg_type\": \"Tensor\", \"value\": {\"shape\": [4, 2], "
+             "\"dtype\": \"float\", \"data\": \"missing.npy\"}}], \"list_kwargs\": []}}]");
+  snprintf(args, sizeof args, "validate %s", bad);
+  cr_assert_eq(replay(args), 2);
+  cr_assert(strstr(err_text, "ops[0].replay_ir.list_pos_args[0].value.shape[1]: negative dimension -4"),
+            "%s", err_text);
+  cr_assert(strstr(err_text, "list_pos_args[1].value.data: ") && strstr(err_text, "missing.npy"),
+            "%s", err_text);
+  cr_assert(strstr(err_text, "invalid: 2 problems"), "%s", err_text);
+  /* Loading for replay stops at the first problem, also with exit 2. */
+  snprintf(args, sizeof args, "inspect %s", bad);
+  cr_assert_eq(replay(args), 2);
+  cr_assert(strstr(err_text, "negative dimension -4"), "%s", err_text);
+}
+
+Test(cli, usage_errors_exit_2) {
+  cr_assert_eq(replay(""), 2);
+  cr_assert(strstr(err_text, "usage: replay"), "%s", err_text);
+  cr_assert_eq(replay("inspect"), 2);
+  cr_assert(strstr(err_text, "BUNDLE is required"), "%s", err_text);
+  cr_assert_eq(replay("inspect --frobnicate " EXAMPLE), 2);
+  cr_assert_eq(replay("convert " EXAMPLE), 2);
+  cr_assert_eq(replay("convert " EXAMPLE " out.txt"), 2);
+  cr_assert(strstr(err_text, "cannot tell the output format"), "%s", err_text);
+  cr_assert_eq(replay("convert " EXAMPLE " out.json --to=yaml"), 2);
+  cr_assert_eq(replay("convert " EXAMPLE " o.msgpack --embed-data --strip-data"), 2);
+  cr_assert_eq(replay("no/such/file.msgpack"), 2);
+  cr_assert(strstr(err_text, "no/such/file.msgpack: cannot open"), "%s", err_text);
+  cr_assert_eq(replay("--help"), 0);
+  cr_assert_eq(replay("--version"), 0);
+  cr_assert(strstr(out_text, "bundle format 1"), "%s", out_text);
+}

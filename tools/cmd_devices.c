@@ -1,0 +1,194 @@
+/* `replay devices`: every HAL driver, its devices with their properties, and why anything is
+ * unavailable; --json for machines. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hal/hal.h"
+#include "tools/cli.h"
+
+static void print_usage(FILE *out) {
+  fprintf(out,
+          "usage: replay devices [--json] [--calibrate]\n"
+          "  Lists the HAL drivers (cpu, opencl, cuda, hip), their devices and properties, and\n"
+          "  the reason for anything unavailable.\n"
+          "  --json       machine-readable output on stdout\n"
+          "  --calibrate  measure memory bandwidth (and fp32 FLOP/s where supported) when no\n"
+          "               datasheet figure exists; takes about a second per device\n");
+}
+
+/* "23.4 GiB" */
+static const char *format_bytes(double bytes, char *out, size_t capacity) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024.0 && unit < 4) {
+    bytes /= 1024.0;
+    unit++;
+  }
+  snprintf(out, capacity, unit ? "%.1f %s" : "%.0f %s", bytes, units[unit]);
+  return out;
+}
+
+/* "1.23 TFLOP/s (datasheet)" */
+static const char *format_figure(xr_hal_figure_t figure, const char *unit, char *out,
+                                 size_t capacity) {
+  if (figure.source == XR_HAL_FIGURE_UNKNOWN) {
+    snprintf(out, capacity, "unknown");
+    return out;
+  }
+  static const char *const prefixes[] = {"", "K", "M", "G", "T", "P"};
+  double value = figure.value;
+  int prefix = 0;
+  while (value >= 1000.0 && prefix < 5) {
+    value /= 1000.0;
+    prefix++;
+  }
+  snprintf(out, capacity, "%.3g %s%s (%s)", value, prefixes[prefix], unit,
+           xr_hal_figure_source_name(figure.source));
+  return out;
+}
+
+static void print_device_text(const xr_hal_device_properties_t *p) {
+  char a[64], b[64];
+  printf("  %-9s %s", p->spec, p->name);
+  if (p->vendor[0]) printf(" (%s)", p->vendor);
+  printf("%s\n", p->is_gpu ? ", GPU" : "");
+  printf("            driver %s; runtime %s\n", p->driver_version[0] ? p->driver_version : "?",
+         p->runtime_version[0] ? p->runtime_version : "?");
+  printf("            memory %s (largest allocation %s), %u compute units", 
+         format_bytes((double)p->memory_bytes, a, sizeof a),
+         format_bytes((double)p->max_allocation_bytes, b, sizeof b), p->compute_units);
+  if (p->clock_mhz) printf(" @ %u MHz", p->clock_mhz);
+  printf(", SIMD width %u, max work-group %llu\n", p->simd_width,
+         (unsigned long long)p->max_work_group_size);
+  printf("            last-level cache %s, host-addressable %s\n",
+         p->last_level_cache_bytes ? format_bytes((double)p->last_level_cache_bytes, a, sizeof a)
+                                   : "unknown",
+         p->host_addressable ? "yes" : "no");
+  printf("            peak");
+  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++) {
+    printf("%s %s %s", d ? "," : "", xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d),
+           format_figure(p->peak_flops[d], "FLOP/s", a, sizeof a));
+  }
+  printf("\n            memory bandwidth %s\n",
+         format_figure(p->memory_bandwidth, "B/s", a, sizeof a));
+}
+
+static cJSON *figure_json(xr_hal_figure_t figure) {
+  cJSON *object = cJSON_CreateObject();
+  cJSON_AddNumberToObject(object, "value", figure.value);
+  cJSON_AddStringToObject(object, "source", xr_hal_figure_source_name(figure.source));
+  return object;
+}
+
+static cJSON *device_json(const xr_hal_device_properties_t *p) {
+  cJSON *device = cJSON_CreateObject();
+  cJSON_AddStringToObject(device, "spec", p->spec);
+  cJSON_AddStringToObject(device, "driver", p->driver);
+  cJSON_AddStringToObject(device, "name", p->name);
+  cJSON_AddStringToObject(device, "vendor", p->vendor);
+  cJSON_AddStringToObject(device, "driver_version", p->driver_version);
+  cJSON_AddStringToObject(device, "runtime_version", p->runtime_version);
+  cJSON_AddBoolToObject(device, "is_gpu", p->is_gpu);
+  cJSON_AddBoolToObject(device, "host_addressable", p->host_addressable);
+  cJSON_AddNumberToObject(device, "memory_bytes", (double)p->memory_bytes);
+  cJSON_AddNumberToObject(device, "max_allocation_bytes", (double)p->max_allocation_bytes);
+  cJSON_AddNumberToObject(device, "compute_units", p->compute_units);
+  cJSON_AddNumberToObject(device, "clock_mhz", p->clock_mhz);
+  cJSON_AddNumberToObject(device, "simd_width", p->simd_width);
+  cJSON_AddNumberToObject(device, "max_work_group_size", (double)p->max_work_group_size);
+  cJSON_AddNumberToObject(device, "last_level_cache_bytes", (double)p->last_level_cache_bytes);
+  cJSON *peak = cJSON_AddObjectToObject(device, "peak_flops");
+  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++) {
+    cJSON_AddItemToObject(peak, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d),
+                          figure_json(p->peak_flops[d]));
+  }
+  cJSON_AddItemToObject(device, "memory_bandwidth_bytes_per_second",
+                        figure_json(p->memory_bandwidth));
+  return device;
+}
+
+/* Opens device `ordinal` of a driver and reads its properties (calibrating on request). */
+static xr_status_t query_device(const char *driver, int ordinal, bool calibrate,
+                                xr_hal_device_properties_t *out) {
+  char spec[64];
+  snprintf(spec, sizeof spec, "%s:%d", driver, ordinal);
+  xr_hal_device_t *device = NULL;
+  xr_status_t status = xr_hal_device_create(spec, &device);
+  if (status != XR_OK) return status;
+  if (calibrate) status = xr_hal_device_calibrate(device);
+  if (status == XR_OK) status = xr_hal_device_properties(device, out);
+  xr_hal_device_destroy(device);
+  return status;
+}
+
+int xr_cmd_devices(int argc, char **argv) {
+  bool json = false, calibrate = false;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (strcmp(argv[i], "--calibrate") == 0) {
+      calibrate = true;
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      print_usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "replay devices: unknown argument \"%s\"\n", argv[i]);
+      print_usage(stderr);
+      return 2;
+    }
+  }
+
+  cJSON *root = json ? cJSON_CreateObject() : NULL;
+  cJSON *drivers = json ? cJSON_AddArrayToObject(root, "drivers") : NULL;
+  for (size_t index = 0; index < xr_hal_driver_count(); index++) {
+    xr_hal_driver_info_t info;
+    if (xr_hal_driver_info(index, &info) != XR_OK) continue;
+    bool available = info.status == XR_OK;
+    cJSON *driver = NULL, *devices = NULL;
+    if (json) {
+      driver = cJSON_CreateObject();
+      cJSON_AddStringToObject(driver, "name", info.name);
+      cJSON_AddBoolToObject(driver, "available", available);
+      cJSON_AddStringToObject(driver, "status", xr_status_name(info.status));
+      cJSON_AddStringToObject(driver, "reason", info.reason);
+      cJSON_AddNumberToObject(driver, "device_count", info.device_count);
+      devices = cJSON_AddArrayToObject(driver, "devices");
+      cJSON_AddItemToArray(drivers, driver);
+    } else if (available) {
+      printf("%-7s available, %d device%s%s%s%s\n", info.name, info.device_count,
+             info.device_count == 1 ? "" : "s", info.reason[0] ? " (" : "", info.reason,
+             info.reason[0] ? ")" : "");
+    } else {
+      printf("%-7s %s: %s\n", info.name, xr_status_name(info.status), info.reason);
+    }
+    for (int ordinal = 0; available && ordinal < info.device_count; ordinal++) {
+      xr_hal_device_properties_t properties;
+      xr_status_t status = query_device(info.name, ordinal, calibrate, &properties);
+      if (status != XR_OK) {
+        if (json) {
+          cJSON *failed = cJSON_CreateObject();
+          char spec[64];
+          snprintf(spec, sizeof spec, "%s:%d", info.name, ordinal);
+          cJSON_AddStringToObject(failed, "spec", spec);
+          cJSON_AddStringToObject(failed, "error", xr_last_error());
+          cJSON_AddItemToArray(devices, failed);
+        } else {
+          printf("  %s:%d   %s: %s\n", info.name, ordinal, xr_status_name(status),
+                 xr_last_error());
+        }
+        continue;
+      }
+      if (json) cJSON_AddItemToArray(devices, device_json(&properties));
+      else print_device_text(&properties);
+    }
+  }
+  if (json) {
+    char *text = cJSON_Print(root);
+    if (text) printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(root);
+  }
+  fflush(stdout);
+  return 0;
+}

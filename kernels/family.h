@@ -1,0 +1,65 @@
+/* Helpers for writing an op family (kernels/<family>.c): reading arguments by schema name or
+ * position with errors that name them, and walking strided tensors on the host. */
+#ifndef XR_KERNELS_FAMILY_H
+#define XR_KERNELS_FAMILY_H
+
+#include "kernels/dtype.h"
+#include "kernels/kernels.h"
+
+/* The argument at schema `name`, else the positional argument `position` (-1: name only), else
+ * NULL. A null value (None) is returned as is. */
+const xr_value_t *xr_op_arg(const xr_op_t *op, int position, const char *name);
+
+/* Typed readers. `required` arguments that are absent or None are INVALID_ARGUMENT:
+ * "aten::addmm: argument 'mat2' (position 2) is missing". Optional ones keep *out unchanged. */
+xr_status_t xr_arg_tensor(const xr_op_plan_t *plan, int position, const char *name, bool required,
+                          int *out_index); /* binding index, or -1 when absent */
+xr_status_t xr_arg_int(const xr_op_t *op, int position, const char *name, bool required,
+                       int64_t *out);
+xr_status_t xr_arg_double(const xr_op_t *op, int position, const char *name, bool required,
+                          double *out); /* accepts ints and floats (Scalar) */
+xr_status_t xr_arg_bool(const xr_op_t *op, int position, const char *name, bool required,
+                        bool *out);
+xr_status_t xr_arg_string(const xr_op_t *op, int position, const char *name, bool required,
+                          const char **out);
+/* An int list (int[], SymInt[]); a single int counts as a one-element list. */
+xr_status_t xr_arg_int_list(const xr_op_t *op, int position, const char *name, bool required,
+                            int64_t *out, int capacity, int *out_count);
+
+/* Formats the op name into an error: returns INVALID_ARGUMENT. */
+xr_status_t xr_plan_error(const xr_op_plan_t *plan, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Fills a contiguous return descriptor. */
+void xr_desc_set(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int64_t *shape);
+int64_t xr_desc_numel(const xr_tensor_desc_t *d);
+int64_t xr_spec_numel(const xr_tensor_spec_t *t); /* validated specs only: no overflow */
+
+/* A tensor's host address on host-addressable devices (cpu): the storage start; element
+ * (i0, i1, ...) is at index offset + sum(i_k * strides[k]). */
+xr_status_t xr_tensor_host(const xr_tensor_t *t, void **out_base);
+
+/* Row-major index walk over a shape: returns the storage index (offset included) of flat
+ * element `linear` of tensor t. */
+static inline int64_t xr_tensor_index(const xr_tensor_t *t, int64_t linear) {
+  int64_t index = t->offset;
+  for (int32_t d = t->rank - 1; d >= 0; d--) {
+    int64_t size = t->shape[d];
+    index += (linear % size) * t->strides[d];
+    linear /= size;
+  }
+  return index;
+}
+
+/* Creates a state-less instance helper for families whose host kernels need only plan +
+ * tensors: copies them into one allocation. */
+typedef struct xr_host_call {
+  const xr_op_plan_t *plan;
+  size_t tensor_count;
+  xr_tensor_t tensors[];  /* inputs then returns */
+} xr_host_call_t;
+
+xr_status_t xr_host_call_create(const xr_op_plan_t *plan, const xr_tensor_t *tensors,
+                                xr_host_call_t **out_call);
+
+#endif

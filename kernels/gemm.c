@@ -1,0 +1,331 @@
+/* The GEMM family: aten::mm, addmm, bmm, baddbmm, matmul, linear, and the same products under
+ * the names serving stacks give them (aiter::gemm_a16w16, vllm::rocm_unquantized_gemm, which
+ * have linear's semantics: x @ weight^T + bias).
+ *
+ * Every op is reduced to one batched problem: out[b][m][n] = alpha * sum_k A[b][m][k] B[b][k][n]
+ * + beta * C[b][m][n], each operand addressed through its own strides (0 where it broadcasts),
+ * so transposed weights and views need no copies. Accumulation is in fp32 or better; the
+ * output is rounded once to its dtype. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/family.h"
+#include "kernels/gemm.h"
+
+static const char *const gemm_ops[] = {
+    "aten::mm",     "aten::addmm",        "aten::bmm",
+    "aten::baddbmm", "aten::matmul",      "aten::linear",
+    "aiter::gemm_a16w16", "vllm::rocm_unquantized_gemm", NULL,
+};
+
+/* Sets an operand's strides from a tensor of rank >= 2 (or 1 when `vector_dim` says which of
+ * row/col it fills), aligning its batch dims to the right of the output's batch dims. */
+static void set_matrix(const xr_tensor_spec_t *t, int index, bool transpose, int batch_rank,
+                       const int64_t *batch_shape, xr_gemm_operand_t *o) {
+  o->index = index;
+  int r = t->rank;
+  int64_t rs = r >= 2 ? t->strides[r - 2] : 0, cs = r >= 1 ? t->strides[r - 1] : 0;
+  o->row_stride = transpose ? cs : rs;
+  o->col_stride = transpose ? rs : cs;
+  int tb = r - 2; /* the tensor's own batch dims */
+  for (int d = 0; d < batch_rank; d++) {
+    int td = d - (batch_rank - tb);
+    o->batch_strides[d] = (td >= 0 && t->shape[td] == batch_shape[d] && batch_shape[d] != 1)
+                              ? t->strides[td]
+                              : 0;
+  }
+}
+
+/* Broadcasts a bias/self tensor of any rank <= batch_rank + 2 onto [batch..., M, N]. */
+static xr_status_t set_addend(const xr_op_plan_t *plan, int index, const xr_gemm_problem_t *p,
+                              xr_gemm_operand_t *o) {
+  const xr_tensor_spec_t *t = plan->inputs[index];
+  int out_rank = p->batch_rank + 2;
+  if (t->rank > out_rank)
+    return xr_plan_error(plan, "the added tensor has %d dimensions, the product %d", t->rank,
+                         out_rank);
+  int64_t out_shape[XR_MAX_RANK + 2];
+  for (int d = 0; d < p->batch_rank; d++) out_shape[d] = p->batch_shape[d];
+  out_shape[p->batch_rank] = p->M;
+  out_shape[p->batch_rank + 1] = p->N;
+  int64_t strides[XR_MAX_RANK + 2] = {0};
+  for (int d = 0; d < t->rank; d++) {
+    int od = out_rank - t->rank + d;
+    if (t->shape[d] != 1 && t->shape[d] != out_shape[od])
+      return xr_plan_error(plan, "the added tensor's dimension %d (%lld) does not broadcast to %lld",
+                           d, (long long)t->shape[d], (long long)out_shape[od]);
+    strides[od] = t->shape[d] == 1 ? 0 : t->strides[d];
+  }
+  o->index = index;
+  for (int d = 0; d < p->batch_rank; d++) o->batch_strides[d] = strides[d];
+  o->row_stride = strides[p->batch_rank];
+  o->col_stride = strides[p->batch_rank + 1];
+  return XR_OK;
+}
+
+static xr_status_t need_rank(const xr_op_plan_t *plan, int index, const char *name, int lo, int hi) {
+  int r = plan->inputs[index]->rank;
+  if (r < lo || r > hi)
+    return lo == hi ? xr_plan_error(plan, "%s: expected a %d-D tensor, got %d-D", name, lo, r)
+                    : xr_plan_error(plan, "%s: expected %d-D to %d-D, got %d-D", name, lo, hi, r);
+  return XR_OK;
+}
+
+static bool is_float_dtype(xr_dtype_t d) {
+  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F64;
+}
+
+static xr_status_t analyze(xr_op_plan_t *plan) {
+  const xr_op_t *op = plan->op;
+  const char *name = op->name;
+  xr_gemm_problem_t *p = calloc(1, sizeof *p);
+  if (!p) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", name);
+  plan->problem = p;
+  p->alpha = 1.0;
+  p->beta = 1.0;
+  p->c.index = -1;
+  int a = -1, b = -1, c = -1, out = -1;
+  bool b_transposed = false; /* B given as [N, K] (linear's weight) */
+  xr_status_t st = XR_OK;
+  const char *a_name = "self", *b_name = "mat2";
+
+  if (!strcmp(name, "aten::mm") || !strcmp(name, "aten::bmm")) {
+    bool batched = name[6] == 'b';
+    if ((st = xr_arg_tensor(plan, 0, "self", true, &a)) ||
+        (st = xr_arg_tensor(plan, 1, "mat2", true, &b)) ||
+        (st = xr_arg_tensor(plan, -1, "out", false, &out)) ||
+        (st = need_rank(plan, a, "self", batched ? 3 : 2, batched ? 3 : 2)) ||
+        (st = need_rank(plan, b, "mat2", batched ? 3 : 2, batched ? 3 : 2)))
+      return st;
+  } else if (!strcmp(name, "aten::addmm") || !strcmp(name, "aten::baddbmm")) {
+    bool batched = name[6] == 'b';
+    a_name = batched ? "batch1" : "mat1";
+    b_name = batched ? "batch2" : "mat2";
+    if ((st = xr_arg_tensor(plan, 0, "self", true, &c)) ||
+        (st = xr_arg_tensor(plan, 1, a_name, true, &a)) ||
+        (st = xr_arg_tensor(plan, 2, b_name, true, &b)) ||
+        (st = xr_arg_tensor(plan, -1, "out", false, &out)) ||
+        (st = xr_arg_double(op, 3, "beta", false, &p->beta)) ||
+        (st = xr_arg_double(op, 4, "alpha", false, &p->alpha)) ||
+        (st = need_rank(plan, a, a_name, batched ? 3 : 2, batched ? 3 : 2)) ||
+        (st = need_rank(plan, b, b_name, batched ? 3 : 2, batched ? 3 : 2)))
+      return st;
+  } else if (!strcmp(name, "aten::matmul")) {
+    b_name = "other";
+    if ((st = xr_arg_tensor(plan, 0, "self", true, &a)) ||
+        (st = xr_arg_tensor(plan, 1, "other", true, &b)) ||
+        (st = need_rank(plan, a, "self", 1, XR_MAX_RANK)) ||
+        (st = need_rank(plan, b, "other", 1, XR_MAX_RANK)))
+      return st;
+  } else { /* linear semantics: aten::linear, aiter::gemm_a16w16, vllm::rocm_unquantized_gemm */
+    bool aiter = !strcmp(name, "aiter::gemm_a16w16");
+    bool vllm = !strcmp(name, "vllm::rocm_unquantized_gemm");
+    a_name = aiter ? "A" : vllm ? "x" : "input";
+    b_name = aiter ? "B" : "weight";
+    b_transposed = true;
+    if ((st = xr_arg_tensor(plan, 0, a_name, true, &a)) ||
+        (st = xr_arg_tensor(plan, 1, b_name, true, &b)) ||
+        (st = xr_arg_tensor(plan, 2, "bias", false, &c)) ||
+        (st = need_rank(plan, a, a_name, 1, XR_MAX_RANK)) ||
+        (st = need_rank(plan, b, b_name, 2, 2)))
+      return st;
+  }
+  if (a < 0 || b < 0) return xr_plan_error(plan, "tensor arguments are not bound");
+
+  const xr_tensor_spec_t *ta = plan->inputs[a], *tb = plan->inputs[b];
+  p->a_dtype = ta->dtype;
+  p->b_dtype = tb->dtype;
+  if (!is_float_dtype(ta->dtype) || ta->dtype != tb->dtype)
+    return xr_plan_error(plan, "%s and %s must share a float dtype (got %s and %s)", a_name, b_name,
+                         xr_dtype_name(ta->dtype), xr_dtype_name(tb->dtype));
+  p->out_dtype = ta->dtype;
+
+  /* Matrix dims of A ([.., M, K], 1-D: [K]) and B ([.., K, N], 1-D: [K]; transposed: [N, K]). */
+  bool a_vec = ta->rank == 1, b_vec = tb->rank == 1 && !b_transposed;
+  int64_t K = ta->shape[ta->rank - 1];
+  p->M = a_vec ? 1 : ta->shape[ta->rank - 2];
+  int64_t kb = b_transposed ? tb->shape[1] : b_vec ? tb->shape[0] : tb->shape[tb->rank - 2];
+  p->N = b_transposed ? tb->shape[0] : b_vec ? 1 : tb->shape[tb->rank - 1];
+  if (kb != K)
+    return xr_plan_error(plan, "%s is [.., %lld] but %s has %lld rows: inner dimensions differ",
+                         a_name, (long long)K, b_name, (long long)kb);
+  p->K = K;
+
+  /* Batch dims: A's leading dims (matmul/linear: all but the last one or two), broadcast with
+   * B's leading dims for matmul. */
+  int a_batch = a_vec ? 0 : ta->rank - 2, b_batch = (b_vec || b_transposed) ? 0 : tb->rank - 2;
+  p->batch_rank = a_batch > b_batch ? a_batch : b_batch;
+  for (int d = 0; d < p->batch_rank; d++) {
+    int da = d - (p->batch_rank - a_batch), db = d - (p->batch_rank - b_batch);
+    int64_t sa = da >= 0 ? ta->shape[da] : 1, sb = db >= 0 ? tb->shape[db] : 1;
+    if (sa != sb && sa != 1 && sb != 1)
+      return xr_plan_error(plan, "batch dimension %d: %lld and %lld do not broadcast", d,
+                           (long long)sa, (long long)sb);
+    p->batch_shape[d] = sa > sb ? sa : sb;
+  }
+  if (!strcmp(name, "aten::bmm") || !strcmp(name, "aten::baddbmm")) {
+    if (ta->shape[0] != tb->shape[0])
+      return xr_plan_error(plan, "batch sizes differ: %lld and %lld", (long long)ta->shape[0],
+                           (long long)tb->shape[0]);
+  }
+
+  /* Operand strides. A 1-D A is a single row [1, K]; a 1-D B a single column [K, 1]. */
+  if (a_vec) {
+    p->a = (xr_gemm_operand_t){.index = a, .row_stride = 0, .col_stride = ta->strides[0]};
+  } else {
+    set_matrix(ta, a, false, p->batch_rank, p->batch_shape, &p->a);
+  }
+  if (b_vec) {
+    p->b = (xr_gemm_operand_t){.index = b, .row_stride = tb->strides[0], .col_stride = 0};
+  } else {
+    set_matrix(tb, b, b_transposed, p->batch_rank, p->batch_shape, &p->b);
+  }
+  if (c >= 0) {
+    if (plan->inputs[c]->dtype != p->out_dtype)
+      return xr_plan_error(plan, "the added tensor is %s, the product %s",
+                           xr_dtype_name(plan->inputs[c]->dtype), xr_dtype_name(p->out_dtype));
+    if ((st = set_addend(plan, c, p, &p->c))) return st;
+  }
+
+  /* The result: [batch..., M, N] without the dims a 1-D operand does not have. */
+  int64_t shape[XR_MAX_RANK];
+  int rank = 0;
+  for (int d = 0; d < p->batch_rank; d++) shape[rank++] = p->batch_shape[d];
+  if (!a_vec) shape[rank++] = p->M;
+  if (!b_vec) shape[rank++] = p->N;
+  if (rank > XR_MAX_RANK) return xr_plan_error(plan, "result rank exceeds %d", XR_MAX_RANK);
+  p->out_rank = rank;
+  if (out >= 0) {
+    const xr_tensor_spec_t *to = plan->inputs[out];
+    if (to->rank != rank || to->dtype != p->out_dtype)
+      return xr_plan_error(plan, "out: expected a %s tensor of rank %d", xr_dtype_name(p->out_dtype),
+                           rank);
+    for (int d = 0; d < rank; d++)
+      if (to->shape[d] != shape[d])
+        return xr_plan_error(plan, "out: dimension %d is %lld, the product's is %lld", d,
+                             (long long)to->shape[d], (long long)shape[d]);
+    p->out.index = out;
+    plan->return_count = 0;
+  } else {
+    p->out.index = (int)plan->input_count;
+    plan->return_count = 1;
+    xr_desc_set(&plan->returns[0], p->out_dtype, rank, shape);
+  }
+  /* Output strides (returns are contiguous; out= may be any view). */
+  int64_t ostrides[XR_MAX_RANK];
+  if (out >= 0) {
+    memcpy(ostrides, plan->inputs[out]->strides, sizeof(int64_t) * (size_t)rank);
+  } else {
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) ostrides[d] = s, s *= shape[d];
+  }
+  int od = rank - 1;
+  p->out.col_stride = b_vec ? 0 : ostrides[od--];
+  p->out.row_stride = a_vec ? 0 : ostrides[od--];
+  for (int d = p->batch_rank - 1; d >= 0; d--) p->out.batch_strides[d] = ostrides[od--];
+
+  p->batch = 1;
+  for (int d = 0; d < p->batch_rank; d++) p->batch *= p->batch_shape[d];
+  double elems_out = (double)p->batch * (double)p->M * (double)p->N;
+  plan->flops = 2.0 * elems_out * (double)p->K;
+  size_t esize = xr_dtype_size(p->out_dtype);
+  plan->bytes = (double)esize * ((double)xr_spec_numel(ta) + (double)xr_spec_numel(tb) + elems_out +
+                                 (c >= 0 ? (double)xr_spec_numel(plan->inputs[c]) : 0.0));
+  return XR_OK;
+}
+
+int64_t xr_gemm_offset(const xr_gemm_operand_t *o, const xr_gemm_problem_t *p, int64_t batch) {
+  int64_t off = 0;
+  for (int d = p->batch_rank - 1; d >= 0; d--) {
+    off += (batch % p->batch_shape[d]) * o->batch_strides[d];
+    batch /= p->batch_shape[d];
+  }
+  return off;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* CPU reference: widen A and B to double, one output row per work item.                      */
+
+typedef struct ref_state {
+  const xr_gemm_problem_t *p;
+  void *base[4]; /* a, b, c, out storage */
+  int64_t offset[4];
+} ref_state_t;
+
+static void ref_rows(void *ctx, size_t begin, size_t end) {
+  const ref_state_t *s = ctx;
+  const xr_gemm_problem_t *p = s->p;
+  double *arow = malloc(sizeof(double) * (size_t)(p->K ? p->K : 1));
+  if (!arow) return; /* the output stays poisoned; the check reports it */
+  for (size_t row = begin; row < end; row++) {
+    int64_t bi = (int64_t)row / p->M, m = (int64_t)row % p->M;
+    int64_t ao = s->offset[0] + xr_gemm_offset(&p->a, p, bi) + m * p->a.row_stride;
+    int64_t bo = s->offset[1] + xr_gemm_offset(&p->b, p, bi);
+    int64_t oo = s->offset[3] + xr_gemm_offset(&p->out, p, bi) + m * p->out.row_stride;
+    for (int64_t k = 0; k < p->K; k++)
+      arow[k] = xr_load_element(s->base[0], p->a_dtype, ao + k * p->a.col_stride);
+    for (int64_t n = 0; n < p->N; n++) {
+      double acc = 0;
+      for (int64_t k = 0; k < p->K; k++)
+        acc += arow[k] * xr_load_element(s->base[1], p->b_dtype,
+                                         bo + k * p->b.row_stride + n * p->b.col_stride);
+      double v = p->alpha * acc;
+      if (p->c.index >= 0 && p->beta != 0) {
+        int64_t co = s->offset[2] + xr_gemm_offset(&p->c, p, bi) + m * p->c.row_stride +
+                     n * p->c.col_stride;
+        v += p->beta * xr_load_element(s->base[2], p->out_dtype, co);
+      }
+      xr_store_element(s->base[3], p->out_dtype, oo + n * p->out.col_stride, v);
+    }
+  }
+  free(arow);
+}
+
+static xr_status_t ref_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                               const xr_tensor_t *tensors, void **out_state) {
+  (void)device;
+  const xr_gemm_problem_t *p = plan->problem;
+  ref_state_t *s = calloc(1, sizeof *s);
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  s->p = p;
+  const int idx[4] = {p->a.index, p->b.index, p->c.index, p->out.index};
+  for (int i = 0; i < 4; i++) {
+    if (idx[i] < 0) continue;
+    xr_status_t st = xr_tensor_host(&tensors[idx[i]], &s->base[i]);
+    if (st != XR_OK) {
+      free(s);
+      return st;
+    }
+    s->offset[i] = tensors[idx[i]].offset;
+  }
+  *out_state = s;
+  return XR_OK;
+}
+
+static xr_status_t ref_enqueue(void *state, xr_hal_stream_t *stream) {
+  ref_state_t *s = state;
+  size_t rows = (size_t)(s->p->batch * s->p->M);
+  return xr_hal_stream_enqueue_parallel(stream, rows, 1, ref_rows, s);
+}
+
+static const xr_kernel_impl_t ref_gemm = {
+    .name = "ref.gemm",
+    .driver = "cpu",
+    .reference = true,
+    .prepare = ref_prepare,
+    .enqueue = ref_enqueue,
+    .release = free,
+};
+
+static const xr_kernel_impl_t *const gemm_impls[] = {
+    &ref_gemm,
+    NULL,
+};
+
+const xr_op_family_t xr_family_gemm = {
+    .name = "gemm",
+    .op_names = gemm_ops,
+    .analyze = analyze,
+    .free_problem = free,
+    .impls = gemm_impls,
+};

@@ -1,0 +1,146 @@
+/* xreplay kernels: one entry per op family, each with a CPU reference and device implementations.
+ *
+ * The replay engine drives every op through three steps:
+ *   1. xr_kernel_plan()    reads the op's arguments (by schema name, else by position), checks
+ *                          them, and returns what the op produces (return tensors), its FLOPs and
+ *                          bytes. Nothing runs; no device is needed.
+ *   2. xr_kernel_select()  picks the implementation for a device: vendor library first, our own
+ *                          kernel otherwise, each with a capability check (dtype, layout, sizes).
+ *                          An unsupported combination is UNIMPLEMENTED with the reason, never run
+ *                          wrongly.
+ *   3. xr_kernel_prepare() binds device tensors once (builds programs, creates vendor plans) and
+ *      xr_kernel_enqueue() then queues the work on a stream as often as the timing loop needs,
+ *      without allocating.
+ * kernels/ never reads files and never calls a vendor API except through the HAL (cpu host
+ * work, OpenCL programs) or a vendor library it opens itself at run time.
+ *
+ * Tensor binding order (what `tensors` means everywhere below): every tensor value of the op's
+ * arguments in order — positional args, then kwargs, list items in order, depth first; absent
+ * (None) tensors take no slot — followed by the plan's return tensors (return0, return1, ...).
+ * Each xr_tensor_t holds a buffer with the whole storage: element `offset` of the storage is
+ * the view's first element, exactly as the bundle's tensor spec says.
+ *
+ * Thread-safety: planning and selection are thread-safe; a prepared instance is externally
+ * synchronised (one stream enqueues it at a time). */
+#ifndef XR_KERNELS_KERNELS_H
+#define XR_KERNELS_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/bundle.h"
+#include "hal/hal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XR_MAX_RETURNS 4
+
+/* A tensor on a device: the bundle's view (dtype, shape, strides, offset) over a buffer that
+ * holds its storage. */
+typedef struct xr_tensor {
+  xr_hal_buffer_t *buffer;
+  xr_dtype_t dtype;
+  int32_t rank;
+  int64_t shape[XR_MAX_RANK];
+  int64_t strides[XR_MAX_RANK];  /* elements */
+  int64_t offset;                /* elements from the buffer's start */
+} xr_tensor_t;
+
+/* A tensor the op returns; always contiguous, offset 0. */
+typedef struct xr_tensor_desc {
+  xr_dtype_t dtype;
+  int32_t rank;
+  int64_t shape[XR_MAX_RANK];
+} xr_tensor_desc_t;
+
+typedef struct xr_op_family xr_op_family_t;
+typedef struct xr_kernel_impl xr_kernel_impl_t;
+
+/* What planning learned about one op. Owned by the caller; release with xr_kernel_plan_free. */
+typedef struct xr_op_plan {
+  const xr_op_t *op;              /* borrowed from the bundle; must outlive the plan */
+  const xr_op_family_t *family;
+  size_t input_count;             /* tensors among the op's arguments (binding order) */
+  const xr_tensor_spec_t **inputs;/* their specs, borrowed from the bundle */
+  bool *input_written;            /* per input: the op writes it (schema type "Tensor(a!)") */
+  size_t return_count;
+  xr_tensor_desc_t returns[XR_MAX_RETURNS];
+  double flops;                   /* floating-point operations of one execution */
+  double bytes;                   /* bytes one execution must move at least (reads + writes) */
+  void *problem;                  /* the family's parsed problem (sizes, scalars, layouts) */
+} xr_op_plan_t;
+
+/* Plans `op`. NOT_FOUND when no family knows the op name ("no kernel for op 'x::y'"),
+ * INVALID_ARGUMENT when its arguments are malformed for the op (missing, wrong kind, shapes that
+ * do not agree), each with a sentence naming the argument. Thread-safe. */
+xr_status_t xr_kernel_plan(const xr_op_t *op, xr_op_plan_t *out_plan);
+void xr_kernel_plan_free(xr_op_plan_t *plan);
+
+/* Which implementation to pick. */
+typedef enum xr_kernel_choice {
+  XR_KERNEL_BEST = 0,    /* the first implementation that supports the device and the problem */
+  XR_KERNEL_REFERENCE,   /* the plain-C CPU reference (the device must be a cpu device) */
+} xr_kernel_choice_t;
+
+/* Picks an implementation for `device`. UNIMPLEMENTED with every candidate's reason when none
+ * fits ("opencl.gemm: bf16 output not supported; ..."). Thread-safe. */
+xr_status_t xr_kernel_select(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                             xr_kernel_choice_t choice, const xr_kernel_impl_t **out_impl);
+
+/* The implementation's name, as reports show it ("cpu.onednn_matmul", "opencl.clblast_gemm",
+ * "ref.gemm"). Thread-safe. */
+const char *xr_kernel_impl_name(const xr_kernel_impl_t *impl);
+
+typedef struct xr_kernel_instance xr_kernel_instance_t;
+
+/* Binds tensors (plan->input_count inputs then plan->return_count returns, in binding order, on
+ * `device`) and does all one-time work. The tensors' buffers must stay alive until the instance
+ * is destroyed. */
+xr_status_t xr_kernel_prepare(const xr_op_plan_t *plan, const xr_kernel_impl_t *impl,
+                              xr_hal_device_t *device, const xr_tensor_t *tensors,
+                              xr_kernel_instance_t **out_instance);
+
+/* Queues one execution on `stream`. Cheap: no allocation, no blocking. */
+xr_status_t xr_kernel_enqueue(xr_kernel_instance_t *instance, xr_hal_stream_t *stream);
+
+/* Waits for nothing; the caller synchronises the stream before destroying. */
+void xr_kernel_instance_destroy(xr_kernel_instance_t *instance);
+
+/* Every op name some family handles, NULL-terminated; for `replay ops`-style listings. */
+size_t xr_kernel_op_names(const char **out_names, size_t capacity);
+
+/* ------------------------------------------------------------------------------------------ */
+/* For family authors (one kernels/<family>.c each; kernels/gemm.c is a complete example).     */
+
+struct xr_kernel_impl {
+  const char *name;       /* "<driver>.<what>" or "ref.<family>" */
+  const char *driver;     /* "cpu", "opencl", "cuda", "hip": the devices it runs on */
+  bool reference;         /* the plain-C reference of the family (driver "cpu") */
+  /* OK if it can run this problem on this device; otherwise UNIMPLEMENTED with a sentence in
+   * xr_last_error(). May be NULL (supports everything its driver's devices can run). */
+  xr_status_t (*supports)(const xr_op_plan_t *plan, xr_hal_device_t *device);
+  /* One-time work; returns the state enqueue uses. `tensors` as in xr_kernel_prepare. */
+  xr_status_t (*prepare)(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                         const xr_tensor_t *tensors, void **out_state);
+  xr_status_t (*enqueue)(void *state, xr_hal_stream_t *stream);
+  void (*release)(void *state);
+};
+
+struct xr_op_family {
+  const char *name;                    /* "gemm" */
+  const char *const *op_names;         /* NULL-terminated list of profiler op names */
+  /* Fills plan->returns, return_count, flops, bytes and problem (inputs are filled by the
+   * caller before this runs). Errors name the argument: "aten::mm: mat2: expected a 2-D
+   * tensor, got 3-D". */
+  xr_status_t (*analyze)(xr_op_plan_t *plan);
+  void (*free_problem)(void *problem);
+  const xr_kernel_impl_t *const *impls; /* NULL-terminated, most preferred first */
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XR_KERNELS_KERNELS_H */

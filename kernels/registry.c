@@ -1,0 +1,305 @@
+/* The kernel registry: op name -> family, family -> implementation per device, and the shared
+ * argument readers families use. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/family.h"
+#include "kernels/families.h"
+
+struct xr_kernel_instance {
+  const xr_kernel_impl_t *impl;
+  void *state;
+};
+
+static const xr_op_family_t *find_family(const char *op_name) {
+  for (const xr_op_family_t *const *f = xr_op_families; *f; f++)
+    for (const char *const *n = (*f)->op_names; *n; n++)
+      if (strcmp(*n, op_name) == 0) return *f;
+  return NULL;
+}
+
+size_t xr_kernel_op_names(const char **out_names, size_t capacity) {
+  size_t n = 0;
+  for (const xr_op_family_t *const *f = xr_op_families; *f; f++)
+    for (const char *const *name = (*f)->op_names; *name; name++, n++)
+      if (n < capacity) out_names[n] = *name;
+  return n;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* planning                                                                                    */
+
+static void collect(const xr_value_t *v, bool written, const xr_tensor_spec_t **specs, bool *w,
+                    size_t *n) {
+  if (v->kind == XR_VALUE_TENSOR) {
+    if (specs) specs[*n] = v->as.tensor, w[*n] = written;
+    ++*n;
+  } else if (v->kind == XR_VALUE_LIST) {
+    for (size_t i = 0; i < v->as.list.count; i++) collect(&v->as.list.items[i], written, specs, w, n);
+  }
+}
+
+/* "Tensor(a!)" and "Tensor($0! -> )" mark arguments the op writes. */
+static bool type_is_written(const char *type) { return type && strchr(type, '!') != NULL; }
+
+static void collect_inputs(const xr_op_t *op, const xr_tensor_spec_t **specs, bool *w, size_t *n) {
+  *n = 0;
+  for (size_t i = 0; i < op->arg_count; i++)
+    collect(&op->args[i].value, type_is_written(op->args[i].type), specs, w, n);
+  for (size_t i = 0; i < op->kwarg_count; i++)
+    collect(&op->kwargs[i].value, type_is_written(op->kwargs[i].type), specs, w, n);
+}
+
+xr_status_t xr_kernel_plan(const xr_op_t *op, xr_op_plan_t *out_plan) {
+  memset(out_plan, 0, sizeof *out_plan);
+  const xr_op_family_t *family = find_family(op->name);
+  if (!family) return xr_error(XR_NOT_FOUND, "no kernel for op '%s'", op->name);
+  size_t n;
+  collect_inputs(op, NULL, NULL, &n);
+  out_plan->op = op;
+  out_plan->family = family;
+  out_plan->inputs = calloc(n ? n : 1, sizeof *out_plan->inputs);
+  out_plan->input_written = calloc(n ? n : 1, sizeof *out_plan->input_written);
+  if (!out_plan->inputs || !out_plan->input_written) {
+    xr_kernel_plan_free(out_plan);
+    return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", op->name);
+  }
+  collect_inputs(op, out_plan->inputs, out_plan->input_written, &out_plan->input_count);
+  xr_status_t st = family->analyze(out_plan);
+  if (st != XR_OK) xr_kernel_plan_free(out_plan);
+  return st;
+}
+
+void xr_kernel_plan_free(xr_op_plan_t *plan) {
+  if (!plan) return;
+  if (plan->problem && plan->family && plan->family->free_problem)
+    plan->family->free_problem(plan->problem);
+  free(plan->inputs);
+  free(plan->input_written);
+  memset(plan, 0, sizeof *plan);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* selection and execution                                                                     */
+
+static bool driver_matches(const xr_kernel_impl_t *impl, xr_hal_device_t *device) {
+  xr_hal_device_properties_t p;
+  if (xr_hal_device_properties(device, &p) != XR_OK) return false;
+  return strcmp(impl->driver, p.driver) == 0;
+}
+
+xr_status_t xr_kernel_select(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                             xr_kernel_choice_t choice, const xr_kernel_impl_t **out_impl) {
+  char reasons[1536] = "";
+  size_t len = 0;
+  for (const xr_kernel_impl_t *const *i = plan->family->impls; *i; i++) {
+    const xr_kernel_impl_t *impl = *i;
+    if (choice == XR_KERNEL_REFERENCE && !impl->reference) continue;
+    if (!driver_matches(impl, device)) continue;
+    xr_status_t st = impl->supports ? impl->supports(plan, device) : XR_OK;
+    if (st == XR_OK) {
+      *out_impl = impl;
+      return XR_OK;
+    }
+    if (len < sizeof reasons)
+      len += (size_t)snprintf(reasons + len, sizeof reasons - len, "%s%s: %s", len ? "; " : "",
+                              impl->name, xr_last_error());
+  }
+  xr_hal_device_properties_t p;
+  xr_hal_device_properties(device, &p);
+  if (!len)
+    return xr_error(XR_UNIMPLEMENTED, "%s: no %s%s implementation of the %s family", plan->op->name,
+                    choice == XR_KERNEL_REFERENCE ? "reference " : "", p.driver, plan->family->name);
+  return xr_error(XR_UNIMPLEMENTED, "%s on %s: %s", plan->op->name, p.driver, reasons);
+}
+
+const char *xr_kernel_impl_name(const xr_kernel_impl_t *impl) { return impl->name; }
+
+xr_status_t xr_kernel_prepare(const xr_op_plan_t *plan, const xr_kernel_impl_t *impl,
+                              xr_hal_device_t *device, const xr_tensor_t *tensors,
+                              xr_kernel_instance_t **out_instance) {
+  xr_kernel_instance_t *inst = calloc(1, sizeof *inst);
+  if (!inst) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+  inst->impl = impl;
+  xr_status_t st = impl->prepare(plan, device, tensors, &inst->state);
+  if (st != XR_OK) {
+    free(inst);
+    return st;
+  }
+  *out_instance = inst;
+  return XR_OK;
+}
+
+xr_status_t xr_kernel_enqueue(xr_kernel_instance_t *instance, xr_hal_stream_t *stream) {
+  return instance->impl->enqueue(instance->state, stream);
+}
+
+void xr_kernel_instance_destroy(xr_kernel_instance_t *instance) {
+  if (!instance) return;
+  if (instance->impl->release) instance->impl->release(instance->state);
+  free(instance);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* argument readers                                                                            */
+
+const xr_value_t *xr_op_arg(const xr_op_t *op, int position, const char *name) {
+  if (name) {
+    const xr_arg_t *a = xr_op_find_arg(op, name);
+    if (a) return &a->value;
+  }
+  /* Positional fallback only for unnamed arguments (traces without a known schema). */
+  if (position >= 0 && (size_t)position < op->arg_count && !op->args[position].name)
+    return &op->args[position].value;
+  return NULL;
+}
+
+static xr_status_t missing(const xr_op_t *op, int position, const char *name, const char *what) {
+  return xr_error(XR_INVALID_ARGUMENT, "%s: argument '%s' (position %d) %s", op->name,
+                  name ? name : "?", position, what);
+}
+
+static const char *kind_name(xr_value_kind_t k) {
+  static const char *const names[] = {"None", "a bool", "an int", "a float",
+                                      "a string", "a list", "a tensor"};
+  return (unsigned)k < 7 ? names[k] : "?";
+}
+
+/* Fetches a present, non-None value of the wanted kind; absent optional -> *out_v NULL. */
+static xr_status_t fetch(const xr_op_t *op, int position, const char *name, bool required,
+                         const xr_value_t **out_v) {
+  const xr_value_t *v = xr_op_arg(op, position, name);
+  *out_v = NULL;
+  if (!v || v->kind == XR_VALUE_NULL) return required ? missing(op, position, name, "is missing") : XR_OK;
+  *out_v = v;
+  return XR_OK;
+}
+
+static xr_status_t wrong_kind(const xr_op_t *op, const char *name, const char *want,
+                              const xr_value_t *v) {
+  return xr_error(XR_INVALID_ARGUMENT, "%s: argument '%s': expected %s, got %s", op->name,
+                  name ? name : "?", want, kind_name(v->kind));
+}
+
+xr_status_t xr_arg_tensor(const xr_op_plan_t *plan, int position, const char *name, bool required,
+                          int *out_index) {
+  const xr_value_t *v;
+  xr_status_t st = fetch(plan->op, position, name, required, &v);
+  *out_index = -1;
+  if (st != XR_OK || !v) return st;
+  if (v->kind != XR_VALUE_TENSOR) return wrong_kind(plan->op, name, "a tensor", v);
+  for (size_t i = 0; i < plan->input_count; i++)
+    if (plan->inputs[i] == v->as.tensor) *out_index = (int)i;
+  return XR_OK;
+}
+
+xr_status_t xr_arg_int(const xr_op_t *op, int position, const char *name, bool required,
+                       int64_t *out) {
+  const xr_value_t *v;
+  xr_status_t st = fetch(op, position, name, required, &v);
+  if (st != XR_OK || !v) return st;
+  if (v->kind == XR_VALUE_BOOL) *out = v->as.b;
+  else if (v->kind == XR_VALUE_INT) *out = v->as.i;
+  else return wrong_kind(op, name, "an int", v);
+  return XR_OK;
+}
+
+xr_status_t xr_arg_double(const xr_op_t *op, int position, const char *name, bool required,
+                          double *out) {
+  const xr_value_t *v;
+  xr_status_t st = fetch(op, position, name, required, &v);
+  if (st != XR_OK || !v) return st;
+  if (v->kind == XR_VALUE_FLOAT) *out = v->as.f;
+  else if (v->kind == XR_VALUE_INT) *out = (double)v->as.i;
+  else if (v->kind == XR_VALUE_BOOL) *out = v->as.b;
+  else return wrong_kind(op, name, "a number", v);
+  return XR_OK;
+}
+
+xr_status_t xr_arg_bool(const xr_op_t *op, int position, const char *name, bool required,
+                        bool *out) {
+  const xr_value_t *v;
+  xr_status_t st = fetch(op, position, name, required, &v);
+  if (st != XR_OK || !v) return st;
+  if (v->kind == XR_VALUE_BOOL) *out = v->as.b;
+  else if (v->kind == XR_VALUE_INT) *out = v->as.i != 0;
+  else return wrong_kind(op, name, "a bool", v);
+  return XR_OK;
+}
+
+xr_status_t xr_arg_string(const xr_op_t *op, int position, const char *name, bool required,
+                          const char **out) {
+  const xr_value_t *v;
+  xr_status_t st = fetch(op, position, name, required, &v);
+  if (st != XR_OK || !v) return st;
+  if (v->kind != XR_VALUE_STRING) return wrong_kind(op, name, "a string", v);
+  *out = v->as.s;
+  return XR_OK;
+}
+
+xr_status_t xr_arg_int_list(const xr_op_t *op, int position, const char *name, bool required,
+                            int64_t *out, int capacity, int *out_count) {
+  const xr_value_t *v;
+  xr_status_t st = fetch(op, position, name, required, &v);
+  if (st != XR_OK || !v) return st;
+  if (v->kind == XR_VALUE_INT) {
+    if (capacity < 1) return missing(op, position, name, "has too many entries");
+    out[0] = v->as.i;
+    *out_count = 1;
+    return XR_OK;
+  }
+  if (v->kind != XR_VALUE_LIST) return wrong_kind(op, name, "a list of ints", v);
+  if (v->as.list.count > (size_t)capacity) return missing(op, position, name, "has too many entries");
+  for (size_t i = 0; i < v->as.list.count; i++) {
+    if (v->as.list.items[i].kind != XR_VALUE_INT)
+      return wrong_kind(op, name, "a list of ints", &v->as.list.items[i]);
+    out[i] = v->as.list.items[i].as.i;
+  }
+  *out_count = (int)v->as.list.count;
+  return XR_OK;
+}
+
+xr_status_t xr_plan_error(const xr_op_plan_t *plan, const char *fmt, ...) {
+  char what[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return xr_error(XR_INVALID_ARGUMENT, "%s: %s", plan->op->name, what);
+}
+
+void xr_desc_set(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int64_t *shape) {
+  d->dtype = dtype;
+  d->rank = rank;
+  for (int32_t i = 0; i < rank; i++) d->shape[i] = shape[i];
+}
+
+int64_t xr_desc_numel(const xr_tensor_desc_t *d) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < d->rank; i++) n *= d->shape[i];
+  return n;
+}
+
+int64_t xr_spec_numel(const xr_tensor_spec_t *t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->rank; i++) n *= t->shape[i];
+  return n;
+}
+
+xr_status_t xr_tensor_host(const xr_tensor_t *t, void **out_base) {
+  return xr_hal_buffer_host_pointer(t->buffer, out_base);
+}
+
+xr_status_t xr_host_call_create(const xr_op_plan_t *plan, const xr_tensor_t *tensors,
+                                xr_host_call_t **out_call) {
+  size_t n = plan->input_count + plan->return_count;
+  xr_host_call_t *c = malloc(sizeof *c + n * sizeof(xr_tensor_t));
+  if (!c) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+  c->plan = plan;
+  c->tensor_count = n;
+  memcpy(c->tensors, tensors, n * sizeof(xr_tensor_t));
+  *out_call = c;
+  return XR_OK;
+}

@@ -18,6 +18,10 @@
 #define PARALLEL_COPY_THRESHOLD (4u << 20)
 /* Keeps each thread's slice big enough that splitting pays for the hand-off. */
 #define MIN_COPY_SLICE (1u << 20)
+/* How long an idle stream worker, or a host thread waiting for an event, polls before it
+ * sleeps. Waking a sleeping thread costs tens of microseconds on virtual machines (the vCPU
+ * halts), and the next command or the awaited event often comes within this window. */
+#define SPIN_BEFORE_SLEEP_NS 50000
 
 typedef struct cpu_device {
   xr_hal_device_t base;
@@ -36,7 +40,8 @@ typedef struct cpu_event {
   pthread_mutex_t mutex;
   pthread_cond_t reached;
   uint64_t recorded_generation;  /* bumped by each record */
-  uint64_t completed_generation; /* the latest record a stream has reached */
+  /* The latest record a stream has reached; written under the mutex, polled without it. */
+  _Atomic uint64_t completed_generation;
   uint64_t timestamp_ns;         /* CLOCK_MONOTONIC when completed_generation was reached */
 } cpu_event_t;
 
@@ -73,11 +78,32 @@ typedef struct cpu_stream {
   pthread_cond_t work_available;
   pthread_cond_t work_done;
   command_t *head, *tail;
-  uint64_t submitted, completed;
+  _Atomic uint64_t submitted; /* written under the mutex, polled without it */
+  uint64_t completed;
   bool stopping;
 } cpu_stream_t;
 
 static cpu_device_t *cpu_device(xr_hal_device_t *device) { return (cpu_device_t *)device; }
+
+static uint64_t monotonic_ns(void);
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Polls until *value differs from `seen` (returns true) or the spin budget is spent. */
+static bool spin_while_equal(_Atomic uint64_t *value, uint64_t seen) {
+  uint64_t deadline = monotonic_ns() + SPIN_BEFORE_SLEEP_NS;
+  for (;;) {
+    for (int i = 0; i < 64; i++) {
+      if (atomic_load_explicit(value, memory_order_acquire) != seen) return true;
+      cpu_relax();
+    }
+    if (monotonic_ns() > deadline) return false;
+  }
+}
 
 static uint64_t monotonic_ns(void) {
   struct timespec now;
@@ -228,6 +254,10 @@ static void cpu_event_destroy(xr_hal_event_t *base) { event_release((cpu_event_t
 
 /* Waits until the stream has reached record `generation` (or a later one). */
 static void event_wait_generation(cpu_event_t *event, uint64_t generation) {
+  uint64_t completed = atomic_load_explicit(&event->completed_generation, memory_order_acquire);
+  if (completed >= generation) return;
+  /* Poll first; the locked loop below re-checks whatever the poll saw. */
+  spin_while_equal(&event->completed_generation, completed);
   pthread_mutex_lock(&event->mutex);
   while (event->completed_generation < generation) {
     pthread_cond_wait(&event->reached, &event->mutex);
@@ -301,7 +331,16 @@ static void *stream_worker(void *argument) {
   cpu_stream_t *stream = argument;
   pthread_mutex_lock(&stream->mutex);
   for (;;) {
+    bool polled = false;
     while (!stream->head && !stream->stopping) {
+      if (!polled) {
+        polled = true;
+        uint64_t seen = atomic_load_explicit(&stream->submitted, memory_order_relaxed);
+        pthread_mutex_unlock(&stream->mutex);
+        spin_while_equal(&stream->submitted, seen);
+        pthread_mutex_lock(&stream->mutex);
+        continue;
+      }
       pthread_cond_wait(&stream->work_available, &stream->mutex);
     }
     if (!stream->head) break; /* stopping and drained */

@@ -1,0 +1,1543 @@
+/* Trace extraction: see trace_extract.h for what it does.
+ *
+ * Phases: (1) stream the trace once, keeping compact records and interning repeated strings
+ * (op names, kernel names, argument texts); (2) link GPU events to launches by correlation id
+ * (ac2g flow starts as fallback); (3) attribute launches to enclosing cpu_ops with one sweep per
+ * thread over ops sorted by start; (4) group by (name, argument text, iteration hints); (5) build
+ * bundle ops, parsing each unique argument text once. */
+#include "formats/trace_extract.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "formats/trace_json.h"
+#include "formats/trace_schema.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* string interning                                                                            */
+
+typedef struct strtab {
+  char **strs;
+  size_t *lens;
+  size_t count, cap;
+  uint32_t *slots; /* id + 1; 0 empty */
+  size_t slot_cap;
+  char *chunk;     /* strings live in 1 MiB chunks chained through their first pointer */
+  size_t chunk_used, chunk_cap;
+} strtab_t;
+
+static uint64_t hash_bytes(const char *s, size_t n, uint64_t h) {
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+#define HASH_SEED 1469598103934665603ull
+
+static void strtab_free(strtab_t *t) {
+  char *c = t->chunk;
+  while (c) {
+    char *next;
+    memcpy(&next, c, sizeof next);
+    free(c);
+    c = next;
+  }
+  free(t->strs);
+  free(t->lens);
+  free(t->slots);
+  memset(t, 0, sizeof *t);
+}
+
+static char *strtab_store(strtab_t *t, const char *s, size_t n) {
+  size_t need = n + 1;
+  if (!t->chunk || t->chunk_used + need > t->chunk_cap) {
+    size_t cap = sizeof(char *) + (need > (1u << 20) ? need : (1u << 20));
+    char *c = malloc(cap);
+    if (!c) return NULL;
+    memcpy(c, &t->chunk, sizeof(char *));
+    t->chunk = c;
+    t->chunk_used = sizeof(char *);
+    t->chunk_cap = cap;
+  }
+  char *d = t->chunk + t->chunk_used;
+  memcpy(d, s, n);
+  d[n] = '\0';
+  t->chunk_used += need;
+  return d;
+}
+
+static bool strtab_grow(strtab_t *t) {
+  size_t cap = t->slot_cap ? t->slot_cap * 2 : 1024;
+  uint32_t *slots = calloc(cap, sizeof *slots);
+  if (!slots) return false;
+  for (size_t i = 0; i < t->count; i++) {
+    size_t j = hash_bytes(t->strs[i], t->lens[i], HASH_SEED) & (cap - 1);
+    while (slots[j]) j = (j + 1) & (cap - 1);
+    slots[j] = (uint32_t)i + 1;
+  }
+  free(t->slots);
+  t->slots = slots;
+  t->slot_cap = cap;
+  return true;
+}
+
+/* Returns the id of `s`, adding it; -1 on exhaustion. */
+static int64_t strtab_intern(strtab_t *t, const char *s, size_t n) {
+  if ((t->count + 1) * 2 > t->slot_cap && !strtab_grow(t)) return -1;
+  size_t j = hash_bytes(s, n, HASH_SEED) & (t->slot_cap - 1);
+  while (t->slots[j]) {
+    uint32_t id = t->slots[j] - 1;
+    if (t->lens[id] == n && memcmp(t->strs[id], s, n) == 0) return id;
+    j = (j + 1) & (t->slot_cap - 1);
+  }
+  if (t->count == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 256;
+    char **strs = realloc(t->strs, cap * sizeof *strs);
+    if (!strs) return -1;
+    t->strs = strs;
+    size_t *lens = realloc(t->lens, cap * sizeof *lens);
+    if (!lens) return -1;
+    t->lens = lens;
+    t->cap = cap;
+  }
+  char *d = strtab_store(t, s, n);
+  if (!d) return -1;
+  t->strs[t->count] = d;
+  t->lens[t->count] = n;
+  t->slots[j] = (uint32_t)t->count + 1;
+  return (int64_t)t->count++;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* records                                                                                     */
+
+typedef struct cpu_op {
+  int64_t pid, tid, ts, end; /* ns */
+  uint32_t name;
+  int32_t args;              /* interned argument text, -1 when the event recorded none */
+  int32_t group;             /* -1 none yet, -2 excluded */
+} cpu_op_t;
+
+typedef struct launch {
+  int64_t corr, pid, tid, ts;
+} launch_t;
+
+typedef struct gpu_event {
+  int64_t ts, dur, corr;
+  uint32_t name;
+  int32_t op;
+} gpu_event_t;
+
+typedef struct annotation {
+  int64_t pid, ts, end;
+  int32_t hints; /* interned "N,T,M,U,KN,KM" */
+} annotation_t;
+
+typedef struct kern {
+  uint32_t name;
+  int64_t dur, count;
+} kern_t;
+
+typedef struct group {
+  uint32_t name;
+  int32_t args, hints;
+  int64_t count, gpu_ns;
+  size_t first;   /* order of appearance, for stable sorting */
+  kern_t *k;
+  size_t nk, capk;
+  bool kept;
+} group_t;
+
+#define VEC(T)      \
+  struct {          \
+    T *v;           \
+    size_t n, cap;  \
+  }
+
+typedef struct ctx {
+  const char *name;
+  const xr_extract_options_t *opt;
+  strtab_t strs;
+  VEC(cpu_op_t) ops;
+  VEC(launch_t) launches;
+  VEC(launch_t) flows;
+  VEC(gpu_event_t) gpu;
+  VEC(annotation_t) anns;
+  VEC(group_t) groups;
+  uint32_t *gslots;
+  size_t gslot_cap;
+  char *device_name;
+  char *runtime_version;
+  char *capture_date;
+  int vendor_hint; /* 1 AMD, 2 NVIDIA */
+  bool saw_trace_events;
+  bool any_concrete_missing;
+  xr_extract_summary_t sum;
+  /* distinct warnings */
+  strtab_t warn;
+} ctx_t;
+
+static bool vec_reserve(void **v, size_t *cap, size_t n, size_t elem) {
+  if (n < *cap) return true;
+  size_t c = *cap ? *cap * 2 : 256;
+  void *p = realloc(*v, c * elem);
+  if (!p) return false;
+  *v = p;
+  *cap = c;
+  return true;
+}
+#define VEC_PUSH(ctx, vec, item)                                                           \
+  (vec_reserve((void **)&(vec).v, &(vec).cap, (vec).n, sizeof *(vec).v)                   \
+       ? ((vec).v[(vec).n++] = (item), true)                                              \
+       : false)
+
+static xr_status_t oom(const ctx_t *c) {
+  return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory while extracting", c->name);
+}
+
+static void warnf(ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warnf(ctx_t *c, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  strtab_intern(&c->warn, msg, strlen(msg)); /* a lost warning is no reason to fail */
+}
+
+static int64_t to_ns(double us) { return (int64_t)llround(us * 1000.0); }
+
+/* ------------------------------------------------------------------------------------------ */
+/* streaming: one event                                                                        */
+
+enum { CAT_UNKNOWN, CAT_OTHER, CAT_CPU_OP, CAT_ANNOT, CAT_GPU, CAT_RUNTIME, CAT_FLOW };
+
+typedef struct event {
+  xr_jbuf_t name, d, t, s, c, tmp;
+  int cat;
+  char ph;
+  int64_t pid, tid, id, corr;
+  double ts, dur;
+  bool has_pid, has_tid, has_ts, has_dur, has_id, has_corr;
+  bool has_d, has_t, has_s, has_c;
+} event_t;
+
+static int classify_cat(const char *cat) {
+  if (strcmp(cat, "cpu_op") == 0) return CAT_CPU_OP;
+  if (strcmp(cat, "kernel") == 0 || strcmp(cat, "gpu_memcpy") == 0 ||
+      strcmp(cat, "gpu_memset") == 0 || strcmp(cat, "Kernel") == 0 || strcmp(cat, "Memcpy") == 0 ||
+      strcmp(cat, "Memset") == 0)
+    return CAT_GPU;
+  if (strcmp(cat, "cuda_runtime") == 0 || strcmp(cat, "cuda_driver") == 0 ||
+      strcmp(cat, "Runtime") == 0)
+    return CAT_RUNTIME;
+  if (strcmp(cat, "ac2g") == 0) return CAT_FLOW;
+  if (strcmp(cat, "user_annotation") == 0) return CAT_ANNOT;
+  return CAT_OTHER;
+}
+
+/* A number or a numeric string; strings that are no number hash to a negative id (pids such as
+ * "Spans" never hold cpu ops, so collisions do not matter). */
+static xr_status_t read_int_like(xr_jreader_t *r, int64_t *out, bool *has) {
+  xr_jtok_t t;
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) return st;
+  if (t == XR_JTOK_OBJECT_BEGIN || t == XR_JTOK_ARRAY_BEGIN) return xr_jreader_skip_rest(r);
+  if (t != XR_JTOK_NUMBER && t != XR_JTOK_STRING) return XR_OK;
+  size_t n;
+  const char *s = xr_jreader_text(r, &n);
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (n && *end == '\0' && isfinite(v)) {
+    *out = (int64_t)v;
+    if (fabs(v) < 9e15) { /* exact for integers written as such */
+      long long i = strtoll(s, &end, 10);
+      if (*end == '\0') *out = i;
+    }
+  } else {
+    *out = -(int64_t)(hash_bytes(s, n, HASH_SEED) >> 2) - 1;
+  }
+  *has = true;
+  return XR_OK;
+}
+
+static xr_status_t read_double(xr_jreader_t *r, double *out, bool *has) {
+  xr_jtok_t t;
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) return st;
+  if (t == XR_JTOK_OBJECT_BEGIN || t == XR_JTOK_ARRAY_BEGIN) return xr_jreader_skip_rest(r);
+  if (t != XR_JTOK_NUMBER && t != XR_JTOK_STRING) return XR_OK;
+  char *end;
+  const char *s = xr_jreader_text(r, NULL);
+  double v = strtod(s, &end);
+  if (*end == '\0' && end != s && isfinite(v)) {
+    *out = v;
+    *has = true;
+  }
+  return XR_OK;
+}
+
+static xr_status_t read_string_into(xr_jreader_t *r, xr_jbuf_t *out, bool *ok) {
+  xr_jtok_t t;
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) return st;
+  if (t == XR_JTOK_OBJECT_BEGIN || t == XR_JTOK_ARRAY_BEGIN) return xr_jreader_skip_rest(r);
+  if (t != XR_JTOK_STRING) return XR_OK;
+  size_t n;
+  const char *s = xr_jreader_text(r, &n);
+  xr_jbuf_clear(out);
+  if (!xr_jbuf_append(out, s, n)) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  if (ok) *ok = true;
+  return XR_OK;
+}
+
+static xr_status_t read_args(xr_jreader_t *r, event_t *e) {
+  xr_jtok_t t;
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) return st;
+  if (t == XR_JTOK_ARRAY_BEGIN) return xr_jreader_skip_rest(r);
+  if (t != XR_JTOK_OBJECT_BEGIN) return XR_OK;
+  for (;;) {
+    if ((st = xr_jreader_next(r, &t)) != XR_OK) return st;
+    if (t == XR_JTOK_OBJECT_END) return XR_OK;
+    const char *k = xr_jreader_text(r, NULL);
+    if (strcmp(k, "correlation") == 0) {
+      st = read_int_like(r, &e->corr, &e->has_corr);
+    } else if (e->cat == CAT_CPU_OP || e->cat == CAT_UNKNOWN) {
+      xr_jbuf_t *dst = NULL;
+      bool *flag = NULL;
+      if (strcmp(k, "Input Dims") == 0) dst = &e->d, flag = &e->has_d;
+      else if (strcmp(k, "Input type") == 0) dst = &e->t, flag = &e->has_t;
+      else if (strcmp(k, "Input Strides") == 0) dst = &e->s, flag = &e->has_s;
+      else if (strcmp(k, "Concrete Inputs") == 0) dst = &e->c, flag = &e->has_c;
+      if (dst) {
+        xr_jbuf_clear(dst);
+        st = xr_jreader_capture(r, dst);
+        *flag = true;
+      } else {
+        st = xr_jreader_skip(r);
+      }
+    } else {
+      st = xr_jreader_skip(r);
+    }
+    if (st != XR_OK) return st;
+  }
+}
+
+/* vLLM / SGLang iteration annotations:
+ *   execute_context_N(T)_generation_M(U)
+ *   execute_K_context_N(sqT sk.. ...)_generation_M(sqU skV ...)
+ * Returns false when `name` is not one. */
+static bool parse_iteration(const char *name, int64_t v[6]) {
+  if (strncmp(name, "execute", 7) != 0) return false;
+  const char *parts[2] = {strstr(name, "_context_"), strstr(name, "_generation_")};
+  if (!parts[0] || !parts[1]) return false;
+  const char *skip[2] = {"_context_", "_generation_"};
+  for (int i = 0; i < 2; i++) {
+    const char *p = parts[i] + strlen(skip[i]);
+    char *end;
+    long long seqs = strtoll(p, &end, 10);
+    if (end == p || *end != '(') return false;
+    p = end + 1;
+    long long tokens = -1, kv = -1;
+    if (*p == 's') { /* sqT skK sqsqX sqskY: sums of query and key lengths */
+      if (strncmp(p, "sq", 2) != 0) return false;
+      tokens = strtoll(p + 2, &end, 10);
+      if (end == p + 2) return false;
+      if (strncmp(end, "sk", 2) == 0) kv = strtoll(end + 2, &end, 10);
+    } else {
+      tokens = strtoll(p, &end, 10);
+      if (end == p) return false;
+    }
+    v[i * 2] = seqs;
+    v[i * 2 + 1] = tokens;
+    v[4 + i] = kv;
+  }
+  return true;
+}
+
+static bool is_hinted_op(const char *name) {
+  return strstr(name, "paged_attention") || strstr(name, "unified_attention") ||
+         strstr(name, "attention_with_output");
+}
+
+static xr_status_t store_event(ctx_t *c, event_t *e) {
+  switch (e->cat) {
+    case CAT_CPU_OP: {
+      if (e->ph != 'X' || !e->has_ts || !e->has_pid || !e->has_tid) return XR_OK;
+      cpu_op_t op = {.pid = e->pid, .tid = e->tid, .ts = to_ns(e->ts), .args = -1, .group = -1};
+      op.end = op.ts + (e->has_dur ? to_ns(e->dur) : 0);
+      int64_t name = strtab_intern(&c->strs, e->name.data ? e->name.data : "", e->name.len);
+      if (name < 0) return oom(c);
+      op.name = (uint32_t)name;
+      if (e->has_d && e->has_t) {
+        /* One text per distinct argument list: {"d":..,"t":..,"s":..,"c":..}. */
+        xr_jbuf_t *b = &e->tmp;
+        xr_jbuf_clear(b);
+        bool ok = xr_jbuf_append(b, "{\"d\":", 5) && xr_jbuf_append(b, e->d.data, e->d.len) &&
+                  xr_jbuf_append(b, ",\"t\":", 5) && xr_jbuf_append(b, e->t.data, e->t.len);
+        if (ok && e->has_s)
+          ok = xr_jbuf_append(b, ",\"s\":", 5) && xr_jbuf_append(b, e->s.data, e->s.len);
+        if (ok && e->has_c)
+          ok = xr_jbuf_append(b, ",\"c\":", 5) && xr_jbuf_append(b, e->c.data, e->c.len);
+        ok = ok && xr_jbuf_append(b, "}", 1);
+        int64_t id = ok ? strtab_intern(&c->strs, b->data, b->len) : -1;
+        if (id < 0) return oom(c);
+        op.args = (int32_t)id;
+      }
+      if (!VEC_PUSH(c, c->ops, op)) return oom(c);
+      c->sum.cpu_ops++;
+      return XR_OK;
+    }
+    case CAT_GPU: {
+      if (e->ph != 'X' || !e->has_ts) return XR_OK;
+      gpu_event_t g = {.ts = to_ns(e->ts), .dur = e->has_dur ? to_ns(e->dur) : 0,
+                       .corr = e->has_corr ? e->corr : INT64_MIN, .op = -1};
+      int64_t name = strtab_intern(&c->strs, e->name.data ? e->name.data : "", e->name.len);
+      if (name < 0) return oom(c);
+      g.name = (uint32_t)name;
+      if (!VEC_PUSH(c, c->gpu, g)) return oom(c);
+      c->sum.gpu_events++;
+      return XR_OK;
+    }
+    case CAT_RUNTIME: {
+      if (!e->has_corr || !e->has_ts || !e->has_pid || !e->has_tid) return XR_OK;
+      launch_t l = {.corr = e->corr, .pid = e->pid, .tid = e->tid, .ts = to_ns(e->ts)};
+      if (!VEC_PUSH(c, c->launches, l)) return oom(c);
+      c->sum.launches++;
+      return XR_OK;
+    }
+    case CAT_FLOW: {
+      if (e->ph != 's' || !e->has_id || !e->has_ts || !e->has_pid || !e->has_tid) return XR_OK;
+      launch_t l = {.corr = e->id, .pid = e->pid, .tid = e->tid, .ts = to_ns(e->ts)};
+      if (!VEC_PUSH(c, c->flows, l)) return oom(c);
+      return XR_OK;
+    }
+    case CAT_ANNOT: {
+      int64_t v[6];
+      if (!e->has_ts || !e->has_pid || !e->name.data || !parse_iteration(e->name.data, v))
+        return XR_OK;
+      char key[160];
+      snprintf(key, sizeof key, "%lld,%lld,%lld,%lld,%lld,%lld", (long long)v[0],
+               (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],
+               (long long)v[5]);
+      int64_t id = strtab_intern(&c->strs, key, strlen(key));
+      if (id < 0) return oom(c);
+      annotation_t a = {.pid = e->pid, .ts = to_ns(e->ts), .hints = (int32_t)id};
+      a.end = a.ts + (e->has_dur ? to_ns(e->dur) : 0);
+      if (!VEC_PUSH(c, c->anns, a)) return oom(c);
+      return XR_OK;
+    }
+    default:
+      return XR_OK;
+  }
+}
+
+/* `t` is the event's first token, already read. */
+static xr_status_t read_event(ctx_t *c, xr_jreader_t *r, event_t *e, xr_jtok_t t) {
+  xr_status_t st = XR_OK;
+  c->sum.events++;
+  if (t != XR_JTOK_OBJECT_BEGIN) {
+    if (t == XR_JTOK_ARRAY_BEGIN) st = xr_jreader_skip_rest(r);
+    if (st != XR_OK) return st;
+    return xr_jreader_fail(r, XR_INVALID_ARGUMENT,
+                           "not a trace: traceEvents[%zu] is not an object", c->sum.events - 1);
+  }
+  e->cat = CAT_UNKNOWN;
+  e->ph = 0;
+  e->has_pid = e->has_tid = e->has_ts = e->has_dur = e->has_id = e->has_corr = false;
+  e->has_d = e->has_t = e->has_s = e->has_c = false;
+  xr_jbuf_clear(&e->name);
+  for (;;) {
+    if ((st = xr_jreader_next(r, &t)) != XR_OK) return st;
+    if (t == XR_JTOK_OBJECT_END) break;
+    const char *k = xr_jreader_text(r, NULL);
+    switch (k[0]) {
+      case 'p':
+        if (strcmp(k, "ph") == 0) {
+          bool ok = false;
+          if ((st = read_string_into(r, &e->tmp, &ok)) == XR_OK && ok) e->ph = e->tmp.data[0];
+        } else if (strcmp(k, "pid") == 0) {
+          st = read_int_like(r, &e->pid, &e->has_pid);
+        } else {
+          st = xr_jreader_skip(r);
+        }
+        break;
+      case 'c':
+        if (strcmp(k, "cat") == 0) {
+          bool ok = false;
+          if ((st = read_string_into(r, &e->tmp, &ok)) == XR_OK)
+            e->cat = ok ? classify_cat(e->tmp.data) : CAT_OTHER;
+        } else {
+          st = xr_jreader_skip(r);
+        }
+        break;
+      case 'n':
+        if (strcmp(k, "name") == 0 && e->cat != CAT_OTHER) st = read_string_into(r, &e->name, NULL);
+        else st = xr_jreader_skip(r);
+        break;
+      case 't':
+        if (strcmp(k, "tid") == 0) st = read_int_like(r, &e->tid, &e->has_tid);
+        else if (strcmp(k, "ts") == 0) st = read_double(r, &e->ts, &e->has_ts);
+        else st = xr_jreader_skip(r);
+        break;
+      case 'd':
+        if (strcmp(k, "dur") == 0) st = read_double(r, &e->dur, &e->has_dur);
+        else st = xr_jreader_skip(r);
+        break;
+      case 'i':
+        if (strcmp(k, "id") == 0) st = read_int_like(r, &e->id, &e->has_id);
+        else st = xr_jreader_skip(r);
+        break;
+      case 'a':
+        /* Arguments of uninteresting categories are skipped unread when the category came
+         * first, as Kineto writes it. */
+        if (strcmp(k, "args") == 0 && e->cat != CAT_OTHER && e->cat != CAT_ANNOT &&
+            e->cat != CAT_FLOW)
+          st = read_args(r, e);
+        else
+          st = xr_jreader_skip(r);
+        break;
+      default:
+        st = xr_jreader_skip(r);
+    }
+    if (st != XR_OK) return st;
+  }
+  if (e->cat == CAT_UNKNOWN) return XR_OK;
+  return store_event(c, e);
+}
+
+static xr_status_t read_device_properties(ctx_t *c, xr_jreader_t *r) {
+  xr_jtok_t t;
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) return st;
+  if (t == XR_JTOK_OBJECT_BEGIN) return xr_jreader_skip_rest(r);
+  if (t != XR_JTOK_ARRAY_BEGIN) return XR_OK;
+  for (;;) {
+    if ((st = xr_jreader_next(r, &t)) != XR_OK) return st;
+    if (t == XR_JTOK_ARRAY_END) return XR_OK;
+    if (t == XR_JTOK_ARRAY_BEGIN) {
+      if ((st = xr_jreader_skip_rest(r)) != XR_OK) return st;
+      continue;
+    }
+    if (t != XR_JTOK_OBJECT_BEGIN) continue;
+    for (;;) {
+      if ((st = xr_jreader_next(r, &t)) != XR_OK) return st;
+      if (t == XR_JTOK_OBJECT_END) break;
+      if (strcmp(xr_jreader_text(r, NULL), "name") == 0 && !c->device_name) {
+        xr_jbuf_t b = {0};
+        bool ok = false;
+        st = read_string_into(r, &b, &ok);
+        if (ok) c->device_name = b.data;
+        else xr_jbuf_free(&b);
+      } else {
+        st = xr_jreader_skip(r);
+      }
+      if (st != XR_OK) return st;
+    }
+  }
+}
+
+static void format_runtime(ctx_t *c, const char *key, double v) {
+  if (c->runtime_version) return;
+  char buf[64];
+  long long x = (long long)v;
+  if (strcmp(key, "hip_runtime_version") == 0) /* HIP_VERSION: major*1e7 + minor*1e5 + patch */
+    snprintf(buf, sizeof buf, "HIP %lld.%lld.%lld", x / 10000000, (x / 100000) % 100, x % 100000);
+  else /* CUDART_VERSION: major*1000 + minor*10 */
+    snprintf(buf, sizeof buf, "CUDA %lld.%lld", x / 1000, (x % 1000) / 10);
+  c->runtime_version = strdup(buf);
+}
+
+/* The elements of traceEvents, up to and including the closing bracket. */
+static xr_status_t read_events(ctx_t *c, xr_jreader_t *r, event_t *e) {
+  for (;;) {
+    xr_jtok_t t;
+    xr_status_t st = xr_jreader_next(r, &t);
+    if (st != XR_OK) return st;
+    if (t == XR_JTOK_ARRAY_END) return XR_OK;
+    if ((st = read_event(c, r, e, t)) != XR_OK) return st;
+  }
+}
+
+static xr_status_t read_trace(ctx_t *c, xr_jreader_t *r) {
+  event_t e = {0};
+  xr_jtok_t t;
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) goto done;
+  if (t == XR_JTOK_ARRAY_BEGIN) { /* the bare array form of the Chrome trace format */
+    c->saw_trace_events = true;
+    if ((st = read_events(c, r, &e)) != XR_OK) goto done;
+  } else if (t != XR_JTOK_OBJECT_BEGIN) {
+    st = xr_error(XR_INVALID_ARGUMENT, "%s: not a trace: the top level is not a JSON object",
+                  c->name);
+    goto done;
+  } else {
+    for (;;) {
+      if ((st = xr_jreader_next(r, &t)) != XR_OK) goto done;
+      if (t == XR_JTOK_OBJECT_END) break;
+      const char *k = xr_jreader_text(r, NULL);
+      if (strcmp(k, "traceEvents") == 0) {
+        if ((st = xr_jreader_next(r, &t)) != XR_OK) goto done;
+        if (t != XR_JTOK_ARRAY_BEGIN) {
+          st = xr_jreader_fail(r, XR_INVALID_ARGUMENT, "not a trace: traceEvents is not an array");
+          goto done;
+        }
+        c->saw_trace_events = true;
+        st = read_events(c, r, &e);
+      } else if (strcmp(k, "deviceProperties") == 0) {
+        st = read_device_properties(c, r);
+      } else if (strcmp(k, "hip_runtime_version") == 0 ||
+                 strcmp(k, "cuda_runtime_version") == 0) {
+        double v = 0;
+        bool has = false;
+        st = read_double(r, &v, &has);
+        if (has) format_runtime(c, k[0] == 'h' ? "hip_runtime_version" : "cuda", v);
+        c->vendor_hint = k[0] == 'h' ? 1 : 2;
+      } else if (strcmp(k, "roctracer_version") == 0) {
+        c->vendor_hint = 1;
+        st = xr_jreader_skip(r);
+      } else if (strcmp(k, "cupti_version") == 0) {
+        c->vendor_hint = 2;
+        st = xr_jreader_skip(r);
+      } else if (strcmp(k, "baseTimeNanoseconds") == 0) {
+        double v = 0;
+        bool has = false;
+        st = read_double(r, &v, &has);
+        if (has && v > 0 && !c->capture_date) {
+          time_t secs = (time_t)(v / 1e9);
+          struct tm tm;
+          char buf[32];
+          if (gmtime_r(&secs, &tm) && strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm))
+            c->capture_date = strdup(buf);
+        }
+      } else {
+        st = xr_jreader_skip(r);
+      }
+      if (st != XR_OK) goto done;
+    }
+  }
+  if ((st = xr_jreader_next(r, &t)) != XR_OK) goto done;
+  if (!c->saw_trace_events)
+    st = xr_error(XR_INVALID_ARGUMENT, "%s: not a trace: no traceEvents array", c->name);
+done:
+  xr_jbuf_free(&e.name);
+  xr_jbuf_free(&e.d);
+  xr_jbuf_free(&e.t);
+  xr_jbuf_free(&e.s);
+  xr_jbuf_free(&e.c);
+  xr_jbuf_free(&e.tmp);
+  c->sum.bytes = xr_jreader_offset(r);
+  return st;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* linking and attribution                                                                     */
+
+static int cmp_launch(const void *a, const void *b) {
+  const launch_t *x = a, *y = b;
+  return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static const launch_t *find_launch(const launch_t *v, size_t n, int64_t corr) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid].corr < corr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && v[lo].corr == corr ? &v[lo] : NULL;
+}
+
+typedef struct query {
+  int64_t pid, tid, ts;
+  size_t gpu;
+} query_t;
+
+static int cmp_query(const void *a, const void *b) {
+  const query_t *x = a, *y = b;
+  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  return x->gpu < y->gpu ? -1 : x->gpu > y->gpu;
+}
+
+/* Parents before children: by thread, start, then longer first (qsort_r: no global state). */
+static int cmp_op_index(const void *a, const void *b, void *base) {
+  const cpu_op_t *ops = base;
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  const cpu_op_t *x = &ops[i], *y = &ops[j];
+  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  if (x->end != y->end) return x->end > y->end ? -1 : 1;
+  return i < j ? -1 : i > j;
+}
+
+static bool same_thread(const cpu_op_t *o, const query_t *q) {
+  return o->pid == q->pid && o->tid == q->tid;
+}
+
+static xr_status_t attribute(ctx_t *c) {
+  qsort(c->launches.v, c->launches.n, sizeof *c->launches.v, cmp_launch);
+  qsort(c->flows.v, c->flows.n, sizeof *c->flows.v, cmp_launch);
+  query_t *qs = malloc((c->gpu.n ? c->gpu.n : 1) * sizeof *qs);
+  uint32_t *order = malloc((c->ops.n ? c->ops.n : 1) * sizeof *order);
+  uint32_t *stack = malloc((c->ops.n ? c->ops.n : 1) * sizeof *stack);
+  if (!qs || !order || !stack) {
+    free(qs), free(order), free(stack);
+    return oom(c);
+  }
+  size_t nq = 0;
+  for (size_t i = 0; i < c->gpu.n; i++) {
+    const gpu_event_t *g = &c->gpu.v[i];
+    const launch_t *l = g->corr == INT64_MIN ? NULL
+                                             : find_launch(c->launches.v, c->launches.n, g->corr);
+    if (!l && g->corr != INT64_MIN) l = find_launch(c->flows.v, c->flows.n, g->corr);
+    if (!l) {
+      c->sum.gpu_unlinked++;
+      continue;
+    }
+    qs[nq++] = (query_t){.pid = l->pid, .tid = l->tid, .ts = l->ts, .gpu = i};
+  }
+  qsort(qs, nq, sizeof *qs, cmp_query);
+  for (size_t i = 0; i < c->ops.n; i++) order[i] = (uint32_t)i;
+  qsort_r(order, c->ops.n, sizeof *order, cmp_op_index, c->ops.v);
+
+  /* One sweep: ops enter the stack in start order; an op leaves once a later op or query starts
+   * after its end. The stack then holds exactly the ops enclosing the query, outermost first. */
+  size_t oi = 0, depth = 0;
+  for (size_t qi = 0; qi < nq; qi++) {
+    const query_t *q = &qs[qi];
+    if (qi > 0 && (qs[qi - 1].pid != q->pid || qs[qi - 1].tid != q->tid)) depth = 0;
+    while (oi < c->ops.n) {
+      const cpu_op_t *o = &c->ops.v[order[oi]];
+      int before = o->pid < q->pid || (o->pid == q->pid && o->tid < q->tid);
+      if (before) {
+        oi++;
+        continue;
+      }
+      if (!same_thread(o, q) || o->ts > q->ts) break;
+      while (depth > 0 && (!same_thread(&c->ops.v[stack[depth - 1]], q) ||
+                           c->ops.v[stack[depth - 1]].end < o->ts))
+        depth--;
+      stack[depth++] = order[oi++];
+    }
+    while (depth > 0 && (!same_thread(&c->ops.v[stack[depth - 1]], q) ||
+                         c->ops.v[stack[depth - 1]].end < q->ts))
+      depth--;
+    /* Entries below the top may have ended while a sibling was pushed over them; skip those. */
+    int64_t pick = -1;
+    if (c->opt->outermost) {
+      for (size_t d = 0; d < depth; d++) {
+        const cpu_op_t *o = &c->ops.v[stack[d]];
+        if (o->end >= q->ts && strstr(c->strs.strs[o->name], "::")) {
+          pick = stack[d];
+          break;
+        }
+      }
+    }
+    for (size_t d = depth; pick < 0 && d > 0; d--) {
+      const cpu_op_t *o = &c->ops.v[stack[d - 1]];
+      if (o->ts <= q->ts && o->end >= q->ts) pick = stack[d - 1];
+    }
+    if (pick < 0) c->sum.gpu_without_op++;
+    else c->gpu.v[q->gpu].op = (int32_t)pick;
+  }
+  free(qs);
+  free(order);
+  free(stack);
+  return XR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* grouping                                                                                    */
+
+static int32_t find_hints(const ctx_t *c, const cpu_op_t *o) {
+  /* Annotations are few and sorted by start; the last one starting before the op that also
+   * ends after it is the iteration. */
+  size_t lo = 0, hi = c->anns.n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->anns.v[mid].ts <= o->ts) lo = mid + 1;
+    else hi = mid;
+  }
+  for (size_t i = lo; i > 0; i--) {
+    const annotation_t *a = &c->anns.v[i - 1];
+    if (a->pid == o->pid && a->end >= o->end) return a->hints;
+    if (lo - i > 64) break;
+  }
+  return -1;
+}
+
+static int cmp_ann(const void *a, const void *b) {
+  const annotation_t *x = a, *y = b;
+  return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static bool name_passes(const ctx_t *c, const char *name) {
+  const char *f = c->opt->op_filter;
+  if (!f || !*f) return true;
+  if (strstr(name, f)) return true;
+  const char *target = xr_schema_alias_target(name);
+  return target && strstr(target, f);
+}
+
+static int64_t group_lookup(ctx_t *c, uint32_t name, int32_t args, int32_t hints) {
+  if ((c->groups.n + 1) * 2 > c->gslot_cap) {
+    size_t cap = c->gslot_cap ? c->gslot_cap * 2 : 256;
+    uint32_t *slots = calloc(cap, sizeof *slots);
+    if (!slots) return -1;
+    for (size_t i = 0; i < c->groups.n; i++) {
+      const group_t *g = &c->groups.v[i];
+      uint64_t h = ((uint64_t)g->name * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)g->args << 20) ^
+                   (uint64_t)(uint32_t)g->hints * 0xC2B2AE3D27D4EB4Full;
+      size_t j = (h ^ (h >> 29)) & (cap - 1);
+      while (slots[j]) j = (j + 1) & (cap - 1);
+      slots[j] = (uint32_t)i + 1;
+    }
+    free(c->gslots);
+    c->gslots = slots;
+    c->gslot_cap = cap;
+  }
+  uint64_t h = ((uint64_t)name * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)args << 20) ^
+               (uint64_t)(uint32_t)hints * 0xC2B2AE3D27D4EB4Full;
+  size_t j = (h ^ (h >> 29)) & (c->gslot_cap - 1);
+  while (c->gslots[j]) {
+    const group_t *g = &c->groups.v[c->gslots[j] - 1];
+    if (g->name == name && g->args == args && g->hints == hints) return c->gslots[j] - 1;
+    j = (j + 1) & (c->gslot_cap - 1);
+  }
+  group_t g = {.name = name, .args = args, .hints = hints, .first = c->groups.n};
+  if (!VEC_PUSH(c, c->groups, g)) return -1;
+  c->gslots[j] = (uint32_t)c->groups.n;
+  return (int64_t)c->groups.n - 1;
+}
+
+static xr_status_t group_ops(ctx_t *c) {
+  qsort(c->anns.v, c->anns.n, sizeof *c->anns.v, cmp_ann);
+  size_t filtered_ops = 0;
+  for (size_t i = 0; i < c->gpu.n; i++) {
+    gpu_event_t *g = &c->gpu.v[i];
+    if (g->op < 0) continue;
+    cpu_op_t *o = &c->ops.v[g->op];
+    if (o->group == -1) {
+      const char *name = c->strs.strs[o->name];
+      if (o->args < 0) {
+        o->group = -2;
+      } else if (!name_passes(c, name)) {
+        o->group = -3;
+        filtered_ops++;
+      } else {
+        int32_t hints = is_hinted_op(name) ? find_hints(c, o) : -1;
+        int64_t gi = group_lookup(c, o->name, o->args, hints);
+        if (gi < 0) return oom(c);
+        o->group = (int32_t)gi;
+        c->groups.v[gi].count++;
+      }
+    }
+    if (o->group == -2) {
+      c->sum.gpu_op_no_args++;
+      continue;
+    }
+    if (o->group < 0) continue;
+    group_t *gr = &c->groups.v[o->group];
+    gr->gpu_ns += g->dur;
+    size_t k = 0;
+    while (k < gr->nk && gr->k[k].name != g->name) k++;
+    if (k == gr->nk) {
+      if (!vec_reserve((void **)&gr->k, &gr->capk, gr->nk, sizeof *gr->k)) return oom(c);
+      gr->k[gr->nk++] = (kern_t){.name = g->name};
+    }
+    gr->k[k].dur += g->dur;
+    gr->k[k].count++;
+  }
+  (void)filtered_ops;
+  return XR_OK;
+}
+
+static int cmp_group_ptr(const void *a, const void *b) {
+  const group_t *x = *(group_t *const *)a, *y = *(group_t *const *)b;
+  if (x->gpu_ns != y->gpu_ns) return x->gpu_ns > y->gpu_ns ? -1 : 1;
+  return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* argument texts                                                                              */
+
+typedef struct jnode {
+  xr_jtok_t kind; /* OBJECT_BEGIN / ARRAY_BEGIN for containers */
+  char *text;
+  char *key;
+  size_t n;
+  struct jnode *items;
+} jnode_t;
+
+static void dom_free(jnode_t *n) {
+  for (size_t i = 0; i < n->n; i++) dom_free(&n->items[i]);
+  free(n->items);
+  free(n->text);
+  free(n->key);
+  memset(n, 0, sizeof *n);
+}
+
+static xr_status_t dom_parse(xr_jreader_t *r, xr_jtok_t t, jnode_t *out) {
+  memset(out, 0, sizeof *out);
+  out->kind = t;
+  if (t == XR_JTOK_STRING || t == XR_JTOK_NUMBER) {
+    out->text = strdup(xr_jreader_text(r, NULL));
+    return out->text ? XR_OK : XR_RESOURCE_EXHAUSTED;
+  }
+  if (t != XR_JTOK_OBJECT_BEGIN && t != XR_JTOK_ARRAY_BEGIN) return XR_OK;
+  size_t cap = 0;
+  for (;;) {
+    xr_jtok_t u;
+    xr_status_t st = xr_jreader_next(r, &u);
+    if (st != XR_OK) return st;
+    if (u == XR_JTOK_OBJECT_END || u == XR_JTOK_ARRAY_END) return XR_OK;
+    char *key = NULL;
+    if (u == XR_JTOK_KEY) {
+      key = strdup(xr_jreader_text(r, NULL));
+      if (!key || (st = xr_jreader_next(r, &u)) != XR_OK) {
+        free(key);
+        return st != XR_OK ? st : XR_RESOURCE_EXHAUSTED;
+      }
+    }
+    if (!vec_reserve((void **)&out->items, &cap, out->n, sizeof *out->items)) {
+      free(key);
+      return XR_RESOURCE_EXHAUSTED;
+    }
+    jnode_t *item = &out->items[out->n++];
+    st = dom_parse(r, u, item);
+    item->key = key;
+    if (st != XR_OK) return st;
+  }
+}
+
+static const jnode_t *dom_get(const jnode_t *obj, const char *key) {
+  for (size_t i = 0; i < obj->n; i++)
+    if (obj->items[i].key && strcmp(obj->items[i].key, key) == 0) return &obj->items[i];
+  return NULL;
+}
+
+static bool is_array(const jnode_t *n) { return n && n->kind == XR_JTOK_ARRAY_BEGIN; }
+
+typedef enum kind { K_NONE, K_SCALAR, K_SCALARLIST, K_TENSOR, K_TENSORLIST } kind_t;
+
+static kind_t classify_type(const char *type) {
+  if (!type || !*type) return K_NONE;
+  if (strcmp(type, "Scalar") == 0) return K_SCALAR;
+  if (strcmp(type, "TensorList") == 0) return K_TENSORLIST;
+  size_t n = strlen(type);
+  if (n >= 4 && strcmp(type + n - 4, "List") == 0) return K_SCALARLIST;
+  return K_TENSOR;
+}
+
+/* The recorded arguments, checked: equal-length arrays, integer dims, known dtypes. */
+typedef struct recorded {
+  size_t n;
+  const jnode_t *d, *t, *s, *c;
+} recorded_t;
+
+static bool int_array(const jnode_t *a, bool allow_negative) {
+  if (!is_array(a)) return false;
+  for (size_t i = 0; i < a->n; i++) {
+    if (a->items[i].kind != XR_JTOK_NUMBER) return false;
+    char *end;
+    long long v = strtoll(a->items[i].text, &end, 10);
+    if (*end != '\0' || (!allow_negative && v < 0)) return false;
+  }
+  return true;
+}
+
+static bool check_recorded(const jnode_t *root, recorded_t *rec, char *why, size_t why_size) {
+  rec->d = dom_get(root, "d");
+  rec->t = dom_get(root, "t");
+  rec->s = dom_get(root, "s");
+  rec->c = dom_get(root, "c");
+  if (!is_array(rec->d) || !is_array(rec->t)) {
+    snprintf(why, why_size, "\"Input Dims\" or \"Input type\" is not an array");
+    return false;
+  }
+  rec->n = rec->t->n;
+  if (rec->d->n != rec->n || (rec->s && (!is_array(rec->s) || rec->s->n != rec->n)) ||
+      (rec->c && (!is_array(rec->c) || rec->c->n != rec->n))) {
+    snprintf(why, why_size,
+             "argument arrays of unequal length (Input Dims %zu, Input type %zu, Input Strides "
+             "%zu, Concrete Inputs %zu)",
+             rec->d->n, rec->n, rec->s && is_array(rec->s) ? rec->s->n : rec->n,
+             rec->c && is_array(rec->c) ? rec->c->n : rec->n);
+    return false;
+  }
+  for (size_t i = 0; i < rec->n; i++) {
+    const jnode_t *ty = &rec->t->items[i];
+    if (ty->kind != XR_JTOK_STRING) {
+      snprintf(why, why_size, "Input type[%zu] is not a string", i);
+      return false;
+    }
+    kind_t k = classify_type(ty->text);
+    const jnode_t *dims = &rec->d->items[i];
+    if (k == K_TENSOR) {
+      if (xr_dtype_parse(ty->text) == XR_DTYPE_INVALID) {
+        snprintf(why, why_size, "Input type[%zu]: unknown dtype \"%s\"", i, ty->text);
+        return false;
+      }
+      if (!int_array(dims, false)) {
+        snprintf(why, why_size, "Input Dims[%zu] is not a list of non-negative integers", i);
+        return false;
+      }
+      if (dims->n > XR_MAX_RANK) {
+        snprintf(why, why_size, "Input Dims[%zu]: rank %zu above %d", i, dims->n, XR_MAX_RANK);
+        return false;
+      }
+    } else if (k == K_TENSORLIST) {
+      if (!is_array(dims)) {
+        snprintf(why, why_size, "Input Dims[%zu] is not a list of shapes", i);
+        return false;
+      }
+      for (size_t j = 0; j < dims->n; j++)
+        if (!int_array(&dims->items[j], false) || dims->items[j].n > XR_MAX_RANK) {
+          snprintf(why, why_size, "Input Dims[%zu][%zu] is not a shape", i, j);
+          return false;
+        }
+    }
+  }
+  return true;
+}
+
+static kind_t recorded_kind(const recorded_t *rec, size_t i) {
+  return classify_type(rec->t->items[i].text);
+}
+
+static const char *concrete_text(const recorded_t *rec, size_t i) {
+  if (!rec->c) return NULL;
+  const jnode_t *n = &rec->c->items[i];
+  if (n->kind == XR_JTOK_STRING || n->kind == XR_JTOK_NUMBER) return n->text;
+  if (n->kind == XR_JTOK_TRUE) return "True";
+  if (n->kind == XR_JTOK_FALSE) return "False";
+  return "";
+}
+
+static bool compatible(const xr_schema_arg_t *a, kind_t k) {
+  switch (k) {
+    case K_TENSOR: return a->is_tensor;
+    case K_TENSORLIST: return a->is_tensor_list;
+    case K_SCALARLIST: return a->is_list && !a->is_tensor_list;
+    case K_SCALAR: return !a->is_tensor && !a->is_tensor_list;
+    case K_NONE: return !a->is_tensor || a->is_optional;
+  }
+  return false;
+}
+
+static const xr_schema_t *match_schema(const xr_schema_t *schemas, size_t count,
+                                       const char *name, const recorded_t *rec) {
+  for (size_t s = 0; s < count; s++) {
+    const xr_schema_t *sc = &schemas[s];
+    if (strcmp(sc->op, name) != 0 || rec->n > sc->arg_count) continue;
+    bool ok = true;
+    for (size_t i = 0; ok && i < sc->arg_count; i++) {
+      if (i < rec->n) ok = compatible(&sc->args[i], recorded_kind(rec, i));
+      else ok = sc->args[i].has_default; /* an older op version without trailing args */
+    }
+    if (ok) return sc;
+  }
+  return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* values                                                                                      */
+
+static void trim(const char **s, size_t *n) {
+  while (*n && isspace((unsigned char)**s)) (*s)++, (*n)--;
+  while (*n && isspace((unsigned char)(*s)[*n - 1])) (*n)--;
+}
+
+/* The profiler's text forms: "1", "0.5", "0.", "True", "None", "[1, 2]", "'none'", "cuda:0". */
+static xr_status_t parse_text_value(xr_bundle_t *b, xr_value_t *v, const char *s, size_t n,
+                                    const xr_schema_arg_t *a, int depth) {
+  trim(&s, &n);
+  if (depth > 8) return xr_error(XR_INVALID_ARGUMENT, "list nested too deeply");
+  if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+    size_t count = 0, start = 1;
+    int nest = 0;
+    const char *inner = s + 1;
+    size_t inner_n = n - 2;
+    trim(&inner, &inner_n);
+    if (inner_n > 0) {
+      count = 1;
+      for (size_t i = 1; i + 1 < n; i++) {
+        if (s[i] == '[') nest++;
+        else if (s[i] == ']') nest--;
+        else if (s[i] == ',' && nest == 0) count++;
+      }
+    }
+    xr_status_t st = xr_value_make_list(b, v, count);
+    if (st != XR_OK) return st;
+    size_t idx = 0;
+    nest = 0;
+    for (size_t i = 1; count && i < n; i++) {
+      if (s[i] == '[') nest++;
+      else if (s[i] == ']' && i + 1 < n) nest--;
+      if ((s[i] == ',' && nest == 0) || i + 1 == n) {
+        st = parse_text_value(b, &v->as.list.items[idx++], s + start, i - start, a, depth + 1);
+        if (st != XR_OK) return st;
+        start = i + 1;
+      }
+    }
+    return XR_OK;
+  }
+  if (n >= 2 && (s[0] == '\'' || s[0] == '"') && s[n - 1] == s[0]) {
+    char *str = xr_bundle_strndup(b, s + 1, n - 2);
+    if (!str) return XR_RESOURCE_EXHAUSTED;
+    v->kind = XR_VALUE_STRING;
+    v->as.s = str;
+    return XR_OK;
+  }
+  char buf[64];
+  if (n < sizeof buf) {
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    if (strcmp(buf, "True") == 0 || strcmp(buf, "False") == 0) {
+      v->kind = XR_VALUE_BOOL;
+      v->as.b = buf[0] == 'T';
+      return XR_OK;
+    }
+    if (strcmp(buf, "None") == 0) {
+      v->kind = XR_VALUE_NULL;
+      return XR_OK;
+    }
+    char *end;
+    errno = 0;
+    long long i = strtoll(buf, &end, 10);
+    if (n && *end == '\0' && errno == 0) {
+      if (a && a->is_float) {
+        v->kind = XR_VALUE_FLOAT;
+        v->as.f = (double)i;
+      } else if (a && a->is_bool && (i == 0 || i == 1)) {
+        v->kind = XR_VALUE_BOOL;
+        v->as.b = i == 1;
+      } else {
+        v->kind = XR_VALUE_INT;
+        v->as.i = i;
+      }
+      return XR_OK;
+    }
+    double d = strtod(buf, &end);
+    if (n && *end == '\0') {
+      if (a && a->is_int && d == floor(d) && fabs(d) < 9e18) {
+        v->kind = XR_VALUE_INT;
+        v->as.i = (int64_t)d;
+      } else {
+        v->kind = XR_VALUE_FLOAT;
+        v->as.f = d;
+      }
+      return XR_OK;
+    }
+  }
+  char *str = xr_bundle_strndup(b, s, n);
+  if (!str) return XR_RESOURCE_EXHAUSTED;
+  v->kind = XR_VALUE_STRING;
+  v->as.s = str;
+  return XR_OK;
+}
+
+static xr_status_t make_tensor(xr_bundle_t *b, xr_value_t *v, const jnode_t *dims,
+                               const jnode_t *strides, xr_dtype_t dtype, xr_init_t init) {
+  xr_status_t st = xr_value_make_tensor(b, v, (int32_t)dims->n);
+  if (st != XR_OK) return st;
+  xr_tensor_spec_t *t = v->as.tensor;
+  for (size_t i = 0; i < dims->n; i++) t->shape[i] = strtoll(dims->items[i].text, NULL, 10);
+  t->dtype = dtype;
+  t->init = init;
+  if (int_array(strides, false) && strides->n == dims->n) {
+    for (size_t i = 0; i < dims->n; i++) t->strides[i] = strtoll(strides->items[i].text, NULL, 10);
+  } else {
+    xr_tensor_set_contiguous(t);
+  }
+  return XR_OK;
+}
+
+typedef struct build {
+  ctx_t *c;
+  xr_bundle_t *b;
+  const char *op_name;
+} build_t;
+
+static xr_status_t build_value(build_t *B, const recorded_t *rec, size_t i,
+                               const xr_schema_t *sc, xr_arg_t *arg) {
+  const xr_schema_arg_t *a = sc ? &sc->args[i] : NULL;
+  xr_bundle_t *b = B->b;
+  if (i >= rec->n) { /* trailing argument the recorded op version did not have */
+    arg->defaulted = true;
+    return parse_text_value(b, &arg->value, a->default_text, strlen(a->default_text), a, 0);
+  }
+  const char *type = rec->t->items[i].text;
+  const jnode_t *dims = &rec->d->items[i];
+  const jnode_t *strides = rec->s ? &rec->s->items[i] : NULL;
+  kind_t k = classify_type(type);
+  xr_init_t init = sc && xr_schema_arg_is_pure_output(sc, i) ? XR_INIT_NONE : XR_INIT_UNSET;
+  if (k == K_TENSOR) return make_tensor(b, &arg->value, dims, strides, xr_dtype_parse(type), init);
+  if (k == K_TENSORLIST) {
+    /* The profiler records shapes but not the dtype of list elements: borrow the op's first
+     * tensor dtype, else float, and say so. */
+    xr_dtype_t dtype = XR_DTYPE_INVALID;
+    for (size_t j = 0; j < rec->n && dtype == XR_DTYPE_INVALID; j++)
+      if (recorded_kind(rec, j) == K_TENSOR) dtype = xr_dtype_parse(rec->t->items[j].text);
+    if (dtype == XR_DTYPE_INVALID) dtype = XR_DTYPE_F32;
+    warnf(B->c, "%s: dtype of Tensor[] elements not recorded by the profiler; assuming %s",
+          B->op_name, xr_dtype_name(dtype));
+    arg->defaulted = true;
+    xr_status_t st = xr_value_make_list(b, &arg->value, dims->n);
+    for (size_t j = 0; st == XR_OK && j < dims->n; j++) {
+      const jnode_t *sj = is_array(strides) && strides->n == dims->n ? &strides->items[j] : NULL;
+      st = make_tensor(b, &arg->value.as.list.items[j], &dims->items[j], sj, dtype, init);
+    }
+    return st;
+  }
+  const char *text = concrete_text(rec, i);
+  if (text && *text) return parse_text_value(b, &arg->value, text, strlen(text), a, 0);
+  /* Nothing recorded: None, a dropped string, or an old trace without Concrete Inputs. */
+  if (a && a->is_string) {
+    const char *fallback = NULL;
+    char dflt[64];
+    if (a->has_default && strcmp(a->default_text, "None") != 0) {
+      size_t n = strlen(a->default_text);
+      const char *d = a->default_text;
+      if (n >= 2 && (d[0] == '\'' || d[0] == '"')) d++, n -= 2;
+      snprintf(dflt, sizeof dflt, "%.*s", (int)n, d);
+      fallback = dflt;
+    } else {
+      fallback = xr_schema_string_fallback(a->name);
+    }
+    if (!fallback && a->is_optional) return XR_OK; /* None */
+    if (!fallback) fallback = "";
+    arg->defaulted = true;
+    B->c->sum.defaulted_args++;
+    warnf(B->c, "%s: string argument '%s' not recorded by the profiler; using '%s'", B->op_name,
+          a->name, fallback);
+    return xr_value_make_string(b, &arg->value, fallback);
+  }
+  if (!rec->c && a && a->has_default) {
+    arg->defaulted = true;
+    return parse_text_value(b, &arg->value, a->default_text, strlen(a->default_text), a, 0);
+  }
+  return XR_OK; /* None */
+}
+
+static xr_status_t build_op(build_t *B, const group_t *g, const recorded_t *rec,
+                            const xr_schema_t *sc, const char *alias) {
+  ctx_t *c = B->c;
+  xr_bundle_t *b = B->b;
+  xr_op_t *op = xr_bundle_append_op(b);
+  if (!op) return XR_RESOURCE_EXHAUSTED;
+  const char *recorded = c->strs.strs[g->name];
+  op->name = xr_bundle_strdup(b, sc ? sc->op : recorded);
+  if (alias) op->alias = xr_bundle_strdup(b, alias);
+  if (!op->name || (alias && !op->alias)) return XR_RESOURCE_EXHAUSTED;
+  B->op_name = op->name;
+  size_t total = sc ? sc->arg_count : rec->n, nkw = 0;
+  for (size_t i = 0; sc && i < total; i++) nkw += sc->args[i].kwarg_only;
+  xr_status_t st = xr_op_alloc_args(b, op, total - nkw, nkw);
+  if (st != XR_OK) return st;
+  size_t pi = 0, ki = 0;
+  for (size_t i = 0; i < total; i++) {
+    bool kw = sc && sc->args[i].kwarg_only;
+    xr_arg_t *arg = kw ? &op->kwargs[ki++] : &op->args[pi++];
+    if (sc) {
+      arg->name = xr_bundle_strdup(b, sc->args[i].name);
+      arg->type = xr_bundle_strdup(b, sc->args[i].type);
+      if (!arg->name || !arg->type) return XR_RESOURCE_EXHAUSTED;
+    } else if (rec->t->items[i].text[0]) {
+      if (!(arg->type = xr_bundle_strdup(b, rec->t->items[i].text))) return XR_RESOURCE_EXHAUSTED;
+    }
+    if ((st = build_value(B, rec, i, sc, arg)) != XR_OK) return st;
+  }
+  op->count = g->count;
+  op->timing = xr_bundle_alloc(b, sizeof *op->timing);
+  if (!op->timing) return XR_RESOURCE_EXHAUSTED;
+  op->timing->gpu_time_us = (double)g->gpu_ns / 1000.0;
+  if (c->device_name && !(op->timing->device = xr_bundle_strdup(b, c->device_name)))
+    return XR_RESOURCE_EXHAUSTED;
+  op->timing->kernel_count = g->nk;
+  op->timing->kernels = xr_bundle_alloc(b, (g->nk ? g->nk : 1) * sizeof *op->timing->kernels);
+  if (!op->timing->kernels) return XR_RESOURCE_EXHAUSTED;
+  for (size_t k = 0; k < g->nk; k++) {
+    xr_kernel_record_t *kr = &op->timing->kernels[k];
+    if (!(kr->name = xr_bundle_strdup(b, c->strs.strs[g->k[k].name]))) return XR_RESOURCE_EXHAUSTED;
+    kr->duration_us = (double)g->k[k].dur / 1000.0;
+    kr->count = g->k[k].count;
+  }
+  if (g->hints >= 0) {
+    long long v[6] = {-1, -1, -1, -1, -1, -1};
+    sscanf(c->strs.strs[g->hints], "%lld,%lld,%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3],
+           &v[4], &v[5]);
+    static const char *const names[6] = {"prefill_seqs",         "prefill_tokens",
+                                         "decode_seqs",          "decode_tokens",
+                                         "prefill_context_tokens", "decode_context_tokens"};
+    size_t n = v[4] >= 0 ? 6 : 4;
+    op->hints = xr_bundle_alloc(b, n * sizeof *op->hints);
+    if (!op->hints) return XR_RESOURCE_EXHAUSTED;
+    op->hint_count = n;
+    for (size_t i = 0; i < n; i++) {
+      if (!(op->hints[i].name = xr_bundle_strdup(b, names[i]))) return XR_RESOURCE_EXHAUSTED;
+      op->hints[i].value.kind = XR_VALUE_INT;
+      op->hints[i].value.as.i = v[i];
+    }
+  }
+  return XR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the whole extraction                                                                        */
+
+typedef struct interval {
+  int64_t a, b;
+} interval_t;
+
+static int cmp_interval(const void *x, const void *y) {
+  const interval_t *p = x, *q = y;
+  return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* Length of the union of intervals (sorts `v`). */
+static int64_t union_length(interval_t *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_interval);
+  int64_t total = 0, cs = 0, ce = 0;
+  bool open = false;
+  for (size_t i = 0; i < n; i++) {
+    if (!open || v[i].a > ce) {
+      if (open) total += ce - cs;
+      cs = v[i].a, ce = v[i].b, open = true;
+    } else if (v[i].b > ce) {
+      ce = v[i].b;
+    }
+  }
+  if (open) total += ce - cs;
+  return total;
+}
+
+static xr_status_t set_meta(xr_bundle_t *b, char **slot, const char *s) {
+  if (!s) return XR_OK;
+  *slot = xr_bundle_strdup(b, s);
+  return *slot ? XR_OK : XR_RESOURCE_EXHAUSTED;
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+static xr_status_t fill_metadata(ctx_t *c, xr_bundle_t *b) {
+  xr_bundle_metadata_t *m = &b->meta;
+  const char *vendor = NULL;
+  if (c->device_name && (strstr(c->device_name, "NVIDIA") || strstr(c->device_name, "Tesla") ||
+                         strstr(c->device_name, "GeForce")))
+    vendor = "NVIDIA";
+  else if (c->device_name && (strstr(c->device_name, "AMD") || strstr(c->device_name, "Instinct") ||
+                              strstr(c->device_name, "Radeon")))
+    vendor = "AMD";
+  else if (c->vendor_hint)
+    vendor = c->vendor_hint == 1 ? "AMD" : "NVIDIA";
+  xr_status_t st;
+  if ((st = set_meta(b, &m->tool_version, "xreplay extract")) != XR_OK ||
+      (st = set_meta(b, &m->source_trace, base_name(c->name))) != XR_OK ||
+      (st = set_meta(b, &m->device_name, c->device_name)) != XR_OK ||
+      (st = set_meta(b, &m->vendor, vendor)) != XR_OK ||
+      (st = set_meta(b, &m->runtime_version, c->runtime_version)) != XR_OK ||
+      (st = set_meta(b, &m->capture_date, c->capture_date)) != XR_OK)
+    return st;
+  m->extra_count = 4;
+  m->extra = xr_bundle_alloc(b, m->extra_count * sizeof *m->extra);
+  if (!m->extra) return XR_RESOURCE_EXHAUSTED;
+  const char *names[4] = {"gpu_busy_us", "extracted_gpu_share", "attribution", "gpu_events"};
+  for (size_t i = 0; i < 4; i++)
+    if (!(m->extra[i].name = xr_bundle_strdup(b, names[i]))) return XR_RESOURCE_EXHAUSTED;
+  m->extra[0].value.kind = XR_VALUE_FLOAT;
+  m->extra[0].value.as.f = c->sum.gpu_busy_us;
+  m->extra[1].value.kind = XR_VALUE_FLOAT;
+  m->extra[1].value.as.f = c->sum.gpu_busy_us > 0 ? c->sum.gpu_covered_us / c->sum.gpu_busy_us : 0;
+  if ((st = xr_value_make_string(b, &m->extra[2].value,
+                                 c->opt->outermost ? "outermost" : "innermost")) != XR_OK)
+    return st;
+  m->extra[3].value.kind = XR_VALUE_INT;
+  m->extra[3].value.as.i = (int64_t)c->sum.gpu_events;
+  return XR_OK;
+}
+
+static xr_status_t build_bundle(ctx_t *c, xr_bundle_t *b) {
+  size_t nschemas;
+  const char *const *texts = xr_schema_builtin(&nschemas);
+  xr_schema_t *schemas = malloc(nschemas * sizeof *schemas);
+  group_t **sorted = malloc((c->groups.n ? c->groups.n : 1) * sizeof *sorted);
+  if (!schemas || !sorted) {
+    free(schemas), free(sorted);
+    return oom(c);
+  }
+  xr_status_t st = XR_OK;
+  for (size_t i = 0; st == XR_OK && i < nschemas; i++) st = xr_schema_parse(texts[i], &schemas[i]);
+  for (size_t i = 0; i < c->groups.n; i++) sorted[i] = &c->groups.v[i];
+  qsort(sorted, c->groups.n, sizeof *sorted, cmp_group_ptr);
+  size_t limit = c->opt->top ? c->opt->top : SIZE_MAX, kept = 0;
+  build_t B = {.c = c, .b = b};
+  for (size_t gi = 0; st == XR_OK && gi < c->groups.n; gi++) {
+    group_t *g = sorted[gi];
+    if (kept >= limit) {
+      c->sum.ops_filtered++;
+      continue;
+    }
+    const char *name = c->strs.strs[g->name];
+    xr_jreader_t *r = NULL;
+    jnode_t root = {0};
+    xr_jtok_t t;
+    st = xr_jreader_open_memory(c->strs.strs[g->args], c->strs.lens[g->args], c->name, &r);
+    if (st == XR_OK && (st = xr_jreader_next(r, &t)) == XR_OK) st = dom_parse(r, t, &root);
+    xr_jreader_close(r);
+    if (st != XR_OK) {
+      dom_free(&root);
+      if (st == XR_RESOURCE_EXHAUSTED) break;
+      st = xr_error(XR_INTERNAL, "%s: %s: re-reading argument text failed: %s", c->name, name,
+                    xr_last_error());
+      break;
+    }
+    recorded_t rec;
+    char why[256];
+    if (!check_recorded(&root, &rec, why, sizeof why)) {
+      warnf(c, "%s: skipped: %s", name, why);
+      c->sum.ops_bad_args++;
+      dom_free(&root);
+      continue;
+    }
+    const char *target = xr_schema_alias_target(name);
+    const xr_schema_t *sc = target ? match_schema(schemas, nschemas, target, &rec) : NULL;
+    const char *alias = sc ? name : NULL;
+    if (!sc) sc = match_schema(schemas, nschemas, name, &rec);
+    if (!rec.c) c->any_concrete_missing = true;
+    st = build_op(&B, g, &rec, sc, alias);
+    dom_free(&root);
+    if (st == XR_RESOURCE_EXHAUSTED) st = oom(c);
+    if (st != XR_OK) break;
+    g->kept = true;
+    kept++;
+    c->sum.op_instances += (size_t)g->count;
+    c->sum.ops_gpu_time_us += (double)g->gpu_ns / 1000.0;
+  }
+  c->sum.unique_ops = kept;
+  if (c->any_concrete_missing)
+    warnf(c, "the trace has no \"Concrete Inputs\" (older PyTorch): scalar arguments set from "
+             "schema defaults or None");
+  free(schemas);
+  free(sorted);
+  return st;
+}
+
+static xr_status_t compute_busy(ctx_t *c) {
+  interval_t *iv = malloc((c->gpu.n ? c->gpu.n : 1) * sizeof *iv);
+  if (!iv) return oom(c);
+  size_t n = 0, m = 0;
+  for (size_t i = 0; i < c->gpu.n; i++)
+    iv[n++] = (interval_t){c->gpu.v[i].ts, c->gpu.v[i].ts + c->gpu.v[i].dur};
+  c->sum.gpu_busy_us = (double)union_length(iv, n) / 1000.0;
+  for (size_t i = 0; i < c->gpu.n; i++) {
+    const gpu_event_t *g = &c->gpu.v[i];
+    if (g->op < 0) continue;
+    int32_t gr = c->ops.v[g->op].group;
+    if (gr >= 0 && c->groups.v[gr].kept) iv[m++] = (interval_t){g->ts, g->ts + g->dur};
+  }
+  c->sum.gpu_covered_us = (double)union_length(iv, m) / 1000.0;
+  free(iv);
+  return XR_OK;
+}
+
+static void ctx_free(ctx_t *c) {
+  strtab_free(&c->strs);
+  strtab_free(&c->warn);
+  free(c->ops.v);
+  free(c->launches.v);
+  free(c->flows.v);
+  free(c->gpu.v);
+  free(c->anns.v);
+  for (size_t i = 0; i < c->groups.n; i++) free(c->groups.v[i].k);
+  free(c->groups.v);
+  free(c->gslots);
+  free(c->device_name);
+  free(c->runtime_version);
+  free(c->capture_date);
+}
+
+void xr_extract_summary_free(xr_extract_summary_t *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->warning_count; i++) free(s->warnings[i]);
+  free(s->warnings);
+  s->warnings = NULL;
+  s->warning_count = 0;
+}
+
+static xr_status_t run(ctx_t *c, xr_jreader_t *r, xr_bundle_t **out_bundle,
+                       xr_extract_summary_t *out_summary) {
+  xr_bundle_t *b = NULL;
+  xr_status_t st = read_trace(c, r);
+  if (st == XR_OK) st = attribute(c);
+  if (st == XR_OK) st = group_ops(c);
+  if (st == XR_OK) st = xr_bundle_create(&b);
+  if (st == XR_OK) st = build_bundle(c, b);
+  if (st == XR_OK) st = compute_busy(c);
+  if (st == XR_OK) st = fill_metadata(c, b);
+  if (st == XR_RESOURCE_EXHAUSTED) st = oom(c);
+  if (st == XR_OK && out_summary) {
+    c->sum.warning_count = 0;
+    c->sum.warnings = calloc(c->warn.count ? c->warn.count : 1, sizeof *c->sum.warnings);
+    if (!c->sum.warnings) st = oom(c);
+    for (size_t i = 0; st == XR_OK && i < c->warn.count; i++) {
+      if (!(c->sum.warnings[i] = strdup(c->warn.strs[i]))) st = oom(c);
+      else c->sum.warning_count++;
+    }
+    if (st == XR_OK) *out_summary = c->sum;
+    else xr_extract_summary_free(&c->sum);
+  }
+  if (st != XR_OK) {
+    xr_bundle_destroy(b);
+    b = NULL;
+  }
+  *out_bundle = b;
+  ctx_free(c);
+  return st;
+}
+
+static const xr_extract_options_t default_options = {0};
+
+xr_status_t xr_trace_extract(const char *path, const xr_extract_options_t *options,
+                             xr_bundle_t **out_bundle, xr_extract_summary_t *out_summary) {
+  if (!path || !out_bundle)
+    return xr_error(XR_INVALID_ARGUMENT, "xr_trace_extract: path and out_bundle are required");
+  *out_bundle = NULL;
+  if (out_summary) memset(out_summary, 0, sizeof *out_summary);
+  xr_jreader_t *r;
+  xr_status_t st = xr_jreader_open_path(path, &r);
+  if (st != XR_OK) return st;
+  ctx_t c = {.name = path, .opt = options ? options : &default_options};
+  st = run(&c, r, out_bundle, out_summary);
+  xr_jreader_close(r);
+  return st;
+}
+
+xr_status_t xr_trace_extract_memory(const char *data, size_t size, const char *name,
+                                    const xr_extract_options_t *options, xr_bundle_t **out_bundle,
+                                    xr_extract_summary_t *out_summary) {
+  if (!data || !name || !out_bundle)
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "xr_trace_extract_memory: data, name and out_bundle are required");
+  *out_bundle = NULL;
+  if (out_summary) memset(out_summary, 0, sizeof *out_summary);
+  xr_jreader_t *r;
+  xr_status_t st = xr_jreader_open_memory(data, size, name, &r);
+  if (st != XR_OK) return st;
+  ctx_t c = {.name = name, .opt = options ? options : &default_options};
+  st = run(&c, r, out_bundle, out_summary);
+  xr_jreader_close(r);
+  return st;
+}

@@ -1,0 +1,362 @@
+/* Built-in operator schemas, aliases and string fallbacks: see trace_schema.h.
+ *
+ * Sources: PyTorch aten/src/ATen/native/native_functions.yaml, vLLM csrc/torch_bindings.cpp,
+ * csrc/moe/torch_bindings.cpp, csrc/rocm/torch_bindings.cpp, the Python-registered vLLM custom
+ * ops (vllm::*), and the "schema" strings that TraceLens recorded in
+ * tests/data/fixtures/tracelens_ir/event_to_ir_pairs.json. Overloads of one op are tried in
+ * order; the first whose arity and tensor positions agree with the recorded event wins. */
+#include "formats/trace_schema.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const builtin[] = {
+    /* matrix products */
+    "aten::mm(Tensor self, Tensor mat2) -> Tensor",
+    "aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)",
+    "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+    "aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, "
+    "Tensor(a!) out) -> Tensor(a!)",
+    "aten::bmm(Tensor self, Tensor mat2) -> Tensor",
+    "aten::bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)",
+    "aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) "
+    "-> Tensor",
+    "aten::matmul(Tensor self, Tensor other) -> Tensor",
+    "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+    "aten::_scaled_mm(Tensor self, Tensor mat2, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
+    "Tensor? scale_result=None, ScalarType? out_dtype=None, bool use_fast_accum=False) -> Tensor",
+    /* elementwise */
+    "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+    "aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+    "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
+    "aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)",
+    "aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+    "aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",
+    "aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
+    "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
+    "aten::mul.Scalar(Tensor self, Scalar other) -> Tensor",
+    "aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+    "aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+    "aten::div.Tensor(Tensor self, Tensor other) -> Tensor",
+    "aten::div.Scalar(Tensor self, Scalar other) -> Tensor",
+    "aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
+    "aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor",
+    "aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+    "aten::neg(Tensor self) -> Tensor",
+    "aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+    "aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
+    "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+    "aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor",
+    "aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
+    "aten::where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor",
+    "aten::clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)",
+    "aten::threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
+    /* copies, conversions, fills */
+    "aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
+    "aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, "
+    "MemoryFormat? memory_format=None) -> Tensor(a)",
+    "aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, "
+    "MemoryFormat? memory_format=None) -> Tensor(a)",
+    "aten::to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, "
+    "bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)",
+    "aten::to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, "
+    "Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, "
+    "MemoryFormat? memory_format=None) -> Tensor(a)",
+    "aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+    "device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? "
+    "memory_format=None) -> Tensor",
+    "aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
+    "aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)",
+    "aten::zero_(Tensor(a!) self) -> Tensor(a!)",
+    "aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, "
+    "Device? device=None, bool? pin_memory=None) -> Tensor",
+    "aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+    "device=None, bool? pin_memory=None) -> Tensor",
+    "aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, "
+    "Device? device=None, bool? pin_memory=None) -> Tensor",
+    "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, "
+    "Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+    /* reductions, normalisation, activations */
+    "aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",
+    "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+    "aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? "
+    "bias, float eps) -> (Tensor, Tensor, Tensor)",
+    "aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? "
+    "bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor",
+    "aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
+    "Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+    "aten::gelu(Tensor self, *, str approximate='none') -> Tensor",
+    "aten::silu(Tensor self) -> Tensor",
+    "aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+    "aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+    "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> "
+    "Tensor",
+    "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? "
+    "dtype=None) -> Tensor",
+    /* indexing and layout */
+    "aten::cat(Tensor[] tensors, int dim=0) -> Tensor",
+    "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor",
+    "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool "
+    "scale_grad_by_freq=False, bool sparse=False) -> Tensor",
+    "aten::_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()",
+    /* convolution and pooling (TraceLens fixtures) */
+    "aten::convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+    "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor",
+    "aten::convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? "
+    "bias_sizes, int[] stride, int[] padding, int[] dilation, bool transposed, int[] "
+    "output_padding, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+    "aten::miopen_convolution(Tensor self, Tensor weight, Tensor? bias, int[] padding, int[] "
+    "stride, int[] dilation, int groups, bool benchmark, bool deterministic) -> Tensor",
+    "aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "
+    "padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
+    /* attention */
+    "aten::_scaled_dot_product_flash_attention(Tensor query, Tensor key, Tensor value, float "
+    "dropout_p=0.0, bool is_causal=False, bool return_debug_mask=False, *, float? scale=None) -> "
+    "(Tensor, Tensor, Tensor, Tensor, SymInt, SymInt, Tensor, Tensor, Tensor)",
+    "aten::_scaled_dot_product_efficient_attention(Tensor query, Tensor key, Tensor value, "
+    "Tensor? attn_bias, bool compute_log_sumexp, float dropout_p=0.0, bool is_causal=False, *, "
+    "float? scale=None) -> (Tensor, Tensor, Tensor, Tensor)",
+    "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? "
+    "attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool "
+    "enable_gqa=False) -> Tensor",
+    "aten::_flash_attention_forward(Tensor query, Tensor key, Tensor value, Tensor? cum_seq_q, "
+    "Tensor? cum_seq_k, SymInt max_q, SymInt max_k, float dropout_p, bool is_causal, bool "
+    "return_debug_mask, *, float? scale=None, SymInt? window_size_left=None, SymInt? "
+    "window_size_right=None, Tensor? seqused_k=None, Tensor? alibi_slopes=None) -> (Tensor, "
+    "Tensor, Tensor, Tensor, Tensor)",
+    /* vLLM csrc/torch_bindings.cpp */
+    "_C::silu_and_mul(Tensor! result, Tensor input) -> ()",
+    "_C::gelu_and_mul(Tensor! out, Tensor input) -> ()",
+    "_C::gelu_tanh_and_mul(Tensor! out, Tensor input) -> ()",
+    "_C::rms_norm(Tensor! result, Tensor input, Tensor weight, float epsilon) -> ()",
+    "_C::fused_add_rms_norm(Tensor! input, Tensor! residual, Tensor weight, float epsilon) -> ()",
+    "_C::rotary_embedding(Tensor positions, Tensor! query, Tensor!? key, int head_size, Tensor "
+    "cos_sin_cache, bool is_neox) -> ()",
+    "_C::paged_attention_v1(Tensor! out, Tensor query, Tensor key_cache, Tensor value_cache, int "
+    "num_kv_heads, float scale, Tensor block_tables, Tensor seq_lens, int block_size, int "
+    "max_seq_len, Tensor? alibi_slopes, str kv_cache_dtype, Tensor k_scale, Tensor v_scale, int "
+    "tp_rank, int blocksparse_local_blocks, int blocksparse_vert_stride, int "
+    "blocksparse_block_size, int blocksparse_head_sliding_step) -> ()",
+    "_C::paged_attention_v2(Tensor! out, Tensor! exp_sums, Tensor! max_logits, Tensor! tmp_out, "
+    "Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, float scale, Tensor "
+    "block_tables, Tensor seq_lens, int block_size, int max_seq_len, Tensor? alibi_slopes, str "
+    "kv_cache_dtype, Tensor k_scale, Tensor v_scale, int tp_rank, int blocksparse_local_blocks, "
+    "int blocksparse_vert_stride, int blocksparse_block_size, int "
+    "blocksparse_head_sliding_step) -> ()",
+    /* vLLM csrc/rocm/torch_bindings.cpp */
+    "_rocm_C::paged_attention(Tensor! out, Tensor exp_sums, Tensor max_logits, Tensor tmp_out, "
+    "Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, float scale, Tensor "
+    "block_tables, Tensor seq_lens, Tensor? query_start_loc, int block_size, int max_seq_len, "
+    "Tensor? alibi_slopes, str kv_cache_dtype, Tensor k_scale, Tensor v_scale, Tensor? "
+    "fp8_out_scale, str mfma_type) -> ()",
+    "_rocm_C::paged_attention(Tensor! out, Tensor exp_sums, Tensor max_logits, Tensor tmp_out, "
+    "Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, float scale, Tensor "
+    "block_tables, Tensor seq_lens, Tensor? query_start_loc, int block_size, int max_seq_len, "
+    "Tensor? alibi_slopes, str kv_cache_dtype, Tensor k_scale, Tensor v_scale, Tensor? "
+    "fp8_out_scale) -> ()",
+    /* vLLM cache ops */
+    "_C_cache_ops::reshape_and_cache(Tensor key, Tensor value, Tensor! key_cache, Tensor! "
+    "value_cache, Tensor slot_mapping, str kv_cache_dtype, Tensor k_scale, Tensor v_scale) -> ()",
+    "_C_cache_ops::reshape_and_cache_flash(Tensor key, Tensor value, Tensor! key_cache, Tensor! "
+    "value_cache, Tensor slot_mapping, str kv_cache_dtype, Tensor k_scale, Tensor v_scale) -> ()",
+    /* vLLM csrc/moe/torch_bindings.cpp */
+    "_moe_C::moe_align_block_size(Tensor topk_ids, int num_experts, int block_size, Tensor! "
+    "sorted_token_ids, Tensor! experts_ids, Tensor! num_tokens_post_pad) -> ()",
+    "_moe_C::moe_align_block_size(Tensor topk_ids, int num_experts, int block_size, Tensor! "
+    "sorted_token_ids, Tensor! experts_ids, Tensor! num_tokens_post_pad, Tensor? "
+    "maybe_expert_map) -> ()",
+    "_moe_C::topk_softmax(Tensor! topk_weights, Tensor! topk_indices, Tensor! "
+    "token_expert_indices, Tensor gating_output) -> ()",
+    "_moe_C::topk_softmax(Tensor! topk_weights, Tensor! topk_indices, Tensor! "
+    "token_expert_indices, Tensor gating_output, bool renormalize) -> ()",
+    /* vLLM Python custom ops (direct_register_custom_op infers these from the signatures) */
+    "vllm::unified_attention_with_output(Tensor query, Tensor key, Tensor value, Tensor(a!) "
+    "output, str layer_name, Tensor? output_scale=None, Tensor? output_block_scale=None) -> ()",
+    "vllm::unified_attention(Tensor query, Tensor key, Tensor value, str layer_name) -> Tensor",
+    "vllm::moe_forward(Tensor hidden_states, Tensor router_logits, str layer_name) -> Tensor",
+    "vllm::outplace_fused_experts(Tensor hidden_states, Tensor w1, Tensor w2, Tensor "
+    "topk_weights, Tensor topk_ids, str activation='silu', bool apply_router_weight_on_input="
+    "False, bool use_fp8_w8a8=False, bool use_int8_w8a8=False, bool use_int8_w8a16=False, bool "
+    "use_int4_w4a16=False, bool use_mxfp4_w4a4=False, bool per_channel_quant=False, int "
+    "global_num_experts=-1, Tensor? expert_map=None, Tensor? w1_scale=None, Tensor? "
+    "w2_scale=None, Tensor? w1_zp=None, Tensor? w2_zp=None, Tensor? a1_scale=None, Tensor? "
+    "a2_scale=None, int[]? block_shape=None) -> Tensor",
+    "vllm::inplace_fused_experts(Tensor(a!) hidden_states, Tensor w1, Tensor w2, Tensor "
+    "topk_weights, Tensor topk_ids, str activation='silu', bool apply_router_weight_on_input="
+    "False, bool use_fp8_w8a8=False, bool use_int8_w8a8=False, bool use_int8_w8a16=False, bool "
+    "use_int4_w4a16=False, bool use_mxfp4_w4a4=False, bool per_channel_quant=False, int "
+    "global_num_experts=-1, Tensor? expert_map=None, Tensor? w1_scale=None, Tensor? "
+    "w2_scale=None, Tensor? w1_zp=None, Tensor? w2_zp=None, Tensor? a1_scale=None, Tensor? "
+    "a2_scale=None, int[]? block_shape=None) -> ()",
+    /* AITER (ROCm) ops as vLLM registers them */
+    "aiter::rms_norm(Tensor! out, Tensor input, Tensor weight, float epsilon) -> ()",
+    "aiter::fused_add_rms_norm(Tensor! input, Tensor! residual_in, Tensor weight, float epsilon) "
+    "-> ()",
+    "aiter::rmsnorm2d_fwd(Tensor input, Tensor weight, float epsilon, int "
+    "use_model_sensitive_rmsnorm=0) -> Tensor",
+    "aiter::rmsnorm2d_fwd_with_add(Tensor! out, Tensor input, Tensor residual_in, Tensor! "
+    "residual_out, Tensor weight, float epsilon, int use_model_sensitive_rmsnorm=0) -> ()",
+    "aiter::silu_and_mul(Tensor! out, Tensor input) -> ()",
+    "aiter::topk_softmax(Tensor! topk_weights, Tensor! topk_indices, Tensor! "
+    "token_expert_indices, Tensor gating_output, bool need_renorm) -> ()",
+    /* SGLang sgl-kernel/csrc/common_extension.cc */
+    "sgl_kernel::rmsnorm(Tensor! output, Tensor input, Tensor weight, float eps, bool "
+    "enable_pdl) -> ()",
+    "sgl_kernel::fused_add_rmsnorm(Tensor! input, Tensor! residual, Tensor weight, float eps, "
+    "bool enable_pdl) -> ()",
+    "sgl_kernel::silu_and_mul(Tensor! out, Tensor input) -> ()",
+    "sgl_kernel::gelu_and_mul(Tensor! out, Tensor input) -> ()",
+    "sgl_kernel::topk_softmax(Tensor! topk_weights, Tensor! topk_indices, Tensor gating_output, "
+    "bool renormalize) -> ()",
+};
+
+const char *const *xr_schema_builtin(size_t *out_count) {
+  *out_count = sizeof builtin / sizeof builtin[0];
+  return builtin;
+}
+
+/* Recorded name -> registry name. Only aliases whose argument lists are the registry op's are
+ * listed, so the registry schema names the arguments. */
+static const struct {
+  const char *alias, *target;
+} aliases[] = {
+    {"_C::moe_align_block_size", "_moe_C::moe_align_block_size"}, /* before vLLM moved it */
+    {"_C::topk_softmax", "_moe_C::topk_softmax"},
+    {"_C::reshape_and_cache", "_C_cache_ops::reshape_and_cache"},
+    {"_C::reshape_and_cache_flash", "_C_cache_ops::reshape_and_cache_flash"},
+    {"aiter::rms_norm", "_C::rms_norm"},
+    {"aiter::fused_add_rms_norm", "_C::fused_add_rms_norm"},
+    {"aiter::silu_and_mul", "_C::silu_and_mul"},
+    {"sgl_kernel::silu_and_mul", "_C::silu_and_mul"},
+    {"sgl_kernel::gelu_and_mul", "_C::gelu_and_mul"},
+    {"vllm::unified_attention_with_output_kv", "vllm::unified_attention_with_output"},
+};
+
+const char *xr_schema_alias_target(const char *name) {
+  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+    if (strcmp(aliases[i].alias, name) == 0) return aliases[i].target;
+  return NULL;
+}
+
+/* String arguments without a schema default: what the workloads we know pass. */
+static const struct {
+  const char *arg, *value;
+} string_fallbacks[] = {
+    {"kv_cache_dtype", "auto"},
+    {"approximate", "none"},
+    {"activation", "silu"},
+    {"mfma_type", "fp8"},
+    {"layer_name", "model.layers.0.self_attn.attn"},
+    {"reduce", "sum"},
+    {"padding_mode", "zeros"},
+};
+
+const char *xr_schema_string_fallback(const char *arg_name) {
+  for (size_t i = 0; i < sizeof string_fallbacks / sizeof string_fallbacks[0]; i++)
+    if (strcmp(string_fallbacks[i].arg, arg_name) == 0) return string_fallbacks[i].value;
+  return NULL;
+}
+
+bool xr_schema_arg_is_pure_output(const xr_schema_t *s, size_t index) {
+  const xr_schema_arg_t *a = &s->args[index];
+  if (!a->is_tensor || !a->is_mutable) return false;
+  if (index == 0 && (strcmp(s->op, "aten::copy_") == 0 || strcmp(s->op, "aten::fill_") == 0 ||
+                     strcmp(s->op, "aten::zero_") == 0))
+    return true;
+  static const char *const outputs[] = {
+      "out",       "result",          "output",      "exp_sums",           "max_logits",
+      "tmp_out",   "sorted_token_ids", "experts_ids", "num_tokens_post_pad", "topk_weights",
+      "topk_indices", "token_expert_indices", "residual_out",
+  };
+  for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
+    if (strcmp(a->name, outputs[i]) == 0) return true;
+  return false;
+}
+
+static void copy_trim(char *dst, size_t cap, const char *s, size_t n) {
+  while (n && isspace((unsigned char)*s)) s++, n--;
+  while (n && isspace((unsigned char)s[n - 1])) n--;
+  if (n >= cap) n = cap - 1;
+  memcpy(dst, s, n);
+  dst[n] = '\0';
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static xr_status_t parse_arg(const char *text, const char *s, size_t n, xr_schema_arg_t *a) {
+  char buf[160];
+  copy_trim(buf, sizeof buf, s, n);
+  char *eq = strchr(buf, '=');
+  if (eq) {
+    copy_trim(a->default_text, sizeof a->default_text, eq + 1, strlen(eq + 1));
+    a->has_default = true;
+    *eq = '\0';
+  }
+  char *sp = strrchr(buf, ' ');
+  if (!sp) return xr_error(XR_INTERNAL, "schema \"%s\": argument \"%s\" has no name", text, buf);
+  copy_trim(a->name, sizeof a->name, sp + 1, strlen(sp + 1));
+  copy_trim(a->type, sizeof a->type, buf, (size_t)(sp - buf));
+  const char *t = a->type;
+  a->is_optional = ends_with(t, "?");
+  a->is_mutable = strchr(t, '!') != NULL;
+  bool tensorish = strncmp(t, "Tensor", 6) == 0;
+  a->is_list = strchr(t, '[') != NULL;
+  a->is_tensor_list = tensorish && a->is_list;
+  a->is_tensor = tensorish && !a->is_list;
+  a->is_string = strncmp(t, "str", 3) == 0 && !a->is_list;
+  a->is_float = strncmp(t, "float", 5) == 0 && !a->is_list;
+  a->is_bool = strncmp(t, "bool", 4) == 0 && !a->is_list;
+  a->is_int = !a->is_list && (strncmp(t, "int", 3) == 0 || strncmp(t, "SymInt", 6) == 0 ||
+                              strncmp(t, "ScalarType", 10) == 0 || strncmp(t, "Layout", 6) == 0 ||
+                              strncmp(t, "MemoryFormat", 12) == 0);
+  return XR_OK;
+}
+
+xr_status_t xr_schema_parse(const char *text, xr_schema_t *out) {
+  memset(out, 0, sizeof *out);
+  const char *open = strchr(text, '(');
+  const char *arrow = strstr(text, ") ->");
+  if (!open || !arrow || arrow < open)
+    return xr_error(XR_INTERNAL, "schema \"%s\": expected NAME(ARGS) -> RET", text);
+  char full[128];
+  copy_trim(full, sizeof full, text, (size_t)(open - text));
+  const char *colons = strstr(full, "::");
+  char *dot = strchr(colons ? colons : full, '.');
+  if (dot) {
+    copy_trim(out->overload, sizeof out->overload, dot + 1, strlen(dot + 1));
+    *dot = '\0';
+  }
+  copy_trim(out->op, sizeof out->op, full, strlen(full));
+  bool kwarg_only = false;
+  const char *p = open + 1;
+  int nest = 0;
+  const char *start = p;
+  for (; p <= arrow; p++) {
+    char c = p == arrow ? ',' : *p;
+    if (c == '(' || c == '[') nest++;
+    else if ((c == ')' || c == ']') && p != arrow) nest--;
+    if (c != ',' || nest > 0) continue;
+    size_t n = (size_t)(p - start);
+    char piece[160];
+    copy_trim(piece, sizeof piece, start, n);
+    start = p + 1;
+    if (piece[0] == '\0') continue;
+    if (strcmp(piece, "*") == 0) {
+      kwarg_only = true;
+      continue;
+    }
+    if (out->arg_count >= XR_SCHEMA_MAX_ARGS)
+      return xr_error(XR_INTERNAL, "schema \"%s\": more than %d arguments", text,
+                      XR_SCHEMA_MAX_ARGS);
+    xr_schema_arg_t *a = &out->args[out->arg_count];
+    xr_status_t st = parse_arg(text, piece, strlen(piece), a);
+    if (st != XR_OK) return st;
+    a->kwarg_only = kwarg_only;
+    out->arg_count++;
+  }
+  return XR_OK;
+}

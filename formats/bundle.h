@@ -304,6 +304,19 @@ xr_status_t xr_bundle_validate(const xr_bundle_t *bundle, bool check_data_files,
 xr_status_t xr_tensor_read_data(const xr_bundle_t *bundle, const xr_tensor_spec_t *t,
                                 uint8_t **out_bytes, size_t *out_size);
 
+/* A whole .npy file: its header and data bytes (malloc'd; free with xr_npy_free). */
+typedef struct xr_npy {
+  char descr[16];          /* "<f4", "<u2", "|b1" ... */
+  int32_t rank;
+  int64_t shape[XR_MAX_RANK];
+  int64_t numel;
+  size_t item_size;        /* bytes per element, from descr */
+  uint8_t *data;           /* numel * item_size bytes, C order */
+} xr_npy_t;
+
+xr_status_t xr_npy_load(const char *path, xr_npy_t *out_npy);
+void xr_npy_free(xr_npy_t *npy);
+
 /* Moves every tensor's .npy contents into the bundle (embedded), or drops all real contents
  * (strip), keeping shapes, strides and dtypes. Counts the tensors changed. */
 xr_status_t xr_bundle_embed_data(xr_bundle_t *bundle, size_t *out_tensors);

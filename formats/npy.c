@@ -104,6 +104,59 @@ static void format_shape(char *out, size_t n, const int64_t *shape, int rank, ch
   if (len < n) snprintf(out + len, n - len, "%c", close);
 }
 
+xr_status_t xr_npy_load(const char *path, xr_npy_t *out) {
+  memset(out, 0, sizeof *out);
+  uint8_t *file;
+  size_t size;
+  xr_status_t st = xr_read_file(path, &file, &size);
+  if (st != XR_OK) return st;
+  npy_header_t h;
+  if ((st = parse_header(file, size, path, &h)) != XR_OK) goto out;
+  if (h.fortran_order) {
+    st = xr_error(XR_UNIMPLEMENTED, "%s: Fortran-order .npy files are not supported", path);
+    goto out;
+  }
+  char *end;
+  long item = h.descr[0] && h.descr[1] ? strtol(h.descr + 2, &end, 10) : 0;
+  if (!item) end = h.descr;
+  if (item <= 0 || item > 16 || *end || (h.descr[0] == '>' && item > 1)) {
+    st = xr_error(XR_UNIMPLEMENTED, "%s: .npy dtype '%s' is not supported", path, h.descr);
+    goto out;
+  }
+  int64_t n = 1;
+  for (int i = 0; i < h.rank; i++)
+    if (__builtin_mul_overflow(n, h.shape[i], &n)) {
+      st = xr_error(XR_DATA_LOSS, "%s: element count overflows", path);
+      goto out;
+    }
+  size_t bytes = (size_t)n * (size_t)item;
+  if (bytes / (size_t)item != (size_t)n || bytes > size - h.data_offset) {
+    st = xr_error(XR_DATA_LOSS, "%s: truncated: %zu data bytes for %lld elements", path,
+                  size - h.data_offset, (long long)n);
+    goto out;
+  }
+  out->data = malloc(bytes ? bytes : 1);
+  if (!out->data) {
+    st = xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
+    goto out;
+  }
+  memcpy(out->data, file + h.data_offset, bytes);
+  memcpy(out->descr, h.descr, sizeof out->descr);
+  out->rank = h.rank;
+  memcpy(out->shape, h.shape, sizeof out->shape);
+  out->numel = n;
+  out->item_size = (size_t)item;
+out:
+  free(file);
+  return st;
+}
+
+void xr_npy_free(xr_npy_t *npy) {
+  if (!npy) return;
+  free(npy->data);
+  memset(npy, 0, sizeof *npy);
+}
+
 xr_status_t xr_npy_read_for_tensor(const char *path, const xr_tensor_spec_t *t,
                                    uint8_t **out_bytes, size_t *out_size) {
   uint8_t *file;

@@ -1,0 +1,146 @@
+/* Tensor initialisation: the seeded default policies, poisoned outputs, and the registry of
+ * custom initializers for data-dependent ops. */
+#include "replay/internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/dtype.h"
+
+/* splitmix64: small, fast, and good enough to seed and to fill test tensors. */
+uint64_t xr_rng_next(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+double xr_rng_uniform(uint64_t *state) { return (double)(xr_rng_next(state) >> 11) * 0x1p-53; }
+
+double xr_rng_normal(uint64_t *state) {
+  double u1 = xr_rng_uniform(state), u2 = xr_rng_uniform(state);
+  if (u1 < 1e-300) u1 = 1e-300;
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+uint64_t xr_seed_for(uint64_t seed, size_t op_index, size_t tensor_index) {
+  uint64_t s = seed ^ (0x632be59bd9b4e019ull * (op_index + 1)) ^ (0x8cb92ba72f3d8dd7ull * (tensor_index + 1));
+  xr_rng_next(&s);
+  return s;
+}
+
+void xr_poison(void *host, xr_dtype_t dtype, size_t bytes) {
+  size_t n = bytes / xr_dtype_size(dtype);
+  switch (dtype) {
+    case XR_DTYPE_F32:
+      for (size_t i = 0; i < n; i++) ((float *)host)[i] = NAN;
+      break;
+    case XR_DTYPE_F64:
+      for (size_t i = 0; i < n; i++) ((double *)host)[i] = NAN;
+      break;
+    case XR_DTYPE_F16:
+    case XR_DTYPE_BF16: {
+      uint16_t nan = dtype == XR_DTYPE_F16 ? 0x7e00 : 0x7fc0;
+      for (size_t i = 0; i < n; i++) ((uint16_t *)host)[i] = nan;
+      break;
+    }
+    case XR_DTYPE_F8E4M3FNUZ:
+    case XR_DTYPE_F8E5M2FNUZ: memset(host, 0x80, bytes); break;
+    case XR_DTYPE_F8E4M3FN:
+    case XR_DTYPE_F8E5M2: memset(host, 0x7f, bytes); break;
+    default: memset(host, 0xff, bytes); break; /* integers: -1 */
+  }
+}
+
+const char *xr_fill_policy(const xr_tensor_spec_t *t, bool written) {
+  bool floating = xr_dtype_is_floating(t->dtype);
+  switch (t->init) {
+    case XR_INIT_NONE: return "poison";
+    case XR_INIT_ZEROS: return "zeros";
+    case XR_INIT_ONES: return "ones";
+    case XR_INIT_UNIFORM: return floating ? "uniform" : "uniform-int";
+    case XR_INIT_NORMAL: return floating ? "normal" : "uniform-int";
+    case XR_INIT_UNSET: break;
+  }
+  /* An output-only argument ("Tensor(a!)" with no init) is still given data: in-place ops
+   * read it. Floats get N(0, 1); integers small non-negative values; bools 0/1. */
+  (void)written;
+  return floating ? "normal" : t->dtype == XR_DTYPE_BOOL ? "bool" : "uniform-int";
+}
+
+void xr_fill(void *host, const xr_tensor_spec_t *t, size_t bytes, uint64_t seed) {
+  const char *policy = xr_fill_policy(t, false);
+  size_t n = bytes / xr_dtype_size(t->dtype);
+  if (!strcmp(policy, "poison")) {
+    xr_poison(host, t->dtype, bytes);
+    return;
+  }
+  uint64_t s = seed;
+  for (size_t i = 0; i < n; i++) {
+    double v;
+    if (!strcmp(policy, "zeros")) v = 0;
+    else if (!strcmp(policy, "ones")) v = 1;
+    else if (!strcmp(policy, "normal")) v = xr_rng_normal(&s);
+    else if (!strcmp(policy, "uniform")) v = 2.0 * xr_rng_uniform(&s) - 1.0;
+    else if (!strcmp(policy, "bool")) v = (double)(xr_rng_next(&s) & 1);
+    else v = (double)(xr_rng_next(&s) % 16); /* uniform-int: small, valid as most indices */
+    xr_store_element(host, t->dtype, (int64_t)i, v);
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* custom initializer registry                                                                 */
+
+typedef struct init_entry {
+  char *op_name;
+  xr_initializer_fn fn;
+} init_entry_t;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static init_entry_t *registry;
+static size_t registry_count;
+static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
+
+static void register_builtins(void) { xr_register_builtin_initializers(); }
+
+xr_status_t xr_replay_register_initializer(const char *op_name, xr_initializer_fn fn) {
+  if (!op_name || !fn) return xr_error(XR_INVALID_ARGUMENT, "initializer: NULL op name or function");
+  pthread_once(&builtins_once, register_builtins);
+  return xr_register_initializer_locked(op_name, fn);
+}
+
+xr_status_t xr_register_initializer_locked(const char *op_name, xr_initializer_fn fn) {
+  pthread_mutex_lock(&registry_lock);
+  xr_status_t st = XR_OK;
+  size_t i = 0;
+  for (; i < registry_count && strcmp(registry[i].op_name, op_name); i++) {
+  }
+  if (i < registry_count) {
+    registry[i].fn = fn; /* later registrations override */
+  } else {
+    init_entry_t *grown = realloc(registry, (registry_count + 1) * sizeof *grown);
+    char *name = strdup(op_name);
+    if (!grown || !name) {
+      if (grown) registry = grown;
+      free(name);
+      st = xr_error(XR_RESOURCE_EXHAUSTED, "out of memory registering an initializer");
+    } else {
+      registry = grown;
+      registry[registry_count++] = (init_entry_t){name, fn};
+    }
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return st;
+}
+
+xr_initializer_fn xr_find_initializer(const char *op_name) {
+  pthread_once(&builtins_once, register_builtins);
+  pthread_mutex_lock(&registry_lock);
+  xr_initializer_fn fn = NULL;
+  for (size_t i = 0; i < registry_count; i++)
+    if (!strcmp(registry[i].op_name, op_name)) fn = registry[i].fn;
+  pthread_mutex_unlock(&registry_lock);
+  return fn;
+}

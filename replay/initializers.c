@@ -1,0 +1,184 @@
+/* Built-in custom initializers for ops whose arguments do not determine their work: paged
+ * attention (sequence lengths, block tables) and MoE routing (expert ids, routing weights).
+ * Tensors that carry real contents from the bundle are never overwritten. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/dtype.h"
+#include "replay/internal.h"
+
+/* The binding index of a tensor argument by name, or -1. */
+static int input_index(const xr_init_context_t *c, const char *name) {
+  const xr_arg_t *a = xr_op_find_arg(c->op, name);
+  if (!a || a->value.kind != XR_VALUE_TENSOR) return -1;
+  for (size_t i = 0; i < c->plan->input_count; i++)
+    if (c->plan->inputs[i] == a->value.as.tensor) return (int)i;
+  return -1;
+}
+
+static int64_t int_arg(const xr_init_context_t *c, const char *name, int64_t fallback) {
+  const xr_arg_t *a = xr_op_find_arg(c->op, name);
+  return a && a->value.kind == XR_VALUE_INT ? a->value.as.i : fallback;
+}
+
+static void append(xr_init_context_t *c, const char *fmt, const char *what) {
+  size_t len = strlen(c->policy);
+  snprintf(c->policy + len, c->policy_size - len, fmt, len ? "; " : "", what);
+}
+
+/* Sequence lengths: "max" (all at max_seq_len, the default), "uniform" (1..max_seq_len), or an
+ * explicit comma-separated list (repeated as needed). Then block tables of distinct random
+ * blocks (a Fisher-Yates shuffle of all cache blocks). */
+static xr_status_t init_paged_attention(xr_init_context_t *c) {
+  int sl = input_index(c, "seq_lens"), bt = input_index(c, "block_tables");
+  int kc = input_index(c, "key_cache");
+  if (sl < 0 || bt < 0 || kc < 0) return XR_OK; /* not the layout we know: leave defaults */
+  const xr_tensor_spec_t *seq = c->plan->inputs[sl], *tab = c->plan->inputs[bt];
+  int64_t num_seqs = seq->shape[0], max_blocks = tab->rank == 2 ? tab->shape[1] : 0;
+  int64_t block_size = int_arg(c, "block_size", 16);
+  int64_t max_len = int_arg(c, "max_seq_len", max_blocks * block_size);
+  int64_t num_blocks = c->plan->inputs[kc]->shape[0];
+  if (max_len > max_blocks * block_size) max_len = max_blocks * block_size;
+  if (max_len < 1 || block_size < 1) return XR_OK;
+  uint64_t s = c->seed;
+  const char *mode = c->params && c->params[0] ? c->params : "max";
+  if (!strncmp(mode, "seq_lens=", 9)) mode += 9;
+  if (!c->has_data[sl]) {
+    const char *p = mode;
+    for (int64_t i = 0; i < num_seqs; i++) {
+      int64_t len = max_len;
+      if (!strcmp(mode, "uniform")) {
+        len = 1 + (int64_t)(xr_rng_next(&s) % (uint64_t)max_len);
+      } else if (strcmp(mode, "max") != 0) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p)
+          return xr_error(XR_INVALID_ARGUMENT,
+                          "paged attention policy \"%s\": expected max, uniform or a list of lengths",
+                          mode);
+        len = v < 1 ? 1 : v > max_len ? max_len : v;
+        p = *end == ',' ? end + 1 : mode; /* wrap around */
+      }
+      xr_store_element(c->host[sl], seq->dtype, i, (double)len);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "seq_lens %s (max %lld)", mode, (long long)max_len);
+    append(c, "%s%s", what);
+  }
+  if (!c->has_data[bt]) {
+    int64_t *perm = malloc(sizeof(int64_t) * (size_t)(num_blocks ? num_blocks : 1));
+    if (!perm) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+    for (int64_t i = 0; i < num_blocks; i++) perm[i] = i;
+    for (int64_t i = num_blocks - 1; i > 0; i--) {
+      int64_t j = (int64_t)(xr_rng_next(&s) % (uint64_t)(i + 1)), t = perm[i];
+      perm[i] = perm[j], perm[j] = t;
+    }
+    int64_t next = 0;
+    bool reused = false;
+    for (int64_t q = 0; q < num_seqs; q++) {
+      int64_t len = (int64_t)xr_load_element(c->host[sl], seq->dtype,
+                                             seq->storage_offset + q * seq->strides[0]);
+      int64_t used = (len + block_size - 1) / block_size;
+      for (int64_t b = 0; b < max_blocks; b++) {
+        int64_t block = 0;
+        if (b < used && num_blocks > 0) {
+          if (next == num_blocks) next = 0, reused = true;
+          block = perm[next++];
+        }
+        xr_store_element(c->host[bt], tab->dtype,
+                         tab->storage_offset + q * tab->strides[0] + b * tab->strides[1],
+                         (double)block);
+      }
+    }
+    free(perm);
+    append(c, "%s%s", reused ? "block_tables random blocks (cache too small: blocks shared)"
+                             : "block_tables distinct random blocks");
+  }
+  return XR_OK;
+}
+
+/* Expert ids per token: "balanced" round-robin (default), "uniform", or "zipf:S"; ids of one
+ * token are distinct. Routing weights: positive, summing to 1 per token. */
+static xr_status_t init_moe_routing(xr_init_context_t *c) {
+  int ids = input_index(c, "topk_ids");
+  if (ids < 0) ids = input_index(c, "topk_indices");
+  if (ids < 0 || c->has_data[ids]) return XR_OK;
+  const xr_tensor_spec_t *t = c->plan->inputs[ids];
+  if (t->rank != 2) return XR_OK;
+  int64_t tokens = t->shape[0], topk = t->shape[1];
+  int64_t experts = int_arg(c, "num_experts", -1);
+  int w1 = input_index(c, "w1");
+  if (experts < 0 && w1 >= 0) experts = c->plan->inputs[w1]->shape[0];
+  if (experts < 1) return XR_OK;
+  const char *mode = c->params && c->params[0] ? c->params : "balanced";
+  double zipf_s = 0;
+  if (!strncmp(mode, "zipf", 4)) zipf_s = mode[4] == ':' ? atof(mode + 5) : 1.0;
+  else if (strcmp(mode, "balanced") && strcmp(mode, "uniform"))
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "MoE routing policy \"%s\": expected balanced, uniform or zipf:S", mode);
+  if (topk > experts)
+    return xr_error(XR_INVALID_ARGUMENT, "top-%lld routing over %lld experts", (long long)topk,
+                    (long long)experts);
+  double *cdf = NULL;
+  if (zipf_s > 0) {
+    cdf = malloc(sizeof(double) * (size_t)experts);
+    if (!cdf) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+    double sum = 0;
+    for (int64_t e = 0; e < experts; e++) cdf[e] = (sum += 1.0 / pow((double)(e + 1), zipf_s));
+    for (int64_t e = 0; e < experts; e++) cdf[e] /= sum;
+  }
+  uint64_t s = c->seed;
+  for (int64_t m = 0; m < tokens; m++) {
+    int64_t chosen[64];
+    for (int64_t j = 0; j < topk && j < 64; j++) {
+      int64_t e;
+      for (;;) {
+        if (cdf) {
+          double u = xr_rng_uniform(&s);
+          e = 0;
+          while (e < experts - 1 && cdf[e] < u) e++;
+        } else if (!strcmp(mode, "uniform")) {
+          e = (int64_t)(xr_rng_next(&s) % (uint64_t)experts);
+        } else {
+          e = (m * topk + j) % experts;
+        }
+        bool dup = false;
+        for (int64_t k = 0; k < j; k++) dup |= chosen[k] == e;
+        if (!dup) break;
+        if (!cdf && strcmp(mode, "uniform")) e = (e + 1) % experts; /* balanced never repeats */
+      }
+      chosen[j] = e;
+      xr_store_element(c->host[ids], t->dtype, t->storage_offset + m * t->strides[0] + j * t->strides[1],
+                       (double)e);
+    }
+  }
+  free(cdf);
+  int wt = input_index(c, "topk_weights");
+  if (wt >= 0 && !c->has_data[wt] && !c->plan->input_written[wt]) {
+    const xr_tensor_spec_t *w = c->plan->inputs[wt];
+    for (int64_t m = 0; m < tokens && w->rank == 2; m++) {
+      double sum = 0, v[64];
+      for (int64_t j = 0; j < topk && j < 64; j++) sum += v[j] = 0.5 + xr_rng_uniform(&s);
+      for (int64_t j = 0; j < topk && j < 64; j++)
+        xr_store_element(c->host[wt], w->dtype, w->storage_offset + m * w->strides[0] + j * w->strides[1],
+                         v[j] / sum);
+    }
+  }
+  char what[128];
+  snprintf(what, sizeof what, "topk_ids %s over %lld experts", mode, (long long)experts);
+  append(c, "%s%s", what);
+  return XR_OK;
+}
+
+void xr_register_builtin_initializers(void) {
+  static const char *const paged[] = {"_C::paged_attention_v1", "_C::paged_attention_v2",
+                                      "_rocm_C::paged_attention"};
+  static const char *const moe[] = {"_moe_C::moe_align_block_size", "vllm::outplace_fused_experts",
+                                    "vllm::inplace_fused_experts", "aiter::moe_sorting_fwd",
+                                    "aiter::ck_moe_stage1", "aiter::ck_moe_stage2"};
+  for (size_t i = 0; i < sizeof paged / sizeof *paged; i++)
+    xr_register_initializer_locked(paged[i], init_paged_attention);
+  for (size_t i = 0; i < sizeof moe / sizeof *moe; i++)
+    xr_register_initializer_locked(moe[i], init_moe_routing);
+}

@@ -1,0 +1,40 @@
+/* Pieces of the replay engine shared between its files; not part of the public API. */
+#ifndef XR_REPLAY_INTERNAL_H
+#define XR_REPLAY_INTERNAL_H
+
+#include <stdio.h>
+
+#include "replay/replay.h"
+
+/* Seeded random numbers (splitmix64). */
+uint64_t xr_rng_next(uint64_t *state);
+double xr_rng_uniform(uint64_t *state);   /* [0, 1) */
+double xr_rng_normal(uint64_t *state);    /* N(0, 1) */
+/* A seed for tensor `tensor_index` of op `op_index`: independent of which ops are filtered. */
+uint64_t xr_seed_for(uint64_t seed, size_t op_index, size_t tensor_index);
+
+/* Default initialisation of a tensor's storage by its init (or dtype when unset). */
+const char *xr_fill_policy(const xr_tensor_spec_t *t, bool written);
+void xr_fill(void *host, const xr_tensor_spec_t *t, size_t bytes, uint64_t seed);
+/* NaN for floats, -1 for integers: any element a kernel fails to write shows. */
+void xr_poison(void *host, xr_dtype_t dtype, size_t bytes);
+
+xr_initializer_fn xr_find_initializer(const char *op_name);
+xr_status_t xr_register_initializer_locked(const char *op_name, xr_initializer_fn fn);
+void xr_register_builtin_initializers(void); /* replay/initializers.c */
+
+/* The logical elements of a tensor (contiguous, row-major) from its storage, as doubles. */
+double *xr_gather(const void *storage, xr_dtype_t dtype, int32_t rank, const int64_t *shape,
+                  const int64_t *strides, int64_t offset, int64_t *out_numel);
+
+/* Writes the logical tensor as .npy in its own dtype (bf16 as '<u2', fp8 as '|u1'). */
+xr_status_t xr_npy_write(const char *path, const void *storage, xr_dtype_t dtype, int32_t rank,
+                         const int64_t *shape, const int64_t *strides, int64_t offset);
+
+/* Timing statistics over `n` samples (sorted in place). */
+void xr_stats(double *samples_us, int n, xr_op_result_t *result);
+
+/* NMSE threshold used by --check for an output dtype. */
+double xr_check_threshold(xr_dtype_t dtype);
+
+#endif

@@ -1,0 +1,140 @@
+/* The replay engine: runs each op of a bundle on a HAL device, timed with device events, and
+ * optionally checks it against the CPU reference and dumps its outputs.
+ *
+ * Per op: plan it (kernels/), pick the implementation for the device (an unsupported op is
+ * recorded with the reason and the run goes on), allocate its tensors honouring shape, strides,
+ * storage offset and dtype, initialise them (the bundle's init, its .npy contents, or a custom
+ * initializer registered for the op name; seeded, so a run is reproducible), run it once on fresh
+ * inputs (that execution is what --check compares and --dump-outputs writes), warm up, then time
+ * iterations between HAL events.
+ *
+ * Thread-safety: xr_replay_run may run concurrently on different bundles; the initializer
+ * registry is guarded by a lock. */
+#ifndef XR_REPLAY_REPLAY_H
+#define XR_REPLAY_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/bundle.h"
+#include "hal/hal.h"
+#include "kernels/kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum xr_cache_mode {
+  XR_CACHE_WARM = 0, /* back-to-back iterations: data stays in cache when it fits */
+  XR_CACHE_COLD,     /* the last-level cache is flushed (outside the timed window) each time */
+} xr_cache_mode_t;
+
+typedef struct xr_replay_options {
+  const char *device;        /* HAL device string: "cpu", "opencl:1", "auto" (NULL: "auto") */
+  int warmup;                /* untimed executions before timing (default 3) */
+  int iters;                 /* timed iterations, at least (default 20) */
+  double min_time_ms;        /* ...and keep going until this much timed work (default 0) */
+  int max_iters;             /* never more than this many (default 100000) */
+  uint64_t seed;             /* initialisation seed (default 0) */
+  xr_cache_mode_t cache;
+  int rotate;                /* cycle among N copies of the inputs (default 1) */
+  bool check;                /* also run the CPU reference on the same inputs; NMSE per output */
+  xr_kernel_choice_t choice; /* BEST, or REFERENCE to replay the reference itself (cpu only) */
+  const char *op_filter;     /* only ops whose name contains this substring */
+  int64_t op_limit;          /* at most this many ops (after filtering); < 0: all */
+  bool stop_on_error;        /* stop at the first failed op */
+  const char *dump_dir;      /* write outputs of the first execution as .npy files here */
+  /* Custom-initializer policies from the command line, "op_name:policy" entries separated by
+   * ';' (see docs/replay.md), applied on top of the registered initializers. NULL for none. */
+  const char *init_overrides;
+  volatile int *cancel;      /* polled between ops and iterations; non-zero stops the run */
+} xr_replay_options_t;
+
+void xr_replay_options_default(xr_replay_options_t *options);
+
+typedef enum xr_op_outcome {
+  XR_OP_SUCCEEDED = 0,
+  XR_OP_FAILED,       /* it ran and went wrong, or its check failed */
+  XR_OP_UNSUPPORTED,  /* no kernel for this op, dtype or layout on this device */
+} xr_op_outcome_t;
+
+const char *xr_op_outcome_name(xr_op_outcome_t outcome); /* "ok", "failed", "unsupported" */
+
+#define XR_MAX_CHECKED_OUTPUTS 8
+
+typedef struct xr_op_result {
+  size_t index;                   /* position in the bundle */
+  const xr_op_t *op;
+  xr_op_outcome_t outcome;
+  char message[1024];             /* why it failed or is unsupported; "" on success */
+  char kernel[64];                /* implementation used */
+  char init_policy[256];          /* custom initializer policy used, "" for none */
+  char device[256];               /* device name */
+  int iterations;
+  double min_us, median_us, mean_us, p10_us, p90_us;
+  double flops, bytes;            /* of one execution */
+  double tflops, gbps;            /* at the median time */
+  double peak_percent;            /* of the device's peak for the op's bound (compute or memory) */
+  bool compute_bound;             /* flops / bytes above the device's ridge point */
+  double trace_us;                /* per-call GPU time recorded in the source trace; < 0 if none */
+  bool checked;
+  bool check_passed;
+  size_t output_count;
+  struct {
+    char target[64];              /* "return0", or the written argument's name */
+    double nmse;
+    double threshold;
+    bool nonfinite;               /* NaN or Inf where the reference is finite */
+  } outputs[XR_MAX_CHECKED_OUTPUTS];
+} xr_op_result_t;
+
+typedef struct xr_replay_summary {
+  size_t total;          /* ops in the bundle */
+  size_t attempted;      /* after --op-filter and --op-limit */
+  size_t succeeded, failed, unsupported;
+  bool cancelled;
+  double trace_total_us;   /* recorded GPU time of the whole bundle (sum over ops of op time) */
+  double trace_covered_us; /* recorded GPU time of the ops that succeeded */
+} xr_replay_summary_t;
+
+/* Called after every op, in order, with its final result (the report is written from here so
+ * that nothing measured is lost if the run dies later). */
+typedef void (*xr_replay_observer_fn)(void *context, const xr_op_result_t *result,
+                                      size_t position, size_t count);
+
+/* Runs the bundle. Returns UNAVAILABLE (with the driver's reason) when the device cannot be
+ * opened, INVALID_ARGUMENT for bad options; otherwise OK, per-op outcomes being in the results
+ * and the summary even when ops failed. */
+xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *options,
+                          xr_replay_observer_fn observer, void *context,
+                          xr_replay_summary_t *out_summary);
+
+/* ------------------------------------------------------------------------------------------ */
+/* custom initializers                                                                         */
+
+/* What an initializer sees: the op, its plan, and the host copies of its inputs (binding order)
+ * already filled by the default policy; it overwrites what must be consistent (sequence lengths,
+ * block tables, routing ids) and describes what it did in `policy`. */
+typedef struct xr_init_context {
+  const xr_op_t *op;
+  const xr_op_plan_t *plan;
+  void **host;             /* plan->input_count host buffers holding each tensor's storage */
+  const size_t *sizes;     /* their byte sizes */
+  const bool *has_data;    /* per input: real contents from the bundle; never overwrite those */
+  uint64_t seed;           /* per-op seed: use it for reproducible choices */
+  const char *params;      /* the policy text given with --init for this op, or NULL */
+  char *policy;            /* write a one-line description here */
+  size_t policy_size;
+} xr_init_context_t;
+
+typedef xr_status_t (*xr_initializer_fn)(xr_init_context_t *context);
+
+/* Registers `fn` for an exact op name. A later registration for the same name overrides an
+ * earlier one (built-ins are registered first). Thread-safe. */
+xr_status_t xr_replay_register_initializer(const char *op_name, xr_initializer_fn fn);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XR_REPLAY_REPLAY_H */

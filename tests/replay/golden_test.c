@@ -1,0 +1,144 @@
+/* The golden cases (tests/data/golden, expected outputs computed independently in float64) run
+ * through the same path a user's replay takes: the cases' IR entries form one TraceLens bundle,
+ * the engine replays it with the CPU reference kernels and --dump-outputs, and every dumped
+ * output is compared with the expected file as the manifest says (allclose with the case's
+ * NMSE/atol/rtol, or moe_align_segments). */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/dtype.h"
+#include "replay/replay.h"
+
+#define GOLDEN "tests/data/golden"
+
+/* Ops whose golden cases must pass. A family that lands adds its ops here. */
+static const char *const implemented_ops[] = {
+    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::linear", NULL,
+};
+
+static bool implemented(const char *op) {
+  for (const char *const *o = implemented_ops; *o; o++)
+    if (!strcmp(*o, op)) return true;
+  return false;
+}
+
+typedef struct results {
+  size_t count;
+  xr_op_result_t r[128];
+} results_t;
+
+static void collect(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
+  (void)position, (void)count;
+  results_t *rs = ctx;
+  if (rs->count < 128) rs->r[rs->count++] = *r;
+}
+
+/* An .npy file decoded to doubles; bf16 ('<u2' holding bf16 bits) when the IR dtype says so. */
+static double *load_doubles(const char *path, const char *ir_dtype, int64_t *n) {
+  xr_npy_t npy;
+  cr_assert_eq(xr_npy_load(path, &npy), XR_OK, "%s", xr_last_error());
+  double *out = malloc(sizeof(double) * (size_t)(npy.numel ? npy.numel : 1));
+  const char *d = npy.descr + 1;
+  for (int64_t i = 0; i < npy.numel; i++) {
+    const uint8_t *p = npy.data + (size_t)i * npy.item_size;
+    if (!strcmp(d, "f4")) out[i] = *(const float *)p;
+    else if (!strcmp(d, "f8")) out[i] = *(const double *)p;
+    else if (!strcmp(d, "f2")) out[i] = xr_f16_to_f32(*(const uint16_t *)p);
+    else if (!strcmp(d, "u2") && !strcmp(ir_dtype, "c10::BFloat16")) out[i] = xr_bf16_to_f32(*(const uint16_t *)p);
+    else if (!strcmp(d, "i4")) out[i] = *(const int32_t *)p;
+    else if (!strcmp(d, "i8")) out[i] = (double)*(const int64_t *)p;
+    else cr_assert_fail("%s: unexpected descr %s", path, npy.descr);
+  }
+  *n = npy.numel;
+  xr_npy_free(&npy);
+  return out;
+}
+
+static void check_allclose(const char *name, const char *target, const double *a, const double *b,
+                           int64_t n, const cJSON *tol) {
+  double nmse_tol = cJSON_GetObjectItem(tol, "nmse")->valuedouble;
+  double atol = cJSON_GetObjectItem(tol, "atol")->valuedouble;
+  double rtol = cJSON_GetObjectItem(tol, "rtol")->valuedouble;
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; i++) {
+    cr_assert(isfinite(a[i]), "%s %s[%lld] is %g", name, target, (long long)i, a[i]);
+    cr_assert_leq(fabs(a[i] - b[i]), atol + rtol * fabs(b[i]), "%s %s[%lld]: %.9g vs expected %.9g",
+                  name, target, (long long)i, a[i], b[i]);
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  double nmse = den > 0 ? num / den : num;
+  cr_assert_leq(nmse, nmse_tol, "%s %s: nmse %.3g > %.3g", name, target, nmse, nmse_tol);
+}
+
+Test(golden, every_case_through_the_replay_engine, .timeout = 120) {
+  uint8_t *bytes;
+  size_t size;
+  cr_assert_eq(xr_read_file(GOLDEN "/manifest.json", &bytes, &size), XR_OK);
+  cJSON *manifest = cJSON_Parse((const char *)bytes);
+  free(bytes);
+  cJSON *list = cJSON_CreateArray(), *c;
+  cJSON_ArrayForEach(c, manifest) {
+    cJSON_AddItemToArray(list, cJSON_Duplicate(cJSON_GetObjectItem(c, "ir"), 1));
+  }
+  char *text = cJSON_PrintUnformatted(list);
+  cJSON_Delete(list);
+  xr_bundle_t *b;
+  cr_assert_eq(xr_bundle_decode((uint8_t *)text, strlen(text), "golden", GOLDEN, NULL, &b), XR_OK,
+               "%s", xr_last_error());
+  free(text);
+
+  char dump[1024];
+  snprintf(dump, sizeof dump, "%s/golden-dump", getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp");
+  xr_replay_options_t o;
+  xr_replay_options_default(&o);
+  o.device = "cpu";
+  o.choice = XR_KERNEL_REFERENCE;
+  o.warmup = 0;
+  o.iters = 1;
+  o.dump_dir = dump;
+  static results_t rs;
+  xr_replay_summary_t summary;
+  cr_assert_eq(xr_replay_run(b, &o, collect, &rs, &summary), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(rs.count, b->op_count);
+
+  size_t checked = 0, i = 0;
+  cJSON_ArrayForEach(c, manifest) {
+    const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
+    const char *op = cJSON_GetObjectItem(c, "op_name")->valuestring;
+    const xr_op_result_t *r = &rs.r[i];
+    if (!implemented(op)) {
+      cr_log_info("%s: %s (%s)", name, xr_op_outcome_name(r->outcome), r->message);
+      i++;
+      continue;
+    }
+    cr_assert_eq(r->outcome, XR_OP_SUCCEEDED, "%s: %s", name, r->message);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "expected")) {
+      const char *target = cJSON_GetObjectItem(e, "target")->valuestring;
+      const char *dtype = cJSON_GetObjectItem(e, "dtype")->valuestring;
+      char expected_path[1024], actual_path[1200];
+      snprintf(expected_path, sizeof expected_path, GOLDEN "/%s",
+               cJSON_GetObjectItem(e, "file")->valuestring);
+      snprintf(actual_path, sizeof actual_path, "%s/op%zu_%s.npy", dump, i, target);
+      int64_t na, nb;
+      double *a = load_doubles(actual_path, dtype, &na);
+      double *x = load_doubles(expected_path, dtype, &nb);
+      cr_assert_eq(na, nb, "%s %s: %lld elements, expected %lld", name, target, (long long)na,
+                   (long long)nb);
+      check_allclose(name, target, a, x, na, cJSON_GetObjectItem(c, "tolerance"));
+      free(a);
+      free(x);
+    }
+    checked++;
+    i++;
+  }
+  cr_log_info("%zu golden cases checked", checked);
+  cr_assert_geq(checked, 11, "the GEMM cases at least");
+  cJSON_Delete(manifest);
+  xr_bundle_destroy(b);
+}

@@ -594,11 +594,12 @@ static xr_status_t read_trace(ctx_t *c, xr_jreader_t *r) {
         st = read_device_properties(c, r);
       } else if (strcmp(k, "hip_runtime_version") == 0 ||
                  strcmp(k, "cuda_runtime_version") == 0) {
+        bool hip = k[0] == 'h'; /* k dies with the next token */
         double v = 0;
         bool has = false;
         st = read_double(r, &v, &has);
-        if (has) format_runtime(c, k[0] == 'h' ? "hip_runtime_version" : "cuda", v);
-        c->vendor_hint = k[0] == 'h' ? 1 : 2;
+        if (has) format_runtime(c, hip ? "hip_runtime_version" : "cuda", v);
+        c->vendor_hint = hip ? 1 : 2;
       } else if (strcmp(k, "roctracer_version") == 0) {
         c->vendor_hint = 1;
         st = xr_jreader_skip(r);
@@ -638,6 +639,11 @@ done:
 
 /* ------------------------------------------------------------------------------------------ */
 /* linking and attribution                                                                     */
+
+/* qsort that accepts an empty (NULL) array, which C's qsort does not. */
+static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  if (n > 1) qsort(base, n, size, cmp);
+}
 
 static int cmp_launch(const void *a, const void *b) {
   const launch_t *x = a, *y = b;
@@ -684,8 +690,8 @@ static bool same_thread(const cpu_op_t *o, const query_t *q) {
 }
 
 static xr_status_t attribute(ctx_t *c) {
-  qsort(c->launches.v, c->launches.n, sizeof *c->launches.v, cmp_launch);
-  qsort(c->flows.v, c->flows.n, sizeof *c->flows.v, cmp_launch);
+  sort(c->launches.v, c->launches.n, sizeof *c->launches.v, cmp_launch);
+  sort(c->flows.v, c->flows.n, sizeof *c->flows.v, cmp_launch);
   query_t *qs = malloc((c->gpu.n ? c->gpu.n : 1) * sizeof *qs);
   uint32_t *order = malloc((c->ops.n ? c->ops.n : 1) * sizeof *order);
   uint32_t *stack = malloc((c->ops.n ? c->ops.n : 1) * sizeof *stack);
@@ -705,9 +711,9 @@ static xr_status_t attribute(ctx_t *c) {
     }
     qs[nq++] = (query_t){.pid = l->pid, .tid = l->tid, .ts = l->ts, .gpu = i};
   }
-  qsort(qs, nq, sizeof *qs, cmp_query);
+  sort(qs, nq, sizeof *qs, cmp_query);
   for (size_t i = 0; i < c->ops.n; i++) order[i] = (uint32_t)i;
-  qsort_r(order, c->ops.n, sizeof *order, cmp_op_index, c->ops.v);
+  if (c->ops.n > 1) qsort_r(order, c->ops.n, sizeof *order, cmp_op_index, c->ops.v);
 
   /* One sweep: ops enter the stack in start order; an op leaves once a later op or query starts
    * after its end. The stack then holds exactly the ops enclosing the query, outermost first. */
@@ -820,7 +826,7 @@ static int64_t group_lookup(ctx_t *c, uint32_t name, int32_t args, int32_t hints
 }
 
 static xr_status_t group_ops(ctx_t *c) {
-  qsort(c->anns.v, c->anns.n, sizeof *c->anns.v, cmp_ann);
+  sort(c->anns.v, c->anns.n, sizeof *c->anns.v, cmp_ann);
   size_t filtered_ops = 0;
   for (size_t i = 0; i < c->gpu.n; i++) {
     gpu_event_t *g = &c->gpu.v[i];
@@ -1306,7 +1312,7 @@ static int cmp_interval(const void *x, const void *y) {
 
 /* Length of the union of intervals (sorts `v`). */
 static int64_t union_length(interval_t *v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_interval);
+  sort(v, n, sizeof *v, cmp_interval);
   int64_t total = 0, cs = 0, ce = 0;
   bool open = false;
   for (size_t i = 0; i < n; i++) {
@@ -1381,7 +1387,7 @@ static xr_status_t build_bundle(ctx_t *c, xr_bundle_t *b) {
   xr_status_t st = XR_OK;
   for (size_t i = 0; st == XR_OK && i < nschemas; i++) st = xr_schema_parse(texts[i], &schemas[i]);
   for (size_t i = 0; i < c->groups.n; i++) sorted[i] = &c->groups.v[i];
-  qsort(sorted, c->groups.n, sizeof *sorted, cmp_group_ptr);
+  sort(sorted, c->groups.n, sizeof *sorted, cmp_group_ptr);
   size_t limit = c->opt->top ? c->opt->top : SIZE_MAX, kept = 0;
   build_t B = {.c = c, .b = b};
   for (size_t gi = 0; st == XR_OK && gi < c->groups.n; gi++) {

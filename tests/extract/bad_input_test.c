@@ -1,0 +1,171 @@
+/* Bad input: a clear error naming the file and the problem, or a counted skip; never a crash. */
+#include <zlib.h>
+
+#include "tests/extract/extract_util.h"
+
+#define assert_extract_error(text, needle)                                                    \
+  do {                                                                                        \
+    xr_bundle_t *b_ = (xr_bundle_t *)1;                                                       \
+    xr_status_t st_ = extract_string((text), NULL, &b_, NULL);                                \
+    cr_assert_neq(st_, XR_OK, "extraction should fail: %s", (text));                          \
+    cr_assert_null(b_);                                                                       \
+    cr_assert(strstr(xr_last_error(), "t.json") != NULL, "error names no file: %s",           \
+              xr_last_error());                                                               \
+    cr_assert(strstr(xr_last_error(), (needle)) != NULL, "error \"%s\" should contain \"%s\"", \
+              xr_last_error(), (needle));                                                     \
+  } while (0)
+
+Test(bad_input, missing_file_is_not_found) {
+  xr_bundle_t *b;
+  cr_assert_eq(xr_trace_extract("no/such/trace.json.gz", NULL, &b, NULL), XR_NOT_FOUND);
+  cr_assert(strstr(xr_last_error(), "no/such/trace.json.gz"));
+  cr_assert_null(b);
+}
+
+Test(bad_input, truncated_gzip_is_data_loss) {
+  uint8_t *bytes;
+  size_t size;
+  cr_assert_eq(xr_read_file(TRACES "/mi300_torch_compile_sdpa.json.gz", &bytes, &size), XR_OK);
+  const size_t cuts[] = {size / 2, size - 9, 20};
+  for (size_t i = 0; i < 3; i++) {
+    const char *path = tmp_path("cut.json.gz");
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fwrite(bytes, 1, cuts[i], f);
+    fclose(f);
+    xr_bundle_t *b;
+    xr_status_t st = xr_trace_extract(path, NULL, &b, NULL);
+    cr_assert_eq(st, XR_DATA_LOSS, "cut at %zu: %s", cuts[i], xr_last_error());
+    cr_assert(strstr(xr_last_error(), "cut.json.gz"), "%s", xr_last_error());
+    cr_assert_null(b);
+  }
+  free(bytes);
+}
+
+Test(bad_input, json_that_is_not_a_trace) {
+  assert_extract_error("{\"foo\": 1}", "no traceEvents");
+  assert_extract_error("{\"traceEvents\": 3}", "traceEvents is not an array");
+  assert_extract_error("{\"traceEvents\": [1, 2]}", "is not an object");
+  assert_extract_error("42", "not a JSON object");
+  assert_extract_error("\"a string\"", "not a JSON object");
+  assert_extract_error("", "empty");
+  assert_extract_error("{\"traceEvents\": [{\"ph\": }]}", "unexpected character");
+  assert_extract_error("{\"traceEvents\": [{\"ph\" \"X\"}]}", "expected ':'");
+  assert_extract_error("{\"traceEvents\": [] garbage", "expected ','");
+  assert_extract_error("{\"traceEvents\": []} {}", "after the end");
+  assert_extract_error("{\"traceEvents\": [{\"name\": \"unterminated}]}", "end of input");
+  assert_extract_error("{\"traceEvents\": [{\"name\": \"bad \\q escape\"}]}", "bad escape");
+  assert_extract_error("{\"traceEvents\": [{\"ts\": 1.2.3}]}", "malformed number");
+  assert_extract_error("{\"traceEvents\": [}", "unexpected character");
+  assert_extract_error("{\"traceEvents\": [{}}", "unbalanced '}'");
+  char deep[400];
+  strcpy(deep, "{\"traceEvents\": [{\"args\": ");
+  for (int i = 0; i < 100; i++) strcat(deep, "[");
+  assert_extract_error(deep, "nesting deeper");
+}
+
+/* A one-op trace where the op's args object is `args` and the kernel's correlation `corr`. */
+static char *trace_with(const char *args, int corr) {
+  const char *fmt =
+      "{\"traceEvents\": ["
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1,"
+      " \"ts\": 0, \"dur\": 10%s%s},"
+      "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1,"
+      " \"tid\": 1, \"ts\": 5, \"dur\": 1, \"args\": {\"correlation\": 1}},"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 20,"
+      " \"dur\": 4, \"args\": {\"correlation\": %d}}]}";
+  size_t n = strlen(fmt) + strlen(args) + 64;
+  char *s = malloc(n);
+  snprintf(s, n, fmt, *args ? ", \"args\": " : "", args, corr);
+  return s;
+}
+
+static void extract_ok(const char *text, xr_bundle_t **b, xr_extract_summary_t *s) {
+  cr_assert_eq(extract_string(text, NULL, b, s), XR_OK, "%s", xr_last_error());
+}
+
+Test(bad_input, events_missing_their_args_are_counted) {
+  char *text = trace_with("", 1);
+  xr_bundle_t *b;
+  xr_extract_summary_t s;
+  extract_ok(text, &b, &s);
+  cr_assert_eq(b->op_count, 0);
+  cr_assert_eq(s.gpu_op_no_args, 1);
+  cr_assert_float_eq(s.gpu_busy_us, 4.0, 1e-9);
+  cr_assert_float_eq(s.gpu_covered_us, 0.0, 1e-9);
+  xr_bundle_destroy(b);
+  xr_extract_summary_free(&s);
+  free(text);
+}
+
+Test(bad_input, unequal_argument_arrays_are_skipped_and_reported) {
+  char *text = trace_with(
+      "{\"Input Dims\": [[2, 3], [3, 4]], \"Input type\": [\"float\"],"
+      " \"Concrete Inputs\": [\"\", \"\"]}", 1);
+  xr_bundle_t *b;
+  xr_extract_summary_t s;
+  extract_ok(text, &b, &s);
+  cr_assert_eq(b->op_count, 0);
+  cr_assert_eq(s.ops_bad_args, 1);
+  cr_assert(summary_has_warning(&s, "unequal length"));
+  cr_assert(summary_has_warning(&s, "aten::mm"));
+  xr_bundle_destroy(b);
+  xr_extract_summary_free(&s);
+  free(text);
+  const char *bad[] = {
+      "{\"Input Dims\": [[2, 3], [3, 4]], \"Input type\": [\"float\", \"float\"],"
+      " \"Input Strides\": [[3, 1]]}",
+      "{\"Input Dims\": [[2, -3], [3, 4]], \"Input type\": [\"float\", \"float\"]}",
+      "{\"Input Dims\": [[2, 3], [3, 4]], \"Input type\": [\"float\", \"quaternion\"]}",
+      "{\"Input Dims\": 5, \"Input type\": [\"float\", \"float\"]}",
+      "{\"Input Dims\": [[2, \"x\"], [3, 4]], \"Input type\": [\"float\", \"float\"]}",
+      "{\"Input Dims\": [[2, 3], [3, 4]], \"Input type\": [\"float\", 7]}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    text = trace_with(bad[i], 1);
+    extract_ok(text, &b, &s);
+    cr_assert_eq(b->op_count, 0, "%s", bad[i]);
+    cr_assert_eq(s.ops_bad_args, 1, "%s", bad[i]);
+    xr_bundle_destroy(b);
+    xr_extract_summary_free(&s);
+    free(text);
+  }
+}
+
+Test(bad_input, correlation_ids_that_lead_nowhere_are_counted) {
+  char *text = trace_with(
+      "{\"Input Dims\": [[2, 3], [3, 4]], \"Input type\": [\"float\", \"float\"]}", 999);
+  xr_bundle_t *b;
+  xr_extract_summary_t s;
+  extract_ok(text, &b, &s);
+  cr_assert_eq(b->op_count, 0);
+  cr_assert_eq(s.gpu_unlinked, 1);
+  cr_assert_eq(s.gpu_events, 1);
+  xr_bundle_destroy(b);
+  xr_extract_summary_free(&s);
+  free(text);
+}
+
+Test(bad_input, every_truncation_of_a_small_trace_fails_cleanly) {
+  char *text = trace_with(
+      "{\"Input Dims\": [[2, 3], [3, 4]], \"Input type\": [\"float\", \"float\"],"
+      " \"Concrete Inputs\": [\"\", \"\"], \"s\\u00e9\": \"\\ud83d\\ude00\"}", 1);
+  size_t n = strlen(text);
+  xr_bundle_t *b;
+  extract_ok(text, &b, NULL);
+  cr_assert_eq(b->op_count, 1);
+  xr_bundle_destroy(b);
+  for (size_t cut = 0; cut + 1 < n; cut++) {
+    xr_status_t st = xr_trace_extract_memory(text, cut, "t.json", NULL, &b, NULL);
+    cr_assert_neq(st, XR_OK, "cut at %zu of %zu succeeded", cut, n);
+    cr_assert_null(b);
+    cr_assert(strstr(xr_last_error(), "t.json"), "%s", xr_last_error());
+  }
+  free(text);
+}
+
+Test(bad_input, null_arguments_are_rejected) {
+  xr_bundle_t *b;
+  cr_assert_eq(xr_trace_extract(NULL, NULL, &b, NULL), XR_INVALID_ARGUMENT);
+  cr_assert_eq(xr_trace_extract_memory(NULL, 0, "x", NULL, &b, NULL), XR_INVALID_ARGUMENT);
+}

@@ -77,9 +77,9 @@ typedef struct xr_hal_device xr_hal_device_t;
  * driver that cannot run here, INVALID_ARGUMENT for a malformed string. Thread-safe. */
 xr_status_t xr_hal_device_create(const char *device_spec, xr_hal_device_t **out_device);
 
-/* Waits for all work submitted to the device's streams, then releases the device. Every
- * buffer, stream, event and executable of the device must have been destroyed first (leftovers
- * are released too, but using them afterwards is undefined). Externally synchronised. */
+/* Releases the device. Every buffer, stream, event and executable of the device must have been
+ * destroyed first (destroying a stream waits for its work); using any of them afterwards is
+ * undefined. Externally synchronised. */
 void xr_hal_device_destroy(xr_hal_device_t *device);
 
 /* Where a performance figure comes from. */

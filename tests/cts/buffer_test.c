@@ -31,11 +31,10 @@ Test(buffer, calibration_fills_bandwidth_and_is_memoised) {
   cr_assert(properties.memory_bandwidth.value > 1e8 && properties.memory_bandwidth.value < 1e14,
             "bandwidth %g B/s", properties.memory_bandwidth.value);
   double first = properties.memory_bandwidth.value;
-  double start = cts_now_ms();
+  /* Memoised: a second measurement would not reproduce the figure to the last bit. */
   CTS_OK(xr_hal_device_calibrate(cts_device));
-  cr_assert_lt(cts_now_ms() - start, 5.0, "the second calibration should be memoised");
   CTS_OK(xr_hal_device_properties(cts_device, &properties));
-  cr_assert_eq(properties.memory_bandwidth.value, first);
+  cr_assert_eq(properties.memory_bandwidth.value, first, "calibration ran twice");
 }
 
 Test(buffer, zero_bytes_is_a_valid_buffer) {

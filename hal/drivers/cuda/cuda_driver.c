@@ -7,6 +7,9 @@
 #include "hal/core/driver.h"
 #include "hal/core/dynload.h"
 
+/* Said with every UNAVAILABLE reason, so nobody installs a runtime expecting it to work. */
+#define PROBE_ONLY_NOTE "the cuda driver itself is not yet implemented in this version of xreplay"
+
 typedef struct cuda_symbols {
 #define XR_CUDA_REQUIRED(ret, name, params) ret(*name) params;
 #define XR_CUDA_OPTIONAL(ret, name, params) ret(*name) params;
@@ -31,7 +34,10 @@ static xr_status_t cuda_probe(char *reason, size_t capacity, int *out_device_cou
   xr_status_t status = xr_dynload_open_and_resolve(
       "XR_CUDA_LIBRARY", candidates, sizeof candidates / sizeof candidates[0], cuda_symbol_list,
       sizeof cuda_symbol_list / sizeof cuda_symbol_list[0], &cuda, &library, reason, capacity);
-  if (status != XR_OK) return XR_UNAVAILABLE;
+  if (status != XR_OK) {
+    xr_dynload_report_append(reason, capacity, "%s", PROBE_ONLY_NOTE);
+    return XR_UNAVAILABLE;
+  }
 
   const char *call = "cuInit";
   int result = cuda.cuInit(0);
@@ -46,6 +52,7 @@ static xr_status_t cuda_probe(char *reason, size_t capacity, int *out_device_cou
     if (!cuda.cuGetErrorName || cuda.cuGetErrorName(result, &name) != 0) name = NULL;
     xr_dynload_report_append(reason, capacity, "%s: %s (%d)", call, name ? name : "CUDA error",
                              result);
+    xr_dynload_report_append(reason, capacity, "%s", PROBE_ONLY_NOTE);
     xr_dynload_close(&library);
     return XR_UNAVAILABLE;
   }

@@ -7,6 +7,9 @@
 #include "hal/core/driver.h"
 #include "hal/core/dynload.h"
 
+/* Said with every UNAVAILABLE reason, so nobody installs a runtime expecting it to work. */
+#define PROBE_ONLY_NOTE "the hip driver itself is not yet implemented in this version of xreplay"
+
 typedef struct hip_symbols {
 #define XR_HIP_REQUIRED(ret, name, params) ret(*name) params;
 #define XR_HIP_OPTIONAL(ret, name, params) ret(*name) params;
@@ -32,7 +35,10 @@ static xr_status_t hip_probe(char *reason, size_t capacity, int *out_device_coun
   xr_status_t status = xr_dynload_open_and_resolve(
       "XR_HIP_LIBRARY", candidates, sizeof candidates / sizeof candidates[0], hip_symbol_list,
       sizeof hip_symbol_list / sizeof hip_symbol_list[0], &hip, &library, reason, capacity);
-  if (status != XR_OK) return XR_UNAVAILABLE;
+  if (status != XR_OK) {
+    xr_dynload_report_append(reason, capacity, "%s", PROBE_ONLY_NOTE);
+    return XR_UNAVAILABLE;
+  }
 
   int count = 0;
   int result = hip.hipGetDeviceCount(&count);
@@ -41,6 +47,7 @@ static xr_status_t hip_probe(char *reason, size_t capacity, int *out_device_coun
     const char *name = hip.hipGetErrorName ? hip.hipGetErrorName(result) : NULL;
     xr_dynload_report_append(reason, capacity, "hipGetDeviceCount: %s (%d)",
                              name ? name : "HIP error", result);
+    xr_dynload_report_append(reason, capacity, "%s", PROBE_ONLY_NOTE);
     xr_dynload_close(&library);
     return XR_UNAVAILABLE;
   }

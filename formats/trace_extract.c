@@ -863,7 +863,7 @@ static xr_status_t group_ops(ctx_t *c) {
     gr->k[k].dur += g->dur;
     gr->k[k].count++;
   }
-  (void)filtered_ops;
+  c->sum.ops_filtered += filtered_ops; /* op occurrences dropped by op_filter */
   return XR_OK;
 }
 

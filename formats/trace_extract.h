@@ -44,7 +44,7 @@ typedef struct xr_extract_summary {
   size_t gpu_without_op;       /* linked to a launch outside any cpu_op (e.g. graph replays) */
   size_t gpu_op_no_args;       /* attributed to an op whose event has no recorded inputs */
   size_t ops_bad_args;         /* unique ops skipped: malformed argument arrays */
-  size_t ops_filtered;         /* unique ops dropped by op_filter or top */
+  size_t ops_filtered;         /* ops dropped: unique ops beyond top, op occurrences by op_filter */
   size_t op_instances;         /* op occurrences behind the bundle's ops */
   size_t unique_ops;           /* ops in the bundle */
   size_t defaulted_args;       /* string arguments filled from defaults */

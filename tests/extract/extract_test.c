@@ -185,6 +185,7 @@ Test(extract, top_and_op_filter) {
   b = extract_fixture("h100_bert_small.json.gz", &o, &s);
   cr_assert_eq(b->op_count, 4);
   cr_assert_eq(s.op_instances, 26);
+  cr_assert_eq(s.ops_filtered, 61 - 26); /* the other occurrences that launched GPU work */
   for (size_t i = 0; i < b->op_count; i++) cr_assert_str_eq(b->ops[i].name, "aten::addmm");
   xr_bundle_destroy(b);
   xr_extract_summary_free(&s);

@@ -1,0 +1,185 @@
+#include "replay/report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct xr_report {
+  FILE *f;
+  bool json;
+  size_t ops;
+};
+
+/* The tail that keeps the JSON document complete between ops; rewritten after each op. */
+static const char json_tail[] = "\n], \"summary\": null}\n";
+
+static void add_number(cJSON *o, const char *key, double v) {
+  if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
+  else cJSON_AddNullToObject(o, key);
+}
+
+cJSON *xr_result_to_json(const xr_op_result_t *r) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "index", (double)r->index);
+  cJSON_AddStringToObject(o, "name", r->op->name);
+  char args[2048] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < r->op->arg_count + r->op->kwarg_count && len < sizeof args; i++) {
+    const xr_arg_t *a = i < r->op->arg_count ? &r->op->args[i] : &r->op->kwargs[i - r->op->arg_count];
+    char v[512];
+    xr_value_describe(&a->value, v, sizeof v);
+    len += (size_t)snprintf(args + len, sizeof args - len, "%s%s%s%s", len ? " " : "",
+                            a->name ? a->name : "", a->name ? "=" : "", v);
+  }
+  cJSON_AddStringToObject(o, "args", args);
+  cJSON_AddNumberToObject(o, "count", (double)(r->op->count ? r->op->count : 1));
+  cJSON_AddStringToObject(o, "outcome", xr_op_outcome_name(r->outcome));
+  if (r->message[0]) cJSON_AddStringToObject(o, "message", r->message);
+  if (r->kernel[0]) cJSON_AddStringToObject(o, "kernel", r->kernel);
+  if (r->init_policy[0]) cJSON_AddStringToObject(o, "init_policy", r->init_policy);
+  if (r->iterations) {
+    cJSON_AddNumberToObject(o, "iterations", r->iterations);
+    add_number(o, "min_us", r->min_us);
+    add_number(o, "median_us", r->median_us);
+    add_number(o, "mean_us", r->mean_us);
+    add_number(o, "p10_us", r->p10_us);
+    add_number(o, "p90_us", r->p90_us);
+    add_number(o, "tflops", r->tflops);
+    add_number(o, "gbps", r->gbps);
+    add_number(o, "peak_percent", r->peak_percent);
+    cJSON_AddStringToObject(o, "bound", r->compute_bound ? "compute" : "memory");
+  }
+  add_number(o, "flops", r->flops);
+  add_number(o, "bytes", r->bytes);
+  if (r->trace_us >= 0) {
+    add_number(o, "trace_us", r->trace_us);
+    if (r->median_us > 0) add_number(o, "replay_over_trace", r->median_us / r->trace_us);
+  }
+  if (r->checked) {
+    cJSON_AddBoolToObject(o, "check_passed", r->check_passed);
+    cJSON *outs = cJSON_AddArrayToObject(o, "check");
+    for (size_t k = 0; k < r->output_count; k++) {
+      cJSON *c = cJSON_CreateObject();
+      cJSON_AddStringToObject(c, "target", r->outputs[k].target);
+      add_number(c, "nmse", r->outputs[k].nmse);
+      add_number(c, "threshold", r->outputs[k].threshold);
+      cJSON_AddBoolToObject(c, "nonfinite", r->outputs[k].nonfinite);
+      cJSON_AddItemToArray(outs, c);
+    }
+  }
+  return o;
+}
+
+static void csv_field(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+xr_status_t xr_report_open(const char *path, const char *bundle_path, const char *device_spec,
+                           const char *device_name, const xr_replay_options_t *o,
+                           xr_report_t **out_report) {
+  size_t n = strlen(path);
+  bool json = n >= 5 && !strcmp(path + n - 5, ".json");
+  bool csv = n >= 4 && !strcmp(path + n - 4, ".csv");
+  if (!json && !csv) return xr_error(XR_INVALID_ARGUMENT, "%s: a report is .json or .csv", path);
+  FILE *f = fopen(path, "w");
+  if (!f) return xr_error(XR_INVALID_ARGUMENT, "%s: cannot create: %s", path, strerror(errno));
+  xr_report_t *r = calloc(1, sizeof *r);
+  if (!r) {
+    fclose(f);
+    return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  r->f = f;
+  r->json = json;
+  if (json) {
+    cJSON *head = cJSON_CreateObject();
+    cJSON_AddStringToObject(head, "bundle", bundle_path);
+    cJSON_AddStringToObject(head, "hal", device_spec);
+    cJSON_AddStringToObject(head, "device", device_name);
+    cJSON *opts = cJSON_AddObjectToObject(head, "options");
+    cJSON_AddNumberToObject(opts, "warmup", o->warmup);
+    cJSON_AddNumberToObject(opts, "iters", o->iters);
+    cJSON_AddNumberToObject(opts, "min_time_ms", o->min_time_ms);
+    cJSON_AddNumberToObject(opts, "seed", (double)o->seed);
+    cJSON_AddStringToObject(opts, "cache", o->cache == XR_CACHE_COLD ? "cold" : "warm");
+    cJSON_AddNumberToObject(opts, "rotate", o->rotate);
+    cJSON_AddBoolToObject(opts, "check", o->check);
+    char *text = cJSON_PrintUnformatted(head);
+    cJSON_Delete(head);
+    /* {"xreplay_report": 1, <head fields>, "ops": [ */
+    fprintf(f, "{\"xreplay_report\": 1, %.*s, \"ops\": [", (int)strlen(text) - 2, text + 1);
+    free(text);
+    fputs(json_tail, f);
+  } else {
+    fputs("index,name,outcome,kernel,iterations,min_us,median_us,mean_us,p10_us,p90_us,tflops,gbps,"
+          "peak_percent,trace_us,check_passed,max_nmse,init_policy,message\n", f);
+  }
+  fflush(f);
+  *out_report = r;
+  return XR_OK;
+}
+
+xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
+  if (!r) return XR_OK;
+  if (r->json) {
+    cJSON *o = xr_result_to_json(res);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!text) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory writing the report");
+    fseek(r->f, -(long)(sizeof json_tail - 1), SEEK_END);
+    fprintf(r->f, "%s\n%s", r->ops ? "," : "", text);
+    fputs(json_tail, r->f);
+    free(text);
+  } else {
+    double max_nmse = 0;
+    for (size_t k = 0; k < res->output_count; k++)
+      if (res->outputs[k].nmse > max_nmse) max_nmse = res->outputs[k].nmse;
+    fprintf(r->f, "%zu,", res->index);
+    csv_field(r->f, res->op->name);
+    fprintf(r->f, ",%s,", xr_op_outcome_name(res->outcome));
+    csv_field(r->f, res->kernel);
+    fprintf(r->f, ",%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.6g,%.6g,%.2f,", res->iterations, res->min_us,
+            res->median_us, res->mean_us, res->p10_us, res->p90_us, res->tflops, res->gbps,
+            res->peak_percent);
+    if (res->trace_us >= 0) fprintf(r->f, "%.3f", res->trace_us);
+    fprintf(r->f, ",%s,", res->checked ? (res->check_passed ? "true" : "false") : "");
+    if (res->checked) fprintf(r->f, "%.3g", max_nmse);
+    fputc(',', r->f);
+    csv_field(r->f, res->init_policy);
+    fputc(',', r->f);
+    csv_field(r->f, res->message);
+    fputc('\n', r->f);
+  }
+  r->ops++;
+  if (fflush(r->f) != 0 || ferror(r->f)) return xr_error(XR_DATA_LOSS, "writing the report failed");
+  return XR_OK;
+}
+
+xr_status_t xr_report_close(xr_report_t *r, const xr_replay_summary_t *s) {
+  if (!r) return XR_OK;
+  if (r->json && s) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "total", (double)s->total);
+    cJSON_AddNumberToObject(o, "attempted", (double)s->attempted);
+    cJSON_AddNumberToObject(o, "succeeded", (double)s->succeeded);
+    cJSON_AddNumberToObject(o, "failed", (double)s->failed);
+    cJSON_AddNumberToObject(o, "unsupported", (double)s->unsupported);
+    cJSON_AddBoolToObject(o, "cancelled", s->cancelled);
+    add_number(o, "trace_total_us", s->trace_total_us);
+    add_number(o, "trace_covered_us", s->trace_covered_us);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    fseek(r->f, -(long)(sizeof json_tail - 1), SEEK_END);
+    fprintf(r->f, "\n], \"summary\": %s}\n", text ? text : "null");
+    free(text);
+  }
+  int bad = fclose(r->f) != 0;
+  free(r);
+  return bad ? xr_error(XR_DATA_LOSS, "closing the report failed") : XR_OK;
+}

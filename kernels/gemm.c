@@ -322,10 +322,12 @@ static const xr_kernel_impl_t *const gemm_impls[] = {
     NULL,
 };
 
-const xr_op_family_t xr_family_gemm = {
+static const xr_op_family_t xr_family_gemm = {
     .name = "gemm",
     .op_names = gemm_ops,
     .analyze = analyze,
     .free_problem = free,
     .impls = gemm_impls,
 };
+
+XR_REGISTER_FAMILY(xr_family_gemm)

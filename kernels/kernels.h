@@ -113,7 +113,8 @@ void xr_kernel_instance_destroy(xr_kernel_instance_t *instance);
 size_t xr_kernel_op_names(const char **out_names, size_t capacity);
 
 /* ------------------------------------------------------------------------------------------ */
-/* For family authors (one kernels/<family>.c each; kernels/gemm.c is a complete example).     */
+/* For family authors: one kernels/<family>.c each, registering itself with XR_REGISTER_FAMILY  */
+/* (kernels/family.h); kernels/gemm.c is a complete example.                                    */
 
 struct xr_kernel_impl {
   const char *name;       /* "<driver>.<what>" or "ref.<family>" */

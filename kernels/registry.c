@@ -6,15 +6,24 @@
 #include <string.h>
 
 #include "kernels/family.h"
-#include "kernels/families.h"
 
 struct xr_kernel_instance {
   const xr_kernel_impl_t *impl;
   void *state;
 };
 
+/* Families register themselves from constructors (XR_REGISTER_FAMILY) before main runs, so no
+ * central list needs editing when one is added. */
+enum { MAX_FAMILIES = 64 };
+static const xr_op_family_t *families[MAX_FAMILIES + 1];
+static size_t family_count;
+
+void xr_kernel_register_family(const xr_op_family_t *family) {
+  if (family_count < MAX_FAMILIES) families[family_count++] = family;
+}
+
 static const xr_op_family_t *find_family(const char *op_name) {
-  for (const xr_op_family_t *const *f = xr_op_families; *f; f++)
+  for (const xr_op_family_t *const *f = families; *f; f++)
     for (const char *const *n = (*f)->op_names; *n; n++)
       if (strcmp(*n, op_name) == 0) return *f;
   return NULL;
@@ -22,7 +31,7 @@ static const xr_op_family_t *find_family(const char *op_name) {
 
 size_t xr_kernel_op_names(const char **out_names, size_t capacity) {
   size_t n = 0;
-  for (const xr_op_family_t *const *f = xr_op_families; *f; f++)
+  for (const xr_op_family_t *const *f = families; *f; f++)
     for (const char *const *name = (*f)->op_names; *name; name++, n++)
       if (n < capacity) out_names[n] = *name;
   return n;

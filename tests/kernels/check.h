@@ -1,0 +1,70 @@
+/* Test harness for kernel families: replays a one-op bundle on a device through the real engine
+ * with --check, so the device's implementation is compared with the CPU reference on the same
+ * seeded inputs, outputs poisoned (NaN / -1) before the run. A device that is absent skips. */
+#ifndef XR_TESTS_KERNELS_CHECK_H
+#define XR_TESTS_KERNELS_CHECK_H
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "replay/replay.h"
+
+typedef struct check_result {
+  xr_op_result_t r;
+  size_t count;
+} check_result_t;
+
+static inline void check_collect(void *ctx, const xr_op_result_t *r, size_t position,
+                                 size_t count) {
+  (void)position, (void)count;
+  check_result_t *c = ctx;
+  c->r = *r;
+  c->count++;
+}
+
+/* Replays `json` (one op, our schema or TraceLens IR) on `device`; skips the test when the
+ * device is unavailable. `seed` varies the inputs. */
+static inline xr_op_result_t check_op_seeded(const char *json, const char *device, uint64_t seed) {
+  xr_bundle_t *b;
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
+               "%s", xr_last_error());
+  cr_assert_eq(b->op_count, 1);
+  xr_replay_options_t o;
+  xr_replay_options_default(&o);
+  o.device = device;
+  o.check = true;
+  o.warmup = 0;
+  o.iters = 1;
+  o.seed = seed;
+  static check_result_t c;
+  memset(&c, 0, sizeof c);
+  xr_status_t st = xr_replay_run(b, &o, check_collect, &c, NULL);
+  if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) {
+    xr_bundle_destroy(b);
+    cr_skip_test("%s unavailable: %s", device, xr_last_error());
+  }
+  cr_assert_eq(st, XR_OK, "%s", xr_last_error());
+  cr_assert_eq(c.count, 1);
+  c.r.op = NULL; /* points into the bundle, which goes now */
+  xr_bundle_destroy(b);
+  return c.r;
+}
+
+static inline xr_op_result_t check_op(const char *json, const char *device) {
+  return check_op_seeded(json, device, 0);
+}
+
+/* Asserts the op ran on `device` with `kernel_prefix` (e.g. "opencl.", "" for any) and matched
+ * the reference on every output. */
+#define assert_matches_reference(json, device, kernel_prefix)                                   \
+  do {                                                                                         \
+    xr_op_result_t r_ = check_op((json), (device));                                            \
+    cr_assert_eq(r_.outcome, XR_OP_SUCCEEDED, "%s on %s: %s: %s", (json), (device),            \
+                 xr_op_outcome_name(r_.outcome), r_.message);                                  \
+    cr_assert(r_.checked && r_.check_passed, "%s: check failed", (json));                      \
+    cr_assert(strncmp(r_.kernel, (kernel_prefix), strlen(kernel_prefix)) == 0,                 \
+              "ran %s, expected a %s kernel", r_.kernel, (kernel_prefix));                     \
+  } while (0)
+
+#endif

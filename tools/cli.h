@@ -9,6 +9,7 @@
 enum { XR_EXIT_OK = 0, XR_EXIT_FAILED = 1, XR_EXIT_USAGE = 2, XR_EXIT_UNAVAILABLE = 3 };
 
 int xr_cmd_replay(int argc, char **argv);    /* tools/cmd_replay.c: replay [OPTIONS] BUNDLE */
+int xr_cmd_compare(int argc, char **argv);   /* tools/cmd_compare.c: two reports side by side */
 int xr_cmd_devices(int argc, char **argv);   /* tools/cmd_devices.c */
 int xr_cmd_convert(int argc, char **argv);   /* tools/cmd_formats.c */
 int xr_cmd_inspect(int argc, char **argv);   /* tools/cmd_formats.c */

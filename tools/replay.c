@@ -15,6 +15,7 @@ static const char usage[] =
     "usage: replay [OPTIONS] BUNDLE       replay a bundle (.msgpack, .json or TraceLens IR);\n"
     "                                     `replay --help-run` lists the options\n"
     "       replay devices [--json]         HAL drivers and devices, and why one is unavailable\n"
+    "       replay compare A.json B.json [--svg FILE]  two reports side by side\n"
     "       replay inspect BUNDLE [--json]  print the op table\n"
     "       replay validate BUNDLE          check a bundle and its .npy files\n"
     "       replay convert IN OUT [--to=json|msgpack|tracelens] [--embed-data|--strip-data]\n"
@@ -39,6 +40,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "inspect") == 0) return xr_cmd_inspect(argc - 1, argv + 1);
   if (strcmp(cmd, "validate") == 0) return xr_cmd_validate(argc - 1, argv + 1);
   if (strcmp(cmd, "devices") == 0) return xr_cmd_devices(argc - 1, argv + 1);
+  if (strcmp(cmd, "compare") == 0) return xr_cmd_compare(argc - 1, argv + 1);
   if (strcmp(cmd, "extract") == 0) return xr_cmd_extract(argc - 1, argv + 1);
   if (strcmp(cmd, "--help-run") == 0) {
     char *help[] = {"replay", "--help"};

@@ -1,0 +1,270 @@
+/* The replay engine's behaviour, independent of any one kernel: selection of ops, outcomes and
+ * their counts, seeded reproducibility, timing modes, custom initializers, dumps and reports.
+ * Uses small GEMMs (always available through the CPU reference) as the workload. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "replay/replay.h"
+#include "replay/report.h"
+
+#define MM(m, k, n)                                                                          \
+  "{\"name\": \"aten::mm\", \"args\": [{\"name\": \"self\", \"type\": \"Tensor\", \"value\": " \
+  "{\"shape\": [" #m ", " #k "], \"dtype\": \"float\"}}, {\"name\": \"mat2\", \"type\": "     \
+  "\"Tensor\", \"value\": {\"shape\": [" #k ", " #n "], \"dtype\": \"float\"}}]}"
+
+static xr_bundle_t *bundle(const char *ops) {
+  char text[8192];
+  snprintf(text, sizeof text, "{\"format\": \"xreplay-bundle\", \"ops\": [%s]}", ops);
+  xr_bundle_t *b;
+  cr_assert_eq(xr_bundle_decode((uint8_t *)text, strlen(text), "t.json", ".", NULL, &b), XR_OK,
+               "%s", xr_last_error());
+  return b;
+}
+
+typedef struct seen {
+  size_t count;
+  xr_op_result_t r[16];
+  xr_report_t *report;
+  const char *report_path;
+  size_t ops_in_report_after_first; /* parsed from the file while the run goes on */
+} seen_t;
+
+static void observe(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
+  (void)count;
+  seen_t *s = ctx;
+  cr_assert_eq(position, s->count, "results arrive in order");
+  if (s->count < 16) s->r[s->count] = *r;
+  s->count++;
+  if (s->report) {
+    cr_assert_eq(xr_report_add(s->report, r), XR_OK);
+    if (position == 0) {
+      /* The report on disk is already a complete JSON document holding this op. */
+      uint8_t *bytes;
+      size_t size;
+      cr_assert_eq(xr_read_file(s->report_path, &bytes, &size), XR_OK);
+      cJSON *j = cJSON_Parse((char *)bytes);
+      cr_assert_not_null(j, "report is not valid JSON mid-run:\n%s", bytes);
+      s->ops_in_report_after_first = (size_t)cJSON_GetArraySize(cJSON_GetObjectItem(j, "ops"));
+      cJSON_Delete(j);
+      free(bytes);
+    }
+  }
+}
+
+static xr_replay_options_t quick(void) {
+  xr_replay_options_t o;
+  xr_replay_options_default(&o);
+  o.device = "cpu";
+  o.warmup = 0;
+  o.iters = 2;
+  return o;
+}
+
+static char *tmp_path(const char *name) {
+  static char paths[8][1024];
+  static int next;
+  char *p = paths[next++ % 8];
+  snprintf(p, 1024, "%s/%s", getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", name);
+  return p;
+}
+
+Test(engine, outcomes_are_counted_once_and_the_run_goes_on) {
+  xr_bundle_t *b = bundle(MM(4, 8, 3) ", {\"name\": \"x::no_such_op\"}, " MM(2, 5, 7)
+                          ", {\"name\": \"aten::mm\", \"args\": [{\"name\": \"self\", \"type\": "
+                          "\"Tensor\", \"value\": {\"shape\": [2, 3], \"dtype\": \"float\"}}, "
+                          "{\"name\": \"mat2\", \"type\": \"Tensor\", \"value\": {\"shape\": [4, "
+                          "2], \"dtype\": \"float\"}}]}");
+  xr_replay_options_t o = quick();
+  seen_t s = {0};
+  xr_replay_summary_t sum;
+  cr_assert_eq(xr_replay_run(b, &o, observe, &s, &sum), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(sum.total, 4);
+  cr_assert_eq(sum.attempted, 4);
+  cr_assert_eq(sum.succeeded, 2);
+  cr_assert_eq(sum.unsupported, 1);
+  cr_assert_eq(sum.failed, 1);
+  cr_assert_eq(s.r[1].outcome, XR_OP_UNSUPPORTED);
+  cr_assert(strstr(s.r[1].message, "no kernel for op 'x::no_such_op'"), "%s", s.r[1].message);
+  cr_assert_eq(s.r[3].outcome, XR_OP_FAILED);
+  cr_assert(strstr(s.r[3].message, "inner dimensions differ"), "%s", s.r[3].message);
+  cr_assert_eq(s.r[0].iterations, 2);
+  cr_assert_gt(s.r[0].median_us, 0);
+  cr_assert_leq(s.r[0].min_us, s.r[0].median_us);
+  cr_assert_leq(s.r[0].median_us, s.r[0].p90_us + 1e-9);
+  cr_assert_eq(s.r[0].flops, 2.0 * 4 * 8 * 3);
+  cr_assert_str_eq(s.r[0].kernel, "ref.gemm");
+
+  /* --stop-on-error stops at the failed op; --op-filter and --op-limit select. */
+  memset(&s, 0, sizeof s);
+  o.stop_on_error = true;
+  xr_bundle_t *c = bundle(MM(2, 3, 2) ", {\"name\": \"aten::mm\", \"args\": []}, " MM(2, 3, 2));
+  cr_assert_eq(xr_replay_run(c, &o, observe, &s, &sum), XR_OK);
+  cr_assert_eq(sum.attempted, 2);
+  cr_assert_eq(sum.failed, 1);
+  cr_assert(strstr(s.r[1].message, "argument 'self' (position 0) is missing"), "%s", s.r[1].message);
+  o.stop_on_error = false;
+  o.op_filter = "no_such";
+  cr_assert_eq(xr_replay_run(b, &o, NULL, NULL, &sum), XR_OK);
+  cr_assert_eq(sum.attempted, 1);
+  o.op_filter = "aten::";
+  o.op_limit = 2;
+  cr_assert_eq(xr_replay_run(b, &o, NULL, NULL, &sum), XR_OK);
+  cr_assert_eq(sum.attempted, 2);
+  xr_bundle_destroy(c);
+  xr_bundle_destroy(b);
+}
+
+static uint8_t *read_all(const char *path, size_t *n) {
+  uint8_t *bytes;
+  cr_assert_eq(xr_read_file(path, &bytes, n), XR_OK, "%s", xr_last_error());
+  return bytes;
+}
+
+Test(engine, seeded_runs_reproduce_and_dumps_are_named_like_golden_targets) {
+  xr_bundle_t *b = bundle(MM(5, 7, 3) ", {\"name\": \"aten::mm\", \"args\": [{\"name\": \"self\", "
+                          "\"type\": \"Tensor\", \"value\": {\"shape\": [2, 3], \"dtype\": "
+                          "\"c10::BFloat16\"}}, {\"name\": \"mat2\", \"type\": \"Tensor\", "
+                          "\"value\": {\"shape\": [3, 2], \"dtype\": \"c10::BFloat16\"}}], "
+                          "\"kwargs\": [{\"name\": \"out\", \"type\": \"Tensor(a!)\", \"value\": "
+                          "{\"shape\": [2, 2], \"dtype\": \"c10::BFloat16\", \"init\": null}}]}");
+  xr_replay_options_t o = quick();
+  const char *dirs[3] = {tmp_path("dump_a"), tmp_path("dump_b"), tmp_path("dump_c")};
+  uint64_t seeds[3] = {7, 7, 8};
+  for (int i = 0; i < 3; i++) {
+    o.dump_dir = dirs[i];
+    o.seed = seeds[i];
+    cr_assert_eq(xr_replay_run(b, &o, NULL, NULL, NULL), XR_OK, "%s", xr_last_error());
+  }
+  char p[3][1200];
+  size_t n[3];
+  uint8_t *d[3];
+  for (int i = 0; i < 3; i++) {
+    snprintf(p[i], sizeof p[i], "%s/op0_return0.npy", dirs[i]);
+    d[i] = read_all(p[i], &n[i]);
+  }
+  cr_assert(n[0] == n[1] && !memcmp(d[0], d[1], n[0]), "same seed, same outputs");
+  cr_assert(n[0] == n[2] && memcmp(d[0], d[2], n[0]) != 0, "another seed, other outputs");
+  /* An out= argument is dumped under its name, in its own dtype (bf16 as <u2). */
+  char out_path[1200];
+  snprintf(out_path, sizeof out_path, "%s/op1_out.npy", dirs[0]);
+  xr_npy_t npy;
+  cr_assert_eq(xr_npy_load(out_path, &npy), XR_OK, "%s", xr_last_error());
+  cr_assert_str_eq(npy.descr, "<u2");
+  cr_assert_eq(npy.numel, 4);
+  xr_npy_free(&npy);
+  for (int i = 0; i < 3; i++) free(d[i]);
+  xr_bundle_destroy(b);
+}
+
+Test(engine, timing_modes) {
+  xr_bundle_t *b = bundle(MM(8, 8, 8));
+  xr_replay_options_t o = quick();
+  seen_t s = {0};
+  o.cache = XR_CACHE_COLD;
+  o.rotate = 3;
+  o.iters = 5;
+  cr_assert_eq(xr_replay_run(b, &o, observe, &s, NULL), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(s.r[0].outcome, XR_OP_SUCCEEDED, "%s", s.r[0].message);
+  cr_assert_eq(s.r[0].iterations, 5);
+  /* --min-time keeps iterating past --iters. */
+  memset(&s, 0, sizeof s);
+  o = quick();
+  o.iters = 1;
+  o.min_time_ms = 2;
+  cr_assert_eq(xr_replay_run(b, &o, observe, &s, NULL), XR_OK);
+  cr_assert_gt(s.r[0].iterations, 1);
+  cr_assert_geq(s.r[0].mean_us * s.r[0].iterations, 2000.0 * 0.99);
+  xr_bundle_destroy(b);
+}
+
+static int ones_calls;
+
+/* Makes both GEMM inputs all ones: each output element is then K. */
+static xr_status_t all_ones(xr_init_context_t *c) {
+  for (size_t i = 0; i < c->plan->input_count; i++)
+    for (size_t k = 0; k < c->sizes[i] / sizeof(float); k++) ((float *)c->host[i])[k] = 1.0f;
+  snprintf(c->policy, c->policy_size, "all ones (%s)", c->params ? c->params : "no params");
+  ones_calls++;
+  return XR_OK;
+}
+
+static xr_status_t all_twos(xr_init_context_t *c) {
+  for (size_t i = 0; i < c->plan->input_count; i++)
+    for (size_t k = 0; k < c->sizes[i] / sizeof(float); k++) ((float *)c->host[i])[k] = 2.0f;
+  snprintf(c->policy, c->policy_size, "all twos");
+  return XR_OK;
+}
+
+Test(engine, custom_initializers_registered_later_override) {
+  xr_bundle_t *b = bundle(MM(3, 6, 2));
+  xr_replay_options_t o = quick();
+  o.dump_dir = tmp_path("dump_init");
+  o.init_overrides = "aten::addmm:ignored;aten::mm:my-params";
+  seen_t s = {0};
+  cr_assert_eq(xr_replay_register_initializer("aten::mm", all_twos), XR_OK);
+  cr_assert_eq(xr_replay_register_initializer("aten::mm", all_ones), XR_OK);
+  cr_assert_eq(xr_replay_run(b, &o, observe, &s, NULL), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(ones_calls, 1);
+  cr_assert_str_eq(s.r[0].init_policy, "all ones (my-params)");
+  char path[1200];
+  snprintf(path, sizeof path, "%s/op0_return0.npy", o.dump_dir);
+  xr_npy_t npy;
+  cr_assert_eq(xr_npy_load(path, &npy), XR_OK);
+  for (int i = 0; i < 6; i++) cr_assert_float_eq(((float *)npy.data)[i], 6.0f, 0, "element %d", i);
+  xr_npy_free(&npy);
+  xr_bundle_destroy(b);
+}
+
+Test(engine, report_is_complete_json_after_every_op) {
+  xr_bundle_t *b = bundle(MM(2, 2, 2) ", " MM(3, 3, 3) ", {\"name\": \"x::nope\"}");
+  xr_replay_options_t o = quick();
+  seen_t s = {0};
+  s.report_path = tmp_path("report.json");
+  cr_assert_eq(xr_report_open(s.report_path, "t.json", "cpu", "test cpu", &o, &s.report), XR_OK);
+  xr_replay_summary_t sum;
+  cr_assert_eq(xr_replay_run(b, &o, observe, &s, &sum), XR_OK);
+  cr_assert_eq(s.ops_in_report_after_first, 1);
+  cr_assert_eq(xr_report_close(s.report, &sum), XR_OK);
+  size_t n;
+  uint8_t *bytes = read_all(s.report_path, &n);
+  cJSON *j = cJSON_Parse((char *)bytes);
+  cr_assert_not_null(j);
+  cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "ops")), 3);
+  cJSON *summary = cJSON_GetObjectItem(j, "summary");
+  cr_assert_eq(cJSON_GetObjectItem(summary, "unsupported")->valueint, 1);
+  cJSON *op0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "ops"), 0);
+  cr_assert_str_eq(cJSON_GetObjectItem(op0, "kernel")->valuestring, "ref.gemm");
+  cr_assert(cJSON_IsNumber(cJSON_GetObjectItem(op0, "median_us")));
+  cJSON_Delete(j);
+  free(bytes);
+  xr_bundle_destroy(b);
+}
+
+Test(engine, check_compares_with_the_reference) {
+  xr_bundle_t *b = bundle(MM(9, 17, 5));
+  xr_replay_options_t o = quick();
+  o.check = true;
+  seen_t s = {0};
+  cr_assert_eq(xr_replay_run(b, &o, observe, &s, NULL), XR_OK);
+  cr_assert(s.r[0].checked && s.r[0].check_passed);
+  cr_assert_eq(s.r[0].output_count, 1);
+  cr_assert_str_eq(s.r[0].outputs[0].target, "return0");
+  cr_assert_eq(s.r[0].outputs[0].nmse, 0.0, "the reference against itself");
+  xr_bundle_destroy(b);
+}
+
+Test(engine, unavailable_hal_is_reported_with_its_reason) {
+  xr_bundle_t *b = bundle(MM(2, 2, 2));
+  xr_replay_options_t o = quick();
+  o.device = "hip";
+  xr_status_t st = xr_replay_run(b, &o, NULL, NULL, NULL);
+  cr_assert_eq(st, XR_UNAVAILABLE, "%s", xr_last_error());
+  cr_assert(strstr(xr_last_error(), "libamdhip64"), "%s", xr_last_error());
+  o.device = "bogus:1";
+  cr_assert_neq(xr_replay_run(b, &o, NULL, NULL, NULL), XR_OK);
+  xr_bundle_destroy(b);
+}

@@ -73,6 +73,8 @@ typedef struct xr_op_result {
   char device[256];               /* device name */
   int iterations;
   double min_us, median_us, mean_us, p10_us, p90_us;
+  double host_us_per_iteration;   /* wall time of the timed loop / iterations: the kernel's time
+                                     plus what replaying it costs (events, dispatch, waits) */
   double flops, bytes;            /* of one execution */
   double tflops, gbps;            /* at the median time */
   double peak_percent;            /* of the device's peak for the op's bound (compute or memory) */

@@ -46,6 +46,7 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     add_number(o, "mean_us", r->mean_us);
     add_number(o, "p10_us", r->p10_us);
     add_number(o, "p90_us", r->p90_us);
+    add_number(o, "host_us_per_iteration", r->host_us_per_iteration);
     add_number(o, "tflops", r->tflops);
     add_number(o, "gbps", r->gbps);
     add_number(o, "peak_percent", r->peak_percent);

@@ -43,6 +43,7 @@ typedef struct cpu_event {
   /* The latest record a stream has reached; written under the mutex, polled without it. */
   _Atomic uint64_t completed_generation;
   uint64_t timestamp_ns;         /* CLOCK_MONOTONIC when completed_generation was reached */
+  unsigned waiters;              /* threads sleeping on `reached`; guarded by the mutex */
 } cpu_event_t;
 
 typedef enum command_kind {
@@ -81,6 +82,10 @@ typedef struct cpu_stream {
   _Atomic uint64_t submitted; /* written under the mutex, polled without it */
   uint64_t completed;
   bool stopping;
+  /* Who sleeps on the condition variables: signalling nobody costs a system call per command,
+   * which dominated replaying tiny ops. Both guarded by the mutex. */
+  bool worker_sleeping;
+  unsigned sync_waiters;
 } cpu_stream_t;
 
 static cpu_device_t *cpu_device(xr_hal_device_t *device) { return (cpu_device_t *)device; }
@@ -260,7 +265,9 @@ static void event_wait_generation(cpu_event_t *event, uint64_t generation) {
   spin_while_equal(&event->completed_generation, completed);
   pthread_mutex_lock(&event->mutex);
   while (event->completed_generation < generation) {
+    event->waiters++;
     pthread_cond_wait(&event->reached, &event->mutex);
+    event->waiters--;
   }
   pthread_mutex_unlock(&event->mutex);
 }
@@ -317,7 +324,7 @@ static void run_command(cpu_stream_t *stream, command_t *command) {
         event->completed_generation = command->generation;
         event->timestamp_ns = now;
       }
-      pthread_cond_broadcast(&event->reached);
+      if (event->waiters) pthread_cond_broadcast(&event->reached);
       pthread_mutex_unlock(&event->mutex);
       break;
     }
@@ -341,7 +348,9 @@ static void *stream_worker(void *argument) {
         pthread_mutex_lock(&stream->mutex);
         continue;
       }
+      stream->worker_sleeping = true;
       pthread_cond_wait(&stream->work_available, &stream->mutex);
+      stream->worker_sleeping = false;
     }
     if (!stream->head) break; /* stopping and drained */
     command_t *command = stream->head;
@@ -356,7 +365,7 @@ static void *stream_worker(void *argument) {
 
     pthread_mutex_lock(&stream->mutex);
     stream->completed++;
-    pthread_cond_broadcast(&stream->work_done);
+    if (stream->sync_waiters) pthread_cond_broadcast(&stream->work_done);
   }
   pthread_mutex_unlock(&stream->mutex);
   return NULL;
@@ -399,7 +408,11 @@ static xr_status_t cpu_stream_synchronize(xr_hal_stream_t *base) {
   cpu_stream_t *stream = (cpu_stream_t *)base;
   pthread_mutex_lock(&stream->mutex);
   uint64_t target = stream->submitted;
-  while (stream->completed < target) pthread_cond_wait(&stream->work_done, &stream->mutex);
+  while (stream->completed < target) {
+    stream->sync_waiters++;
+    pthread_cond_wait(&stream->work_done, &stream->mutex);
+    stream->sync_waiters--;
+  }
   pthread_mutex_unlock(&stream->mutex);
   return XR_OK;
 }
@@ -427,7 +440,7 @@ static xr_status_t submit(xr_hal_stream_t *base, command_t *command) {
   else stream->head = command;
   stream->tail = command;
   stream->submitted++;
-  pthread_cond_signal(&stream->work_available);
+  if (stream->worker_sleeping) pthread_cond_signal(&stream->work_available);
   pthread_mutex_unlock(&stream->mutex);
   return XR_OK;
 }

@@ -353,18 +353,25 @@ static void *stream_worker(void *argument) {
       stream->worker_sleeping = false;
     }
     if (!stream->head) break; /* stopping and drained */
+    /* Take everything queued at once: one lock round trip per batch rather than per command
+     * keeps the worker out of the submitting thread's way when tiny ops are replayed. */
     command_t *command = stream->head;
-    stream->head = command->next;
-    if (!stream->head) stream->tail = NULL;
+    stream->head = stream->tail = NULL;
     pthread_mutex_unlock(&stream->mutex);
 
-    run_command(stream, command);
-    for (int i = 0; i < 2; i++) xr_hal_buffer_release(command->retained[i]);
-    if (command->event) event_release(command->event);
-    free(command);
+    uint64_t done = 0;
+    while (command) {
+      command_t *next = command->next;
+      run_command(stream, command);
+      for (int i = 0; i < 2; i++) xr_hal_buffer_release(command->retained[i]);
+      if (command->event) event_release(command->event);
+      free(command);
+      command = next;
+      done++;
+    }
 
     pthread_mutex_lock(&stream->mutex);
-    stream->completed++;
+    stream->completed += done;
     if (stream->sync_waiters) pthread_cond_broadcast(&stream->work_done);
   }
   pthread_mutex_unlock(&stream->mutex);

@@ -1,5 +1,6 @@
 /* Built-in custom initializers for ops whose arguments do not determine their work: paged
- * attention (sequence lengths, block tables) and MoE routing (expert ids, routing weights).
+ * attention (sequence lengths, block tables), MoE routing (expert ids, routing weights) and
+ * indexing (indices inside the table they index).
  * Tensors that carry real contents from the bundle are never overwritten. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,7 +172,39 @@ static xr_status_t init_moe_routing(xr_init_context_t *c) {
   return XR_OK;
 }
 
+/* Index tensors must address rows that exist: draws each index uniformly in [0, rows). */
+static xr_status_t fill_indices(xr_init_context_t *c, int index, int64_t rows, const char *what) {
+  if (index < 0 || c->has_data[index] || rows < 1) return XR_OK;
+  const xr_tensor_spec_t *t = c->plan->inputs[index];
+  if (xr_dtype_is_floating(t->dtype)) return XR_OK;
+  uint64_t s = c->seed;
+  size_t n = c->sizes[index] / xr_dtype_size(t->dtype);
+  for (size_t i = 0; i < n; i++)
+    xr_store_element(c->host[index], t->dtype, (int64_t)i, (double)(xr_rng_next(&s) % (uint64_t)rows));
+  char text[96];
+  snprintf(text, sizeof text, "%s uniform in [0, %lld)", what, (long long)rows);
+  append(c, "%s%s", text);
+  return XR_OK;
+}
+
+static xr_status_t init_embedding(xr_init_context_t *c) {
+  int w = input_index(c, "weight");
+  return w < 0 ? XR_OK : fill_indices(c, input_index(c, "indices"), c->plan->inputs[w]->shape[0], "indices");
+}
+
+static xr_status_t init_index_select(xr_init_context_t *c) {
+  int self = input_index(c, "self");
+  if (self < 0) return XR_OK;
+  const xr_tensor_spec_t *t = c->plan->inputs[self];
+  int64_t dim = int_arg(c, "dim", 0);
+  if (dim < 0) dim += t->rank;
+  int64_t rows = t->rank == 0 ? 1 : (dim >= 0 && dim < t->rank ? t->shape[dim] : 0);
+  return fill_indices(c, input_index(c, "index"), rows, "index");
+}
+
 void xr_register_builtin_initializers(void) {
+  xr_register_initializer_locked("aten::embedding", init_embedding);
+  xr_register_initializer_locked("aten::index_select", init_index_select);
   static const char *const paged[] = {"_C::paged_attention_v1", "_C::paged_attention_v2",
                                       "_rocm_C::paged_attention"};
   static const char *const moe[] = {"_moe_C::moe_align_block_size", "vllm::outplace_fused_experts",

@@ -175,3 +175,83 @@ Test(cli, usage_errors_exit_2) {
   cr_assert_eq(replay("--version"), 0);
   cr_assert(strstr(out_text, "bundle format 1"), "%s", out_text);
 }
+
+/* A bundle of small GEMMs, written into the test's scratch directory. */
+static const char *tiny_bundle(void) {
+  static char path[1024];
+  snprintf(path, sizeof path, "%s/tiny.%d.json", tmpdir(), (int)getpid());
+  write_text(path,
+             "{\"format\": \"xreplay-bundle\", \"ops\": ["
+             "{\"name\": \"aten::mm\", \"args\": [{\"name\": \"self\", \"type\": \"Tensor\", "
+             "\"value\": {\"shape\": [8, 16], \"dtype\": \"float\"}}, {\"name\": \"mat2\", "
+             "\"type\": \"Tensor\", \"value\": {\"shape\": [16, 4], \"dtype\": \"float\"}}], "
+             "\"count\": 3, \"timing\": {\"gpu_time_us\": 30.0, \"kernels\": []}},"
+             "{\"name\": \"x::unknown_op\", \"timing\": {\"gpu_time_us\": 10.0, \"kernels\": []}}]}");
+  return path;
+}
+
+Test(cli, replay_lines_summary_and_trace_coverage) {
+  char args[4096], report[1024];
+  snprintf(report, sizeof report, "%s/r.%d.csv", tmpdir(), (int)getpid());
+  snprintf(args, sizeof args, "--hal=cpu --iters=3 --warmup=1 --check -v --report=%s %s", report,
+           tiny_bundle());
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "check ok"), "%s", out_text);
+  cr_assert(strstr(out_text, "trace 10.00 us"), "per-call trace time (30 us / 3): %s", out_text);
+  cr_assert(strstr(out_text, "unsupported: no kernel for op 'x::unknown_op'"), "%s", out_text);
+  cr_assert(strstr(out_text, "2 of 2 ops attempted: 1 succeeded, 0 failed, 1 unsupported"), "%s",
+            out_text);
+  cr_assert(strstr(out_text, "cover 75.0% of the source trace's GPU time"), "%s", out_text);
+  cr_assert(strstr(out_text, "3 iterations: min"), "verbose percentiles: %s", out_text);
+  slurp(report, out_text, sizeof out_text);
+  cr_assert(strstr(out_text, "index,name,outcome,kernel"), "%s", out_text);
+  cr_assert(strstr(out_text, "\"x::unknown_op\",unsupported"), "%s", out_text);
+}
+
+Test(cli, unavailable_hal_exits_3_with_the_reason) {
+  char args[4096];
+  snprintf(args, sizeof args, "--hal=hip %s", tiny_bundle());
+  cr_assert_eq(replay(args), 3, "%s", err_text);
+  cr_assert(strstr(err_text, "libamdhip64"), "%s", err_text);
+  snprintf(args, sizeof args, "--hal=cuda:0 %s", tiny_bundle());
+  cr_assert_eq(replay(args), 3, "%s", err_text);
+  cr_assert(strstr(err_text, "--hal=cuda:0: "), "%s", err_text);
+}
+
+Test(cli, failed_ops_exit_1_and_stop_on_error_stops) {
+  char bad[1024], args[4096];
+  snprintf(bad, sizeof bad, "%s/bad.%d.json", tmpdir(), (int)getpid());
+  write_text(bad,
+             "{\"format\": \"xreplay-bundle\", \"ops\": [{\"name\": \"aten::mm\", \"args\": []}, "
+             "{\"name\": \"aten::mm\", \"args\": []}]}");
+  snprintf(args, sizeof args, "--hal=cpu %s", bad);
+  cr_assert_eq(replay(args), 1, "%s", out_text);
+  cr_assert(strstr(out_text, "2 failed"), "%s", out_text);
+  snprintf(args, sizeof args, "--hal=cpu --stop-on-error %s", bad);
+  cr_assert_eq(replay(args), 1);
+  cr_assert(strstr(out_text, "1 of 2 ops attempted: 0 succeeded, 1 failed"), "%s", out_text);
+  cr_assert_eq(replay("--hal=cpu --iters=0 examples/llm_small.msgpack"), 2);
+  cr_assert_eq(replay("--hal=cpu --cache=lukewarm examples/llm_small.msgpack"), 2);
+}
+
+Test(cli, two_hals_side_by_side_and_compare_reports) {
+  char args[4096], r[1024], a[1100], b[1100], svg[1024];
+  snprintf(r, sizeof r, "%s/side.%d.json", tmpdir(), (int)getpid());
+  snprintf(args, sizeof args, "--hal=cpu,cpu --iters=2 --warmup=0 --report=%s %s", r, tiny_bundle());
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "== side by side"), "%s", out_text);
+  /* The same device twice: the outputs agree exactly. */
+  cr_assert(strstr(out_text, "aten::mm") && strstr(out_text, "    0\n"), "%s", out_text);
+  snprintf(a, sizeof a, "%s/side.%d.cpu.json", tmpdir(), (int)getpid());
+  snprintf(svg, sizeof svg, "%s/speedup.%d.svg", tmpdir(), (int)getpid());
+  snprintf(args, sizeof args, "compare %s %s --svg %s", a, a, svg);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "geometric-mean speed-up of B over A: 1.000x"), "%s", out_text);
+  slurp(svg, out_text, sizeof out_text);
+  cr_assert(strstr(out_text, "<svg") && strstr(out_text, "1.00x"), "%s", out_text);
+  snprintf(b, sizeof b, "%s/not-a-report.json", tmpdir());
+  write_text(b, "{\"ops\": 3}");
+  snprintf(args, sizeof args, "compare %s %s", a, b);
+  cr_assert_eq(replay(args), 2);
+  cr_assert(strstr(err_text, "not a replay report"), "%s", err_text);
+}

@@ -73,7 +73,89 @@ static void check_allclose(const char *name, const char *target, const double *a
   cr_assert_leq(nmse, nmse_tol, "%s %s: nmse %.3g > %.3g", name, target, nmse, nmse_tol);
 }
 
-Test(golden, every_case_through_the_replay_engine, .timeout = 120) {
+/* One target's dumped (actual) and expected values. */
+typedef struct target_values {
+  double *a, *x;
+  int64_t n;
+} target_values_t;
+
+static target_values_t load_target(const char *name, const char *dump, size_t op, const cJSON *e) {
+  const char *target = cJSON_GetObjectItem(e, "target")->valuestring;
+  const char *dtype = cJSON_GetObjectItem(e, "dtype")->valuestring;
+  char expected_path[1024], actual_path[1200];
+  snprintf(expected_path, sizeof expected_path, GOLDEN "/%s", cJSON_GetObjectItem(e, "file")->valuestring);
+  snprintf(actual_path, sizeof actual_path, "%s/op%zu_%s.npy", dump, op, target);
+  target_values_t v;
+  int64_t nb;
+  v.a = load_doubles(actual_path, dtype, &v.n);
+  v.x = load_doubles(expected_path, dtype, &nb);
+  cr_assert_eq(v.n, nb, "%s %s: %lld elements, expected %lld", name, target, (long long)v.n,
+               (long long)nb);
+  return v;
+}
+
+static int compare_values(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int64_t ir_int_arg(const cJSON *c, const char *arg) {
+  const cJSON *a;
+  cJSON_ArrayForEach(a, cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "ir"), "replay_ir"), "list_pos_args")) {
+    if (!strcmp(cJSON_GetObjectItem(a, "arg_name")->valuestring, arg))
+      return (int64_t)cJSON_GetObjectItem(a, "value")->valuedouble;
+  }
+  cr_assert_fail("argument %s not in the case's IR", arg);
+  return 0;
+}
+
+/* moe_align_segments (tests/data/golden/README.md): num_tokens_post_pad and the experts of the
+ * used blocks exact; each expert's entries of sorted_token_ids equal as a multiset; the rest the
+ * sentinel. */
+static void check_moe_align(const char *name, const cJSON *c, const char *dump, size_t op) {
+  target_values_t ids = {0}, experts = {0}, post = {0};
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "expected")) {
+    const char *target = cJSON_GetObjectItem(e, "target")->valuestring;
+    target_values_t v = load_target(name, dump, op, e);
+    if (!strcmp(target, "sorted_token_ids")) ids = v;
+    else if (!strcmp(target, "experts_ids")) experts = v;
+    else post = v;
+  }
+  cr_assert(ids.a && experts.a && post.a, "%s: missing an expected target", name);
+  int64_t bs = ir_int_arg(c, "block_size"), E = ir_int_arg(c, "num_experts");
+  const cJSON *a = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "ir"), "replay_ir"), "list_pos_args");
+  const cJSON *shape = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0), "value"), "shape");
+  double sentinel = 1;
+  const cJSON *d;
+  cJSON_ArrayForEach(d, shape) sentinel *= d->valuedouble;
+  cr_assert_eq(post.a[0], post.x[0], "%s: num_tokens_post_pad %g, expected %g", name, post.a[0], post.x[0]);
+  int64_t ntpp = (int64_t)post.x[0], blocks = ntpp / bs;
+  for (int64_t b = 0; b < blocks; b++)
+    cr_assert_eq(experts.a[b], experts.x[b], "%s: experts_ids[%lld] %g, expected %g", name,
+                 (long long)b, experts.a[b], experts.x[b]);
+  double *got = malloc(sizeof(double) * (size_t)(ntpp + 1)), *want = malloc(sizeof(double) * (size_t)(ntpp + 1));
+  for (int64_t x = 0; x < E; x++) {
+    int64_t n = 0;
+    for (int64_t b = 0; b < blocks; b++)
+      if (experts.x[b] == (double)x)
+        for (int64_t i = b * bs; i < (b + 1) * bs; i++) got[n] = ids.a[i], want[n++] = ids.x[i];
+    qsort(got, (size_t)n, sizeof *got, compare_values);
+    qsort(want, (size_t)n, sizeof *want, compare_values);
+    for (int64_t i = 0; i < n; i++)
+      cr_assert_eq(got[i], want[i], "%s: expert %lld's segment differs as a multiset (%g vs %g)",
+                   name, (long long)x, got[i], want[i]);
+  }
+  for (int64_t i = ntpp; i < ids.n; i++)
+    cr_assert_eq(ids.a[i], sentinel, "%s: sorted_token_ids[%lld] = %g, expected the sentinel %g",
+                 name, (long long)i, ids.a[i], sentinel);
+  free(got);
+  free(want);
+  target_values_t all[] = {ids, experts, post};
+  for (int k = 0; k < 3; k++) free(all[k].a), free(all[k].x);
+}
+
+Test(golden, every_case_through_the_replay_engine) {
   uint8_t *bytes;
   size_t size;
   cr_assert_eq(xr_read_file(GOLDEN "/manifest.json", &bytes, &size), XR_OK);
@@ -115,22 +197,18 @@ Test(golden, every_case_through_the_replay_engine, .timeout = 120) {
       continue;
     }
     cr_assert_eq(r->outcome, XR_OP_SUCCEEDED, "%s: %s", name, r->message);
-    const cJSON *e;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "expected")) {
-      const char *target = cJSON_GetObjectItem(e, "target")->valuestring;
-      const char *dtype = cJSON_GetObjectItem(e, "dtype")->valuestring;
-      char expected_path[1024], actual_path[1200];
-      snprintf(expected_path, sizeof expected_path, GOLDEN "/%s",
-               cJSON_GetObjectItem(e, "file")->valuestring);
-      snprintf(actual_path, sizeof actual_path, "%s/op%zu_%s.npy", dump, i, target);
-      int64_t na, nb;
-      double *a = load_doubles(actual_path, dtype, &na);
-      double *x = load_doubles(expected_path, dtype, &nb);
-      cr_assert_eq(na, nb, "%s %s: %lld elements, expected %lld", name, target, (long long)na,
-                   (long long)nb);
-      check_allclose(name, target, a, x, na, cJSON_GetObjectItem(c, "tolerance"));
-      free(a);
-      free(x);
+    const char *compare = cJSON_GetObjectItem(c, "compare")->valuestring;
+    if (!strcmp(compare, "moe_align_segments")) {
+      check_moe_align(name, c, dump, i);
+    } else {
+      const cJSON *e;
+      cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "expected")) {
+        const char *target = cJSON_GetObjectItem(e, "target")->valuestring;
+        target_values_t v = load_target(name, dump, i, e);
+        check_allclose(name, target, v.a, v.x, v.n, cJSON_GetObjectItem(c, "tolerance"));
+        free(v.a);
+        free(v.x);
+      }
     }
     checked++;
     i++;

@@ -45,24 +45,24 @@ static tally_t replay_trace(const char *trace, const char *filter) {
   return t;
 }
 
-Test(traces, bert_on_h100_replays_on_the_cpu, .timeout = 300) {
+Test(traces, bert_on_h100_replays_on_the_cpu) {
   tally_t t = replay_trace(TRACES "h100_bert_small.json.gz", NULL);
   cr_assert_geq(t.ran, 4, "the four GEMMs at least (%zu ran, %zu unsupported)", t.ran, t.unsupported);
 }
 
-Test(traces, bert_on_mi300_replays_on_the_cpu, .timeout = 300) {
+Test(traces, bert_on_mi300_replays_on_the_cpu) {
   tally_t t = replay_trace(TRACES "mi300_bert_small.json.gz", NULL);
   cr_assert_geq(t.ran, 4, "the four GEMMs at least (%zu ran, %zu unsupported)", t.ran, t.unsupported);
 }
 
-Test(traces, sglang_decode_replays_on_the_cpu, .timeout = 300) {
+Test(traces, sglang_decode_replays_on_the_cpu) {
   replay_trace(TRACES "mi300_sglang_qwen3_8b_decode.json.gz", NULL);
 }
 
 /* Its GEMMs and attention are full-size prefill work (1.1 TFLOP for one mm) that a 2-core CI
  * machine cannot run in a test; the fused Triton ops are what is left to check: they have no
  * kernel and must be reported so. */
-Test(traces, torch_compile_triton_ops_are_unsupported_with_a_reason, .timeout = 120) {
+Test(traces, torch_compile_triton_ops_are_unsupported_with_a_reason) {
   tally_t t = replay_trace(TRACES "mi300_torch_compile_sdpa.json.gz", "triton_");
   cr_assert_eq(t.ran, 0);
   cr_assert_eq(t.unsupported, 4);

@@ -18,7 +18,9 @@
  *   XR_HAL_CACHE_DIR   directory of the program-binary cache (default $XDG_CACHE_HOME/xreplay,
  *                      else ~/.cache/xreplay); "off" disables the cache.
  *   XR_OPENCL_LIBRARY  path of the OpenCL ICD loader tried before libOpenCL.so.1/libOpenCL.so.
- *   XR_CUDA_LIBRARY, XR_HIP_LIBRARY  the same for the (probe-only) cuda and hip drivers. */
+ *   XR_CUDA_LIBRARY, XR_HIP_LIBRARY  the same for the CUDA driver API and the HIP runtime.
+ *   XR_NVRTC_LIBRARY, XR_HIPRTC_LIBRARY  the run-time compilers of XR_HAL_EXECUTABLE_CUDA_SOURCE
+ *                      (see docs/gpu.md). */
 #ifndef XR_HAL_HAL_H
 #define XR_HAL_HAL_H
 
@@ -273,8 +275,13 @@ typedef struct xr_hal_kernel xr_hal_kernel_t;
 
 typedef enum xr_hal_executable_format {
   XR_HAL_EXECUTABLE_OPENCL_C = 1,    /* OpenCL C source text (opencl) */
-  XR_HAL_EXECUTABLE_CUDA_FATBIN,     /* fatbin or PTX (cuda, later) */
-  XR_HAL_EXECUTABLE_HIP_CODE_OBJECT, /* code object (hip, later) */
+  XR_HAL_EXECUTABLE_CUDA_FATBIN,     /* fatbin, cubin or PTX text (cuda) */
+  XR_HAL_EXECUTABLE_HIP_CODE_OBJECT, /* code object (hip) */
+  /* CUDA C++ source compiled at run time for the device's own architecture: NVRTC on cuda,
+   * hiprtc on hip (one source for both, via kernels/gpu/hip_compat.h). Kernels should be
+   * extern "C"; options are NVRTC/hiprtc options ("-DTILE=64"). Cached on disk like OpenCL
+   * programs. UNAVAILABLE when no compiler can be loaded or it cannot target the device. */
+  XR_HAL_EXECUTABLE_CUDA_SOURCE,
 } xr_hal_executable_format_t;
 
 typedef struct xr_hal_executable_params {
@@ -291,6 +298,15 @@ typedef struct xr_hal_executable_params {
 xr_status_t xr_hal_executable_create(xr_hal_device_t *device,
                                      const xr_hal_executable_params_t *params,
                                      xr_hal_executable_t **out_executable);
+
+/* Compiles XR_HAL_EXECUTABLE_CUDA_SOURCE for a named target without a device, exactly as the
+ * cuda and hip drivers do inside xr_hal_executable_create: "sm_80", "sm_90" (NVRTC, a cubin)
+ * or "gfx90a" (hiprtc, a code object). For ahead-of-time checks on machines without a GPU.
+ * UNAVAILABLE when the compiler cannot be loaded (every path tried) or does not know the
+ * target; INVALID_ARGUMENT with the compiler's log on a compile error. *out_binary is
+ * malloc'd: release it with free(). Thread-safe. */
+xr_status_t xr_hal_compile(const char *target, const xr_hal_executable_params_t *params,
+                           void **out_binary, size_t *out_size);
 
 /* Releases the executable and its kernels; safe with dispatches in flight. Externally
  * synchronised. */

@@ -84,6 +84,25 @@ xr_status_t xr_dynload_open_and_resolve(const char *env_override,
   return XR_OK;
 }
 
+bool xr_dynload_probe_optional(const char *label, const char *env_override,
+                               const char *const *candidates, size_t candidate_count,
+                               char *report, size_t report_capacity) {
+  char attempts[1024] = "";
+  xr_dynload_library_t library = {0};
+  char saved_error[1024];
+  snprintf(saved_error, sizeof saved_error, "%s", xr_last_error());
+  xr_status_t status = xr_dynload_open_and_resolve(env_override, candidates, candidate_count, NULL,
+                                                   0, NULL, &library, attempts, sizeof attempts);
+  xr_error(XR_OK, "%s", saved_error);
+  if (status != XR_OK) {
+    xr_dynload_report_append(report, report_capacity, "%s: absent (%s)", label, attempts);
+    return false;
+  }
+  xr_dynload_report_append(report, report_capacity, "%s: %s", label, library.path);
+  xr_dynload_close(&library);
+  return true;
+}
+
 void xr_dynload_close(xr_dynload_library_t *library) {
   if (library && library->handle) {
     dlclose(library->handle);

@@ -35,6 +35,13 @@ xr_status_t xr_dynload_open_and_resolve(const char *env_override,
                                         void *table, xr_dynload_library_t *out_library,
                                         char *report, size_t report_capacity);
 
+/* Whether an optional library (a vendor BLAS) can be loaded: tries `env_override`, then
+ * `candidates`, closes it again, and appends "<label>: <path>" or "<label>: absent (<every
+ * attempt>)" to `report`. Returns whether one loaded. Thread-safe. */
+bool xr_dynload_probe_optional(const char *label, const char *env_override,
+                               const char *const *candidates, size_t candidate_count,
+                               char *report, size_t report_capacity);
+
 /* Closes a library opened above (no-op when nothing was loaded). */
 void xr_dynload_close(xr_dynload_library_t *library);
 

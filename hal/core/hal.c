@@ -543,7 +543,7 @@ xr_status_t xr_hal_executable_create(xr_hal_device_t *device,
                     params->label ? params->label : "executable");
   }
   if (params->format < XR_HAL_EXECUTABLE_OPENCL_C ||
-      params->format > XR_HAL_EXECUTABLE_HIP_CODE_OBJECT) {
+      params->format > XR_HAL_EXECUTABLE_CUDA_SOURCE) {
     return xr_error(XR_INVALID_ARGUMENT, "xr_hal_executable_create: unknown format %d",
                     (int)params->format);
   }

@@ -1,0 +1,158 @@
+// The GEMM family on CUDA and HIP (kernels/gpu/gemm_gpu.c launches these): out = alpha * A B +
+// beta * C over the family's strided, batched problem (kernels/gemm.h), fp32 accumulation,
+// one rounding to the output dtype. Kernels exist per storage type: f32, f16, bf16.
+//  - xr_gemm_tiled_*: 64 x 64 output tiles through shared memory, any strides (transposed and
+//    broadcast operands included). Each tile of A and B is loaded with the operand's
+//    contiguous dimension across neighbouring threads, so loads coalesce either way round.
+//  - xr_gemv_*: M == 1 with K contiguous in B (decode-time `linear`): one warp per output,
+//    lanes striding over K, reduced across warpSize lanes (32 on NVIDIA, 64 on AMD Instinct).
+#include "hip_compat.h"
+#include "gemm_params.h"
+
+struct xr_io_f32 {
+  typedef float storage;
+  static __device__ __forceinline__ float load(const float *p, long long i) { return p[i]; }
+  static __device__ __forceinline__ void store(float *p, long long i, float v) { p[i] = v; }
+};
+
+struct xr_io_f16 {
+  typedef unsigned short storage;
+  static __device__ __forceinline__ float load(const unsigned short *p, long long i) {
+    return xr_half_to_float(p[i]);
+  }
+  static __device__ __forceinline__ void store(unsigned short *p, long long i, float v) {
+    p[i] = xr_float_to_half(v);
+  }
+};
+
+struct xr_io_bf16 {
+  typedef unsigned short storage;
+  static __device__ __forceinline__ float load(const unsigned short *p, long long i) {
+    return xr_bf16_to_float(p[i]);
+  }
+  static __device__ __forceinline__ void store(unsigned short *p, long long i, float v) {
+    p[i] = xr_float_to_bf16(v);
+  }
+};
+
+// Element offset of batch entry `batch` (row-major over batch_shape) in operand o.
+static __device__ __forceinline__ long long xr_batch_offset(const xr_gemm_gpu_params_t &p,
+                                                            const xr_gemm_gpu_operand_t &o,
+                                                            long long batch) {
+  long long offset = o.offset;
+  for (int d = (int)p.batch_rank - 1; d >= 0; d--) {
+    offset += (batch % p.batch_shape[d]) * o.batch_strides[d];
+    batch /= p.batch_shape[d];
+  }
+  return offset;
+}
+
+template <class IO>
+static __device__ void xr_gemm_tiled(const typename IO::storage *a, const typename IO::storage *b,
+                                     const typename IO::storage *c, typename IO::storage *out,
+                                     const xr_gemm_gpu_params_t &p) {
+  __shared__ float a_tile[XR_GEMM_TILE_K][XR_GEMM_TILE_M];
+  __shared__ float b_tile[XR_GEMM_TILE_K][XR_GEMM_TILE_N];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int thread = ty * XR_GEMM_THREADS_X + tx;
+  const int threads = XR_GEMM_THREADS_X * XR_GEMM_THREADS_Y;
+  const long long m0 = (long long)blockIdx.y * XR_GEMM_TILE_M;
+  const long long n0 = (long long)blockIdx.x * XR_GEMM_TILE_N;
+  // The contiguous dimension of each operand goes across neighbouring threads.
+  const bool a_m_fast = p.a.row_stride == 1 && p.a.col_stride != 1;
+  const bool b_k_fast = p.b.row_stride == 1 && p.b.col_stride != 1;
+
+  for (long long batch = blockIdx.z; batch < p.batch; batch += gridDim.z) {
+    const long long a_base = xr_batch_offset(p, p.a, batch);
+    const long long b_base = xr_batch_offset(p, p.b, batch);
+    float acc[4][4];
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 4; j++) acc[i][j] = 0.0f;
+
+    for (long long k0 = 0; k0 < p.K; k0 += XR_GEMM_TILE_K) {
+      for (int e = thread; e < XR_GEMM_TILE_M * XR_GEMM_TILE_K; e += threads) {
+        int mm = a_m_fast ? e % XR_GEMM_TILE_M : e / XR_GEMM_TILE_K;
+        int kk = a_m_fast ? e / XR_GEMM_TILE_M : e % XR_GEMM_TILE_K;
+        long long m = m0 + mm, k = k0 + kk;
+        a_tile[kk][mm] = m < p.M && k < p.K
+                             ? IO::load(a, a_base + m * p.a.row_stride + k * p.a.col_stride)
+                             : 0.0f;
+      }
+      for (int e = thread; e < XR_GEMM_TILE_N * XR_GEMM_TILE_K; e += threads) {
+        int nn = b_k_fast ? e / XR_GEMM_TILE_K : e % XR_GEMM_TILE_N;
+        int kk = b_k_fast ? e % XR_GEMM_TILE_K : e / XR_GEMM_TILE_N;
+        long long n = n0 + nn, k = k0 + kk;
+        b_tile[kk][nn] = n < p.N && k < p.K
+                             ? IO::load(b, b_base + k * p.b.row_stride + n * p.b.col_stride)
+                             : 0.0f;
+      }
+      __syncthreads();
+      for (int kk = 0; kk < XR_GEMM_TILE_K; kk++) {
+        float a_values[4], b_values[4];
+        for (int i = 0; i < 4; i++) a_values[i] = a_tile[kk][ty + i * XR_GEMM_THREADS_Y];
+        for (int j = 0; j < 4; j++) b_values[j] = b_tile[kk][tx + j * XR_GEMM_THREADS_X];
+        for (int i = 0; i < 4; i++)
+          for (int j = 0; j < 4; j++) acc[i][j] = fmaf(a_values[i], b_values[j], acc[i][j]);
+      }
+      __syncthreads();
+    }
+
+    const long long out_base = xr_batch_offset(p, p.out, batch);
+    const long long c_base = p.has_c ? xr_batch_offset(p, p.c, batch) : 0;
+    for (int i = 0; i < 4; i++) {
+      long long m = m0 + ty + i * XR_GEMM_THREADS_Y;
+      if (m >= p.M) continue;
+      for (int j = 0; j < 4; j++) {
+        long long n = n0 + tx + j * XR_GEMM_THREADS_X;
+        if (n >= p.N) continue;
+        float value = p.alpha * acc[i][j];
+        if (p.has_c && p.beta != 0.0f) {
+          value += p.beta * IO::load(c, c_base + m * p.c.row_stride + n * p.c.col_stride);
+        }
+        IO::store(out, out_base + m * p.out.row_stride + n * p.out.col_stride, value);
+      }
+    }
+  }
+}
+
+template <class IO>
+static __device__ void xr_gemv(const typename IO::storage *a, const typename IO::storage *b,
+                               const typename IO::storage *c, typename IO::storage *out,
+                               const xr_gemm_gpu_params_t &p) {
+  const int lane = threadIdx.x % warpSize;
+  const long long warps_per_block = blockDim.x / warpSize;
+  const long long n = (long long)blockIdx.x * warps_per_block + threadIdx.x / warpSize;
+  if (n >= p.N) return;  // whole warps leave together: no lane of a live warp is missing
+  for (long long batch = blockIdx.z; batch < p.batch; batch += gridDim.z) {
+    const long long a_base = xr_batch_offset(p, p.a, batch);
+    const long long b_base = xr_batch_offset(p, p.b, batch) + n * p.b.col_stride;
+    float sum = 0.0f;
+    for (long long k = lane; k < p.K; k += warpSize) {
+      sum = fmaf(IO::load(a, a_base + k * p.a.col_stride), IO::load(b, b_base + k), sum);
+    }
+    sum = xr_warp_sum(sum);
+    if (lane == 0) {
+      float value = p.alpha * sum;
+      if (p.has_c && p.beta != 0.0f) {
+        value += p.beta * IO::load(c, xr_batch_offset(p, p.c, batch) + n * p.c.col_stride);
+      }
+      IO::store(out, xr_batch_offset(p, p.out, batch) + n * p.out.col_stride, value);
+    }
+  }
+}
+
+#define XR_GEMM_KERNELS(suffix, IO)                                                          \
+  extern "C" __global__ void __launch_bounds__(XR_GEMM_THREADS_X * XR_GEMM_THREADS_Y)         \
+      xr_gemm_tiled_##suffix(const IO::storage *a, const IO::storage *b, const IO::storage *c, \
+                             IO::storage *out, xr_gemm_gpu_params_t p) {                      \
+    xr_gemm_tiled<IO>(a, b, c, out, p);                                                        \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(XR_GEMV_THREADS)                               \
+      xr_gemv_##suffix(const IO::storage *a, const IO::storage *b, const IO::storage *c,       \
+                       IO::storage *out, xr_gemm_gpu_params_t p) {                            \
+    xr_gemv<IO>(a, b, c, out, p);                                                              \
+  }
+
+XR_GEMM_KERNELS(f32, xr_io_f32)
+XR_GEMM_KERNELS(f16, xr_io_f16)
+XR_GEMM_KERNELS(bf16, xr_io_bf16)

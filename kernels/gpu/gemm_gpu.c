@@ -1,0 +1,173 @@
+/* The GEMM family on cuda and hip devices: kernels/gpu/gemm.cu, one CUDA C++ source compiled at
+ * run time for the device (NVRTC / hiprtc), launched through the HAL. This file is the pattern
+ * for every GPU implementation (docs/gpu.md):
+ *   supports()  says UNIMPLEMENTED, with the reason, for what the kernels cannot run;
+ *   prepare()   builds the executable once (cached on disk), picks the kernel, fills the
+ *               by-value parameter block and the dispatch;
+ *   enqueue()   is a single xr_hal_stream_dispatch, no allocation;
+ *   release()   destroys the executable.
+ * Two impls share the code and differ only in their driver: "cuda.gemm_tiled", "hip.gemm_tiled". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/family.h"
+#include "kernels/gemm.h"
+#include "kernels/gpu/gemm_params.h"
+#include "kernels/gpu/sources.h"
+
+_Static_assert(XR_MAX_RANK <= XR_GEMM_GPU_MAX_BATCH_RANK,
+               "the GPU parameter block holds every batch dimension");
+
+/* Largest grid dimension y/z on both vendors (x allows 2^31 - 1). */
+#define MAX_GRID_YZ 65535u
+
+static bool gpu_dtype(xr_dtype_t dtype) {
+  return dtype == XR_DTYPE_F32 || dtype == XR_DTYPE_F16 || dtype == XR_DTYPE_BF16;
+}
+
+static xr_status_t gemm_gpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  const xr_gemm_problem_t *p = plan->problem;
+  if (!gpu_dtype(p->a_dtype) || p->b_dtype != p->a_dtype || p->out_dtype != p->a_dtype) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: %s x %s -> %s: the GPU kernels take f32, f16 or bf16 "
+                    "operands of one dtype", plan->op->name, xr_dtype_name(p->a_dtype),
+                    xr_dtype_name(p->b_dtype), xr_dtype_name(p->out_dtype));
+  }
+  if (p->c.index >= 0 && plan->inputs[p->c.index]->dtype != p->out_dtype) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: the added tensor is %s, the output %s", plan->op->name,
+                    xr_dtype_name(plan->inputs[p->c.index]->dtype), xr_dtype_name(p->out_dtype));
+  }
+  if ((uint64_t)(p->M + XR_GEMM_TILE_M - 1) / XR_GEMM_TILE_M > MAX_GRID_YZ) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: M = %lld exceeds the tiled kernel's grid (%u rows "
+                    "of %d)", plan->op->name, (long long)p->M, MAX_GRID_YZ, XR_GEMM_TILE_M);
+  }
+  if ((uint64_t)(p->N + XR_GEMM_TILE_N - 1) / XR_GEMM_TILE_N > 0x7fffffffu) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: N = %lld exceeds the kernel's grid", plan->op->name,
+                    (long long)p->N);
+  }
+  return XR_OK;
+}
+
+typedef struct gemm_gpu_state {
+  xr_hal_executable_t *executable;
+  xr_hal_kernel_t *kernel;
+  xr_gemm_gpu_params_t params;
+  xr_hal_kernel_arg_t args[5];
+  xr_hal_dispatch_t dispatch;
+  bool empty; /* M or N is 0: nothing to launch */
+} gemm_gpu_state_t;
+
+static void copy_operand(const xr_gemm_problem_t *p, const xr_gemm_operand_t *o, int64_t offset,
+                         xr_gemm_gpu_operand_t *out) {
+  out->offset = offset;
+  out->row_stride = o->row_stride;
+  out->col_stride = o->col_stride;
+  for (int d = 0; d < p->batch_rank; d++) out->batch_strides[d] = o->batch_strides[d];
+}
+
+static const char *dtype_suffix(xr_dtype_t dtype) {
+  return dtype == XR_DTYPE_F32 ? "f32" : dtype == XR_DTYPE_F16 ? "f16" : "bf16";
+}
+
+static void gemm_gpu_release(void *state) {
+  gemm_gpu_state_t *s = state;
+  if (!s) return;
+  xr_hal_executable_destroy(s->executable);
+  free(s);
+}
+
+static xr_status_t gemm_gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                                    const xr_tensor_t *tensors, void **out_state) {
+  const xr_gemm_problem_t *p = plan->problem;
+  gemm_gpu_state_t *s = calloc(1, sizeof *s);
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", plan->op->name);
+  xr_gemm_gpu_params_t *q = &s->params;
+  q->M = p->M;
+  q->N = p->N;
+  q->K = p->K;
+  q->batch = p->batch;
+  q->batch_rank = p->batch_rank;
+  for (int d = 0; d < p->batch_rank; d++) q->batch_shape[d] = p->batch_shape[d];
+  const xr_tensor_t *a = &tensors[p->a.index], *b = &tensors[p->b.index];
+  const xr_tensor_t *out = &tensors[p->out.index];
+  const xr_tensor_t *c = p->c.index >= 0 ? &tensors[p->c.index] : NULL;
+  copy_operand(p, &p->a, a->offset, &q->a);
+  copy_operand(p, &p->b, b->offset, &q->b);
+  copy_operand(p, &p->out, out->offset, &q->out);
+  if (c) copy_operand(p, &p->c, c->offset, &q->c);
+  q->alpha = (float)p->alpha;
+  q->beta = (float)p->beta;
+  q->has_c = c != NULL;
+  s->empty = p->M == 0 || p->N == 0 || p->batch == 0;
+  if (s->empty) {
+    *out_state = s;
+    return XR_OK;
+  }
+
+  xr_hal_device_properties_t properties;
+  xr_status_t status = xr_hal_device_properties(device, &properties);
+  if (status == XR_OK) status = xr_gpu_build(device, "gemm.cu", NULL, &s->executable);
+  if (status != XR_OK) {
+    free(s);
+    return xr_error_prefix(status, "%s: ", plan->op->name);
+  }
+  /* M == 1 with K contiguous in B (a decode-time linear): one warp per output column. The warp
+   * width comes from the device (32 on NVIDIA, 64 on AMD Instinct). */
+  uint32_t warp = properties.simd_width;
+  bool gemv = p->M == 1 && p->b.row_stride == 1 && warp > 0 && XR_GEMV_THREADS % warp == 0;
+  char name[64];
+  snprintf(name, sizeof name, "%s_%s", gemv ? "xr_gemv" : "xr_gemm_tiled",
+           dtype_suffix(p->out_dtype));
+  status = xr_hal_kernel_lookup(s->executable, name, &s->kernel);
+  if (status != XR_OK) {
+    gemm_gpu_release(s);
+    return xr_error_prefix(status, "%s: ", plan->op->name);
+  }
+  uint32_t batches = p->batch > MAX_GRID_YZ ? MAX_GRID_YZ : (uint32_t)p->batch;
+  if (gemv) {
+    uint32_t columns_per_block = XR_GEMV_THREADS / warp;
+    s->dispatch = (xr_hal_dispatch_t){
+        .grid = {(uint32_t)((p->N + columns_per_block - 1) / columns_per_block), 1, batches},
+        .block = {XR_GEMV_THREADS, 1, 1}};
+  } else {
+    s->dispatch = (xr_hal_dispatch_t){
+        .grid = {(uint32_t)((p->N + XR_GEMM_TILE_N - 1) / XR_GEMM_TILE_N),
+                 (uint32_t)((p->M + XR_GEMM_TILE_M - 1) / XR_GEMM_TILE_M), batches},
+        .block = {XR_GEMM_THREADS_X, XR_GEMM_THREADS_Y, 1}};
+  }
+  /* Without C the kernel never reads its pointer; any buffer of the device will do. */
+  s->args[0] = xr_hal_arg_buffer(a->buffer);
+  s->args[1] = xr_hal_arg_buffer(b->buffer);
+  s->args[2] = xr_hal_arg_buffer(c ? c->buffer : out->buffer);
+  s->args[3] = xr_hal_arg_buffer(out->buffer);
+  s->args[4] = xr_hal_arg_bytes(&s->params, sizeof s->params);
+  s->dispatch.args = s->args;
+  s->dispatch.arg_count = 5;
+  *out_state = s;
+  return XR_OK;
+}
+
+static xr_status_t gemm_gpu_enqueue(void *state, xr_hal_stream_t *stream) {
+  gemm_gpu_state_t *s = state;
+  if (s->empty) return XR_OK;
+  return xr_hal_stream_dispatch(stream, s->kernel, &s->dispatch);
+}
+
+const xr_kernel_impl_t xr_gemm_cuda_impl = {
+    .name = "cuda.gemm_tiled",
+    .driver = "cuda",
+    .supports = gemm_gpu_supports,
+    .prepare = gemm_gpu_prepare,
+    .enqueue = gemm_gpu_enqueue,
+    .release = gemm_gpu_release,
+};
+
+const xr_kernel_impl_t xr_gemm_hip_impl = {
+    .name = "hip.gemm_tiled",
+    .driver = "hip",
+    .supports = gemm_gpu_supports,
+    .prepare = gemm_gpu_prepare,
+    .enqueue = gemm_gpu_enqueue,
+    .release = gemm_gpu_release,
+};

@@ -1,0 +1,38 @@
+/* The GEMM family's problem as the GPU kernels (kernels/gpu/gemm.cu) receive it: one by-value
+ * argument shared by the host (C, kernels/gpu/gemm_gpu.c) and the device (CUDA/HIP C++), so
+ * only types with the same size and alignment on both sides appear here (long long, float,
+ * int). Offsets and strides count elements. */
+#ifndef XR_KERNELS_GPU_GEMM_PARAMS_H
+#define XR_KERNELS_GPU_GEMM_PARAMS_H
+
+#define XR_GEMM_GPU_MAX_BATCH_RANK 16
+
+typedef struct xr_gemm_gpu_operand {
+  long long offset;                                 /* the view's first element */
+  long long row_stride, col_stride;
+  long long batch_strides[XR_GEMM_GPU_MAX_BATCH_RANK];
+} xr_gemm_gpu_operand_t;
+
+/* out[b][m][n] = alpha * sum_k a[b][m][k] * b[b][k][n] + beta * c[b][m][n] (c when has_c) */
+typedef struct xr_gemm_gpu_params {
+  long long M, N, K;
+  long long batch;                                  /* product of batch_shape */
+  long long batch_rank;
+  long long batch_shape[XR_GEMM_GPU_MAX_BATCH_RANK];
+  xr_gemm_gpu_operand_t a, b, c, out;
+  float alpha, beta;
+  int has_c;
+  int reserved;
+} xr_gemm_gpu_params_t;
+
+/* Tile of the tiled kernel: TILE_M x TILE_N outputs per block of 16 x 16 threads (4 x 4 per
+ * thread), stepping TILE_K along K. */
+#define XR_GEMM_TILE_M 64
+#define XR_GEMM_TILE_N 64
+#define XR_GEMM_TILE_K 16
+#define XR_GEMM_THREADS_X 16
+#define XR_GEMM_THREADS_Y 16
+/* Threads per block of the M == 1 kernel: blockDim.x / warpSize outputs per block. */
+#define XR_GEMV_THREADS 256
+
+#endif

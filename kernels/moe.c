@@ -1,0 +1,722 @@
+/* The mixture-of-experts family (semantics and layouts in kernels/moe.h): argument analysis and
+ * the plain-C references. The references walk tokens (or sorted positions) one at a time,
+ * accumulate in double and round once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/family.h"
+#include "kernels/moe.h"
+
+static const char *const moe_ops[] = {
+    "_moe_C::moe_align_block_size", "_moe_C::topk_softmax", "vllm::outplace_fused_experts",
+    "vllm::inplace_fused_experts",  "vllm::moe_forward",    "aiter::moe_sorting_fwd",
+    "aiter::ck_moe_stage1",         "aiter::ck_moe_stage2", NULL,
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* analysis                                                                                    */
+
+static bool is_float(xr_dtype_t d) {
+  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
+}
+static bool is_index(xr_dtype_t d) { return d == XR_DTYPE_I32 || d == XR_DTYPE_I64; }
+
+static const xr_tensor_spec_t *spec(const xr_op_plan_t *plan, int index) {
+  return plan->inputs[index];
+}
+
+/* Checks rank and (where `want` >= 0) each dimension; names the argument. */
+static xr_status_t need_shape(const xr_op_plan_t *plan, int index, const char *name, int rank,
+                              int64_t d0, int64_t d1, int64_t d2) {
+  const xr_tensor_spec_t *t = spec(plan, index);
+  if (t->rank != rank)
+    return xr_plan_error(plan, "%s: expected a %d-D tensor, got %d-D", name, rank, t->rank);
+  const int64_t want[3] = {d0, d1, d2};
+  for (int d = 0; d < rank && d < 3; d++)
+    if (want[d] >= 0 && t->shape[d] != want[d])
+      return xr_plan_error(plan, "%s: dimension %d is %lld, expected %lld", name, d,
+                           (long long)t->shape[d], (long long)want[d]);
+  return XR_OK;
+}
+
+static xr_status_t need_dtype(const xr_op_plan_t *plan, int index, const char *name,
+                              bool (*ok)(xr_dtype_t), const char *what) {
+  xr_dtype_t d = spec(plan, index)->dtype;
+  if (!ok(d)) return xr_plan_error(plan, "%s: expected %s, got %s", name, what, xr_dtype_name(d));
+  return XR_OK;
+}
+
+static bool is_i32(xr_dtype_t d) { return d == XR_DTYPE_I32; }
+static bool is_f32(xr_dtype_t d) { return d == XR_DTYPE_F32; }
+
+static void unsupported(xr_moe_problem_t *p, const char *fmt, const char *what) {
+  if (!p->unsupported[0]) snprintf(p->unsupported, sizeof p->unsupported, fmt, what);
+}
+
+/* Optional arguments that select a variant we do not run: present tensors, true flags, or
+ * non-zero ints make the problem unsupported (with the argument's name). */
+static void reject_tensors(const xr_op_plan_t *plan, xr_moe_problem_t *p, const char *const *names) {
+  for (; *names; names++) {
+    const xr_value_t *v = xr_op_arg(plan->op, -1, *names);
+    if (v && v->kind != XR_VALUE_NULL) unsupported(p, "%s is not supported", *names);
+  }
+}
+static void reject_true(const xr_op_plan_t *plan, xr_moe_problem_t *p, const char *const *names) {
+  for (; *names; names++) {
+    const xr_value_t *v = xr_op_arg(plan->op, -1, *names);
+    if (v && ((v->kind == XR_VALUE_BOOL && v->as.b) || (v->kind == XR_VALUE_INT && v->as.i)))
+      unsupported(p, "%s is not supported (unquantised weights only)", *names);
+  }
+}
+
+/* The outputs an op writes even where a trace's schema type lacks the "!" (aiter's ops). */
+static void mark_written(xr_op_plan_t *plan, int index) {
+  if (index >= 0 && (size_t)index < plan->input_count) plan->input_written[index] = true;
+}
+
+static xr_status_t analyze_align(xr_op_plan_t *plan, xr_moe_problem_t *p) {
+  const xr_op_t *op = plan->op;
+  xr_status_t st;
+  if ((st = xr_arg_tensor(plan, 0, "topk_ids", true, &p->topk_ids)) ||
+      (st = xr_arg_int(op, 1, "num_experts", true, &p->E)) ||
+      (st = xr_arg_int(op, 2, "block_size", true, &p->block)) ||
+      (st = xr_arg_tensor(plan, 3, "sorted_token_ids", true, &p->sorted_ids)) ||
+      (st = xr_arg_tensor(plan, 4, "experts_ids", true, &p->expert_ids)) ||
+      (st = xr_arg_tensor(plan, 5, "num_tokens_post_pad", true, &p->num_valid)) ||
+      (st = need_dtype(plan, p->topk_ids, "topk_ids", is_index, "int32 or int64")) ||
+      (st = need_dtype(plan, p->sorted_ids, "sorted_token_ids", is_i32, "int32")) ||
+      (st = need_dtype(plan, p->expert_ids, "experts_ids", is_i32, "int32")) ||
+      (st = need_dtype(plan, p->num_valid, "num_tokens_post_pad", is_i32, "int32")) ||
+      (st = need_shape(plan, p->sorted_ids, "sorted_token_ids", 1, -1, -1, -1)) ||
+      (st = need_shape(plan, p->expert_ids, "experts_ids", 1, -1, -1, -1)) ||
+      (st = need_shape(plan, p->num_valid, "num_tokens_post_pad", 1, -1, -1, -1)))
+    return st;
+  const xr_tensor_spec_t *ids = spec(plan, p->topk_ids);
+  if (ids->rank < 1 || ids->rank > 2)
+    return xr_plan_error(plan, "topk_ids: expected a 1-D or 2-D tensor, got %d-D", ids->rank);
+  if (p->E < 1 || p->block < 1)
+    return xr_plan_error(plan, "num_experts (%lld) and block_size (%lld) must be positive",
+                         (long long)p->E, (long long)p->block);
+  if (spec(plan, p->num_valid)->shape[0] < 1)
+    return xr_plan_error(plan, "num_tokens_post_pad: expected at least one element");
+  p->M = ids->shape[0];
+  p->topk = ids->rank == 2 ? ids->shape[1] : 1;
+  p->sorted_len = spec(plan, p->sorted_ids)->shape[0];
+  p->blocks_len = spec(plan, p->expert_ids)->shape[0];
+  mark_written(plan, p->sorted_ids);
+  mark_written(plan, p->expert_ids);
+  mark_written(plan, p->num_valid);
+  plan->bytes = (double)xr_spec_numel(ids) * (double)xr_dtype_size(ids->dtype) +
+                4.0 * (double)(p->sorted_len + p->blocks_len + 1);
+  return XR_OK;
+}
+
+static xr_status_t analyze_topk_softmax(xr_op_plan_t *plan, xr_moe_problem_t *p) {
+  xr_status_t st;
+  if ((st = xr_arg_tensor(plan, 0, "topk_weights", true, &p->topk_weights)) ||
+      (st = xr_arg_tensor(plan, 1, "topk_indices", true, &p->topk_ids)) ||
+      (st = xr_arg_tensor(plan, 2, "token_expert_indices", true, &p->token_expert_indices)) ||
+      (st = xr_arg_tensor(plan, 3, "gating_output", true, &p->logits)) ||
+      (st = xr_arg_bool(plan->op, 4, "renormalize", false, &p->renormalize)) ||
+      (st = need_shape(plan, p->logits, "gating_output", 2, -1, -1, -1)) ||
+      (st = need_dtype(plan, p->logits, "gating_output", is_float, "fp32, fp16 or bf16")))
+    return st;
+  p->M = spec(plan, p->logits)->shape[0];
+  p->E = spec(plan, p->logits)->shape[1];
+  const xr_tensor_spec_t *w = spec(plan, p->topk_weights);
+  p->topk = w->rank == 2 ? w->shape[1] : -1;
+  if ((st = need_shape(plan, p->topk_weights, "topk_weights", 2, p->M, -1, -1)) ||
+      (st = need_shape(plan, p->topk_ids, "topk_indices", 2, p->M, p->topk, -1)) ||
+      (st = need_shape(plan, p->token_expert_indices, "token_expert_indices", 2, p->M, p->topk, -1)) ||
+      (st = need_dtype(plan, p->topk_weights, "topk_weights", is_float, "a float dtype")) ||
+      (st = need_dtype(plan, p->topk_ids, "topk_indices", is_index, "int32 or int64")) ||
+      (st = need_dtype(plan, p->token_expert_indices, "token_expert_indices", is_index,
+                       "int32 or int64")))
+    return st;
+  if (p->topk < 1 || p->topk > p->E)
+    return xr_plan_error(plan, "top-%lld of %lld experts", (long long)p->topk, (long long)p->E);
+  static const char *const variants[] = {"bias", NULL};
+  reject_tensors(plan, p, variants);
+  mark_written(plan, p->topk_weights);
+  mark_written(plan, p->topk_ids);
+  mark_written(plan, p->token_expert_indices);
+  p->dtype = spec(plan, p->logits)->dtype;
+  plan->flops = 4.0 * (double)(p->M * p->E);
+  plan->bytes = (double)(p->M * p->E) * (double)xr_dtype_size(p->dtype) + 12.0 * (double)(p->M * p->topk);
+  return XR_OK;
+}
+
+/* w1 [E, 2N, K] and w2 [E, K, N] against hidden [M, K]; sets E, N, K, dtype. */
+static xr_status_t analyze_weights(xr_op_plan_t *plan, xr_moe_problem_t *p) {
+  xr_status_t st;
+  if ((st = need_shape(plan, p->hidden, "hidden_states", 2, -1, -1, -1)) ||
+      (st = need_shape(plan, p->w1, "w1", 3, -1, -1, -1)) ||
+      (st = need_dtype(plan, p->hidden, "hidden_states", is_float, "fp32, fp16 or bf16")))
+    return st;
+  p->M = spec(plan, p->hidden)->shape[0];
+  p->K = spec(plan, p->hidden)->shape[1];
+  p->E = spec(plan, p->w1)->shape[0];
+  p->N = spec(plan, p->w1)->shape[1] / 2;
+  p->dtype = spec(plan, p->hidden)->dtype;
+  if (spec(plan, p->w1)->shape[1] % 2)
+    return xr_plan_error(plan, "w1: %lld rows, expected 2 x the intermediate size (gate, up)",
+                         (long long)spec(plan, p->w1)->shape[1]);
+  if ((st = need_shape(plan, p->w1, "w1", 3, p->E, 2 * p->N, p->K)) ||
+      (st = need_shape(plan, p->w2, "w2", 3, p->E, p->K, p->N)))
+    return st;
+  if (spec(plan, p->w1)->dtype != p->dtype || spec(plan, p->w2)->dtype != p->dtype)
+    return xr_plan_error(plan, "hidden_states, w1 and w2 must share a dtype (got %s, %s, %s)",
+                         xr_dtype_name(p->dtype), xr_dtype_name(spec(plan, p->w1)->dtype),
+                         xr_dtype_name(spec(plan, p->w2)->dtype));
+  return XR_OK;
+}
+
+static double expert_flops(const xr_moe_problem_t *p) {
+  return 6.0 * (double)p->M * (double)p->topk * (double)p->K * (double)p->N;
+}
+
+static double expert_bytes(const xr_moe_problem_t *p) {
+  double es = (double)xr_dtype_size(p->dtype);
+  return es * (3.0 * (double)p->E * (double)p->N * (double)p->K + 2.0 * (double)p->M * (double)p->K);
+}
+
+static xr_status_t analyze_fused(xr_op_plan_t *plan, xr_moe_problem_t *p, bool inplace) {
+  const xr_op_t *op = plan->op;
+  xr_status_t st;
+  const char *activation = "silu";
+  if ((st = xr_arg_tensor(plan, 0, "hidden_states", true, &p->hidden)) ||
+      (st = xr_arg_tensor(plan, 1, "w1", true, &p->w1)) ||
+      (st = xr_arg_tensor(plan, 2, "w2", true, &p->w2)) ||
+      (st = xr_arg_tensor(plan, 3, "topk_weights", true, &p->topk_weights)) ||
+      (st = xr_arg_tensor(plan, 4, "topk_ids", true, &p->topk_ids)) ||
+      (st = xr_arg_string(op, -1, "activation", false, &activation)) ||
+      (st = xr_arg_bool(op, -1, "apply_router_weight_on_input", false, &p->weight_on_input)) ||
+      (st = analyze_weights(plan, p)))
+    return st;
+  const xr_tensor_spec_t *ids = spec(plan, p->topk_ids);
+  p->topk = ids->rank == 2 ? ids->shape[1] : -1;
+  if ((st = need_shape(plan, p->topk_ids, "topk_ids", 2, p->M, -1, -1)) ||
+      (st = need_shape(plan, p->topk_weights, "topk_weights", 2, p->M, p->topk, -1)) ||
+      (st = need_dtype(plan, p->topk_ids, "topk_ids", is_index, "int32 or int64")) ||
+      (st = need_dtype(plan, p->topk_weights, "topk_weights", is_float, "a float dtype")))
+    return st;
+  if (strcmp(activation, "silu")) unsupported(p, "activation '%s' (only silu)", activation);
+  static const char *const flags[] = {"use_fp8_w8a8", "use_int8_w8a8", "use_int8_w8a16",
+                                      "use_int4_w4a16", "use_mxfp4_w4a4", "per_channel_quant", NULL};
+  static const char *const tensors[] = {"expert_map", "w1_scale", "w2_scale", "w1_zp", "w2_zp",
+                                        "a1_scale", "a2_scale", "block_shape", "w1_bias",
+                                        "w2_bias", "ocp_mx_scheme", NULL};
+  reject_true(plan, p, flags);
+  reject_tensors(plan, p, tensors);
+  if (inplace) {
+    p->out = p->hidden;
+    mark_written(plan, p->hidden);
+  } else {
+    p->out = (int)plan->input_count;
+    plan->return_count = 1;
+    xr_desc_set(&plan->returns[0], p->dtype, 2, spec(plan, p->hidden)->shape);
+  }
+  plan->flops = expert_flops(p);
+  plan->bytes = expert_bytes(p);
+  return XR_OK;
+}
+
+static xr_status_t analyze_forward(xr_op_plan_t *plan, xr_moe_problem_t *p) {
+  const xr_op_t *op = plan->op;
+  xr_status_t st;
+  p->renormalize = true;
+  if ((st = xr_arg_tensor(plan, 0, "hidden_states", true, &p->hidden)) ||
+      (st = xr_arg_tensor(plan, 1, "router_logits", true, &p->logits)) ||
+      (st = xr_arg_tensor(plan, -1, "w1", false, &p->w1)) ||
+      (st = xr_arg_tensor(plan, -1, "w2", false, &p->w2)) ||
+      (st = xr_arg_int(op, -1, "top_k", false, &p->topk)) ||
+      (st = xr_arg_bool(op, -1, "renormalize", false, &p->renormalize)) ||
+      (st = need_shape(plan, p->hidden, "hidden_states", 2, -1, -1, -1)) ||
+      (st = need_dtype(plan, p->hidden, "hidden_states", is_float, "fp32, fp16 or bf16")))
+    return st;
+  p->M = spec(plan, p->hidden)->shape[0];
+  p->K = spec(plan, p->hidden)->shape[1];
+  p->dtype = spec(plan, p->hidden)->dtype;
+  p->out = (int)plan->input_count;
+  plan->return_count = 1;
+  xr_desc_set(&plan->returns[0], p->dtype, 2, spec(plan, p->hidden)->shape);
+  if ((st = need_shape(plan, p->logits, "router_logits", 2, p->M, -1, -1)) ||
+      (st = need_dtype(plan, p->logits, "router_logits", is_float, "a float dtype")))
+    return st;
+  if (p->w1 < 0 || p->w2 < 0 || p->topk < 1) {
+    /* A trace holds only the layer's name: its weights live in the serving process. */
+    unsupported(p, "%s: the layer's weights are not in the trace (add w1, w2 and top_k)",
+                op->name);
+    return XR_OK;
+  }
+  if ((st = analyze_weights(plan, p))) return st;
+  if (spec(plan, p->logits)->shape[1] != p->E)
+    return xr_plan_error(plan, "router_logits: %lld experts, w1 has %lld",
+                         (long long)spec(plan, p->logits)->shape[1], (long long)p->E);
+  if (p->topk > p->E)
+    return xr_plan_error(plan, "top_k %lld exceeds %lld experts", (long long)p->topk, (long long)p->E);
+  plan->flops = expert_flops(p);
+  plan->bytes = expert_bytes(p);
+  return XR_OK;
+}
+
+static xr_status_t analyze_sorting(xr_op_plan_t *plan, xr_moe_problem_t *p) {
+  const xr_op_t *op = plan->op;
+  xr_status_t st;
+  if ((st = xr_arg_tensor(plan, 0, "topk_ids", true, &p->topk_ids)) ||
+      (st = xr_arg_tensor(plan, 1, "topk_weights", true, &p->topk_weights)) ||
+      (st = xr_arg_tensor(plan, 2, "sorted_token_ids", true, &p->sorted_ids)) ||
+      (st = xr_arg_tensor(plan, 3, "sorted_weights", true, &p->sorted_weights)) ||
+      (st = xr_arg_tensor(plan, 4, "sorted_expert_ids", true, &p->expert_ids)) ||
+      (st = xr_arg_tensor(plan, 5, "num_valid_ids", true, &p->num_valid)) ||
+      (st = xr_arg_tensor(plan, 6, "moe_buf", false, &p->moe_buf)) ||
+      (st = xr_arg_int(op, 7, "num_experts", true, &p->E)) ||
+      (st = xr_arg_int(op, 8, "unit_size", true, &p->block)) ||
+      (st = need_shape(plan, p->topk_ids, "topk_ids", 2, -1, -1, -1)) ||
+      (st = need_dtype(plan, p->topk_ids, "topk_ids", is_index, "int32 or int64")))
+    return st;
+  p->M = spec(plan, p->topk_ids)->shape[0];
+  p->topk = spec(plan, p->topk_ids)->shape[1];
+  if ((st = need_shape(plan, p->topk_weights, "topk_weights", 2, p->M, p->topk, -1)) ||
+      (st = need_dtype(plan, p->topk_weights, "topk_weights", is_float, "a float dtype")) ||
+      (st = need_shape(plan, p->sorted_ids, "sorted_token_ids", 1, -1, -1, -1)) ||
+      (st = need_dtype(plan, p->sorted_ids, "sorted_token_ids", is_i32, "int32")) ||
+      (st = need_shape(plan, p->sorted_weights, "sorted_weights", 1, -1, -1, -1)) ||
+      (st = need_dtype(plan, p->sorted_weights, "sorted_weights", is_f32, "fp32")) ||
+      (st = need_shape(plan, p->expert_ids, "sorted_expert_ids", 1, -1, -1, -1)) ||
+      (st = need_dtype(plan, p->expert_ids, "sorted_expert_ids", is_i32, "int32")) ||
+      (st = need_shape(plan, p->num_valid, "num_valid_ids", 1, -1, -1, -1)) ||
+      (st = need_dtype(plan, p->num_valid, "num_valid_ids", is_i32, "int32")))
+    return st;
+  p->sorted_len = spec(plan, p->sorted_ids)->shape[0];
+  p->blocks_len = spec(plan, p->expert_ids)->shape[0];
+  if (spec(plan, p->sorted_weights)->shape[0] != p->sorted_len)
+    return xr_plan_error(plan, "sorted_weights: %lld elements, sorted_token_ids %lld",
+                         (long long)spec(plan, p->sorted_weights)->shape[0], (long long)p->sorted_len);
+  if (p->E < 1 || p->block < 1)
+    return xr_plan_error(plan, "num_experts (%lld) and unit_size (%lld) must be positive",
+                         (long long)p->E, (long long)p->block);
+  if (p->M >= (1 << 24) || p->topk > 255)
+    return xr_plan_error(plan, "topk_ids [%lld, %lld]: packed ids hold 24-bit tokens, 8-bit slots",
+                         (long long)p->M, (long long)p->topk);
+  if (spec(plan, p->num_valid)->shape[0] < 1)
+    return xr_plan_error(plan, "num_valid_ids: expected at least one element");
+  if (p->moe_buf >= 0 && !is_float(spec(plan, p->moe_buf)->dtype))
+    return xr_plan_error(plan, "moe_buf: expected a float dtype");
+  static const char *const variants[] = {"local_expert_mask", "expert_mask", "num_local_tokens", NULL};
+  reject_tensors(plan, p, variants);
+  mark_written(plan, p->sorted_ids);
+  mark_written(plan, p->sorted_weights);
+  mark_written(plan, p->expert_ids);
+  mark_written(plan, p->num_valid);
+  mark_written(plan, p->moe_buf);
+  plan->bytes = 8.0 * (double)(p->M * p->topk) + 8.0 * (double)p->sorted_len;
+  return XR_OK;
+}
+
+/* ck_moe_stage1 / stage2: hidden_states (stage 2: inter_states [M, topk, N]), w1, w2, the
+ * sorted ids, out, topk, then named options. */
+static xr_status_t analyze_stage(xr_op_plan_t *plan, xr_moe_problem_t *p, int stage) {
+  const xr_op_t *op = plan->op;
+  xr_status_t st;
+  int inter = -1;
+  int64_t quant = 0, activation = 0;
+  p->block = 32;
+  if ((st = xr_arg_tensor(plan, 0, stage == 1 ? "hidden_states" : "inter_states", true, &inter)) ||
+      (st = xr_arg_tensor(plan, 1, "w1", true, &p->w1)) ||
+      (st = xr_arg_tensor(plan, 2, "w2", true, &p->w2)) ||
+      (st = xr_arg_tensor(plan, 3, "sorted_token_ids", true, &p->sorted_ids)) ||
+      (st = xr_arg_tensor(plan, 4, "sorted_expert_ids", true, &p->expert_ids)) ||
+      (st = xr_arg_tensor(plan, 5, "num_valid_ids", true, &p->num_valid)) ||
+      (st = xr_arg_tensor(plan, 6, "out", true, &p->out)) ||
+      (st = xr_arg_int(op, 7, "topk", true, &p->topk)) ||
+      (st = xr_arg_int(op, -1, "block_m", false, &p->block)) ||
+      (st = xr_arg_tensor(plan, -1, "sorted_weights", false, &p->sorted_weights)) ||
+      (st = xr_arg_int(op, -1, "quant_type", false, &quant)) ||
+      (st = xr_arg_int(op, -1, "activation", false, &activation)) ||
+      (st = need_shape(plan, p->w1, "w1", 3, -1, -1, -1)) ||
+      (st = need_shape(plan, p->w2, "w2", 3, -1, -1, -1)) ||
+      (st = need_dtype(plan, inter, stage == 1 ? "hidden_states" : "inter_states", is_float,
+                       "fp32, fp16 or bf16")))
+    return st;
+  p->hidden = inter;
+  p->E = spec(plan, p->w2)->shape[0];
+  p->K = spec(plan, p->w2)->shape[1];
+  p->N = spec(plan, p->w2)->shape[2];
+  p->dtype = spec(plan, inter)->dtype;
+  p->M = spec(plan, inter)->shape[0];
+  if (p->topk < 1 || p->block < 1)
+    return xr_plan_error(plan, "topk (%lld) and block_m (%lld) must be positive",
+                         (long long)p->topk, (long long)p->block);
+  if ((st = need_shape(plan, p->w1, "w1", 3, p->E, 2 * p->N, p->K)) ||
+      (stage == 1 && (st = need_shape(plan, inter, "hidden_states", 2, -1, p->K, -1))) ||
+      (stage == 2 && (st = need_shape(plan, inter, "inter_states", 3, -1, p->topk, p->N))) ||
+      (stage == 1 && (st = need_shape(plan, p->out, "out", 3, p->M, p->topk, p->N))) ||
+      (stage == 2 && (st = need_shape(plan, p->out, "out", 2, p->M, p->K, -1))) ||
+      (st = need_shape(plan, p->sorted_ids, "sorted_token_ids", 1, -1, -1, -1)) ||
+      (st = need_dtype(plan, p->sorted_ids, "sorted_token_ids", is_i32, "int32")) ||
+      (st = need_shape(plan, p->expert_ids, "sorted_expert_ids", 1, -1, -1, -1)) ||
+      (st = need_dtype(plan, p->expert_ids, "sorted_expert_ids", is_i32, "int32")) ||
+      (st = need_shape(plan, p->num_valid, "num_valid_ids", 1, -1, -1, -1)) ||
+      (st = need_dtype(plan, p->num_valid, "num_valid_ids", is_i32, "int32")))
+    return st;
+  p->sorted_len = spec(plan, p->sorted_ids)->shape[0];
+  p->blocks_len = spec(plan, p->expert_ids)->shape[0];
+  if (p->sorted_weights >= 0 &&
+      ((st = need_shape(plan, p->sorted_weights, "sorted_weights", 1, p->sorted_len, -1, -1)) ||
+       (st = need_dtype(plan, p->sorted_weights, "sorted_weights", is_f32, "fp32"))))
+    return st;
+  if (spec(plan, p->num_valid)->shape[0] < 1)
+    return xr_plan_error(plan, "num_valid_ids: expected at least one element");
+  const xr_tensor_spec_t *w = spec(plan, stage == 1 ? p->w1 : p->w2);
+  if (w->dtype != p->dtype || spec(plan, p->out)->dtype != p->dtype)
+    return xr_plan_error(plan, "activations, weights and out must share a dtype (unquantised)");
+  if (quant != 0) unsupported(p, "quant_type %s is not supported (unquantised only)", "!= 0");
+  if (stage == 1 && activation != 0)
+    unsupported(p, "activation %s is not supported (silu = 0 only)", "!= 0");
+  static const char *const scales1[] = {"w1_scale", "a1_scale", NULL};
+  static const char *const scales2[] = {"w2_scale", "a2_scale", NULL};
+  reject_tensors(plan, p, stage == 1 ? scales1 : scales2);
+  mark_written(plan, p->out);
+  double rows = (double)p->M * (double)p->topk, es = (double)xr_dtype_size(p->dtype);
+  plan->flops = (stage == 1 ? 4.0 : 2.0) * rows * (double)p->K * (double)p->N;
+  plan->bytes = es * ((stage == 1 ? 2.0 : 1.0) * (double)p->E * (double)p->N * (double)p->K +
+                      rows * (double)(p->K + p->N));
+  return XR_OK;
+}
+
+static xr_status_t analyze(xr_op_plan_t *plan) {
+  xr_moe_problem_t *p = calloc(1, sizeof *p);
+  if (!p) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", plan->op->name);
+  plan->problem = p;
+  p->hidden = p->w1 = p->w2 = p->topk_weights = p->topk_ids = p->out = p->logits = -1;
+  p->token_expert_indices = p->sorted_ids = p->sorted_weights = p->expert_ids = -1;
+  p->num_valid = p->moe_buf = -1;
+  const char *name = plan->op->name;
+  if (!strcmp(name, "_moe_C::moe_align_block_size")) {
+    p->kind = XR_MOE_ALIGN;
+    return analyze_align(plan, p);
+  }
+  if (!strcmp(name, "_moe_C::topk_softmax")) {
+    p->kind = XR_MOE_TOPK_SOFTMAX;
+    return analyze_topk_softmax(plan, p);
+  }
+  if (!strcmp(name, "vllm::outplace_fused_experts") || !strcmp(name, "vllm::inplace_fused_experts")) {
+    p->kind = XR_MOE_FUSED;
+    return analyze_fused(plan, p, name[6] == 'i');
+  }
+  if (!strcmp(name, "vllm::moe_forward")) {
+    p->kind = XR_MOE_FORWARD;
+    return analyze_forward(plan, p);
+  }
+  if (!strcmp(name, "aiter::moe_sorting_fwd")) {
+    p->kind = XR_MOE_SORTING;
+    return analyze_sorting(plan, p);
+  }
+  p->kind = strstr(name, "stage1") ? XR_MOE_STAGE1 : XR_MOE_STAGE2;
+  return analyze_stage(plan, p, p->kind == XR_MOE_STAGE1 ? 1 : 2);
+}
+
+xr_status_t xr_moe_check_supported(const xr_op_plan_t *plan, const char *impl) {
+  const xr_moe_problem_t *p = plan->problem;
+  if (p->unsupported[0]) return xr_error(XR_UNIMPLEMENTED, "%s: %s", impl, p->unsupported);
+  return XR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* references                                                                                  */
+
+typedef struct ref_state {
+  const xr_moe_problem_t *p;
+  xr_host_call_t *call;
+  void *base[16]; /* storage of each binding */
+} ref_state_t;
+
+static const xr_tensor_t *T(const ref_state_t *s, int index) { return &s->call->tensors[index]; }
+
+static double load(const ref_state_t *s, int index, int64_t a, int64_t b, int64_t c) {
+  const xr_tensor_t *t = T(s, index);
+  return xr_load_element(s->base[index], t->dtype, xr_moe_at(t, a, b, c));
+}
+
+static void store(const ref_state_t *s, int index, int64_t a, int64_t b, int64_t c, double v) {
+  const xr_tensor_t *t = T(s, index);
+  xr_store_element(s->base[index], t->dtype, xr_moe_at(t, a, b, c), v);
+}
+
+/* Flat element i of topk_ids (rank 1 or 2, any strides). */
+static int64_t routed_expert(const ref_state_t *s, int64_t i) {
+  const xr_tensor_t *t = T(s, s->p->topk_ids);
+  return (int64_t)xr_load_element(s->base[s->p->topk_ids], t->dtype, xr_tensor_index(t, i));
+}
+
+/* vLLM's moe_align_block_size and CK's moe_sorting: one counting pass, then every expert's
+ * ids in ascending flattened order. */
+static void ref_sort(void *ctx) {
+  const ref_state_t *s = ctx;
+  const xr_moe_problem_t *p = s->p;
+  bool ck = p->kind == XR_MOE_SORTING;
+  int64_t numel = p->M * p->topk, E = p->E, bs = p->block;
+  int64_t *count = calloc((size_t)E + 1, sizeof *count), *start = calloc((size_t)E + 1, sizeof *start);
+  if (!count || !start) goto out; /* outputs keep their contents; the check reports it */
+  for (int64_t i = 0; i < numel; i++) {
+    int64_t e = routed_expert(s, i);
+    if (e >= 0 && e < E) count[e]++;
+  }
+  for (int64_t e = 0; e < E; e++) {
+    int64_t blocks = (count[e] + bs - 1) / bs;
+    if (ck && blocks == 0) blocks = 1; /* CK gives every expert at least one block */
+    start[e + 1] = start[e] + blocks * bs;
+  }
+  int64_t total = start[E];
+  double pad = ck ? (double)XR_MOE_CK_ID(p->M, p->topk) : (double)numel;
+  for (int64_t i = 0; i < p->sorted_len; i++) {
+    store(s, p->sorted_ids, i, 0, 0, pad);
+    if (ck) store(s, p->sorted_weights, i, 0, 0, 0.0);
+  }
+  for (int64_t b = 0; b < p->blocks_len; b++) store(s, p->expert_ids, b, 0, 0, 0.0);
+  for (int64_t e = 0; e < E; e++)
+    for (int64_t b = start[e] / bs; b < start[e + 1] / bs && b < p->blocks_len; b++)
+      store(s, p->expert_ids, b, 0, 0, (double)e);
+  int64_t *next = count; /* reuse: next free slot per expert */
+  for (int64_t e = 0; e < E; e++) next[e] = start[e];
+  for (int64_t i = 0; i < numel; i++) {
+    int64_t e = routed_expert(s, i);
+    if (e < 0 || e >= E) continue;
+    int64_t pos = next[e]++;
+    if (pos >= p->sorted_len) continue;
+    int64_t token = i / p->topk, slot = i % p->topk;
+    store(s, p->sorted_ids, pos, 0, 0, ck ? (double)XR_MOE_CK_ID(token, slot) : (double)i);
+    if (ck) store(s, p->sorted_weights, pos, 0, 0, load(s, p->topk_weights, token, slot, 0));
+  }
+  store(s, p->num_valid, 0, 0, 0, (double)total);
+  if (ck && T(s, p->num_valid)->shape[0] > 1) store(s, p->num_valid, 1, 0, 0, (double)p->M);
+  if (ck && p->moe_buf >= 0) {
+    const xr_tensor_t *t = T(s, p->moe_buf);
+    int64_t n = 1;
+    for (int32_t d = 0; d < t->rank; d++) n *= t->shape[d];
+    for (int64_t i = 0; i < n; i++)
+      xr_store_element(s->base[p->moe_buf], t->dtype, xr_tensor_index(t, i), 0.0);
+  }
+out:
+  free(count);
+  free(start);
+}
+
+/* Softmax of one token's logits in double and its top-k, picked by logit (the softmax is
+ * monotonic; ties go to the lower expert). */
+static void route_token(const ref_state_t *s, int64_t m, double *logit, int64_t *ids, double *w) {
+  const xr_moe_problem_t *p = s->p;
+  double mx = -INFINITY, sum = 0, picked = 0;
+  for (int64_t e = 0; e < p->E; e++) {
+    logit[e] = load(s, p->logits, m, e, 0);
+    if (logit[e] > mx) mx = logit[e];
+  }
+  for (int64_t e = 0; e < p->E; e++) sum += exp(logit[e] - mx);
+  for (int64_t j = 0; j < p->topk; j++) {
+    int64_t best = -1;
+    for (int64_t e = 0; e < p->E; e++) {
+      bool taken = false;
+      for (int64_t q = 0; q < j; q++) taken |= ids[q] == e;
+      if (!taken && (best < 0 || logit[e] > logit[best])) best = e;
+    }
+    ids[j] = best;
+    picked += w[j] = exp(logit[best] - mx) / sum;
+  }
+  if (p->renormalize)
+    for (int64_t j = 0; j < p->topk; j++) w[j] /= picked;
+}
+
+static void ref_topk_softmax(void *ctx, size_t begin, size_t end) {
+  const ref_state_t *s = ctx;
+  const xr_moe_problem_t *p = s->p;
+  double *prob = malloc(sizeof(double) * (size_t)(p->E + 2 * p->topk));
+  int64_t *ids = malloc(sizeof(int64_t) * (size_t)p->topk);
+  if (prob && ids) {
+    for (size_t m = begin; m < end; m++) {
+      double *w = prob + p->E;
+      route_token(s, (int64_t)m, prob, ids, w);
+      for (int64_t j = 0; j < p->topk; j++) {
+        store(s, p->topk_weights, (int64_t)m, j, 0, w[j]);
+        store(s, p->topk_ids, (int64_t)m, j, 0, (double)ids[j]);
+        store(s, p->token_expert_indices, (int64_t)m, j, 0, (double)(j * p->M + (int64_t)m));
+      }
+    }
+  }
+  free(prob);
+  free(ids);
+}
+
+/* One expert's MLP on one row: y[K] = w2[e] @ (silu(g) * u), [g; u] = w1[e] @ x. */
+static void expert_mlp(const ref_state_t *s, int64_t e, const double *x, double *h, double *y) {
+  const xr_moe_problem_t *p = s->p;
+  for (int64_t n = 0; n < p->N; n++) {
+    double g = 0, u = 0;
+    for (int64_t k = 0; k < p->K; k++) {
+      g += load(s, p->w1, e, n, k) * x[k];
+      u += load(s, p->w1, e, p->N + n, k) * x[k];
+    }
+    h[n] = xr_moe_silu(g) * u;
+  }
+  for (int64_t k = 0; k < p->K; k++) {
+    double acc = 0;
+    for (int64_t n = 0; n < p->N; n++) acc += load(s, p->w2, e, k, n) * h[n];
+    y[k] = acc;
+  }
+}
+
+/* Fused experts and moe_forward, one token at a time (the token's input is read whole before
+ * its output is written, so the in-place variant is safe). */
+static void ref_experts(void *ctx, size_t begin, size_t end) {
+  const ref_state_t *s = ctx;
+  const xr_moe_problem_t *p = s->p;
+  size_t K = (size_t)p->K;
+  double *buf = malloc(sizeof(double) * (4 * K + (size_t)p->N + (size_t)p->E + 2 * (size_t)p->topk));
+  int64_t *ids = malloc(sizeof(int64_t) * (size_t)p->topk);
+  if (!buf || !ids) goto out;
+  double *x = buf, *xw = x + K, *y = xw + K, *acc = y + K, *h = acc + K, *prob = h + p->N;
+  double *w = prob + p->E;
+  for (size_t mi = begin; mi < end; mi++) {
+    int64_t m = (int64_t)mi;
+    if (p->kind == XR_MOE_FORWARD) {
+      route_token(s, m, prob, ids, w);
+    } else {
+      for (int64_t j = 0; j < p->topk; j++) {
+        ids[j] = (int64_t)load(s, p->topk_ids, m, j, 0);
+        w[j] = load(s, p->topk_weights, m, j, 0);
+      }
+    }
+    for (int64_t k = 0; k < p->K; k++) x[k] = load(s, p->hidden, m, k, 0), acc[k] = 0;
+    for (int64_t j = 0; j < p->topk; j++) {
+      if (ids[j] < 0 || ids[j] >= p->E) continue; /* not routed to any expert here */
+      for (int64_t k = 0; k < p->K; k++) xw[k] = p->weight_on_input ? x[k] * w[j] : x[k];
+      expert_mlp(s, ids[j], xw, h, y);
+      for (int64_t k = 0; k < p->K; k++) acc[k] += p->weight_on_input ? y[k] : y[k] * w[j];
+    }
+    for (int64_t k = 0; k < p->K; k++) store(s, p->out, m, k, 0, acc[k]);
+  }
+out:
+  free(buf);
+  free(ids);
+}
+
+/* CK stage 1 and 2 over the sorted ids: position i of the first num_valid_ids[0] / block_m
+ * blocks carries token | slot << 24 of expert sorted_expert_ids[i / block_m]. */
+static void ref_stages(void *ctx) {
+  const ref_state_t *s = ctx;
+  const xr_moe_problem_t *p = s->p;
+  int64_t blocks = (int64_t)load(s, p->num_valid, 0, 0, 0) / p->block;
+  if (blocks > p->blocks_len) blocks = p->blocks_len;
+  int64_t rows = blocks * p->block < p->sorted_len ? blocks * p->block : p->sorted_len;
+  size_t width = (size_t)(p->K > p->N ? p->K : p->N);
+  double *x = malloc(sizeof(double) * width), *acc = NULL;
+  if (p->kind == XR_MOE_STAGE2) acc = calloc((size_t)(p->M * p->K) + 1, sizeof *acc);
+  if (!x || (p->kind == XR_MOE_STAGE2 && !acc)) goto out;
+  for (int64_t i = 0; i < rows; i++) {
+    uint32_t id = (uint32_t)(int32_t)load(s, p->sorted_ids, i, 0, 0);
+    int64_t token = id & 0xffffffu, slot = id >> 24, e = (int64_t)load(s, p->expert_ids, i / p->block, 0, 0);
+    if (token >= p->M || slot >= p->topk || e < 0 || e >= p->E) continue; /* padding */
+    double weight = p->sorted_weights >= 0 ? load(s, p->sorted_weights, i, 0, 0) : 1.0;
+    if (p->kind == XR_MOE_STAGE1) {
+      for (int64_t k = 0; k < p->K; k++) x[k] = load(s, p->hidden, token, k, 0);
+      for (int64_t n = 0; n < p->N; n++) {
+        double g = 0, u = 0;
+        for (int64_t k = 0; k < p->K; k++) {
+          g += load(s, p->w1, e, n, k) * x[k];
+          u += load(s, p->w1, e, p->N + n, k) * x[k];
+        }
+        store(s, p->out, token, slot, n, xr_moe_silu(g) * u * weight);
+      }
+    } else {
+      for (int64_t n = 0; n < p->N; n++) x[n] = load(s, p->hidden, token, slot, n);
+      for (int64_t k = 0; k < p->K; k++) {
+        double y = 0;
+        for (int64_t n = 0; n < p->N; n++) y += load(s, p->w2, e, k, n) * x[n];
+        acc[token * p->K + k] += y * weight;
+      }
+    }
+  }
+  if (p->kind == XR_MOE_STAGE2) {
+    for (int64_t m = 0; m < p->M; m++)
+      for (int64_t k = 0; k < p->K; k++)
+        store(s, p->out, m, k, 0, load(s, p->out, m, k, 0) + acc[m * p->K + k]);
+  }
+out:
+  free(x);
+  free(acc);
+}
+
+static xr_status_t ref_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  return xr_moe_check_supported(plan, "ref.moe");
+}
+
+static xr_status_t ref_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                               const xr_tensor_t *tensors, void **out_state) {
+  (void)device;
+  size_t n = plan->input_count + plan->return_count;
+  if (n > 16) return xr_error(XR_INVALID_ARGUMENT, "%s: %zu tensors, at most 16", plan->op->name, n);
+  ref_state_t *s = calloc(1, sizeof *s);
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  s->p = plan->problem;
+  xr_status_t st = xr_host_call_create(plan, tensors, &s->call);
+  for (size_t i = 0; st == XR_OK && i < n; i++) st = xr_tensor_host(&tensors[i], &s->base[i]);
+  if (st != XR_OK) {
+    free(s->call);
+    free(s);
+    return st;
+  }
+  *out_state = s;
+  return XR_OK;
+}
+
+static xr_status_t ref_enqueue(void *state, xr_hal_stream_t *stream) {
+  ref_state_t *s = state;
+  switch (s->p->kind) {
+    case XR_MOE_ALIGN:
+    case XR_MOE_SORTING: return xr_hal_stream_enqueue_host(stream, ref_sort, s);
+    case XR_MOE_TOPK_SOFTMAX:
+      return xr_hal_stream_enqueue_parallel(stream, (size_t)s->p->M, 1, ref_topk_softmax, s);
+    case XR_MOE_FUSED:
+    case XR_MOE_FORWARD:
+      return xr_hal_stream_enqueue_parallel(stream, (size_t)s->p->M, 1, ref_experts, s);
+    case XR_MOE_STAGE1:
+    case XR_MOE_STAGE2: return xr_hal_stream_enqueue_host(stream, ref_stages, s);
+  }
+  return xr_error(XR_INTERNAL, "ref.moe: unknown problem kind");
+}
+
+static void ref_release(void *state) {
+  ref_state_t *s = state;
+  if (!s) return;
+  free(s->call);
+  free(s);
+}
+
+static const xr_kernel_impl_t ref_moe = {
+    .name = "ref.moe",
+    .driver = "cpu",
+    .reference = true,
+    .supports = ref_supports,
+    .prepare = ref_prepare,
+    .enqueue = ref_enqueue,
+    .release = ref_release,
+};
+
+static const xr_kernel_impl_t *const moe_impls[] = {
+    &xr_moe_cpu_fused,
+    &xr_moe_opencl,
+    &ref_moe,
+    NULL,
+};
+
+static const xr_op_family_t xr_family_moe = {
+    .name = "moe",
+    .op_names = moe_ops,
+    .analyze = analyze,
+    .free_problem = free,
+    .impls = moe_impls,
+};
+
+XR_REGISTER_FAMILY(xr_family_moe)

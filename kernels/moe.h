@@ -1,0 +1,94 @@
+/* The mixture-of-experts family's parsed problem, shared by its implementations (ref, cpu,
+ * opencl).
+ *
+ * Ops and the layouts they take:
+ *   _moe_C::moe_align_block_size  topk_ids [M, topk] -> sorted_token_ids (flattened ids
+ *       token*topk+slot grouped by expert, each expert padded to a multiple of block_size with
+ *       the sentinel numel; experts with no tokens get no block), experts_ids per block,
+ *       num_tokens_post_pad.
+ *   _moe_C::topk_softmax          gating_output [M, E] -> softmax in fp32, the top-k experts
+ *       (ties: the lower index), their probabilities (renormalised when asked) and
+ *       token_expert_indices[m, j] = j*M + m.
+ *   vllm::outplace_fused_experts / inplace_fused_experts
+ *       out[m] = sum_j w[m,j] * w2[e] @ (silu(g) * u), [g; u] = w1[e] @ x[m], e = topk_ids[m,j];
+ *       w1 [E, 2N, K] (gate rows first), w2 [E, K, N]. The routing weight multiplies the GEMM-2
+ *       output (or x when apply_router_weight_on_input).
+ *   vllm::moe_forward             router (softmax top-k of router_logits, renormalised unless
+ *       renormalize=False) plus the fused experts; the layer's weights are not arguments of the
+ *       op, so it runs only when the bundle adds w1, w2 and top_k.
+ *   aiter::moe_sorting_fwd        CK sorting: sorted ids packed as token | slot << 24, every
+ *       expert at least one block of unit_size, padding token | topk << 24 with weight 0,
+ *       sorted_weights, sorted_expert_ids, num_valid_ids = {padded total, M}, moe_buf zeroed.
+ *   aiter::ck_moe_stage1          out[token, slot] = silu(g) * u (times the sorted weight when
+ *       given) for every sorted id of the first num_valid_ids[0] / block_m blocks.
+ *   aiter::ck_moe_stage2          out[token] += w2[e] @ inter_states[token, slot] (times the
+ *       sorted weight when given): accumulated, as the kernel's atomics do onto the moe_buf the
+ *       sorting zeroed.
+ *   The aiter weights are read in the plain (unshuffled) layout [E, rows, cols] whatever
+ *   is_shuffled says: a replay has no pre-shuffled copies, and the FLOPs are the same.
+ *
+ * Rounding: the references accumulate in double and round once. The fast paths accumulate in
+ * fp32 and round where vLLM's kernels store fp16/bf16: the GEMM-1 output, the silu_and_mul
+ * output and the weighted GEMM-2 output, then sum over top-k in fp32 and round once.
+ *
+ * Sorted outputs are deterministic on every backend: within an expert's segment ids are in
+ * ascending flattened order (token*topk + slot), so --check compares them elementwise. */
+#ifndef XR_KERNELS_MOE_H
+#define XR_KERNELS_MOE_H
+
+#include <math.h>
+
+#include "kernels/kernels.h"
+
+typedef enum xr_moe_kind {
+  XR_MOE_ALIGN = 0,
+  XR_MOE_TOPK_SOFTMAX,
+  XR_MOE_FUSED,
+  XR_MOE_FORWARD,
+  XR_MOE_SORTING,
+  XR_MOE_STAGE1,
+  XR_MOE_STAGE2,
+} xr_moe_kind_t;
+
+/* CK's packed sorted id. */
+#define XR_MOE_CK_ID(token, slot) ((int32_t)(((uint32_t)(token) & 0xffffffu) | ((uint32_t)(slot) << 24)))
+
+typedef struct xr_moe_problem {
+  xr_moe_kind_t kind;
+  /* Non-empty: a variant no implementation runs (quantised weights, expert maps, ...). */
+  char unsupported[192];
+  int64_t M;          /* tokens */
+  int64_t K;          /* hidden size (model_dim) */
+  int64_t N;          /* intermediate size: w1 has 2N rows */
+  int64_t E;          /* experts */
+  int64_t topk;
+  int64_t block;      /* block_size / unit_size / block_m */
+  int64_t sorted_len; /* elements of sorted_token_ids */
+  int64_t blocks_len; /* elements of experts_ids / sorted_expert_ids */
+  xr_dtype_t dtype;   /* hidden states, weights and the float output */
+  bool weight_on_input;
+  bool renormalize;
+  /* Binding indices (inputs then returns); -1 when absent. `out` is the float result: return0,
+   * hidden_states (in place) or the out argument (aiter stages). */
+  int hidden, w1, w2, topk_weights, topk_ids, out, logits, token_expert_indices;
+  int sorted_ids, sorted_weights, expert_ids, num_valid, moe_buf;
+} xr_moe_problem_t;
+
+/* Implementations defined in kernels/cpu and kernels/opencl, listed by kernels/moe.c. */
+extern const xr_kernel_impl_t xr_moe_cpu_fused;
+extern const xr_kernel_impl_t xr_moe_opencl;
+
+/* OK when the problem is a variant someone implements; else UNIMPLEMENTED with the reason. */
+xr_status_t xr_moe_check_supported(const xr_op_plan_t *plan, const char *impl);
+
+/* Storage index of element (a, b, c) of a tensor of rank <= 3 (missing dims ignored). */
+static inline int64_t xr_moe_at(const xr_tensor_t *t, int64_t a, int64_t b, int64_t c) {
+  int64_t s[3] = {0, 0, 0};
+  for (int32_t d = 0; d < t->rank && d < 3; d++) s[d] = t->strides[d];
+  return t->offset + a * s[0] + b * s[1] + c * s[2];
+}
+
+/* silu(x) = x / (1 + e^-x) */
+static inline double xr_moe_silu(double x) { return x / (1.0 + exp(-x)); }
+
+#endif

@@ -1,0 +1,305 @@
+// Mixture-of-experts kernels (semantics in kernels/moe.h). OpenCL C 1.2, no extensions: fp16
+// goes through vload_half/vstore_half, bf16 through bit shifts. Element types are run-time
+// arguments (DT_*), tensors are whole buffers plus element offsets and strides.
+//
+// Sorting is a deterministic two-pass counting sort: moe_count counts each chunk's ids per
+// expert, moe_scan turns the counts into per-chunk offsets and expert segments (one work-group),
+// moe_scatter writes every chunk's ids in order, so a segment lists ids ascending.
+// The grouped GEMMs tile 16 sorted rows x 16 columns per work-group through local memory; a
+// tile never straddles two experts because the sorted block size is a multiple of 16.
+
+#define DT_F32 0
+#define DT_F16 1
+#define DT_BF16 2
+#define TS 16
+
+float ld(__global const uchar *b, long i, int dt) {
+  if (dt == DT_F32) return ((__global const float *)b)[i];
+  if (dt == DT_BF16) return as_float((uint)((__global const ushort *)b)[i] << 16);
+  return vload_half((size_t)i, (__global const half *)b);
+}
+
+ushort to_bf16(float x) {
+  uint u = as_uint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}
+
+void st(__global uchar *b, long i, int dt, float v) {
+  if (dt == DT_F32) ((__global float *)b)[i] = v;
+  else if (dt == DT_BF16) ((__global ushort *)b)[i] = to_bf16(v);
+  else vstore_half_rte(v, (size_t)i, (__global half *)b);
+}
+
+// v rounded to the nearest fp16 value (ties to even): scaled by the value's fp16 quantum.
+float round_f16(float v) {
+  float a = fabs(v);
+  if (isnan(v)) return v;
+  if (a >= 65520.0f) return copysign(INFINITY, v);
+  if (a < 6.103515625e-05f) return rint(v * 16777216.0f) / 16777216.0f; // subnormal: 2^-24
+  int e;
+  frexp(a, &e); // a in [2^(e-1), 2^e): 11 significant bits
+  float q = ldexp(1.0f, e - 11);
+  return rint(v / q) * q;
+}
+
+// v as dtype dt stores it.
+float rnd(float v, int dt) {
+  if (dt == DT_BF16) return as_float((uint)to_bf16(v) << 16);
+  if (dt == DT_F16) return round_f16(v);
+  return v;
+}
+
+// Element i of an int32 (wide = 0) or int64 (wide = 1, little-endian low word) tensor.
+int ld_index(__global const int *b, long i, int wide) { return b[wide ? 2 * i : i]; }
+
+void st_index(__global int *b, long i, int wide, int v) {
+  if (wide) {
+    b[2 * i] = v;
+    b[2 * i + 1] = v < 0 ? -1 : 0;
+  } else {
+    b[i] = v;
+  }
+}
+
+// The expert of flat routing entry i (token i / topk, slot i % topk).
+int routed(__global const int *ids, long off, long s0, long s1, int wide, long i, int topk) {
+  return ld_index(ids, off + (i / topk) * s0 + (i % topk) * s1, wide);
+}
+
+__kernel void moe_count(__global const int *ids, long off, long s0, long s1, int wide, int topk,
+                        long numel, int E, int chunk, int nchunks, __global int *counts) {
+  int c = get_global_id(0);
+  if (c >= nchunks) return;
+  __global int *mine = counts + (long)c * E;
+  for (int e = 0; e < E; e++) mine[e] = 0;
+  long end = min(numel, (long)(c + 1) * chunk);
+  for (long i = (long)c * chunk; i < end; i++) {
+    int e = routed(ids, off, s0, s1, wide, i, topk);
+    if (e >= 0 && e < E) mine[e]++;
+  }
+}
+
+// One work-group. counts become each chunk's offset inside its expert's segment; starts[e] is
+// the segment's first position. ck: every expert gets at least one block, and padding is
+// M | topk << 24 with weight 0 (CK); otherwise padding is numel (vLLM).
+__kernel void moe_scan(__global int *counts, int nchunks, int E, int block, int ck, long numel,
+                       int M, int topk, __global int *starts, __global int *sorted, long sorted_off,
+                       long sorted_len, __global float *sorted_w, long sw_off,
+                       __global int *expert_ids, long blocks_len,
+                       long eid_off, __global int *num_valid, long nv_off, long nv_len) {
+  int lid = get_local_id(0), lsz = get_local_size(0);
+  for (int e = lid; e < E; e += lsz) {
+    int running = 0;
+    for (int c = 0; c < nchunks; c++) {
+      int t = counts[(long)c * E + e];
+      counts[(long)c * E + e] = running;
+      running += t;
+    }
+    starts[E + 1 + e] = running; // totals, kept after the E + 1 starts
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  if (lid == 0) {
+    int pos = 0;
+    for (int e = 0; e < E; e++) {
+      starts[e] = pos;
+      int blocks = (starts[E + 1 + e] + block - 1) / block;
+      if (ck && blocks == 0) blocks = 1;
+      pos += blocks * block;
+    }
+    starts[E] = pos;
+    num_valid[nv_off] = pos;
+    if (ck && nv_len > 1) num_valid[nv_off + 1] = M;
+  }
+  int pad = ck ? (int)(((uint)M & 0xffffffu) | ((uint)topk << 24)) : (int)numel;
+  for (long i = lid; i < sorted_len; i += lsz) {
+    sorted[sorted_off + i] = pad;
+    if (ck) sorted_w[sw_off + i] = 0.0f;
+  }
+  for (long b = lid; b < blocks_len; b += lsz) expert_ids[eid_off + b] = 0;
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  for (int e = lid; e < E; e += lsz)
+    for (long b = starts[e] / block; b < starts[e + 1] / block && b < blocks_len; b++)
+      expert_ids[eid_off + b] = e;
+}
+
+__kernel void moe_scatter(__global const int *ids, long off, long s0, long s1, int wide, int topk,
+                          long numel, int E, int chunk, int nchunks, __global int *counts,
+                          __global const int *starts, int ck, __global int *sorted,
+                          long sorted_off, long sorted_len, __global const uchar *weights, int wdt,
+                          long w_off, long w_s0, long w_s1, __global float *sorted_w, long sw_off) {
+  int c = get_global_id(0);
+  if (c >= nchunks) return;
+  __global int *next = counts + (long)c * E;
+  long end = min(numel, (long)(c + 1) * chunk);
+  for (long i = (long)c * chunk; i < end; i++) {
+    int e = routed(ids, off, s0, s1, wide, i, topk);
+    if (e < 0 || e >= E) continue;
+    long pos = starts[e] + next[e]++;
+    if (pos >= sorted_len) continue;
+    long token = i / topk, slot = i % topk;
+    sorted[sorted_off + pos] = ck ? (int)(((uint)token & 0xffffffu) | ((uint)slot << 24)) : (int)i;
+    if (ck) sorted_w[sw_off + pos] = ld(weights, w_off + token * w_s0 + slot * w_s1, wdt);
+  }
+}
+
+// Decodes sorted position pos into (token, slot); returns 0 for padding.
+int decode(int id, int ck, int M, int topk, long numel, int *token, int *slot) {
+  if (ck) {
+    *token = id & 0xffffff;
+    *slot = (int)((uint)id >> 24);
+    return *token < M && *slot < topk;
+  }
+  *token = id / topk;
+  *slot = id % topk;
+  return id >= 0 && id < numel;
+}
+
+// scale_mode: 0 none; 1 topk_weights[token, slot] on the GEMM-1 accumulators (weight on the
+// input); 2 sorted_w[pos] after the activation (CK stage 1) or on GEMM-2 (stage 2);
+// 3 topk_weights[token, slot] on GEMM-2 (vLLM).
+
+// GEMM-1 + silu_and_mul over the sorted rows. A = x[token] (dtype dt, off, row stride xs0,
+// col stride xs1). w1 [E, 2N, K]. Output: out_mode 0 -> H[pos * N + n] (fp32 scratch),
+// out_mode 1 -> out[token, slot, n] (dtype dt).
+__kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm1(
+    __global const int *sorted, long s_off, __global const int *expert_ids, long e_off,
+    __global const int *num_valid, long nv_off, long sorted_len, long blocks_len, int ck, int M, int topk, int E, int block, long numel, int N,
+    int K, int dt, __global const uchar *x, long x_off, long xs0, long xs1,
+    __global const uchar *w1, long w_off, long ws0, long ws1, long ws2, int scale_mode,
+    __global const uchar *weights, int wdt, long tw_off, long tw_s0, long tw_s1,
+    __global const float *sorted_w, long sw_off, int out_mode, __global float *H, __global uchar *out,
+    long o_off, long os0, long os1, long os2) {
+  __local float As[TS][TS], Gs[TS][TS + 1], Us[TS][TS + 1];
+  int lx = get_local_id(0), ly = get_local_id(1);
+  int n0 = get_group_id(0) * TS;
+  long row0 = (long)get_group_id(1) * TS;
+  long rows = min(min((long)num_valid[nv_off] / block, blocks_len) * block, sorted_len);
+  if (row0 >= rows) return;
+  int e = expert_ids[e_off + row0 / block];
+  if (e < 0 || e >= E) return;
+  long pos = row0 + ly;
+  int token = 0, slot = 0;
+  int valid = pos < rows && decode(sorted[s_off + pos], ck, M, topk, numel, &token, &slot);
+  float g = 0.0f, u = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += TS) {
+    int k = k0 + lx;
+    As[ly][lx] = valid && k < K ? ld(x, x_off + token * xs0 + k * xs1, dt) : 0.0f;
+    int wn = n0 + ly;
+    Gs[ly][lx] = wn < N && k < K ? ld(w1, w_off + e * ws0 + wn * ws1 + k * ws2, dt) : 0.0f;
+    Us[ly][lx] = wn < N && k < K ? ld(w1, w_off + e * ws0 + (N + wn) * ws1 + k * ws2, dt) : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = 0; t < TS; t++) {
+      g += As[ly][t] * Gs[lx][t];
+      u += As[ly][t] * Us[lx][t];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  int n = n0 + lx;
+  if (!valid || n >= N) return;
+  if (scale_mode == 1) {
+    float w = ld(weights, tw_off + token * tw_s0 + slot * tw_s1, wdt);
+    g *= w;
+    u *= w;
+  }
+  g = rnd(g, dt);
+  u = rnd(u, dt);
+  float act = g / (1.0f + exp(-g)) * u;
+  if (scale_mode == 2) act *= sorted_w[sw_off + pos];
+  if (out_mode == 0) H[pos * N + n] = rnd(act, dt);
+  else st(out, o_off + token * os0 + slot * os1 + n * os2, dt, act);
+}
+
+// GEMM-2 over the sorted rows: y = a @ w2[e]^T (w2 [E, K, N]) scaled per scale_mode, stored
+// rounded into Y[(token * topk + slot) * K + k] with mask[token * topk + slot] = 1.
+// a_mode 0: a = H[pos] (fp32, N wide); a_mode 1: a = a_src[token, slot, :] (dtype dt).
+__kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm2(
+    __global const int *sorted, long s_off, __global const int *expert_ids, long e_off,
+    __global const int *num_valid, long nv_off, long sorted_len, long blocks_len, int ck, int M, int topk, int E, int block, long numel, int N,
+    int K, int dt, int a_mode, __global const float *H, __global const uchar *a_src, long a_off,
+    long as0, long as1, long as2, __global const uchar *w2, long w_off, long ws0, long ws1,
+    long ws2, int scale_mode, __global const uchar *weights, int wdt, long tw_off, long tw_s0,
+    long tw_s1, __global const float *sorted_w, long sw_off, __global float *Y,
+    __global int *mask) {
+  __local float As[TS][TS], Ws[TS][TS + 1];
+  int lx = get_local_id(0), ly = get_local_id(1);
+  int k0 = get_group_id(0) * TS;
+  long row0 = (long)get_group_id(1) * TS;
+  long rows = min(min((long)num_valid[nv_off] / block, blocks_len) * block, sorted_len);
+  if (row0 >= rows) return;
+  int e = expert_ids[e_off + row0 / block];
+  if (e < 0 || e >= E) return;
+  long pos = row0 + ly;
+  int token = 0, slot = 0;
+  int valid = pos < rows && decode(sorted[s_off + pos], ck, M, topk, numel, &token, &slot);
+  float acc = 0.0f;
+  for (int n0 = 0; n0 < N; n0 += TS) {
+    int n = n0 + lx;
+    float a = 0.0f;
+    if (valid && n < N)
+      a = a_mode == 0 ? H[pos * N + n] : ld(a_src, a_off + token * as0 + slot * as1 + n * as2, dt);
+    As[ly][lx] = a;
+    int wk = k0 + ly;
+    Ws[ly][lx] = wk < K && n < N ? ld(w2, w_off + e * ws0 + wk * ws1 + n * ws2, dt) : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int t = 0; t < TS; t++) acc += As[ly][t] * Ws[lx][t];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  int k = k0 + lx;
+  if (!valid || k >= K) return;
+  if (scale_mode == 2) acc *= sorted_w[sw_off + pos];
+  if (scale_mode == 3) acc *= ld(weights, tw_off + token * tw_s0 + slot * tw_s1, wdt);
+  long pair = (long)token * topk + slot;
+  Y[pair * K + k] = rnd(acc, dt);
+  if (lx == 0) mask[pair] = 1;
+}
+
+// out[m, k] = (accumulate ? out[m, k] : 0) + sum of the token's written rows, rounded once.
+__kernel void moe_reduce(__global const float *Y, __global const int *mask, int M, int topk,
+                         int K, int dt, __global uchar *out, long o_off, long os0, long os1,
+                         int accumulate) {
+  long i = get_global_id(0);
+  if (i >= (long)M * K) return;
+  long m = i / K, k = i % K;
+  long at = o_off + m * os0 + k * os1;
+  float acc = accumulate ? ld(out, at, dt) : 0.0f;
+  for (int j = 0; j < topk; j++)
+    if (mask[m * topk + j]) acc += Y[(m * topk + j) * K + k];
+  st(out, at, dt, acc);
+}
+
+// Router: softmax of one token's logits (fp32), top-k picked by logit (ties: lower expert),
+// renormalised when asked. ids/token_expert_indices int32 or int64 (wide), weights dtype wdt;
+// has_tei = 0 skips token_expert_indices.
+__kernel void moe_topk_softmax(__global const uchar *logits, int ldt, long l_off, long ls0,
+                               long ls1, int M, int E, int topk, int renormalize,
+                               __global uchar *weights, int wdt, long w_off, long w_s0,
+                               long w_s1, __global int *ids, int ids_wide, long i_off, long i_s0,
+                               long i_s1, int has_tei, __global int *tei, int tei_wide, long t_off,
+                               long t_s0, long t_s1) {
+  int m = get_global_id(0);
+  if (m >= M) return;
+  long row = l_off + (long)m * ls0;
+  float mx = -INFINITY, sum = 0.0f, picked = 0.0f;
+  for (int e = 0; e < E; e++) mx = fmax(mx, ld(logits, row + e * ls1, ldt));
+  for (int e = 0; e < E; e++) sum += exp(ld(logits, row + e * ls1, ldt) - mx);
+  for (int j = 0; j < topk; j++) {
+    int best = -1;
+    float bv = 0.0f;
+    for (int e = 0; e < E; e++) {
+      int taken = 0;
+      for (int q = 0; q < j; q++) taken |= ld_index(ids, i_off + m * i_s0 + q * i_s1, ids_wide) == e;
+      float v = ld(logits, row + e * ls1, ldt);
+      if (!taken && (best < 0 || v > bv)) best = e, bv = v;
+    }
+    picked += exp(bv - mx) / sum;
+    st_index(ids, i_off + m * i_s0 + j * i_s1, ids_wide, best);
+    if (has_tei) st_index(tei, t_off + m * t_s0 + j * t_s1, tei_wide, j * M + m);
+  }
+  float scale = renormalize ? 1.0f / picked : 1.0f;
+  for (int j = 0; j < topk; j++) {
+    int e = ld_index(ids, i_off + m * i_s0 + j * i_s1, ids_wide);
+    st(weights, w_off + m * w_s0 + j * w_s1, wdt, exp(ld(logits, row + e * ls1, ldt) - mx) / sum * scale);
+  }
+}

@@ -42,11 +42,13 @@ Test(registry, cuda_and_hip_reasons_name_the_libraries_tried) {
   xr_hal_driver_info_t cuda, hip;
   cr_assert_eq(xr_hal_driver_info_by_name("cuda", &cuda), XR_OK);
   cr_assert_eq(xr_hal_driver_info_by_name("hip", &hip), XR_OK);
-  cr_assert_neq(cuda.status, XR_OK, "the cuda driver is not implemented yet");
-  cr_assert_neq(hip.status, XR_OK, "the hip driver is not implemented yet");
+  /* Available: the note names what loaded; unavailable: every path tried up to the one that
+   * loaded (tests/gpu:driver_test checks each situation exactly). */
   cr_assert(strstr(cuda.reason, "libcuda.so.1"), "%s", cuda.reason);
-  cr_assert(strstr(hip.reason, "libamdhip64.so.6"), "%s", hip.reason);
-  cr_assert(strstr(hip.reason, "libamdhip64.so.5"), "%s", hip.reason);
+  cr_assert(strstr(hip.reason, "libamdhip64.so"), "%s", hip.reason);
+  if (hip.status != XR_OK) {
+    cr_assert(strstr(hip.reason, "libamdhip64.so.6"), "%s", hip.reason);
+  }
 }
 
 Test(registry, opencl_library_override_is_tried_first) {

@@ -1,0 +1,178 @@
+/* Every GPU kernel source (kernels/gpu/ *.cu, as embedded in the library) compiles for the
+ * architectures we ship for: sm_80 and sm_90 through NVRTC, gfx90a through hiprtc, on the CPU,
+ * through the same path the cuda and hip drivers take (xr_hal_compile). Runs on every CI run,
+ * GPU or not. Where a compiler is absent (a fresh Debian machine has no CUDA toolkit) its cases
+ * skip with the paths tried; where it is installed (/usr/local/cuda, Debian's libamdhip64-5)
+ * they must run. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hal/hal.h"
+#include "kernels/gpu/sources.h"
+
+static void use_private_cache(void) {
+  const char *tmp = getenv("TEST_TMPDIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/xr-gpu-cache-%d", tmp ? tmp : "/tmp", (int)getpid());
+  setenv("XR_HAL_CACHE_DIR", path, 1);
+}
+
+TestSuite(compile, .init = use_private_cache);
+
+/* Whether this machine has the compiler for `target`: then its cases may not skip. */
+static bool compiler_installed(const char *target) {
+  if (strncmp(target, "sm_", 3) == 0) {
+    return access("/usr/local/cuda/lib64/libnvrtc.so", R_OK) == 0;
+  }
+  static const char *const hiprtc[] = {"libhiprtc.so.6", "libamdhip64.so.5"};
+  for (size_t i = 0; i < 2; i++) {
+    void *handle = dlopen(hiprtc[i], RTLD_LAZY | RTLD_LOCAL);
+    if (handle && dlsym(handle, "hiprtcCompileProgram")) return true;
+  }
+  return false;
+}
+
+static xr_status_t compile(const char *target, const char *label, const char *source,
+                           const char *options, void **binary, size_t *size) {
+  xr_hal_executable_params_t params = {.format = XR_HAL_EXECUTABLE_CUDA_SOURCE,
+                                       .data = source,
+                                       .size = strlen(source),
+                                       .options = options,
+                                       .label = label};
+  return xr_hal_compile(target, &params, binary, size);
+}
+
+/* Skips (compiler absent and not expected here) or fails on UNAVAILABLE. */
+static void skip_unless_compiler(const char *target, xr_status_t status) {
+  if (status != XR_UNAVAILABLE) return;
+  cr_assert_not(compiler_installed(target), "%s: compiler installed but unavailable: %s",
+                target, xr_last_error());
+  cr_skip_test("no compiler for %s here: %s", target, xr_last_error());
+}
+
+static void compile_every_kernel_for(const char *target) {
+  int count = 0;
+  for (const xr_gpu_source_t *s = xr_gpu_sources; s->name; s++, count++) {
+    void *binary = NULL;
+    size_t size = 0;
+    xr_status_t status = compile(target, s->name, s->text, NULL, &binary, &size);
+    skip_unless_compiler(target, status);
+    cr_assert_eq(status, XR_OK, "%s for %s: %s", s->name, target, xr_last_error());
+    cr_assert_gt(size, 1000, "%s for %s: %zu bytes of code", s->name, target, size);
+    /* A cubin and a code object are both ELF files. */
+    cr_assert(memcmp(binary, "\177ELF", 4) == 0, "%s for %s: not an ELF image", s->name, target);
+    free(binary);
+  }
+  cr_assert_gt(count, 0, "no embedded GPU sources");
+}
+
+Test(compile, every_kernel_for_sm_80) { compile_every_kernel_for("sm_80"); }
+Test(compile, every_kernel_for_sm_90) { compile_every_kernel_for("sm_90"); }
+Test(compile, every_kernel_for_gfx90a) { compile_every_kernel_for("gfx90a"); }
+
+Test(compile, gemm_source_has_every_kernel_the_impl_launches) {
+  const char *text = xr_gpu_source_text("gemm.cu");
+  cr_assert_not_null(text);
+  static const char *const kernels[] = {"xr_gemm_tiled_##suffix", "xr_gemv_##suffix",
+                                        "XR_GEMM_KERNELS(f32", "XR_GEMM_KERNELS(f16",
+                                        "XR_GEMM_KERNELS(bf16"};
+  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+    cr_assert(strstr(text, kernels[i]), "gemm.cu lacks %s", kernels[i]);
+  }
+  /* The local headers are inlined: the embedded text needs no include path. */
+  cr_assert_null(strstr(text, "#include \"hip_compat.h\""));
+  cr_assert_not_null(strstr(text, "xr_warp_sum"));
+}
+
+static const char broken[] =
+    "extern \"C\" __global__ void broken(float *y) { y[0] = undefined_identifier_xyz; }\n";
+
+static void compile_error_carries_the_log(const char *target) {
+  void *binary = NULL;
+  size_t size = 0;
+  xr_status_t status = compile(target, "broken.cu", broken, NULL, &binary, &size);
+  skip_unless_compiler(target, status);
+  cr_assert_eq(status, XR_INVALID_ARGUMENT, "%s: %s", xr_status_name(status), xr_last_error());
+  cr_assert_null(binary);
+  const char *message = xr_last_error();
+  cr_assert(strstr(message, "broken.cu"), "names the source: %s", message);
+  cr_assert(strstr(message, target), "names the target: %s", message);
+  cr_assert(strstr(message, "undefined_identifier_xyz"), "carries the log: %s", message);
+}
+
+Test(compile, nvrtc_error_carries_the_log) { compile_error_carries_the_log("sm_90"); }
+Test(compile, hiprtc_error_carries_the_log) { compile_error_carries_the_log("gfx90a"); }
+
+static int cache_entries(const char *prefix) {
+  DIR *dir = opendir(getenv("XR_HAL_CACHE_DIR"));
+  if (!dir) return 0;
+  int count = 0;
+  for (struct dirent *entry; (entry = readdir(dir)) != NULL;) {
+    if (strncmp(entry->d_name, prefix, strlen(prefix)) == 0) count++;
+  }
+  closedir(dir);
+  return count;
+}
+
+Test(compile, results_are_cached_per_source_options_and_target) {
+  static const char source[] =
+      "extern \"C\" __global__ void seven(int *p) { p[threadIdx.x] = VALUE; }\n";
+  void *first = NULL, *second = NULL;
+  size_t first_size = 0, second_size = 0;
+  xr_status_t status = compile("sm_80", "seven.cu", source, "-DVALUE=7", &first, &first_size);
+  skip_unless_compiler("sm_80", status);
+  cr_assert_eq(status, XR_OK, "%s", xr_last_error());
+  cr_assert_eq(cache_entries("nvrtc-"), 1);
+  cr_assert_eq(compile("sm_80", "seven.cu", source, "-DVALUE=7", &second, &second_size), XR_OK);
+  cr_assert_eq(cache_entries("nvrtc-"), 1, "the second compile is a cache hit");
+  cr_assert_eq(first_size, second_size);
+  cr_assert(memcmp(first, second, first_size) == 0);
+  free(second);
+  cr_assert_eq(compile("sm_80", "seven.cu", source, "-DVALUE=8", &second, &second_size), XR_OK);
+  free(second);
+  cr_assert_eq(compile("sm_90", "seven.cu", source, "-DVALUE=7", &second, &second_size), XR_OK);
+  free(second);
+  cr_assert_eq(cache_entries("nvrtc-"), 3, "options and target are part of the key");
+  free(first);
+}
+
+Test(compile, unknown_targets_and_formats_are_refused) {
+  void *binary = NULL;
+  size_t size = 0;
+  cr_assert_eq(compile("vulkan", "k.cu", broken, NULL, &binary, &size), XR_INVALID_ARGUMENT);
+  cr_assert(strstr(xr_last_error(), "vulkan"), "%s", xr_last_error());
+  xr_hal_executable_params_t params = {.format = XR_HAL_EXECUTABLE_OPENCL_C, .data = "x", .size = 1};
+  cr_assert_eq(xr_hal_compile("sm_90", &params, &binary, &size), XR_UNIMPLEMENTED);
+  cr_assert_eq(xr_hal_compile(NULL, &params, &binary, &size), XR_INVALID_ARGUMENT);
+  cr_assert_null(binary);
+}
+
+Test(compile, an_architecture_nvrtc_does_not_know_is_unavailable) {
+  void *binary = NULL;
+  size_t size = 0;
+  xr_status_t status = compile("sm_10", "old.cu", broken, NULL, &binary, &size);
+  if (status == XR_UNAVAILABLE && strstr(xr_last_error(), "NVRTC unavailable")) {
+    skip_unless_compiler("sm_10", status);
+  }
+  cr_assert_eq(status, XR_UNAVAILABLE, "%s: %s", xr_status_name(status), xr_last_error());
+  cr_assert(strstr(xr_last_error(), "sm_10"), "%s", xr_last_error());
+}
+
+Test(compile, the_nvrtc_override_is_tried_first) {
+  setenv("XR_NVRTC_LIBRARY", "/nonexistent/libnvrtc.so", 1);
+  void *binary = NULL;
+  size_t size = 0;
+  xr_status_t status = compile("sm_90", "seven.cu", broken, NULL, &binary, &size);
+  if (status == XR_UNAVAILABLE) {
+    cr_assert(strstr(xr_last_error(), "XR_NVRTC_LIBRARY=/nonexistent/libnvrtc.so: not found"),
+              "%s", xr_last_error());
+    skip_unless_compiler("sm_90", status);
+  }
+  /* Found further down the list: the broken source then fails to compile. */
+  cr_assert_eq(status, XR_INVALID_ARGUMENT, "%s", xr_last_error());
+}

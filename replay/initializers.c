@@ -28,12 +28,70 @@ static void append(xr_init_context_t *c, const char *fmt, const char *what) {
   snprintf(c->policy + len, c->policy_size - len, fmt, len ? "; " : "", what);
 }
 
+/* NaN in the dtype of a cache or key tensor; uint8 caches hold fp8 bytes (e4m3fnuz on
+ * _rocm_C, where 0x80 is the NaN; 0x7f in the OCP formats). */
+static void store_nan(const xr_init_context_t *c, int index, int64_t at) {
+  const xr_tensor_spec_t *t = c->plan->inputs[index];
+  if (t->dtype == XR_DTYPE_U8 || t->dtype == XR_DTYPE_I8)
+    ((uint8_t *)c->host[index])[at] = strncmp(c->op->name, "_rocm_C::", 9) ? 0x7f : 0x80;
+  else
+    xr_store_element(c->host[index], t->dtype, at, NAN);
+}
+
+/* Writes NaN into every element of tensor `index` whose cell is not live: the cell of an element
+ * is its index along `dim_a` times `cells_b` plus its index along `dim_b` (or 0 when dim_b < 0).
+ * Attention must never read those: a NaN that reaches a softmax or a weighted sum shows in the
+ * output. Tensors with real contents are left alone. */
+static void poison_dead_cells(const xr_init_context_t *c, int index, int dim_a, int dim_b, int64_t cells_b,
+                              const bool *live) {
+  if (index < 0 || c->has_data[index]) return;
+  const xr_tensor_spec_t *t = c->plan->inputs[index];
+  if (!xr_dtype_is_floating(t->dtype) && t->dtype != XR_DTYPE_U8 && t->dtype != XR_DTYPE_I8) return;
+  int64_t n = 1, idx[XR_MAX_RANK] = {0};
+  for (int32_t d = 0; d < t->rank; d++) n *= t->shape[d];
+  for (int64_t e = 0; e < n; e++) {
+    int64_t cell = idx[dim_a] * cells_b + (dim_b >= 0 ? idx[dim_b] : 0);
+    if (!live[cell]) {
+      int64_t at = t->storage_offset;
+      for (int32_t d = 0; d < t->rank; d++) at += idx[d] * t->strides[d];
+      store_nan(c, index, at);
+    }
+    for (int32_t d = t->rank - 1; d >= 0 && ++idx[d] == t->shape[d]; d--) idx[d] = 0;
+  }
+}
+
+static int64_t load_1d(const xr_init_context_t *c, int index, int64_t i) {
+  const xr_tensor_spec_t *t = c->plan->inputs[index];
+  return (int64_t)xr_load_element(c->host[index], t->dtype, t->storage_offset + i * t->strides[0]);
+}
+
+static void store_at(xr_init_context_t *c, int index, int64_t i, double v) {
+  const xr_tensor_spec_t *t = c->plan->inputs[index];
+  xr_store_element(c->host[index], t->dtype, t->storage_offset + i * t->strides[0], v);
+}
+
+/* Cumulative starts of `count` sequences sharing `total` tokens as evenly as possible, each at
+ * most `max_len` (tokens past the last sequence stay unused). */
+static void even_split(xr_init_context_t *c, int index, int64_t count, int64_t total, int64_t max_len) {
+  int64_t start = 0;
+  store_at(c, index, 0, 0);
+  for (int64_t b = 0; b < count; b++) {
+    int64_t len = total / count + (b < total % count);
+    if (max_len > 0 && len > max_len) len = max_len;
+    start += len;
+    store_at(c, index, b + 1, (double)start);
+  }
+}
+
 /* Sequence lengths: "max" (all at max_seq_len, the default), "uniform" (1..max_seq_len), or an
  * explicit comma-separated list (repeated as needed). Then block tables of distinct random
- * blocks (a Fisher-Yates shuffle of all cache blocks). */
+ * blocks (a Fisher-Yates shuffle of all cache blocks). With query_start_loc (_rocm_C), the
+ * query tokens are split evenly over the sequences and each sequence holds at least its
+ * queries. Cache slots no sequence uses (unused blocks, slots past seq_lens) are NaN. */
 static xr_status_t init_paged_attention(xr_init_context_t *c) {
   int sl = input_index(c, "seq_lens"), bt = input_index(c, "block_tables");
-  int kc = input_index(c, "key_cache");
+  int kc = input_index(c, "key_cache"), vc = input_index(c, "value_cache");
+  int qsl = input_index(c, "query_start_loc"), q = input_index(c, "query");
   if (sl < 0 || bt < 0 || kc < 0) return XR_OK; /* not the layout we know: leave defaults */
   const xr_tensor_spec_t *seq = c->plan->inputs[sl], *tab = c->plan->inputs[bt];
   int64_t num_seqs = seq->shape[0], max_blocks = tab->rank == 2 ? tab->shape[1] : 0;
@@ -42,6 +100,10 @@ static xr_status_t init_paged_attention(xr_init_context_t *c) {
   int64_t num_blocks = c->plan->inputs[kc]->shape[0];
   if (max_len > max_blocks * block_size) max_len = max_blocks * block_size;
   if (max_len < 1 || block_size < 1) return XR_OK;
+  if (qsl >= 0 && q >= 0 && !c->has_data[qsl] && c->plan->inputs[qsl]->shape[0] == num_seqs + 1) {
+    even_split(c, qsl, num_seqs, c->plan->inputs[q]->shape[0], max_len);
+    append(c, "%s%s", "query_start_loc even split");
+  }
   uint64_t s = c->seed;
   const char *mode = c->params && c->params[0] ? c->params : "max";
   if (!strncmp(mode, "seq_lens=", 9)) mode += 9;
@@ -61,7 +123,11 @@ static xr_status_t init_paged_attention(xr_init_context_t *c) {
         len = v < 1 ? 1 : v > max_len ? max_len : v;
         p = *end == ',' ? end + 1 : mode; /* wrap around */
       }
-      xr_store_element(c->host[sl], seq->dtype, i, (double)len);
+      if (qsl >= 0) { /* a sequence holds at least its own queries */
+        int64_t qlen = load_1d(c, qsl, i + 1) - load_1d(c, qsl, i);
+        if (len < qlen) len = qlen < max_len ? qlen : max_len;
+      }
+      store_at(c, sl, i, (double)len);
     }
     char what[160];
     snprintf(what, sizeof what, "seq_lens %s (max %lld)", mode, (long long)max_len);
@@ -78,8 +144,7 @@ static xr_status_t init_paged_attention(xr_init_context_t *c) {
     int64_t next = 0;
     bool reused = false;
     for (int64_t q = 0; q < num_seqs; q++) {
-      int64_t len = (int64_t)xr_load_element(c->host[sl], seq->dtype,
-                                             seq->storage_offset + q * seq->strides[0]);
+      int64_t len = load_1d(c, sl, q);
       int64_t used = (len + block_size - 1) / block_size;
       for (int64_t b = 0; b < max_blocks; b++) {
         int64_t block = 0;
@@ -96,6 +161,117 @@ static xr_status_t init_paged_attention(xr_init_context_t *c) {
     append(c, "%s%s", reused ? "block_tables random blocks (cache too small: blocks shared)"
                              : "block_tables distinct random blocks");
   }
+  /* Live (block, slot) cells: key_cache [blocks, heads, d/x, slot, x], value_cache [blocks,
+   * heads, d, slot]. */
+  const xr_tensor_spec_t *kt = c->plan->inputs[kc];
+  if (kt->rank != 5 || kt->shape[3] != block_size || (vc >= 0 && c->plan->inputs[vc]->rank != 4)) return XR_OK;
+  bool *live = calloc((size_t)(num_blocks * block_size + 1), sizeof *live);
+  if (!live) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  for (int64_t q = 0; q < num_seqs; q++) {
+    int64_t len = load_1d(c, sl, q);
+    for (int64_t t = 0; t < len && t < max_blocks * block_size; t++) {
+      int64_t block = (int64_t)xr_load_element(c->host[bt], tab->dtype, tab->storage_offset + q * tab->strides[0] +
+                                                                             (t / block_size) * tab->strides[1]);
+      if (block >= 0 && block < num_blocks) live[block * block_size + t % block_size] = true;
+    }
+  }
+  poison_dead_cells(c, kc, 0, 3, block_size, live);
+  poison_dead_cells(c, vc, 0, 3, block_size, live);
+  free(live);
+  return XR_OK;
+}
+
+/* Variable-length attention (aten::_flash_attention_forward with cum_seq_q/k,
+ * aiter::mha_varlen_fwd, aiter::mha_batch_prefill): the packed query and key tokens split
+ * evenly over the sequences, each at most max_seqlen; seqused_k keeps three quarters of each
+ * sequence's keys; page indices are distinct random pages. Key/value rows no sequence uses are
+ * NaN. */
+static xr_status_t init_varlen_attention(xr_init_context_t *c) {
+  bool aiter = !strncmp(c->op->name, "aiter::", 7);
+  int cq = input_index(c, aiter ? "cu_seqlens_q" : "cum_seq_q");
+  int ck = input_index(c, aiter ? "cu_seqlens_k" : "cum_seq_k");
+  int q = input_index(c, aiter ? "q" : "query"), k = input_index(c, aiter ? "k" : "key");
+  int v = input_index(c, aiter ? "v" : "value"), used = input_index(c, "seqused_k");
+  int indptr = input_index(c, "kv_indptr"), pages = input_index(c, "kv_page_indices");
+  if (cq < 0 || q < 0 || k < 0) return XR_OK; /* dense: the shapes say it all */
+  int64_t batch = c->plan->inputs[cq]->shape[0] - 1;
+  int64_t max_q = int_arg(c, aiter ? "max_seqlen_q" : "max_q", 0);
+  int64_t max_k = int_arg(c, aiter ? "max_seqlen_k" : "max_k", 0);
+  const xr_tensor_spec_t *kt = c->plan->inputs[k];
+  int64_t total_k = kt->shape[0];
+  if (batch < 1) return XR_OK;
+  if (!c->has_data[cq]) even_split(c, cq, batch, c->plan->inputs[q]->shape[0], max_q);
+  bool *live = calloc((size_t)(total_k + 1), sizeof *live);
+  if (!live) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  if (indptr >= 0 && pages >= 0) { /* batch prefill: one-token pages */
+    int64_t npages = c->plan->inputs[pages]->shape[0];
+    if (!c->has_data[indptr]) even_split(c, indptr, batch, npages < total_k ? npages : total_k, max_k);
+    if (!c->has_data[pages]) {
+      int64_t *perm = malloc(sizeof(int64_t) * (size_t)(total_k ? total_k : 1));
+      if (!perm) {
+        free(live);
+        return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+      }
+      uint64_t s = c->seed;
+      for (int64_t i = 0; i < total_k; i++) perm[i] = i;
+      for (int64_t i = total_k - 1; i > 0; i--) {
+        int64_t j = (int64_t)(xr_rng_next(&s) % (uint64_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+      }
+      for (int64_t i = 0; i < npages; i++) store_at(c, pages, i, (double)(total_k ? perm[i % total_k] : 0));
+      free(perm);
+    }
+    for (int64_t i = load_1d(c, indptr, 0); i < load_1d(c, indptr, batch); i++) {
+      int64_t page = load_1d(c, pages, i);
+      if (page >= 0 && page < total_k) live[page] = true;
+    }
+    append(c, "%s%s", "cu_seqlens_q and kv_indptr even split, distinct random pages");
+  } else if (ck >= 0 && kt->rank == 3) {
+    if (!c->has_data[ck]) even_split(c, ck, batch, total_k, max_k);
+    for (int64_t b = 0; b < batch; b++) {
+      int64_t start = load_1d(c, ck, b), len = load_1d(c, ck, b + 1) - start;
+      if (used >= 0) {
+        if (!c->has_data[used]) store_at(c, used, b, (double)(len - len / 4));
+        len = load_1d(c, used, b);
+      }
+      for (int64_t t = start; t < start + len && t < total_k; t++)
+        if (t >= 0) live[t] = true;
+    }
+    append(c, "%s%s", used >= 0 ? "cumulative lengths even split, seqused_k 3/4 of each sequence"
+                                : "cumulative lengths even split");
+  } else {
+    free(live);
+    return XR_OK;
+  }
+  poison_dead_cells(c, k, 0, -1, 1, live);
+  poison_dead_cells(c, v, 0, -1, 1, live);
+  free(live);
+  return XR_OK;
+}
+
+/* reshape_and_cache(_flash): distinct random cache slots per token, so no two tokens race for
+ * one slot. */
+static xr_status_t init_cache_slots(xr_init_context_t *c) {
+  int sm = input_index(c, "slot_mapping"), kc = input_index(c, "key_cache");
+  if (sm < 0 || kc < 0 || c->has_data[sm]) return XR_OK;
+  const xr_tensor_spec_t *cache = c->plan->inputs[kc];
+  bool flash = !strcmp(c->op->name, "_C_cache_ops::reshape_and_cache_flash");
+  if (cache->rank < 4) return XR_OK;
+  int64_t slots = cache->shape[0] * cache->shape[flash ? 1 : 3], tokens = c->plan->inputs[sm]->shape[0];
+  if (tokens > slots)
+    return xr_error(XR_INVALID_ARGUMENT, "slot_mapping: %lld tokens for %lld cache slots", (long long)tokens,
+                    (long long)slots);
+  int64_t *perm = malloc(sizeof(int64_t) * (size_t)(slots ? slots : 1));
+  if (!perm) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  uint64_t s = c->seed;
+  for (int64_t i = 0; i < slots; i++) perm[i] = i;
+  for (int64_t i = 0; i < tokens; i++) { /* partial Fisher-Yates: the first `tokens` entries */
+    int64_t j = i + (int64_t)(xr_rng_next(&s) % (uint64_t)(slots - i)), t = perm[i];
+    perm[i] = perm[j], perm[j] = t;
+    store_at(c, sm, i, (double)perm[i]);
+  }
+  free(perm);
+  append(c, "%s%s", "slot_mapping distinct random slots");
   return XR_OK;
 }
 
@@ -300,6 +476,12 @@ void xr_register_builtin_initializers(void) {
                                     "aiter::ck_moe_stage1", "aiter::ck_moe_stage2"};
   for (size_t i = 0; i < sizeof paged / sizeof *paged; i++)
     xr_register_initializer_locked(paged[i], init_paged_attention);
+  static const char *const varlen[] = {"aten::_flash_attention_forward", "aiter::mha_varlen_fwd",
+                                       "aiter::mha_batch_prefill"};
+  for (size_t i = 0; i < sizeof varlen / sizeof *varlen; i++)
+    xr_register_initializer_locked(varlen[i], init_varlen_attention);
+  xr_register_initializer_locked("_C_cache_ops::reshape_and_cache", init_cache_slots);
+  xr_register_initializer_locked("_C_cache_ops::reshape_and_cache_flash", init_cache_slots);
   for (size_t i = 0; i < sizeof moe / sizeof *moe; i++)
     xr_register_initializer_locked(moe[i], init_moe_routing);
 }

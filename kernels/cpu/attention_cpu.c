@@ -1,0 +1,471 @@
+/* Fast CPU attention (flash-style): one work item is (sequence, kv head, block of query rows,
+ * key partition); its rows are every query head of the kv head's group times the block's
+ * queries, so a key/value tile is converted to fp32 once and used by all of them. Keys are
+ * walked in tiles of 64 with an online softmax (running max, running sum, rescaled fp32
+ * accumulators); the score matrix of a tile is the only one ever held.
+ *
+ * The inner products are register-blocked micro-kernels (4 rows x 64 keys for Q K^T, 4 rows x
+ * 64 dims for P V) written with GCC vector extensions and compiled for AVX-512, AVX2+FMA and a
+ * baseline (target_clones picks one at load time), as are the fp16/bf16 conversions and exp(). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/attention.h"
+#include "kernels/family.h"
+
+/* The vector helpers are always inlined: no vector crosses a call boundary whose ABI the
+ * target_clones variants could disagree on. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+typedef float vf __attribute__((vector_size(64)));
+typedef int32_t vi __attribute__((vector_size(64)));
+typedef uint32_t vu __attribute__((vector_size(64)));
+typedef uint16_t vh __attribute__((vector_size(32)));
+
+#define HOT static inline __attribute__((always_inline))
+#define CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+
+enum { BK = 64, MR = 4, VW = 16 };
+
+static inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+HOT vf vload(const float *p) {
+  vf v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+HOT void vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
+
+/* exp(x) for x <= 0 (the only arguments softmax needs); exact 0 below -87, relative error
+ * ~2e-7 elsewhere (Cephes' range reduction and polynomial). */
+HOT vf vexp(vf x) {
+  vi under = x < -87.0f;
+  vf t = x * 1.44269504088896341f;
+  vi n = __builtin_convertvector(t - 0.5f, vi); /* round to nearest for t <= 0 */
+  vi keep = ~under;
+  n &= keep;
+  vf nf = __builtin_convertvector(n, vf);
+  vf r = (vf)((vi)x & keep);
+  r = r - nf * 0.693359375f + nf * 2.12194440e-4f;
+  vf p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  vf y = p * r * r + r + 1.0f;
+  y = y * (vf)((n + 127) << 23);
+  return (vf)((vi)y & keep);
+}
+
+HOT float hsum(vf v) {
+  float s = 0;
+  for (int i = 0; i < VW; i++) s += v[i];
+  return s;
+}
+
+HOT float hmax(vf v) {
+  float m = v[0];
+  for (int i = 1; i < VW; i++) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+/* n elements (index, index + stride, ...) of a dtype to fp32; fp8 through a 256-entry table
+ * with the cache scale folded in. */
+HOT void cvt_run(float *dst, const void *base, xr_dtype_t dt, int64_t index, int64_t n, int64_t stride,
+                 const float *lut) {
+  int64_t i = 0;
+  if (dt == XR_DTYPE_F32) {
+    const float *s = (const float *)base + index;
+    if (stride == 1) memcpy(dst, s, sizeof(float) * (size_t)n);
+    else for (; i < n; i++) dst[i] = s[i * stride];
+    return;
+  }
+  if (dt == XR_DTYPE_F16 || dt == XR_DTYPE_BF16) {
+    const uint16_t *s = (const uint16_t *)base + index;
+    bool half = dt == XR_DTYPE_F16;
+    if (stride == 1) {
+      for (; i + VW <= n; i += VW) {
+        vh hv;
+        memcpy(&hv, s + i, sizeof hv);
+        vu h = __builtin_convertvector(hv, vu);
+        vf f;
+        if (half) {
+          /* Exponent re-bias by a multiply handles normals and subnormals; inf/NaN kept. */
+          vu em = h & 0x7fff, bits = em << 13;
+          vu fb = (vu)((vf)bits * 0x1p112f);
+          vu special = (vu)(em >= 0x7c00);
+          fb = (fb & ~special) | ((bits | 0x7f800000u) & special);
+          f = (vf)(fb | ((h & 0x8000) << 16));
+        } else {
+          f = (vf)(h << 16);
+        }
+        vstore(dst + i, f);
+      }
+    }
+    for (; i < n; i++) dst[i] = half ? xr_f16_to_f32(s[i * stride]) : xr_bf16_to_f32(s[i * stride]);
+    return;
+  }
+  const uint8_t *s = (const uint8_t *)base + index;
+  for (; i < n; i++) dst[i] = lut[s[i * stride]];
+}
+
+typedef struct cpu_state {
+  const xr_attn_problem_t *a;
+  xr_attn_host_t h;
+  xr_tensor_t *bound;
+  int64_t bq, qblocks, parts, items;
+  bool bias; /* ALiBi or a mask: per-logit additive terms */
+  float lut_k[256], lut_v[256];
+} cpu_state_t;
+
+/* Per-thread scratch. */
+typedef struct scratch {
+  float *q, *kt, *v, *s, *acc, *m, *l, *tmp;
+  int64_t *lo, *hi, *koff;
+  void *block;
+} scratch_t;
+
+static bool scratch_alloc(const cpu_state_t *st, scratch_t *w) {
+  const int64_t *p = st->a->p;
+  int64_t R4 = round_up(p[XR_AP_group] * st->bq, MR), D = p[XR_AP_head_dim];
+  int64_t Dvp = round_up(p[XR_AP_head_dim_v], 64), T = D > Dvp ? D : Dvp;
+  if (T < BK) T = BK;
+  size_t floats[] = {(size_t)(R4 * D), (size_t)(D * BK), (size_t)(BK * Dvp), (size_t)(R4 * BK),
+                     (size_t)(R4 * Dvp), (size_t)R4, (size_t)R4, (size_t)T};
+  size_t total = 0;
+  for (size_t i = 0; i < 8; i++) total += round_up((int64_t)floats[i], 16) * sizeof(float);
+  total += 3 * (size_t)round_up(R4 > D ? R4 : D, 8) * sizeof(int64_t);
+  w->block = aligned_alloc(64, (size_t)round_up((int64_t)total, 64));
+  if (!w->block) return false;
+  memset(w->block, 0, total);
+  float *f = w->block;
+  float **dst[] = {&w->q, &w->kt, &w->v, &w->s, &w->acc, &w->m, &w->l, &w->tmp};
+  for (size_t i = 0; i < 8; i++) *dst[i] = f, f += round_up((int64_t)floats[i], 16);
+  int64_t *ip = (int64_t *)f, n = round_up(R4 > D ? R4 : D, 8);
+  w->lo = ip, w->hi = ip + n, w->koff = ip + 2 * n;
+  return true;
+}
+
+/* S[r][0..63] = Q[r] . Kt[:, 0..63] for rows r < R4 (a multiple of 4). */
+HOT void qk_tile(const float *q, int64_t D, const float *kt, float *s, int64_t R4) {
+  for (int64_t r = 0; r < R4; r += MR) {
+    vf c[MR][4];
+    for (int rr = 0; rr < MR; rr++)
+      for (int j = 0; j < 4; j++) c[rr][j] = (vf){0};
+    const float *q0 = q + r * D;
+    for (int64_t d = 0; d < D; d++) {
+      const float *k = kt + d * BK;
+      vf k0 = vload(k), k1 = vload(k + 16), k2 = vload(k + 32), k3 = vload(k + 48);
+      for (int rr = 0; rr < MR; rr++) {
+        float qv = q0[rr * D + d];
+        c[rr][0] += qv * k0, c[rr][1] += qv * k1, c[rr][2] += qv * k2, c[rr][3] += qv * k3;
+      }
+    }
+    for (int rr = 0; rr < MR; rr++)
+      for (int j = 0; j < 4; j++) vstore(s + (r + rr) * BK + j * 16, c[rr][j]);
+  }
+}
+
+/* acc[r][:] += P[r][0..n) . V[0..n)[:] for rows r < R4; Dvp a multiple of 64. */
+HOT void pv_tile(const float *pm, const float *v, int64_t n, float *acc, int64_t Dvp, int64_t R4) {
+  for (int64_t r = 0; r < R4; r += MR) {
+    for (int64_t d0 = 0; d0 < Dvp; d0 += 64) {
+      vf c[MR][4];
+      for (int rr = 0; rr < MR; rr++)
+        for (int j = 0; j < 4; j++) c[rr][j] = vload(acc + (r + rr) * Dvp + d0 + j * 16);
+      for (int64_t t = 0; t < n; t++) {
+        const float *vr = v + t * Dvp + d0;
+        vf v0 = vload(vr), v1 = vload(vr + 16), v2 = vload(vr + 32), v3 = vload(vr + 48);
+        for (int rr = 0; rr < MR; rr++) {
+          float pv = pm[(r + rr) * BK + t];
+          c[rr][0] += pv * v0, c[rr][1] += pv * v1, c[rr][2] += pv * v2, c[rr][3] += pv * v3;
+        }
+      }
+      for (int rr = 0; rr < MR; rr++)
+        for (int j = 0; j < 4; j++) vstore(acc + (r + rr) * Dvp + d0 + j * 16, c[rr][j]);
+    }
+  }
+}
+
+/* Kt[d][j] for keys j0 .. j0 + n; columns past n are zero. */
+HOT void gather_k(const cpu_state_t *st, scratch_t *w, int64_t b, const xr_attn_seq_t *seq, int64_t kvh,
+                  int64_t j0, int64_t n) {
+  const xr_attn_problem_t *a = st->a;
+  const int64_t *p = a->p;
+  int64_t D = p[XR_AP_head_dim], x = p[XR_AP_k_x];
+  for (int64_t j = 0; j < n; j++) {
+    int64_t ki, vi;
+    xr_attn_token(a, &st->h, b, seq, j0 + j, &ki, &vi);
+    ki += kvh * p[XR_AP_k_sh];
+    for (int64_t c = 0; c < D / x; c++)
+      cvt_run(w->tmp + c * x, st->h.base[XR_AT_K], a->kv_dtype, ki + c * p[XR_AP_k_sdx], x, p[XR_AP_k_sd], st->lut_k);
+    for (int64_t d = 0; d < D; d++) w->kt[d * BK + j] = w->tmp[d];
+  }
+  if (n < BK)
+    for (int64_t d = 0; d < D; d++) memset(w->kt + d * BK + n, 0, sizeof(float) * (size_t)(BK - n));
+}
+
+/* V[j][:] for keys j0 .. j0 + n: token rows when the head dim is contiguous, else runs of
+ * consecutive slots (vLLM's value cache [block][head][dim][slot]) transposed. */
+HOT void gather_v(const cpu_state_t *st, scratch_t *w, int64_t b, const xr_attn_seq_t *seq, int64_t kvh,
+                  int64_t j0, int64_t n, int64_t Dvp) {
+  const xr_attn_problem_t *a = st->a;
+  const int64_t *p = a->p;
+  int64_t Dv = p[XR_AP_head_dim_v], ps = p[XR_AP_page_size];
+  bool rows = p[XR_AP_v_sd] == 1 || p[XR_AP_v_ss] != 1;
+  for (int64_t j = 0; j < n;) {
+    int64_t ki, vi, t = j0 + j;
+    xr_attn_token(a, &st->h, b, seq, t, &ki, &vi);
+    vi += kvh * p[XR_AP_v_sh];
+    if (rows) {
+      cvt_run(w->v + j * Dvp, st->h.base[XR_AT_V], a->kv_dtype, vi, Dv, p[XR_AP_v_sd], st->lut_v);
+      j++;
+      continue;
+    }
+    int64_t run = n - j;
+    if (p[XR_AP_paged] && ps - t % ps < run) run = ps - t % ps;
+    for (int64_t d = 0; d < Dv; d++) {
+      cvt_run(w->tmp, st->h.base[XR_AT_V], a->kv_dtype, vi + d * p[XR_AP_v_sd], run, 1, st->lut_v);
+      for (int64_t s = 0; s < run; s++) w->v[(j + s) * Dvp + d] = w->tmp[s];
+    }
+    j += run;
+  }
+}
+
+static void store_row(const cpu_state_t *st, void *base, xr_dtype_t dt, int64_t index, int64_t stride,
+                      const float *src, int64_t n, float mul) {
+  (void)st;
+  for (int64_t d = 0; d < n; d++) xr_store_element(base, dt, index + d * stride, (double)(src[d] * mul));
+}
+
+/* One work item. */
+CLONES static void run_item(const cpu_state_t *st, scratch_t *w, int64_t item) {
+  const xr_attn_problem_t *a = st->a;
+  const int64_t *p = a->p;
+  int64_t part = item % st->parts, rest = item / st->parts;
+  int64_t qb = rest % st->qblocks;
+  rest /= st->qblocks;
+  int64_t kvh = rest % p[XR_AP_kv_heads], b = rest / p[XR_AP_kv_heads];
+  int64_t G = p[XR_AP_group], D = p[XR_AP_head_dim], Dv = p[XR_AP_head_dim_v], Dvp = round_up(Dv, 64);
+  xr_attn_seq_t seq = xr_attn_seq(a, &st->h, b);
+  if (p[XR_AP_lse_off] >= 0 && qb == 0 && part == 0) /* padding rows of the efficient kernel */
+    for (int64_t g = 0; g < G; g++)
+      for (int64_t i = seq.q_len; i < p[XR_AP_lse_rows]; i++)
+        ((float *)st->h.lse)[p[XR_AP_lse_off] + b * p[XR_AP_lse_sb] + (kvh * G + g) * p[XR_AP_lse_sh] + i] = INFINITY;
+  int64_t i0 = qb * st->bq;
+  if (i0 >= seq.q_len) return;
+  int64_t nq = seq.q_len - i0 < st->bq ? seq.q_len - i0 : st->bq;
+  int64_t R = G * nq, R4 = round_up(R, MR);
+  float scale = xr_attn_float(a, XR_AP_scale_bits), cap = xr_attn_float(a, XR_AP_softcap_bits);
+  int64_t plo = 0, phi = seq.k_len;
+  if (p[XR_AP_part_size] > 0) {
+    plo = part * p[XR_AP_part_size];
+    if (plo >= seq.k_len) return; /* vLLM leaves partitions past the sequence untouched */
+    phi = plo + p[XR_AP_part_size] < seq.k_len ? plo + p[XR_AP_part_size] : seq.k_len;
+  }
+  /* Rows r = g * nq + ii: query head kvh * G + g, query i0 + ii; queries pre-scaled. */
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (int64_t r = 0; r < R4; r++) {
+    float *qr = w->q + r * D;
+    w->m[r] = -INFINITY, w->l[r] = 0;
+    memset(w->acc + r * Dvp, 0, sizeof(float) * (size_t)Dvp);
+    if (r >= R) {
+      memset(qr, 0, sizeof(float) * (size_t)D);
+      continue;
+    }
+    int64_t g = r / nq, i = i0 + r % nq, head = kvh * G + g;
+    int64_t qi = p[XR_AP_q_off] + b * p[XR_AP_q_sb] + (seq.qstart + i) * p[XR_AP_q_ss] + head * p[XR_AP_q_sh];
+    cvt_run(qr, st->h.base[XR_AT_Q], a->q_dtype, qi, D, p[XR_AP_q_sd], NULL);
+    for (int64_t d = 0; d < D; d++) qr[d] *= scale;
+    xr_attn_key_range(a, &seq, i, &w->lo[r], &w->hi[r]);
+    if (w->lo[r] < plo) w->lo[r] = plo;
+    if (w->hi[r] > phi) w->hi[r] = phi;
+    if (w->lo[r] < w->hi[r]) {
+      if (w->lo[r] < lo) lo = w->lo[r];
+      if (w->hi[r] > hi) hi = w->hi[r];
+    }
+  }
+  for (int64_t j0 = lo; j0 < hi; j0 += BK) {
+    int64_t n = hi - j0 < BK ? hi - j0 : BK;
+    gather_k(st, w, b, &seq, kvh, j0, n);
+    gather_v(st, w, b, &seq, kvh, j0, n, Dvp);
+    qk_tile(w->q, D, w->kt, w->s, R4);
+    for (int64_t r = 0; r < R; r++) {
+      float *s = w->s + r * BK;
+      int64_t ja = w->lo[r] - j0, jb = w->hi[r] - j0;
+      if (ja < 0) ja = 0;
+      if (jb > n) jb = n;
+      if (ja >= jb) {
+        memset(s, 0, sizeof(float) * BK);
+        continue;
+      }
+      int64_t g = r / nq, i = i0 + r % nq;
+      for (int64_t j = 0; j < ja; j++) s[j] = -INFINITY;
+      for (int64_t j = jb; j < BK; j++) s[j] = -INFINITY;
+      if (cap > 0)
+        for (int64_t j = ja; j < jb; j++) s[j] = cap * tanhf(s[j] / cap);
+      if (st->bias)
+        for (int64_t j = ja; j < jb; j++)
+          s[j] += (float)xr_attn_bias(a, &st->h, b, &seq, kvh * G + g, i, j0 + j);
+      vf mv = vload(s);
+      for (int j = 1; j < 4; j++) {
+        vf o = vload(s + 16 * j);
+        mv = (vf)(((vi)mv & (vi)(mv >= o)) | ((vi)o & (vi)(mv < o)));
+      }
+      float mt = hmax(mv), mnew = mt > w->m[r] ? mt : w->m[r];
+      if (mnew == -INFINITY) {
+        memset(s, 0, sizeof(float) * BK);
+        continue;
+      }
+      vf sum = {0};
+      for (int j = 0; j < 4; j++) {
+        vf e = vexp(vload(s + 16 * j) - mnew);
+        vstore(s + 16 * j, e);
+        sum += e;
+      }
+      float alpha = w->m[r] == -INFINITY ? 0.0f : vexp((vf){0} + (w->m[r] - mnew))[0];
+      w->l[r] = w->l[r] * alpha + hsum(sum);
+      w->m[r] = mnew;
+      if (alpha != 1.0f) {
+        float *ar = w->acc + r * Dvp;
+        for (int64_t d = 0; d < Dvp; d += VW) vstore(ar + d, vload(ar + d) * alpha);
+      }
+    }
+    for (int64_t r = R; r < R4; r++) memset(w->s + r * BK, 0, sizeof(float) * BK);
+    pv_tile(w->s, w->v, n, w->acc, Dvp, R4);
+  }
+  for (int64_t r = 0; r < R; r++) {
+    int64_t g = r / nq, i = i0 + r % nq, head = kvh * G + g;
+    float inv = w->l[r] > 0 ? 1.0f / w->l[r] : 0.0f;
+    if (p[XR_AP_part_size] > 0) {
+      ((float *)st->h.max_logits)[p[XR_AP_ml_off] + b * p[XR_AP_ml_sb] + head * p[XR_AP_ml_sh] + part * p[XR_AP_ml_sp]] =
+          w->m[r];
+      ((float *)st->h.exp_sums)[p[XR_AP_es_off] + b * p[XR_AP_es_sb] + head * p[XR_AP_es_sh] + part * p[XR_AP_es_sp]] =
+          w->l[r];
+      store_row(st, st->h.tmp_out, a->o_dtype,
+                p[XR_AP_to_off] + b * p[XR_AP_to_sb] + head * p[XR_AP_to_sh] + part * p[XR_AP_to_sp], p[XR_AP_to_sd],
+                w->acc + r * Dvp, Dv, inv);
+      continue;
+    }
+    store_row(st, st->h.out, a->o_dtype,
+              p[XR_AP_o_off] + b * p[XR_AP_o_sb] + (seq.qstart + i) * p[XR_AP_o_ss] + head * p[XR_AP_o_sh],
+              p[XR_AP_o_sd], w->acc + r * Dvp, Dv, inv);
+    if (p[XR_AP_lse_off] >= 0)
+      ((float *)st->h.lse)[p[XR_AP_lse_off] + b * p[XR_AP_lse_sb] + head * p[XR_AP_lse_sh] +
+                           (seq.qstart + i) * p[XR_AP_lse_ss]] =
+          w->l[r] > 0 ? w->m[r] + logf(w->l[r]) : xr_attn_float(a, XR_AP_empty_lse_bits);
+  }
+}
+
+static void run_items(void *ctx, size_t begin, size_t end) {
+  const cpu_state_t *st = ctx;
+  scratch_t w;
+  if (!scratch_alloc(st, &w)) return; /* outputs stay poisoned; the check reports it */
+  for (size_t item = begin; item < end; item++) run_item(st, &w, (int64_t)item);
+  free(w.block);
+}
+
+/* paged_attention_v2's reduction: out = sum_p tmp_out_p * w_p / sum_p w_p with
+ * w_p = exp_sums_p * exp(max_logits_p - max); one partition is copied. */
+static void combine_rows(void *ctx, size_t begin, size_t end) {
+  const cpu_state_t *st = ctx;
+  const xr_attn_problem_t *a = st->a;
+  const int64_t *p = a->p;
+  int64_t H = p[XR_AP_heads], Dv = p[XR_AP_head_dim_v];
+  float *acc = malloc(sizeof(float) * (size_t)Dv);
+  if (!acc) return;
+  for (size_t item = begin; item < end; item++) {
+    int64_t b = (int64_t)item / H, head = (int64_t)item % H;
+    xr_attn_seq_t seq = xr_attn_seq(a, &st->h, b);
+    int64_t parts = (seq.k_len + p[XR_AP_part_size] - 1) / p[XR_AP_part_size];
+    const float *ml = (const float *)st->h.max_logits + p[XR_AP_ml_off] + b * p[XR_AP_ml_sb] + head * p[XR_AP_ml_sh];
+    const float *es = (const float *)st->h.exp_sums + p[XR_AP_es_off] + b * p[XR_AP_es_sb] + head * p[XR_AP_es_sh];
+    float gmax = -INFINITY, gsum = 0;
+    for (int64_t k = 0; k < parts; k++) gmax = ml[k * p[XR_AP_ml_sp]] > gmax ? ml[k * p[XR_AP_ml_sp]] : gmax;
+    memset(acc, 0, sizeof(float) * (size_t)Dv);
+    for (int64_t k = 0; k < parts; k++) {
+      float wk = parts == 1 ? 1.0f : es[k * p[XR_AP_es_sp]] * expf(ml[k * p[XR_AP_ml_sp]] - gmax);
+      gsum += wk;
+      int64_t to = p[XR_AP_to_off] + b * p[XR_AP_to_sb] + head * p[XR_AP_to_sh] + k * p[XR_AP_to_sp];
+      for (int64_t d = 0; d < Dv; d++)
+        acc[d] += wk * (float)xr_load_element(st->h.tmp_out, a->o_dtype, to + d * p[XR_AP_to_sd]);
+    }
+    store_row(st, st->h.out, a->o_dtype, p[XR_AP_o_off] + b * p[XR_AP_o_sb] + head * p[XR_AP_o_sh], p[XR_AP_o_sd],
+              acc, Dv, gsum > 0 ? 1.0f / gsum : 0.0f);
+  }
+  free(acc);
+}
+
+static void begin_run(void *ctx) {
+  cpu_state_t *st = ctx;
+  const xr_attn_problem_t *a = st->a;
+  const int64_t *p = a->p;
+  xr_attn_zero_host_outputs(a, st->bound);
+  float ks = p[XR_AP_k_scale_off] >= 0 ? ((const float *)st->h.base[XR_AT_K_SCALE])[p[XR_AP_k_scale_off]]
+                                        : xr_attn_float(a, XR_AP_k_scale_bits);
+  float vs = p[XR_AP_v_scale_off] >= 0 ? ((const float *)st->h.base[XR_AT_V_SCALE])[p[XR_AP_v_scale_off]]
+                                        : xr_attn_float(a, XR_AP_v_scale_bits);
+  if (p[XR_AP_kv_fp8])
+    for (int i = 0; i < 256; i++) {
+      st->lut_k[i] = xr_fp8_to_f32((uint8_t)i, a->kv_dtype) * ks;
+      st->lut_v[i] = xr_fp8_to_f32((uint8_t)i, a->kv_dtype) * vs;
+    }
+}
+
+static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  const xr_attn_problem_t *a = plan->problem;
+  if (a->p[XR_AP_head_dim] % a->p[XR_AP_k_x])
+    return xr_error(XR_UNIMPLEMENTED, "cpu.attention: head size %lld is not a multiple of the key split %lld",
+                    (long long)a->p[XR_AP_head_dim], (long long)a->p[XR_AP_k_x]);
+  return xr_attn_supported(plan);
+}
+
+static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device, const xr_tensor_t *tensors,
+                               void **out_state) {
+  (void)device;
+  size_t n = plan->input_count + plan->return_count;
+  cpu_state_t *st = calloc(1, sizeof *st + n * sizeof(xr_tensor_t));
+  if (!st) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+  const xr_attn_problem_t *a = plan->problem;
+  const int64_t *p = a->p;
+  st->a = a;
+  st->bound = (xr_tensor_t *)(st + 1);
+  memcpy(st->bound, tensors, n * sizeof(xr_tensor_t));
+  xr_status_t s = xr_attn_host_bind(a, tensors, &st->h);
+  if (s != XR_OK) {
+    free(st);
+    return s;
+  }
+  /* About 64 rows per item share each key tile: a block of queries times the group's heads. */
+  int64_t G = p[XR_AP_group], bq = 64 / G > 0 ? 64 / G : 1;
+  st->bq = p[XR_AP_max_q] < bq ? (p[XR_AP_max_q] > 0 ? p[XR_AP_max_q] : 1) : bq;
+  st->qblocks = (p[XR_AP_max_q] + st->bq - 1) / st->bq;
+  if (st->qblocks < 1) st->qblocks = 1;
+  st->parts = p[XR_AP_part_size] > 0 ? p[XR_AP_part_count] : 1;
+  if (st->parts < 1) st->parts = 1;
+  st->items = p[XR_AP_batch] * p[XR_AP_kv_heads] * st->qblocks * st->parts;
+  st->bias = p[XR_AP_alibi_off] >= 0 || p[XR_AP_mask_kind] != XR_ATTN_MASK_NONE;
+  *out_state = st;
+  return XR_OK;
+}
+
+static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
+  cpu_state_t *st = state;
+  const int64_t *p = st->a->p;
+  xr_status_t s = xr_hal_stream_enqueue_host(stream, begin_run, st);
+  if (s == XR_OK && st->items > 0) s = xr_hal_stream_enqueue_parallel(stream, (size_t)st->items, 1, run_items, st);
+  if (s == XR_OK && p[XR_AP_part_size] > 0)
+    s = xr_hal_stream_enqueue_parallel(stream, (size_t)(p[XR_AP_batch] * p[XR_AP_heads]), 4, combine_rows, st);
+  return s;
+}
+
+const xr_kernel_impl_t xr_attn_cpu_impl = {
+    .name = "cpu.flash_attention",
+    .driver = "cpu",
+    .supports = cpu_supports,
+    .prepare = cpu_prepare,
+    .enqueue = cpu_enqueue,
+    .release = free,
+};

@@ -1,0 +1,326 @@
+// Flash-style attention forward for every op of the attention and paged-attention families
+// (the addressing is kernels/attention.h's parameter array; its indices arrive as -DAP_<name>).
+//
+// One work-item owns one query row (query position i, head kvh * GROUP + g); a work-group holds
+// WG consecutive rows of one (sequence, kv head), so every row of a GQA group shares the key
+// and value tiles the group stages in local memory, BK tokens at a time. Each row keeps its
+// running max, running sum and fp32 accumulators (online softmax): only BK scores per row exist
+// at any time, never the score matrix. Grid: (row blocks, sequences x kv heads, partitions).
+//
+// Build options: Q_KIND (query/output: 0 f32, 1 f16, 2 bf16), KV_KIND (the same, 3 fp8 with
+// FP8_MBITS, FP8_BIAS, FP8_FNUZ, FP8_INF), DT_* (xreplay dtype codes for masks and slopes),
+// WG, BK, DMAX (largest head size).
+
+#define P(name) prm[AP_##name]
+
+inline float param_float(long bits) { return as_float((uint)bits); }
+
+inline long load_idx(const __global uchar *base, long off, long is64, long i) {
+  return is64 ? ((const __global long *)base)[off + i] : (long)((const __global int *)base)[off + i];
+}
+
+inline float bf16_to_float(ushort h) { return as_float((uint)h << 16); }
+
+inline ushort float_to_bf16(float f) {
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}
+
+inline float load_typed(const __global uchar *base, int kind, long i) {
+  if (kind == 0) return ((const __global float *)base)[i];
+  if (kind == 1) return vload_half(i, (const __global half *)base);
+  return bf16_to_float(((const __global ushort *)base)[i]);
+}
+
+inline float load_any(const __global uchar *base, long dtype, long i) {
+  if (dtype == DT_F32) return ((const __global float *)base)[i];
+  if (dtype == DT_F16) return vload_half(i, (const __global half *)base);
+  if (dtype == DT_BF16) return bf16_to_float(((const __global ushort *)base)[i]);
+  return (float)base[i]; /* bool / uint8 */
+}
+
+#if KV_KIND == 3
+inline float fp8_to_float(uchar v) {
+  const uint ebits = 7 - FP8_MBITS, emax = (1u << ebits) - 1, mmax = (1u << FP8_MBITS) - 1;
+  uint sign = v >> 7, e = (v >> FP8_MBITS) & emax, m = v & mmax;
+#if FP8_FNUZ
+  if (v == 0x80) return NAN;
+#elif FP8_INF
+  if (e == emax) return m ? NAN : (sign ? -INFINITY : INFINITY);
+#else
+  if (e == emax && m == mmax) return NAN;
+#endif
+  float f = e ? ldexp(1.0f + (float)m / (float)(1u << FP8_MBITS), (int)e - FP8_BIAS)
+              : ldexp((float)m / (float)(1u << FP8_MBITS), 1 - FP8_BIAS);
+  return sign ? -f : f;
+}
+#endif
+
+inline float load_kv(const __global uchar *base, long i, float scale) {
+#if KV_KIND == 3
+  return fp8_to_float(base[i]) * scale;
+#else
+  return load_typed(base, KV_KIND, i);
+#endif
+}
+
+inline void store_out(__global uchar *base, long i, float v) {
+#if Q_KIND == 0
+  ((__global float *)base)[i] = v;
+#elif Q_KIND == 1
+  vstore_half_rte(v, i, (__global half *)base);
+#else
+  ((__global ushort *)base)[i] = float_to_bf16(v);
+#endif
+}
+
+typedef struct seq {
+  long q_len, k_len, qstart, kstart, diag;
+} seq_t;
+
+inline seq_t get_seq(const __global long *prm, const __global uchar *cu_q, const __global uchar *cu_k,
+                     const __global uchar *lens, const __global uchar *indptr, long b) {
+  seq_t s;
+  s.q_len = P(max_q), s.k_len = P(max_k), s.qstart = 0, s.kstart = 0;
+  if (P(cu_q_off) >= 0) {
+    s.qstart = load_idx(cu_q, P(cu_q_off), P(cu_q_64), b);
+    s.q_len = load_idx(cu_q, P(cu_q_off), P(cu_q_64), b + 1) - s.qstart;
+  }
+  if (P(cu_k_off) >= 0) {
+    s.kstart = load_idx(cu_k, P(cu_k_off), P(cu_k_64), b);
+    s.k_len = load_idx(cu_k, P(cu_k_off), P(cu_k_64), b + 1) - s.kstart;
+  }
+  if (P(paged) == 2)
+    s.k_len = (load_idx(indptr, P(indptr_off), P(indptr_64), b + 1) -
+               load_idx(indptr, P(indptr_off), P(indptr_64), b)) * P(page_size);
+  if (P(lens_off) >= 0) s.k_len = load_idx(lens, P(lens_off), P(lens_64), b);
+  if (s.q_len < 0) s.q_len = 0;
+  if (s.k_len < 0) s.k_len = 0;
+  if (s.q_len > P(max_q) && P(cu_q_off) < 0) s.q_len = P(max_q);
+  s.diag = P(bottom_right) ? s.k_len - s.q_len : 0;
+  return s;
+}
+
+inline void key_range(const __global long *prm, const seq_t *s, long i, long *lo, long *hi) {
+  long l = 0, r = s->k_len, c = i + s->diag;
+  if (P(causal) && c + 1 < r) r = c + 1;
+  if (P(window_right) >= 0 && c + P(window_right) + 1 < r) r = c + P(window_right) + 1;
+  if (P(window_left) >= 0 && c - P(window_left) > l) l = c - P(window_left);
+  *lo = l;
+  *hi = r;
+}
+
+inline void token(const __global long *prm, const __global uchar *table, const __global uchar *indptr, long b,
+                  const seq_t *s, long t, long *ki, long *vi) {
+  long page = b, slot = s->kstart + t;
+  if (P(paged)) {
+    long ps = P(page_size), e = t / ps;
+    slot = t % ps;
+    if (P(paged) == 1) {
+      page = load_idx(table, P(table_off), P(table_64), b * P(table_sb) + e * P(table_sp));
+    } else {
+      long first = load_idx(indptr, P(indptr_off), P(indptr_64), b);
+      page = load_idx(table, P(table_off), P(table_64), first + e);
+    }
+  }
+  *ki = P(k_off) + page * P(k_sp) + slot * P(k_ss);
+  *vi = P(v_off) + page * P(v_sp) + slot * P(v_ss);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_attention(
+    __global const long *prm, __global const uchar *q, __global const uchar *k, __global const uchar *v,
+    __global uchar *out, __global float *lse, __global const uchar *cu_q, __global const uchar *cu_k,
+    __global const uchar *lens, __global const uchar *table, __global const uchar *indptr,
+    __global const uchar *alibi, __global const uchar *mask, __global const float *k_scale,
+    __global const float *v_scale, __global float *exp_sums, __global float *max_logits,
+    __global uchar *tmp_out, __local float *ktile, __local float *vtile) {
+  __local long tk[BK], tv[BK];
+  const long G = P(group), D = P(head_dim), Dv = P(head_dim_v);
+  const long b = get_group_id(1) / P(kv_heads), kvh = get_group_id(1) % P(kv_heads);
+  const long part = get_group_id(2);
+  const int lid = get_local_id(0);
+  const long row0 = (long)get_group_id(0) * WG, row = row0 + lid;
+  const seq_t s = get_seq(prm, cu_q, cu_k, lens, indptr, b);
+  const long i = row / G, head = kvh * G + row % G;
+  if (P(lse_off) >= 0 && part == 0 && i >= s.q_len && i < P(lse_rows)) /* efficient-kernel padding */
+    lse[P(lse_off) + b * P(lse_sb) + head * P(lse_sh) + i] = INFINITY;
+  long i_first = row0 / G, i_last = (row0 + WG - 1) / G;
+  if (i_first >= s.q_len) return; /* the whole work-group: no barrier is skipped by a part */
+  if (i_last >= s.q_len) i_last = s.q_len - 1;
+  long plo = 0, phi = s.k_len;
+  if (P(part_size) > 0) {
+    plo = part * P(part_size);
+    if (plo >= s.k_len) return; /* vLLM leaves partitions past the sequence untouched */
+    phi = min(plo + P(part_size), s.k_len);
+  }
+  /* The rows' key ranges grow with i: the group needs [range(i_first).lo, range(i_last).hi). */
+  long glo, ghi, unused;
+  key_range(prm, &s, i_first, &glo, &unused);
+  key_range(prm, &s, i_last, &unused, &ghi);
+  glo = max(glo, plo);
+  ghi = min(ghi, phi);
+
+  const bool valid = i < s.q_len;
+  const float scale = param_float(P(scale_bits)), cap = param_float(P(softcap_bits));
+  const float ks = P(k_scale_off) >= 0 ? k_scale[P(k_scale_off)] : param_float(P(k_scale_bits));
+  const float vs = P(v_scale_off) >= 0 ? v_scale[P(v_scale_off)] : param_float(P(v_scale_bits));
+  float qv[DMAX], acc[DMAX], sc[BK];
+  float m = -INFINITY, l = 0.0f, slope = 0.0f;
+  long lo = 0, hi = 0;
+  if (valid) {
+    long qi = P(q_off) + b * P(q_sb) + (s.qstart + i) * P(q_ss) + head * P(q_sh);
+    for (long d = 0; d < D; d++) qv[d] = load_typed(q, Q_KIND, qi + d * P(q_sd)) * scale;
+    for (long d = 0; d < Dv; d++) acc[d] = 0.0f;
+    key_range(prm, &s, i, &lo, &hi);
+    lo = max(lo, plo);
+    hi = min(hi, phi);
+    if (P(alibi_off) >= 0)
+      slope = load_any(alibi, P(alibi_dtype), P(alibi_off) + b * P(alibi_sb) + head * P(alibi_sh));
+  }
+  for (long t0 = glo; t0 < ghi; t0 += BK) {
+    const int n = (int)min((long)BK, ghi - t0);
+    if (lid < n) {
+      long ki, vi;
+      token(prm, table, indptr, b, &s, t0 + lid, &ki, &vi);
+      tk[lid] = ki + kvh * P(k_sh);
+      tv[lid] = vi + kvh * P(v_sh);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (long e = lid; e < n * D; e += WG) {
+      long j = e / D, d = e % D;
+      ktile[e] = load_kv(k, tk[j] + (d / P(k_x)) * P(k_sdx) + (d % P(k_x)) * P(k_sd), ks);
+    }
+    for (long e = lid; e < n * Dv; e += WG) {
+      long j = e / Dv, d = e % Dv;
+      vtile[e] = load_kv(v, tv[j] + d * P(v_sd), vs);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (valid) {
+      float mt = -INFINITY;
+      for (int j = 0; j < n; j++) {
+        long t = t0 + j;
+        float x = -INFINITY;
+        if (t >= lo && t < hi) {
+          x = 0.0f;
+          for (long d = 0; d < D; d++) x += qv[d] * ktile[j * D + d];
+          if (cap > 0.0f) x = cap * tanh(x / cap);
+          if (P(alibi_off) >= 0) x -= slope * fabs((float)(t - (i + s.diag)));
+          if (P(mask_kind) != 0) {
+            float mv = load_any(mask, P(mask_dtype),
+                                P(mask_off) + b * P(mask_sb) + head * P(mask_sh) + i * P(mask_sq) + t * P(mask_sk));
+            if (P(mask_kind) == 1) x = mv != 0.0f ? x : -INFINITY;
+            else x += mv;
+          }
+        }
+        sc[j] = x;
+        mt = fmax(mt, x);
+      }
+      float mnew = fmax(m, mt);
+      if (mnew != -INFINITY) {
+        float alpha = m == -INFINITY ? 0.0f : exp(m - mnew);
+        l *= alpha;
+        for (long d = 0; d < Dv; d++) acc[d] *= alpha;
+        for (int j = 0; j < n; j++) {
+          if (sc[j] == -INFINITY) continue;
+          float pj = exp(sc[j] - mnew);
+          l += pj;
+          for (long d = 0; d < Dv; d++) acc[d] += pj * vtile[j * Dv + d];
+        }
+        m = mnew;
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (!valid) return;
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  if (P(part_size) > 0) {
+    max_logits[P(ml_off) + b * P(ml_sb) + head * P(ml_sh) + part * P(ml_sp)] = m;
+    exp_sums[P(es_off) + b * P(es_sb) + head * P(es_sh) + part * P(es_sp)] = l;
+    long to = P(to_off) + b * P(to_sb) + head * P(to_sh) + part * P(to_sp);
+    for (long d = 0; d < Dv; d++) store_out(tmp_out, to + d * P(to_sd), acc[d] * inv);
+    return;
+  }
+  long oi = P(o_off) + b * P(o_sb) + (s.qstart + i) * P(o_ss) + head * P(o_sh);
+  for (long d = 0; d < Dv; d++) store_out(out, oi + d * P(o_sd), acc[d] * inv);
+  if (P(lse_off) >= 0)
+    lse[P(lse_off) + b * P(lse_sb) + head * P(lse_sh) + (s.qstart + i) * P(lse_ss)] =
+        l > 0.0f ? m + log(l) : param_float(P(empty_lse_bits));
+}
+
+// paged_attention_v2's reduction, one work-item per output element (dim, head, sequence).
+__kernel void xr_attention_combine(__global const long *prm, __global const uchar *cu_q, __global const uchar *cu_k,
+                                   __global const uchar *lens, __global const uchar *indptr, __global uchar *out,
+                                   __global const float *exp_sums, __global const float *max_logits,
+                                   __global const uchar *tmp_out) {
+  const long d = get_global_id(0), head = get_global_id(1), b = get_global_id(2);
+  if (d >= P(head_dim_v)) return;
+  const seq_t s = get_seq(prm, cu_q, cu_k, lens, indptr, b);
+  const long parts = (s.k_len + P(part_size) - 1) / P(part_size);
+  const __global float *ml = max_logits + P(ml_off) + b * P(ml_sb) + head * P(ml_sh);
+  const __global float *es = exp_sums + P(es_off) + b * P(es_sb) + head * P(es_sh);
+  float gmax = -INFINITY, gsum = 0.0f, acc = 0.0f;
+  for (long p = 0; p < parts; p++) gmax = fmax(gmax, ml[p * P(ml_sp)]);
+  for (long p = 0; p < parts; p++) {
+    float w = parts == 1 ? 1.0f : es[p * P(es_sp)] * exp(ml[p * P(ml_sp)] - gmax);
+    gsum += w;
+    acc += w * load_typed(tmp_out, Q_KIND, P(to_off) + b * P(to_sb) + head * P(to_sh) + p * P(to_sp) + d * P(to_sd));
+  }
+  store_out(out, P(o_off) + b * P(o_sb) + head * P(o_sh) + d * P(o_sd), gsum > 0.0f ? acc / gsum : 0.0f);
+}
+
+// reshape_and_cache(_flash): token t's key/value for every (head, dim) into the cache slot
+// slot_mapping[t]; negative slots are padding. Parameters: kernels/opencl/attention_opencl.c's
+// cache array (-DCP_<name>); Q_KIND is the source dtype, KV_KIND the cache's.
+#define C(name) prm[CP_##name]
+
+inline void store_cache(__global uchar *base, long i, float v) {
+#if KV_KIND == 3
+  /* Nearest fp8 value (ties to the even code), saturating: as xr_f32_to_fp8. */
+  uchar code = 0;
+  if (isnan(v)) {
+    code = FP8_FNUZ ? 0x80 : 0x7f;
+  } else {
+    uchar sign = signbit(v) ? 0x80 : 0;
+    float a = fmin(fabs(v), (float)FP8_MAX), best_err = INFINITY;
+    for (int c = 0; c < 128; c++) {
+      float m = fp8_to_float((uchar)c);
+      if (isnan(m) || isinf(m) || m > FP8_MAX) continue;
+      float err = fabs(m - a);
+      if (err < best_err || (err == best_err && (c & 1) == 0)) code = (uchar)c, best_err = err;
+    }
+    if (code == 0 && FP8_FNUZ) sign = 0;
+    code |= sign;
+  }
+  base[i] = code;
+#elif KV_KIND == 0
+  ((__global float *)base)[i] = v;
+#elif KV_KIND == 1
+  vstore_half_rte(v, i, (__global half *)base);
+#else
+  ((__global ushort *)base)[i] = float_to_bf16(v);
+#endif
+}
+
+__kernel void xr_reshape_and_cache(__global const long *prm, __global const uchar *key, __global const uchar *value,
+                                   __global uchar *key_cache, __global uchar *value_cache,
+                                   __global const uchar *slots, __global const float *k_scale,
+                                   __global const float *v_scale) {
+  const long e = get_global_id(0), t = get_global_id(1);
+  const long D = C(head_dim);
+  if (e >= C(kv_heads) * D) return;
+  const long h = e / D, d = e % D;
+  const long slot = load_idx(slots, C(slots_off), C(slots_64), t);
+  if (slot < 0) return;
+  const long blk = slot / C(block_size), off = slot % C(block_size);
+  float kv = load_typed(key, Q_KIND, C(key_off) + t * C(key_st) + h * C(key_sh) + d * C(key_sd));
+  float vv = load_typed(value, Q_KIND, C(value_off) + t * C(value_st) + h * C(value_sh) + d * C(value_sd));
+#if KV_KIND == 3
+  kv /= C(k_scale_off) >= 0 ? k_scale[C(k_scale_off)] : 1.0f;
+  vv /= C(v_scale_off) >= 0 ? v_scale[C(v_scale_off)] : 1.0f;
+#endif
+  store_cache(key_cache, C(kc_off) + blk * C(kc_sb) + off * C(kc_ss) + h * C(kc_sh) + (d / C(kc_x)) * C(kc_sdx) +
+                             (d % C(kc_x)) * C(kc_sd), kv);
+  store_cache(value_cache, C(vc_off) + blk * C(vc_sb) + off * C(vc_ss) + h * C(vc_sh) + d * C(vc_sd), vv);
+}

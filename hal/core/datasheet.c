@@ -8,11 +8,14 @@ typedef struct datasheet_entry {
   double memory_tb_per_s;
 } datasheet_entry_t;
 
-/* Vendor datasheets: NVIDIA H100/H200 SXM and A100 SXM4, AMD Instinct MI300X and MI250X. */
+/* Vendor datasheets: NVIDIA B200 (HGX, 1000 W), H100/H200 SXM and A100 SXM4, AMD Instinct
+ * MI325X, MI300X and MI250X. */
 static const datasheet_entry_t entries[] = {
+    {"B200", {40.0, 80.0, 2250.0, 2250.0, 4500.0}, 8.0},
     {"H200", {34.0, 67.0, 989.4, 989.4, 1978.9}, 4.8},
     {"H100 80GB HBM3", {34.0, 67.0, 989.4, 989.4, 1978.9}, 3.35},
     {"A100-SXM4-80GB", {9.7, 19.5, 312.0, 312.0, 0}, 2.039},
+    {"MI325X", {81.7, 163.4, 1307.4, 1307.4, 2614.9}, 6.0},
     {"MI300X", {81.7, 163.4, 1307.4, 1307.4, 2614.9}, 5.3},
     {"MI250X", {47.9, 47.9, 383.0, 383.0, 0}, 3.2768},
 };

@@ -1,6 +1,7 @@
 /* The GEMM family: aten::mm, addmm, bmm, baddbmm, matmul, linear, and the same products under
  * the names serving stacks give them (aiter::gemm_a16w16, vllm::rocm_unquantized_gemm, which
- * have linear's semantics: x @ weight^T + bias).
+ * have linear's semantics: x @ weight^T + bias), and aten::_scaled_mm (fp8 x fp8 with float32
+ * scales, see analyze_scaled_mm).
  *
  * Every op is reduced to one batched problem: out[b][m][n] = alpha * sum_k A[b][m][k] B[b][k][n]
  * + beta * C[b][m][n], each operand addressed through its own strides (0 where it broadcasts),
@@ -15,7 +16,7 @@
 static const char *const gemm_ops[] = {
     "aten::mm",     "aten::addmm",        "aten::bmm",
     "aten::baddbmm", "aten::matmul",      "aten::linear",
-    "aiter::gemm_a16w16", "vllm::rocm_unquantized_gemm", NULL,
+    "aiter::gemm_a16w16", "vllm::rocm_unquantized_gemm", "aten::_scaled_mm", NULL,
 };
 
 /* Sets an operand's strides from a tensor of rank >= 2 (or 1 when `vector_dim` says which of
@@ -75,6 +76,133 @@ static bool is_float_dtype(xr_dtype_t d) {
   return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F64;
 }
 
+static bool is_fp8_dtype(xr_dtype_t d) {
+  return d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E4M3FNUZ ||
+         d == XR_DTYPE_F8E5M2FNUZ;
+}
+
+/* c10::ScalarType codes as the profiler records a ScalarType argument. */
+static xr_dtype_t scalar_type_dtype(int64_t code) {
+  switch (code) {
+    case 5: return XR_DTYPE_F16;
+    case 6: return XR_DTYPE_F32;
+    case 7: return XR_DTYPE_F64;
+    case 15: return XR_DTYPE_BF16;
+    case 23: return XR_DTYPE_F8E5M2;
+    case 24: return XR_DTYPE_F8E4M3FN;
+    case 25: return XR_DTYPE_F8E5M2FNUZ;
+    case 26: return XR_DTYPE_F8E4M3FNUZ;
+    default: return XR_DTYPE_INVALID;
+  }
+}
+
+/* A float32 scale of n values (or one): stride between them, 0 for a single value. */
+static xr_status_t set_scale(const xr_op_plan_t *plan, int index, const char *name, int64_t n,
+                             xr_gemm_scale_t *s) {
+  const xr_tensor_spec_t *t = plan->inputs[index];
+  s->index = index;
+  s->stride = 0;
+  if (t->dtype != XR_DTYPE_F32)
+    return xr_plan_error(plan, "%s: expected float32 scales, got %s", name,
+                         xr_dtype_name(t->dtype));
+  int64_t numel = xr_spec_numel(t);
+  if (numel == 1) return XR_OK;
+  if (numel != n)
+    return xr_plan_error(plan, "%s: expected 1 (per-tensor) or %lld (row-/column-wise) values, got %lld",
+                         name, (long long)n, (long long)numel);
+  for (int d = 0; d < t->rank; d++)
+    if (t->shape[d] == n) s->stride = t->strides[d];
+  return XR_OK;
+}
+
+/* aten::_scaled_mm(self, mat2, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None,
+ * use_fast_accum=False) (torch >= 2.4; older releases take the same names as keywords):
+ *   out = (scale_a * scale_b * (self @ mat2) + bias) * scale_result, rounded once to out_dtype.
+ * self [M, K] and mat2 [K, N] are fp8 (e4m3fn, e5m2 and the fnuz variants); scale_a holds 1 or
+ * M float32 values ([M, 1], row-wise), scale_b 1 or N ([1, N], column-wise); bias is [N];
+ * out_dtype defaults to self's dtype. scale_result is cuBLASLt's D scale: it multiplies the
+ * result and, as on CUDA, only applies to fp8 outputs (PyTorch's CPU emulation divides by it
+ * instead; GPU traces are what we replay). use_fast_accum changes accumulation precision on
+ * NVIDIA only; we always accumulate in fp32 or better. */
+static xr_status_t analyze_scaled_mm(xr_op_plan_t *plan, xr_gemm_problem_t *p) {
+  const xr_op_t *op = plan->op;
+  int a = -1, b = -1, sa = -1, sb = -1, bias = -1, sr = -1, out = -1;
+  xr_status_t st;
+  if ((st = xr_arg_tensor(plan, 0, "self", true, &a)) ||
+      (st = xr_arg_tensor(plan, 1, "mat2", true, &b)) ||
+      (st = xr_arg_tensor(plan, 2, "scale_a", true, &sa)) ||
+      (st = xr_arg_tensor(plan, 3, "scale_b", true, &sb)) ||
+      (st = xr_arg_tensor(plan, 4, "bias", false, &bias)) ||
+      (st = xr_arg_tensor(plan, 5, "scale_result", false, &sr)) ||
+      (st = xr_arg_tensor(plan, -1, "out", false, &out)) ||
+      (st = need_rank(plan, a, "self", 2, 2)) || (st = need_rank(plan, b, "mat2", 2, 2)))
+    return st;
+  const xr_tensor_spec_t *ta = plan->inputs[a], *tb = plan->inputs[b];
+  if (!is_fp8_dtype(ta->dtype) || !is_fp8_dtype(tb->dtype))
+    return xr_plan_error(plan, "self and mat2 must be fp8 (got %s and %s)", xr_dtype_name(ta->dtype),
+                         xr_dtype_name(tb->dtype));
+  if (ta->shape[1] != tb->shape[0])
+    return xr_plan_error(plan, "self is [%lld, %lld] but mat2 has %lld rows: inner dimensions differ",
+                         (long long)ta->shape[0], (long long)ta->shape[1], (long long)tb->shape[0]);
+  p->M = ta->shape[0];
+  p->K = ta->shape[1];
+  p->N = tb->shape[1];
+  p->a_dtype = ta->dtype;
+  p->b_dtype = tb->dtype;
+  p->out_dtype = ta->dtype;
+  const xr_value_t *od = xr_op_arg(op, 6, "out_dtype");
+  if (od && od->kind == XR_VALUE_INT) {
+    p->out_dtype = scalar_type_dtype(od->as.i);
+    if (p->out_dtype == XR_DTYPE_INVALID)
+      return xr_plan_error(plan, "out_dtype: ScalarType %lld is not a float type", (long long)od->as.i);
+  } else if (od && od->kind == XR_VALUE_STRING) {
+    p->out_dtype = xr_dtype_parse(od->as.s);
+    if (!xr_dtype_is_floating(p->out_dtype))
+      return xr_plan_error(plan, "out_dtype: \"%s\" is not a float type", od->as.s);
+  } else if (od && od->kind != XR_VALUE_NULL) {
+    return xr_plan_error(plan, "out_dtype: expected a ScalarType (int or string)");
+  }
+  p->a = (xr_gemm_operand_t){.index = a, .row_stride = ta->strides[0], .col_stride = ta->strides[1]};
+  p->b = (xr_gemm_operand_t){.index = b, .row_stride = tb->strides[0], .col_stride = tb->strides[1]};
+  if ((st = set_scale(plan, sa, "scale_a", p->M, &p->scale_a)) ||
+      (st = set_scale(plan, sb, "scale_b", p->N, &p->scale_b)))
+    return st;
+  if (sr >= 0) {
+    if (plan->inputs[sr]->dtype != XR_DTYPE_F32 || xr_spec_numel(plan->inputs[sr]) != 1)
+      return xr_plan_error(plan, "scale_result: expected one float32 value");
+    if (is_fp8_dtype(p->out_dtype)) p->scale_result = sr;
+  }
+  p->c_dtype = p->out_dtype;
+  if (bias >= 0) {
+    const xr_tensor_spec_t *tc = plan->inputs[bias];
+    if (tc->rank != 1 || tc->shape[0] != p->N || !is_float_dtype(tc->dtype))
+      return xr_plan_error(plan, "bias: expected a float [%lld] tensor", (long long)p->N);
+    p->c = (xr_gemm_operand_t){.index = bias, .row_stride = 0, .col_stride = tc->strides[0]};
+    p->c_dtype = tc->dtype;
+  }
+  int64_t shape[2] = {p->M, p->N};
+  p->out_rank = 2;
+  if (out >= 0) {
+    const xr_tensor_spec_t *to = plan->inputs[out];
+    if (to->rank != 2 || to->dtype != p->out_dtype || to->shape[0] != p->M || to->shape[1] != p->N)
+      return xr_plan_error(plan, "out: expected a %s [%lld, %lld] tensor", xr_dtype_name(p->out_dtype),
+                           (long long)p->M, (long long)p->N);
+    p->out = (xr_gemm_operand_t){.index = out, .row_stride = to->strides[0], .col_stride = to->strides[1]};
+    plan->return_count = 0;
+  } else {
+    p->out = (xr_gemm_operand_t){.index = (int)plan->input_count, .row_stride = p->N, .col_stride = 1};
+    plan->return_count = 1;
+    xr_desc_set(&plan->returns[0], p->out_dtype, 2, shape);
+  }
+  p->batch = 1;
+  plan->flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
+  plan->bytes = (double)p->M * (double)p->K * (double)xr_dtype_size(p->a_dtype) +
+                (double)p->K * (double)p->N * (double)xr_dtype_size(p->b_dtype) +
+                (double)p->M * (double)p->N * (double)xr_dtype_size(p->out_dtype) +
+                (bias >= 0 ? (double)p->N * (double)xr_dtype_size(p->c_dtype) : 0.0);
+  return XR_OK;
+}
+
 static xr_status_t analyze(xr_op_plan_t *plan) {
   const xr_op_t *op = plan->op;
   const char *name = op->name;
@@ -84,6 +212,8 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   p->alpha = 1.0;
   p->beta = 1.0;
   p->c.index = -1;
+  p->scale_a.index = p->scale_b.index = p->scale_result = -1;
+  if (!strcmp(name, "aten::_scaled_mm")) return analyze_scaled_mm(plan, p);
   int a = -1, b = -1, c = -1, out = -1;
   bool b_transposed = false; /* B given as [N, K] (linear's weight) */
   xr_status_t st = XR_OK;
@@ -138,7 +268,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   if (!is_float_dtype(ta->dtype) || ta->dtype != tb->dtype)
     return xr_plan_error(plan, "%s and %s must share a float dtype (got %s and %s)", a_name, b_name,
                          xr_dtype_name(ta->dtype), xr_dtype_name(tb->dtype));
-  p->out_dtype = ta->dtype;
+  p->out_dtype = p->c_dtype = ta->dtype;
 
   /* Matrix dims of A ([.., M, K], 1-D: [K]) and B ([.., K, N], 1-D: [K]; transposed: [N, K]). */
   bool a_vec = ta->rank == 1, b_vec = tb->rank == 1 && !b_transposed;
@@ -243,39 +373,57 @@ int64_t xr_gemm_offset(const xr_gemm_operand_t *o, const xr_gemm_problem_t *p, i
   return off;
 }
 
+void xr_gemm_bindings(const xr_gemm_problem_t *p, int out_index[XR_GEMM_OPERANDS]) {
+  out_index[XR_GEMM_A] = p->a.index;
+  out_index[XR_GEMM_B] = p->b.index;
+  out_index[XR_GEMM_C] = p->beta != 0 ? p->c.index : -1;
+  out_index[XR_GEMM_OUT] = p->out.index;
+  out_index[XR_GEMM_SCALE_A] = p->scale_a.index;
+  out_index[XR_GEMM_SCALE_B] = p->scale_b.index;
+  out_index[XR_GEMM_SCALE_RESULT] = p->scale_result;
+}
+
 /* ------------------------------------------------------------------------------------------ */
-/* CPU reference: widen A and B to double, one output row per work item.                      */
+/* CPU reference: widen everything to double, one output row per work item.                  */
 
 typedef struct ref_state {
   const xr_gemm_problem_t *p;
-  void *base[4]; /* a, b, c, out storage */
-  int64_t offset[4];
+  void *base[XR_GEMM_OPERANDS]; /* storage of each operand (NULL when absent) */
+  int64_t offset[XR_GEMM_OPERANDS];
 } ref_state_t;
+
+static double ref_scale(const ref_state_t *s, int which, int64_t stride, int64_t i) {
+  if (!s->base[which]) return 1.0;
+  return xr_load_element(s->base[which], XR_DTYPE_F32, s->offset[which] + i * stride);
+}
 
 static void ref_rows(void *ctx, size_t begin, size_t end) {
   const ref_state_t *s = ctx;
   const xr_gemm_problem_t *p = s->p;
   double *arow = malloc(sizeof(double) * (size_t)(p->K ? p->K : 1));
   if (!arow) return; /* the output stays poisoned; the check reports it */
+  double result_scale = ref_scale(s, XR_GEMM_SCALE_RESULT, 0, 0);
   for (size_t row = begin; row < end; row++) {
     int64_t bi = (int64_t)row / p->M, m = (int64_t)row % p->M;
-    int64_t ao = s->offset[0] + xr_gemm_offset(&p->a, p, bi) + m * p->a.row_stride;
-    int64_t bo = s->offset[1] + xr_gemm_offset(&p->b, p, bi);
-    int64_t oo = s->offset[3] + xr_gemm_offset(&p->out, p, bi) + m * p->out.row_stride;
+    int64_t ao = s->offset[XR_GEMM_A] + xr_gemm_offset(&p->a, p, bi) + m * p->a.row_stride;
+    int64_t bo = s->offset[XR_GEMM_B] + xr_gemm_offset(&p->b, p, bi);
+    int64_t oo = s->offset[XR_GEMM_OUT] + xr_gemm_offset(&p->out, p, bi) + m * p->out.row_stride;
+    double row_scale = p->alpha * ref_scale(s, XR_GEMM_SCALE_A, p->scale_a.stride, m);
     for (int64_t k = 0; k < p->K; k++)
-      arow[k] = xr_load_element(s->base[0], p->a_dtype, ao + k * p->a.col_stride);
+      arow[k] = xr_load_element(s->base[XR_GEMM_A], p->a_dtype, ao + k * p->a.col_stride);
     for (int64_t n = 0; n < p->N; n++) {
       double acc = 0;
       for (int64_t k = 0; k < p->K; k++)
-        acc += arow[k] * xr_load_element(s->base[1], p->b_dtype,
+        acc += arow[k] * xr_load_element(s->base[XR_GEMM_B], p->b_dtype,
                                          bo + k * p->b.row_stride + n * p->b.col_stride);
-      double v = p->alpha * acc;
-      if (p->c.index >= 0 && p->beta != 0) {
-        int64_t co = s->offset[2] + xr_gemm_offset(&p->c, p, bi) + m * p->c.row_stride +
+      double v = row_scale * ref_scale(s, XR_GEMM_SCALE_B, p->scale_b.stride, n) * acc;
+      if (s->base[XR_GEMM_C]) {
+        int64_t co = s->offset[XR_GEMM_C] + xr_gemm_offset(&p->c, p, bi) + m * p->c.row_stride +
                      n * p->c.col_stride;
-        v += p->beta * xr_load_element(s->base[2], p->out_dtype, co);
+        v += p->beta * xr_load_element(s->base[XR_GEMM_C], p->c_dtype, co);
       }
-      xr_store_element(s->base[3], p->out_dtype, oo + n * p->out.col_stride, v);
+      xr_store_element(s->base[XR_GEMM_OUT], p->out_dtype, oo + n * p->out.col_stride,
+                       v * result_scale);
     }
   }
   free(arow);
@@ -288,8 +436,9 @@ static xr_status_t ref_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   ref_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
   s->p = p;
-  const int idx[4] = {p->a.index, p->b.index, p->c.index, p->out.index};
-  for (int i = 0; i < 4; i++) {
+  int idx[XR_GEMM_OPERANDS];
+  xr_gemm_bindings(p, idx);
+  for (int i = 0; i < XR_GEMM_OPERANDS; i++) {
     if (idx[i] < 0) continue;
     xr_status_t st = xr_tensor_host(&tensors[idx[i]], &s->base[i]);
     if (st != XR_OK) {
@@ -317,9 +466,10 @@ static const xr_kernel_impl_t ref_gemm = {
     .release = free,
 };
 
+/* Vendor libraries first, our own kernels next, the reference last. */
 static const xr_kernel_impl_t *const gemm_impls[] = {
-    &ref_gemm,
-    NULL,
+    &xr_gemm_onednn_impl, &xr_gemm_cpu_blocked_impl, &xr_gemm_clblast_impl,
+    &xr_gemm_opencl_tiled_impl, &xr_gemm_cuda_impl, &xr_gemm_hip_impl, &ref_gemm, NULL,
 };
 
 static const xr_op_family_t xr_family_gemm = {

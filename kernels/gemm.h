@@ -11,7 +11,15 @@ typedef struct xr_gemm_operand {
   int64_t row_stride, col_stride;
 } xr_gemm_operand_t;
 
-/* out[b][m][n] = alpha * sum_k a[b][m][k] * b[b][k][n] + beta * c[b][m][n] */
+/* A per-row (scale_a) or per-column (scale_b) float32 multiplier of _scaled_mm. */
+typedef struct xr_gemm_scale {
+  int index;                          /* binding index; -1 when absent (1.0) */
+  int64_t stride;                     /* elements between consecutive rows / columns; 0: one value */
+} xr_gemm_scale_t;
+
+/* out[b][m][n] = result_scale * (alpha * scale_a[m] * scale_b[n] * sum_k a[b][m][k] * b[b][k][n]
+ *                                + beta * c[b][m][n])
+ * The scales are 1 except for aten::_scaled_mm, whose C is its bias. */
 typedef struct xr_gemm_problem {
   int batch_rank;
   int64_t batch_shape[XR_MAX_RANK];
@@ -19,9 +27,34 @@ typedef struct xr_gemm_problem {
   int64_t M, N, K;
   xr_gemm_operand_t a, b, c, out;     /* a: [M, K], b: [K, N], c and out: [M, N] */
   double alpha, beta;
-  xr_dtype_t a_dtype, b_dtype, out_dtype;
+  xr_dtype_t a_dtype, b_dtype, c_dtype, out_dtype;
   int out_rank;
+  xr_gemm_scale_t scale_a, scale_b;
+  int scale_result;                   /* binding index of a float32 scalar, or -1 */
 } xr_gemm_problem_t;
+
+/* The operands by role, for implementations that bind them. */
+enum {
+  XR_GEMM_A = 0,
+  XR_GEMM_B,
+  XR_GEMM_C,            /* absent when beta is 0: PyTorch then ignores C, NaNs included */
+  XR_GEMM_OUT,
+  XR_GEMM_SCALE_A,
+  XR_GEMM_SCALE_B,
+  XR_GEMM_SCALE_RESULT,
+  XR_GEMM_OPERANDS
+};
+
+/* Binding index of every operand (-1 when absent). */
+void xr_gemm_bindings(const xr_gemm_problem_t *p, int out_index[XR_GEMM_OPERANDS]);
+
+/* Implementations, most preferred first (kernels/cpu/, kernels/opencl/). */
+extern const xr_kernel_impl_t xr_gemm_onednn_impl;       /* cpu.onednn_matmul */
+extern const xr_kernel_impl_t xr_gemm_cpu_blocked_impl;  /* cpu.gemm_blocked */
+extern const xr_kernel_impl_t xr_gemm_clblast_impl;      /* opencl.clblast_gemm */
+extern const xr_kernel_impl_t xr_gemm_opencl_tiled_impl; /* opencl.gemm_tiled */
+extern const xr_kernel_impl_t xr_gemm_cuda_impl;         /* cuda.gemm_tiled (kernels/gpu/) */
+extern const xr_kernel_impl_t xr_gemm_hip_impl;          /* hip.gemm_tiled (kernels/gpu/) */
 
 /* Offset (elements) of batch entry `batch` (row-major over batch_shape) in operand o. */
 int64_t xr_gemm_offset(const xr_gemm_operand_t *o, const xr_gemm_problem_t *p, int64_t batch);

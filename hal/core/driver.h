@@ -88,6 +88,10 @@ struct xr_hal_device_vtable {
   void (*buffer_view_destroy)(xr_hal_buffer_t *view);
   /* Optional: host address of a root buffer's first byte (host-addressable devices). */
   void *(*buffer_host_pointer)(xr_hal_buffer_t *root);
+  /* Optional trio: the vendor's own handles (xr_hal_buffer_native and friends). */
+  void *(*buffer_native)(xr_hal_buffer_t *root);
+  void *(*stream_native)(xr_hal_stream_t *stream);
+  void *(*device_native)(xr_hal_device_t *device);
 
   xr_status_t (*stream_create)(xr_hal_device_t *device, xr_hal_stream_t **out);
   void (*stream_destroy)(xr_hal_stream_t *stream); /* drains first */

@@ -240,6 +240,41 @@ xr_status_t xr_hal_buffer_host_pointer(xr_hal_buffer_t *buffer, void **out_point
   return XR_OK;
 }
 
+xr_status_t xr_hal_buffer_native(xr_hal_buffer_t *buffer, void **out_handle, size_t *out_offset) {
+  if (!buffer || !out_handle || !out_offset) {
+    return xr_error(XR_INVALID_ARGUMENT, "xr_hal_buffer_native: NULL argument");
+  }
+  const xr_hal_device_vtable_t *vtable = buffer->device->vtable;
+  if (!vtable->buffer_native) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: buffers have no native handle", buffer->device->spec);
+  }
+  *out_handle = vtable->buffer_native(buffer->root);
+  *out_offset = buffer->offset;
+  return XR_OK;
+}
+
+xr_status_t xr_hal_stream_native(xr_hal_stream_t *stream, void **out_handle) {
+  if (!stream || !out_handle) {
+    return xr_error(XR_INVALID_ARGUMENT, "xr_hal_stream_native: NULL argument");
+  }
+  if (!stream->device->vtable->stream_native) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: streams have no native handle", stream->device->spec);
+  }
+  *out_handle = stream->device->vtable->stream_native(stream);
+  return XR_OK;
+}
+
+xr_status_t xr_hal_device_native(xr_hal_device_t *device, void **out_handle) {
+  if (!device || !out_handle) {
+    return xr_error(XR_INVALID_ARGUMENT, "xr_hal_device_native: NULL argument");
+  }
+  if (!device->vtable->device_native) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: the device has no native handle", device->spec);
+  }
+  *out_handle = device->vtable->device_native(device);
+  return XR_OK;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Streams and transfers                                                                      */
 

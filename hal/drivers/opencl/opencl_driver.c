@@ -768,6 +768,11 @@ static void query_properties(opencl_device_t *device, cl_platform_id platform) {
   xr_datasheet_lookup(p->name, p);
 }
 
+/* Native handles for vendor libraries (CLBlast). */
+static void *opencl_buffer_native(xr_hal_buffer_t *root) { return root_mem(root); }
+static void *opencl_stream_native(xr_hal_stream_t *stream) { return queue_of(stream); }
+static void *opencl_device_native(xr_hal_device_t *device) { return cl_device(device)->id; }
+
 static const xr_hal_device_vtable_t opencl_vtable = {
     .device_destroy = opencl_device_destroy,
     .device_properties = opencl_device_properties,
@@ -793,6 +798,9 @@ static const xr_hal_device_vtable_t opencl_vtable = {
     .executable_destroy = opencl_executable_destroy,
     .kernel_lookup = opencl_kernel_lookup,
     .stream_dispatch = opencl_stream_dispatch,
+    .buffer_native = opencl_buffer_native,
+    .stream_native = opencl_stream_native,
+    .device_native = opencl_device_native,
 };
 
 extern const xr_hal_driver_t xr_hal_opencl_driver;

@@ -1,0 +1,440 @@
+/* cpu.gemm_blocked: our own CPU GEMM for what oneDNN does not run (fp16 on oneDNN 2.6, fp8
+ * _scaled_mm, layouts it rejects). GotoBLAS-style: each work item owns one MC x NC output tile;
+ * per KC slice it packs A and B (any dtype, any strides) into fp32 panels, so one fp32
+ * micro-kernel serves every dtype; the epilogue applies alpha, the scales and beta * C and
+ * rounds once to the output dtype, written through the output's strides. An AVX-512 micro-kernel
+ * is chosen at run time where the CPU has it. Small-M products with K contiguous in both
+ * operands (decode: x @ W^T) skip packing and run as blocked dot products instead. */
+#include <immintrin.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/family.h"
+#include "kernels/gemm.h"
+
+#define MR 8
+#define NR 32
+#define MC 192
+#define NC 256
+#define KC 256
+#define SCRATCH_FLOATS ((size_t)MC * KC + (size_t)KC * NC + (size_t)MC * NC)
+/* Decode-shaped products (at most this many rows) take the dot-product path. */
+#define DOT_MAX_M 16
+#define DOT_N_BLOCK 64
+
+typedef struct blocked_state {
+  const xr_gemm_problem_t *p;
+  uint8_t *base[XR_GEMM_OPERANDS]; /* storage start of each operand; NULL when absent */
+  int64_t offset[XR_GEMM_OPERANDS];
+  float lut_a[256], lut_b[256];    /* fp8 decode tables */
+  int64_t m_blocks, n_blocks, mc;
+  bool dot;                        /* the dot-product path */
+  size_t slot_count;
+  atomic_int *slot_busy;
+  float **slots;                   /* per concurrent work item: packing + accumulator space */
+  float *dot_a;                    /* dot path: A converted to fp32 once per execution */
+} blocked_state_t;
+
+static bool is_fp8(xr_dtype_t d) {
+  return d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E4M3FNUZ ||
+         d == XR_DTYPE_F8E5M2FNUZ;
+}
+
+/* dst[i * dst_stride] = src[(start + i * stride)] as fp32, for i < n. */
+static void load_f32(const uint8_t *base, xr_dtype_t dtype, const float *lut, int64_t start,
+                     int64_t stride, int64_t n, float *dst, int64_t dst_stride) {
+  switch (dtype) {
+    case XR_DTYPE_F32: {
+      const float *s = (const float *)base + start;
+      for (int64_t i = 0; i < n; i++) dst[i * dst_stride] = s[i * stride];
+      break;
+    }
+    case XR_DTYPE_BF16: {
+      const uint16_t *s = (const uint16_t *)base + start;
+      for (int64_t i = 0; i < n; i++) dst[i * dst_stride] = xr_bf16_to_f32(s[i * stride]);
+      break;
+    }
+    case XR_DTYPE_F16: {
+      const _Float16 *s = (const _Float16 *)base + start;
+      for (int64_t i = 0; i < n; i++) dst[i * dst_stride] = (float)s[i * stride];
+      break;
+    }
+    default: { /* fp8 */
+      const uint8_t *s = base + start;
+      for (int64_t i = 0; i < n; i++) dst[i * dst_stride] = lut[s[i * stride]];
+      break;
+    }
+  }
+}
+
+/* Packs A[m0 .. m0+mc) x [k0 .. k0+kc) into MR-row panels: ap[panel][k][r], zero-padded. */
+static void pack_a(const blocked_state_t *s, int64_t a_off, int64_t m0, int64_t mc, int64_t k0,
+                   int64_t kc, float *ap) {
+  const xr_gemm_problem_t *p = s->p;
+  for (int64_t r0 = 0; r0 < mc; r0 += MR) {
+    float *panel = ap + r0 * kc;
+    for (int64_t r = 0; r < MR; r++) {
+      if (r0 + r < mc) {
+        int64_t start = a_off + (m0 + r0 + r) * p->a.row_stride + k0 * p->a.col_stride;
+        load_f32(s->base[XR_GEMM_A], p->a_dtype, s->lut_a, start, p->a.col_stride, kc, panel + r, MR);
+      } else {
+        for (int64_t k = 0; k < kc; k++) panel[k * MR + r] = 0;
+      }
+    }
+  }
+}
+
+/* Packs B[k0 .. k0+kc) x [n0 .. n0+nc) into NR-column panels: bp[panel][k][j], zero-padded.
+ * Walks along whichever of B's dimensions is contiguous. */
+static void pack_b(const blocked_state_t *s, int64_t b_off, int64_t k0, int64_t kc, int64_t n0,
+                   int64_t nc, float *bp) {
+  const xr_gemm_problem_t *p = s->p;
+  bool along_k = llabs(p->b.row_stride) < llabs(p->b.col_stride);
+  for (int64_t j0 = 0; j0 < nc; j0 += NR) {
+    float *panel = bp + j0 * kc;
+    int64_t w = nc - j0 < NR ? nc - j0 : NR;
+    if (along_k) {
+      for (int64_t j = 0; j < w; j++) {
+        int64_t start = b_off + k0 * p->b.row_stride + (n0 + j0 + j) * p->b.col_stride;
+        load_f32(s->base[XR_GEMM_B], p->b_dtype, s->lut_b, start, p->b.row_stride, kc, panel + j, NR);
+      }
+    } else {
+      for (int64_t k = 0; k < kc; k++) {
+        int64_t start = b_off + (k0 + k) * p->b.row_stride + (n0 + j0) * p->b.col_stride;
+        load_f32(s->base[XR_GEMM_B], p->b_dtype, s->lut_b, start, p->b.col_stride, w,
+                 panel + k * NR, 1);
+      }
+    }
+    if (w < NR)
+      for (int64_t k = 0; k < kc; k++)
+        for (int64_t j = w; j < NR; j++) panel[k * NR + j] = 0;
+  }
+}
+
+/* c[MR][ldc] (+)= ap[kc][MR] * bp[kc][NR] */
+__attribute__((target("avx512f"))) static void micro_avx512(int64_t kc, const float *ap,
+                                                            const float *bp, float *c,
+                                                            int64_t ldc, bool accumulate) {
+  __m512 acc[MR][2];
+  for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; k++) {
+    __m512 b0 = _mm512_load_ps(bp + k * NR), b1 = _mm512_load_ps(bp + k * NR + 16);
+    for (int r = 0; r < MR; r++) {
+      __m512 a = _mm512_set1_ps(ap[k * MR + r]);
+      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < MR; r++) {
+    float *row = c + r * ldc;
+    if (accumulate) {
+      acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(row));
+      acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(row + 16));
+    }
+    _mm512_storeu_ps(row, acc[r][0]);
+    _mm512_storeu_ps(row + 16, acc[r][1]);
+  }
+}
+
+static void micro_generic(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc,
+                          bool accumulate) {
+  float acc[MR][NR] = {{0}};
+  for (int64_t k = 0; k < kc; k++)
+    for (int r = 0; r < MR; r++)
+      for (int j = 0; j < NR; j++) acc[r][j] += ap[k * MR + r] * bp[k * NR + j];
+  for (int r = 0; r < MR; r++)
+    for (int j = 0; j < NR; j++) c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0) + acc[r][j];
+}
+
+typedef void (*micro_fn)(int64_t, const float *, const float *, float *, int64_t, bool);
+
+static micro_fn pick_micro(void) {
+  return __builtin_cpu_supports("avx512f") ? micro_avx512 : micro_generic;
+}
+
+static float scale_at(const blocked_state_t *s, int which, int64_t stride, int64_t i) {
+  if (!s->base[which]) return 1.0f;
+  return ((const float *)s->base[which])[s->offset[which] + i * stride];
+}
+
+static void store_out(uint8_t *base, xr_dtype_t dtype, int64_t index, float v) {
+  switch (dtype) {
+    case XR_DTYPE_F32: ((float *)base)[index] = v; break;
+    case XR_DTYPE_BF16: ((uint16_t *)base)[index] = xr_f32_to_bf16(v); break;
+    case XR_DTYPE_F16: ((_Float16 *)base)[index] = (_Float16)v; break;
+    default: xr_store_element(base, dtype, index, v); break;
+  }
+}
+
+/* out = result_scale * (alpha * sa[m] * sb[n] * acc + beta * C) for one tile; acc[r * ldc + j]. */
+static void epilogue(const blocked_state_t *s, int64_t bi, int64_t m0, int64_t mc, int64_t n0,
+                     int64_t nc, const float *acc, int64_t ldc) {
+  const xr_gemm_problem_t *p = s->p;
+  float result_scale = scale_at(s, XR_GEMM_SCALE_RESULT, 0, 0);
+  int64_t oo = s->offset[XR_GEMM_OUT] + xr_gemm_offset(&p->out, p, bi);
+  int64_t co = s->base[XR_GEMM_C] ? s->offset[XR_GEMM_C] + xr_gemm_offset(&p->c, p, bi) : 0;
+  float beta = (float)p->beta;
+  for (int64_t r = 0; r < mc; r++) {
+    int64_t m = m0 + r;
+    float row_scale = (float)p->alpha * scale_at(s, XR_GEMM_SCALE_A, p->scale_a.stride, m);
+    for (int64_t j = 0; j < nc; j++) {
+      int64_t n = n0 + j;
+      float v = row_scale * scale_at(s, XR_GEMM_SCALE_B, p->scale_b.stride, n) * acc[r * ldc + j];
+      if (s->base[XR_GEMM_C]) {
+        float c;
+        load_f32(s->base[XR_GEMM_C], p->c_dtype, NULL, co + m * p->c.row_stride + n * p->c.col_stride,
+                 0, 1, &c, 0);
+        v += beta * c;
+      }
+      store_out(s->base[XR_GEMM_OUT], p->out_dtype,
+                oo + m * p->out.row_stride + n * p->out.col_stride, v * result_scale);
+    }
+  }
+}
+
+static float *slot_acquire(blocked_state_t *s, size_t *out_slot) {
+  for (;;) {
+    for (size_t i = 0; i < s->slot_count; i++) {
+      if (!atomic_exchange(&s->slot_busy[i], 1)) {
+        *out_slot = i;
+        return s->slots[i];
+      }
+    }
+  }
+}
+
+static void tiles_run(void *ctx, size_t begin, size_t end) {
+  blocked_state_t *s = ctx;
+  const xr_gemm_problem_t *p = s->p;
+  size_t slot;
+  float *scratch = slot_acquire(s, &slot);
+  float *ap = scratch, *bp = ap + (size_t)MC * KC, *acc = bp + (size_t)KC * NC;
+  micro_fn micro = pick_micro();
+  for (size_t t = begin; t < end; t++) {
+    int64_t per_batch = s->m_blocks * s->n_blocks;
+    int64_t bi = (int64_t)t / per_batch, rest = (int64_t)t % per_batch;
+    int64_t m0 = (rest / s->n_blocks) * s->mc, n0 = (rest % s->n_blocks) * NC;
+    int64_t mc = p->M - m0 < s->mc ? p->M - m0 : s->mc;
+    int64_t nc = p->N - n0 < NC ? p->N - n0 : NC;
+    int64_t a_off = s->offset[XR_GEMM_A] + xr_gemm_offset(&p->a, p, bi);
+    int64_t b_off = s->offset[XR_GEMM_B] + xr_gemm_offset(&p->b, p, bi);
+    int64_t mc_pad = (mc + MR - 1) / MR * MR, nc_pad = (nc + NR - 1) / NR * NR;
+    if (p->K == 0) memset(acc, 0, sizeof(float) * (size_t)(mc_pad * NC));
+    for (int64_t k0 = 0; k0 < p->K; k0 += KC) {
+      int64_t kc = p->K - k0 < KC ? p->K - k0 : KC;
+      pack_a(s, a_off, m0, mc, k0, kc, ap);
+      pack_b(s, b_off, k0, kc, n0, nc, bp);
+      for (int64_t i = 0; i < mc_pad; i += MR)
+        for (int64_t j = 0; j < nc_pad; j += NR)
+          micro(kc, ap + i * kc, bp + j * kc, acc + i * NC + j, NC, k0 > 0);
+    }
+    epilogue(s, bi, m0, mc, n0, nc, acc, NC);
+  }
+  atomic_store(&s->slot_busy[slot], 0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Dot-product path: out[m][n] = a[m][:] . b[:][n] with K contiguous in both. A (at most
+ * DOT_MAX_M rows) is converted to fp32 once by the first step; each work item then streams a
+ * block of B's columns once, converting as it loads. */
+
+static void dot_convert_a(void *ctx) {
+  blocked_state_t *s = ctx;
+  const xr_gemm_problem_t *p = s->p;
+  int64_t m_pad = (p->M + 3) / 4 * 4; /* padding rows stay zero (calloc) */
+  for (int64_t bi = 0; bi < p->batch; bi++)
+    for (int64_t m = 0; m < p->M; m++)
+      load_f32(s->base[XR_GEMM_A], p->a_dtype, s->lut_a,
+               s->offset[XR_GEMM_A] + xr_gemm_offset(&p->a, p, bi) + m * p->a.row_stride, 1, p->K,
+               s->dot_a + (bi * m_pad + m) * p->K, 1);
+}
+
+/* One B column's 16 values at k as fp32. */
+__attribute__((target("avx512f,avx512bw"))) static inline __m512 dot_load_b(const uint8_t *col,
+                                                                           xr_dtype_t dtype,
+                                                                           int64_t k) {
+  if (dtype == XR_DTYPE_F32) return _mm512_loadu_ps((const float *)col + k);
+  __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)col + k));
+  if (dtype == XR_DTYPE_F16) return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); /* bf16 */
+}
+
+/* 4 rows x 4 columns per step: 16 accumulators, 8 loads per 16 FMAs; a B column is read from
+ * memory once and from L1 for the other row groups. */
+__attribute__((target("avx512f,avx512bw"))) static void dot_columns_avx512(
+    const blocked_state_t *s, int64_t bi, int64_t n0, int64_t n1, float *acc) {
+  const xr_gemm_problem_t *p = s->p;
+  int64_t K = p->K, K16 = K / 16 * 16, m_pad = (p->M + 3) / 4 * 4;
+  const float *a = s->dot_a + bi * m_pad * K;
+  int64_t b_off = s->offset[XR_GEMM_B] + xr_gemm_offset(&p->b, p, bi);
+  size_t esize = xr_dtype_size(p->b_dtype);
+  for (int64_t n = n0; n < n1; n += 4) {
+    const uint8_t *col[4];
+    for (int j = 0; j < 4; j++) {
+      int64_t nj = n + j < n1 ? n + j : n1 - 1; /* past the end: recompute the last column */
+      col[j] = s->base[XR_GEMM_B] + (size_t)(b_off + nj * p->b.col_stride) * esize;
+    }
+    for (int64_t m = 0; m < p->M; m += 4) {
+      __m512 sum[4][4];
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) sum[i][j] = _mm512_setzero_ps();
+      for (int64_t k = 0; k < K16; k += 16) {
+        __m512 b[4];
+        for (int j = 0; j < 4; j++) b[j] = dot_load_b(col[j], p->b_dtype, k);
+        for (int i = 0; i < 4; i++) {
+          __m512 av = _mm512_loadu_ps(a + (m + i) * K + k);
+          for (int j = 0; j < 4; j++) sum[i][j] = _mm512_fmadd_ps(av, b[j], sum[i][j]);
+        }
+      }
+      for (int i = 0; i < 4 && m + i < p->M; i++) {
+        for (int j = 0; j < 4 && n + j < n1; j++) {
+          float v = _mm512_reduce_add_ps(sum[i][j]);
+          for (int64_t k = K16; k < K; k++) {
+            float bk;
+            load_f32(col[j], p->b_dtype, NULL, k, 1, 1, &bk, 1);
+            v += a[(m + i) * K + k] * bk;
+          }
+          acc[(m + i) * DOT_N_BLOCK + (n + j - n0)] = v;
+        }
+      }
+    }
+  }
+}
+
+static void dot_columns_generic(const blocked_state_t *s, int64_t bi, int64_t n0, int64_t n1,
+                                float *acc) {
+  const xr_gemm_problem_t *p = s->p;
+  const float *a = s->dot_a + bi * ((p->M + 3) / 4 * 4) * p->K;
+  int64_t b_off = s->offset[XR_GEMM_B] + xr_gemm_offset(&p->b, p, bi);
+  float col[KC];
+  for (int64_t n = n0; n < n1; n++) {
+    for (int64_t m = 0; m < p->M; m++) acc[m * DOT_N_BLOCK + (n - n0)] = 0;
+    for (int64_t k0 = 0; k0 < p->K; k0 += KC) {
+      int64_t kc = p->K - k0 < KC ? p->K - k0 : KC;
+      load_f32(s->base[XR_GEMM_B], p->b_dtype, s->lut_b, b_off + n * p->b.col_stride + k0, 1, kc,
+               col, 1);
+      for (int64_t m = 0; m < p->M; m++) {
+        float v = 0;
+        for (int64_t k = 0; k < kc; k++) v += a[m * p->K + k0 + k] * col[k];
+        acc[m * DOT_N_BLOCK + (n - n0)] += v;
+      }
+    }
+  }
+}
+
+static void dot_run(void *ctx, size_t begin, size_t end) {
+  blocked_state_t *s = ctx;
+  const xr_gemm_problem_t *p = s->p;
+  size_t slot;
+  float *acc = slot_acquire(s, &slot);
+  bool fast = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              !is_fp8(p->b_dtype);
+  for (size_t t = begin; t < end; t++) {
+    int64_t bi = (int64_t)t / s->n_blocks, n0 = ((int64_t)t % s->n_blocks) * DOT_N_BLOCK;
+    int64_t n1 = n0 + DOT_N_BLOCK < p->N ? n0 + DOT_N_BLOCK : p->N;
+    if (fast) dot_columns_avx512(s, bi, n0, n1, acc);
+    else dot_columns_generic(s, bi, n0, n1, acc);
+    epilogue(s, bi, 0, p->M, n0, n1 - n0, acc, DOT_N_BLOCK);
+  }
+  atomic_store(&s->slot_busy[slot], 0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static xr_status_t blocked_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  const xr_gemm_problem_t *p = plan->problem;
+  xr_dtype_t dtypes[] = {p->a_dtype, p->b_dtype, p->out_dtype, p->c_dtype};
+  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+    if (dtypes[i] == XR_DTYPE_F64)
+      return xr_error(XR_UNIMPLEMENTED,
+                      "cpu.gemm_blocked: %s: float64 needs float64 accumulation; it accumulates in "
+                      "float32", plan->op->name);
+  return XR_OK;
+}
+
+static void blocked_release(void *state) {
+  blocked_state_t *s = state;
+  if (!s) return;
+  for (size_t i = 0; s->slots && i < s->slot_count; i++) free(s->slots[i]);
+  free(s->slots);
+  free(s->slot_busy);
+  free(s->dot_a);
+  free(s);
+}
+
+static xr_status_t blocked_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                                   const xr_tensor_t *tensors, void **out_state) {
+  const xr_gemm_problem_t *p = plan->problem;
+  blocked_state_t *s = calloc(1, sizeof *s);
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "cpu.gemm_blocked: out of memory");
+  s->p = p;
+  int idx[XR_GEMM_OPERANDS];
+  xr_gemm_bindings(p, idx);
+  for (int i = 0; i < XR_GEMM_OPERANDS; i++) {
+    if (idx[i] < 0) continue;
+    void *base;
+    xr_status_t st = xr_tensor_host(&tensors[idx[i]], &base);
+    if (st != XR_OK) {
+      blocked_release(s);
+      return st;
+    }
+    s->base[i] = base;
+    s->offset[i] = tensors[idx[i]].offset;
+  }
+  for (int v = 0; v < 256; v++) {
+    if (is_fp8(p->a_dtype)) s->lut_a[v] = xr_fp8_to_f32((uint8_t)v, p->a_dtype);
+    if (is_fp8(p->b_dtype)) s->lut_b[v] = xr_fp8_to_f32((uint8_t)v, p->b_dtype);
+  }
+  s->dot = p->M <= DOT_MAX_M && p->K > 0 && p->a.col_stride == 1 && p->b.row_stride == 1;
+  s->mc = p->M < MC ? (p->M + MR - 1) / MR * MR : MC;
+  if (s->mc == 0) s->mc = MR;
+  s->m_blocks = (p->M + s->mc - 1) / s->mc;
+  s->n_blocks = (p->N + (s->dot ? DOT_N_BLOCK : NC) - 1) / (s->dot ? DOT_N_BLOCK : NC);
+  xr_hal_device_properties_t props;
+  xr_status_t st = xr_hal_device_properties(device, &props);
+  if (st != XR_OK) {
+    blocked_release(s);
+    return st;
+  }
+  /* One slot per pool thread plus one for the stream's own worker. */
+  s->slot_count = (props.compute_units ? props.compute_units : 1) + 1;
+  size_t slot_floats = s->dot ? (size_t)DOT_MAX_M * DOT_N_BLOCK : SCRATCH_FLOATS;
+  s->slots = calloc(s->slot_count, sizeof *s->slots);
+  s->slot_busy = calloc(s->slot_count, sizeof *s->slot_busy);
+  bool ok = s->slots && s->slot_busy;
+  for (size_t i = 0; ok && i < s->slot_count; i++)
+    ok = (s->slots[i] = aligned_alloc(64, slot_floats * sizeof(float))) != NULL;
+  if (ok && s->dot)
+    ok = (s->dot_a = calloc((size_t)(p->batch * ((p->M + 3) / 4 * 4) * p->K), sizeof(float))) != NULL;
+  if (!ok) {
+    blocked_release(s);
+    return xr_error(XR_RESOURCE_EXHAUSTED, "cpu.gemm_blocked: %s: out of memory for scratch",
+                    plan->op->name);
+  }
+  *out_state = s;
+  return XR_OK;
+}
+
+static xr_status_t blocked_enqueue(void *state, xr_hal_stream_t *stream) {
+  blocked_state_t *s = state;
+  const xr_gemm_problem_t *p = s->p;
+  size_t tiles = (size_t)(p->batch * s->m_blocks * s->n_blocks);
+  if (tiles == 0) return XR_OK;
+  if (s->dot) {
+    xr_status_t st = xr_hal_stream_enqueue_host(stream, dot_convert_a, s);
+    if (st != XR_OK) return st;
+    return xr_hal_stream_enqueue_parallel(stream, tiles, 1, dot_run, s);
+  }
+  return xr_hal_stream_enqueue_parallel(stream, tiles, 1, tiles_run, s);
+}
+
+const xr_kernel_impl_t xr_gemm_cpu_blocked_impl = {
+    .name = "cpu.gemm_blocked",
+    .driver = "cpu",
+    .supports = blocked_supports,
+    .prepare = blocked_prepare,
+    .enqueue = blocked_enqueue,
+    .release = blocked_release,
+};

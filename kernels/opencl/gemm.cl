@@ -1,0 +1,155 @@
+/* The GEMM family's own OpenCL kernel (OpenCL C 1.2): a 64 x 64 output tile per 16 x 16
+ * work-group, 4 x 4 outputs per work-item, K in steps of 16 through local memory, fp32
+ * accumulation. Every operand is addressed through element offsets and strides (so views
+ * need no sub-buffers and transposed weights no copies) and read in its own dtype, chosen at
+ * run time: fp32, fp16 (vload_half: no cl_khr_fp16 needed), bf16 (ushort bits), fp8 (OCP
+ * e4m3fn / e5m2 and AMD fnuz). out = result_scale * (alpha * scale_a[m] * scale_b[n] * A.B
+ * + beta * C), rounded once. */
+
+/* Dtype codes: the host's enum in gemm_opencl.c. */
+#define DT_F32 0
+#define DT_F16 1
+#define DT_BF16 2
+#define DT_E4M3FN 3
+#define DT_E5M2 4
+#define DT_E4M3FNUZ 5
+#define DT_E5M2FNUZ 6
+
+#define TS 64
+#define TK 16
+#define LS 16
+#define WPT 4
+
+typedef struct gemm_params {
+  long a_off, a_rs, a_cs;
+  long b_off, b_rs, b_cs;
+  long c_off, c_rs, c_cs;
+  long o_off, o_rs, o_cs;
+  long sa_off, sa_stride, sb_off, sb_stride, sr_off;
+  long M, N, K;
+  long a_dt, b_dt, c_dt, o_dt;
+  long has_c, has_sa, has_sb, has_sr;
+  float alpha, beta;
+} gemm_params;
+
+static float fp8_decode(uint v, long dt) {
+  int mbits = (dt == DT_E4M3FN || dt == DT_E4M3FNUZ) ? 3 : 2;
+  int bias = dt == DT_E4M3FN ? 7 : dt == DT_E5M2 ? 15 : dt == DT_E4M3FNUZ ? 8 : 16;
+  bool fnuz = dt == DT_E4M3FNUZ || dt == DT_E5M2FNUZ;
+  uint sign = v >> 7, e = (v >> mbits) & ((1u << (7 - mbits)) - 1u), m = v & ((1u << mbits) - 1u);
+  if (fnuz && v == 0x80u) return NAN;
+  if (dt == DT_E5M2 && e == 31u) return m ? NAN : (sign ? -INFINITY : INFINITY);
+  if (dt == DT_E4M3FN && e == 15u && m == 7u) return NAN;
+  float f = e ? ldexp(1.0f + (float)m / (float)(1u << mbits), (int)e - bias)
+              : ldexp((float)m / (float)(1u << mbits), 1 - bias);
+  return sign ? -f : f;
+}
+
+/* Nearest fp8 value, ties to the even code, saturating (as the host's xr_f32_to_fp8). */
+static uchar fp8_encode(float f, long dt) {
+  bool fnuz = dt == DT_E4M3FNUZ || dt == DT_E5M2FNUZ;
+  if (isnan(f)) return fnuz ? (uchar)0x80 : (uchar)0x7f;
+  uint sign = signbit(f) ? 0x80u : 0u;
+  float a = fabs(f);
+  uint top = dt == DT_E4M3FN ? 0x7eu : dt == DT_E5M2 ? 0x7bu : 0x7fu;
+  uint lo = 0, hi = top;
+  if (a >= fp8_decode(top, dt)) {
+    lo = hi = top;
+  } else {
+    while (hi - lo > 1u) { /* fp8_decode(lo) <= a < fp8_decode(hi) */
+      uint mid = (lo + hi) / 2u;
+      if (fp8_decode(mid, dt) <= a) lo = mid;
+      else hi = mid;
+    }
+  }
+  float dl = a - fp8_decode(lo, dt), dh = fp8_decode(hi, dt) - a;
+  uint c = dl < dh ? lo : dh < dl ? hi : ((lo & 1u) == 0u ? lo : hi);
+  if (c == 0u && fnuz) sign = 0u;
+  return (uchar)(sign | c);
+}
+
+static float load_elem(__global const uchar *base, long dt, long i) {
+  if (dt == DT_F32) return ((__global const float *)base)[i];
+  if (dt == DT_F16) return vload_half(i, (__global const half *)base);
+  if (dt == DT_BF16) return as_float((uint)((__global const ushort *)base)[i] << 16);
+  return fp8_decode(base[i], dt);
+}
+
+static void store_elem(__global uchar *base, long dt, long i, float v) {
+  if (dt == DT_F32) {
+    ((__global float *)base)[i] = v;
+  } else if (dt == DT_F16) {
+    vstore_half_rte(v, i, (__global half *)base);
+  } else if (dt == DT_BF16) {
+    uint u = as_uint(v);
+    ushort h = (u & 0x7fffffffu) > 0x7f800000u ? (ushort)((u >> 16) | 0x40u)
+                                               : (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    ((__global ushort *)base)[i] = h;
+  } else {
+    base[i] = fp8_encode(v, dt);
+  }
+}
+
+/* grid: (ceil(N / 64), ceil(M / 64), batch); block: (16, 16). batch_off holds per batch entry
+ * the element offsets of A, B, C and the output (broadcast dims have offset 0). */
+__kernel __attribute__((reqd_work_group_size(LS, LS, 1))) void xr_gemm_tiled(
+    __global const uchar *A, __global const uchar *B, __global const uchar *C, __global uchar *O,
+    __global const float *SA, __global const float *SB, __global const float *SR,
+    __global const long *batch_off, const gemm_params p) {
+  __local float As[TK][TS + 1];
+  __local float Bs[TK][TS + 1];
+  int tx = (int)get_local_id(0), ty = (int)get_local_id(1), lid = ty * LS + tx;
+  long n0 = (long)get_group_id(0) * TS, m0 = (long)get_group_id(1) * TS, bi = (long)get_group_id(2);
+  long ao = p.a_off + batch_off[4 * bi], bo = p.b_off + batch_off[4 * bi + 1];
+  long co = p.c_off + batch_off[4 * bi + 2], oo = p.o_off + batch_off[4 * bi + 3];
+  float acc[WPT][WPT];
+  for (int i = 0; i < WPT; i++)
+    for (int j = 0; j < WPT; j++) acc[i][j] = 0.0f;
+
+  for (long k0 = 0; k0 < p.K; k0 += TK) {
+    for (int r = 0; r < (TS * TK) / (LS * LS); r++) {
+      int e = lid + r * LS * LS;
+      int mm = e / TK, kk = e % TK; /* consecutive work-items walk K: A is usually K-major */
+      long m = m0 + mm, k = k0 + kk;
+      As[kk][mm] = (m < p.M && k < p.K) ? load_elem(A, p.a_dt, ao + m * p.a_rs + k * p.a_cs) : 0.0f;
+      int kb = p.b_rs == 1 ? e % TK : e / TS, nb = p.b_rs == 1 ? e / TK : e % TS;
+      long n = n0 + nb, kq = k0 + kb;
+      Bs[kb][nb] = (n < p.N && kq < p.K) ? load_elem(B, p.b_dt, bo + kq * p.b_rs + n * p.b_cs) : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int kk = 0; kk < TK; kk++) {
+      float a[WPT], b[WPT];
+      for (int i = 0; i < WPT; i++) a[i] = As[kk][ty + LS * i];
+      for (int j = 0; j < WPT; j++) b[j] = Bs[kk][tx + LS * j];
+      for (int i = 0; i < WPT; i++)
+        for (int j = 0; j < WPT; j++) acc[i][j] = mad(a[i], b[j], acc[i][j]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+
+  float result_scale = p.has_sr ? SR[p.sr_off] : 1.0f;
+  for (int i = 0; i < WPT; i++) {
+    long m = m0 + ty + LS * i;
+    if (m >= p.M) continue;
+    float row_scale = p.alpha * (p.has_sa ? SA[p.sa_off + m * p.sa_stride] : 1.0f);
+    for (int j = 0; j < WPT; j++) {
+      long n = n0 + tx + LS * j;
+      if (n >= p.N) continue;
+      float v = row_scale * (p.has_sb ? SB[p.sb_off + n * p.sb_stride] : 1.0f) * acc[i][j];
+      if (p.has_c) v += p.beta * load_elem(C, p.c_dt, co + m * p.c_rs + n * p.c_cs);
+      store_elem(O, p.o_dt, oo + m * p.o_rs + n * p.o_cs, v * result_scale);
+    }
+  }
+}
+
+/* out[b][m][n] = C[b][m][n] for the CLBlast path, whose GEMM accumulates into its output:
+ * grid (ceil(N / 16), ceil(M / 16), batch), block (16, 16). Same dtype on both sides. */
+__kernel void xr_gemm_copy_addend(__global const uchar *C, __global uchar *O,
+                                  __global const long *batch_off, const gemm_params p) {
+  long n = get_global_id(0), m = get_global_id(1), bi = get_global_id(2);
+  if (m >= p.M || n >= p.N) return;
+  long src = p.c_off + batch_off[4 * bi + 2] + m * p.c_rs + n * p.c_cs;
+  long dst = p.o_off + batch_off[4 * bi + 3] + m * p.o_rs + n * p.o_cs;
+  if (p.o_dt == DT_F32) ((__global float *)O)[dst] = ((__global const float *)C)[src];
+  else ((__global ushort *)O)[dst] = ((__global const ushort *)C)[src];
+}

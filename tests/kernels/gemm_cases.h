@@ -1,0 +1,270 @@
+/* GEMM test cases shared by gemm_test.c and gemm_clblast_test.c: one-op JSON bundles built in
+ * C, and the family's cases written once and run per device and implementation. */
+#ifndef XR_TESTS_KERNELS_GEMM_CASES_H
+#define XR_TESTS_KERNELS_GEMM_CASES_H
+
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "tests/kernels/check.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* JSON builders                                                                              */
+
+typedef struct json {
+  char text[8192];
+  size_t used;
+} json_t;
+
+static inline void put(json_t *j, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(j->text + j->used, sizeof j->text - j->used, fmt, ap);
+  va_end(ap);
+  cr_assert(n >= 0 && (size_t)n < sizeof j->text - j->used, "test JSON too long");
+  j->used += (size_t)n;
+}
+
+#define MAXR 6
+/* A tensor argument; strides NULL: contiguous. offset/storage 0: none. */
+typedef struct tensor {
+  const char *dtype;
+  int rank;
+  int64_t shape[MAXR];
+  int64_t strides[MAXR]; /* all 0: contiguous */
+  int64_t offset, storage;
+  const char *init;
+} tensor_t;
+
+static inline void put_tensor(json_t *j, const tensor_t *t) {
+  put(j, "{\"dtype\": \"%s\", \"shape\": [", t->dtype);
+  for (int d = 0; d < t->rank; d++) put(j, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+  put(j, "]");
+  bool strided = false;
+  for (int d = 0; d < t->rank; d++) strided |= t->strides[d] != 0;
+  if (strided) {
+    put(j, ", \"strides\": [");
+    for (int d = 0; d < t->rank; d++) put(j, "%s%lld", d ? ", " : "", (long long)t->strides[d]);
+    put(j, "]");
+  }
+  if (t->offset) put(j, ", \"storage_offset\": %lld", (long long)t->offset);
+  if (t->storage) put(j, ", \"storage_size\": %lld", (long long)t->storage);
+  if (t->init) put(j, ", \"init\": \"%s\"", t->init);
+  put(j, "}");
+}
+
+typedef struct arg {
+  const char *name, *type;
+  const tensor_t *tensor; /* else `literal` */
+  const char *literal;
+} arg_t;
+
+static inline const char *op_json(json_t *j, const char *op, const arg_t *args, int count) {
+  j->used = 0;
+  put(j, "{\"format\": \"xreplay-bundle\", \"format_version\": 1, \"ops\": [{\"name\": \"%s\", "
+         "\"args\": [", op);
+  for (int i = 0; i < count; i++) {
+    put(j, "%s{\"name\": \"%s\", \"type\": \"%s\", \"value\": ", i ? ", " : "", args[i].name,
+        args[i].type);
+    if (args[i].tensor) put_tensor(j, args[i].tensor);
+    else put(j, "%s", args[i].literal);
+    put(j, "}");
+  }
+  put(j, "]}]}");
+  return j->text;
+}
+
+static inline tensor_t mat(const char *dtype, int64_t rows, int64_t cols) {
+  return (tensor_t){.dtype = dtype, .rank = 2, .shape = {rows, cols}};
+}
+
+/* [rows, cols] stored transposed: a [cols, rows] buffer viewed with strides [1, rows]. */
+static inline tensor_t mat_t(const char *dtype, int64_t rows, int64_t cols) {
+  return (tensor_t){.dtype = dtype, .rank = 2, .shape = {rows, cols}, .strides = {1, rows}};
+}
+
+/* [rows, cols] inside a larger buffer: row pitch cols + 5, starting at element 7. */
+static inline tensor_t mat_view(const char *dtype, int64_t rows, int64_t cols) {
+  int64_t pitch = cols + 5;
+  return (tensor_t){.dtype = dtype, .rank = 2, .shape = {rows, cols}, .strides = {pitch, 1},
+                    .offset = 7, .storage = 7 + rows * pitch + 3};
+}
+
+static inline tensor_t vec(const char *dtype, int64_t n) {
+  return (tensor_t){.dtype = dtype, .rank = 1, .shape = {n}};
+}
+
+/* Replays and asserts: the named kernel ran (prefix match) and matched the reference. */
+static inline void expect(const char *json, const char *device, const char *kernel, uint64_t seed) {
+  xr_op_result_t r = check_op_seeded(json, device, seed);
+  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s: %s", json, device,
+               xr_op_outcome_name(r.outcome), r.message);
+  cr_assert(r.checked && r.check_passed, "%s on %s: check failed (nmse %g)", json, device,
+            r.outputs[0].nmse);
+  cr_assert(strncmp(r.kernel, kernel, strlen(kernel)) == 0, "%s on %s: ran %s, expected %s", json,
+            device, r.kernel, kernel);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The cases, written once and run per device/implementation                                  */
+
+typedef struct target {
+  const char *device;
+  const char *f32, *bf16, *f16, *fp8; /* the kernel expected per dtype (prefix) */
+} target_t;
+
+static inline const char *kernel_for(const target_t *t, const char *dtype) {
+  if (!strcmp(dtype, "float")) return t->f32;
+  if (!strcmp(dtype, "c10::BFloat16")) return t->bf16;
+  if (!strcmp(dtype, "c10::Half")) return t->f16;
+  return t->fp8;
+}
+
+static uint64_t seed_counter = 1; /* per process: each case gets fresh inputs */
+
+static inline void run_case(const target_t *t, const char *dtype, const char *op, const arg_t *args,
+                     int count) {
+  json_t j;
+  expect(op_json(&j, op, args, count), t->device, kernel_for(t, dtype), seed_counter++);
+}
+
+/* mm / addmm / bmm / baddbmm / matmul / linear-style ops at one dtype. */
+static inline void products(const target_t *t, const char *dt) {
+  /* mm: sizes 1, 3, 17, 129 and a K of 1000; transposed and offset operands. */
+  const int64_t sizes[][3] = {{1, 1, 1}, {3, 17, 129}, {17, 129, 3}, {129, 3, 17}, {3, 1000, 17}};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    int64_t M = sizes[i][0], K = sizes[i][1], N = sizes[i][2];
+    tensor_t a = mat(dt, M, K), b = mat(dt, K, N);
+    arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL}};
+    run_case(t, dt, "aten::mm", args, 2);
+  }
+  {
+    tensor_t a = mat_view(dt, 17, 129), b = mat_t(dt, 129, 33);
+    arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL}};
+    run_case(t, dt, "aten::mm", args, 2);
+  }
+  /* addmm: bias row (oneDNN's bias argument), full C with beta/alpha, transposed weight. */
+  {
+    tensor_t c = vec(dt, 65), a = mat(dt, 17, 129), b = mat_t(dt, 129, 65);
+    arg_t args[] = {{"self", "Tensor", &c, NULL}, {"mat1", "Tensor", &a, NULL},
+                    {"mat2", "Tensor", &b, NULL}};
+    run_case(t, dt, "aten::addmm", args, 3);
+  }
+  {
+    tensor_t c = mat_view(dt, 3, 129), a = mat(dt, 3, 17), b = mat(dt, 17, 129);
+    arg_t args[] = {{"self", "Tensor", &c, NULL}, {"mat1", "Tensor", &a, NULL},
+                    {"mat2", "Tensor", &b, NULL}, {"beta", "Scalar", NULL, "0.5"},
+                    {"alpha", "Scalar", NULL, "2.0"}};
+    run_case(t, dt, "aten::addmm", args, 5);
+  }
+  /* bmm / baddbmm, one of them with transposed batch2. */
+  {
+    tensor_t a = {.dtype = dt, .rank = 3, .shape = {3, 17, 33}};
+    tensor_t b = {.dtype = dt, .rank = 3, .shape = {3, 33, 129}, .strides = {33 * 129, 1, 33}};
+    arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL}};
+    run_case(t, dt, "aten::bmm", args, 2);
+  }
+  {
+    tensor_t c = {.dtype = dt, .rank = 3, .shape = {2, 17, 3}};
+    tensor_t a = {.dtype = dt, .rank = 3, .shape = {2, 17, 129}};
+    tensor_t b = {.dtype = dt, .rank = 3, .shape = {2, 129, 3}};
+    arg_t args[] = {{"self", "Tensor", &c, NULL}, {"batch1", "Tensor", &a, NULL},
+                    {"batch2", "Tensor", &b, NULL}, {"beta", "Scalar", NULL, "1"},
+                    {"alpha", "Scalar", NULL, "0.25"}};
+    run_case(t, dt, "aten::baddbmm", args, 5);
+  }
+  /* matmul: batch broadcasting [2,1,17,33] @ [3,33,5], vector @ matrix, matrix @ vector. */
+  {
+    tensor_t a = {.dtype = dt, .rank = 4, .shape = {2, 1, 17, 33}};
+    tensor_t b = {.dtype = dt, .rank = 3, .shape = {3, 33, 5}};
+    arg_t args[] = {{"self", "Tensor", &a, NULL}, {"other", "Tensor", &b, NULL}};
+    run_case(t, dt, "aten::matmul", args, 2);
+  }
+  {
+    tensor_t a = vec(dt, 129), b = mat(dt, 129, 17);
+    arg_t args[] = {{"self", "Tensor", &a, NULL}, {"other", "Tensor", &b, NULL}};
+    run_case(t, dt, "aten::matmul", args, 2);
+  }
+  {
+    tensor_t a = mat(dt, 17, 129), b = vec(dt, 129);
+    arg_t args[] = {{"self", "Tensor", &a, NULL}, {"other", "Tensor", &b, NULL}};
+    run_case(t, dt, "aten::matmul", args, 2);
+  }
+  /* linear and the serving-stack names: x @ W^T (+ bias), 3-D input, decode-shaped M. */
+  {
+    tensor_t x = {.dtype = dt, .rank = 3, .shape = {2, 3, 129}}, w = mat(dt, 17, 129), bias = vec(dt, 17);
+    arg_t args[] = {{"input", "Tensor", &x, NULL}, {"weight", "Tensor", &w, NULL},
+                    {"bias", "Tensor?", &bias, NULL}};
+    run_case(t, dt, "aten::linear", args, 3);
+  }
+  {
+    tensor_t x = mat(dt, 1, 1000), w = mat(dt, 17, 1000);
+    arg_t args[] = {{"input", "Tensor", &x, NULL}, {"weight", "Tensor", &w, NULL},
+                    {"bias", "Tensor?", NULL, "null"}};
+    run_case(t, dt, "aten::linear", args, 3);
+  }
+  {
+    tensor_t x = mat(dt, 16, 129), w = mat_view(dt, 33, 129);
+    arg_t args[] = {{"A", "Tensor", &x, NULL}, {"B", "Tensor", &w, NULL}};
+    run_case(t, dt, "aiter::gemm_a16w16", args, 2);
+  }
+  {
+    tensor_t x = mat(dt, 3, 64), w = mat(dt, 129, 64), bias = vec(dt, 129);
+    arg_t args[] = {{"x", "Tensor", &x, NULL}, {"weight", "Tensor", &w, NULL},
+                    {"bias", "Tensor?", &bias, NULL}};
+    run_case(t, dt, "vllm::rocm_unquantized_gemm", args, 3);
+  }
+}
+
+/* _scaled_mm: per-tensor and row-wise scales, bias, fp8 output with scale_result, out_dtype as
+ * a ScalarType code (15 bfloat16, 5 half, 6 float, 24 e4m3fn), and omitted. */
+static inline void scaled_products(const target_t *t) {
+  const char *fp8[] = {"c10::Float8_e4m3fn", "c10::Float8_e5m2", "c10::Float8_e4m3fnuz",
+                       "c10::Float8_e5m2fnuz"};
+  for (size_t i = 0; i < 4; i++) {
+    tensor_t a = mat(fp8[i], 17, 129), b = mat_t(fp8[i], 129, 33);
+    tensor_t sa = {.dtype = "float", .rank = 0, .init = "uniform"};
+    tensor_t sb = {.dtype = "float", .rank = 0, .init = "uniform"};
+    arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL},
+                    {"scale_a", "Tensor", &sa, NULL}, {"scale_b", "Tensor", &sb, NULL},
+                    {"bias", "Tensor?", NULL, "null"}, {"scale_result", "Tensor?", NULL, "null"},
+                    {"out_dtype", "ScalarType?", NULL, i % 2 ? "5" : "15"}};
+    run_case(t, fp8[i], "aten::_scaled_mm", args, 7);
+  }
+  {
+    /* Row-wise: scale_a [M, 1], scale_b [1, N]; bf16 bias; 1000 columns. */
+    tensor_t a = mat("c10::Float8_e4m3fn", 3, 64), b = mat_t("c10::Float8_e4m3fn", 64, 1000);
+    tensor_t sa = {.dtype = "float", .rank = 2, .shape = {3, 1}, .init = "uniform"};
+    tensor_t sb = {.dtype = "float", .rank = 2, .shape = {1, 1000}, .init = "uniform"};
+    tensor_t bias = vec("c10::BFloat16", 1000);
+    arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL},
+                    {"scale_a", "Tensor", &sa, NULL}, {"scale_b", "Tensor", &sb, NULL},
+                    {"bias", "Tensor?", &bias, NULL}, {"scale_result", "Tensor?", NULL, "null"},
+                    {"out_dtype", "ScalarType?", NULL, "15"}};
+    run_case(t, "fp8", "aten::_scaled_mm", args, 7);
+  }
+  {
+    /* fp8 output scaled by scale_result; out_dtype omitted means self's dtype. */
+    tensor_t a = mat_view("c10::Float8_e4m3fn", 17, 32), b = mat("c10::Float8_e4m3fn", 32, 17);
+    tensor_t sa = {.dtype = "float", .rank = 0, .init = "uniform"};
+    tensor_t sb = {.dtype = "float", .rank = 1, .shape = {1}, .init = "uniform"};
+    tensor_t sr = {.dtype = "float", .rank = 0, .init = "uniform"};
+    arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL},
+                    {"scale_a", "Tensor", &sa, NULL}, {"scale_b", "Tensor", &sb, NULL},
+                    {"bias", "Tensor?", NULL, "null"}, {"scale_result", "Tensor?", &sr, NULL}};
+    run_case(t, "fp8", "aten::_scaled_mm", args, 6);
+  }
+  {
+    /* fp32 output, keyword-style names of older releases (no positions needed). */
+    tensor_t a = mat("c10::Float8_e5m2", 1, 129), b = mat("c10::Float8_e4m3fn", 129, 3);
+    tensor_t sa = {.dtype = "float", .rank = 0, .init = "uniform"};
+    tensor_t sb = {.dtype = "float", .rank = 0, .init = "uniform"};
+    tensor_t bias = vec("float", 3);
+    arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL},
+                    {"out_dtype", "ScalarType?", NULL, "6"}, {"scale_b", "Tensor", &sb, NULL},
+                    {"scale_a", "Tensor", &sa, NULL}, {"bias", "Tensor?", &bias, NULL}};
+    run_case(t, "fp8", "aten::_scaled_mm", args, 6);
+  }
+}
+
+#endif

@@ -1,0 +1,138 @@
+/* The GEMM family (aten::mm, addmm, bmm, baddbmm, matmul, linear, aiter::gemm_a16w16,
+ * vllm::rocm_unquantized_gemm, aten::_scaled_mm) on every implementation, each compared with the
+ * CPU reference on the same seeded inputs through the real engine (tests/kernels/check.h):
+ *   cpu:    cpu.onednn_matmul (fp32/bf16), cpu.gemm_blocked (fp16, fp8, and everything when
+ *           oneDNN is switched off with XR_ONEDNN_LIBRARY=off);
+ *   opencl: opencl.clblast_gemm (fp32/fp16 layouts CLBlast takes) and opencl.gemm_tiled (all),
+ *           the latter forced with XR_CLBLAST_LIBRARY=off.
+ * Sizes cover 1, 3, 17, 129 and one dimension of 1000; views with storage offsets, padded rows
+ * and transposed weights; matmul batch broadcasting. Cases are grouped per process so that each
+ * OpenCL program is built once per test (PoCL compiles take seconds). */
+#include "tests/kernels/gemm_cases.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* cpu                                                                                        */
+
+static const target_t cpu = {"cpu", "cpu.onednn_matmul", "cpu.onednn_matmul", "cpu.gemm_blocked",
+                             "cpu.gemm_blocked"};
+static const target_t cpu_own = {"cpu", "cpu.gemm_blocked", "cpu.gemm_blocked", "cpu.gemm_blocked",
+                                 "cpu.gemm_blocked"};
+
+Test(gemm_cpu, onednn_f32) { products(&cpu, "float"); }
+Test(gemm_cpu, onednn_bf16) { products(&cpu, "c10::BFloat16"); }
+Test(gemm_cpu, blocked_f16) { products(&cpu, "c10::Half"); }
+Test(gemm_cpu, blocked_scaled_mm) { scaled_products(&cpu); }
+
+Test(gemm_cpu, blocked_f32_bf16_without_onednn) {
+  setenv("XR_ONEDNN_LIBRARY", "off", 1);
+  products(&cpu_own, "float");
+  products(&cpu_own, "c10::BFloat16");
+}
+
+/* Larger than one block in every dimension, so packing edges and K slices are exercised. */
+Test(gemm_cpu, blocked_multi_block) {
+  setenv("XR_ONEDNN_LIBRARY", "off", 1);
+  tensor_t a = mat("float", 200, 300), b = mat_t("float", 300, 270), c = vec("float", 270);
+  arg_t args[] = {{"self", "Tensor", &c, NULL}, {"mat1", "Tensor", &a, NULL},
+                  {"mat2", "Tensor", &b, NULL}, {"beta", "Scalar", NULL, "1"},
+                  {"alpha", "Scalar", NULL, "1"}};
+  run_case(&cpu_own, "float", "aten::addmm", args, 5);
+  tensor_t h = mat("c10::Half", 20, 600), w = mat("c10::Half", 130, 600);
+  arg_t lin[] = {{"input", "Tensor", &h, NULL}, {"weight", "Tensor", &w, NULL}};
+  run_case(&cpu_own, "c10::Half", "aten::linear", lin, 2);
+}
+
+Test(gemm_cpu, reports_why_an_impl_declines) {
+  /* float64 is beyond both fast CPU implementations; the reference takes it. */
+  tensor_t a = mat("double", 3, 5), b = mat("double", 5, 2);
+  arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL}};
+  json_t j;
+  xr_op_result_t r = check_op(op_json(&j, "aten::mm", args, 2), "cpu");
+  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s", r.message);
+  cr_assert_str_eq(r.kernel, "ref.gemm");
+}
+
+Test(gemm_plan, scaled_mm_errors_name_the_argument) {
+  tensor_t a = mat("float", 3, 5), b = mat("c10::Float8_e4m3fn", 5, 2);
+  tensor_t s = {.dtype = "float", .rank = 0};
+  arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL},
+                  {"scale_a", "Tensor", &s, NULL}, {"scale_b", "Tensor", &s, NULL}};
+  json_t j;
+  op_json(&j, "aten::_scaled_mm", args, 4);
+  xr_bundle_t *bundle;
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)j.text, strlen(j.text), "case", ".", NULL, &bundle),
+               XR_OK);
+  xr_op_plan_t plan;
+  cr_assert_eq(xr_kernel_plan(&bundle->ops[0], &plan), XR_INVALID_ARGUMENT);
+  cr_assert(strstr(xr_last_error(), "aten::_scaled_mm") && strstr(xr_last_error(), "fp8"), "%s",
+            xr_last_error());
+  tensor_t a8 = mat("c10::Float8_e4m3fn", 3, 5), sa = {.dtype = "float", .rank = 1, .shape = {2}};
+  arg_t bad_scale[] = {{"self", "Tensor", &a8, NULL}, {"mat2", "Tensor", &b, NULL},
+                       {"scale_a", "Tensor", &sa, NULL}, {"scale_b", "Tensor", &s, NULL}};
+  xr_bundle_destroy(bundle);
+  op_json(&j, "aten::_scaled_mm", bad_scale, 4);
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)j.text, strlen(j.text), "case", ".", NULL, &bundle),
+               XR_OK);
+  cr_assert_eq(xr_kernel_plan(&bundle->ops[0], &plan), XR_INVALID_ARGUMENT);
+  cr_assert(strstr(xr_last_error(), "scale_a"), "%s", xr_last_error());
+  xr_bundle_destroy(bundle);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* opencl                                                                                     */
+
+/* Programs are cached on disk across this binary's test processes. */
+static void opencl_setup(void) {
+  const char *tmp = getenv("TEST_TMPDIR");
+  if (tmp) setenv("XR_HAL_CACHE_DIR", tmp, 0);
+}
+
+static const target_t ocl = {"opencl", "opencl.", "opencl.gemm_tiled",
+                             "opencl.", "opencl.gemm_tiled"};
+static const target_t ocl_own = {"opencl", "opencl.gemm_tiled", "opencl.gemm_tiled",
+                                 "opencl.gemm_tiled", "opencl.gemm_tiled"};
+
+Test(gemm_opencl, tiled_all_dtypes, .init = opencl_setup) {
+  setenv("XR_CLBLAST_LIBRARY", "off", 1);
+  products(&ocl_own, "float");
+  products(&ocl_own, "c10::BFloat16");
+  products(&ocl_own, "c10::Half");
+  scaled_products(&ocl_own);
+}
+
+/* Which OpenCL implementation takes which problem, without running CLBlast (whose kernels take
+ * minutes to compile on PoCL in a fresh process; gemm_clblast_test runs them). */
+static const char *selected(const char *json, const char *device) {
+  xr_bundle_t *b;
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK);
+  xr_hal_device_t *dev;
+  if (xr_hal_device_create(device, &dev) != XR_OK) {
+    xr_bundle_destroy(b);
+    cr_skip_test("%s unavailable: %s", device, xr_last_error());
+  }
+  xr_op_plan_t plan;
+  cr_assert_eq(xr_kernel_plan(&b->ops[0], &plan), XR_OK, "%s", xr_last_error());
+  const xr_kernel_impl_t *impl;
+  cr_assert_eq(xr_kernel_select(&plan, dev, XR_KERNEL_BEST, &impl), XR_OK, "%s", xr_last_error());
+  const char *name = xr_kernel_impl_name(impl);
+  xr_kernel_plan_free(&plan);
+  xr_hal_device_destroy(dev);
+  xr_bundle_destroy(b);
+  return name;
+}
+
+Test(gemm_opencl, clblast_takes_unit_stride_fp32) {
+  json_t j;
+  tensor_t x = mat("float", 17, 129), w = mat("float", 33, 129), w_bad = {
+      .dtype = "float", .rank = 2, .shape = {33, 129}, .strides = {2, 66}, .storage = 8600};
+  arg_t lin[] = {{"input", "Tensor", &x, NULL}, {"weight", "Tensor", &w, NULL}};
+  cr_assert_str_eq(selected(op_json(&j, "aten::linear", lin, 2), "opencl"), "opencl.clblast_gemm");
+  arg_t strided[] = {{"input", "Tensor", &x, NULL}, {"weight", "Tensor", &w_bad, NULL}};
+  cr_assert_str_eq(selected(op_json(&j, "aten::linear", strided, 2), "opencl"), "opencl.gemm_tiled");
+  tensor_t xb = mat("c10::BFloat16", 17, 129), wb = mat("c10::BFloat16", 33, 129);
+  arg_t bf[] = {{"input", "Tensor", &xb, NULL}, {"weight", "Tensor", &wb, NULL}};
+  cr_assert_str_eq(selected(op_json(&j, "aten::linear", bf, 2), "opencl"), "opencl.gemm_tiled");
+}
+
+/* Everything else on opencl picks CLBlast or falls back to the tiled kernel, per case. */
+Test(gemm_opencl, best_f16, .init = opencl_setup) { products(&ocl, "c10::Half"); }

@@ -1,0 +1,475 @@
+/* cpu.elementwise: the elementwise family on the host thread pool.
+ *
+ * Each step is coalesced (dims merged where every operand allows), then split into work items
+ * of one block of one innermost row. Arithmetic runs as a pipeline over blocks of BLOCK
+ * elements: load each operand into a float buffer (converting its dtype), apply the op, convert
+ * and store. Every stage is a loop over a compile-time block size with restrict pointers and no
+ * calls, so the compiler vectorises it at -O2 (exp, tanh and erf are branch-free polynomial
+ * approximations for that reason; accurate to a few float ulps). Same-dtype copies and gathers
+ * move raw elements (memcpy for contiguous rows); fills store a precomputed bit pattern.
+ *
+ * Supported: float results (f32, f16, bf16, fp8) from inputs of any dtype; copies, gathers and
+ * fills of any dtype. f64 and integer arithmetic run on ref.elementwise. */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/dtype.h"
+#include "kernels/elementwise.h"
+#include "kernels/family.h"
+
+enum { BLOCK = 512, RAW_BLOCK = 16384, MIN_ELEMENTS_PER_CHUNK = 32768 };
+
+/* Runs `body` (using i) for i in [0, n), with a constant trip count for full blocks so that the
+ * compiler's cheap vectoriser takes the loop. */
+#define FOR_N(n, body)                                         \
+  do {                                                         \
+    if ((n) == BLOCK) {                                        \
+      for (int64_t i = 0; i < BLOCK; i++) { body; }            \
+    } else {                                                   \
+      for (int64_t i = 0; i < (n); i++) { body; }              \
+    }                                                          \
+  } while (0)
+
+/* ------------------------------------------------------------------------------------------ */
+/* conversions (bit-exact with kernels/dtype.c)                                                */
+
+/* Selections through all-ones / all-zeros masks: GCC's vectoriser does not if-convert a
+ * conditional expression that feeds further arithmetic, but takes these. */
+static inline uint32_t mask_if(int condition) { return -(uint32_t)(condition != 0); }
+static inline uint32_t select_u(uint32_t mask, uint32_t if_set, uint32_t if_clear) {
+  return (if_set & mask) | (if_clear & ~mask);
+}
+static inline float select_f(uint32_t mask, float if_set, float if_clear) {
+  return xr_bits_to_f32(select_u(mask, xr_f32_to_bits(if_set), xr_f32_to_bits(if_clear)));
+}
+
+static inline float f16_decode(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
+  /* Normal and subnormal halves alike: place the bits in a float and rescale by 2^112. */
+  uint32_t bits = xr_f32_to_bits(xr_bits_to_f32(em << 13) * 0x1p112f);
+  bits |= mask_if(em >= 0x7c00u) & 0x7f800000u; /* inf and NaN */
+  return xr_bits_to_f32(bits | sign);
+}
+
+/* Round to nearest even without branches: the float adder does the rounding (the technique of
+ * Dukhan's FP16 library). */
+static inline uint16_t f16_encode(float f) {
+  float base = (fabsf(f) * 0x1p112f) * 0x1p-110f;
+  uint32_t w = xr_f32_to_bits(f), shl1 = w + w, sign = w & 0x80000000u;
+  uint32_t bias = shl1 & 0xff000000u;
+  bias = select_u(mask_if(bias < 0x71000000u), 0x71000000u, bias);
+  base = xr_bits_to_f32((bias >> 1) + 0x07800000u) + base;
+  uint32_t bits = xr_f32_to_bits(base);
+  uint32_t nonsign = ((bits >> 13) & 0x7c00u) + (bits & 0x0fffu);
+  return (uint16_t)((sign >> 16) | select_u(mask_if(shl1 > 0xff000000u), 0x7e00u, nonsign));
+}
+
+static inline uint16_t bf16_encode(float f) {
+  uint32_t u = xr_f32_to_bits(f);
+  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return (uint16_t)select_u(mask_if((u & 0x7fffffffu) > 0x7f800000u), (u >> 16) | 0x40u, rounded);
+}
+
+typedef struct fp8_format {
+  int mbits, bias;
+  float max;
+  bool fnuz;
+} fp8_format_t;
+
+static fp8_format_t fp8_format(xr_dtype_t d) {
+  switch (d) {
+    case XR_DTYPE_F8E4M3FN: return (fp8_format_t){3, 7, 448.0f, false};
+    case XR_DTYPE_F8E5M2: return (fp8_format_t){2, 15, 57344.0f, false};
+    case XR_DTYPE_F8E4M3FNUZ: return (fp8_format_t){3, 8, 240.0f, true};
+    default: return (fp8_format_t){2, 16, 57344.0f, true};
+  }
+}
+
+/* Nearest representable value, ties to even, saturating at the largest finite value. */
+static uint8_t fp8_encode(float f, const fp8_format_t *F) {
+  if (isnan(f)) return F->fnuz ? 0x80 : 0x7f;
+  uint8_t sign = signbit(f) ? 0x80 : 0;
+  float a = fabsf(f);
+  if (a > F->max) a = F->max;
+  int emin = 1 - F->bias, e = emin;
+  if (a > 0) {
+    frexpf(a, &e);
+    e = e - 1 < emin ? emin : e - 1;
+  }
+  float r = rintf(ldexpf(a, F->mbits - e)); /* the significand in units of the quantum */
+  if (r >= (float)(2 << F->mbits)) r *= 0.5f, e++;
+  int code = r < (float)(1 << F->mbits)
+                 ? (int)r
+                 : ((e - emin + 1) << F->mbits) | ((int)r - (1 << F->mbits));
+  if (code == 0 && F->fnuz) sign = 0;
+  return (uint8_t)(sign | code);
+}
+
+/* Decoding tables for the four fp8 dtypes, built once. */
+static float fp8_tables[4][256];
+static pthread_once_t fp8_once = PTHREAD_ONCE_INIT;
+
+static void build_fp8_tables(void) {
+  static const xr_dtype_t kinds[4] = {XR_DTYPE_F8E4M3FN, XR_DTYPE_F8E5M2, XR_DTYPE_F8E4M3FNUZ,
+                                      XR_DTYPE_F8E5M2FNUZ};
+  for (int k = 0; k < 4; k++)
+    for (int v = 0; v < 256; v++) fp8_tables[k][v] = xr_fp8_to_f32((uint8_t)v, kinds[k]);
+}
+
+static const float *fp8_table(xr_dtype_t d) {
+  pthread_once(&fp8_once, build_fp8_tables);
+  switch (d) {
+    case XR_DTYPE_F8E4M3FN: return fp8_tables[0];
+    case XR_DTYPE_F8E5M2: return fp8_tables[1];
+    case XR_DTYPE_F8E4M3FNUZ: return fp8_tables[2];
+    default: return fp8_tables[3];
+  }
+}
+
+static bool is_fp8(xr_dtype_t d) {
+  return d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E4M3FNUZ ||
+         d == XR_DTYPE_F8E5M2FNUZ;
+}
+
+/* n elements of dtype `dt` at src (stride in elements) into dst as float. */
+static void load_block(float *restrict dst, const char *src, xr_dtype_t dt, int64_t stride,
+                       int64_t n) {
+  switch (dt) {
+    case XR_DTYPE_F32: {
+      const float *restrict s = (const float *)src;
+      if (stride == 1) FOR_N(n, dst[i] = s[i]);
+      else FOR_N(n, dst[i] = s[i * stride]);
+      return;
+    }
+    case XR_DTYPE_BF16: {
+      const uint16_t *restrict s = (const uint16_t *)src;
+      if (stride == 1) FOR_N(n, dst[i] = xr_bits_to_f32((uint32_t)s[i] << 16));
+      else FOR_N(n, dst[i] = xr_bits_to_f32((uint32_t)s[i * stride] << 16));
+      return;
+    }
+    case XR_DTYPE_F16: {
+      const uint16_t *restrict s = (const uint16_t *)src;
+      if (stride == 1) FOR_N(n, dst[i] = f16_decode(s[i]));
+      else FOR_N(n, dst[i] = f16_decode(s[i * stride]));
+      return;
+    }
+    case XR_DTYPE_F64: {
+      const double *restrict s = (const double *)src;
+      FOR_N(n, dst[i] = (float)s[i * stride]);
+      return;
+    }
+    default:
+      if (is_fp8(dt)) {
+        const float *table = fp8_table(dt);
+        const uint8_t *restrict s = (const uint8_t *)src;
+        for (int64_t i = 0; i < n; i++) dst[i] = table[s[i * stride]];
+      } else {
+        for (int64_t i = 0; i < n; i++) dst[i] = (float)xr_load_element(src, dt, i * stride);
+      }
+      return;
+  }
+}
+
+static void store_block(char *dst, xr_dtype_t dt, int64_t stride, const float *restrict v,
+                        int64_t n) {
+  switch (dt) {
+    case XR_DTYPE_F32: {
+      float *restrict d = (float *)dst;
+      if (stride == 1) FOR_N(n, d[i] = v[i]);
+      else FOR_N(n, d[i * stride] = v[i]);
+      return;
+    }
+    case XR_DTYPE_BF16: {
+      uint16_t *restrict d = (uint16_t *)dst;
+      if (stride == 1) FOR_N(n, d[i] = bf16_encode(v[i]));
+      else FOR_N(n, d[i * stride] = bf16_encode(v[i]));
+      return;
+    }
+    case XR_DTYPE_F16: {
+      uint16_t *restrict d = (uint16_t *)dst;
+      if (stride == 1) FOR_N(n, d[i] = f16_encode(v[i]));
+      else FOR_N(n, d[i * stride] = f16_encode(v[i]));
+      return;
+    }
+    default: { /* fp8: supports() admits no other float-pipeline output */
+      fp8_format_t F = fp8_format(dt);
+      uint8_t *d = (uint8_t *)dst;
+      for (int64_t i = 0; i < n; i++) d[i * stride] = fp8_encode(v[i], &F);
+      return;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* math: branch-free float approximations                                                      */
+
+static inline float exp_approx(float x) {
+  x = select_f(mask_if(x < -87.0f), -87.0f, x); /* NaN stays NaN */
+  x = select_f(mask_if(x > 88.0f), 88.0f, x);
+  /* x = n ln2 + r, |r| <= ln2/2; n read back from the float's low bits (no float->int cast,
+   * which would be undefined for NaN). */
+  float t = x * 1.44269504088896341f + 12582912.0f;
+  float n = t - 12582912.0f;
+  float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
+  float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f +
+                      r * (8.3333338e-3f + r * 1.3888889e-3f)))));
+  uint32_t scale = (xr_f32_to_bits(t) - 0x4b400000u + 127u) << 23;
+  return p * xr_bits_to_f32(scale);
+}
+
+static inline float silu_approx(float x) { return x / (1.0f + exp_approx(-x)); }
+
+static inline float gelu_tanh_approx(float x) {
+  float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  float tanh_u = 1.0f - 2.0f / (1.0f + exp_approx(2.0f * u));
+  return 0.5f * x * (1.0f + tanh_u);
+}
+
+/* 1 + erf(x / sqrt 2) through erfc's rational approximation (Abramowitz & Stegun 7.1.26,
+ * |error| <= 1.5e-7), which keeps the relative accuracy of the negative tail. */
+static inline float gelu_approx(float x) {
+  float z = fabsf(x) * 0.7071067811865476f;
+  float t = 1.0f / (1.0f + 0.3275911f * z);
+  float y = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f +
+                t * (-1.453152027f + t * 1.061405429f)))) * exp_approx(-z * z);
+  return 0.5f * x * select_f(mask_if(x >= 0), 2.0f - y, y);
+}
+
+static void compute_block(const xr_ew_step_t *s, float *restrict r, const float *restrict a,
+                          const float *restrict b, int64_t n) {
+  float alpha = (float)s->alpha;
+  switch (s->op) {
+    case XR_EW_ADD: FOR_N(n, r[i] = a[i] + alpha * b[i]); return;
+    case XR_EW_SUB: FOR_N(n, r[i] = a[i] - alpha * b[i]); return;
+    case XR_EW_MUL: FOR_N(n, r[i] = a[i] * b[i]); return;
+    case XR_EW_DIV: FOR_N(n, r[i] = a[i] / b[i]); return;
+    case XR_EW_DIV_TRUNC: for (int64_t i = 0; i < n; i++) r[i] = truncf(a[i] / b[i]); return;
+    case XR_EW_DIV_FLOOR: for (int64_t i = 0; i < n; i++) r[i] = floorf(a[i] / b[i]); return;
+    case XR_EW_GELU: FOR_N(n, r[i] = gelu_approx(a[i])); return;
+    case XR_EW_GELU_TANH: FOR_N(n, r[i] = gelu_tanh_approx(a[i])); return;
+    case XR_EW_SILU: FOR_N(n, r[i] = silu_approx(a[i])); return;
+    case XR_EW_SILU_AND_MUL: FOR_N(n, r[i] = silu_approx(a[i]) * b[i]); return;
+    case XR_EW_GELU_AND_MUL: FOR_N(n, r[i] = gelu_approx(a[i]) * b[i]); return;
+    case XR_EW_GELU_TANH_AND_MUL: FOR_N(n, r[i] = gelu_tanh_approx(a[i]) * b[i]); return;
+    default: FOR_N(n, r[i] = a[i]); return; /* COPY with conversion */
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* raw moves: same-dtype copies and gathers, fills                                             */
+
+static void raw_copy(char *dst, int64_t ds, const char *src, int64_t ss, size_t esize, int64_t n) {
+  if (ds == 1 && ss == 1) {
+    memcpy(dst, src, (size_t)n * esize);
+    return;
+  }
+  switch (esize) {
+    case 1: for (int64_t i = 0; i < n; i++) dst[i * ds] = src[i * ss]; return;
+    case 2: {
+      uint16_t *d = (uint16_t *)dst;
+      const uint16_t *s = (const uint16_t *)src;
+      for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];
+      return;
+    }
+    case 4: {
+      uint32_t *d = (uint32_t *)dst;
+      const uint32_t *s = (const uint32_t *)src;
+      for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];
+      return;
+    }
+    default: {
+      uint64_t *d = (uint64_t *)dst;
+      const uint64_t *s = (const uint64_t *)src;
+      for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];
+      return;
+    }
+  }
+}
+
+static void raw_fill(char *dst, int64_t ds, const uint8_t *pattern, size_t esize, int64_t n) {
+  switch (esize) {
+    case 1: for (int64_t i = 0; i < n; i++) dst[i * ds] = (char)pattern[0]; return;
+    case 2: {
+      uint16_t v, *d = (uint16_t *)dst;
+      memcpy(&v, pattern, 2);
+      for (int64_t i = 0; i < n; i++) d[i * ds] = v;
+      return;
+    }
+    case 4: {
+      uint32_t v, *d = (uint32_t *)dst;
+      memcpy(&v, pattern, 4);
+      for (int64_t i = 0; i < n; i++) d[i * ds] = v;
+      return;
+    }
+    default: {
+      uint64_t v, *d = (uint64_t *)dst;
+      memcpy(&v, pattern, 8);
+      for (int64_t i = 0; i < n; i++) d[i * ds] = v;
+      return;
+    }
+  }
+}
+
+static int64_t load_index(const char *base, xr_dtype_t dt, int64_t i, int64_t size) {
+  int64_t v = dt == XR_DTYPE_I32 ? ((const int32_t *)base)[i] : ((const int64_t *)base)[i];
+  return v < 0 ? 0 : v >= size ? size - 1 : v;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* steps                                                                                       */
+
+typedef enum { PATH_FLOAT, PATH_RAW, PATH_FILL } path_t;
+
+typedef struct cpu_step {
+  xr_ew_step_t f;          /* coalesced, rank >= 1 */
+  path_t path;
+  char *base[3];           /* out, a, b: byte address of the first element */
+  size_t esize[3];
+  int64_t inner, block, blocks_per_row, items;
+  float scalar;
+  uint8_t pattern[8];      /* FILL: the value in the output dtype */
+} cpu_step_t;
+
+typedef struct cpu_state {
+  size_t count;
+  cpu_step_t steps[];
+} cpu_state_t;
+
+static void run_items(void *ctx, size_t begin, size_t end) {
+  const cpu_step_t *c = ctx;
+  const xr_ew_step_t *s = &c->f;
+  int outer = s->rank - 1;
+  const int64_t so = s->out.strides[outer], sa = s->a.strides[outer], sb = s->b.strides[outer];
+  float A[BLOCK], B[BLOCK], R[BLOCK];
+  if (c->path == PATH_FLOAT && s->b_scalar) FOR_N(BLOCK, B[i] = c->scalar);
+  for (size_t item = begin; item < end; item++) {
+    int64_t row = (int64_t)item / c->blocks_per_row;
+    int64_t j0 = ((int64_t)item % c->blocks_per_row) * c->block;
+    int64_t n = c->inner - j0 < c->block ? c->inner - j0 : c->block;
+    int64_t oo = j0 * so, oa = j0 * sa, ob = j0 * sb;
+    for (int d = outer - 1; d >= 0; d--) {
+      int64_t x = row % s->shape[d];
+      row /= s->shape[d];
+      oo += x * s->out.strides[d];
+      oa += x * s->a.strides[d];
+      ob += x * s->b.strides[d];
+    }
+    char *out = c->base[0] + oo * (int64_t)c->esize[0];
+    const char *pa = c->base[1] ? c->base[1] + oa * (int64_t)c->esize[1] : NULL;
+    const char *pb = c->base[2] ? c->base[2] + ob * (int64_t)c->esize[2] : NULL;
+    if (c->path == PATH_FILL) {
+      raw_fill(out, so, c->pattern, c->esize[0], n);
+    } else if (c->path == PATH_RAW && s->op == XR_EW_COPY) {
+      raw_copy(out, so, pa, sa, c->esize[0], n);
+    } else if (c->path == PATH_RAW && sb == 0) { /* gather: one index for the whole run */
+      int64_t idx = load_index(pb, s->b.dtype, 0, s->gather_size);
+      raw_copy(out, so, pa + idx * s->gather_stride * (int64_t)c->esize[1], sa, c->esize[0], n);
+    } else if (c->path == PATH_RAW) {
+      for (int64_t i = 0; i < n; i++) {
+        int64_t idx = load_index(pb, s->b.dtype, i * sb, s->gather_size);
+        raw_copy(out + i * so * (int64_t)c->esize[0], 1,
+                 pa + (i * sa + idx * s->gather_stride) * (int64_t)c->esize[1], 1, c->esize[0], 1);
+      }
+    } else {
+      load_block(A, pa, s->a.dtype, sa, n);
+      if (pb) load_block(B, pb, s->b.dtype, sb, n);
+      compute_block(s, R, A, B, n);
+      store_block(out, s->out.dtype, so, R, n);
+    }
+  }
+}
+
+static bool float_pipeline_dtype(xr_dtype_t d) { return xr_ew_float_compute(d); }
+
+static path_t step_path(const xr_ew_step_t *s) {
+  if (s->op == XR_EW_FILL) return PATH_FILL;
+  if ((s->op == XR_EW_COPY || s->op == XR_EW_GATHER) && s->a.dtype == s->out.dtype) return PATH_RAW;
+  return PATH_FLOAT;
+}
+
+static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  const xr_ew_problem_t *p = plan->problem;
+  for (size_t i = 0; i < p->step_count; i++) {
+    const xr_ew_step_t *s = &p->steps[i];
+    if (step_path(s) == PATH_FLOAT && !float_pipeline_dtype(s->out.dtype))
+      return xr_error(XR_UNIMPLEMENTED, "%s results are computed by the reference only (the fast "
+                                        "path computes in float)", xr_dtype_name(s->out.dtype));
+  }
+  return XR_OK;
+}
+
+static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                               const xr_tensor_t *tensors, void **out_state) {
+  (void)device;
+  const xr_ew_problem_t *p = plan->problem;
+  cpu_state_t *st = calloc(1, sizeof *st + p->step_count * sizeof(cpu_step_t));
+  if (!st) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+  st->count = p->step_count;
+  for (size_t i = 0; i < p->step_count; i++) {
+    cpu_step_t *c = &st->steps[i];
+    xr_ew_coalesce(&p->steps[i], &c->f);
+    xr_ew_step_t *f = &c->f;
+    if (f->rank == 0) { /* one element */
+      f->rank = 1;
+      f->shape[0] = 1;
+      f->out.strides[0] = f->a.strides[0] = f->b.strides[0] = 0;
+    }
+    c->path = step_path(f);
+    xr_ew_operand_t *ops[3] = {&f->out, &f->a, &f->b};
+    for (int k = 0; k < 3; k++) {
+      if (ops[k]->index < 0) continue;
+      const xr_tensor_t *t = &tensors[ops[k]->index];
+      void *host;
+      xr_status_t status = xr_tensor_host(t, &host);
+      if (status != XR_OK) {
+        free(st);
+        return status;
+      }
+      c->esize[k] = xr_dtype_size(ops[k]->dtype);
+      c->base[k] = (char *)host + (t->offset + ops[k]->offset) * (int64_t)c->esize[k];
+    }
+    c->scalar = (float)f->scalar;
+    if (c->path == PATH_FILL) {
+      if (xr_dtype_is_floating(f->out.dtype) || f->out.dtype == XR_DTYPE_BOOL) {
+        xr_store_element(c->pattern, f->out.dtype, 0, f->scalar);
+      } else { /* integers: truncated, then the low bytes (wrap-around), as the reference does */
+        double v = f->scalar;
+        int64_t i64 = isnan(v) ? 0 : v >= 0x1p63 ? INT64_MAX : v <= -0x1p63 ? INT64_MIN : (int64_t)v;
+        memcpy(c->pattern, &i64, sizeof i64);
+      }
+    }
+    c->inner = f->shape[f->rank - 1];
+    c->block = c->path == PATH_FLOAT ? BLOCK : RAW_BLOCK;
+    c->blocks_per_row = c->inner > 0 ? (c->inner + c->block - 1) / c->block : 1;
+    c->items = f->numel > 0 ? (f->numel / c->inner) * c->blocks_per_row : 0;
+  }
+  *out_state = st;
+  return XR_OK;
+}
+
+static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
+  cpu_state_t *st = state;
+  for (size_t i = 0; i < st->count; i++) {
+    const cpu_step_t *c = &st->steps[i];
+    if (c->items == 0) continue;
+    int64_t per_item = c->inner < c->block ? c->inner : c->block;
+    size_t grain = (size_t)(MIN_ELEMENTS_PER_CHUNK / per_item);
+    xr_status_t status = xr_hal_stream_enqueue_parallel(stream, (size_t)c->items,
+                                                        grain ? grain : 1, run_items,
+                                                        (void *)c);
+    if (status != XR_OK) return status;
+  }
+  return XR_OK;
+}
+
+const xr_kernel_impl_t xr_cpu_elementwise = {
+    .name = "cpu.elementwise",
+    .driver = "cpu",
+    .supports = cpu_supports,
+    .prepare = cpu_prepare,
+    .enqueue = cpu_enqueue,
+    .release = free,
+};

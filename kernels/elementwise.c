@@ -1,0 +1,672 @@
+/* The elementwise family: binary arithmetic (aten::add/sub/mul/div and their in-place forms,
+ * Tensor and Scalar overloads, alpha, rounding_mode, out=), activations (aten::gelu, silu), gated
+ * activations (vLLM _C::, sgl_kernel:: and aiter:: silu_and_mul, gelu_and_mul,
+ * gelu_tanh_and_mul), copies and conversions (aten::copy_, to, _to_copy; fp8 saturating), fills
+ * (aten::fill_, zero_), and through kernels/indexing.c aten::cat, index_select and embedding.
+ *
+ * Broadcasting follows numpy/torch (dims aligned on the right; size 1 stretches). Result dtypes
+ * follow torch's type promotion: dimensioned tensors outrank 0-d tensors, which outrank Scalars,
+ * within the same category (bool < integer < float), so float[..] * double[] is float. Float
+ * results are computed in float (f16, bf16, fp8, f32) or double (f64) and rounded once; integer
+ * results in int64 with wrap-around. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/elementwise.h"
+#include "kernels/family.h"
+
+static const char *const ew_ops[] = {
+    "aten::add",  "aten::add_", "aten::sub", "aten::sub_", "aten::mul", "aten::mul_",
+    "aten::div",  "aten::div_", "aten::gelu", "aten::silu",
+    "_C::silu_and_mul", "_C::gelu_and_mul", "_C::gelu_tanh_and_mul",
+    "sgl_kernel::silu_and_mul", "sgl_kernel::gelu_and_mul", "sgl_kernel::gelu_tanh_and_mul",
+    "aiter::silu_and_mul",
+    "aten::copy_", "aten::to", "aten::_to_copy", "aten::fill_", "aten::zero_",
+    "aten::cat", "aten::index_select", "aten::embedding", NULL,
+};
+
+bool xr_ew_op_binary(xr_ew_op_t op) {
+  return op <= XR_EW_DIV_FLOOR || op == XR_EW_SILU_AND_MUL || op == XR_EW_GELU_AND_MUL ||
+         op == XR_EW_GELU_TANH_AND_MUL || op == XR_EW_GATHER;
+}
+
+bool xr_ew_float_compute(xr_dtype_t d) { return xr_dtype_is_floating(d) && d != XR_DTYPE_F64; }
+
+xr_ew_problem_t *xr_ew_problem_alloc(size_t steps) {
+  return calloc(1, sizeof(xr_ew_problem_t) + steps * sizeof(xr_ew_step_t));
+}
+
+xr_dtype_t xr_dtype_from_torch_code(int64_t code) {
+  static const xr_dtype_t codes[] = {
+      [0] = XR_DTYPE_U8,        [1] = XR_DTYPE_I8,        [2] = XR_DTYPE_I16,
+      [3] = XR_DTYPE_I32,       [4] = XR_DTYPE_I64,       [5] = XR_DTYPE_F16,
+      [6] = XR_DTYPE_F32,       [7] = XR_DTYPE_F64,       [11] = XR_DTYPE_BOOL,
+      [15] = XR_DTYPE_BF16,     [23] = XR_DTYPE_F8E5M2,   [24] = XR_DTYPE_F8E4M3FN,
+      [25] = XR_DTYPE_F8E5M2FNUZ, [26] = XR_DTYPE_F8E4M3FNUZ, [27] = XR_DTYPE_U16,
+      [28] = XR_DTYPE_U32,      [29] = XR_DTYPE_U64,
+  };
+  if (code < 0 || code >= (int64_t)(sizeof codes / sizeof codes[0])) return XR_DTYPE_INVALID;
+  return codes[code];
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* type promotion                                                                              */
+
+typedef enum { CAT_BOOL = 0, CAT_INT, CAT_FLOAT } category_t;
+
+static category_t category(xr_dtype_t d) {
+  if (d == XR_DTYPE_BOOL) return CAT_BOOL;
+  return xr_dtype_is_floating(d) ? CAT_FLOAT : CAT_INT;
+}
+
+static bool is_unsigned(xr_dtype_t d) {
+  return d == XR_DTYPE_U8 || d == XR_DTYPE_U16 || d == XR_DTYPE_U32 || d == XR_DTYPE_U64;
+}
+
+static xr_dtype_t signed_of_size(size_t size) {
+  return size <= 1 ? XR_DTYPE_I8 : size == 2 ? XR_DTYPE_I16 : size == 4 ? XR_DTYPE_I32 : XR_DTYPE_I64;
+}
+
+/* torch.promote_types for the dtypes we model; INVALID where torch refuses (fp8 mixed with
+ * another float type). */
+static xr_dtype_t promote(xr_dtype_t a, xr_dtype_t b) {
+  if (a == XR_DTYPE_INVALID) return b;
+  if (b == XR_DTYPE_INVALID || a == b) return a;
+  category_t ca = category(a), cb = category(b);
+  if (ca != cb) return ca > cb ? a : b;
+  if (ca == CAT_FLOAT) {
+    if (a == XR_DTYPE_F64 || b == XR_DTYPE_F64) return XR_DTYPE_F64;
+    bool fp8 = xr_dtype_size(a) == 1 || xr_dtype_size(b) == 1;
+    if (fp8) return XR_DTYPE_INVALID;
+    if (a == XR_DTYPE_F32 || b == XR_DTYPE_F32) return XR_DTYPE_F32;
+    return XR_DTYPE_F32; /* f16 with bf16 */
+  }
+  size_t sa = xr_dtype_size(a), sb = xr_dtype_size(b);
+  if (is_unsigned(a) == is_unsigned(b)) return sa >= sb ? a : b;
+  xr_dtype_t s = is_unsigned(a) ? b : a, u = is_unsigned(a) ? a : b;
+  if (xr_dtype_size(s) > xr_dtype_size(u)) return s;
+  return signed_of_size(xr_dtype_size(u) * 2);
+}
+
+/* torch's result_type over the three priority classes: dimensioned tensors, 0-d tensors,
+ * Scalars (a Python float counts as the default dtype, float32). */
+static xr_dtype_t combine(xr_dtype_t higher, xr_dtype_t lower) {
+  if (higher == XR_DTYPE_INVALID) return lower;
+  if (lower == XR_DTYPE_INVALID) return higher;
+  if (category(higher) >= category(lower)) return higher;
+  return promote(higher, lower);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* shapes                                                                                      */
+
+static void contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; d--) strides[d] = s, s *= shape[d];
+}
+
+static int64_t shape_numel(int rank, const int64_t *shape) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= shape[d];
+  return n;
+}
+
+/* Grows (rank, shape) so that tensor t broadcasts onto it. */
+static xr_status_t broadcast_shape(const xr_op_plan_t *plan, const char *name,
+                                   const xr_tensor_spec_t *t, int *rank, int64_t *shape) {
+  int r = t->rank > *rank ? t->rank : *rank;
+  int64_t out[XR_MAX_RANK];
+  for (int d = 0; d < r; d++) {
+    int dt = d - (r - t->rank), ds = d - (r - *rank);
+    int64_t st = dt >= 0 ? t->shape[dt] : 1, ss = ds >= 0 ? shape[ds] : 1;
+    if (st != ss && st != 1 && ss != 1)
+      return xr_plan_error(plan, "%s: dimension %d (%lld) does not broadcast against %lld", name,
+                           dt, (long long)st, (long long)ss);
+    out[d] = st == 1 ? ss : st;
+  }
+  *rank = r;
+  memcpy(shape, out, sizeof(int64_t) * (size_t)r);
+  return XR_OK;
+}
+
+/* Operand strides of tensor t broadcast onto (rank, shape): 0 where it is stretched. */
+static void set_operand(const xr_op_plan_t *plan, int index, int rank, const int64_t *shape,
+                        xr_ew_operand_t *o) {
+  const xr_tensor_spec_t *t = plan->inputs[index];
+  o->index = index;
+  o->dtype = t->dtype;
+  o->offset = 0;
+  for (int d = 0; d < rank; d++) {
+    int dt = d - (rank - t->rank);
+    o->strides[d] = (dt >= 0 && t->shape[dt] == shape[d] && shape[d] != 1) ? t->strides[dt] : 0;
+  }
+}
+
+/* The step's output: a return tensor (contiguous) or the written tensor `index`. */
+static void set_output(xr_op_plan_t *plan, int index, xr_dtype_t dtype, xr_ew_step_t *s) {
+  if (index < 0) {
+    s->out.index = (int)plan->input_count;
+    s->out.dtype = dtype;
+    contiguous_strides(s->rank, s->shape, s->out.strides);
+    plan->return_count = 1;
+    xr_desc_set(&plan->returns[0], dtype, s->rank, s->shape);
+  } else {
+    set_operand(plan, index, s->rank, s->shape, &s->out);
+  }
+}
+
+/* A written tensor must have the iteration's shape exactly (it cannot broadcast). */
+static xr_status_t check_written_shape(const xr_op_plan_t *plan, const char *name, int index,
+                                       const xr_ew_step_t *s) {
+  const xr_tensor_spec_t *t = plan->inputs[index];
+  bool same = t->rank == s->rank;
+  for (int d = 0; same && d < s->rank; d++) same = t->shape[d] == s->shape[d];
+  if (!same)
+    return xr_plan_error(plan, "%s: a written tensor of rank %d cannot take the broadcast result "
+                               "of rank %d (shapes differ)", name, t->rank, s->rank);
+  return XR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* analysis per op class                                                                       */
+
+static bool name_is(const char *name, const char *suffix) {
+  const char *p = strstr(name, "::");
+  return p && !strcmp(p + 2, suffix);
+}
+
+static xr_status_t analyze_binary(xr_op_plan_t *plan, xr_ew_step_t *s) {
+  const xr_op_t *op = plan->op;
+  const char *base = strstr(op->name, "::") + 2;
+  bool inplace = base[3] == '_';
+  xr_status_t st;
+  int self = -1, out = -1;
+  if ((st = xr_arg_tensor(plan, 0, "self", true, &self)) ||
+      (st = xr_arg_tensor(plan, -1, "out", false, &out)))
+    return st;
+  const xr_value_t *other = xr_op_arg(op, 1, "other");
+  if (!other || other->kind == XR_VALUE_NULL)
+    return xr_error(XR_INVALID_ARGUMENT, "%s: argument 'other' (position 1) is missing", op->name);
+  bool add = !strncmp(base, "add", 3), sub = !strncmp(base, "sub", 3);
+  bool mul = !strncmp(base, "mul", 3);
+  s->op = add ? XR_EW_ADD : sub ? XR_EW_SUB : mul ? XR_EW_MUL : XR_EW_DIV;
+  s->alpha = 1.0;
+  if ((add || sub) && (st = xr_arg_double(op, 2, "alpha", false, &s->alpha))) return st;
+  if (s->op == XR_EW_DIV) {
+    const char *mode = NULL;
+    if ((st = xr_arg_string(op, 2, "rounding_mode", false, &mode))) return st;
+    if (mode && !strcmp(mode, "trunc")) s->op = XR_EW_DIV_TRUNC;
+    else if (mode && !strcmp(mode, "floor")) s->op = XR_EW_DIV_FLOOR;
+    else if (mode)
+      return xr_plan_error(plan, "rounding_mode: expected None, 'trunc' or 'floor', got '%s'", mode);
+  }
+
+  const xr_tensor_spec_t *ts = plan->inputs[self];
+  s->rank = 0;
+  if ((st = broadcast_shape(plan, "self", ts, &s->rank, s->shape))) return st;
+  xr_dtype_t dim_type = XR_DTYPE_INVALID, zero_type = XR_DTYPE_INVALID, scalar_type = XR_DTYPE_INVALID;
+  *(ts->rank ? &dim_type : &zero_type) = ts->dtype;
+  int other_index = -1;
+  if (other->kind == XR_VALUE_TENSOR) {
+    if ((st = xr_arg_tensor(plan, 1, "other", true, &other_index))) return st;
+    const xr_tensor_spec_t *to = plan->inputs[other_index];
+    if ((st = broadcast_shape(plan, "other", to, &s->rank, s->shape))) return st;
+    xr_dtype_t *slot = to->rank ? &dim_type : &zero_type;
+    *slot = *slot == XR_DTYPE_INVALID ? to->dtype : promote(*slot, to->dtype);
+  } else if (other->kind == XR_VALUE_FLOAT || other->kind == XR_VALUE_INT ||
+             other->kind == XR_VALUE_BOOL) {
+    s->b_scalar = true;
+    s->scalar = other->kind == XR_VALUE_FLOAT ? other->as.f
+                : other->kind == XR_VALUE_INT ? (double)other->as.i
+                                              : (double)other->as.b;
+    scalar_type = other->kind == XR_VALUE_FLOAT ? XR_DTYPE_F32
+                  : other->kind == XR_VALUE_INT ? XR_DTYPE_I64
+                                                : XR_DTYPE_BOOL;
+  } else {
+    return xr_error(XR_INVALID_ARGUMENT, "%s: argument 'other': expected a tensor or a number",
+                    op->name);
+  }
+  xr_dtype_t result = combine(dim_type, combine(zero_type, scalar_type));
+  if (result == XR_DTYPE_INVALID)
+    return xr_plan_error(plan, "self (%s) and other do not promote to a common dtype "
+                               "(torch refuses to mix fp8 with other float types)",
+                         xr_dtype_name(ts->dtype));
+  if (s->op == XR_EW_DIV && category(result) != CAT_FLOAT) result = XR_DTYPE_F32;
+  int written = inplace ? self : out;
+  if (written >= 0) {
+    if ((st = check_written_shape(plan, inplace ? "self" : "out", written, s))) return st;
+    result = plan->inputs[written]->dtype;
+  }
+  set_operand(plan, self, s->rank, s->shape, &s->a);
+  if (other_index >= 0) set_operand(plan, other_index, s->rank, s->shape, &s->b);
+  else s->b.index = -1;
+  set_output(plan, written, result, s);
+  return XR_OK;
+}
+
+static xr_status_t analyze_activation(xr_op_plan_t *plan, xr_ew_step_t *s) {
+  xr_status_t st;
+  int self = -1;
+  if ((st = xr_arg_tensor(plan, 0, "self", true, &self))) return st;
+  const xr_tensor_spec_t *t = plan->inputs[self];
+  if (!xr_dtype_is_floating(t->dtype))
+    return xr_plan_error(plan, "self: expected a float tensor, got %s", xr_dtype_name(t->dtype));
+  if (name_is(plan->op->name, "gelu")) {
+    const char *approximate = "none";
+    if ((st = xr_arg_string(plan->op, 1, "approximate", false, &approximate))) return st;
+    if (!strcmp(approximate, "none")) s->op = XR_EW_GELU;
+    else if (!strcmp(approximate, "tanh")) s->op = XR_EW_GELU_TANH;
+    else return xr_plan_error(plan, "approximate: expected 'none' or 'tanh', got '%s'", approximate);
+  } else {
+    s->op = XR_EW_SILU;
+  }
+  s->rank = t->rank;
+  memcpy(s->shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
+  set_operand(plan, self, s->rank, s->shape, &s->a);
+  s->b.index = -1;
+  set_output(plan, -1, t->dtype, s);
+  return XR_OK;
+}
+
+/* out[..., i] = act(input[..., i]) * input[..., d + i], d = input.shape[-1] / 2. */
+static xr_status_t analyze_gated(xr_op_plan_t *plan, xr_ew_step_t *s) {
+  const char *name = plan->op->name;
+  s->op = name_is(name, "silu_and_mul") ? XR_EW_SILU_AND_MUL
+          : name_is(name, "gelu_and_mul") ? XR_EW_GELU_AND_MUL
+                                          : XR_EW_GELU_TANH_AND_MUL;
+  xr_status_t st;
+  int out = -1, in = -1;
+  const char *out_name = xr_op_find_arg(plan->op, "result") ? "result" : "out";
+  if ((st = xr_arg_tensor(plan, 0, out_name, true, &out)) ||
+      (st = xr_arg_tensor(plan, 1, "input", true, &in)))
+    return st;
+  const xr_tensor_spec_t *to = plan->inputs[out], *ti = plan->inputs[in];
+  if (ti->rank < 1 || ti->shape[ti->rank - 1] % 2)
+    return xr_plan_error(plan, "input: the last dimension must be even (gate and up halves)");
+  if (!xr_dtype_is_floating(ti->dtype) || !xr_dtype_is_floating(to->dtype))
+    return xr_plan_error(plan, "%s and input must be float tensors", out_name);
+  int64_t d = ti->shape[ti->rank - 1] / 2;
+  bool ok = to->rank == ti->rank;
+  for (int k = 0; ok && k < ti->rank; k++)
+    ok = to->shape[k] == (k == ti->rank - 1 ? d : ti->shape[k]);
+  if (!ok)
+    return xr_plan_error(plan, "%s: expected input's shape with the last dimension halved (%lld)",
+                         out_name, (long long)d);
+  s->rank = to->rank;
+  memcpy(s->shape, to->shape, sizeof(int64_t) * (size_t)to->rank);
+  set_operand(plan, out, s->rank, s->shape, &s->out);
+  s->a = (xr_ew_operand_t){.index = in, .dtype = ti->dtype};
+  for (int k = 0; k < s->rank; k++) s->a.strides[k] = ti->strides[k];
+  s->b = s->a;
+  s->b.offset = d * ti->strides[ti->rank - 1];
+  return XR_OK;
+}
+
+/* The `dtype` argument: a torch.ScalarType code or a dtype name; NULL/absent keeps `fallback`. */
+static xr_status_t read_dtype(const xr_op_plan_t *plan, const xr_value_t *v, xr_dtype_t fallback,
+                              xr_dtype_t *out) {
+  *out = fallback;
+  if (!v || v->kind == XR_VALUE_NULL) return XR_OK;
+  if (v->kind == XR_VALUE_INT) *out = xr_dtype_from_torch_code(v->as.i);
+  else if (v->kind == XR_VALUE_STRING) *out = xr_dtype_parse(v->as.s);
+  else if (v->kind == XR_VALUE_TENSOR) *out = v->as.tensor->dtype;
+  else return xr_plan_error(plan, "dtype: expected a ScalarType");
+  if (*out == XR_DTYPE_INVALID) return xr_plan_error(plan, "dtype: unsupported ScalarType");
+  return XR_OK;
+}
+
+static xr_status_t analyze_copy(xr_op_plan_t *plan, xr_ew_step_t *s) {
+  const xr_op_t *op = plan->op;
+  xr_status_t st;
+  int self = -1;
+  if ((st = xr_arg_tensor(plan, 0, "self", true, &self))) return st;
+  const xr_tensor_spec_t *ts = plan->inputs[self];
+  s->op = XR_EW_COPY;
+  s->b.index = -1;
+  if (name_is(op->name, "copy_")) {
+    int src = -1;
+    if ((st = xr_arg_tensor(plan, 1, "src", true, &src))) return st;
+    const xr_tensor_spec_t *tsrc = plan->inputs[src];
+    s->rank = ts->rank;
+    memcpy(s->shape, ts->shape, sizeof(int64_t) * (size_t)ts->rank);
+    bool fits = tsrc->rank <= ts->rank;
+    for (int d = 0; fits && d < tsrc->rank; d++) {
+      int64_t want = ts->shape[ts->rank - tsrc->rank + d];
+      fits = tsrc->shape[d] == want || tsrc->shape[d] == 1;
+    }
+    if (!fits) return xr_plan_error(plan, "src: does not broadcast to self's shape");
+    set_operand(plan, src, s->rank, s->shape, &s->a);
+    set_operand(plan, self, s->rank, s->shape, &s->out);
+    return XR_OK;
+  }
+  /* aten::to / _to_copy: `dtype` by name; unnamed, the ScalarType follows self (to.dtype,
+   * _to_copy) or a device (to.device); to.other passes a tensor whose dtype is the target. */
+  const xr_value_t *v = xr_op_arg(op, -1, "dtype");
+  if (!v) {
+    v = xr_op_arg(op, 1, NULL);
+    if (v && v->kind == XR_VALUE_STRING && xr_dtype_parse(v->as.s) == XR_DTYPE_INVALID)
+      v = xr_op_arg(op, 2, NULL); /* to.device(self, device, dtype, ...) */
+    if (v && v->kind != XR_VALUE_INT && v->kind != XR_VALUE_STRING && v->kind != XR_VALUE_TENSOR)
+      v = NULL;
+  }
+  if (!v) v = xr_op_arg(op, 1, "other");
+  xr_dtype_t dtype;
+  if ((st = read_dtype(plan, v, ts->dtype, &dtype))) return st;
+  s->rank = ts->rank;
+  memcpy(s->shape, ts->shape, sizeof(int64_t) * (size_t)ts->rank);
+  set_operand(plan, self, s->rank, s->shape, &s->a);
+  set_output(plan, -1, dtype, s);
+  return XR_OK;
+}
+
+static xr_status_t analyze_fill(xr_op_plan_t *plan, xr_ew_step_t *s) {
+  xr_status_t st;
+  int self = -1;
+  if ((st = xr_arg_tensor(plan, 0, "self", true, &self))) return st;
+  const xr_tensor_spec_t *ts = plan->inputs[self];
+  s->rank = ts->rank;
+  memcpy(s->shape, ts->shape, sizeof(int64_t) * (size_t)ts->rank);
+  set_operand(plan, self, s->rank, s->shape, &s->out);
+  s->a.index = s->b.index = -1;
+  s->op = XR_EW_FILL;
+  s->b_scalar = true;
+  if (name_is(plan->op->name, "zero_")) return XR_OK;
+  const xr_value_t *v = xr_op_arg(plan->op, 1, "value");
+  if (v && v->kind == XR_VALUE_TENSOR) { /* fill_.Tensor: a 0-d tensor broadcast */
+    int value = -1;
+    if ((st = xr_arg_tensor(plan, 1, "value", true, &value))) return st;
+    if (plan->inputs[value]->rank != 0)
+      return xr_plan_error(plan, "value: expected a 0-d tensor, got %d-D", plan->inputs[value]->rank);
+    s->op = XR_EW_COPY;
+    s->b_scalar = false;
+    set_operand(plan, value, s->rank, s->shape, &s->a);
+    return XR_OK;
+  }
+  return xr_arg_double(plan->op, 1, "value", true, &s->scalar);
+}
+
+void xr_ew_step_cost(const xr_ew_step_t *s, double *bytes, double *flops) {
+  double n = (double)s->numel;
+  double out_size = (double)xr_dtype_size(s->out.dtype);
+  double b = n * out_size;
+  const xr_ew_operand_t *ops[2] = {&s->a, &s->b};
+  bool gated = s->op >= XR_EW_SILU_AND_MUL && s->op <= XR_EW_GELU_TANH_AND_MUL;
+  for (int k = 0; k < 2; k++) {
+    const xr_ew_operand_t *o = ops[k];
+    if (o->index < 0) continue;
+    if (s->op == XR_EW_GATHER && k == 0) {
+      b += n * (double)xr_dtype_size(o->dtype); /* each gathered element is read once */
+    } else if (gated) {
+      b += n * (double)xr_dtype_size(o->dtype); /* each half of the input once */
+    } else {
+      /* A broadcast operand is read once per distinct element. */
+      double distinct = 1;
+      for (int d = 0; d < s->rank; d++)
+        if (o->strides[d] != 0) distinct *= (double)s->shape[d];
+      b += distinct * (double)xr_dtype_size(o->dtype);
+    }
+  }
+  static const double per_element[XR_EW_OP_COUNT] = {
+      [XR_EW_ADD] = 1, [XR_EW_SUB] = 1, [XR_EW_MUL] = 1, [XR_EW_DIV] = 1,
+      [XR_EW_DIV_TRUNC] = 2, [XR_EW_DIV_FLOOR] = 2,
+      [XR_EW_GELU] = 5, [XR_EW_GELU_TANH] = 9, [XR_EW_SILU] = 4,
+      [XR_EW_SILU_AND_MUL] = 5, [XR_EW_GELU_AND_MUL] = 6, [XR_EW_GELU_TANH_AND_MUL] = 10,
+  };
+  double f = per_element[s->op];
+  if ((s->op == XR_EW_ADD || s->op == XR_EW_SUB) && s->alpha != 1.0) f += 1;
+  *bytes += b;
+  *flops += f * n;
+}
+
+static xr_status_t analyze(xr_op_plan_t *plan) {
+  const char *name = plan->op->name;
+  xr_ew_problem_t *p = NULL;
+  xr_status_t st;
+  if (xr_ew_is_indexing_op(name)) {
+    if ((st = xr_ew_analyze_indexing(plan, &p)) != XR_OK) return st;
+  } else {
+    p = xr_ew_problem_alloc(1);
+    if (!p) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", name);
+    plan->problem = p; /* freed by the registry on error */
+    p->step_count = 1;
+    xr_ew_step_t *s = &p->steps[0];
+    if (name_is(name, "add") || name_is(name, "add_") || name_is(name, "sub") ||
+        name_is(name, "sub_") || name_is(name, "mul") || name_is(name, "mul_") ||
+        name_is(name, "div") || name_is(name, "div_"))
+      st = analyze_binary(plan, s);
+    else if (name_is(name, "gelu") || name_is(name, "silu"))
+      st = analyze_activation(plan, s);
+    else if (strstr(name, "_and_mul"))
+      st = analyze_gated(plan, s);
+    else if (name_is(name, "fill_") || name_is(name, "zero_"))
+      st = analyze_fill(plan, s);
+    else
+      st = analyze_copy(plan, s);
+    if (st != XR_OK) return st;
+  }
+  plan->flops = plan->bytes = 0;
+  for (size_t i = 0; i < p->step_count; i++) {
+    xr_ew_step_t *s = &p->steps[i];
+    s->numel = shape_numel(s->rank, s->shape);
+    xr_ew_step_cost(s, &plan->bytes, &plan->flops);
+  }
+  return XR_OK;
+}
+
+void xr_ew_coalesce(const xr_ew_step_t *in, xr_ew_step_t *out) {
+  *out = *in;
+  const xr_ew_operand_t *src[3] = {&in->out, &in->a, &in->b};
+  xr_ew_operand_t *dst[3] = {&out->out, &out->a, &out->b};
+  int r = 0;
+  for (int d = 0; d < in->rank; d++) {
+    if (in->shape[d] == 1) continue;
+    /* Merge dim d into the previous kept dim when, for every operand, stepping the previous
+     * dim equals stepping d across its whole extent. */
+    bool merge = r > 0;
+    for (int k = 0; merge && k < 3; k++)
+      merge = src[k]->strides[d] * in->shape[d] == dst[k]->strides[r - 1];
+    if (merge) {
+      out->shape[r - 1] *= in->shape[d];
+      for (int k = 0; k < 3; k++) dst[k]->strides[r - 1] = src[k]->strides[d];
+    } else {
+      out->shape[r] = in->shape[d];
+      for (int k = 0; k < 3; k++) dst[k]->strides[r] = src[k]->strides[d];
+      r++;
+    }
+  }
+  out->rank = r;
+  if (in->numel == 0) { /* keep a zero extent visible */
+    out->rank = 1;
+    out->shape[0] = 0;
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* CPU reference: one element at a time, in double (float results) or int64 (integers).        */
+
+/* One step bound to storage: what the parallel workers read. */
+typedef struct ref_step {
+  const xr_ew_step_t *s;
+  void *base[3];     /* out, a, b storage */
+  int64_t first[3];  /* their first elements */
+} ref_step_t;
+
+typedef struct ref_state {
+  size_t count;
+  ref_step_t steps[];
+} ref_state_t;
+
+static double ref_gelu(double x) { return 0.5 * x * (1.0 + erf(x * M_SQRT1_2)); }
+static double ref_gelu_tanh(double x) {
+  return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+static double ref_silu(double x) { return x / (1.0 + exp(-x)); }
+
+static double ref_float_op(const xr_ew_step_t *s, double a, double b) {
+  switch (s->op) {
+    case XR_EW_ADD: return a + s->alpha * b;
+    case XR_EW_SUB: return a - s->alpha * b;
+    case XR_EW_MUL: return a * b;
+    case XR_EW_DIV: return a / b;
+    case XR_EW_DIV_TRUNC: return trunc(a / b);
+    case XR_EW_DIV_FLOOR: return floor(a / b);
+    case XR_EW_COPY: return a;
+    case XR_EW_FILL: return b;
+    case XR_EW_GELU: return ref_gelu(a);
+    case XR_EW_GELU_TANH: return ref_gelu_tanh(a);
+    case XR_EW_SILU: return ref_silu(a);
+    case XR_EW_SILU_AND_MUL: return ref_silu(a) * b;
+    case XR_EW_GELU_AND_MUL: return ref_gelu(a) * b;
+    case XR_EW_GELU_TANH_AND_MUL: return ref_gelu_tanh(a) * b;
+    default: return NAN;
+  }
+}
+
+/* Integers wrap around in two's complement, as torch's integer kernels do. */
+static void store_int(void *base, xr_dtype_t dtype, int64_t i, int64_t v) {
+  uint64_t u = (uint64_t)v;
+  switch (dtype) {
+    case XR_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0; break;
+    case XR_DTYPE_I8:
+    case XR_DTYPE_U8: ((uint8_t *)base)[i] = (uint8_t)u; break;
+    case XR_DTYPE_I16:
+    case XR_DTYPE_U16: ((uint16_t *)base)[i] = (uint16_t)u; break;
+    case XR_DTYPE_I32:
+    case XR_DTYPE_U32: ((uint32_t *)base)[i] = (uint32_t)u; break;
+    default: ((uint64_t *)base)[i] = u; break;
+  }
+}
+
+/* A double converted to an integer dtype: truncated toward zero; NaN and out-of-range values
+ * (undefined in C and in torch) become 0 and the int64 limits. */
+static int64_t to_int64(double v) {
+  if (isnan(v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+
+static int64_t ref_int_op(const xr_ew_step_t *s, int64_t a, int64_t b) {
+  uint64_t ua = (uint64_t)a, ub = (uint64_t)b, alpha = (uint64_t)to_int64(s->alpha);
+  switch (s->op) {
+    case XR_EW_ADD: return (int64_t)(ua + alpha * ub);
+    case XR_EW_SUB: return (int64_t)(ua - alpha * ub);
+    case XR_EW_MUL: return (int64_t)(ua * ub);
+    case XR_EW_FILL: return b;
+    default: return a; /* COPY */
+  }
+}
+
+static void ref_elements(void *ctx, size_t begin, size_t end) {
+  const ref_step_t *rs = ctx;
+  const xr_ew_step_t *s = rs->s;
+  void *const *base = rs->base;
+  bool float_out = xr_dtype_is_floating(s->out.dtype);
+  size_t esize = xr_dtype_size(s->out.dtype);
+  for (size_t e = begin; e < end; e++) {
+    int64_t io = rs->first[0], ia = rs->first[1], ib = rs->first[2], rest = (int64_t)e;
+    for (int d = s->rank - 1; d >= 0; d--) {
+      int64_t x = rest % s->shape[d];
+      rest /= s->shape[d];
+      io += x * s->out.strides[d];
+      ia += x * s->a.strides[d];
+      ib += x * s->b.strides[d];
+    }
+    if (s->op == XR_EW_GATHER) {
+      int64_t idx = to_int64(xr_load_element(base[2], s->b.dtype, ib));
+      idx = idx < 0 ? 0 : idx >= s->gather_size ? s->gather_size - 1 : idx;
+      ia += idx * s->gather_stride;
+    }
+    if ((s->op == XR_EW_COPY || s->op == XR_EW_GATHER) && s->a.dtype == s->out.dtype) {
+      memcpy((char *)base[0] + io * (int64_t)esize, (const char *)base[1] + ia * (int64_t)esize, esize);
+      continue;
+    }
+    double a = s->a.index >= 0 ? xr_load_element(base[1], s->a.dtype, ia) : 0;
+    double b = s->b_scalar ? s->scalar : s->b.index >= 0 ? xr_load_element(base[2], s->b.dtype, ib) : 0;
+    bool bool_value = s->out.dtype == XR_DTYPE_BOOL && (s->op == XR_EW_COPY || s->op == XR_EW_FILL);
+    if (float_out || bool_value) xr_store_element(base[0], s->out.dtype, io, ref_float_op(s, a, b));
+    else if (s->op == XR_EW_COPY || s->op == XR_EW_FILL || s->op == XR_EW_ADD ||
+             s->op == XR_EW_SUB || s->op == XR_EW_MUL)
+      store_int(base[0], s->out.dtype, io, ref_int_op(s, to_int64(a), to_int64(b)));
+    else
+      store_int(base[0], s->out.dtype, io, to_int64(ref_float_op(s, a, b)));
+  }
+}
+
+static xr_status_t ref_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  const xr_ew_problem_t *p = plan->problem;
+  for (size_t i = 0; i < p->step_count; i++) {
+    const xr_ew_step_t *s = &p->steps[i];
+    if ((s->op == XR_EW_DIV_TRUNC || s->op == XR_EW_DIV_FLOOR) &&
+        !xr_dtype_is_floating(s->out.dtype))
+      return xr_error(XR_UNIMPLEMENTED, "integer division with a rounding mode is not implemented "
+                                        "(torch raises on a zero divisor, which seeded inputs hold)");
+  }
+  return XR_OK;
+}
+
+static xr_status_t ref_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                               const xr_tensor_t *tensors, void **out_state) {
+  (void)device;
+  const xr_ew_problem_t *p = plan->problem;
+  ref_state_t *s = calloc(1, sizeof *s + p->step_count * sizeof(ref_step_t));
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+  s->count = p->step_count;
+  for (size_t i = 0; i < p->step_count; i++) {
+    ref_step_t *rs = &s->steps[i];
+    rs->s = &p->steps[i];
+    const xr_ew_operand_t *ops[3] = {&rs->s->out, &rs->s->a, &rs->s->b};
+    for (int k = 0; k < 3; k++) {
+      if (ops[k]->index < 0) continue;
+      const xr_tensor_t *t = &tensors[ops[k]->index];
+      xr_status_t st = xr_tensor_host(t, &rs->base[k]);
+      if (st != XR_OK) {
+        free(s);
+        return st;
+      }
+      rs->first[k] = t->offset + ops[k]->offset;
+    }
+  }
+  *out_state = s;
+  return XR_OK;
+}
+
+static xr_status_t ref_enqueue(void *state, xr_hal_stream_t *stream) {
+  ref_state_t *s = state;
+  for (size_t i = 0; i < s->count; i++) {
+    if (s->steps[i].s->numel == 0) continue;
+    xr_status_t st = xr_hal_stream_enqueue_parallel(stream, (size_t)s->steps[i].s->numel, 4096,
+                                                    ref_elements, &s->steps[i]);
+    if (st != XR_OK) return st;
+  }
+  return XR_OK;
+}
+
+static const xr_kernel_impl_t ref_elementwise = {
+    .name = "ref.elementwise",
+    .driver = "cpu",
+    .reference = true,
+    .supports = ref_supports,
+    .prepare = ref_prepare,
+    .enqueue = ref_enqueue,
+    .release = free,
+};
+
+static const xr_kernel_impl_t *const ew_impls[] = {
+    &xr_cpu_elementwise,
+    &xr_opencl_elementwise,
+    &ref_elementwise,
+    NULL,
+};
+
+static const xr_op_family_t xr_family_elementwise = {
+    .name = "elementwise",
+    .op_names = ew_ops,
+    .analyze = analyze,
+    .free_problem = free,
+    .impls = ew_impls,
+};
+
+XR_REGISTER_FAMILY(xr_family_elementwise)

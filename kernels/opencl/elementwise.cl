@@ -1,0 +1,217 @@
+// The elementwise family on OpenCL (host side: elementwise_opencl.c). One program per step
+// shape of work, specialised at build time:
+//   -DOP=<xr_ew_op_t> -DDT_OUT=<xr_dtype_t> -DDT_A=.. -DDT_B=.. -DB_KIND=0|1|2 (none, tensor,
+//   scalar) -DPATH=0|1|2 (float pipeline, raw element moves, fill) -DRAW_T=<uchar..ulong>
+// One work-item per output element over a 3-D range: x walks the innermost dimension, y the
+// next one, z every outer dimension (decomposed with the shape). Offsets and strides are in
+// elements of each operand's own dtype. bf16 travels as ushort bits, f16 through vload_half /
+// vstore_half_rte, fp8 through the helpers below (saturating, ties to even, as kernels/dtype.c).
+
+#define XR_F32 1
+#define XR_F64 2
+#define XR_F16 3
+#define XR_BF16 4
+#define XR_F8E4M3FN 5
+#define XR_F8E5M2 6
+#define XR_F8E4M3FNUZ 7
+#define XR_F8E5M2FNUZ 8
+#define XR_I8 9
+#define XR_I16 10
+#define XR_I32 11
+#define XR_I64 12
+#define XR_U8 13
+#define XR_U16 14
+#define XR_U32 15
+#define XR_U64 16
+#define XR_BOOL 17
+
+#define EW_ADD 0
+#define EW_SUB 1
+#define EW_MUL 2
+#define EW_DIV 3
+#define EW_DIV_TRUNC 4
+#define EW_DIV_FLOOR 5
+#define EW_COPY 6
+#define EW_FILL 7
+#define EW_GELU 8
+#define EW_GELU_TANH 9
+#define EW_SILU 10
+#define EW_SILU_AND_MUL 11
+#define EW_GELU_AND_MUL 12
+#define EW_GELU_TANH_AND_MUL 13
+#define EW_GATHER 14
+
+#define MAX_DIMS 8
+
+typedef struct {
+  long shape[MAX_DIMS];
+  long strides[3][MAX_DIMS];  // out, a, b
+  long offset[3];
+  long gather_stride, gather_size;
+  ulong pattern;              // FILL: the value's bits in the output dtype
+  float alpha, scalar;
+  int rank, pad;
+} xr_ew_geometry;
+
+// fp8 parameters: mantissa bits, exponent bias, largest finite value, fnuz.
+#define FP8_PARAMS(dt, mb, bias, maxv, fnuz)                                     \
+  int mb = (dt == XR_F8E4M3FN || dt == XR_F8E4M3FNUZ) ? 3 : 2;                   \
+  int bias = dt == XR_F8E4M3FN ? 7 : dt == XR_F8E5M2 ? 15 : dt == XR_F8E4M3FNUZ ? 8 : 16; \
+  float maxv = dt == XR_F8E4M3FN ? 448.0f : dt == XR_F8E4M3FNUZ ? 240.0f : 57344.0f; \
+  int fnuz = dt == XR_F8E4M3FNUZ || dt == XR_F8E5M2FNUZ;
+
+float fp8_decode(uchar v, int dt) {
+  FP8_PARAMS(dt, mb, bias, maxv, fnuz)
+  (void)maxv;
+  int eb = 7 - mb;
+  uint sign = v >> 7, e = (v >> mb) & ((1u << eb) - 1), m = v & ((1u << mb) - 1);
+  if (fnuz && v == 0x80) return NAN;
+  if (!fnuz && e == (1u << eb) - 1) {
+    if (dt == XR_F8E5M2) return m ? NAN : (sign ? -INFINITY : INFINITY);
+    if (m == (1u << mb) - 1) return NAN;  // e4m3fn: only S.1111.111 is NaN
+  }
+  float f = e ? ldexp(1.0f + (float)m / (float)(1 << mb), (int)e - bias)
+              : ldexp((float)m / (float)(1 << mb), 1 - bias);
+  return sign ? -f : f;
+}
+
+uchar fp8_encode(float f, int dt) {
+  FP8_PARAMS(dt, mb, bias, maxv, fnuz)
+  if (isnan(f)) return fnuz ? 0x80 : 0x7f;
+  uint sign = signbit(f) ? 0x80 : 0;
+  float a = fmin(fabs(f), maxv);
+  int emin = 1 - bias, e = emin;
+  if (a > 0.0f) {
+    int fe;
+    frexp(a, &fe);
+    e = max(fe - 1, emin);
+  }
+  float r = rint(ldexp(a, mb - e));  // the significand in units of the quantum
+  if (r >= (float)(2 << mb)) {
+    r *= 0.5f;
+    e++;
+  }
+  uint code = r < (float)(1 << mb) ? (uint)r : (((uint)(e - emin + 1)) << mb) | ((uint)r - (1u << mb));
+  if (code == 0 && fnuz) sign = 0;
+  return (uchar)(sign | code);
+}
+
+// f64 read as its bits (no cl_khr_fp64 needed); the mantissa is truncated to float's.
+float f64_bits_to_float(ulong u) {
+  uint sign = (uint)(u >> 63), e = (uint)(u >> 52) & 0x7ff;
+  ulong m = u & 0xfffffffffffffUL;
+  float f;
+  if (e == 0x7ff) f = m ? NAN : INFINITY;
+  else if (e == 0) f = 0.0f;
+  else f = ldexp(1.0f + (float)(uint)(m >> 29) * 0x1p-23f, (int)e - 1023);
+  return sign ? -f : f;
+}
+
+ushort bf16_encode(float f) {
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+#define LOAD_AS_FLOAT(dt, p, i)                                                        \
+  ((dt) == XR_F32 ? ((__global const float *)(p))[i]                                  \
+   : (dt) == XR_F16 ? vload_half((i), (__global const half *)(p))                     \
+   : (dt) == XR_BF16 ? as_float((uint)((__global const ushort *)(p))[i] << 16)        \
+   : (dt) == XR_F64 ? f64_bits_to_float(((__global const ulong *)(p))[i])             \
+   : (dt) >= XR_F8E4M3FN && (dt) <= XR_F8E5M2FNUZ                                     \
+       ? fp8_decode(((__global const uchar *)(p))[i], (dt))                           \
+   : (dt) == XR_I8 ? (float)((__global const char *)(p))[i]                           \
+   : (dt) == XR_I16 ? (float)((__global const short *)(p))[i]                         \
+   : (dt) == XR_I32 ? (float)((__global const int *)(p))[i]                           \
+   : (dt) == XR_I64 ? (float)((__global const long *)(p))[i]                          \
+   : (dt) == XR_U16 ? (float)((__global const ushort *)(p))[i]                        \
+   : (dt) == XR_U32 ? (float)((__global const uint *)(p))[i]                          \
+   : (dt) == XR_U64 ? (float)((__global const ulong *)(p))[i]                         \
+   : (dt) == XR_BOOL ? (float)(((__global const uchar *)(p))[i] != 0)                 \
+                     : (float)((__global const uchar *)(p))[i])
+
+void store_float(__global uchar *p, long i, float v) {
+#if DT_OUT == XR_F32
+  ((__global float *)p)[i] = v;
+#elif DT_OUT == XR_F16
+  vstore_half_rte(v, i, (__global half *)p);
+#elif DT_OUT == XR_BF16
+  ((__global ushort *)p)[i] = bf16_encode(v);
+#else
+  p[i] = fp8_encode(v, DT_OUT);
+#endif
+}
+
+float gelu(float x) { return 0.5f * x * (1.0f + erf(x * 0.7071067811865476f)); }
+float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+float silu(float x) { return x / (1.0f + exp(-x)); }
+
+float apply(float a, float b, float alpha) {
+#if OP == EW_ADD
+  return a + alpha * b;
+#elif OP == EW_SUB
+  return a - alpha * b;
+#elif OP == EW_MUL
+  return a * b;
+#elif OP == EW_DIV
+  return a / b;
+#elif OP == EW_DIV_TRUNC
+  return trunc(a / b);
+#elif OP == EW_DIV_FLOOR
+  return floor(a / b);
+#elif OP == EW_GELU
+  return gelu(a);
+#elif OP == EW_GELU_TANH
+  return gelu_tanh(a);
+#elif OP == EW_SILU
+  return silu(a);
+#elif OP == EW_SILU_AND_MUL
+  return silu(a) * b;
+#elif OP == EW_GELU_AND_MUL
+  return gelu(a) * b;
+#elif OP == EW_GELU_TANH_AND_MUL
+  return gelu_tanh(a) * b;
+#else
+  return a;  // COPY with conversion
+#endif
+}
+
+__kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __global const uchar *b,
+                             const xr_ew_geometry g) {
+  int r = g.rank;
+  long i0 = get_global_id(0);
+  if (i0 >= g.shape[r - 1]) return;
+  long i1 = get_global_id(1), z = get_global_id(2);
+  long o = g.offset[0] + i0 * g.strides[0][r - 1] + i1 * g.strides[0][r - 2];
+  long ia = g.offset[1] + i0 * g.strides[1][r - 1] + i1 * g.strides[1][r - 2];
+  long ib = g.offset[2] + i0 * g.strides[2][r - 1] + i1 * g.strides[2][r - 2];
+  for (int d = r - 3; d >= 0; d--) {
+    long x = z % g.shape[d];
+    z /= g.shape[d];
+    o += x * g.strides[0][d];
+    ia += x * g.strides[1][d];
+    ib += x * g.strides[2][d];
+  }
+#if PATH == 2
+  ((__global RAW_T *)out)[o] = (RAW_T)g.pattern;
+#elif PATH == 1
+#if OP == EW_GATHER
+  long idx = DT_B == XR_I32 ? (long)((__global const int *)b)[ib] : ((__global const long *)b)[ib];
+  idx = clamp(idx, 0L, g.gather_size - 1);
+  ia += idx * g.gather_stride;
+#endif
+  ((__global RAW_T *)out)[o] = ((__global const RAW_T *)a)[ia];
+#else
+  float va = LOAD_AS_FLOAT(DT_A, a, ia);
+#if B_KIND == 1
+  float vb = LOAD_AS_FLOAT(DT_B, b, ib);
+#elif B_KIND == 2
+  float vb = g.scalar;
+#else
+  float vb = 0.0f;
+#endif
+  store_float(out, o, apply(va, vb, g.alpha));
+#endif
+}

@@ -261,6 +261,12 @@ static void cuda_buffer_destroy(xr_hal_buffer_t *root) {
   free(buffer);
 }
 
+/* Native handles for vendor libraries (cuBLASLt): the CUdeviceptr of the allocation, the
+ * CUstream, the primary CUcontext. */
+static void *cuda_buffer_native(xr_hal_buffer_t *root) {
+  return (void *)(uintptr_t)((cuda_buffer_t *)root)->pointer;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Streams and transfers                                                                      */
 
@@ -288,6 +294,8 @@ static void cuda_stream_destroy(xr_hal_stream_t *base) {
   }
   free(stream);
 }
+
+static void *cuda_stream_native(xr_hal_stream_t *stream) { return stream_of(stream); }
 
 static xr_status_t cuda_stream_synchronize(xr_hal_stream_t *stream) {
   xr_status_t status = make_current(stream->device);
@@ -595,6 +603,8 @@ static void cuda_device_destroy(xr_hal_device_t *base) {
   free(device);
 }
 
+static void *cuda_device_native(xr_hal_device_t *base) { return cuda_device(base)->context; }
+
 static void cuda_device_properties(xr_hal_device_t *base, xr_hal_device_properties_t *out) {
   *out = cuda_device(base)->properties;
 }
@@ -659,6 +669,9 @@ static const xr_hal_device_vtable_t cuda_vtable = {
     .device_properties = cuda_device_properties,
     .buffer_alloc = cuda_buffer_alloc,
     .buffer_destroy = cuda_buffer_destroy,
+    .buffer_native = cuda_buffer_native,
+    .stream_native = cuda_stream_native,
+    .device_native = cuda_device_native,
     .stream_create = cuda_stream_create,
     .stream_destroy = cuda_stream_destroy,
     .stream_synchronize = cuda_stream_synchronize,

@@ -254,6 +254,10 @@ static void hip_buffer_destroy(xr_hal_buffer_t *root) {
   free(buffer);
 }
 
+/* Native handles for vendor libraries (hipBLASLt, rocBLAS): the allocation's device pointer and
+ * the hipStream_t. There is no device handle: the HIP runtime selects devices by ordinal. */
+static void *hip_buffer_native(xr_hal_buffer_t *root) { return ((hip_buffer_t *)root)->pointer; }
+
 /* ------------------------------------------------------------------------------------------ */
 /* Streams and transfers                                                                      */
 
@@ -280,6 +284,8 @@ static void hip_stream_destroy(xr_hal_stream_t *base) {
   }
   free(stream);
 }
+
+static void *hip_stream_native(xr_hal_stream_t *stream) { return stream_of(stream); }
 
 static xr_status_t hip_stream_synchronize(xr_hal_stream_t *stream) {
   xr_status_t status = make_current(stream->device);
@@ -639,6 +645,8 @@ static const xr_hal_device_vtable_t hip_vtable = {
     .device_properties = hip_device_properties,
     .buffer_alloc = hip_buffer_alloc,
     .buffer_destroy = hip_buffer_destroy,
+    .buffer_native = hip_buffer_native,
+    .stream_native = hip_stream_native,
     .stream_create = hip_stream_create,
     .stream_destroy = hip_stream_destroy,
     .stream_synchronize = hip_stream_synchronize,

@@ -1,0 +1,558 @@
+/* Fast CPU kernels for softmax, layer norm, RMS norm and rotary embedding: rows (tokens) split
+ * into work items run in parallel on the cpu device's pool, fp32 arithmetic, each row widened
+ * once into a float scratch row (or used in place when it is contiguous fp32) and rounded once
+ * on the way out.
+ *
+ * The inner loops run over fixed blocks of 16 elements with 16 independent partial sums, so
+ * the compiler vectorises them at -O2 without reassociating anything itself; the fp16 and bf16
+ * conversions are branch-free for the same reason. On x86-64 the row kernels are also built for
+ * AVX2+FMA and picked at run time (target_clones). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/norm.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define XR_MULTIVERSION __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define XR_MULTIVERSION
+#endif
+
+/* Inlined into the multiversioned callers so that they, too, get the AVX2 build. */
+#define HOT static inline __attribute__((always_inline))
+
+enum { BLOCK = 16 };
+
+/* ------------------------------------------------------------------------------------------ */
+/* conversions                                                                                */
+
+HOT float f16_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
+  /* Rebias the exponent by a multiply: exact for normals and subnormals alike. */
+  uint32_t bits = xr_f32_to_bits(xr_bits_to_f32(em << 13) * 0x1p112f);
+  bits = em >= 0x7c00u ? bits | 0x7f800000u : bits; /* inf and NaN keep an all-ones exponent */
+  return xr_bits_to_f32(bits | sign);
+}
+
+HOT uint16_t float_to_f16(float f) {
+  uint32_t u = xr_f32_to_bits(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  /* Normal results: rebias, round to nearest even at bit 13 (a carry may reach infinity). */
+  uint32_t normal = (a - ((127u - 15u) << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  /* Subnormal results: adding 0.5 aligns the mantissa so the FPU rounds at 2^-24. */
+  uint32_t subnormal = xr_f32_to_bits(xr_bits_to_f32(a) + 0.5f) - 0x3f000000u;
+  uint32_t h = a < 0x38800000u ? subnormal : normal;
+  h = a >= 0x47800000u ? 0x7c00u : h;
+  h = a > 0x7f800000u ? 0x7e00u : h;
+  return (uint16_t)(h | sign);
+}
+
+HOT float load_one(const void *base, xr_dtype_t dt, int64_t i) {
+  if (dt == XR_DTYPE_F32) return ((const float *)base)[i];
+  if (dt == XR_DTYPE_BF16) return xr_bf16_to_f32(((const uint16_t *)base)[i]);
+  return f16_to_float(((const uint16_t *)base)[i]);
+}
+
+HOT void store_one(void *base, xr_dtype_t dt, int64_t i, float v) {
+  if (dt == XR_DTYPE_F32) ((float *)base)[i] = v;
+  else if (dt == XR_DTYPE_BF16) ((uint16_t *)base)[i] = xr_f32_to_bf16(v);
+  else ((uint16_t *)base)[i] = float_to_f16(v);
+}
+
+/* n elements from base[off + i*stride] into dst. */
+HOT void load_row(float *dst, const void *base, xr_dtype_t dt, int64_t off, int64_t stride,
+                     int64_t n) {
+  int64_t i = 0;
+  if (stride == 1) {
+    if (dt == XR_DTYPE_F32) {
+      memcpy(dst, (const float *)base + off, sizeof(float) * (size_t)n);
+      return;
+    }
+    const uint16_t *src = (const uint16_t *)base + off;
+    if (dt == XR_DTYPE_BF16) {
+      for (; i + BLOCK <= n; i += BLOCK)
+        for (int j = 0; j < BLOCK; j++) dst[i + j] = xr_bf16_to_f32(src[i + j]);
+    } else {
+      for (; i + BLOCK <= n; i += BLOCK)
+        for (int j = 0; j < BLOCK; j++) dst[i + j] = f16_to_float(src[i + j]);
+    }
+  }
+  for (; i < n; i++) dst[i] = load_one(base, dt, off + i * stride);
+}
+
+HOT void store_row(void *base, xr_dtype_t dt, int64_t off, int64_t stride, const float *src,
+                      int64_t n) {
+  int64_t i = 0;
+  if (stride == 1) {
+    if (dt == XR_DTYPE_F32) {
+      memcpy((float *)base + off, src, sizeof(float) * (size_t)n);
+      return;
+    }
+    uint16_t *dst = (uint16_t *)base + off;
+    if (dt == XR_DTYPE_BF16) {
+      for (; i + BLOCK <= n; i += BLOCK)
+        for (int j = 0; j < BLOCK; j++) dst[i + j] = xr_f32_to_bf16(src[i + j]);
+    } else {
+      for (; i + BLOCK <= n; i += BLOCK)
+        for (int j = 0; j < BLOCK; j++) dst[i + j] = float_to_f16(src[i + j]);
+    }
+  }
+  for (; i < n; i++) store_one(base, dt, off + i * stride, src[i]);
+}
+
+/* Rounds a float row to dt and back (fp32: nothing to do). */
+HOT void round_row(float *x, xr_dtype_t dt, int64_t n) {
+  if (dt == XR_DTYPE_F32) return;
+  for (int64_t i = 0; i < n; i++)
+    x[i] = dt == XR_DTYPE_BF16 ? xr_bf16_to_f32(xr_f32_to_bf16(x[i])) : f16_to_float(float_to_f16(x[i]));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* row arithmetic on floats                                                                   */
+
+HOT float sum_lanes(const float *acc) {
+  float s = 0;
+  for (int j = 0; j < BLOCK; j++) s += acc[j];
+  return s;
+}
+
+/* Sum of (x - shift)^2. */
+HOT float sum_sq(const float *x, int64_t n, float shift) {
+  float acc[BLOCK] = {0};
+  int64_t i = 0;
+  for (; i + BLOCK <= n; i += BLOCK)
+    for (int j = 0; j < BLOCK; j++) {
+      float d = x[i + j] - shift;
+      acc[j] += d * d;
+    }
+  float s = sum_lanes(acc);
+  for (; i < n; i++) s += (x[i] - shift) * (x[i] - shift);
+  return s;
+}
+
+HOT float sum(const float *x, int64_t n) {
+  float acc[BLOCK] = {0};
+  int64_t i = 0;
+  for (; i + BLOCK <= n; i += BLOCK)
+    for (int j = 0; j < BLOCK; j++) acc[j] += x[i + j];
+  float s = sum_lanes(acc);
+  for (; i < n; i++) s += x[i];
+  return s;
+}
+
+HOT float max_of(const float *x, int64_t n) {
+  float m = -INFINITY;
+  float acc[BLOCK];
+  for (int j = 0; j < BLOCK; j++) acc[j] = -INFINITY;
+  int64_t i = 0;
+  for (; i + BLOCK <= n; i += BLOCK)
+    for (int j = 0; j < BLOCK; j++) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+  for (int j = 0; j < BLOCK; j++) m = acc[j] > m ? acc[j] : m;
+  for (; i < n; i++) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+/* exp for x <= 0 (softmax's shifted inputs), relative error below 2e-7: x = k ln2 + r with
+ * |r| <= ln2/2, e^r by its Taylor series to r^7, 2^k built in the exponent bits. Inputs below
+ * -87 give 2^-126-ish instead of 0, immaterial next to the row sum (which is at least 1). */
+HOT float exp_nonpositive(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  float k = (x * 1.44269504f + 12582912.0f) - 12582912.0f; /* round to nearest */
+  float r = (x - k * 0.693145752f) - k * 1.42860677e-6f;  /* ln2 split in two */
+  float p = 1.0f / 5040;
+  p = p * r + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  return p * xr_bits_to_f32((uint32_t)((int32_t)k + 127) << 23);
+}
+
+/* y = exp(x - m); returns the sum of y. */
+HOT float exp_shifted(float *y, const float *x, int64_t n, float m) {
+  float acc[BLOCK] = {0};
+  int64_t i = 0;
+  for (; i + BLOCK <= n; i += BLOCK)
+    for (int j = 0; j < BLOCK; j++) acc[j] += y[i + j] = exp_nonpositive(x[i + j] - m);
+  float s = sum_lanes(acc);
+  for (; i < n; i++) s += y[i] = exp_nonpositive(x[i] - m);
+  return s;
+}
+
+/* y = (x - shift) * scale [* w] [+ b]. */
+HOT void affine(float *y, const float *x, int64_t n, float shift, float scale, const float *w,
+                   const float *b) {
+  int64_t i = 0;
+  if (w && b) {
+    for (; i + BLOCK <= n; i += BLOCK)
+      for (int j = 0; j < BLOCK; j++) y[i + j] = (x[i + j] - shift) * scale * w[i + j] + b[i + j];
+  } else if (w) {
+    for (; i + BLOCK <= n; i += BLOCK)
+      for (int j = 0; j < BLOCK; j++) y[i + j] = (x[i + j] - shift) * scale * w[i + j];
+  } else {
+    for (; i + BLOCK <= n; i += BLOCK)
+      for (int j = 0; j < BLOCK; j++) y[i + j] = (x[i + j] - shift) * scale;
+  }
+  for (; i < n; i++) {
+    float v = (x[i] - shift) * scale;
+    if (w) v *= w[i];
+    if (b) v += b[i];
+    y[i] = v;
+  }
+}
+
+HOT void add_rows(float *y, const float *a, const float *b, int64_t n) {
+  int64_t i = 0;
+  for (; i + BLOCK <= n; i += BLOCK)
+    for (int j = 0; j < BLOCK; j++) y[i + j] = a[i + j] + b[i + j];
+  for (; i < n; i++) y[i] = a[i] + b[i];
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* rows: softmax and the norms                                                                */
+
+typedef struct cpu_rows {
+  const xr_rows_problem_t *p;
+  char *base[XR_ROWS_OPERANDS];
+  int64_t offset[XR_ROWS_OPERANDS];
+  int64_t stride[XR_ROWS_OPERANDS]; /* along the row */
+  size_t items;                     /* work items; each owns a slice of rows and scratch */
+  float *weight, *bias;             /* widened once per execution */
+  float *scratch;                   /* items x 2 rows */
+} cpu_rows_t;
+
+HOT bool is_direct(const cpu_rows_t *s, int k) {
+  return s->p->operand[k].dtype == XR_DTYPE_F32 && s->stride[k] == 1;
+}
+
+/* Row r of operand k as floats: in place when contiguous fp32, else widened into `scratch`. */
+HOT float *row_in(const cpu_rows_t *s, int k, int64_t r, float *scratch) {
+  const xr_rows_problem_t *p = s->p;
+  int64_t off = s->offset[k] + xr_rows_outer_offset(p, k, r);
+  if (is_direct(s, k)) return (float *)s->base[k] + off;
+  load_row(scratch, s->base[k], p->operand[k].dtype, off, s->stride[k], p->n);
+  return scratch;
+}
+
+/* Where row r of operand k is computed: the output itself when contiguous fp32. */
+HOT float *row_out(const cpu_rows_t *s, int k, int64_t r, float *scratch) {
+  if (!is_direct(s, k)) return scratch;
+  return (float *)s->base[k] + s->offset[k] + xr_rows_outer_offset(s->p, k, r);
+}
+
+HOT void row_flush(const cpu_rows_t *s, int k, int64_t r, const float *y) {
+  if (is_direct(s, k)) return;
+  const xr_rows_problem_t *p = s->p;
+  store_row(s->base[k], p->operand[k].dtype, s->offset[k] + xr_rows_outer_offset(p, k, r),
+            s->stride[k], y, p->n);
+}
+
+HOT void store_stat(const cpu_rows_t *s, int k, int64_t r, float v) {
+  if (s->p->operand[k].index < 0) return;
+  ((float *)s->base[k])[s->offset[k] + xr_rows_outer_offset(s->p, k, r)] = v;
+}
+
+XR_MULTIVERSION
+static void rows_item(void *ctx, size_t begin, size_t end) {
+  const cpu_rows_t *s = ctx;
+  const xr_rows_problem_t *p = s->p;
+  const int64_t n = p->n;
+  const float nf = (float)n, eps = (float)p->eps;
+  for (size_t item = begin; item < end; item++) {
+    float *sx = s->scratch + item * 2 * (size_t)n, *sy = sx + n;
+    int64_t r0 = (int64_t)(item * (size_t)p->rows / s->items);
+    int64_t r1 = (int64_t)((item + 1) * (size_t)p->rows / s->items);
+    for (int64_t r = r0; r < r1; r++) {
+      switch (p->op) {
+        case XR_ROWS_SOFTMAX: {
+          xr_dtype_t out = p->operand[XR_ROWS_OUT].dtype;
+          bool cast = out != XR_DTYPE_F32 && out != p->operand[XR_ROWS_X].dtype;
+          float *x = row_in(s, XR_ROWS_X, r, sx);
+          if (cast) { /* softmax(dtype=narrower): the input is rounded first */
+            if (x != sx) memcpy(sx, x, sizeof(float) * (size_t)n), x = sx;
+            round_row(x, out, n);
+          }
+          float *y = row_out(s, XR_ROWS_OUT, r, sy);
+          float total = exp_shifted(y, x, n, max_of(x, n));
+          affine(y, y, n, 0.0f, 1.0f / total, NULL, NULL);
+          row_flush(s, XR_ROWS_OUT, r, y);
+          break;
+        }
+        case XR_ROWS_LAYER_NORM: {
+          float *x = row_in(s, XR_ROWS_X, r, sx);
+          float mean = sum(x, n) / nf;
+          float rstd = 1.0f / sqrtf(sum_sq(x, n, mean) / nf + eps);
+          float *y = row_out(s, XR_ROWS_OUT, r, sy);
+          affine(y, x, n, mean, rstd, s->weight, s->bias);
+          row_flush(s, XR_ROWS_OUT, r, y);
+          store_stat(s, XR_ROWS_MEAN, r, mean);
+          store_stat(s, XR_ROWS_RSTD, r, rstd);
+          break;
+        }
+        case XR_ROWS_RMS_NORM: {
+          float *x = row_in(s, XR_ROWS_X, r, sx);
+          float rstd = 1.0f / sqrtf(sum_sq(x, n, 0.0f) / nf + eps);
+          float *y = row_out(s, XR_ROWS_OUT, r, sy);
+          affine(y, x, n, 0.0f, rstd, s->weight, NULL);
+          row_flush(s, XR_ROWS_OUT, r, y);
+          break;
+        }
+        case XR_ROWS_ADD_RMS_NORM: {
+          /* residual = round(x + residual), stored first; x = rms_norm(stored residual). */
+          float *x = row_in(s, XR_ROWS_X, r, sx);
+          float *res = row_in(s, XR_ROWS_RESIDUAL, r, sy);
+          float *sum_row = row_out(s, XR_ROWS_RESIDUAL, r, sy);
+          add_rows(sum_row, x, res, n);
+          row_flush(s, XR_ROWS_RESIDUAL, r, sum_row);
+          round_row(sum_row, p->operand[XR_ROWS_RESIDUAL].dtype, n);
+          float rstd = 1.0f / sqrtf(sum_sq(sum_row, n, 0.0f) / nf + eps);
+          float *y = row_out(s, XR_ROWS_X, r, sx);
+          affine(y, sum_row, n, 0.0f, rstd, s->weight, NULL);
+          row_flush(s, XR_ROWS_X, r, y);
+          break;
+        }
+      }
+    }
+  }
+}
+
+/* Host task ahead of the rows: weight and bias widened to floats. */
+static void widen_params(void *ctx) {
+  cpu_rows_t *s = ctx;
+  float *dst[2] = {s->weight, s->bias};
+  for (int k = XR_ROWS_WEIGHT; k <= XR_ROWS_BIAS; k++)
+    if (dst[k - XR_ROWS_WEIGHT])
+      load_row(dst[k - XR_ROWS_WEIGHT], s->base[k], s->p->operand[k].dtype, s->offset[k],
+               s->stride[k], s->p->n);
+}
+
+static bool fast_dtype(xr_dtype_t d) {
+  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
+}
+
+static xr_status_t rows_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  const xr_rows_problem_t *p = plan->problem;
+  for (int k = 0; k < XR_ROWS_OPERANDS; k++) {
+    if (p->operand[k].index < 0) continue;
+    xr_dtype_t d = p->operand[k].dtype;
+    bool stat = k == XR_ROWS_MEAN || k == XR_ROWS_RSTD;
+    if (stat ? d != XR_DTYPE_F32 : !fast_dtype(d))
+      return xr_error(XR_UNIMPLEMENTED, "%s tensors run on the reference only (fp32, fp16 and bf16 here)",
+                      xr_dtype_name(d));
+  }
+  if (p->inner_rank > 1)
+    return xr_error(XR_UNIMPLEMENTED,
+                    "the normalised dims do not form one strided run in every tensor");
+  return XR_OK;
+}
+
+/* Work items: a few per thread for balance, fewer when rows are long (scratch <= 64 MiB). */
+static size_t item_count(xr_hal_device_t *device, int64_t units, int64_t scratch_per_item) {
+  xr_hal_device_properties_t props;
+  int64_t threads = xr_hal_device_properties(device, &props) == XR_OK && props.compute_units
+                        ? props.compute_units
+                        : 1;
+  int64_t items = 8 * threads;
+  int64_t cap = ((int64_t)64 << 20) / (scratch_per_item > 0 ? scratch_per_item : 1);
+  if (items > cap) items = cap;
+  if (items > units) items = units;
+  return (size_t)(items > 0 ? items : 1);
+}
+
+static void rows_release(void *state) {
+  cpu_rows_t *s = state;
+  if (!s) return;
+  free(s->scratch);
+  free(s->weight);
+  free(s->bias);
+  free(s);
+}
+
+static xr_status_t rows_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                                const xr_tensor_t *tensors, void **out_state) {
+  const xr_rows_problem_t *p = plan->problem;
+  cpu_rows_t *s = calloc(1, sizeof *s);
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+  s->p = p;
+  for (int k = 0; k < XR_ROWS_OPERANDS; k++) {
+    int index = p->operand[k].index;
+    if (index < 0) continue;
+    void *base;
+    xr_status_t st = xr_tensor_host(&tensors[index], &base);
+    if (st != XR_OK) {
+      rows_release(s);
+      return st;
+    }
+    s->base[k] = base;
+    s->offset[k] = tensors[index].offset;
+    s->stride[k] = p->inner_rank == 1 ? p->operand[k].inner_strides[0] : 1;
+  }
+  size_t n = (size_t)p->n;
+  s->items = item_count(device, p->rows, (int64_t)(2 * n * sizeof(float)));
+  s->scratch = malloc(sizeof(float) * 2 * n * s->items + 1);
+  bool ok = s->scratch != NULL;
+  if (p->operand[XR_ROWS_WEIGHT].index >= 0) ok = ok && (s->weight = malloc(sizeof(float) * n + 1));
+  if (p->operand[XR_ROWS_BIAS].index >= 0) ok = ok && (s->bias = malloc(sizeof(float) * n + 1));
+  if (!ok) {
+    rows_release(s);
+    return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory for %zu-element row scratch",
+                    plan->op->name, n);
+  }
+  *out_state = s;
+  return XR_OK;
+}
+
+static xr_status_t rows_enqueue(void *state, xr_hal_stream_t *stream) {
+  cpu_rows_t *s = state;
+  if (s->p->rows == 0 || s->p->n == 0) return XR_OK;
+  xr_status_t st = XR_OK;
+  if (s->weight || s->bias) st = xr_hal_stream_enqueue_host(stream, widen_params, s);
+  if (st == XR_OK) st = xr_hal_stream_enqueue_parallel(stream, s->items, 1, rows_item, s);
+  return st;
+}
+
+const xr_kernel_impl_t xr_cpu_norm_impl = {
+    .name = "cpu.norm",
+    .driver = "cpu",
+    .supports = rows_supports,
+    .prepare = rows_prepare,
+    .enqueue = rows_enqueue,
+    .release = rows_release,
+};
+
+const xr_kernel_impl_t xr_cpu_softmax_impl = {
+    .name = "cpu.softmax",
+    .driver = "cpu",
+    .supports = rows_supports,
+    .prepare = rows_prepare,
+    .enqueue = rows_enqueue,
+    .release = rows_release,
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* rotary embedding                                                                           */
+
+typedef struct cpu_rotary {
+  const xr_rotary_problem_t *p;
+  char *pos, *q, *k, *cache;
+  int64_t pos_offset, q_offset, k_offset, cache_offset;
+  size_t items;
+  float *scratch; /* items x 3 rows of rot_dim: cos|sin, a head widened, the head rotated */
+} cpu_rotary_t;
+
+HOT void rotate_heads(const cpu_rotary_t *s, char *base, int64_t token_base, int64_t heads,
+                         int64_t head_stride, int64_t elem_stride, const float *c,
+                         const float *sn, float *in, float *out) {
+  const xr_rotary_problem_t *p = s->p;
+  const int64_t embed = p->rot_dim / 2, rot = p->rot_dim;
+  for (int64_t h = 0; h < heads; h++) {
+    int64_t head = token_base + h * head_stride + p->rope_dim_offset * elem_stride;
+    load_row(in, base, p->q_dtype, head, elem_stride, rot);
+    if (p->is_neox) {
+      const float *x = in, *y = in + embed;
+      for (int64_t i = 0; i < embed; i++) {
+        out[i] = x[i] * c[i] - y[i] * sn[i];
+        out[embed + i] = y[i] * c[i] + x[i] * sn[i];
+      }
+    } else {
+      for (int64_t i = 0; i < embed; i++) {
+        float x = in[2 * i], y = in[2 * i + 1];
+        out[2 * i] = x * c[i] - y * sn[i];
+        out[2 * i + 1] = y * c[i] + x * sn[i];
+      }
+    }
+    store_row(base, p->q_dtype, head, elem_stride, out, rot);
+  }
+}
+
+XR_MULTIVERSION
+static void rotary_item(void *ctx, size_t begin, size_t end) {
+  const cpu_rotary_t *s = ctx;
+  const xr_rotary_problem_t *p = s->p;
+  const int64_t embed = p->rot_dim / 2;
+  for (size_t item = begin; item < end; item++) {
+    float *cs = s->scratch + item * 3 * (size_t)p->rot_dim, *in = cs + p->rot_dim,
+          *out = in + p->rot_dim;
+    int64_t t0 = (int64_t)(item * (size_t)p->tokens / s->items);
+    int64_t t1 = (int64_t)((item + 1) * (size_t)p->tokens / s->items);
+    for (int64_t t = t0; t < t1; t++) {
+      int64_t pos_index = s->pos_offset + xr_rotary_token_offset(p, p->pos_strides, t);
+      int64_t position = p->pos_dtype == XR_DTYPE_I64 ? ((const int64_t *)s->pos)[pos_index]
+                                                      : ((const int32_t *)s->pos)[pos_index];
+      if (position < 0 || position >= p->max_position) continue;
+      load_row(cs, s->cache, p->cache_dtype, s->cache_offset + position * p->cache_pos_stride,
+               p->cache_elem_stride, p->rot_dim);
+      if (p->inverse)
+        for (int64_t i = 0; i < embed; i++) cs[embed + i] = -cs[embed + i];
+      rotate_heads(s, s->q, s->q_offset + xr_rotary_token_offset(p, p->q_token_strides, t),
+                   p->num_heads, p->q_head_stride, p->q_elem_stride, cs, cs + embed, in, out);
+      if (s->k)
+        rotate_heads(s, s->k, s->k_offset + xr_rotary_token_offset(p, p->k_token_strides, t),
+                     p->num_kv_heads, p->k_head_stride, p->k_elem_stride, cs, cs + embed, in, out);
+    }
+  }
+}
+
+static xr_status_t rotary_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  const xr_rotary_problem_t *p = plan->problem;
+  if (!fast_dtype(p->q_dtype) || !fast_dtype(p->cache_dtype))
+    return xr_error(XR_UNIMPLEMENTED, "%s query or cache runs on the reference only (fp32, fp16 "
+                    "and bf16 here)", xr_dtype_name(fast_dtype(p->q_dtype) ? p->cache_dtype : p->q_dtype));
+  return XR_OK;
+}
+
+static void rotary_release(void *state) {
+  cpu_rotary_t *s = state;
+  if (!s) return;
+  free(s->scratch);
+  free(s);
+}
+
+static xr_status_t rotary_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                                  const xr_tensor_t *tensors, void **out_state) {
+  const xr_rotary_problem_t *p = plan->problem;
+  cpu_rotary_t *s = calloc(1, sizeof *s);
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+  s->p = p;
+  const int idx[4] = {p->positions, p->query, p->key, p->cache};
+  char **base[4] = {&s->pos, &s->q, &s->k, &s->cache};
+  int64_t *offset[4] = {&s->pos_offset, &s->q_offset, &s->k_offset, &s->cache_offset};
+  for (int i = 0; i < 4; i++) {
+    if (idx[i] < 0) continue;
+    void *host;
+    xr_status_t st = xr_tensor_host(&tensors[idx[i]], &host);
+    if (st != XR_OK) {
+      rotary_release(s);
+      return st;
+    }
+    *base[i] = host;
+    *offset[i] = tensors[idx[i]].offset;
+  }
+  s->items = item_count(device, p->tokens, (int64_t)(3 * (size_t)p->rot_dim * sizeof(float)));
+  s->scratch = malloc(sizeof(float) * 3 * (size_t)p->rot_dim * s->items + 1);
+  if (!s->scratch) {
+    rotary_release(s);
+    return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory for scratch", plan->op->name);
+  }
+  *out_state = s;
+  return XR_OK;
+}
+
+static xr_status_t rotary_enqueue(void *state, xr_hal_stream_t *stream) {
+  cpu_rotary_t *s = state;
+  if (s->p->tokens == 0 || s->p->rot_dim == 0) return XR_OK;
+  return xr_hal_stream_enqueue_parallel(stream, s->items, 1, rotary_item, s);
+}
+
+const xr_kernel_impl_t xr_cpu_rotary_impl = {
+    .name = "cpu.rotary",
+    .driver = "cpu",
+    .supports = rotary_supports,
+    .prepare = rotary_prepare,
+    .enqueue = rotary_enqueue,
+    .release = rotary_release,
+};

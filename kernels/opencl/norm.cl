@@ -1,0 +1,195 @@
+// Softmax, layer norm, RMS norm and fused add + RMS norm: one work-group per row, each
+// work-item striding over the row, partial results combined in local memory. Arithmetic in
+// fp32; fp16 through vload_half/vstore_half_rte, bf16 as ushort bits (round to nearest even).
+// Layouts and semantics: kernels/norm.h (xr_rows_problem_t); the host (norm_opencl.c) fills
+// xr_norm_args with the same field order.
+
+#define XR_WG 128 // work-group size; norm_opencl.c dispatches with the same
+
+#define DT_F32 0
+#define DT_F16 1
+#define DT_BF16 2
+
+enum { V_X, V_OUT, V_RESIDUAL, V_WEIGHT, V_BIAS, V_MEAN, V_RSTD, V_COUNT };
+
+// One tensor as rows: element i of row r at offset + outer(r) + i * stride, outer(r)
+// decomposing r over xr_norm_args.shape (unused leading dims have shape 1, stride 0).
+typedef struct {
+  long offset, stride, dtype, present;
+  long outer[4];
+} xr_view;
+
+typedef struct {
+  long rows, n, cast_dtype; // cast_dtype: softmax rounds its input to it first; -1 none
+  long shape[4];
+  xr_view v[V_COUNT];
+} xr_norm_args;
+
+float ld(__global const uchar *base, long dt, long i) {
+  if (dt == DT_F32) return ((__global const float *)base)[i];
+  if (dt == DT_F16) return vload_half(i, (__global const half *)base);
+  return as_float((uint)((__global const ushort *)base)[i] << 16);
+}
+
+ushort to_bf16(float v) {
+  uint u = as_uint(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); // quiet NaN
+  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+void st(__global uchar *base, long dt, long i, float v) {
+  if (dt == DT_F32) ((__global float *)base)[i] = v;
+  else if (dt == DT_F16) vstore_half_rte(v, i, (__global half *)base);
+  else ((__global ushort *)base)[i] = to_bf16(v);
+}
+
+// v rounded to dt and widened back.
+float round_to(long dt, float v) {
+  if (dt == DT_BF16) return as_float((uint)to_bf16(v) << 16);
+  if (dt == DT_F16) {
+    ushort h;
+    vstore_half_rte(v, 0, (__private half *)&h);
+    return vload_half(0, (__private const half *)&h);
+  }
+  return v;
+}
+
+long row_offset(const xr_norm_args *a, int k, long r) {
+  long off = a->v[k].offset;
+  for (int d = 3; d >= 0; d--) {
+    off += (r % a->shape[d]) * a->v[k].outer[d];
+    r /= a->shape[d];
+  }
+  return off;
+}
+
+float wg_sum(__local float *tmp, float v) {
+  int lid = get_local_id(0);
+  tmp[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = XR_WG / 2; s > 0; s >>= 1) {
+    if (lid < s) tmp[lid] += tmp[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  float total = tmp[0];
+  barrier(CLK_LOCAL_MEM_FENCE); // tmp is reused by the next reduction
+  return total;
+}
+
+float wg_max(__local float *tmp, float v) {
+  int lid = get_local_id(0);
+  tmp[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = XR_WG / 2; s > 0; s >>= 1) {
+    if (lid < s) tmp[lid] = fmax(tmp[lid], tmp[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  float m = tmp[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return m;
+}
+
+// Every kernel takes the same arguments (the host picks one by op); absent tensors are bound to
+// some valid buffer and flagged not present. Barriers stay in straight-line code: PoCL turns
+// the regions between them into loops over the work-items.
+#define XR_ROWS_ARGS                                                                           \
+  xr_norm_args a, float eps, __global uchar *x, __global uchar *out, __global uchar *res,      \
+      __global const uchar *w, __global const uchar *b, __global uchar *mean_out,              \
+      __global uchar *rstd_out
+
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_softmax(XR_ROWS_ARGS) {
+  __local float tmp[XR_WG];
+  const long r = get_group_id(0), n = a.n;
+  const int lid = get_local_id(0);
+  const long xo = row_offset(&a, V_X, r), xs = a.v[V_X].stride, xdt = a.v[V_X].dtype;
+  const long oo = row_offset(&a, V_OUT, r), os = a.v[V_OUT].stride, odt = a.v[V_OUT].dtype;
+  float m = -INFINITY;
+  for (long i = lid; i < n; i += XR_WG) {
+    float v = ld(x, xdt, xo + i * xs);
+    if (a.cast_dtype >= 0) v = round_to(a.cast_dtype, v);
+    m = fmax(m, v);
+  }
+  m = wg_max(tmp, m);
+  float s = 0.0f;
+  for (long i = lid; i < n; i += XR_WG) {
+    float v = ld(x, xdt, xo + i * xs);
+    if (a.cast_dtype >= 0) v = round_to(a.cast_dtype, v);
+    s += exp(v - m);
+  }
+  const float inv = 1.0f / wg_sum(tmp, s);
+  for (long i = lid; i < n; i += XR_WG) {
+    float v = ld(x, xdt, xo + i * xs);
+    if (a.cast_dtype >= 0) v = round_to(a.cast_dtype, v);
+    st(out, odt, oo + i * os, exp(v - m) * inv);
+  }
+}
+
+// out = (src - mean) * rstd * weight + bias for one row, and the statistics.
+void finish_row(const xr_norm_args *a, long r, __global const uchar *src, long so, long ss,
+                long sdt, float mean, float rstd, __global uchar *out, __global const uchar *w,
+                __global const uchar *b, __global uchar *mean_out, __global uchar *rstd_out) {
+  const int lid = get_local_id(0);
+  const long oo = row_offset(a, V_OUT, r), os = a->v[V_OUT].stride, odt = a->v[V_OUT].dtype;
+  const long wo = a->v[V_WEIGHT].offset, ws = a->v[V_WEIGHT].stride, wdt = a->v[V_WEIGHT].dtype;
+  const long bo = a->v[V_BIAS].offset, bs = a->v[V_BIAS].stride, bdt = a->v[V_BIAS].dtype;
+  for (long i = lid; i < a->n; i += XR_WG) {
+    float v = (ld(src, sdt, so + i * ss) - mean) * rstd;
+    if (a->v[V_WEIGHT].present) v *= ld(w, wdt, wo + i * ws);
+    if (a->v[V_BIAS].present) v += ld(b, bdt, bo + i * bs);
+    st(out, odt, oo + i * os, v);
+  }
+  if (lid == 0 && a->v[V_MEAN].present) {
+    ((__global float *)mean_out)[row_offset(a, V_MEAN, r)] = mean;
+    ((__global float *)rstd_out)[row_offset(a, V_RSTD, r)] = rstd;
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_layer_norm(XR_ROWS_ARGS) {
+  __local float tmp[XR_WG];
+  const long r = get_group_id(0), n = a.n;
+  const int lid = get_local_id(0);
+  const long xo = row_offset(&a, V_X, r), xs = a.v[V_X].stride, xdt = a.v[V_X].dtype;
+  float s = 0.0f;
+  for (long i = lid; i < n; i += XR_WG) s += ld(x, xdt, xo + i * xs);
+  const float mean = wg_sum(tmp, s) / (float)n;
+  float sq = 0.0f;
+  for (long i = lid; i < n; i += XR_WG) {
+    float d = ld(x, xdt, xo + i * xs) - mean;
+    sq += d * d;
+  }
+  const float rstd = 1.0f / sqrt(wg_sum(tmp, sq) / (float)n + eps);
+  finish_row(&a, r, x, xo, xs, xdt, mean, rstd, out, w, b, mean_out, rstd_out);
+}
+
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_rms_norm(XR_ROWS_ARGS) {
+  __local float tmp[XR_WG];
+  const long r = get_group_id(0), n = a.n;
+  const int lid = get_local_id(0);
+  const long xo = row_offset(&a, V_X, r), xs = a.v[V_X].stride, xdt = a.v[V_X].dtype;
+  float sq = 0.0f;
+  for (long i = lid; i < n; i += XR_WG) {
+    float v = ld(x, xdt, xo + i * xs);
+    sq += v * v;
+  }
+  const float rstd = 1.0f / sqrt(wg_sum(tmp, sq) / (float)n + eps);
+  finish_row(&a, r, x, xo, xs, xdt, 0.0f, rstd, out, w, b, mean_out, rstd_out);
+}
+
+// residual = round(x + residual), then x = rms_norm(residual) from the rounded values (each
+// work-item reads back only the elements it stored itself).
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_add_rms_norm(XR_ROWS_ARGS) {
+  __local float tmp[XR_WG];
+  const long r = get_group_id(0), n = a.n;
+  const int lid = get_local_id(0);
+  const long xo = row_offset(&a, V_X, r), xs = a.v[V_X].stride, xdt = a.v[V_X].dtype;
+  const long ro = row_offset(&a, V_RESIDUAL, r), rs = a.v[V_RESIDUAL].stride;
+  const long rdt = a.v[V_RESIDUAL].dtype;
+  float sq = 0.0f;
+  for (long i = lid; i < n; i += XR_WG) {
+    float v = round_to(rdt, ld(x, xdt, xo + i * xs) + ld(res, rdt, ro + i * rs));
+    st(res, rdt, ro + i * rs, v);
+    sq += v * v;
+  }
+  const float rstd = 1.0f / sqrt(wg_sum(tmp, sq) / (float)n + eps);
+  finish_row(&a, r, res, ro, rs, rdt, 0.0f, rstd, out, w, b, mean_out, rstd_out);
+}

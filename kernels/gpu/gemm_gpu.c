@@ -34,6 +34,10 @@ static xr_status_t gemm_gpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *
                     "operands of one dtype", plan->op->name, xr_dtype_name(p->a_dtype),
                     xr_dtype_name(p->b_dtype), xr_dtype_name(p->out_dtype));
   }
+  if (p->scale_a.index >= 0 || p->scale_b.index >= 0 || p->scale_result >= 0) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: scaled products are not in the GPU kernels",
+                    plan->op->name);
+  }
   if (p->c.index >= 0 && plan->inputs[p->c.index]->dtype != p->out_dtype) {
     return xr_error(XR_UNIMPLEMENTED, "%s: the added tensor is %s, the output %s", plan->op->name,
                     xr_dtype_name(plan->inputs[p->c.index]->dtype), xr_dtype_name(p->out_dtype));

@@ -15,11 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/elementwise_cpu.h"
 #include "kernels/dtype.h"
 #include "kernels/elementwise.h"
 #include "kernels/family.h"
 
-enum { BLOCK = 512, RAW_BLOCK = 16384, MIN_ELEMENTS_PER_CHUNK = 32768 };
+enum { BLOCK = XR_EW_CPU_BLOCK, RAW_BLOCK = 16384, MIN_ELEMENTS_PER_CHUNK = 32768 };
 
 /* Runs `body` (using i) for i in [0, n), with a constant trip count for full blocks so that the
  * compiler's cheap vectoriser takes the loop. */
@@ -133,9 +134,8 @@ static bool is_fp8(xr_dtype_t d) {
          d == XR_DTYPE_F8E5M2FNUZ;
 }
 
-/* n elements of dtype `dt` at src (stride in elements) into dst as float. */
-static void load_block(float *restrict dst, const char *src, xr_dtype_t dt, int64_t stride,
-                       int64_t n) {
+void xr_ew_cpu_load(float *restrict dst, const char *src, xr_dtype_t dt, int64_t stride,
+                    int64_t n) {
   switch (dt) {
     case XR_DTYPE_F32: {
       const float *restrict s = (const float *)src;
@@ -373,8 +373,8 @@ static void run_items(void *ctx, size_t begin, size_t end) {
                  pa + (i * sa + idx * s->gather_stride) * (int64_t)c->esize[1], 1, c->esize[0], 1);
       }
     } else {
-      load_block(A, pa, s->a.dtype, sa, n);
-      if (pb) load_block(B, pb, s->b.dtype, sb, n);
+      xr_ew_cpu_load(A, pa, s->a.dtype, sa, n);
+      if (pb) xr_ew_cpu_load(B, pb, s->b.dtype, sb, n);
       compute_block(s, R, A, B, n);
       store_block(out, s->out.dtype, so, R, n);
     }

@@ -215,3 +215,43 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
   store_float(out, o, apply(va, vb, g.alpha));
 #endif
 }
+
+// aten::argmax (host side: elementwise_argmax.c): one work-item per output element scans its
+// reduced positions (row-major over the reduced dims) for the first maximum; NaN beats every
+// number. Built with -DDT_A for the input dtype.
+typedef struct {
+  long out_shape[MAX_DIMS], in_strides[MAX_DIMS];
+  long red_shape[MAX_DIMS], red_strides[MAX_DIMS];
+  long offset, out_numel, red_numel;
+  int out_rank, red_rank;
+} xr_argmax_geometry;
+
+__kernel void xr_argmax(__global long *out, __global const uchar *in, const xr_argmax_geometry g) {
+  long o = get_global_id(0);
+  if (o >= g.out_numel) return;
+  long base = g.offset, rest = o;
+  for (int d = g.out_rank - 1; d >= 0; d--) {
+    base += (rest % g.out_shape[d]) * g.in_strides[d];
+    rest /= g.out_shape[d];
+  }
+  float best = 0.0f;
+  long best_k = 0;
+  for (long k = 0; k < g.red_numel; k++) {
+    long at = base;
+    if (g.red_rank == 1) {
+      at += k * g.red_strides[0];
+    } else {
+      long r = k;
+      for (int d = g.red_rank - 1; d >= 0; d--) {
+        at += (r % g.red_shape[d]) * g.red_strides[d];
+        r /= g.red_shape[d];
+      }
+    }
+    float v = LOAD_AS_FLOAT(DT_A, in, at);
+    if (k == 0 || (!isnan(best) && (isnan(v) || v > best))) {
+      best = v;
+      best_k = k;
+    }
+  }
+  out[o] = best_k;
+}

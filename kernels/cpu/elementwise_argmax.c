@@ -1,0 +1,137 @@
+/* cpu.argmax: aten::argmax on the host thread pool. Rows of the reduced dim are loaded in
+ * float blocks (vectorised conversion) and scanned; a reduction with few outputs (dim=None) is
+ * split into chunks whose partial results a host step combines in order, so the first maximum
+ * still wins. f32, f16, bf16 and fp8 inputs (exact in float); others run on ref.argmax. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/argmax.h"
+#include "kernels/cpu/elementwise_cpu.h"
+#include "kernels/family.h"
+
+enum { CHUNK = 1 << 16 };
+
+typedef struct partial {
+  float value;
+  int64_t k;
+} partial_t;
+
+typedef struct cpu_argmax {
+  const xr_argmax_problem_t *p;
+  const char *in;       /* the input's first element */
+  size_t esize;
+  int64_t *out;
+  int64_t chunks;       /* per output */
+  partial_t *partials;  /* out_numel * chunks when chunks > 1 */
+} cpu_argmax_t;
+
+/* First maximum of positions [k0, k1) of output o; NaN beats every number. */
+static partial_t scan(const cpu_argmax_t *s, int64_t o, int64_t k0, int64_t k1) {
+  const xr_argmax_problem_t *p = s->p;
+  const char *base = s->in + xr_argmax_input_offset(p, o) * (int64_t)s->esize;
+  partial_t best = {0, -1};
+  float buf[XR_EW_CPU_BLOCK];
+  for (int64_t k = k0; k < k1; k += XR_EW_CPU_BLOCK) {
+    int64_t n = k1 - k < XR_EW_CPU_BLOCK ? k1 - k : XR_EW_CPU_BLOCK;
+    if (p->red_rank == 1) {
+      xr_ew_cpu_load(buf, base + k * p->red_strides[0] * (int64_t)s->esize, p->dtype,
+                     p->red_strides[0], n);
+    } else {
+      for (int64_t i = 0; i < n; i++)
+        xr_ew_cpu_load(&buf[i], base + xr_argmax_reduced_offset(p, k + i) * (int64_t)s->esize,
+                       p->dtype, 1, 1);
+    }
+    for (int64_t i = 0; i < n; i++) {
+      float v = buf[i];
+      if (best.k < 0 || (!isnan(best.value) && (isnan(v) || v > best.value)))
+        best.value = v, best.k = k + i;
+    }
+  }
+  return best;
+}
+
+static void run_items(void *ctx, size_t begin, size_t end) {
+  const cpu_argmax_t *s = ctx;
+  for (size_t item = begin; item < end; item++) {
+    int64_t o = (int64_t)item / s->chunks, c = (int64_t)item % s->chunks;
+    int64_t k0 = c * CHUNK, k1 = s->chunks == 1 ? s->p->red_numel : k0 + CHUNK;
+    if (k1 > s->p->red_numel) k1 = s->p->red_numel;
+    partial_t r = scan(s, o, k0, k1);
+    if (s->chunks == 1) s->out[o] = r.k;
+    else s->partials[item] = r;
+  }
+}
+
+static void combine(void *ctx) {
+  const cpu_argmax_t *s = ctx;
+  for (int64_t o = 0; o < s->p->out_numel; o++) {
+    partial_t best = s->partials[o * s->chunks];
+    for (int64_t c = 1; c < s->chunks; c++) {
+      partial_t r = s->partials[o * s->chunks + c];
+      if (!isnan(best.value) && (isnan(r.value) || r.value > best.value)) best = r;
+    }
+    s->out[o] = best.k;
+  }
+}
+
+static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  const xr_argmax_problem_t *p = plan->problem;
+  if (!xr_dtype_is_floating(p->dtype) || p->dtype == XR_DTYPE_F64)
+    return xr_error(XR_UNIMPLEMENTED, "%s input: compared in float only for narrower floats",
+                    xr_dtype_name(p->dtype));
+  return XR_OK;
+}
+
+static void cpu_release(void *state) {
+  cpu_argmax_t *s = state;
+  if (s) free(s->partials);
+  free(s);
+}
+
+static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                               const xr_tensor_t *tensors, void **out_state) {
+  (void)device;
+  const xr_argmax_problem_t *p = plan->problem;
+  cpu_argmax_t *s = calloc(1, sizeof *s);
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+  s->p = p;
+  s->esize = xr_dtype_size(p->dtype);
+  void *in, *out;
+  xr_status_t st;
+  if ((st = xr_tensor_host(&tensors[p->self], &in)) || (st = xr_tensor_host(&tensors[p->out], &out))) {
+    free(s);
+    return st;
+  }
+  s->in = (const char *)in + tensors[p->self].offset * (int64_t)s->esize;
+  s->out = out;
+  /* Few outputs over long reductions: split them so every thread works. */
+  s->chunks = p->out_numel < 16 && p->red_numel > 2 * CHUNK ? (p->red_numel + CHUNK - 1) / CHUNK : 1;
+  if (s->chunks > 1) {
+    s->partials = calloc((size_t)(p->out_numel * s->chunks), sizeof *s->partials);
+    if (!s->partials) {
+      free(s);
+      return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+    }
+  }
+  *out_state = s;
+  return XR_OK;
+}
+
+static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
+  cpu_argmax_t *s = state;
+  if (s->p->out_numel == 0) return XR_OK;
+  size_t items = (size_t)(s->p->out_numel * s->chunks);
+  xr_status_t st = xr_hal_stream_enqueue_parallel(stream, items, 1, run_items, s);
+  if (st == XR_OK && s->chunks > 1) st = xr_hal_stream_enqueue_host(stream, combine, s);
+  return st;
+}
+
+const xr_kernel_impl_t xr_cpu_argmax = {
+    .name = "cpu.argmax",
+    .driver = "cpu",
+    .supports = cpu_supports,
+    .prepare = cpu_prepare,
+    .enqueue = cpu_enqueue,
+    .release = cpu_release,
+};

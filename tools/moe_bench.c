@@ -1,0 +1,179 @@
+/* moe_bench: the fused-experts path (vllm::outplace_fused_experts) at LLM MoE shapes, in FLOP/s
+ * and as a fraction of the GEMM rate for the same FLOPs measured in the same run: a plain GEMM
+ * of (M*topk) x K x 2N then (M*topk) x N x K (aten::linear through the kernel registry, on the
+ * same device, same dtype). Everything runs through the replay engine (tensors initialised,
+ * balanced routing, event-timed iterations); the table gives the median of the timed runs and
+ * names the kernels that ran.
+ *
+ *   bazel run -c opt //tools:moe_bench -- [--devices cpu,opencl] [--iters N] [--quick] [--shape I]
+ *
+ * A device whose only GEMM is the plain-C reference gets no ratio (that would flatter the MoE
+ * path); its fused figure is still printed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/replay.h"
+
+typedef struct shape {
+  const char *model;
+  int64_t M, K, N, E, topk;
+} shape_t;
+
+static const shape_t full_shapes[] = {
+    {"OLMoE-1B-7B", 128, 2048, 1024, 64, 8},
+    {"OLMoE-1B-7B", 512, 2048, 1024, 64, 8},
+    {"Qwen1.5-MoE-A2.7B", 256, 2048, 1408, 60, 4},
+    {"Mixtral-8x7B (1/4 width)", 256, 4096, 3584, 8, 2},
+};
+static const shape_t quick_shapes[] = {
+    {"small", 64, 512, 256, 8, 2},
+};
+
+typedef struct collected {
+  xr_op_result_t r[3];
+  size_t n;
+} collected_t;
+
+static void collect(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
+  (void)position, (void)count;
+  collected_t *c = ctx;
+  if (c->n < 3) c->r[c->n++] = *r;
+}
+
+static void tensor(char **p, const char *name, const char *dtype, int64_t a, int64_t b, int64_t c,
+                   int rank) {
+  if (rank == 2)
+    *p += sprintf(*p, "{\"arg_name\": \"%s\", \"arg_type\": \"Tensor\", \"value\": {\"dtype\": \"%s\", "
+                      "\"shape\": [%lld, %lld], \"strides\": [%lld, 1]}}",
+                  name, dtype, (long long)a, (long long)b, (long long)b);
+  else
+    *p += sprintf(*p, "{\"arg_name\": \"%s\", \"arg_type\": \"Tensor\", \"value\": {\"dtype\": \"%s\", "
+                      "\"shape\": [%lld, %lld, %lld], \"strides\": [%lld, %lld, 1]}}",
+                  name, dtype, (long long)a, (long long)b, (long long)c, (long long)(b * c),
+                  (long long)c);
+}
+
+/* linear(x [R, K], w1 [2N, K]); linear(h [R, N], w2 [K, N]); fused experts. */
+static char *bundle_json(const shape_t *s, const char *dtype) {
+  char *text = malloc(8192), *p = text;
+  int64_t R = s->M * s->topk;
+  p += sprintf(p, "[{\"op_name\": \"aten::linear\", \"replay_ir\": {\"list_pos_args\": [");
+  tensor(&p, "input", dtype, R, s->K, 0, 2);
+  p += sprintf(p, ", ");
+  tensor(&p, "weight", dtype, 2 * s->N, s->K, 0, 2);
+  p += sprintf(p, "], \"list_kwargs\": []}}, {\"op_name\": \"aten::linear\", \"replay_ir\": {\"list_pos_args\": [");
+  tensor(&p, "input", dtype, R, s->N, 0, 2);
+  p += sprintf(p, ", ");
+  tensor(&p, "weight", dtype, s->K, s->N, 0, 2);
+  p += sprintf(p, "], \"list_kwargs\": []}}, {\"op_name\": \"vllm::outplace_fused_experts\", "
+                  "\"replay_ir\": {\"list_pos_args\": [");
+  tensor(&p, "hidden_states", dtype, s->M, s->K, 0, 2);
+  p += sprintf(p, ", ");
+  tensor(&p, "w1", dtype, s->E, 2 * s->N, s->K, 3);
+  p += sprintf(p, ", ");
+  tensor(&p, "w2", dtype, s->E, s->K, s->N, 3);
+  p += sprintf(p, ", ");
+  tensor(&p, "topk_weights", "float", s->M, s->topk, 0, 2);
+  p += sprintf(p, ", ");
+  tensor(&p, "topk_ids", "int", s->M, s->topk, 0, 2);
+  p += sprintf(p, "], \"list_kwargs\": []}}]");
+  return text;
+}
+
+/* The GEMM implementation the registry picks for op 0 on `device`, or NULL. */
+static const char *gemm_kernel(const xr_bundle_t *b, const char *device) {
+  static char name[64];
+  xr_hal_device_t *dev;
+  if (xr_hal_device_create(device, &dev) != XR_OK) return NULL;
+  xr_op_plan_t plan;
+  const xr_kernel_impl_t *impl;
+  const char *out = NULL;
+  if (xr_kernel_plan(&b->ops[0], &plan) == XR_OK) {
+    if (xr_kernel_select(&plan, dev, XR_KERNEL_BEST, &impl) == XR_OK) {
+      snprintf(name, sizeof name, "%s", xr_kernel_impl_name(impl));
+      out = name;
+    }
+    xr_kernel_plan_free(&plan);
+  }
+  xr_hal_device_destroy(dev);
+  return out;
+}
+
+int main(int argc, char **argv) {
+  const char *devices = "cpu,opencl";
+  int iters = 5;
+  bool quick = false;
+  int only = -1;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--devices") && i + 1 < argc) devices = argv[++i];
+    else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--shape") && i + 1 < argc) only = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: moe_bench [--devices cpu,opencl] [--iters N] [--quick] [--shape I]\n");
+      return 2;
+    }
+  }
+  const shape_t *shapes = quick ? quick_shapes : full_shapes;
+  size_t count = quick ? sizeof quick_shapes / sizeof *quick_shapes : sizeof full_shapes / sizeof *full_shapes;
+  printf("%-26s %5s %5s %6s %4s %4s %-7s | %-14s %9s %8s | %-18s %9s %8s | %6s\n", "model", "M", "K",
+         "N", "E", "top", "device", "fused kernel", "ms", "GFLOP/s", "GEMM kernel", "ms", "GFLOP/s",
+         "ratio");
+  char list[256];
+  snprintf(list, sizeof list, "%s", devices);
+  for (size_t i = 0; i < count; i++) {
+    if (only >= 0 && (size_t)only != i) continue;
+    const shape_t *s = &shapes[i];
+    char *json = bundle_json(s, "c10::BFloat16");
+    xr_bundle_t *b;
+    if (xr_bundle_decode((const uint8_t *)json, strlen(json), "moe_bench", ".", NULL, &b) != XR_OK) {
+      fprintf(stderr, "moe_bench: %s\n", xr_last_error());
+      return 1;
+    }
+    free(json);
+    for (char *save = NULL, *dev = strtok_r(list, ",", &save); dev; dev = strtok_r(NULL, ",", &save)) {
+      const char *gemm = gemm_kernel(b, dev);
+      bool baseline = gemm && strncmp(gemm, "ref.", 4) != 0;
+      xr_replay_options_t o;
+      xr_replay_options_default(&o);
+      o.device = dev;
+      o.warmup = 1;
+      o.iters = iters;
+      o.op_filter = baseline ? NULL : "fused_experts"; /* no baseline: skip the slow reference GEMMs */
+      collected_t c = {.n = 0};
+      xr_status_t st = xr_replay_run(b, &o, collect, &c, NULL);
+      if (st != XR_OK) {
+        printf("%-26s %5lld %5lld %6lld %4lld %4lld %-7s | unavailable: %s\n", s->model, (long long)s->M,
+               (long long)s->K, (long long)s->N, (long long)s->E, (long long)s->topk, dev, xr_last_error());
+        continue;
+      }
+      const xr_op_result_t *fused = &c.r[c.n - 1];
+      double gemm_ms = 0, gemm_flops = 0;
+      bool gemm_ok = baseline && c.n == 3;
+      for (size_t k = 0; gemm_ok && k < 2; k++) {
+        gemm_ok = c.r[k].outcome == XR_OP_SUCCEEDED;
+        gemm_ms += c.r[k].median_us / 1e3;
+        gemm_flops += c.r[k].flops;
+      }
+      printf("%-26s %5lld %5lld %6lld %4lld %4lld %-7s | ", s->model, (long long)s->M, (long long)s->K,
+             (long long)s->N, (long long)s->E, (long long)s->topk, dev);
+      if (fused->outcome != XR_OP_SUCCEEDED) {
+        printf("%s: %s\n", xr_op_outcome_name(fused->outcome), fused->message);
+        continue;
+      }
+      double fused_rate = fused->flops / (fused->median_us * 1e-6) / 1e9;
+      printf("%-14s %9.2f %8.1f | ", fused->kernel, fused->median_us / 1e3, fused_rate);
+      if (gemm_ok) {
+        double gemm_rate = gemm_flops / (gemm_ms * 1e-3) / 1e9;
+        printf("%-18s %9.2f %8.1f | %5.0f%%\n", c.r[0].kernel, gemm_ms, gemm_rate, 100.0 * fused_rate / gemm_rate);
+      } else {
+        printf("%-18s %9s %8s | %6s\n", gemm ? gemm : "none", "-", "-", "n/a");
+      }
+      fflush(stdout);
+    }
+    snprintf(list, sizeof list, "%s", devices);
+    xr_bundle_destroy(b);
+  }
+  return 0;
+}

@@ -41,8 +41,9 @@ static bool is_fp8(xr_dtype_t d) {
          d == XR_DTYPE_F8E5M2FNUZ;
 }
 
-/* dst[i * dst_stride] = src[(start + i * stride)] as fp32, for i < n. */
-static void load_f32(const uint8_t *base, xr_dtype_t dtype, const float *lut, int64_t start,
+/* dst[i * dst_stride] = src[(start + i * stride)] as fp32, for i < n. Always inlined, so that
+ * in the AVX-512 packing functions below the conversions use F16C / AVX-512 instructions. */
+static inline __attribute__((always_inline)) void load_f32(const uint8_t *base, xr_dtype_t dtype, const float *lut, int64_t start,
                      int64_t stride, int64_t n, float *dst, int64_t dst_stride) {
   switch (dtype) {
     case XR_DTYPE_F32: {
@@ -68,8 +69,12 @@ static void load_f32(const uint8_t *base, xr_dtype_t dtype, const float *lut, in
   }
 }
 
+/* The packing functions, compiled twice: for AVX-512 CPUs (where fp16/bf16 conversions are
+ * vector instructions) and for any x86-64. */
+#define PACK_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma")))
+#define PACK_NAME(name) name##_avx512
 /* Packs A[m0 .. m0+mc) x [k0 .. k0+kc) into MR-row panels: ap[panel][k][r], zero-padded. */
-static void pack_a(const blocked_state_t *s, int64_t a_off, int64_t m0, int64_t mc, int64_t k0,
+PACK_ATTR static void PACK_NAME(pack_a)(const blocked_state_t *s, int64_t a_off, int64_t m0, int64_t mc, int64_t k0,
                    int64_t kc, float *ap) {
   const xr_gemm_problem_t *p = s->p;
   for (int64_t r0 = 0; r0 < mc; r0 += MR) {
@@ -87,7 +92,7 @@ static void pack_a(const blocked_state_t *s, int64_t a_off, int64_t m0, int64_t 
 
 /* Packs B[k0 .. k0+kc) x [n0 .. n0+nc) into NR-column panels: bp[panel][k][j], zero-padded.
  * Walks along whichever of B's dimensions is contiguous. */
-static void pack_b(const blocked_state_t *s, int64_t b_off, int64_t k0, int64_t kc, int64_t n0,
+PACK_ATTR static void PACK_NAME(pack_b)(const blocked_state_t *s, int64_t b_off, int64_t k0, int64_t kc, int64_t n0,
                    int64_t nc, float *bp) {
   const xr_gemm_problem_t *p = s->p;
   bool along_k = llabs(p->b.row_stride) < llabs(p->b.col_stride);
@@ -112,20 +117,76 @@ static void pack_b(const blocked_state_t *s, int64_t b_off, int64_t k0, int64_t 
   }
 }
 
+#undef PACK_ATTR
+#undef PACK_NAME
+#define PACK_ATTR
+#define PACK_NAME(name) name##_generic
+/* Packs A[m0 .. m0+mc) x [k0 .. k0+kc) into MR-row panels: ap[panel][k][r], zero-padded. */
+PACK_ATTR static void PACK_NAME(pack_a)(const blocked_state_t *s, int64_t a_off, int64_t m0, int64_t mc, int64_t k0,
+                   int64_t kc, float *ap) {
+  const xr_gemm_problem_t *p = s->p;
+  for (int64_t r0 = 0; r0 < mc; r0 += MR) {
+    float *panel = ap + r0 * kc;
+    for (int64_t r = 0; r < MR; r++) {
+      if (r0 + r < mc) {
+        int64_t start = a_off + (m0 + r0 + r) * p->a.row_stride + k0 * p->a.col_stride;
+        load_f32(s->base[XR_GEMM_A], p->a_dtype, s->lut_a, start, p->a.col_stride, kc, panel + r, MR);
+      } else {
+        for (int64_t k = 0; k < kc; k++) panel[k * MR + r] = 0;
+      }
+    }
+  }
+}
+
+/* Packs B[k0 .. k0+kc) x [n0 .. n0+nc) into NR-column panels: bp[panel][k][j], zero-padded.
+ * Walks along whichever of B's dimensions is contiguous. */
+PACK_ATTR static void PACK_NAME(pack_b)(const blocked_state_t *s, int64_t b_off, int64_t k0, int64_t kc, int64_t n0,
+                   int64_t nc, float *bp) {
+  const xr_gemm_problem_t *p = s->p;
+  bool along_k = llabs(p->b.row_stride) < llabs(p->b.col_stride);
+  for (int64_t j0 = 0; j0 < nc; j0 += NR) {
+    float *panel = bp + j0 * kc;
+    int64_t w = nc - j0 < NR ? nc - j0 : NR;
+    if (along_k) {
+      for (int64_t j = 0; j < w; j++) {
+        int64_t start = b_off + k0 * p->b.row_stride + (n0 + j0 + j) * p->b.col_stride;
+        load_f32(s->base[XR_GEMM_B], p->b_dtype, s->lut_b, start, p->b.row_stride, kc, panel + j, NR);
+      }
+    } else {
+      for (int64_t k = 0; k < kc; k++) {
+        int64_t start = b_off + (k0 + k) * p->b.row_stride + (n0 + j0) * p->b.col_stride;
+        load_f32(s->base[XR_GEMM_B], p->b_dtype, s->lut_b, start, p->b.col_stride, w,
+                 panel + k * NR, 1);
+      }
+    }
+    if (w < NR)
+      for (int64_t k = 0; k < kc; k++)
+        for (int64_t j = w; j < NR; j++) panel[k * NR + j] = 0;
+  }
+}
+
+#undef PACK_ATTR
+#undef PACK_NAME
+
 /* c[MR][ldc] (+)= ap[kc][MR] * bp[kc][NR] */
 __attribute__((target("avx512f"))) static void micro_avx512(int64_t kc, const float *ap,
                                                             const float *bp, float *c,
                                                             int64_t ldc, bool accumulate) {
+  /* Fully unrolled (GCC keeps arrays indexed by loop counters in memory otherwise): 16
+   * accumulators in registers. */
   __m512 acc[MR][2];
+#pragma GCC unroll 8
   for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; k++) {
     __m512 b0 = _mm512_load_ps(bp + k * NR), b1 = _mm512_load_ps(bp + k * NR + 16);
+#pragma GCC unroll 8
     for (int r = 0; r < MR; r++) {
       __m512 a = _mm512_set1_ps(ap[k * MR + r]);
       acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < MR; r++) {
     float *row = c + r * ldc;
     if (accumulate) {
@@ -210,6 +271,7 @@ static void tiles_run(void *ctx, size_t begin, size_t end) {
   size_t slot;
   float *scratch = slot_acquire(s, &slot);
   float *ap = scratch, *bp = ap + (size_t)MC * KC, *acc = bp + (size_t)KC * NC;
+  bool avx512 = pick_micro() == micro_avx512;
   micro_fn micro = pick_micro();
   for (size_t t = begin; t < end; t++) {
     int64_t per_batch = s->m_blocks * s->n_blocks;
@@ -223,8 +285,13 @@ static void tiles_run(void *ctx, size_t begin, size_t end) {
     if (p->K == 0) memset(acc, 0, sizeof(float) * (size_t)(mc_pad * NC));
     for (int64_t k0 = 0; k0 < p->K; k0 += KC) {
       int64_t kc = p->K - k0 < KC ? p->K - k0 : KC;
-      pack_a(s, a_off, m0, mc, k0, kc, ap);
-      pack_b(s, b_off, k0, kc, n0, nc, bp);
+      if (avx512) {
+        pack_a_avx512(s, a_off, m0, mc, k0, kc, ap);
+        pack_b_avx512(s, b_off, k0, kc, n0, nc, bp);
+      } else {
+        pack_a_generic(s, a_off, m0, mc, k0, kc, ap);
+        pack_b_generic(s, b_off, k0, kc, n0, nc, bp);
+      }
       for (int64_t i = 0; i < mc_pad; i += MR)
         for (int64_t j = 0; j < nc_pad; j += NR)
           micro(kc, ap + i * kc, bp + j * kc, acc + i * NC + j, NC, k0 > 0);
@@ -277,13 +344,18 @@ __attribute__((target("avx512f,avx512bw"))) static void dot_columns_avx512(
     }
     for (int64_t m = 0; m < p->M; m += 4) {
       __m512 sum[4][4];
+#pragma GCC unroll 4
       for (int i = 0; i < 4; i++)
+#pragma GCC unroll 4
         for (int j = 0; j < 4; j++) sum[i][j] = _mm512_setzero_ps();
       for (int64_t k = 0; k < K16; k += 16) {
         __m512 b[4];
+#pragma GCC unroll 4
         for (int j = 0; j < 4; j++) b[j] = dot_load_b(col[j], p->b_dtype, k);
+#pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
           __m512 av = _mm512_loadu_ps(a + (m + i) * K + k);
+#pragma GCC unroll 4
           for (int j = 0; j < 4; j++) sum[i][j] = _mm512_fmadd_ps(av, b[j], sum[i][j]);
         }
       }

@@ -6,7 +6,7 @@
  * The inner loops run over fixed blocks of 16 elements with 16 independent partial sums, so
  * the compiler vectorises them at -O2 without reassociating anything itself; the fp16 and bf16
  * conversions are branch-free for the same reason. On x86-64 the row kernels are also built for
- * AVX2+FMA and picked at run time (target_clones). */
+ * AVX2 and picked at run time (target_clones). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +14,14 @@
 #include "kernels/norm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define XR_MULTIVERSION __attribute__((target_clones("arch=haswell", "default")))
+#define XR_MULTIVERSION __attribute__((target_clones("avx2", "default")))
 #else
 #define XR_MULTIVERSION
 #endif
 
-/* Inlined into the multiversioned callers so that they, too, get the AVX2 build. */
+/* Inlined into the multiversioned callers so that they, too, get the AVX2 build. Blocks are
+ * computed into a local array and copied out, so that an output which may alias an input
+ * (in-place rows) does not keep the compiler from vectorising. */
 #define HOT static inline __attribute__((always_inline))
 
 enum { BLOCK = 16 };
@@ -47,15 +49,24 @@ HOT uint16_t float_to_f16(float f) {
   return (uint16_t)(h | sign);
 }
 
+HOT float bf16_to_float(uint16_t h) { return xr_bits_to_f32((uint32_t)h << 16); }
+
+/* Round to nearest even; NaN stays a (quiet) NaN. */
+HOT uint16_t float_to_bf16(float f) {
+  uint32_t u = xr_f32_to_bits(f);
+  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
+}
+
 HOT float load_one(const void *base, xr_dtype_t dt, int64_t i) {
   if (dt == XR_DTYPE_F32) return ((const float *)base)[i];
-  if (dt == XR_DTYPE_BF16) return xr_bf16_to_f32(((const uint16_t *)base)[i]);
+  if (dt == XR_DTYPE_BF16) return bf16_to_float(((const uint16_t *)base)[i]);
   return f16_to_float(((const uint16_t *)base)[i]);
 }
 
 HOT void store_one(void *base, xr_dtype_t dt, int64_t i, float v) {
   if (dt == XR_DTYPE_F32) ((float *)base)[i] = v;
-  else if (dt == XR_DTYPE_BF16) ((uint16_t *)base)[i] = xr_f32_to_bf16(v);
+  else if (dt == XR_DTYPE_BF16) ((uint16_t *)base)[i] = float_to_bf16(v);
   else ((uint16_t *)base)[i] = float_to_f16(v);
 }
 
@@ -71,7 +82,7 @@ HOT void load_row(float *dst, const void *base, xr_dtype_t dt, int64_t off, int6
     const uint16_t *src = (const uint16_t *)base + off;
     if (dt == XR_DTYPE_BF16) {
       for (; i + BLOCK <= n; i += BLOCK)
-        for (int j = 0; j < BLOCK; j++) dst[i + j] = xr_bf16_to_f32(src[i + j]);
+        for (int j = 0; j < BLOCK; j++) dst[i + j] = bf16_to_float(src[i + j]);
     } else {
       for (; i + BLOCK <= n; i += BLOCK)
         for (int j = 0; j < BLOCK; j++) dst[i + j] = f16_to_float(src[i + j]);
@@ -91,7 +102,7 @@ HOT void store_row(void *base, xr_dtype_t dt, int64_t off, int64_t stride, const
     uint16_t *dst = (uint16_t *)base + off;
     if (dt == XR_DTYPE_BF16) {
       for (; i + BLOCK <= n; i += BLOCK)
-        for (int j = 0; j < BLOCK; j++) dst[i + j] = xr_f32_to_bf16(src[i + j]);
+        for (int j = 0; j < BLOCK; j++) dst[i + j] = float_to_bf16(src[i + j]);
     } else {
       for (; i + BLOCK <= n; i += BLOCK)
         for (int j = 0; j < BLOCK; j++) dst[i + j] = float_to_f16(src[i + j]);
@@ -104,7 +115,7 @@ HOT void store_row(void *base, xr_dtype_t dt, int64_t off, int64_t stride, const
 HOT void round_row(float *x, xr_dtype_t dt, int64_t n) {
   if (dt == XR_DTYPE_F32) return;
   for (int64_t i = 0; i < n; i++)
-    x[i] = dt == XR_DTYPE_BF16 ? xr_bf16_to_f32(xr_f32_to_bf16(x[i])) : f16_to_float(float_to_f16(x[i]));
+    x[i] = dt == XR_DTYPE_BF16 ? bf16_to_float(float_to_bf16(x[i])) : f16_to_float(float_to_f16(x[i]));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -156,7 +167,10 @@ HOT float max_of(const float *x, int64_t n) {
  * |r| <= ln2/2, e^r by its Taylor series to r^7, 2^k built in the exponent bits. Inputs below
  * -87 give 2^-126-ish instead of 0, immaterial next to the row sum (which is at least 1). */
 HOT float exp_nonpositive(float x) {
-  x = x < -87.0f ? -87.0f : x;
+  /* The clamp compares bits: for x <= 0 a larger magnitude has larger bits, and an unsigned
+   * min vectorises where a float compare (NaN-aware) would branch. */
+  uint32_t bits = xr_f32_to_bits(x), floor_bits = 0xc2ae0000u; /* -87.0f */
+  x = xr_bits_to_f32(bits < floor_bits ? bits : floor_bits);
   float k = (x * 1.44269504f + 12582912.0f) - 12582912.0f; /* round to nearest */
   float r = (x - k * 0.693145752f) - k * 1.42860677e-6f;  /* ln2 split in two */
   float p = 1.0f / 5040;
@@ -167,15 +181,18 @@ HOT float exp_nonpositive(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  return p * xr_bits_to_f32((uint32_t)((int32_t)k + 127) << 23);
+  return p * xr_bits_to_f32(((uint32_t)(int32_t)k + 127u) << 23);
 }
 
 /* y = exp(x - m); returns the sum of y. */
 HOT float exp_shifted(float *y, const float *x, int64_t n, float m) {
   float acc[BLOCK] = {0};
   int64_t i = 0;
-  for (; i + BLOCK <= n; i += BLOCK)
-    for (int j = 0; j < BLOCK; j++) acc[j] += y[i + j] = exp_nonpositive(x[i + j] - m);
+  for (; i + BLOCK <= n; i += BLOCK) {
+    float t[BLOCK];
+    for (int j = 0; j < BLOCK; j++) acc[j] += t[j] = exp_nonpositive(x[i + j] - m);
+    memcpy(y + i, t, sizeof t);
+  }
   float s = sum_lanes(acc);
   for (; i < n; i++) s += y[i] = exp_nonpositive(x[i] - m);
   return s;
@@ -185,15 +202,16 @@ HOT float exp_shifted(float *y, const float *x, int64_t n, float m) {
 HOT void affine(float *y, const float *x, int64_t n, float shift, float scale, const float *w,
                    const float *b) {
   int64_t i = 0;
-  if (w && b) {
-    for (; i + BLOCK <= n; i += BLOCK)
-      for (int j = 0; j < BLOCK; j++) y[i + j] = (x[i + j] - shift) * scale * w[i + j] + b[i + j];
-  } else if (w) {
-    for (; i + BLOCK <= n; i += BLOCK)
-      for (int j = 0; j < BLOCK; j++) y[i + j] = (x[i + j] - shift) * scale * w[i + j];
-  } else {
-    for (; i + BLOCK <= n; i += BLOCK)
-      for (int j = 0; j < BLOCK; j++) y[i + j] = (x[i + j] - shift) * scale;
+  for (; i + BLOCK <= n; i += BLOCK) {
+    float t[BLOCK];
+    if (w && b) {
+      for (int j = 0; j < BLOCK; j++) t[j] = (x[i + j] - shift) * scale * w[i + j] + b[i + j];
+    } else if (w) {
+      for (int j = 0; j < BLOCK; j++) t[j] = (x[i + j] - shift) * scale * w[i + j];
+    } else {
+      for (int j = 0; j < BLOCK; j++) t[j] = (x[i + j] - shift) * scale;
+    }
+    memcpy(y + i, t, sizeof t);
   }
   for (; i < n; i++) {
     float v = (x[i] - shift) * scale;
@@ -205,8 +223,11 @@ HOT void affine(float *y, const float *x, int64_t n, float shift, float scale, c
 
 HOT void add_rows(float *y, const float *a, const float *b, int64_t n) {
   int64_t i = 0;
-  for (; i + BLOCK <= n; i += BLOCK)
-    for (int j = 0; j < BLOCK; j++) y[i + j] = a[i + j] + b[i + j];
+  for (; i + BLOCK <= n; i += BLOCK) {
+    float t[BLOCK];
+    for (int j = 0; j < BLOCK; j++) t[j] = a[i + j] + b[i + j];
+    memcpy(y + i, t, sizeof t);
+  }
   for (; i < n; i++) y[i] = a[i] + b[i];
 }
 

@@ -1,0 +1,182 @@
+/* norm_bench: softmax, layer norm, RMS norm, fused add + RMS norm and rotary embedding on large
+ * tensors, through the replay engine (what a user's replay measures), next to the device's own
+ * device-to-device copy measured in the same run.
+ *
+ *   bazel run -c opt //tools:norm_bench -- [--driver cpu|opencl] [--rows N]
+ *
+ * GB/s counts the bytes each op must move (its plan's reads + writes); the copy's figure counts
+ * both its read and its write (2 x payload), so "of copy" compares memory traffic with memory
+ * traffic. Both sides are best-of figures (the op: the engine's fastest event-timed iteration
+ * after a warm-up; the copy: its fastest of 7), so that load from other processes on the
+ * machine, which only ever adds time, hurts neither more than the other. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/replay.h"
+
+static double copy_traffic_gbps(const char *device_spec, size_t bytes) {
+  xr_hal_device_t *device;
+  if (xr_hal_device_create(device_spec, &device) != XR_OK) return 0;
+  xr_hal_stream_t *stream = NULL;
+  xr_hal_event_t *start = NULL, *end = NULL;
+  xr_hal_buffer_t *a = NULL, *b = NULL;
+  double best = 0;
+  uint32_t pattern = 0x3f803f80u;
+  if (xr_hal_stream_create(device, &stream) == XR_OK && xr_hal_event_create(device, &start) == XR_OK &&
+      xr_hal_event_create(device, &end) == XR_OK && xr_hal_buffer_alloc(device, bytes, &a) == XR_OK &&
+      xr_hal_buffer_alloc(device, bytes, &b) == XR_OK &&
+      xr_hal_buffer_fill(a, 0, bytes, &pattern, 4) == XR_OK &&
+      xr_hal_buffer_fill(b, 0, bytes, &pattern, 4) == XR_OK) {
+    for (int r = 0; r < 8; r++) { /* the first is a warm-up */
+      double ms = 0;
+      if (xr_hal_event_record(start, stream) != XR_OK ||
+          xr_hal_stream_copy(stream, b, 0, a, 0, bytes) != XR_OK ||
+          xr_hal_event_record(end, stream) != XR_OK ||
+          xr_hal_event_elapsed_ms(start, end, &ms) != XR_OK)
+        break;
+      if (r > 0 && ms > 0 && (best == 0 || ms < best)) best = ms;
+    }
+  }
+  xr_hal_buffer_free(a);
+  xr_hal_buffer_free(b);
+  xr_hal_event_destroy(start);
+  xr_hal_event_destroy(end);
+  xr_hal_stream_destroy(stream);
+  xr_hal_device_destroy(device);
+  return best > 0 ? 2.0 * (double)bytes / (best * 1e6) : 0;
+}
+
+typedef struct result_slot {
+  xr_op_result_t r;
+  bool seen;
+} result_slot_t;
+
+static void collect(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
+  (void)position, (void)count;
+  result_slot_t *slot = ctx;
+  slot->r = *r;
+  slot->r.op = NULL;
+  slot->seen = true;
+}
+
+#define TENSOR(name, type, dtype, shape) \
+  "{\"arg_name\": \"" name "\", \"arg_type\": \"" type "\", \"value\": {\"shape\": " shape \
+  ", \"dtype\": \"" dtype "\", \"init\": \"uniform\"}}"
+
+/* The benchmarked ops, as TraceLens IR with %lld for the row count (tokens). */
+typedef struct bench_op {
+  const char *label;
+  const char *ir;
+} bench_op_t;
+
+static const bench_op_t ops[] = {
+    {"_C::rms_norm bf16 [R, 4096]",
+     "{\"op_name\": \"_C::rms_norm\", \"replay_ir\": {\"list_pos_args\": ["
+     TENSOR("result", "Tensor(a!)", "c10::BFloat16", "[%1$lld, 4096]") ", "
+     TENSOR("input", "Tensor", "c10::BFloat16", "[%1$lld, 4096]") ", "
+     TENSOR("weight", "Tensor", "c10::BFloat16", "[4096]") ", "
+     "{\"arg_name\": \"epsilon\", \"arg_type\": \"float\", \"value\": 1e-06}]}}"},
+    {"_C::rms_norm fp32 [R, 4096]",
+     "{\"op_name\": \"_C::rms_norm\", \"replay_ir\": {\"list_pos_args\": ["
+     TENSOR("result", "Tensor(a!)", "float", "[%1$lld, 4096]") ", "
+     TENSOR("input", "Tensor", "float", "[%1$lld, 4096]") ", "
+     TENSOR("weight", "Tensor", "float", "[4096]") ", "
+     "{\"arg_name\": \"epsilon\", \"arg_type\": \"float\", \"value\": 1e-06}]}}"},
+    {"_C::fused_add_rms_norm bf16 [R, 4096]",
+     "{\"op_name\": \"_C::fused_add_rms_norm\", \"replay_ir\": {\"list_pos_args\": ["
+     TENSOR("input", "Tensor(a!)", "c10::BFloat16", "[%1$lld, 4096]") ", "
+     TENSOR("residual", "Tensor(b!)", "c10::BFloat16", "[%1$lld, 4096]") ", "
+     TENSOR("weight", "Tensor", "c10::BFloat16", "[4096]") ", "
+     "{\"arg_name\": \"epsilon\", \"arg_type\": \"float\", \"value\": 1e-06}]}}"},
+    {"aten::native_layer_norm bf16 [R, 4096]",
+     "{\"op_name\": \"aten::native_layer_norm\", \"replay_ir\": {\"list_pos_args\": ["
+     TENSOR("input", "Tensor", "c10::BFloat16", "[%1$lld, 4096]") ", "
+     "{\"arg_name\": \"normalized_shape\", \"arg_type\": \"SymInt[]\", \"value\": [4096]}, "
+     TENSOR("weight", "Tensor?", "c10::BFloat16", "[4096]") ", "
+     TENSOR("bias", "Tensor?", "c10::BFloat16", "[4096]") ", "
+     "{\"arg_name\": \"eps\", \"arg_type\": \"float\", \"value\": 1e-05}]}}"},
+    {"aten::_softmax fp32 [R, 4096] dim -1",
+     "{\"op_name\": \"aten::_softmax\", \"replay_ir\": {\"list_pos_args\": ["
+     TENSOR("self", "Tensor", "float", "[%1$lld, 4096]") ", "
+     "{\"arg_name\": \"dim\", \"arg_type\": \"int\", \"value\": -1}, "
+     "{\"arg_name\": \"half_to_float\", \"arg_type\": \"bool\", \"value\": false}]}}"},
+    {"aten::_softmax bf16 [R, 4096] dim -1",
+     "{\"op_name\": \"aten::_softmax\", \"replay_ir\": {\"list_pos_args\": ["
+     TENSOR("self", "Tensor", "c10::BFloat16", "[%1$lld, 4096]") ", "
+     "{\"arg_name\": \"dim\", \"arg_type\": \"int\", \"value\": -1}, "
+     "{\"arg_name\": \"half_to_float\", \"arg_type\": \"bool\", \"value\": false}]}}"},
+    {"_C::rotary_embedding bf16 neox T=R, 32/8 heads x 128",
+     "{\"op_name\": \"_C::rotary_embedding\", \"replay_ir\": {\"list_pos_args\": ["
+     "{\"arg_name\": \"positions\", \"arg_type\": \"Tensor\", \"value\": {\"shape\": [%1$lld], "
+     "\"dtype\": \"long int\"}}, "
+     TENSOR("query", "Tensor(a!)", "c10::BFloat16", "[%1$lld, 4096]") ", "
+     TENSOR("key", "Tensor(b!)", "c10::BFloat16", "[%1$lld, 1024]") ", "
+     "{\"arg_name\": \"head_size\", \"arg_type\": \"int\", \"value\": 128}, "
+     TENSOR("cos_sin_cache", "Tensor", "c10::BFloat16", "[4096, 128]") ", "
+     "{\"arg_name\": \"is_neox\", \"arg_type\": \"bool\", \"value\": true}]}}"},
+};
+
+static int bench_device(const char *device, long long rows) {
+  xr_hal_device_t *probe;
+  if (xr_hal_device_create(device, &probe) != XR_OK) {
+    printf("%s: unavailable: %s\n\n", device, xr_last_error());
+    return 0;
+  }
+  xr_hal_device_properties_t props;
+  xr_hal_device_properties(probe, &props);
+  xr_hal_device_destroy(probe);
+  /* The copy moves as much as the largest tensor here: rows x 4096 fp32. */
+  double copy = copy_traffic_gbps(device, (size_t)rows * 4096 * 4);
+  printf("%s (%s): device-to-device copy of %lld MiB: %.2f GB/s (read + write)\n", device,
+         props.name, rows * 4096 * 4 >> 20, copy);
+  printf("  %-52s %-16s %10s %10s %9s %8s\n", "op", "kernel", "best us", "median us", "GB/s",
+         "of copy");
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+    char json[4096];
+    snprintf(json, sizeof json, ops[i].ir, rows);
+    xr_bundle_t *bundle;
+    if (xr_bundle_decode((const uint8_t *)json, strlen(json), "norm_bench", ".", NULL, &bundle) != XR_OK) {
+      fprintf(stderr, "norm_bench: %s: %s\n", ops[i].label, xr_last_error());
+      return 1;
+    }
+    xr_replay_options_t o;
+    xr_replay_options_default(&o);
+    o.device = device;
+    o.warmup = 2;
+    o.iters = 15;
+    result_slot_t slot = {0};
+    xr_status_t st = xr_replay_run(bundle, &o, collect, &slot, NULL);
+    xr_bundle_destroy(bundle);
+    char label[64];
+    snprintf(label, sizeof label, "%s", ops[i].label);
+    if (st != XR_OK || !slot.seen || slot.r.outcome != XR_OP_SUCCEEDED) {
+      printf("  %-52s %s\n", label, st != XR_OK ? xr_last_error() : slot.r.message);
+      continue;
+    }
+    double gbps = slot.r.min_us > 0 ? slot.r.bytes / (slot.r.min_us * 1e3) : 0;
+    printf("  %-52s %-16s %10.0f %10.0f %9.2f %7.0f%%\n", label, slot.r.kernel, slot.r.min_us,
+           slot.r.median_us, gbps, copy > 0 ? 100.0 * gbps / copy : 0.0);
+  }
+  printf("\n");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *only = NULL;
+  long long rows = 8192;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--driver") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--rows") && i + 1 < argc) rows = atoll(argv[++i]);
+    else {
+      fprintf(stderr, "usage: norm_bench [--driver cpu|opencl] [--rows N]\n");
+      return 2;
+    }
+  }
+  if (rows < 1) rows = 1;
+  const char *devices[] = {"cpu", "opencl"};
+  for (size_t d = 0; d < 2; d++)
+    if (!only || !strcmp(only, devices[d]))
+      if (bench_device(devices[d], rows)) return 1;
+  return 0;
+}

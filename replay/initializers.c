@@ -466,7 +466,16 @@ static xr_status_t init_index_select(xr_init_context_t *c) {
   return fill_indices(c, input_index(c, "index"), rows, "index");
 }
 
+/* Rotary positions index rows of the cos/sin cache. */
+static xr_status_t init_rotary(xr_init_context_t *c) {
+  int cache = input_index(c, "cos_sin_cache");
+  return cache < 0 ? XR_OK
+                   : fill_indices(c, input_index(c, "positions"), c->plan->inputs[cache]->shape[0],
+                                  "positions");
+}
+
 void xr_register_builtin_initializers(void) {
+  xr_register_initializer_locked("_C::rotary_embedding", init_rotary);
   xr_register_initializer_locked("aten::embedding", init_embedding);
   xr_register_initializer_locked("aten::index_select", init_index_select);
   static const char *const paged[] = {"_C::paged_attention_v1", "_C::paged_attention_v2",

@@ -96,7 +96,7 @@ Test(engine, outcomes_are_counted_once_and_the_run_goes_on) {
   cr_assert_leq(s.r[0].min_us, s.r[0].median_us);
   cr_assert_leq(s.r[0].median_us, s.r[0].p90_us + 1e-9);
   cr_assert_eq(s.r[0].flops, 2.0 * 4 * 8 * 3);
-  cr_assert_str_eq(s.r[0].kernel, "ref.gemm");
+  cr_assert(!strncmp(s.r[0].kernel, "cpu.", 4), "the fastest cpu kernel, not %s", s.r[0].kernel);
 
   /* --stop-on-error stops at the failed op; --op-filter and --op-limit select. */
   memset(&s, 0, sizeof s);
@@ -237,7 +237,7 @@ Test(engine, report_is_complete_json_after_every_op) {
   cJSON *summary = cJSON_GetObjectItem(j, "summary");
   cr_assert_eq(cJSON_GetObjectItem(summary, "unsupported")->valueint, 1);
   cJSON *op0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "ops"), 0);
-  cr_assert_str_eq(cJSON_GetObjectItem(op0, "kernel")->valuestring, "ref.gemm");
+  cr_assert(!strncmp(cJSON_GetObjectItem(op0, "kernel")->valuestring, "cpu.", 4));
   cr_assert(cJSON_IsNumber(cJSON_GetObjectItem(op0, "median_us")));
   cJSON_Delete(j);
   free(bytes);
@@ -253,7 +253,8 @@ Test(engine, check_compares_with_the_reference) {
   cr_assert(s.r[0].checked && s.r[0].check_passed);
   cr_assert_eq(s.r[0].output_count, 1);
   cr_assert_str_eq(s.r[0].outputs[0].target, "return0");
-  cr_assert_eq(s.r[0].outputs[0].nmse, 0.0, "the reference against itself");
+  cr_assert_leq(s.r[0].outputs[0].nmse, 1e-10, "fp32 GEMM against the double reference: %g",
+                s.r[0].outputs[0].nmse);
   xr_bundle_destroy(b);
 }
 

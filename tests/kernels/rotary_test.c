@@ -9,8 +9,6 @@
 #include "tests/kernels/check.h"
 
 /* PoCL's compiler (LLVM) keeps allocations until exit; only leaks inside it are suppressed. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:libpocl.so\nleak:libLLVM\n"; }
 
 static const char *const dtypes[] = {"float", "c10::Half", "c10::BFloat16"};
 

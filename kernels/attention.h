@@ -49,7 +49,10 @@
   X(es_off) X(es_sb) X(es_sh) X(es_sp) X(ml_off) X(ml_sb) X(ml_sh) X(ml_sp)                    \
   X(to_off) X(to_sb) X(to_sh) X(to_sp) X(to_sd)                                                \
   /* scalars (float bits) */                                                                   \
-  X(scale_bits) X(softcap_bits) X(empty_lse_bits)
+  X(scale_bits) X(softcap_bits) X(empty_lse_bits)                                              \
+  /* element formats for device kernels: 0 f32, 1 f16, 2 bf16, 3 fp8 (mantissa bits, bias, */  \
+  /* fnuz, has inf) */                                                                         \
+  X(q_kind) X(kv_kind) X(fp8_mbits) X(fp8_bias) X(fp8_fnuz) X(fp8_inf)
 
 #define XR_ATTN_ENUM(name) XR_AP_##name,
 enum { XR_ATTN_PARAMS(XR_ATTN_ENUM) XR_ATTN_PARAM_COUNT };

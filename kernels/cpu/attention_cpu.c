@@ -5,8 +5,8 @@
  * accumulators); the score matrix of a tile is the only one ever held.
  *
  * The inner products are register-blocked micro-kernels (4 rows x 64 keys for Q K^T, 4 rows x
- * 64 dims for P V) written with GCC vector extensions and compiled for AVX-512, AVX2+FMA and a
- * baseline (target_clones picks one at load time), as are the fp16/bf16 conversions and exp(). */
+ * 64 dims for P V) written with GCC vector extensions and compiled for AVX-512, AVX+FMA and a
+ * baseline (target_clones picks one by the CPU's features at load time), as are the fp16/bf16 conversions and exp(). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +23,7 @@ typedef uint32_t vu __attribute__((vector_size(64)));
 typedef uint16_t vh __attribute__((vector_size(32)));
 
 #define HOT static inline __attribute__((always_inline))
-#define CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define CLONES __attribute__((target_clones("avx512f", "fma", "default")))
 
 enum { BK = 64, MR = 4, VW = 16 };
 
@@ -70,6 +70,14 @@ HOT float hmax(vf v) {
   return m;
 }
 
+/* fp16 bits to fp32 without branches (the vector path's formula, one lane). */
+HOT float half_to_float(uint16_t h) {
+  uint32_t em = h & 0x7fffu, bits = em << 13;
+  uint32_t fb = xr_f32_to_bits(xr_bits_to_f32(bits) * 0x1p112f);
+  if (em >= 0x7c00u) fb = bits | 0x7f800000u;
+  return xr_bits_to_f32(fb | ((uint32_t)(h & 0x8000u) << 16));
+}
+
 /* n elements (index, index + stride, ...) of a dtype to fp32; fp8 through a 256-entry table
  * with the cache scale folded in. */
 HOT void cvt_run(float *dst, const void *base, xr_dtype_t dt, int64_t index, int64_t n, int64_t stride,
@@ -103,7 +111,7 @@ HOT void cvt_run(float *dst, const void *base, xr_dtype_t dt, int64_t index, int
         vstore(dst + i, f);
       }
     }
-    for (; i < n; i++) dst[i] = half ? xr_f16_to_f32(s[i * stride]) : xr_bf16_to_f32(s[i * stride]);
+    for (; i < n; i++) dst[i] = half ? half_to_float(s[i * stride]) : xr_bf16_to_f32(s[i * stride]);
     return;
   }
   const uint8_t *s = (const uint8_t *)base + index;
@@ -130,6 +138,7 @@ static bool scratch_alloc(const cpu_state_t *st, scratch_t *w) {
   const int64_t *p = st->a->p;
   int64_t R4 = round_up(p[XR_AP_group] * st->bq, MR), D = p[XR_AP_head_dim];
   int64_t Dvp = round_up(p[XR_AP_head_dim_v], 64), T = D > Dvp ? D : Dvp;
+  if (T < BK * p[XR_AP_k_x] && p[XR_AP_k_x] < D) T = BK * p[XR_AP_k_x]; /* a run of slots x one d-chunk */
   if (T < BK) T = BK;
   size_t floats[] = {(size_t)(R4 * D), (size_t)(D * BK), (size_t)(BK * Dvp), (size_t)(R4 * BK),
                      (size_t)(R4 * Dvp), (size_t)R4, (size_t)R4, (size_t)T};
@@ -188,19 +197,36 @@ HOT void pv_tile(const float *pm, const float *v, int64_t n, float *acc, int64_t
   }
 }
 
-/* Kt[d][j] for keys j0 .. j0 + n; columns past n are zero. */
+/* Kt[d][j] for keys j0 .. j0 + n; columns past n are zero. vLLM's key cache [block][head]
+ * [d / x][slot][x] holds a page's slots of one d-chunk contiguously: those runs are converted
+ * whole, then transposed; other layouts go token by token. */
 HOT void gather_k(const cpu_state_t *st, scratch_t *w, int64_t b, const xr_attn_seq_t *seq, int64_t kvh,
                   int64_t j0, int64_t n) {
   const xr_attn_problem_t *a = st->a;
   const int64_t *p = a->p;
-  int64_t D = p[XR_AP_head_dim], x = p[XR_AP_k_x];
-  for (int64_t j = 0; j < n; j++) {
-    int64_t ki, vi;
-    xr_attn_token(a, &st->h, b, seq, j0 + j, &ki, &vi);
+  int64_t D = p[XR_AP_head_dim], x = p[XR_AP_k_x], ps = p[XR_AP_page_size];
+  bool runs = x < D && p[XR_AP_k_sd] == 1 && p[XR_AP_k_ss] == x;
+  for (int64_t j = 0; j < n;) {
+    int64_t ki, vi, t = j0 + j;
+    xr_attn_token(a, &st->h, b, seq, t, &ki, &vi);
     ki += kvh * p[XR_AP_k_sh];
+    if (runs) {
+      int64_t run = n - j;
+      if (p[XR_AP_paged] && ps - t % ps < run) run = ps - t % ps;
+      for (int64_t c = 0; c < D / x; c++) {
+        cvt_run(w->tmp, st->h.base[XR_AT_K], a->kv_dtype, ki + c * p[XR_AP_k_sdx], run * x, 1, st->lut_k);
+        for (int64_t e = 0; e < x; e++) {
+          float *dst = w->kt + (c * x + e) * BK + j;
+          for (int64_t s = 0; s < run; s++) dst[s] = w->tmp[s * x + e];
+        }
+      }
+      j += run;
+      continue;
+    }
     for (int64_t c = 0; c < D / x; c++)
       cvt_run(w->tmp + c * x, st->h.base[XR_AT_K], a->kv_dtype, ki + c * p[XR_AP_k_sdx], x, p[XR_AP_k_sd], st->lut_k);
     for (int64_t d = 0; d < D; d++) w->kt[d * BK + j] = w->tmp[d];
+    j++;
   }
   if (n < BK)
     for (int64_t d = 0; d < D; d++) memset(w->kt + d * BK + n, 0, sizeof(float) * (size_t)(BK - n));

@@ -7,9 +7,9 @@
 // running max, running sum and fp32 accumulators (online softmax): only BK scores per row exist
 // at any time, never the score matrix. Grid: (row blocks, sequences x kv heads, partitions).
 //
-// Build options: Q_KIND (query/output: 0 f32, 1 f16, 2 bf16), KV_KIND (the same, 3 fp8 with
-// FP8_MBITS, FP8_BIAS, FP8_FNUZ, FP8_INF), DT_* (xreplay dtype codes for masks and slopes),
-// WG, BK, DMAX (largest head size).
+// Element formats are parameters (q_kind, kv_kind: 0 f32, 1 f16, 2 bf16, 3 fp8), so one build
+// serves every op. Build options: DT_* (xreplay dtype codes for masks and slopes), WG, BK,
+// DMAX (largest head size).
 
 #define P(name) prm[AP_##name]
 
@@ -41,39 +41,32 @@ inline float load_any(const __global uchar *base, long dtype, long i) {
   return (float)base[i]; /* bool / uint8 */
 }
 
-#if KV_KIND == 3
-inline float fp8_to_float(uchar v) {
-  const uint ebits = 7 - FP8_MBITS, emax = (1u << ebits) - 1, mmax = (1u << FP8_MBITS) - 1;
-  uint sign = v >> 7, e = (v >> FP8_MBITS) & emax, m = v & mmax;
-#if FP8_FNUZ
-  if (v == 0x80) return NAN;
-#elif FP8_INF
-  if (e == emax) return m ? NAN : (sign ? -INFINITY : INFINITY);
-#else
-  if (e == emax && m == mmax) return NAN;
-#endif
-  float f = e ? ldexp(1.0f + (float)m / (float)(1u << FP8_MBITS), (int)e - FP8_BIAS)
-              : ldexp((float)m / (float)(1u << FP8_MBITS), 1 - FP8_BIAS);
+/* An 8-bit float with `mbits` mantissa bits and exponent `bias`; fnuz: 0x80 is the only NaN
+ * (AMD); otherwise e4m3fn (no inf, 0x7f NaN) or e5m2 (IEEE-like inf/NaN). As xr_fp8_to_f32. */
+inline float fp8_to_float(uchar v, long mbits, long bias, long fnuz, long has_inf) {
+  const uint ebits = 7 - (uint)mbits, emax = (1u << ebits) - 1, mmax = (1u << mbits) - 1;
+  uint sign = v >> 7, e = (v >> mbits) & emax, m = v & mmax;
+  if (fnuz) {
+    if (v == 0x80) return NAN;
+  } else if (has_inf) {
+    if (e == emax) return m ? NAN : (sign ? -INFINITY : INFINITY);
+  } else if (e == emax && m == mmax) {
+    return NAN;
+  }
+  float f = e ? ldexp(1.0f + (float)m / (float)(1u << mbits), (int)e - (int)bias)
+              : ldexp((float)m / (float)(1u << mbits), 1 - (int)bias);
   return sign ? -f : f;
 }
-#endif
 
-inline float load_kv(const __global uchar *base, long i, float scale) {
-#if KV_KIND == 3
-  return fp8_to_float(base[i]) * scale;
-#else
-  return load_typed(base, KV_KIND, i);
-#endif
+inline float load_kv(const __global long *prm, const __global uchar *base, long i, float scale) {
+  if (P(kv_kind) == 3) return fp8_to_float(base[i], P(fp8_mbits), P(fp8_bias), P(fp8_fnuz), P(fp8_inf)) * scale;
+  return load_typed(base, (int)P(kv_kind), i);
 }
 
-inline void store_out(__global uchar *base, long i, float v) {
-#if Q_KIND == 0
-  ((__global float *)base)[i] = v;
-#elif Q_KIND == 1
-  vstore_half_rte(v, i, (__global half *)base);
-#else
-  ((__global ushort *)base)[i] = float_to_bf16(v);
-#endif
+inline void store_typed(__global uchar *base, long kind, long i, float v) {
+  if (kind == 0) ((__global float *)base)[i] = v;
+  else if (kind == 1) vstore_half_rte(v, i, (__global half *)base);
+  else ((__global ushort *)base)[i] = float_to_bf16(v);
 }
 
 typedef struct seq {
@@ -171,7 +164,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_attention(
   long lo = 0, hi = 0;
   if (valid) {
     long qi = P(q_off) + b * P(q_sb) + (s.qstart + i) * P(q_ss) + head * P(q_sh);
-    for (long d = 0; d < D; d++) qv[d] = load_typed(q, Q_KIND, qi + d * P(q_sd)) * scale;
+    for (long d = 0; d < D; d++) qv[d] = load_typed(q, (int)P(q_kind), qi + d * P(q_sd)) * scale;
     for (long d = 0; d < Dv; d++) acc[d] = 0.0f;
     key_range(prm, &s, i, &lo, &hi);
     lo = max(lo, plo);
@@ -190,11 +183,11 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_attention(
     barrier(CLK_LOCAL_MEM_FENCE);
     for (long e = lid; e < n * D; e += WG) {
       long j = e / D, d = e % D;
-      ktile[e] = load_kv(k, tk[j] + (d / P(k_x)) * P(k_sdx) + (d % P(k_x)) * P(k_sd), ks);
+      ktile[e] = load_kv(prm, k, tk[j] + (d / P(k_x)) * P(k_sdx) + (d % P(k_x)) * P(k_sd), ks);
     }
     for (long e = lid; e < n * Dv; e += WG) {
       long j = e / Dv, d = e % Dv;
-      vtile[e] = load_kv(v, tv[j] + d * P(v_sd), vs);
+      vtile[e] = load_kv(prm, v, tv[j] + d * P(v_sd), vs);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (valid) {
@@ -239,11 +232,11 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_attention(
     max_logits[P(ml_off) + b * P(ml_sb) + head * P(ml_sh) + part * P(ml_sp)] = m;
     exp_sums[P(es_off) + b * P(es_sb) + head * P(es_sh) + part * P(es_sp)] = l;
     long to = P(to_off) + b * P(to_sb) + head * P(to_sh) + part * P(to_sp);
-    for (long d = 0; d < Dv; d++) store_out(tmp_out, to + d * P(to_sd), acc[d] * inv);
+    for (long d = 0; d < Dv; d++) store_typed(tmp_out, P(q_kind), to + d * P(to_sd), acc[d] * inv);
     return;
   }
   long oi = P(o_off) + b * P(o_sb) + (s.qstart + i) * P(o_ss) + head * P(o_sh);
-  for (long d = 0; d < Dv; d++) store_out(out, oi + d * P(o_sd), acc[d] * inv);
+  for (long d = 0; d < Dv; d++) store_typed(out, P(q_kind), oi + d * P(o_sd), acc[d] * inv);
   if (P(lse_off) >= 0)
     lse[P(lse_off) + b * P(lse_sb) + head * P(lse_sh) + (s.qstart + i) * P(lse_ss)] =
         l > 0.0f ? m + log(l) : param_float(P(empty_lse_bits));
@@ -265,42 +258,39 @@ __kernel void xr_attention_combine(__global const long *prm, __global const ucha
   for (long p = 0; p < parts; p++) {
     float w = parts == 1 ? 1.0f : es[p * P(es_sp)] * exp(ml[p * P(ml_sp)] - gmax);
     gsum += w;
-    acc += w * load_typed(tmp_out, Q_KIND, P(to_off) + b * P(to_sb) + head * P(to_sh) + p * P(to_sp) + d * P(to_sd));
+    acc += w * load_typed(tmp_out, (int)P(q_kind), P(to_off) + b * P(to_sb) + head * P(to_sh) + p * P(to_sp) + d * P(to_sd));
   }
-  store_out(out, P(o_off) + b * P(o_sb) + head * P(o_sh) + d * P(o_sd), gsum > 0.0f ? acc / gsum : 0.0f);
+  store_typed(out, P(q_kind), P(o_off) + b * P(o_sb) + head * P(o_sh) + d * P(o_sd), gsum > 0.0f ? acc / gsum : 0.0f);
 }
 
 // reshape_and_cache(_flash): token t's key/value for every (head, dim) into the cache slot
 // slot_mapping[t]; negative slots are padding. Parameters: kernels/opencl/attention_opencl.c's
-// cache array (-DCP_<name>); Q_KIND is the source dtype, KV_KIND the cache's.
+// cache array (-DCP_<name>).
 #define C(name) prm[CP_##name]
 
-inline void store_cache(__global uchar *base, long i, float v) {
-#if KV_KIND == 3
+inline void store_cache(const __global long *prm, __global uchar *base, long i, float v) {
+  if (C(cache_kind) != 3) {
+    store_typed(base, C(cache_kind), i, v);
+    return;
+  }
   /* Nearest fp8 value (ties to the even code), saturating: as xr_f32_to_fp8. */
   uchar code = 0;
   if (isnan(v)) {
-    code = FP8_FNUZ ? 0x80 : 0x7f;
+    code = C(fp8_fnuz) ? 0x80 : 0x7f;
   } else {
+    const float max = as_float((uint)C(fp8_max_bits));
     uchar sign = signbit(v) ? 0x80 : 0;
-    float a = fmin(fabs(v), (float)FP8_MAX), best_err = INFINITY;
+    float a = fmin(fabs(v), max), best_err = INFINITY;
     for (int c = 0; c < 128; c++) {
-      float m = fp8_to_float((uchar)c);
-      if (isnan(m) || isinf(m) || m > FP8_MAX) continue;
+      float m = fp8_to_float((uchar)c, C(fp8_mbits), C(fp8_bias), C(fp8_fnuz), C(fp8_inf));
+      if (isnan(m) || isinf(m) || m > max) continue;
       float err = fabs(m - a);
       if (err < best_err || (err == best_err && (c & 1) == 0)) code = (uchar)c, best_err = err;
     }
-    if (code == 0 && FP8_FNUZ) sign = 0;
+    if (code == 0 && C(fp8_fnuz)) sign = 0;
     code |= sign;
   }
   base[i] = code;
-#elif KV_KIND == 0
-  ((__global float *)base)[i] = v;
-#elif KV_KIND == 1
-  vstore_half_rte(v, i, (__global half *)base);
-#else
-  ((__global ushort *)base)[i] = float_to_bf16(v);
-#endif
 }
 
 __kernel void xr_reshape_and_cache(__global const long *prm, __global const uchar *key, __global const uchar *value,
@@ -314,13 +304,14 @@ __kernel void xr_reshape_and_cache(__global const long *prm, __global const ucha
   const long slot = load_idx(slots, C(slots_off), C(slots_64), t);
   if (slot < 0) return;
   const long blk = slot / C(block_size), off = slot % C(block_size);
-  float kv = load_typed(key, Q_KIND, C(key_off) + t * C(key_st) + h * C(key_sh) + d * C(key_sd));
-  float vv = load_typed(value, Q_KIND, C(value_off) + t * C(value_st) + h * C(value_sh) + d * C(value_sd));
-#if KV_KIND == 3
-  kv /= C(k_scale_off) >= 0 ? k_scale[C(k_scale_off)] : 1.0f;
-  vv /= C(v_scale_off) >= 0 ? v_scale[C(v_scale_off)] : 1.0f;
-#endif
-  store_cache(key_cache, C(kc_off) + blk * C(kc_sb) + off * C(kc_ss) + h * C(kc_sh) + (d / C(kc_x)) * C(kc_sdx) +
-                             (d % C(kc_x)) * C(kc_sd), kv);
-  store_cache(value_cache, C(vc_off) + blk * C(vc_sb) + off * C(vc_ss) + h * C(vc_sh) + d * C(vc_sd), vv);
+  const int src = (int)C(src_kind);
+  float kv = load_typed(key, src, C(key_off) + t * C(key_st) + h * C(key_sh) + d * C(key_sd));
+  float vv = load_typed(value, src, C(value_off) + t * C(value_st) + h * C(value_sh) + d * C(value_sd));
+  if (C(cache_kind) == 3) {
+    kv /= C(k_scale_off) >= 0 ? k_scale[C(k_scale_off)] : 1.0f;
+    vv /= C(v_scale_off) >= 0 ? v_scale[C(v_scale_off)] : 1.0f;
+  }
+  store_cache(prm, key_cache, C(kc_off) + blk * C(kc_sb) + off * C(kc_ss) + h * C(kc_sh) + (d / C(kc_x)) * C(kc_sdx) +
+                                  (d % C(kc_x)) * C(kc_sd), kv);
+  store_cache(prm, value_cache, C(vc_off) + blk * C(vc_sb) + off * C(vc_ss) + h * C(vc_sh) + d * C(vc_sd), vv);
 }

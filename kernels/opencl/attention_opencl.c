@@ -1,6 +1,7 @@
-/* OpenCL attention (kernels/opencl/attention.cl): one program per (query dtype, cache format),
- * the problem's parameter array uploaded once per instance, the indices of that array passed
- * as build options generated from the same X-macro list the C side uses. */
+/* OpenCL attention (kernels/opencl/attention.cl): one program for every op and dtype (element
+ * formats are parameters), the problem's parameter array uploaded once per instance, the
+ * indices of that array passed as build options generated from the same X-macro list the C
+ * side uses. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +12,17 @@
 
 enum { WG = 64, BK = 16, DMAX = 256 };
 
-#define XR_CACHE_PARAMS(X)                                                                          \
+/* The ones copied from xr_cache_problem_t. */
+#define XR_CACHE_FIELDS(X)                                                                          \
   X(kv_heads) X(head_dim) X(block_size) X(slots_off) X(slots_64) X(key_off) X(key_st) X(key_sh)      \
   X(key_sd) X(value_off) X(value_st) X(value_sh) X(value_sd) X(kc_off) X(kc_sb) X(kc_ss) X(kc_sh)    \
   X(kc_sdx) X(kc_sd) X(kc_x) X(vc_off) X(vc_sb) X(vc_ss) X(vc_sh) X(vc_sd) X(k_scale_off)            \
   X(v_scale_off)
+
+/* The cache kernel's parameters: those, then the element formats. */
+#define XR_CACHE_PARAMS(X)                                                                          \
+  XR_CACHE_FIELDS(X) X(src_kind) X(cache_kind) X(fp8_mbits) X(fp8_bias) X(fp8_fnuz) X(fp8_inf)       \
+  X(fp8_max_bits)
 
 #define XR_CACHE_ENUM(name) XR_CP_##name,
 enum { XR_CACHE_PARAMS(XR_CACHE_ENUM) XR_CACHE_PARAM_COUNT };
@@ -40,18 +47,20 @@ static size_t append(char *buf, size_t len, size_t cap, const char *fmt, const c
   return len;
 }
 
-static xr_status_t build(xr_hal_device_t *device, xr_dtype_t q, xr_dtype_t kv, xr_hal_executable_t **out) {
+/* fp8 layout of a format: mantissa bits, bias, fnuz, has inf, largest finite value. */
+static void fp8_format(xr_dtype_t d, int64_t *mbits, int64_t *bias, int64_t *fnuz, int64_t *inf, float *max) {
+  bool e5m2 = d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E5M2FNUZ;
+  *fnuz = d == XR_DTYPE_F8E4M3FNUZ || d == XR_DTYPE_F8E5M2FNUZ;
+  *mbits = e5m2 ? 2 : 3;
+  *bias = e5m2 ? (*fnuz ? 16 : 15) : (*fnuz ? 8 : 7);
+  *inf = d == XR_DTYPE_F8E5M2;
+  *max = e5m2 ? 57344.0f : *fnuz ? 240.0f : 448.0f;
+}
+
+static xr_status_t build(xr_hal_device_t *device, xr_hal_executable_t **out) {
   char opts[8192];
-  size_t n = (size_t)snprintf(opts, sizeof opts,
-                              "-DQ_KIND=%d -DKV_KIND=%d -DWG=%d -DBK=%d -DDMAX=%d -DDT_F32=%d -DDT_F16=%d "
-                              "-DDT_BF16=%d",
-                              kind_of(q), kind_of(kv), WG, BK, DMAX, XR_DTYPE_F32, XR_DTYPE_F16, XR_DTYPE_BF16);
-  if (kind_of(kv) == 3) {
-    bool e5m2 = kv == XR_DTYPE_F8E5M2 || kv == XR_DTYPE_F8E5M2FNUZ, fnuz = kv >= XR_DTYPE_F8E4M3FNUZ;
-    n += (size_t)snprintf(opts + n, sizeof opts - n, " -DFP8_MBITS=%d -DFP8_BIAS=%d -DFP8_FNUZ=%d -DFP8_INF=%d -DFP8_MAX=%s",
-                          e5m2 ? 2 : 3, e5m2 ? (fnuz ? 16 : 15) : (fnuz ? 8 : 7), fnuz, kv == XR_DTYPE_F8E5M2,
-                          e5m2 ? "57344.0f" : fnuz ? "240.0f" : "448.0f");
-  }
+  size_t n = (size_t)snprintf(opts, sizeof opts, "-DWG=%d -DBK=%d -DDMAX=%d -DDT_F32=%d -DDT_F16=%d -DDT_BF16=%d",
+                              WG, BK, DMAX, XR_DTYPE_F32, XR_DTYPE_F16, XR_DTYPE_BF16);
 #define XR_ATTN_OPT(name) n = append(opts, n, sizeof opts, " -DAP_%s=%d", #name, XR_AP_##name);
   XR_ATTN_PARAMS(XR_ATTN_OPT)
 #undef XR_ATTN_OPT
@@ -105,11 +114,17 @@ static xr_status_t ocl_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   ocl_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   s->a = a;
-  xr_status_t st = build(device, a->q_dtype, a->kv_dtype, &s->exe);
+  int64_t prm[XR_ATTN_PARAM_COUNT];
+  memcpy(prm, a->p, sizeof prm);
+  prm[XR_AP_q_kind] = kind_of(a->q_dtype);
+  prm[XR_AP_kv_kind] = kind_of(a->kv_dtype);
+  float max;
+  fp8_format(a->kv_dtype, &prm[XR_AP_fp8_mbits], &prm[XR_AP_fp8_bias], &prm[XR_AP_fp8_fnuz], &prm[XR_AP_fp8_inf], &max);
+  xr_status_t st = build(device, &s->exe);
   if (st == XR_OK) st = xr_hal_kernel_lookup(s->exe, "xr_attention", &s->main);
   if (st == XR_OK) st = xr_hal_kernel_lookup(s->exe, "xr_attention_combine", &s->combine);
-  if (st == XR_OK) st = xr_hal_buffer_alloc(device, sizeof a->p, &s->params);
-  if (st == XR_OK) st = xr_hal_buffer_write(s->params, 0, a->p, sizeof a->p);
+  if (st == XR_OK) st = xr_hal_buffer_alloc(device, sizeof prm, &s->params);
+  if (st == XR_OK) st = xr_hal_buffer_write(s->params, 0, prm, sizeof prm);
   if (st == XR_OK) st = xr_hal_buffer_alloc(device, 64, &s->dummy);
   if (st != XR_OK) {
     ocl_release(s);
@@ -195,13 +210,18 @@ static xr_status_t cache_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devi
   const xr_cache_problem_t *c = plan->problem;
   int64_t prm[XR_CACHE_PARAM_COUNT];
 #define XR_CACHE_SET(name) prm[XR_CP_##name] = (int64_t)c->name;
-  XR_CACHE_PARAMS(XR_CACHE_SET)
+  XR_CACHE_FIELDS(XR_CACHE_SET)
 #undef XR_CACHE_SET
   if (c->k_scale < 0) prm[XR_CP_k_scale_off] = -1;
   if (c->v_scale < 0) prm[XR_CP_v_scale_off] = -1;
+  prm[XR_CP_src_kind] = kind_of(c->src_dtype);
+  prm[XR_CP_cache_kind] = kind_of(c->cache_dtype);
+  float max;
+  fp8_format(c->cache_dtype, &prm[XR_CP_fp8_mbits], &prm[XR_CP_fp8_bias], &prm[XR_CP_fp8_fnuz], &prm[XR_CP_fp8_inf], &max);
+  prm[XR_CP_fp8_max_bits] = (int64_t)xr_f32_to_bits(max);
   cache_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
-  xr_status_t st = build(device, c->src_dtype, c->cache_dtype, &s->exe);
+  xr_status_t st = build(device, &s->exe);
   if (st == XR_OK) st = xr_hal_kernel_lookup(s->exe, "xr_reshape_and_cache", &s->kernel);
   if (st == XR_OK) st = xr_hal_buffer_alloc(device, sizeof prm, &s->params);
   if (st == XR_OK) st = xr_hal_buffer_write(s->params, 0, prm, sizeof prm);

@@ -547,6 +547,10 @@ static xr_status_t engine_open(engine_t *e) {
   if ((st = xr_hal_device_properties(e->device, &e->props)) != XR_OK ||
       (st = xr_hal_stream_create(e->device, &e->stream)) != XR_OK)
     return st;
+  if (o->calibrate && e->props.memory_bandwidth.source == XR_HAL_FIGURE_UNKNOWN) {
+    /* A device without figures still runs; it just gets no "% of peak". */
+    if (xr_hal_device_calibrate(e->device) == XR_OK) xr_hal_device_properties(e->device, &e->props);
+  }
   if (o->cache == XR_CACHE_COLD) {
     uint64_t llc = e->props.last_level_cache_bytes ? e->props.last_level_cache_bytes : 64u << 20;
     if ((st = xr_hal_buffer_alloc(e->device, (size_t)(2 * llc), &e->flush)) != XR_OK) return st;

@@ -49,6 +49,9 @@ typedef struct xr_replay_options {
    * ';' (see docs/replay.md), applied on top of the registered initializers. NULL for none. */
   const char *init_overrides;
   volatile int *cancel;      /* polled between ops and iterations; non-zero stops the run */
+  /* Measure the device's memory bandwidth (and what else the HAL calibrates) when no datasheet
+   * figure exists, so that "% of peak" can be given; about half a second, once per run. */
+  bool calibrate;
 } xr_replay_options_t;
 
 void xr_replay_options_default(xr_replay_options_t *options);

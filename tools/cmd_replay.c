@@ -206,6 +206,7 @@ static bool parse_int(const char *s, long long lo, long long *out) {
 int xr_cmd_replay(int argc, char **argv) {
   xr_replay_options_t o;
   xr_replay_options_default(&o);
+  o.calibrate = true;
   const char *hal_list = "auto", *path = NULL, *report_path = NULL, *dump = NULL;
   bool verbose = false;
   char inits[4096] = "";

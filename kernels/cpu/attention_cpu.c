@@ -16,6 +16,8 @@
 /* The vector helpers are always inlined: no vector crosses a call boundary whose ABI the
  * target_clones variants could disagree on. */
 #pragma GCC diagnostic ignored "-Wpsabi"
+/* ISO C mode forbids contracting a * b + c into an FMA; the micro-kernels want exactly that. */
+#pragma GCC optimize("fp-contract=fast")
 
 typedef float vf __attribute__((vector_size(64)));
 typedef int32_t vi __attribute__((vector_size(64)));
@@ -156,22 +158,28 @@ static bool scratch_alloc(const cpu_state_t *st, scratch_t *w) {
   return true;
 }
 
-/* S[r][0..63] = Q[r] . Kt[:, 0..63] for rows r < R4 (a multiple of 4). */
+/* S[r][0..63] = Q[r] . Kt[:, 0..63] for rows r < R4 (a multiple of 4). The unrolled loops
+ * keep the 16 accumulators in registers. */
 HOT void qk_tile(const float *q, int64_t D, const float *kt, float *s, int64_t R4) {
   for (int64_t r = 0; r < R4; r += MR) {
     vf c[MR][4];
+#pragma GCC unroll 4
     for (int rr = 0; rr < MR; rr++)
+#pragma GCC unroll 4
       for (int j = 0; j < 4; j++) c[rr][j] = (vf){0};
     const float *q0 = q + r * D;
     for (int64_t d = 0; d < D; d++) {
       const float *k = kt + d * BK;
       vf k0 = vload(k), k1 = vload(k + 16), k2 = vload(k + 32), k3 = vload(k + 48);
+#pragma GCC unroll 4
       for (int rr = 0; rr < MR; rr++) {
         float qv = q0[rr * D + d];
         c[rr][0] += qv * k0, c[rr][1] += qv * k1, c[rr][2] += qv * k2, c[rr][3] += qv * k3;
       }
     }
+#pragma GCC unroll 4
     for (int rr = 0; rr < MR; rr++)
+#pragma GCC unroll 4
       for (int j = 0; j < 4; j++) vstore(s + (r + rr) * BK + j * 16, c[rr][j]);
   }
 }
@@ -181,17 +189,22 @@ HOT void pv_tile(const float *pm, const float *v, int64_t n, float *acc, int64_t
   for (int64_t r = 0; r < R4; r += MR) {
     for (int64_t d0 = 0; d0 < Dvp; d0 += 64) {
       vf c[MR][4];
+#pragma GCC unroll 4
       for (int rr = 0; rr < MR; rr++)
+#pragma GCC unroll 4
         for (int j = 0; j < 4; j++) c[rr][j] = vload(acc + (r + rr) * Dvp + d0 + j * 16);
       for (int64_t t = 0; t < n; t++) {
         const float *vr = v + t * Dvp + d0;
         vf v0 = vload(vr), v1 = vload(vr + 16), v2 = vload(vr + 32), v3 = vload(vr + 48);
+#pragma GCC unroll 4
         for (int rr = 0; rr < MR; rr++) {
           float pv = pm[(r + rr) * BK + t];
           c[rr][0] += pv * v0, c[rr][1] += pv * v1, c[rr][2] += pv * v2, c[rr][3] += pv * v3;
         }
       }
+#pragma GCC unroll 4
       for (int rr = 0; rr < MR; rr++)
+#pragma GCC unroll 4
         for (int j = 0; j < 4; j++) vstore(acc + (r + rr) * Dvp + d0 + j * 16, c[rr][j]);
     }
   }

@@ -6,7 +6,8 @@
  *
  * The inner products are register-blocked micro-kernels (4 rows x 64 keys for Q K^T, 4 rows x
  * 64 dims for P V) written with GCC vector extensions and compiled for AVX-512, AVX+FMA and a
- * baseline (target_clones picks one by the CPU's features at load time), as are the fp16/bf16 conversions and exp(). */
+ * baseline (target_clones picks one by the CPU's features at load time), as are the fp16/bf16
+ * conversions and exp(). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "formats/bundle.h"
@@ -254,4 +256,44 @@ Test(cli, two_hals_side_by_side_and_compare_reports) {
   snprintf(args, sizeof args, "compare %s %s", a, b);
   cr_assert_eq(replay(args), 2);
   cr_assert(strstr(err_text, "not a replay report"), "%s", err_text);
+}
+
+/* Ctrl-C stops the run cleanly: the op being timed is reported with the iterations it has,
+ * the summary says the run was interrupted, and the report on disk is complete JSON. */
+Test(cli, interrupt_keeps_what_was_measured) {
+  char report[1024], out[1100];
+  snprintf(report, sizeof report, "%s/interrupted.%d.json", tmpdir(), (int)getpid());
+  snprintf(out, sizeof out, "%s/interrupted.%d.out", tmpdir(), (int)getpid());
+  char bundle[1100];
+  snprintf(bundle, sizeof bundle, "%s/slow.%d.json", tmpdir(), (int)getpid());
+  write_text(bundle,
+             "{\"format\": \"xreplay-bundle\", \"ops\": [{\"name\": \"aten::mm\", \"args\": ["
+             "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": {\"shape\": [256, 256], "
+             "\"dtype\": \"float\"}}, {\"name\": \"mat2\", \"type\": \"Tensor\", \"value\": "
+             "{\"shape\": [256, 256], \"dtype\": \"float\"}}]}, {\"name\": \"x::next\"}]}");
+  pid_t child = fork();
+  cr_assert_geq(child, 0);
+  if (child == 0) {
+    freopen(out, "w", stdout);
+    freopen("/dev/null", "w", stderr);
+    char report_arg[1100];
+    snprintf(report_arg, sizeof report_arg, "--report=%s", report);
+    /* Each op would time for a minute; the interrupt comes after a second. */
+    execl("tools/replay", "replay", "--hal=cpu", "--warmup=0", "--iters=1", "--min-time=60000",
+          report_arg, bundle, (char *)NULL);
+    _exit(127);
+  }
+  struct timespec second = {1, 0};
+  nanosleep(&second, NULL);
+  kill(child, SIGINT);
+  int status;
+  cr_assert_eq(waitpid(child, &status, 0), child);
+  cr_assert(WIFEXITED(status), "replay was killed by the interrupt instead of stopping");
+  slurp(out, out_text, sizeof out_text);
+  cr_assert(strstr(out_text, "(interrupted)"), "%s", out_text);
+  cr_assert(strstr(out_text, "1 of 2 ops attempted: 1 succeeded"), "%s", out_text);
+  slurp(report, out_text, sizeof out_text);
+  cr_assert(strstr(out_text, "\"cancelled\":true"), "%s", out_text);
+  cr_assert(strstr(out_text, "\"name\":\"aten::mm\"") && strstr(out_text, "\"iterations\":"),
+            "%s", out_text);
 }

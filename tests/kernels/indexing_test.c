@@ -7,77 +7,7 @@
 #include <stdlib.h>
 
 #include "kernels/kernels.h"
-#include "tests/kernels/check.h"
-
-/* ------------------------------------------------------------------------------------------ */
-/* building one-op bundles                                                                     */
-
-typedef struct text {
-  char s[8192];
-  size_t n;
-} text_t;
-
-static void put(text_t *t, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(t->s + t->n, sizeof t->s - t->n, fmt, ap);
-  va_end(ap);
-  cr_assert(k >= 0 && (size_t)k < sizeof t->s - t->n, "case text too long");
-  t->n += (size_t)k;
-}
-
-/* snprintf that fails the test when the text does not fit. */
-static void format(char *buf, size_t size, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(buf, size, fmt, ap);
-  va_end(ap);
-  cr_assert(k >= 0 && (size_t)k < size, "case text too long");
-}
-
-/* A tensor value: shape, optional strides (NULL: contiguous), storage offset. */
-static const char *tensor(text_t *t, const char *dtype, int rank, const int64_t *shape,
-                          const int64_t *strides, int64_t offset) {
-  size_t start = t->n;
-  put(t, "{\"dtype\": \"%s\", \"shape\": [", dtype);
-  for (int d = 0; d < rank; d++) put(t, "%s%lld", d ? ", " : "", (long long)shape[d]);
-  put(t, "]");
-  if (strides) {
-    put(t, ", \"strides\": [");
-    for (int d = 0; d < rank; d++) put(t, "%s%lld", d ? ", " : "", (long long)strides[d]);
-    put(t, "]");
-  }
-  if (offset) put(t, ", \"storage_offset\": %lld", (long long)offset);
-  put(t, "}");
-  return t->s + start;
-}
-
-#define SHAPE(...) (const int64_t[]){__VA_ARGS__}
-#define RANK(...) ((int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
-
-/* Assembles {"ops": [{"name": op, "args": [...], "kwargs": [...]}]} from argument snippets
- * already written as `{"name": .., "type": .., "value": ..}`. */
-static const char *bundle(const char *op, const char *args, const char *kwargs) {
-  static char buf[16384];
-  format(buf, sizeof buf,
-           "{\"format\": \"xreplay-bundle\", \"format_version\": 1, \"ops\": [{\"name\": \"%s\", "
-           "\"args\": [%s], \"kwargs\": [%s]}]}",
-           op, args, kwargs ? kwargs : "");
-  return buf;
-}
-
-static uint64_t next_seed = 1;
-
-/* Runs on `device`; the kernel that ran must start with `prefix`. */
-static void expect_match(const char *json, const char *device, const char *prefix) {
-  xr_op_result_t r = check_op_seeded(json, device, next_seed++);
-  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s: %s", json, device,
-               xr_op_outcome_name(r.outcome), r.message);
-  cr_assert(r.checked && r.check_passed, "%s on %s: check failed (nmse %g)", json, device,
-            r.outputs[0].nmse);
-  cr_assert(strncmp(r.kernel, prefix, strlen(prefix)) == 0, "%s: ran %s, expected %s*", json,
-            r.kernel, prefix);
-}
+#include "tests/kernels/bundle_text.h"
 
 /* cpu (fast vs reference) then opencl, for a family whose kernels are "<driver>.<family>". */
 static void both(const char *json, const char *family) {

@@ -83,11 +83,47 @@ static void even_split(xr_init_context_t *c, int index, int64_t count, int64_t t
   }
 }
 
+static bool hint_int(const xr_op_t *op, const char *name, int64_t *out) {
+  for (size_t i = 0; i < op->hint_count; i++)
+    if (op->hints[i].name && !strcmp(op->hints[i].name, name) && op->hints[i].value.kind == XR_VALUE_INT) {
+      *out = op->hints[i].value.as.i;
+      return true;
+    }
+  return false;
+}
+
+/* The prefill/decode mix a trace recorded (extraction's vLLM iteration hints): the first
+ * prefill_seqs sequences share prefill_tokens query tokens, every decode sequence has one.
+ * False when there are no hints or they do not fit this op's shapes. */
+static bool split_from_hints(xr_init_context_t *c, int qsl, int64_t num_seqs, int64_t tokens,
+                             int64_t max_len) {
+  int64_t prefill_seqs, prefill_tokens, decode_seqs;
+  if (!hint_int(c->op, "prefill_seqs", &prefill_seqs) ||
+      !hint_int(c->op, "prefill_tokens", &prefill_tokens) ||
+      !hint_int(c->op, "decode_seqs", &decode_seqs) || prefill_seqs < 0 || decode_seqs < 0 ||
+      prefill_seqs + decode_seqs != num_seqs || prefill_tokens + decode_seqs != tokens ||
+      (prefill_seqs == 0) != (prefill_tokens == 0) || prefill_tokens < prefill_seqs)
+    return false;
+  int64_t start = 0;
+  store_at(c, qsl, 0, 0);
+  for (int64_t b = 0; b < num_seqs; b++) {
+    int64_t len = b < prefill_seqs ? prefill_tokens / prefill_seqs + (b < prefill_tokens % prefill_seqs) : 1;
+    if (max_len > 0 && len > max_len) return false;
+    start += len;
+    store_at(c, qsl, b + 1, (double)start);
+  }
+  char what[160];
+  snprintf(what, sizeof what, "query_start_loc from the trace: %lld prefill (%lld tokens) + %lld decode",
+           (long long)prefill_seqs, (long long)prefill_tokens, (long long)decode_seqs);
+  append(c, "%s%s", what);
+  return true;
+}
+
 /* Sequence lengths: "max" (all at max_seq_len, the default), "uniform" (1..max_seq_len), or an
  * explicit comma-separated list (repeated as needed). Then block tables of distinct random
  * blocks (a Fisher-Yates shuffle of all cache blocks). With query_start_loc (_rocm_C), the
- * query tokens are split evenly over the sequences and each sequence holds at least its
- * queries. Cache slots no sequence uses (unused blocks, slots past seq_lens) are NaN. */
+ * query tokens follow the op's prefill/decode hints when the bundle has them, else split evenly
+ * over the sequences, and each sequence holds at least its queries. Cache slots no sequence uses (unused blocks, slots past seq_lens) are NaN. */
 static xr_status_t init_paged_attention(xr_init_context_t *c) {
   int sl = input_index(c, "seq_lens"), bt = input_index(c, "block_tables");
   int kc = input_index(c, "key_cache"), vc = input_index(c, "value_cache");
@@ -101,8 +137,10 @@ static xr_status_t init_paged_attention(xr_init_context_t *c) {
   if (max_len > max_blocks * block_size) max_len = max_blocks * block_size;
   if (max_len < 1 || block_size < 1) return XR_OK;
   if (qsl >= 0 && q >= 0 && !c->has_data[qsl] && c->plan->inputs[qsl]->shape[0] == num_seqs + 1) {
-    even_split(c, qsl, num_seqs, c->plan->inputs[q]->shape[0], max_len);
-    append(c, "%s%s", "query_start_loc even split");
+    if (!split_from_hints(c, qsl, num_seqs, c->plan->inputs[q]->shape[0], max_len)) {
+      even_split(c, qsl, num_seqs, c->plan->inputs[q]->shape[0], max_len);
+      append(c, "%s%s", "query_start_loc even split");
+    }
   }
   uint64_t s = c->seed;
   const char *mode = c->params && c->params[0] ? c->params : "max";

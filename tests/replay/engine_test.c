@@ -269,3 +269,42 @@ Test(engine, unavailable_hal_is_reported_with_its_reason) {
   cr_assert_neq(xr_replay_run(b, &o, NULL, NULL, NULL), XR_OK);
   xr_bundle_destroy(b);
 }
+
+/* A ROCm paged-attention op extracted from a vLLM trace carries the iteration's prefill/decode
+ * mix as hints; its initializer lays query_start_loc out from them (3 sequences: one prefill of
+ * 5 tokens, two decodes), and the op still matches the reference. */
+#define T(name, type, shape, extra)                                                           \
+  "{\"name\": \"" name "\", \"type\": \"" type "\", \"value\": {\"shape\": " shape \
+  ", \"dtype\": \"float\"" extra "}}"
+#define I(name, v) "{\"name\": \"" name "\", \"type\": \"int\", \"value\": " #v "}"
+
+Test(engine, paged_attention_query_layout_follows_trace_hints) {
+  xr_bundle_t *b = bundle(
+      "{\"name\": \"_rocm_C::paged_attention\", \"args\": ["
+      T("out", "Tensor(a!)", "[7, 2, 64]", ", \"init\": null") ","
+      T("exp_sums", "Tensor", "[3, 2, 1]", ", \"init\": null") ","
+      T("max_logits", "Tensor", "[3, 2, 1]", ", \"init\": null") ","
+      T("tmp_out", "Tensor", "[3, 2, 1, 64]", ", \"init\": null") ","
+      T("query", "Tensor", "[7, 2, 64]", "") ","
+      T("key_cache", "Tensor", "[15, 2, 16, 16, 4]", "") ","
+      T("value_cache", "Tensor", "[15, 2, 64, 16]", "") ","
+      I("num_kv_heads", 2) ", {\"name\": \"scale\", \"type\": \"float\", \"value\": 0.125},"
+      "{\"name\": \"block_tables\", \"type\": \"Tensor\", \"value\": {\"shape\": [3, 5], \"dtype\": \"int\"}},"
+      "{\"name\": \"seq_lens\", \"type\": \"Tensor\", \"value\": {\"shape\": [3], \"dtype\": \"int\"}},"
+      "{\"name\": \"query_start_loc\", \"type\": \"Tensor?\", \"value\": {\"shape\": [4], \"dtype\": \"int\"}},"
+      I("block_size", 16) "," I("max_seq_len", 64) ","
+      "{\"name\": \"alibi_slopes\", \"type\": \"Tensor?\", \"value\": null},"
+      "{\"name\": \"kv_cache_dtype\", \"type\": \"str\", \"value\": \"auto\"},"
+      T("k_scale", "Tensor", "[1]", ", \"init\": \"ones\"") ","
+      T("v_scale", "Tensor", "[1]", ", \"init\": \"ones\"") ","
+      "{\"name\": \"fp8_out_scale\", \"type\": \"Tensor?\", \"value\": null}],"
+      "\"hints\": {\"prefill_seqs\": 1, \"prefill_tokens\": 5, \"decode_seqs\": 2, \"decode_tokens\": 2}}");
+  xr_replay_options_t o = quick();
+  o.check = true;
+  seen_t s = {0};
+  cr_assert_eq(xr_replay_run(b, &o, observe, &s, NULL), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(s.r[0].outcome, XR_OP_SUCCEEDED, "%s", s.r[0].message);
+  cr_assert(strstr(s.r[0].init_policy, "query_start_loc from the trace: 1 prefill (5 tokens) + 2 decode"),
+            "%s", s.r[0].init_policy);
+  xr_bundle_destroy(b);
+}

@@ -1,4 +1,14 @@
-/* Fast CPU path for the fused experts (vllm::outplace/inplace_fused_experts, vllm::moe_forward):
+/* Fast CPU path for the fused experts (vllm::outplace/inplace_fused_experts, vllm::moe_forward).
+ *
+ * With oneDNN (bf16, fp32): the routing is known at prepare() (the inputs are in place and fixed
+ * between runs), so each expert's GEMMs get oneDNN matmul primitives there, one per distinct row
+ * count, with the weights bound in place through their strides (w1[e] read as [K, 2N], w2[e] as
+ * [N, K]: no copies). A run gathers each expert's rows in the op's dtype, runs GEMM-1 into the
+ * op's dtype (vLLM's rounding of the GEMM-1 output), silu_and_mul, GEMM-2 into fp32, then the
+ * reduce applies the routing weight, rounds and sums over top-k. Should the routing differ from
+ * the prepared one (inputs changed), the run takes the micro-kernel path below instead.
+ *
+ * Without (fp16: oneDNN 2.6 has no fp16 matmul on x86; or oneDNN absent), the micro-kernel path:
  *   1. route (one host step): the rows routed to each expert, each expert's rows padded to the
  *      micro-kernel height;
  *   2. gather: those rows of hidden_states as fp32, expert by expert;
@@ -15,6 +25,7 @@
 
 #include <immintrin.h>
 
+#include "kernels/cpu/onednn.h"
 #include "kernels/dtype.h"
 #include "kernels/family.h"
 #include "kernels/moe.h"
@@ -103,6 +114,23 @@ static void pack_panel(const void *w, xr_dtype_t d, int64_t at, int64_t rs, int6
   }
 }
 
+#ifdef XR_HAVE_DNNL_H
+/* One expert's two GEMMs: memories bound to the gathered rows, the weights and the outputs. */
+typedef struct expert_gemms {
+  dnnl_primitive_t gemm1, gemm2; /* shared by the experts with the same row count */
+  dnnl_memory_t mem1[3], mem2[3];
+} expert_gemms_t;
+
+typedef struct dnnl_path {
+  const xr_dnnl_t *d;
+  dnnl_stream_t stream;
+  int64_t *rows_prepared;     /* [E+1] row_start at prepare() */
+  expert_gemms_t *experts;    /* [E] */
+  dnnl_primitive_t *owned;    /* [2E] distinct primitives, for release */
+  int owned_count;
+} dnnl_path_t;
+#endif
+
 typedef struct cpu_state {
   const xr_moe_problem_t *p;
   xr_tensor_t hidden, w1, w2, weights, ids, logits, out;
@@ -113,9 +141,16 @@ typedef struct cpu_state {
   int32_t *row_pair;       /* [rows_cap] token*topk + slot, -1 for padding */
   int32_t *route_ids;      /* [M*topk] expert of each pair, -1 when not routed */
   float *route_w;          /* [M*topk] routing weight of each pair */
-  float *A;                /* [rows_cap][K] gathered inputs */
-  float *H;                /* [rows_cap][N] silu(g) * u */
-  float *Y;                /* [M*topk][K] weighted expert outputs */
+  int32_t *pair_row;       /* [M*topk] gathered row of each pair (oneDNN path) */
+  float *A;                /* [rows_cap][K] gathered inputs (fp32; the op's dtype for oneDNN) */
+  float *H;                /* [rows_cap][N] silu(g) * u (ditto) */
+  float *Y;                /* [M*topk][K] weighted expert outputs; [rows_cap][K] GEMM-2 outputs
+                            * for oneDNN */
+  void *G;                 /* [rows_cap][2N] GEMM-1 outputs in the op's dtype (oneDNN) */
+  bool use_dnnl;           /* this run: the routing matches the prepared primitives */
+#ifdef XR_HAVE_DNNL_H
+  dnnl_path_t dnnl;
+#endif
 } cpu_state_t;
 
 /* Softmax top-k of one token's router logits in fp32, as vLLM's topk_softmax does; experts are
@@ -174,26 +209,58 @@ static void step_route(void *ctx) {
     return;
   }
   memcpy(next, s->row_start, sizeof(int64_t) * (size_t)p->E);
-  for (int64_t i = 0; i < pairs; i++)
-    if (s->route_ids[i] >= 0) s->row_pair[next[s->route_ids[i]]++] = (int32_t)i;
+  for (int64_t i = 0; i < pairs; i++) {
+    s->pair_row[i] = -1;
+    if (s->route_ids[i] >= 0) s->row_pair[s->pair_row[i] = (int32_t)next[s->route_ids[i]]++] = (int32_t)i;
+  }
   free(next);
+  s->use_dnnl = false;
+#ifdef XR_HAVE_DNNL_H
+  s->use_dnnl = s->dnnl.experts &&
+                !memcmp(s->row_start, s->dnnl.rows_prepared, sizeof(int64_t) * (size_t)(p->E + 1));
+#endif
 }
 
 static void step_gather(void *ctx, size_t begin, size_t end) {
   const cpu_state_t *s = ctx;
   const xr_moe_problem_t *p = s->p;
   for (size_t r = begin; r < end && (int64_t)r < s->row_start[p->E]; r++) {
-    float *a = s->A + r * (size_t)p->K;
+    float *a = s->A + r * (size_t)p->K, line[KC];
     int32_t pair = s->row_pair[r];
-    if (pair < 0) {
-      memset(a, 0, sizeof(float) * (size_t)p->K);
+    if (!s->use_dnnl) {
+      if (pair < 0) {
+        memset(a, 0, sizeof(float) * (size_t)p->K);
+        continue;
+      }
+      int64_t m = pair / p->topk;
+      load_f32(s->hb, s->hidden.dtype, xr_moe_at(&s->hidden, m, 0, 0), s->hidden.strides[1], p->K, a);
+      if (p->weight_on_input) {
+        float w = s->route_w[pair];
+        for (int64_t k = 0; k < p->K; k++) a[k] = round_to(p->dtype, a[k] * w);
+      }
       continue;
     }
-    int64_t m = pair / p->topk;
-    load_f32(s->hb, s->hidden.dtype, xr_moe_at(&s->hidden, m, 0, 0), s->hidden.strides[1], p->K, a);
-    if (p->weight_on_input) {
-      float w = s->route_w[pair];
-      for (int64_t k = 0; k < p->K; k++) a[k] = round_to(p->dtype, a[k] * w);
+    /* oneDNN: the row in the op's dtype. */
+    size_t esize = xr_dtype_size(p->dtype);
+    uint8_t *row = (uint8_t *)s->A + r * (size_t)p->K * esize;
+    if (pair < 0) {
+      memset(row, 0, esize * (size_t)p->K);
+      continue;
+    }
+    int64_t at = xr_moe_at(&s->hidden, pair / p->topk, 0, 0), ks = s->hidden.strides[1];
+    if (s->hidden.dtype == p->dtype && ks == 1 && !p->weight_on_input) {
+      memcpy(row, (const uint8_t *)s->hb + (size_t)at * esize, esize * (size_t)p->K);
+      continue;
+    }
+    float w = p->weight_on_input ? s->route_w[pair] : 1.0f;
+    for (int64_t k0 = 0; k0 < p->K; k0 += KC) {
+      int64_t kc = p->K - k0 < KC ? p->K - k0 : KC;
+      load_f32(s->hb, s->hidden.dtype, at + k0 * ks, ks, kc, line);
+      for (int64_t k = 0; k < kc; k++) {
+        float v = p->weight_on_input ? line[k] * w : line[k];
+        if (p->dtype == XR_DTYPE_F32) ((float *)row)[k0 + k] = v;
+        else ((uint16_t *)row)[k0 + k] = xr_f32_to_bf16(v);
+      }
     }
   }
 }
@@ -215,7 +282,7 @@ static void expert_panel(const cpu_state_t *s, const float *A, int64_t lda, int6
 static void step_gemm1(void *ctx, size_t begin, size_t end) {
   const cpu_state_t *s = ctx;
   const xr_moe_problem_t *p = s->p;
-  for (size_t t = begin; t < end; t++) {
+  for (size_t t = begin; t < end && !s->use_dnnl; t++) {
     int64_t e = (int64_t)t % p->E, n0 = (int64_t)t / p->E * NR;
     int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
     if (!rows) continue;
@@ -244,7 +311,7 @@ static void step_gemm1(void *ctx, size_t begin, size_t end) {
 static void step_gemm2(void *ctx, size_t begin, size_t end) {
   const cpu_state_t *s = ctx;
   const xr_moe_problem_t *p = s->p;
-  for (size_t t = begin; t < end; t++) {
+  for (size_t t = begin; t < end && !s->use_dnnl; t++) {
     int64_t e = (int64_t)t % p->E, k0 = (int64_t)t / p->E * NR;
     int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
     if (!rows) continue;
@@ -265,20 +332,164 @@ static void step_gemm2(void *ctx, size_t begin, size_t end) {
   }
 }
 
+#ifdef XR_HAVE_DNNL_H
+/* Runs GEMM-1 (which = 0) or GEMM-2 of every expert with rows; oneDNN threads each one. A failed
+ * execution leaves stale outputs, which the check reports. */
+static void run_experts(const cpu_state_t *s, int which) {
+  const dnnl_path_t *dp = &s->dnnl;
+  for (int64_t e = 0; e < s->p->E; e++) {
+    const expert_gemms_t *x = &dp->experts[e];
+    dnnl_primitive_t prim = which ? x->gemm2 : x->gemm1;
+    dnnl_memory_t const *mem = which ? x->mem2 : x->mem1;
+    if (!prim) continue;
+    dnnl_exec_arg_t args[3] = {
+        {DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
+    dp->d->dnnl_primitive_execute(prim, dp->stream, 3, args);
+  }
+  dp->d->dnnl_stream_wait(dp->stream);
+}
+
+static void step_dnnl_gemm1(void *ctx) {
+  const cpu_state_t *s = ctx;
+  if (s->use_dnnl) run_experts(s, 0);
+}
+
+static void step_dnnl_gemm2(void *ctx) {
+  const cpu_state_t *s = ctx;
+  if (s->use_dnnl) run_experts(s, 1);
+}
+
+/* H[r] = silu(g) * u from the GEMM-1 row [g | u], all in the op's dtype. */
+static void step_dnnl_silu(void *ctx, size_t begin, size_t end) {
+  const cpu_state_t *s = ctx;
+  const xr_moe_problem_t *p = s->p;
+  if (!s->use_dnnl) return;
+  float g[KC], u[KC];
+  size_t esize = xr_dtype_size(p->dtype);
+  for (size_t r = begin; r < end && (int64_t)r < s->row_start[p->E]; r++) {
+    int64_t grow = (int64_t)r * 2 * p->N;
+    uint8_t *h = (uint8_t *)s->H + r * (size_t)p->N * esize;
+    for (int64_t n0 = 0; n0 < p->N; n0 += KC) {
+      int64_t nc = p->N - n0 < KC ? p->N - n0 : KC;
+      load_f32(s->G, p->dtype, grow + n0, 1, nc, g);
+      load_f32(s->G, p->dtype, grow + p->N + n0, 1, nc, u);
+      for (int64_t c = 0; c < nc; c++) {
+        float v = g[c] / (1.0f + expf(-g[c])) * u[c];
+        if (p->dtype == XR_DTYPE_F32) ((float *)h)[n0 + c] = v;
+        else ((uint16_t *)h)[n0 + c] = xr_f32_to_bf16(v);
+      }
+    }
+  }
+}
+
+static void dnnl_release(dnnl_path_t *dp, int64_t E) {
+  if (!dp->d) return;
+  for (int64_t e = 0; dp->experts && e < E; e++)
+    for (int i = 0; i < 3; i++) {
+      if (dp->experts[e].mem1[i]) dp->d->dnnl_memory_destroy(dp->experts[e].mem1[i]);
+      if (dp->experts[e].mem2[i]) dp->d->dnnl_memory_destroy(dp->experts[e].mem2[i]);
+    }
+  for (int i = 0; i < dp->owned_count; i++) dp->d->dnnl_primitive_destroy(dp->owned[i]);
+  if (dp->stream) dp->d->dnnl_stream_destroy(dp->stream);
+  free(dp->experts);
+  free(dp->owned);
+  free(dp->rows_prepared);
+  memset(dp, 0, sizeof *dp);
+}
+
+/* Binds one GEMM: dst[rows, n] = src[rows, k] @ weights, the primitive shared with earlier experts
+ * of the same row count (`same`, or NULL). */
+static xr_status_t bind_gemm(dnnl_path_t *dp, const xr_dnnl_matrix_t m[3], void *const ptr[3],
+                             dnnl_primitive_t same, dnnl_primitive_t *prim, dnnl_memory_t mem[3]) {
+  dnnl_memory_desc_t mds[3];
+  xr_status_t st = xr_dnnl_matmul_create(dp->d, &m[0], &m[1], &m[2], same ? NULL : prim, mds);
+  if (st != XR_OK) return st;
+  if (same) *prim = same;
+  else dp->owned[dp->owned_count++] = *prim;
+  for (int i = 0; i < 3; i++)
+    if (dp->d->dnnl_memory_create(&mem[i], &mds[i], dp->d->engine, ptr[i]) != dnnl_success)
+      return xr_error(XR_DEVICE_ERROR, "dnnl_memory_create failed");
+  return XR_OK;
+}
+
+/* Creates every expert's primitives for the routing of the inputs as they are now; any failure
+ * (fp16, odd strides, no oneDNN) leaves the micro-kernel path in charge. */
+static xr_status_t dnnl_prepare(cpu_state_t *s) {
+  const xr_moe_problem_t *p = s->p;
+  dnnl_path_t *dp = &s->dnnl;
+  xr_status_t st = xr_dnnl_get(&dp->d);
+  if (st != XR_OK) return st;
+  if (s->hidden.rank != 2 || s->w1.rank != 3 || s->w2.rank != 3 || s->w1.dtype != p->dtype ||
+      s->w2.dtype != p->dtype || (p->dtype != XR_DTYPE_BF16 && p->dtype != XR_DTYPE_F32))
+    return xr_error(XR_UNIMPLEMENTED, "weights of another dtype than the activations, or fp16");
+  size_t esize = xr_dtype_size(p->dtype), E = (size_t)p->E;
+  dp->rows_prepared = calloc(E + 1, sizeof(int64_t));
+  dp->experts = calloc(E, sizeof *dp->experts);
+  dp->owned = calloc(2 * E, sizeof *dp->owned);
+  if (!dp->rows_prepared || !dp->experts || !dp->owned)
+    return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  if (dp->d->dnnl_stream_create(&dp->stream, dp->d->engine, dnnl_stream_default_flags) != dnnl_success)
+    return xr_error(XR_DEVICE_ERROR, "dnnl_stream_create failed");
+  step_route(s);
+  memcpy(dp->rows_prepared, s->row_start, sizeof(int64_t) * (E + 1));
+  for (int64_t e = 0; e < p->E; e++) {
+    int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
+    if (!rows) continue;
+    expert_gemms_t *x = &dp->experts[e], *same = NULL;
+    for (int64_t q = 0; q < e && !same; q++)
+      if (s->row_start[q + 1] - s->row_start[q] == rows) same = &dp->experts[q];
+    const xr_dnnl_matrix_t m1[3] = {
+        {p->dtype, rows, p->K, p->K, 1},
+        {p->dtype, p->K, 2 * p->N, s->w1.strides[2], s->w1.strides[1]},
+        {p->dtype, rows, 2 * p->N, 2 * p->N, 1}};
+    void *const ptr1[3] = {(uint8_t *)s->A + (size_t)(r0 * p->K) * esize,
+                           (uint8_t *)s->w1b + (size_t)xr_moe_at(&s->w1, e, 0, 0) * esize,
+                           (uint8_t *)s->G + (size_t)(r0 * 2 * p->N) * esize};
+    const xr_dnnl_matrix_t m2[3] = {
+        {p->dtype, rows, p->N, p->N, 1},
+        {p->dtype, p->N, p->K, s->w2.strides[2], s->w2.strides[1]},
+        {XR_DTYPE_F32, rows, p->K, p->K, 1}};
+    void *const ptr2[3] = {(uint8_t *)s->H + (size_t)(r0 * p->N) * esize,
+                           (uint8_t *)s->w2b + (size_t)xr_moe_at(&s->w2, e, 0, 0) * esize,
+                           s->Y + r0 * p->K};
+    if ((st = bind_gemm(dp, m1, ptr1, same ? same->gemm1 : NULL, &x->gemm1, x->mem1)) ||
+        (st = bind_gemm(dp, m2, ptr2, same ? same->gemm2 : NULL, &x->gemm2, x->mem2)))
+      return st;
+  }
+  return XR_OK;
+}
+#endif
+
 static void step_reduce(void *ctx, size_t begin, size_t end) {
   const cpu_state_t *s = ctx;
   const xr_moe_problem_t *p = s->p;
   const xr_tensor_t *o = &s->out;
+  float acc[KC];
   for (size_t mi = begin; mi < end; mi++) {
     int64_t m = (int64_t)mi;
-    for (int64_t k = 0; k < p->K; k++) {
-      float acc = 0;
-      for (int64_t j = 0; j < p->topk; j++)
-        if (s->route_ids[m * p->topk + j] >= 0) acc += s->Y[(m * p->topk + j) * p->K + k];
-      int64_t at = xr_moe_at(o, m, k, 0);
-      if (o->dtype == XR_DTYPE_F32) ((float *)s->ob)[at] = acc;
-      else if (o->dtype == XR_DTYPE_BF16) ((uint16_t *)s->ob)[at] = xr_f32_to_bf16(acc);
-      else ((uint16_t *)s->ob)[at] = xr_f32_to_f16(acc);
+    /* A KC-wide strip at a time, summed over top-k in slot order, contiguous in Y. */
+    for (int64_t k0 = 0; k0 < p->K; k0 += KC) {
+      int64_t kc = p->K - k0 < KC ? p->K - k0 : KC;
+      memset(acc, 0, sizeof(float) * (size_t)kc);
+      for (int64_t j = 0; j < p->topk; j++) {
+        int64_t pair = m * p->topk + j;
+        if (s->route_ids[pair] < 0) continue;
+        if (!s->use_dnnl) {
+          const float *y = s->Y + pair * p->K + k0;
+          for (int64_t k = 0; k < kc; k++) acc[k] += y[k];
+          continue;
+        }
+        /* oneDNN path: the routing weight and vLLM's rounding of the GEMM-2 output here. */
+        const float *y = s->Y + s->pair_row[pair] * p->K + k0;
+        float w = p->weight_on_input ? 1.0f : s->route_w[pair];
+        for (int64_t k = 0; k < kc; k++) acc[k] += round_to(p->dtype, y[k] * w);
+      }
+      for (int64_t k = 0; k < kc; k++) {
+        int64_t at = xr_moe_at(o, m, k0 + k, 0);
+        if (o->dtype == XR_DTYPE_F32) ((float *)s->ob)[at] = acc[k];
+        else if (o->dtype == XR_DTYPE_BF16) ((uint16_t *)s->ob)[at] = xr_f32_to_bf16(acc[k]);
+        else ((uint16_t *)s->ob)[at] = xr_f32_to_f16(acc[k]);
+      }
     }
   }
 }
@@ -301,6 +512,11 @@ static void cpu_release(void *state) {
   free(s->A);
   free(s->H);
   free(s->Y);
+  free(s->pair_row);
+  free(s->G);
+#ifdef XR_HAVE_DNNL_H
+  dnnl_release(&s->dnnl, s->p->E);
+#endif
   free(s);
 }
 
@@ -338,12 +554,20 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   s->route_w = malloc(sizeof *s->route_w * (pairs ? pairs : 1));
   s->A = malloc(sizeof(float) * rows * (size_t)(p->K ? p->K : 1));
   s->H = malloc(sizeof(float) * rows * (size_t)(p->N ? p->N : 1));
-  s->Y = malloc(sizeof(float) * (pairs ? pairs : 1) * (size_t)(p->K ? p->K : 1));
-  if (!s->row_start || !s->row_pair || !s->route_ids || !s->route_w || !s->A || !s->H || !s->Y) {
+  /* Y: weighted pairs (micro-kernel path) or GEMM-2 rows (oneDNN path). */
+  size_t y_rows = rows > pairs ? rows : (pairs ? pairs : 1);
+  s->Y = malloc(sizeof(float) * y_rows * (size_t)(p->K ? p->K : 1));
+  s->pair_row = malloc(sizeof *s->pair_row * (pairs ? pairs : 1));
+  s->G = malloc(xr_dtype_size(p->dtype) * rows * (size_t)(p->N ? 2 * p->N : 1));
+  if (!s->row_start || !s->row_pair || !s->route_ids || !s->route_w || !s->A || !s->H || !s->Y ||
+      !s->pair_row || !s->G) {
     cpu_release(s);
     return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory for %lld routed rows",
                     plan->op->name, (long long)s->rows_cap);
   }
+#ifdef XR_HAVE_DNNL_H
+  if (dnnl_prepare(s) != XR_OK) dnnl_release(&s->dnnl, p->E); /* the micro-kernel path runs */
+#endif
   *out_state = s;
   return XR_OK;
 }
@@ -358,6 +582,13 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
       (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * panels1, 1, step_gemm1, s)) ||
       (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * panels2, 1, step_gemm2, s)))
     return st;
+#ifdef XR_HAVE_DNNL_H
+  if (s->dnnl.experts &&
+      ((st = xr_hal_stream_enqueue_host(stream, step_dnnl_gemm1, s)) ||
+       (st = xr_hal_stream_enqueue_parallel(stream, (size_t)s->rows_cap, 8, step_dnnl_silu, s)) ||
+       (st = xr_hal_stream_enqueue_host(stream, step_dnnl_gemm2, s))))
+    return st;
+#endif
   return xr_hal_stream_enqueue_parallel(stream, (size_t)p->M, 1, step_reduce, s);
 }
 

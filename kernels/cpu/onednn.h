@@ -16,6 +16,7 @@
 #ifdef XR_HAVE_DNNL_H
 #include <oneapi/dnnl/dnnl.h>
 
+#include "formats/bundle.h"
 #include "hal/hal.h"
 
 #define XR_DNNL_SYMBOLS(REQUIRED, OPTIONAL)                                                     \
@@ -64,6 +65,20 @@ typedef struct xr_dnnl {
 /* Loads oneDNN and creates the cpu engine once per process. UNAVAILABLE with every path tried
  * (or the failing call) when it cannot. Thread-safe. */
 xr_status_t xr_dnnl_get(const xr_dnnl_t **out_dnnl);
+
+/* One 2-D matmul operand: dtype, extent and strides in elements. */
+typedef struct xr_dnnl_matrix {
+  xr_dtype_t dtype;
+  int64_t rows, cols, row_stride, col_stride;
+} xr_dnnl_matrix_t;
+
+/* dst = src @ weights on operands described by their strides (so weights are used in place,
+ * transposed or not): creates the primitive and fills mds (src, weights, dst) for
+ * dnnl_memory_create (only mds when out_primitive is NULL). UNIMPLEMENTED with the reason when oneDNN cannot run it, or only with its
+ * reference kernel. */
+xr_status_t xr_dnnl_matmul_create(const xr_dnnl_t *dnnl, const xr_dnnl_matrix_t *src,
+                                  const xr_dnnl_matrix_t *weights, const xr_dnnl_matrix_t *dst,
+                                  dnnl_primitive_t *out_primitive, dnnl_memory_desc_t mds[3]);
 
 /* "dnnl_unimplemented (3)". */
 const char *xr_dnnl_status_name(const xr_dnnl_t *dnnl, dnnl_status_t status);

@@ -1,5 +1,5 @@
 /* .npy files (NumPy format 1.0 to 3.0, little-endian, C order) holding real tensor contents.
- * Conventions (as ../shared/golden/README.md): bf16 as 16-bit patterns ('<u2'), fp8 as bytes;
+ * Conventions (as tests/data/golden/README.md): bf16 as 16-bit patterns ('<u2'), fp8 as bytes;
  * a contiguous tensor at offset 0 is stored in its own shape, any other view as its 1-D
  * storage of 1 + sum((size-1)*stride) elements (plus the storage offset). */
 #include <stdio.h>

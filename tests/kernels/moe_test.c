@@ -374,6 +374,13 @@ static void sweep_fused(const char *device, const char *kernel) {
 
 Test(moe_fused, sweep_on_cpu) { sweep_fused("cpu", "cpu.moe_fused"); }
 
+/* Without oneDNN the fused path falls back to its own micro-kernel for every dtype; that path
+ * must match the reference too (oneDNN is loaded lazily, so the switch set here takes effect). */
+Test(moe_fused, sweep_on_cpu_without_onednn) {
+  setenv("XR_ONEDNN_LIBRARY", "off", 1);
+  sweep_fused("cpu", "cpu.moe_fused");
+}
+
 /* A real trace's moe_forward carries only the layer name: unsupported with the reason. */
 Test(moe_fused, moe_forward_without_weights_is_unsupported) {
   json_t j;

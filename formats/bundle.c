@@ -199,18 +199,41 @@ static void describe(const xr_value_t *v, xr_buf_t *o) {
   }
 }
 
+/* Copies a description into buf, cut with "..." when it does not fit; frees it. */
+static void finish_description(xr_buf_t *o, char *buf, size_t size) {
+  if (o->failed || !o->data) {
+    snprintf(buf, size, "%s", o->failed ? "?" : "");
+  } else if (o->len < size) {
+    memcpy(buf, o->data, o->len + 1);
+  } else {
+    snprintf(buf, size, "%.*s...", (int)(size > 4 ? size - 4 : 0), o->data);
+  }
+  free(o->data);
+}
+
+static bool holds_tensors(const xr_value_t *v) {
+  return v->kind == XR_VALUE_TENSOR || (v->kind == XR_VALUE_LIST && v->as.list.count &&
+                                        v->as.list.items[0].kind == XR_VALUE_TENSOR);
+}
+
+void xr_op_describe_args(const xr_op_t *op, bool tensors_only, char *buf, size_t size) {
+  if (!size) return;
+  xr_buf_t o = {0};
+  for (size_t i = 0; i < op->arg_count + op->kwarg_count; i++) {
+    const xr_arg_t *a = i < op->arg_count ? &op->args[i] : &op->kwargs[i - op->arg_count];
+    if (tensors_only && !holds_tensors(&a->value)) continue;
+    if (o.len) xr_buf_puts(&o, " ");
+    if (a->name && !tensors_only) xr_buf_printf(&o, "%s=", a->name);
+    describe(&a->value, &o);
+  }
+  finish_description(&o, buf, size);
+}
+
 void xr_value_describe(const xr_value_t *value, char *buf, size_t size) {
   if (!size) return;
   xr_buf_t o = {0};
   describe(value, &o);
-  if (o.failed || !o.data) {
-    snprintf(buf, size, "?");
-  } else if (o.len < size) {
-    memcpy(buf, o.data, o.len + 1);
-  } else {
-    snprintf(buf, size, "%.*s...", (int)(size > 4 ? size - 4 : 0), o.data);
-  }
-  free(o.data);
+  finish_description(&o, buf, size);
 }
 
 const xr_arg_t *xr_op_find_arg(const xr_op_t *op, const char *name) {
@@ -518,13 +541,9 @@ bool xr_bundle_equal(const xr_bundle_t *a, const xr_bundle_t *b, char *out_where
   where_t w = {out_where, where_size};
   const xr_bundle_metadata_t *ma = &a->meta, *mb = &b->meta;
   if (ma->format_version != mb->format_version) return differ(&w, "%s.%s", "metadata", "format_version");
-  const char *fields[][2] = {
-      {ma->tool_version, mb->tool_version},       {ma->source_trace, mb->source_trace},
-      {ma->device_name, mb->device_name},         {ma->vendor, mb->vendor},
-      {ma->runtime_version, mb->runtime_version}, {ma->capture_date, mb->capture_date},
-  };
-  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-    if (!str_eq(fields[i][0], fields[i][1])) return differ(&w, "%s%s", "metadata", " (strings)");
+  for (size_t i = 0; xr_metadata_fields[i]; i++)
+    if (!str_eq(xr_metadata_value(ma, i), xr_metadata_value(mb, i)))
+      return differ(&w, "%s.%s", "metadata", xr_metadata_fields[i]);
   if (ma->extra_count != mb->extra_count) return differ(&w, "%s.%s", "metadata", "extra");
   if (!args_equal(ma->extra, mb->extra, ma->extra_count, "metadata.extra", &w)) return false;
   if (a->op_count != b->op_count) return differ(&w, "%s%s", "ops", " (count)");

@@ -212,6 +212,12 @@ xr_status_t xr_value_make_string(xr_bundle_t *bundle, xr_value_t *value, const c
  * "None", "[1, 1]". Always NUL-terminates; cut with "..." when buf is too small. */
 void xr_value_describe(const xr_value_t *value, char *buf, size_t size);
 
+/* An op's arguments on one line, args then kwargs, for tables, logs and reports:
+ * "self=bf16[16,2048] mat2=bf16[2048,2048]{1,2048} beta=1.0", or with tensors_only just the
+ * tensors and tensor lists ("bf16[16,2048] bf16[2048,2048]{1,2048}"). Cut with "..." when buf is
+ * too small. */
+void xr_op_describe_args(const xr_op_t *op, bool tensors_only, char *buf, size_t size);
+
 /* Looks an argument up by name among args then kwargs; NULL if absent. */
 const xr_arg_t *xr_op_find_arg(const xr_op_t *op, const char *name);
 

@@ -23,6 +23,12 @@ static inline void xr_path_pop(xr_path_t *p, size_t len) {
   p->buf[len] = '\0';
 }
 
+/* The metadata's named string fields, as files spell them (NULL-terminated), and the field of
+ * `m` each one is stored in: the single place that maps one onto the other for every codec. */
+extern const char *const xr_metadata_fields[];
+char **xr_metadata_slot(xr_bundle_metadata_t *m, size_t i);
+const char *xr_metadata_value(const xr_bundle_metadata_t *m, size_t i);
+
 /* Calls fn on every tensor spec of every op argument (lists included). */
 typedef void (*xr_tensor_visit_fn)(xr_tensor_spec_t *t, void *ctx);
 void xr_bundle_visit_tensors(xr_bundle_t *bundle, xr_tensor_visit_fn fn, void *ctx);

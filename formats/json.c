@@ -510,21 +510,16 @@ static xr_status_t decode_tracelens_op(json_decoder_t *d, const cJSON *obj, xr_o
   return decode_count(d, obj, op);
 }
 
-static const char *const metadata_fields[] = {"tool_version",    "source_trace", "device_name",
-                                              "vendor",          "runtime_version",
-                                              "capture_date",    NULL};
-
 static xr_status_t decode_metadata(json_decoder_t *d, const cJSON *meta) {
   xr_bundle_metadata_t *m = &d->bundle->meta;
-  char **slots[] = {&m->tool_version, &m->source_trace,    &m->device_name,
-                    &m->vendor,       &m->runtime_version, &m->capture_date};
   size_t mark = xr_path_push(&d->path, "metadata");
   xr_status_t st;
   if ((st = expect(d, meta, cJSON_IsObject(meta), "", "an object")) != XR_OK) return st;
-  for (size_t i = 0; metadata_fields[i]; i++)
-    if ((st = read_opt_string(d, meta, metadata_fields[i], slots[i])) != XR_OK) return st;
+  for (size_t i = 0; xr_metadata_fields[i]; i++)
+    if ((st = read_opt_string(d, meta, xr_metadata_fields[i], xr_metadata_slot(m, i))) != XR_OK)
+      return st;
   xr_path_pop(&d->path, mark);
-  return decode_named_values(d, meta, "metadata", metadata_fields, &m->extra, &m->extra_count);
+  return decode_named_values(d, meta, "metadata", xr_metadata_fields, &m->extra, &m->extra_count);
 }
 
 static xr_status_t decode_ops(json_decoder_t *d, const cJSON *ops, int tracelens) {
@@ -915,14 +910,13 @@ xr_status_t xr_bundle_encode_json(const xr_bundle_t *bundle, const xr_json_optio
     xr_buf_printf(&w.out, "%lld", (long long)bundle->meta.format_version);
     key(&w, "metadata", &first);
     const xr_bundle_metadata_t *m = &bundle->meta;
-    const char *values[] = {m->tool_version, m->source_trace,    m->device_name,
-                            m->vendor,       m->runtime_version, m->capture_date};
     int mf = 1;
     open_block(&w, '{');
-    for (size_t i = 0; metadata_fields[i]; i++) {
-      if (!values[i]) continue;
-      key(&w, metadata_fields[i], &mf);
-      put_string(&w, values[i]);
+    for (size_t i = 0; xr_metadata_fields[i]; i++) {
+      const char *value = xr_metadata_value(m, i);
+      if (!value) continue;
+      key(&w, xr_metadata_fields[i], &mf);
+      put_string(&w, value);
     }
     put_named_values(&w, m->extra, m->extra_count, &mf);
     close_block(&w, '}', mf);

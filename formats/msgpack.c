@@ -435,10 +435,6 @@ static xr_status_t decode_op(mp_decoder_t *d, const msgpack_object *m, xr_op_t *
   return XR_OK;
 }
 
-static const char *const metadata_fields[] = {"tool_version",    "source_trace", "device_name",
-                                              "vendor",          "runtime_version",
-                                              "capture_date",    NULL};
-
 static xr_status_t decode_root(mp_decoder_t *d, const msgpack_object *root) {
   if (root->type != MSGPACK_OBJECT_MAP) return wrong(d, "", "a bundle map", root);
   const msgpack_object *fmt = get(root, "format"), *ops = get(root, "ops"), *o;
@@ -456,14 +452,13 @@ static xr_status_t decode_root(mp_decoder_t *d, const msgpack_object *root) {
   if ((o = get(root, "metadata")) && o->type != MSGPACK_OBJECT_NIL) {
     if (o->type != MSGPACK_OBJECT_MAP) return wrong(d, "metadata", "a map", o);
     xr_bundle_metadata_t *m = &b->meta;
-    char **slots[] = {&m->tool_version, &m->source_trace,    &m->device_name,
-                      &m->vendor,       &m->runtime_version, &m->capture_date};
     size_t mark = xr_path_push(&d->path, "metadata");
-    for (size_t i = 0; metadata_fields[i]; i++)
-      if ((st = get_string(d, get(o, metadata_fields[i]), metadata_fields[i], slots[i])) != XR_OK)
+    for (size_t i = 0; xr_metadata_fields[i]; i++)
+      if ((st = get_string(d, get(o, xr_metadata_fields[i]), xr_metadata_fields[i],
+                           xr_metadata_slot(m, i))) != XR_OK)
         return st;
     xr_path_pop(&d->path, mark);
-    if ((st = decode_named(d, o, "metadata", metadata_fields, &m->extra, &m->extra_count)) != XR_OK)
+    if ((st = decode_named(d, o, "metadata", xr_metadata_fields, &m->extra, &m->extra_count)) != XR_OK)
       return st;
   }
   if (ops->via.array.size > b->op_capacity) {
@@ -666,10 +661,8 @@ xr_status_t xr_bundle_encode_msgpack(const xr_bundle_t *bundle, uint8_t **out_by
   msgpack_packer pk;
   msgpack_packer_init(&pk, &out, checked_write);
   const xr_bundle_metadata_t *m = &bundle->meta;
-  const char *values[] = {m->tool_version, m->source_trace,    m->device_name,
-                          m->vendor,       m->runtime_version, m->capture_date};
   size_t meta_n = m->extra_count;
-  for (size_t i = 0; metadata_fields[i]; i++) meta_n += values[i] != NULL;
+  for (size_t i = 0; xr_metadata_fields[i]; i++) meta_n += xr_metadata_value(m, i) != NULL;
 
   msgpack_pack_map(&pk, 4);
   pack_str(&pk, "format");
@@ -678,10 +671,10 @@ xr_status_t xr_bundle_encode_msgpack(const xr_bundle_t *bundle, uint8_t **out_by
   msgpack_pack_int64(&pk, m->format_version);
   pack_str(&pk, "metadata");
   msgpack_pack_map(&pk, meta_n);
-  for (size_t i = 0; metadata_fields[i]; i++) {
-    if (!values[i]) continue;
-    pack_str(&pk, metadata_fields[i]);
-    pack_str(&pk, values[i]);
+  for (size_t i = 0; xr_metadata_fields[i]; i++) {
+    if (!xr_metadata_value(m, i)) continue;
+    pack_str(&pk, xr_metadata_fields[i]);
+    pack_str(&pk, xr_metadata_value(m, i));
   }
   pack_named(&pk, m->extra, m->extra_count);
   pack_str(&pk, "ops");

@@ -5,6 +5,20 @@
 
 #include "formats/internal.h"
 
+const char *const xr_metadata_fields[] = {"tool_version", "source_trace",    "device_name",
+                                          "vendor",       "runtime_version", "capture_date",
+                                          NULL};
+
+char **xr_metadata_slot(xr_bundle_metadata_t *m, size_t i) {
+  char **const slots[] = {&m->tool_version, &m->source_trace,    &m->device_name,
+                          &m->vendor,       &m->runtime_version, &m->capture_date};
+  return slots[i];
+}
+
+const char *xr_metadata_value(const xr_bundle_metadata_t *m, size_t i) {
+  return *xr_metadata_slot((xr_bundle_metadata_t *)m, i); /* only read */
+}
+
 size_t xr_path_push(xr_path_t *p, const char *fmt, ...) {
   size_t old = p->len;
   va_list ap;

@@ -24,15 +24,8 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "index", (double)r->index);
   cJSON_AddStringToObject(o, "name", r->op->name);
-  char args[2048] = "";
-  size_t len = 0;
-  for (size_t i = 0; i < r->op->arg_count + r->op->kwarg_count && len < sizeof args; i++) {
-    const xr_arg_t *a = i < r->op->arg_count ? &r->op->args[i] : &r->op->kwargs[i - r->op->arg_count];
-    char v[512];
-    xr_value_describe(&a->value, v, sizeof v);
-    len += (size_t)snprintf(args + len, sizeof args - len, "%s%s%s%s", len ? " " : "",
-                            a->name ? a->name : "", a->name ? "=" : "", v);
-  }
+  char args[4096];
+  xr_op_describe_args(r->op, false, args, sizeof args);
   cJSON_AddStringToObject(o, "args", args);
   cJSON_AddNumberToObject(o, "count", (double)(r->op->count ? r->op->count : 1));
   cJSON_AddStringToObject(o, "outcome", xr_op_outcome_name(r->outcome));

@@ -68,21 +68,6 @@ static double now_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void describe_tensors(const xr_op_t *op, char *out, size_t n) {
-  size_t len = 0;
-  out[0] = '\0';
-  for (size_t i = 0; i < op->arg_count + op->kwarg_count && len + 1 < n; i++) {
-    const xr_arg_t *a = i < op->arg_count ? &op->args[i] : &op->kwargs[i - op->arg_count];
-    if (a->value.kind != XR_VALUE_TENSOR &&
-        !(a->value.kind == XR_VALUE_LIST && a->value.as.list.count &&
-          a->value.as.list.items[0].kind == XR_VALUE_TENSOR))
-      continue;
-    char v[256];
-    xr_value_describe(&a->value, v, sizeof v);
-    len += (size_t)snprintf(out + len, n - len, "%s%s", len ? " " : "", v);
-  }
-}
-
 static void on_result(void *context, const xr_op_result_t *r, size_t position, size_t count) {
   run_ctx_t *c = context;
   if (c->kept) {
@@ -93,7 +78,7 @@ static void on_result(void *context, const xr_op_result_t *r, size_t position, s
   if (c->report && c->report_status == XR_OK) c->report_status = xr_report_add(c->report, r);
   if (c->tty) fputs("\r\033[K", stderr);
   char shapes[512];
-  describe_tensors(r->op, shapes, sizeof shapes);
+  xr_op_describe_args(r->op, true, shapes, sizeof shapes);
   printf("%4zu %-40s %-44s", r->index, r->op->name, shapes);
   if (r->outcome == XR_OP_SUCCEEDED) {
     printf(" %-22s %10.2f us", r->kernel, r->median_us);
@@ -107,16 +92,8 @@ static void on_result(void *context, const xr_op_result_t *r, size_t position, s
   }
   putchar('\n');
   if (c->verbose) {
-    char args[1024] = "";
-    size_t len = 0;
-    for (size_t i = 0; i < r->op->arg_count + r->op->kwarg_count; i++) {
-      const xr_arg_t *a = i < r->op->arg_count ? &r->op->args[i] : &r->op->kwargs[i - r->op->arg_count];
-      char v[256];
-      xr_value_describe(&a->value, v, sizeof v);
-      if (len < sizeof args)
-        len += (size_t)snprintf(args + len, sizeof args - len, "%s%s=%s", len ? " " : "",
-                                a->name ? a->name : "?", v);
-    }
+    char args[4096];
+    xr_op_describe_args(r->op, false, args, sizeof args);
     printf("       args: %s\n", args);
     if (r->init_policy[0]) printf("       init: %s\n", r->init_policy);
     if (r->iterations)

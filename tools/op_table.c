@@ -2,16 +2,6 @@
 
 #include <string.h>
 
-static void print_args(FILE *out, const xr_arg_t *args, size_t n, int *first) {
-  for (size_t i = 0; i < n; i++) {
-    char text[512];
-    xr_value_describe(&args[i].value, text, sizeof text);
-    fprintf(out, "%s%s%s%s", *first ? "" : " ", args[i].name ? args[i].name : "",
-            args[i].name ? "=" : "", text);
-    *first = 0;
-  }
-}
-
 xr_status_t xr_print_op_table(FILE *out, const xr_bundle_t *b) {
   size_t width = 2;
   for (size_t i = 0; i < b->op_count; i++)
@@ -25,9 +15,9 @@ xr_status_t xr_print_op_table(FILE *out, const xr_bundle_t *b) {
       snprintf(trace, sizeof trace, "%.1f", op->timing->gpu_time_us);
     fprintf(out, "%5zu  %-*s %7lld %12s  ", i, (int)width, op->name,
             (long long)(op->count ? op->count : 1), trace);
-    int first = 1;
-    print_args(out, op->args, op->arg_count, &first);
-    print_args(out, op->kwargs, op->kwarg_count, &first);
+    char args[4096];
+    xr_op_describe_args(op, false, args, sizeof args);
+    fputs(args, out);
     fputc('\n', out);
   }
   return ferror(out) ? xr_error(XR_DATA_LOSS, "write error printing the op table") : XR_OK;

@@ -7,30 +7,12 @@
 #include <stdlib.h>
 
 #include "tests/formats/test_util.h"
+#include "tests/support/golden.h"
 
 static xr_bundle_t *load(const char *path) {
   xr_bundle_t *b = NULL;
   cr_assert_eq(xr_bundle_load(path, &b), XR_OK, "%s", xr_last_error());
   return b;
-}
-
-/* A bundle made of every golden case's "ir" entry, as a TraceLens IR list. */
-static char *golden_ir_list(void) {
-  uint8_t *bytes;
-  size_t size;
-  cr_assert_eq(xr_read_file(GOLDEN "/manifest.json", &bytes, &size), XR_OK);
-  cJSON *manifest = cJSON_Parse((const char *)bytes);
-  free(bytes);
-  cr_assert_not_null(manifest);
-  cJSON *list = cJSON_CreateArray();
-  cJSON *c;
-  cJSON_ArrayForEach(c, manifest) {
-    cJSON_AddItemToArray(list, cJSON_Duplicate(cJSON_GetObjectItem(c, "ir"), 1));
-  }
-  char *text = cJSON_Print(list);
-  cJSON_Delete(list);
-  cJSON_Delete(manifest);
-  return text;
 }
 
 Test(codec, tracelens_fixture_loads_every_entry) {
@@ -89,11 +71,7 @@ Test(codec, tracelens_written_back_is_the_same_json) {
 }
 
 Test(codec, golden_ir_entries_round_trip) {
-  char *text = golden_ir_list();
-  xr_bundle_t *b;
-  cr_assert_eq(xr_bundle_decode((uint8_t *)text, strlen(text), "golden", GOLDEN, NULL, &b), XR_OK,
-               "%s", xr_last_error());
-  free(text);
+  xr_bundle_t *b = golden_bundle(NULL, NULL);
   cr_assert_eq(b->op_count, 50);
   cr_assert_eq(xr_bundle_data_form(b), XR_DATA_FILES);
   xr_bundle_destroy(msgpack_round_trip(b));
@@ -269,5 +247,12 @@ Test(codec, describe_values_for_tables) {
   cr_assert_str_eq(text, "1.0");
   xr_value_describe(&xr_op_find_arg(&b->ops[0], "mat2")->value, text, 8);
   cr_assert_str_eq(text, "bf16...");
+  xr_op_describe_args(&b->ops[1], false, text, sizeof text);
+  cr_assert_str_eq(text, "self=bf16[640] mat1=bf16[888,2880] mat2=bf16[2880,640]{1,2880} beta=1.0 "
+                         "alpha=1.0");
+  xr_op_describe_args(&b->ops[1], true, text, sizeof text);
+  cr_assert_str_eq(text, "bf16[640] bf16[888,2880] bf16[2880,640]{1,2880}");
+  xr_op_describe_args(&b->ops[1], true, text, 12);
+  cr_assert_str_eq(text, "bf16[640...");
   xr_bundle_destroy(b);
 }

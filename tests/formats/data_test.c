@@ -4,27 +4,12 @@
 #include <stdlib.h>
 
 #include "tests/formats/test_util.h"
+#include "tests/support/golden.h"
 
-/* All golden cases' IR entries as one TraceLens bundle whose .npy files sit in GOLDEN. */
-static xr_bundle_t *golden_bundle(bool check_files) {
-  uint8_t *bytes;
-  size_t size;
-  cr_assert_eq(xr_read_file(GOLDEN "/manifest.json", &bytes, &size), XR_OK);
-  cJSON *manifest = cJSON_Parse((const char *)bytes);
-  free(bytes);
-  cJSON *list = cJSON_CreateArray(), *c;
-  cJSON_ArrayForEach(c, manifest) {
-    cJSON_AddItemToArray(list, cJSON_Duplicate(cJSON_GetObjectItem(c, "ir"), 1));
-  }
-  char *text = cJSON_PrintUnformatted(list);
-  cJSON_Delete(list);
-  cJSON_Delete(manifest);
+/* The golden bundle, optionally checking every .npy file against its spec while loading. */
+static xr_bundle_t *load_golden(bool check_files) {
   xr_load_options_t o = {.validate = true, .check_data_files = check_files};
-  xr_bundle_t *b;
-  cr_assert_eq(xr_bundle_decode((uint8_t *)text, strlen(text), "golden", GOLDEN, &o, &b), XR_OK,
-               "%s", xr_last_error());
-  free(text);
-  return b;
+  return golden_bundle(&o, NULL);
 }
 
 static const xr_tensor_spec_t *tensor_arg(const xr_bundle_t *b, const char *op, const char *arg) {
@@ -38,7 +23,7 @@ static const xr_tensor_spec_t *tensor_arg(const xr_bundle_t *b, const char *op, 
 }
 
 Test(data, every_golden_npy_file_agrees_with_its_spec) {
-  xr_bundle_t *b = golden_bundle(true);
+  xr_bundle_t *b = load_golden(true);
   xr_diagnostics_t d;
   cr_assert_eq(xr_bundle_validate(b, true, &d), XR_OK, "%s", xr_last_error());
   xr_diagnostics_free(&d);
@@ -46,7 +31,7 @@ Test(data, every_golden_npy_file_agrees_with_its_spec) {
 }
 
 Test(data, strided_tensor_reads_its_one_dimensional_storage) {
-  xr_bundle_t *b = golden_bundle(false);
+  xr_bundle_t *b = load_golden(false);
   /* addmm_f32_tB: mat2 [K, N] with strides [1, K], saved as the 1-D storage. */
   const xr_tensor_spec_t *mat2 = tensor_arg(b, "aten::addmm", "mat2");
   cr_assert_not(xr_tensor_is_contiguous(mat2));
@@ -60,7 +45,7 @@ Test(data, strided_tensor_reads_its_one_dimensional_storage) {
 }
 
 Test(data, embed_then_msgpack_keeps_every_byte) {
-  xr_bundle_t *b = golden_bundle(false);
+  xr_bundle_t *b = load_golden(false);
   const xr_tensor_spec_t *self = tensor_arg(b, "aten::mm", "self");
   uint8_t *before;
   size_t before_n;
@@ -88,7 +73,7 @@ Test(data, embed_then_msgpack_keeps_every_byte) {
 }
 
 Test(data, tracelens_output_refuses_embedded_contents) {
-  xr_bundle_t *b = golden_bundle(false);
+  xr_bundle_t *b = load_golden(false);
   cr_assert_eq(xr_bundle_embed_data(b, NULL), XR_OK);
   char *text;
   size_t n;

@@ -12,6 +12,7 @@
 
 #include "kernels/dtype.h"
 #include "replay/replay.h"
+#include "tests/support/golden.h"
 
 #define GOLDEN "tests/data/golden"
 
@@ -156,21 +157,8 @@ static void check_moe_align(const char *name, const cJSON *c, const char *dump, 
 }
 
 Test(golden, every_case_through_the_replay_engine) {
-  uint8_t *bytes;
-  size_t size;
-  cr_assert_eq(xr_read_file(GOLDEN "/manifest.json", &bytes, &size), XR_OK);
-  cJSON *manifest = cJSON_Parse((const char *)bytes);
-  free(bytes);
-  cJSON *list = cJSON_CreateArray(), *c;
-  cJSON_ArrayForEach(c, manifest) {
-    cJSON_AddItemToArray(list, cJSON_Duplicate(cJSON_GetObjectItem(c, "ir"), 1));
-  }
-  char *text = cJSON_PrintUnformatted(list);
-  cJSON_Delete(list);
-  xr_bundle_t *b;
-  cr_assert_eq(xr_bundle_decode((uint8_t *)text, strlen(text), "golden", GOLDEN, NULL, &b), XR_OK,
-               "%s", xr_last_error());
-  free(text);
+  cJSON *manifest, *c;
+  xr_bundle_t *b = golden_bundle(NULL, &manifest);
 
   char dump[1024];
   snprintf(dump, sizeof dump, "%s/golden-dump", getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp");

@@ -7,33 +7,8 @@
 //  - xr_gemv_*: M == 1 with K contiguous in B (decode-time `linear`): one warp per output,
 //    lanes striding over K, reduced across warpSize lanes (32 on NVIDIA, 64 on AMD Instinct).
 #include "hip_compat.h"
+#include "dtype_io.h"
 #include "gemm_params.h"
-
-struct xr_io_f32 {
-  typedef float storage;
-  static __device__ __forceinline__ float load(const float *p, long long i) { return p[i]; }
-  static __device__ __forceinline__ void store(float *p, long long i, float v) { p[i] = v; }
-};
-
-struct xr_io_f16 {
-  typedef unsigned short storage;
-  static __device__ __forceinline__ float load(const unsigned short *p, long long i) {
-    return xr_half_to_float(p[i]);
-  }
-  static __device__ __forceinline__ void store(unsigned short *p, long long i, float v) {
-    p[i] = xr_float_to_half(v);
-  }
-};
-
-struct xr_io_bf16 {
-  typedef unsigned short storage;
-  static __device__ __forceinline__ float load(const unsigned short *p, long long i) {
-    return xr_bf16_to_float(p[i]);
-  }
-  static __device__ __forceinline__ void store(unsigned short *p, long long i, float v) {
-    p[i] = xr_float_to_bf16(v);
-  }
-};
 
 // Element offset of batch entry `batch` (row-major over batch_shape) in operand o.
 static __device__ __forceinline__ long long xr_batch_offset(const xr_gemm_gpu_params_t &p,

@@ -23,6 +23,7 @@ static const xr_blaslt_constants_t cublaslt_constants = {
     .desc_epilogue = XR_CUBLASLT_MATMUL_DESC_EPILOGUE,
     .desc_bias_pointer = XR_CUBLASLT_MATMUL_DESC_BIAS_POINTER,
     .epilogue_bias = XR_CUBLASLT_EPILOGUE_BIAS,
+    .desc_bias_data_type = -1,
     .layout_batch_count = XR_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
     .layout_strided_batch_offset = XR_CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
     .pref_max_workspace_bytes = XR_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -47,6 +48,8 @@ static const xr_blaslt_constants_t hipblaslt_constants = {
     .desc_epilogue = XR_HIPBLASLT_MATMUL_DESC_EPILOGUE,
     .desc_bias_pointer = XR_HIPBLASLT_MATMUL_DESC_BIAS_POINTER,
     .epilogue_bias = XR_HIPBLASLT_EPILOGUE_BIAS,
+    /* hipBLASLt's default bias type depends on its version's kernel tables: say D's. */
+    .desc_bias_data_type = XR_HIPBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
     .layout_batch_count = XR_HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
     .layout_strided_batch_offset = XR_HIPBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
     .pref_max_workspace_bytes = XR_HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,

@@ -52,6 +52,7 @@ typedef struct xr_blaslt_functions {
 typedef struct xr_blaslt_constants {
   int op_n, op_t, compute_32f, r_32f, r_16f, r_16bf;
   int desc_transa, desc_transb, desc_epilogue, desc_bias_pointer, epilogue_bias;
+  int desc_bias_data_type;   /* -1: the library's default (D's type) is left alone */
   int layout_batch_count, layout_strided_batch_offset;
   int pref_max_workspace_bytes;
   int pref_min_alignment[4]; /* A, B, C, D; -1 where the library has no such preference */

@@ -233,6 +233,11 @@ static xr_status_t configure(blaslt_state_t *s, const xr_op_plan_t *plan,
     result = fn->matmul_desc_set_attribute(s->desc, k->desc_epilogue, &epilogue, sizeof epilogue);
     if (result == 0)
       result = fn->matmul_desc_set_attribute(s->desc, k->desc_bias_pointer, &s->c, sizeof s->c);
+    if (result == 0 && k->desc_bias_data_type >= 0) {
+      int32_t bias_type = type;
+      result = fn->matmul_desc_set_attribute(s->desc, k->desc_bias_data_type, &bias_type,
+                                             sizeof bias_type);
+    }
   }
   if (result != 0) return lt_fail(s, "MatmulDescSetAttribute", result);
   xr_status_t status = create_layout(s, LAYOUT_A, &g->a, type, g->batch);

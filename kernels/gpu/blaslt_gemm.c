@@ -4,11 +4,12 @@
  * serves both, on the HAL's own buffers and stream (xr_hal_buffer_native, xr_hal_stream_native).
  *
  *   supports()  loads the library (UNAVAILABLE with every path tried when absent), takes
- *               f32 / f16 / bf16 products of one dtype with fp32 accumulation, and maps the
- *               problem onto a column-major strided-batched call (blas_layout.h); anything else
- *               is UNIMPLEMENTED with a sentence, and the tiled kernel takes it;
- *   prepare()   creates the descriptors, asks the library's heuristic for one algorithm
- *               (workspace up to 32 MiB, allocated with the HAL for what it needs);
+ *               f32 / f16 / bf16 products of one dtype with fp32 accumulation, maps the
+ *               problem onto a column-major strided-batched call (blas_layout.h) and asks the
+ *               heuristic for an algorithm at the worst alignment; anything else is
+ *               UNIMPLEMENTED with a sentence, and the tiled kernel takes it;
+ *   prepare()   creates the descriptors for the real pointers, asks the heuristic for one
+ *               algorithm (workspace up to 32 MiB, allocated with the HAL for what it needs);
  *   enqueue()   is one matmul call on the stream, no allocation;
  *   release()   destroys the descriptors and the workspace.
  * One library handle per device, created on first use and kept for the process. */
@@ -117,24 +118,6 @@ static xr_status_t map_problem(const xr_op_plan_t *plan, xr_blaslt_vendor_t vend
   return xr_blas_gemm_map(plan, &limits, out);
 }
 
-static xr_status_t blaslt_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
-  xr_blaslt_vendor_t vendor = vendor_of(device);
-  const xr_blaslt_t *lib;
-  xr_status_t status = xr_blaslt_get(vendor, &lib);
-  if (status != XR_OK) return status;
-  xr_blas_gemm_t g;
-  if ((status = map_problem(plan, vendor, &g)) != XR_OK) return status;
-  void *handle;
-  int version;
-  if ((status = device_handle(lib, vendor, device, &handle, &version)) != XR_OK) return status;
-  if (vendor == XR_BLASLT_HIPBLASLT && version < HIPBLASLT_MIN_VERSION) {
-    return xr_error(XR_UNIMPLEMENTED, "%s: hipBLASLt %d.%d.%d (%s) predates the hipDataType API "
-                    "of 0.7 (ROCm 6.1) that we call", plan->op->name, version / 100000,
-                    version / 100 % 1000, version % 100, lib->path);
-  }
-  return XR_OK;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* prepare / enqueue / release                                                                */
 
@@ -157,13 +140,17 @@ typedef struct blaslt_state {
   float alpha, beta;
 } blaslt_state_t;
 
-static void blaslt_release(void *state) {
-  blaslt_state_t *s = state;
-  if (!s) return;
+static void destroy_descriptors(blaslt_state_t *s) {
   for (int i = 0; i < LAYOUTS; i++)
     if (s->layouts[i]) s->lib->fn.matrix_layout_destroy(s->layouts[i]);
   if (s->desc) s->lib->fn.matmul_desc_destroy(s->desc);
   if (s->preference) s->lib->fn.preference_destroy(s->preference);
+}
+
+static void blaslt_release(void *state) {
+  blaslt_state_t *s = state;
+  if (!s) return;
+  destroy_descriptors(s);
   xr_hal_buffer_free(s->workspace);
   free(s);
 }
@@ -215,8 +202,10 @@ static xr_status_t create_layout(blaslt_state_t *s, int which, const xr_blas_mat
   return XR_OK;
 }
 
+/* Descriptors, layouts and preference for the pointers in `s`, then one algorithm from the
+ * heuristic (UNIMPLEMENTED when it has none) and the workspace size it needs. */
 static xr_status_t configure(blaslt_state_t *s, const xr_op_plan_t *plan,
-                             const xr_blas_gemm_t *g, xr_hal_device_t *device) {
+                             const xr_blas_gemm_t *g) {
   const xr_blaslt_functions_t *fn = &s->lib->fn;
   const xr_blaslt_constants_t *k = s->lib->k;
   const xr_gemm_problem_t *p = plan->problem;
@@ -278,15 +267,46 @@ static xr_status_t configure(blaslt_state_t *s, const xr_op_plan_t *plan,
                     xr_blaslt_status_name(s->lib, code), code, returned);
   }
   memcpy(&s->workspace_size, bytes + k->heuristic_workspace_offset, sizeof s->workspace_size);
-  if (s->workspace_size > 0) {
-    void *base;
-    size_t offset;
-    status = xr_hal_buffer_alloc(device, s->workspace_size, &s->workspace);
-    if (status == XR_OK) status = xr_hal_buffer_native(s->workspace, &base, &offset);
-    if (status != XR_OK) return xr_error_prefix(status, "%s: workspace: ", s->op);
-    s->workspace_pointer = (char *)base + offset;
-  }
   return XR_OK;
+}
+
+static xr_status_t allocate_workspace(blaslt_state_t *s, xr_hal_device_t *device) {
+  if (s->workspace_size == 0) return XR_OK;
+  void *base;
+  size_t offset;
+  xr_status_t status = xr_hal_buffer_alloc(device, s->workspace_size, &s->workspace);
+  if (status == XR_OK) status = xr_hal_buffer_native(s->workspace, &base, &offset);
+  if (status != XR_OK) return xr_error_prefix(status, "%s: workspace: ", s->op);
+  s->workspace_pointer = (char *)base + offset;
+  return XR_OK;
+}
+
+static xr_status_t blaslt_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  xr_blaslt_vendor_t vendor = vendor_of(device);
+  const xr_blaslt_t *lib;
+  xr_status_t status = xr_blaslt_get(vendor, &lib);
+  if (status != XR_OK) return status;
+  xr_blas_gemm_t g;
+  if ((status = map_problem(plan, vendor, &g)) != XR_OK) return status;
+  void *handle;
+  int version;
+  if ((status = device_handle(lib, vendor, device, &handle, &version)) != XR_OK) return status;
+  if (vendor == XR_BLASLT_HIPBLASLT && version < HIPBLASLT_MIN_VERSION) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: hipBLASLt %d.%d.%d (%s) predates the hipDataType API "
+                    "of 0.7 (ROCm 6.1) that we call", plan->op->name, version / 100000,
+                    version / 100 % 1000, version % 100, lib->path);
+  }
+  /* Ask the heuristic here, with the worst alignment a view can have (one element; the
+   * addresses are never dereferenced), so that a problem the library has no algorithm for
+   * falls to the tiled kernel instead of failing in prepare. */
+  blaslt_state_t probe = {.lib = lib, .op = plan->op->name, .handle = handle};
+  const xr_gemm_problem_t *p = plan->problem;
+  const void *worst = (const void *)(uintptr_t)(0x100000 + xr_dtype_size(p->out_dtype));
+  probe.a = probe.b = probe.c = worst;
+  probe.d = (void *)(uintptr_t)worst;
+  status = configure(&probe, plan, &g);
+  destroy_descriptors(&probe);
+  return status;
 }
 
 static xr_status_t blaslt_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
@@ -316,7 +336,8 @@ static xr_status_t blaslt_prepare(const xr_op_plan_t *plan, xr_hal_device_t *dev
   s->d = d;
   s->alpha = g.alpha;
   s->beta = g.beta;
-  if ((status = configure(s, plan, &g, device)) != XR_OK) {
+  if ((status = configure(s, plan, &g)) != XR_OK ||
+      (status = allocate_workspace(s, device)) != XR_OK) {
     blaslt_release(s);
     return status;
   }

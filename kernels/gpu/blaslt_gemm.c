@@ -27,13 +27,6 @@
 /* hipBLASLt 0.7 (ROCm 6.1) moved to hipDataType / hipblasComputeType_t, which we declare. */
 #define HIPBLASLT_MIN_VERSION 700
 
-static xr_blaslt_vendor_t vendor_of(xr_hal_device_t *device) {
-  xr_hal_device_properties_t p;
-  if (xr_hal_device_properties(device, &p) == XR_OK && !strcmp(p.driver, "hip"))
-    return XR_BLASLT_HIPBLASLT;
-  return XR_BLASLT_CUBLASLT;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* One handle per device                                                                      */
 
@@ -281,8 +274,8 @@ static xr_status_t allocate_workspace(blaslt_state_t *s, xr_hal_device_t *device
   return XR_OK;
 }
 
-static xr_status_t blaslt_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
-  xr_blaslt_vendor_t vendor = vendor_of(device);
+static xr_status_t blaslt_supports(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                                   xr_blaslt_vendor_t vendor) {
   const xr_blaslt_t *lib;
   xr_status_t status = xr_blaslt_get(vendor, &lib);
   if (status != XR_OK) return status;
@@ -310,8 +303,8 @@ static xr_status_t blaslt_supports(const xr_op_plan_t *plan, xr_hal_device_t *de
 }
 
 static xr_status_t blaslt_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
-                                  const xr_tensor_t *tensors, void **out_state) {
-  xr_blaslt_vendor_t vendor = vendor_of(device);
+                                  const xr_tensor_t *tensors, xr_blaslt_vendor_t vendor,
+                                  void **out_state) {
   const xr_gemm_problem_t *p = plan->problem;
   blaslt_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", plan->op->name);
@@ -357,11 +350,26 @@ static xr_status_t blaslt_enqueue(void *state, xr_hal_stream_t *stream) {
   return result == 0 ? XR_OK : lt_fail(s, "Matmul", result);
 }
 
+static xr_status_t cublaslt_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  return blaslt_supports(plan, device, XR_BLASLT_CUBLASLT);
+}
+static xr_status_t cublaslt_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                                    const xr_tensor_t *tensors, void **out_state) {
+  return blaslt_prepare(plan, device, tensors, XR_BLASLT_CUBLASLT, out_state);
+}
+static xr_status_t hipblaslt_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  return blaslt_supports(plan, device, XR_BLASLT_HIPBLASLT);
+}
+static xr_status_t hipblaslt_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                                     const xr_tensor_t *tensors, void **out_state) {
+  return blaslt_prepare(plan, device, tensors, XR_BLASLT_HIPBLASLT, out_state);
+}
+
 const xr_kernel_impl_t xr_gemm_cublaslt_impl = {
     .name = "cuda.cublaslt_matmul",
     .driver = "cuda",
-    .supports = blaslt_supports,
-    .prepare = blaslt_prepare,
+    .supports = cublaslt_supports,
+    .prepare = cublaslt_prepare,
     .enqueue = blaslt_enqueue,
     .release = blaslt_release,
 };
@@ -369,8 +377,8 @@ const xr_kernel_impl_t xr_gemm_cublaslt_impl = {
 const xr_kernel_impl_t xr_gemm_hipblaslt_impl = {
     .name = "hip.hipblaslt_matmul",
     .driver = "hip",
-    .supports = blaslt_supports,
-    .prepare = blaslt_prepare,
+    .supports = hipblaslt_supports,
+    .prepare = hipblaslt_prepare,
     .enqueue = blaslt_enqueue,
     .release = blaslt_release,
 };

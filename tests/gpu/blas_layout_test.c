@@ -4,7 +4,8 @@
  * evaluated here exactly as the library defines it (op(A) op(B), leading dimensions, batch
  * strides, beta * C or the BIAS epilogue) on random storage, bounds-checked, and must write
  * exactly what the problem's own row-major addressing computes, bit for bit (same products,
- * same summation order), leaving every other element of the output storage untouched. */
+ * same summation order), leaving every other element of the output storage untouched. Also
+ * the implementations' supports() without a GPU: library off or absent, declined problems. */
 #include <stdlib.h>
 
 #include "tests/gpu/blas_case.h"
@@ -231,4 +232,79 @@ Test(blas_layout, column_major_output_and_mismatched_c) {
     blas_case_close(&bc);
     check_layout(&limits, j.text);
   }
+}
+
+/* supports() without a GPU: the library absent or disabled is UNAVAILABLE with every path
+ * tried, a problem the Lt path does not take is UNIMPLEMENTED naming the op, and a device that
+ * is not the library's (cpu here) is refused, never a crash. */
+static const char *simple_mm(json_t *j, const char *dtype) {
+  tensor_t a = mat(dtype, 17, 33), b = mat(dtype, 33, 9);
+  arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL}};
+  return op_json(j, "aten::mm", args, 2);
+}
+
+Test(blas_supports, disabled_library_is_unavailable) {
+  setenv("XR_CUBLASLT_LIBRARY", "off", 1);
+  json_t j;
+  blas_case_t c;
+  blas_case_open(simple_mm(&j, "float"), NULL, &c);
+  xr_hal_device_t *cpu;
+  cr_assert_eq(xr_hal_device_create("cpu", &cpu), XR_OK);
+  cr_assert_eq(xr_gemm_cublaslt_impl.supports(&c.plan, cpu), XR_UNAVAILABLE);
+  cr_assert(strstr(xr_last_error(), "cuBLASLt unavailable: XR_CUBLASLT_LIBRARY=off"), "%s",
+            xr_last_error());
+  xr_hal_device_destroy(cpu);
+  blas_case_close(&c);
+}
+
+Test(blas_supports, absent_library_names_every_path) {
+  json_t j;
+  blas_case_t c;
+  blas_case_open(simple_mm(&j, "c10::Half"), NULL, &c);
+  xr_hal_device_t *cpu;
+  cr_assert_eq(xr_hal_device_create("cpu", &cpu), XR_OK);
+  xr_status_t status = xr_gemm_hipblaslt_impl.supports(&c.plan, cpu);
+  if (!strstr(xr_last_error(), "hipBLASLt unavailable")) {
+    xr_hal_device_destroy(cpu);
+    blas_case_close(&c);
+    cr_skip_test("hipBLASLt loads here: %s", xr_last_error());
+  }
+  cr_assert_eq(status, XR_UNAVAILABLE);
+  cr_assert(strstr(xr_last_error(), "libhipblaslt.so.1: not found; libhipblaslt.so.0: not found"),
+            "%s", xr_last_error());
+  xr_hal_device_destroy(cpu);
+  blas_case_close(&c);
+}
+
+Test(blas_supports, declined_problems_and_foreign_devices) {
+  xr_hal_device_t *cpu;
+  cr_assert_eq(xr_hal_device_create("cpu", &cpu), XR_OK);
+  json_t j;
+  blas_case_t c;
+  /* fp8 _scaled_mm: declined before the library is even needed. */
+  tensor_t a = mat("c10::Float8_e4m3fn", 16, 32), b = mat_t("c10::Float8_e4m3fn", 32, 16);
+  tensor_t sa = {.dtype = "float", .rank = 0, .init = "uniform"};
+  tensor_t sb = {.dtype = "float", .rank = 0, .init = "uniform"};
+  arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL},
+                  {"scale_a", "Tensor", &sa, NULL}, {"scale_b", "Tensor", &sb, NULL},
+                  {"out_dtype", "ScalarType?", NULL, "15"}};
+  blas_case_open(op_json(&j, "aten::_scaled_mm", args, 5), NULL, &c);
+  xr_status_t status = xr_gemm_cublaslt_impl.supports(&c.plan, cpu);
+  if (status == XR_UNAVAILABLE) {
+    xr_hal_device_destroy(cpu);
+    blas_case_close(&c);
+    cr_skip_test("%s", xr_last_error());
+  }
+  cr_assert_eq(status, XR_UNIMPLEMENTED, "%s", xr_last_error());
+  cr_assert(strstr(xr_last_error(), "aten::_scaled_mm: c10::Float8_e4m3fn x "
+                                    "c10::Float8_e4m3fn -> c10::BFloat16: the Lt path takes"),
+            "%s", xr_last_error());
+  blas_case_close(&c);
+  /* A plain product the mapping takes, on a device that is not cuda: refused with a sentence. */
+  blas_case_open(simple_mm(&j, "c10::BFloat16"), NULL, &c);
+  cr_assert_eq(c.mapped, XR_OK, "%s", c.reason);
+  cr_assert_neq(xr_gemm_cublaslt_impl.supports(&c.plan, cpu), XR_OK);
+  cr_assert(strstr(xr_last_error(), "cpu"), "%s", xr_last_error());
+  blas_case_close(&c);
+  xr_hal_device_destroy(cpu);
 }

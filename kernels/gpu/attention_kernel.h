@@ -116,7 +116,8 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
   extern __shared__ float xr_attn_tiles[];  // BK x D keys, then BK x Dv values
   __shared__ long long token_k[XR_ATTN_GPU_BK], token_v[XR_ATTN_GPU_BK];
   __shared__ float fp8_table[FP8 ? 256 : 1];
-  const long long G = p.group, D = p.head_dim, Dv = p.head_dim_v;
+  const long long G = p.group;
+  const int D = (int)p.head_dim, Dv = (int)p.head_dim_v, kx = (int)p.k_x;  // at most DMAX
   float *ktile = xr_attn_tiles, *vtile = xr_attn_tiles + BK * D;
   const int lane = threadIdx.x % warpSize;
   const long long rows_per_block = blockDim.x / warpSize, warp = threadIdx.x / warpSize;
@@ -169,7 +170,7 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
       const long long qi = p.q_off + b * p.q_sb + (s.qstart + i) * p.q_ss + head * p.q_sh;
 #pragma unroll
       for (int r = 0; r < PER_LANE; r++) {
-        const long long d = lane + (long long)r * warpSize;
+        const int d = lane + r * warpSize;
         if (d < D) qv[r] = QIO::load(q, qi + d * p.q_sd) * p.scale;
       }
       xr_attn_key_range(p, s, i, &lo, &hi);
@@ -187,13 +188,13 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
         token_v[threadIdx.x] = vi + kvh * p.v_sh;
       }
       __syncthreads();
-      for (long long e = threadIdx.x; e < n * D; e += blockDim.x) {
-        const long long j = e / D, d = e % D;
-        ktile[e] = xr_attn_load_kv<QIO, FP8>(k, token_k[j] + (d / p.k_x) * p.k_sdx + (d % p.k_x) * p.k_sd,
-                                             fp8_table) * ks;
+      for (int e = threadIdx.x; e < n * D; e += blockDim.x) {
+        const int j = e / D, d = e % D;
+        const long long index = token_k[j] + (long long)(d / kx) * p.k_sdx + (long long)(d % kx) * p.k_sd;
+        ktile[e] = xr_attn_load_kv<QIO, FP8>(k, index, fp8_table) * ks;
       }
-      for (long long e = threadIdx.x; e < n * Dv; e += blockDim.x) {
-        const long long j = e / Dv, d = e % Dv;
+      for (int e = threadIdx.x; e < n * Dv; e += blockDim.x) {
+        const int j = e / Dv, d = e % Dv;
         vtile[e] = xr_attn_load_kv<QIO, FP8>(v, token_v[j] + d * p.v_sd, fp8_table) * vs;
       }
       __syncthreads();
@@ -206,7 +207,7 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
           float partial = 0.0f;
 #pragma unroll
           for (int r = 0; r < PER_LANE; r++) {
-            const long long d = lane + (long long)r * warpSize;
+            const int d = lane + r * warpSize;
             if (d < D) partial = fmaf(qv[r], ktile[j * D + d], partial);
           }
           float x = xr_warp_sum(partial);
@@ -232,7 +233,7 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
             if (pj == 0.0f) continue;
 #pragma unroll
             for (int r = 0; r < PER_LANE; r++) {
-              const long long d = lane + (long long)r * warpSize;
+              const int d = lane + r * warpSize;
               if (d < Dv) acc[r] = fmaf(pj, vtile[j * Dv + d], acc[r]);
             }
           }
@@ -251,7 +252,7 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
       const long long to = p.to_off + b * p.to_sb + head * p.to_sh + part * p.to_sp;
 #pragma unroll
       for (int r = 0; r < PER_LANE; r++) {
-        const long long d = lane + (long long)r * warpSize;
+        const int d = lane + r * warpSize;
         if (d < Dv) QIO::store(tmp_out, to + d * p.to_sd, acc[r] * inv);
       }
       continue;
@@ -259,7 +260,7 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
     const long long oi = p.o_off + b * p.o_sb + (s.qstart + i) * p.o_ss + head * p.o_sh;
 #pragma unroll
     for (int r = 0; r < PER_LANE; r++) {
-      const long long d = lane + (long long)r * warpSize;
+      const int d = lane + r * warpSize;
       if (d < Dv) QIO::store(out, oi + d * p.o_sd, acc[r] * inv);
     }
     if (p.lse_off >= 0 && lane == 0)

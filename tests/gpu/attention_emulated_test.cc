@@ -1,5 +1,5 @@
 // kernels/gpu/paged_attention.cu's kernels (the attention template of attention_kernel.h, the
-// fp8 table, the v2 partition reduction) executed on the CPU under tests/gpu/cuda_emulation.h,
+// fp8 table, the v2 partition reduction) and kv_cache.cu's executed on the CPU under tests/gpu/cuda_emulation.h,
 // built once per warp width (XR_EMULATED_WARP=32 and 64), against a float64 evaluation of the
 // same problem: block- and warp-uniform control flow, the lane-to-dimension mapping, the
 // per-lane scores and shuffles, the online softmax across tiles and partitions. A machine
@@ -19,6 +19,7 @@
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #pragma GCC diagnostic ignored "-Wnarrowing"
 #include "tests/gpu/paged_attention_emulated.inc"
+#include "tests/gpu/kv_cache_emulated.inc"  // the shared headers' include guards keep one copy
 #pragma GCC diagnostic pop
 
 namespace {
@@ -230,4 +231,76 @@ Test(attention_emulated, paged_fp8_partitions_and_v1) {
   expect_matches("paged v2 fp8 alibi, 3 partitions", P);
   p.part_size = 0, p.part_count = 0;
   expect_matches("paged v1 fp8 alibi", P);
+}
+
+// reshape_and_cache into vLLM's 5-D key / 4-D value fp8 caches (value / 0.5) with int64 slots,
+// one of them padding, and reshape_and_cache_flash's [blocks, bs, Hk, D] f32 cache: every
+// written element lands at its slot's address, every other element keeps its sentinel.
+Test(kv_cache_emulated, reshape_and_cache_layouts_scales_and_padding) {
+  const long long tokens = 19, Hk = 2, D = 32, bs = 8, blocks = 4, x = 16;
+  std::vector<float> key, value, scales{0.5f};
+  fill(key, tokens * Hk * D), fill(value, tokens * Hk * D);
+  std::vector<long long> slots(tokens);
+  std::vector<long long> order(blocks * bs);
+  for (long long i = 0; i < blocks * bs; i++) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  for (long long t = 0; t < tokens; t++) slots[t] = order[t];
+  slots[5] = -1;  // padding token
+  for (int flash = 0; flash < 2; flash++) {
+    xr_cache_gpu_params_t p;
+    memset(&p, 0, sizeof p);
+    p.tokens = tokens, p.kv_heads = Hk, p.head_dim = D, p.block_size = bs, p.slots_64 = 1;
+    p.key_st = Hk * D, p.key_sh = D, p.key_sd = 1, p.value_st = Hk * D, p.value_sh = D, p.value_sd = 1;
+    if (flash) {
+      p.kc_sb = bs * Hk * D, p.kc_ss = Hk * D, p.kc_sh = D, p.kc_sd = 1, p.kc_sdx = 0, p.kc_x = D;
+      p.vc_sb = bs * Hk * D, p.vc_ss = Hk * D, p.vc_sh = D, p.vc_sd = 1;
+      p.k_scale_off = p.v_scale_off = -1;
+    } else {
+      p.kc_sb = Hk * D * bs, p.kc_sh = D * bs, p.kc_sdx = bs * x, p.kc_ss = x, p.kc_sd = 1, p.kc_x = x;
+      p.vc_sb = Hk * D * bs, p.vc_sh = D * bs, p.vc_sd = bs, p.vc_ss = 1;
+      p.scaled = 1;
+    }
+    const size_t cache_size = (size_t)(blocks * bs * Hk * D);
+    std::vector<float> key_cache(cache_size, -7.0f), value_cache(cache_size, -7.0f);
+    std::vector<unsigned char> key_cache8(cache_size, 0xaa), value_cache8(cache_size, 0xaa);
+    const long long element_blocks = (Hk * D + XR_CACHE_GPU_THREADS - 1) / XR_CACHE_GPU_THREADS;
+    xr_emu_launch(xr_emu_dim{(unsigned)tokens, (unsigned)element_blocks, 1}, XR_CACHE_GPU_THREADS, [&] {
+      if (flash)
+        xr_reshape_and_cache<xr_io_f32, xr_io_f32>(key.data(), value.data(), key_cache.data(), value_cache.data(),
+                                                   slots.data(), scales.data(), scales.data(), p);
+      else
+        xr_reshape_and_cache<xr_io_f32, xr_io_f8e4m3fn>(key.data(), value.data(), key_cache8.data(),
+                                                        value_cache8.data(), slots.data(), scales.data(),
+                                                        scales.data(), p);
+    });
+    std::vector<bool> written(cache_size, false);
+    for (long long t = 0; t < tokens; t++) {
+      if (slots[t] < 0) continue;
+      const long long block = slots[t] / bs, slot = slots[t] % bs;
+      for (long long h = 0; h < Hk; h++)
+        for (long long d = 0; d < D; d++) {
+          const float k = key[t * Hk * D + h * D + d], v = value[t * Hk * D + h * D + d];
+          if (flash) {
+            const long long i = ((block * bs + slot) * Hk + h) * D + d;
+            cr_assert_eq(key_cache[i], k, "flash key token %lld head %lld dim %lld", t, h, d);
+            cr_assert_eq(value_cache[i], v, "flash value token %lld head %lld dim %lld", t, h, d);
+            written[i] = true;
+          } else {
+            const long long ki = (((block * Hk + h) * (D / x) + d / x) * bs + slot) * x + d % x;
+            const long long vi = ((block * Hk + h) * D + d) * bs + slot;
+            unsigned char k8 = 0, v8 = 0;
+            xr_io_f8e4m3fn::store(&k8, 0, k / 0.5f);
+            xr_io_f8e4m3fn::store(&v8, 0, v / 0.5f);
+            cr_assert_eq(key_cache8[ki], k8, "key token %lld head %lld dim %lld", t, h, d);
+            cr_assert_eq(value_cache8[vi], v8, "value token %lld head %lld dim %lld", t, h, d);
+            written[ki] = true;  // the key and value layouts differ: track the key's
+          }
+        }
+    }
+    for (size_t i = 0; i < cache_size; i++) {
+      if (written[i]) continue;
+      if (flash) cr_assert(key_cache[i] == -7.0f && value_cache[i] == -7.0f, "flash element %zu overwritten", i);
+      else cr_assert_eq(key_cache8[i], 0xaa, "key cache element %zu overwritten", i);
+    }
+  }
 }

@@ -562,6 +562,8 @@ void xr_attn_zero_host_outputs(const xr_attn_problem_t *a, const xr_tensor_t *te
 static const xr_kernel_impl_t *const attention_impls[] = {
     &xr_attn_cpu_impl,
     &xr_attn_opencl_impl,
+    &xr_attn_cuda_impl,
+    &xr_attn_hip_impl,
     &xr_attn_ref_impl,
     NULL,
 };

@@ -344,6 +344,8 @@ static xr_status_t analyze_cache(xr_op_plan_t *plan) {
 static const xr_kernel_impl_t *const paged_impls[] = {
     &xr_attn_cpu_impl,
     &xr_attn_opencl_impl,
+    &xr_paged_attn_cuda_impl,
+    &xr_paged_attn_hip_impl,
     &xr_attn_ref_impl,
     NULL,
 };
@@ -361,6 +363,8 @@ XR_REGISTER_FAMILY(xr_family_paged_attention)
 /* The cache scatter is a strided copy: the reference is already the fast CPU path. */
 static const xr_kernel_impl_t *const cache_impls[] = {
     &xr_cache_opencl_impl,
+    &xr_cache_cuda_impl,
+    &xr_cache_hip_impl,
     &xr_cache_ref_impl,
     NULL,
 };

@@ -1,12 +1,12 @@
 /* attention_bench: dense attention in FLOP/s and paged-attention decode in GB/s on every
- * available device (cpu, opencl), each as a fraction of two baselines measured in the same run
+ * available device (cpu, opencl, cuda, hip), each as a fraction of two baselines measured in the same run
  * on the same device: an fp32 GEMM through the kernel registry (aten::mm, whatever
  * implementation the registry picks; its name is printed) — or, while the registry has only
  * the plain-C reference for the device, a simple blocked fp32 GEMM of this file on the cpu
  * driver (said so in the output) — and the device copy bandwidth (xr_hal_stream_copy, payload
  * bytes per second as tools/hal_bench counts them).
  *
- *   bazel run -c opt //tools:attention_bench -- [--device cpu|opencl] [--quick]
+ *   bazel run -c opt //tools:attention_bench -- [--device cpu|opencl|cuda|hip] [--quick]
  *
  * The ops run through the replay engine (plan, initializers, event-timed iterations): what a
  * user's replay measures. Rates are at the median time. */
@@ -235,7 +235,7 @@ static double copy_gbps(const char *device) {
 }
 
 static void bench_device(const char *device, bool quick) {
-  int iters = quick ? 2 : (!strcmp(device, "cpu") ? 10 : 3);
+  int iters = quick ? 2 : (!strcmp(device, "opencl") ? 3 : 10);
   char impl[128], source[256];
   registry_gemm(device, impl, sizeof impl);
   double gemm_rate = 0;
@@ -291,12 +291,12 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--device") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = true;
     else {
-      fprintf(stderr, "usage: attention_bench [--device cpu|opencl] [--quick]\n");
+      fprintf(stderr, "usage: attention_bench [--device cpu|opencl|cuda|hip] [--quick]\n");
       return 2;
     }
   }
-  const char *devices[] = {"cpu", "opencl"};
-  for (size_t i = 0; i < 2; i++) {
+  const char *devices[] = {"cpu", "opencl", "cuda", "hip"};
+  for (size_t i = 0; i < sizeof devices / sizeof *devices; i++) {
     if (only && strcmp(only, devices[i])) continue;
     xr_hal_device_t *dev;
     if (xr_hal_device_create(devices[i], &dev) != XR_OK) {

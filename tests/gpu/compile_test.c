@@ -89,6 +89,42 @@ Test(compile, gemm_source_has_every_kernel_the_impl_launches) {
   cr_assert_not_null(strstr(text, "xr_warp_sum"));
 }
 
+/* Every kernel kernels/gpu/attention_gpu.c looks up is in its source's compiled image (the names
+ * are made by macros, so the text alone does not show them): a cubin names its entry points. */
+static void expect_kernels(const char *source, const char *const *names, size_t count) {
+  void *binary = NULL;
+  size_t size = 0;
+  xr_status_t status = compile("sm_80", source, xr_gpu_source_text(source), NULL, &binary, &size);
+  skip_unless_compiler("sm_80", status);
+  cr_assert_eq(status, XR_OK, "%s: %s", source, xr_last_error());
+  for (size_t i = 0; i < count; i++) {
+    cr_assert_not_null(memmem(binary, size, names[i], strlen(names[i]) + 1), "%s lacks %s", source, names[i]);
+  }
+  free(binary);
+}
+
+Test(compile, attention_images_have_every_kernel_the_impls_launch) {
+  static const char *const dense[] = {"xr_attention_f32", "xr_attention_f16", "xr_attention_bf16"};
+  expect_kernels("attention.cu", dense, 3);
+  static const char *const paged[] = {
+      "xr_attention_f32",         "xr_attention_f16",         "xr_attention_bf16",
+      "xr_attention_f32_fp8",     "xr_attention_f16_fp8",     "xr_attention_bf16_fp8",
+      "xr_attention_combine_f32", "xr_attention_combine_f16", "xr_attention_combine_bf16"};
+  expect_kernels("paged_attention.cu", paged, 9);
+  static const char *const sources[] = {"f32", "f16", "bf16"};
+  static const char *const caches[] = {"", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz"};
+  char names[15][64];
+  const char *cache_kernels[15];
+  for (int s = 0; s < 3; s++) {
+    for (int c = 0; c < 5; c++) {
+      snprintf(names[s * 5 + c], sizeof names[0], "xr_reshape_and_cache_%s_%s", sources[s],
+               c ? caches[c] : sources[s]);
+      cache_kernels[s * 5 + c] = names[s * 5 + c];
+    }
+  }
+  expect_kernels("kv_cache.cu", cache_kernels, 15);
+}
+
 static const char broken[] =
     "extern \"C\" __global__ void broken(float *y) { y[0] = undefined_identifier_xyz; }\n";
 

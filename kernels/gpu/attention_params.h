@@ -1,0 +1,72 @@
+/* The attention families' problems as the GPU kernels (kernels/gpu/attention.cu,
+ * paged_attention.cu, kv_cache.cu) receive them: one by-value argument shared by the host (C,
+ * kernels/gpu/attention_gpu.c) and the device (CUDA/HIP C++), so only long long, float and int
+ * appear. The integer fields are copied by name from kernels/attention.h's parameter array
+ * (XR_AP_<name>) and xr_cache_problem_t, so a field that disappears there fails the host build.
+ * Offsets and strides count elements; -1 offsets mark absent tensors. */
+#ifndef XR_KERNELS_GPU_ATTENTION_PARAMS_H
+#define XR_KERNELS_GPU_ATTENTION_PARAMS_H
+
+/* The XR_AP_* parameters the attention kernel reads. */
+#define XR_ATTN_GPU_FIELDS(X)                                                                   \
+  X(batch) X(heads) X(kv_heads) X(group) X(head_dim) X(head_dim_v) X(max_q) X(max_k)            \
+  X(q_off) X(q_sb) X(q_ss) X(q_sh) X(q_sd) X(o_off) X(o_sb) X(o_ss) X(o_sh) X(o_sd)             \
+  X(lse_off) X(lse_sb) X(lse_ss) X(lse_sh) X(lse_rows)                                          \
+  X(k_off) X(k_sp) X(k_ss) X(k_sh) X(k_sdx) X(k_sd) X(k_x) X(v_off) X(v_sp) X(v_ss) X(v_sh)     \
+  X(v_sd) X(cu_q_off) X(cu_q_64) X(cu_k_off) X(cu_k_64) X(lens_off) X(lens_64)                  \
+  X(paged) X(table_off) X(table_64) X(table_sb) X(table_sp) X(page_size) X(indptr_off)          \
+  X(indptr_64) X(causal) X(bottom_right) X(window_left) X(window_right)                         \
+  X(alibi_off) X(alibi_sb) X(alibi_sh) X(mask_kind) X(mask_off) X(mask_sb) X(mask_sh)           \
+  X(mask_sq) X(mask_sk) X(kv_fp8) X(k_scale_off) X(v_scale_off) X(part_size) X(part_count)      \
+  X(es_off) X(es_sb) X(es_sh) X(es_sp) X(ml_off) X(ml_sb) X(ml_sh) X(ml_sp)                     \
+  X(to_off) X(to_sb) X(to_sh) X(to_sp) X(to_sd)
+
+/* Element kinds of the mask and ALiBi slopes (read at run time): */
+#define XR_ATTN_GPU_ELEM_F32 0
+#define XR_ATTN_GPU_ELEM_F16 1
+#define XR_ATTN_GPU_ELEM_BF16 2
+#define XR_ATTN_GPU_ELEM_BYTE 3 /* bool / uint8 */
+
+/* fp8 cache formats (kernels/dtype.h): OCP e4m3fn / e5m2, AMD's fnuz variants. */
+#define XR_ATTN_GPU_F8E4M3FN 0
+#define XR_ATTN_GPU_F8E5M2 1
+#define XR_ATTN_GPU_F8E4M3FNUZ 2
+#define XR_ATTN_GPU_F8E5M2FNUZ 3
+
+typedef struct xr_attn_gpu_params {
+#define XR_ATTN_GPU_FIELD(name) long long name;
+  XR_ATTN_GPU_FIELDS(XR_ATTN_GPU_FIELD)
+#undef XR_ATTN_GPU_FIELD
+  long long alibi_elem, mask_elem; /* XR_ATTN_GPU_ELEM_* */
+  long long fp8_format;            /* XR_ATTN_GPU_F8* when kv_fp8 */
+  float scale, softcap, empty_lse; /* softcap 0: none; empty_lse: a row that sees no key */
+  float k_scale, v_scale;          /* fp8 dequantisation when no scale tensor is bound */
+  int reserved;
+} xr_attn_gpu_params_t;
+
+/* The xr_cache_problem_t fields the cache kernel reads. */
+#define XR_CACHE_GPU_FIELDS(X)                                                                  \
+  X(tokens) X(kv_heads) X(head_dim) X(block_size) X(slots_off) X(key_off) X(key_st) X(key_sh)   \
+  X(key_sd) X(value_off) X(value_st) X(value_sh) X(value_sd) X(kc_off) X(kc_sb) X(kc_ss)       \
+  X(kc_sh) X(kc_sdx) X(kc_sd) X(kc_x) X(vc_off) X(vc_sb) X(vc_ss) X(vc_sh) X(vc_sd)             \
+  X(k_scale_off) X(v_scale_off) X(slots_64)
+
+typedef struct xr_cache_gpu_params {
+#define XR_CACHE_GPU_FIELD(name) long long name;
+  XR_CACHE_GPU_FIELDS(XR_CACHE_GPU_FIELD)
+#undef XR_CACHE_GPU_FIELD
+  long long scaled; /* fp8 cache: divide by k_scale / v_scale (tensors at the offsets) */
+} xr_cache_gpu_params_t;
+
+/* The attention kernel: BK keys per shared-memory tile, head sizes up to DMAX; one warp per
+ * query row, DMAX / 32 dimensions per lane at the narrowest warp (NVIDIA's 32 lanes; AMD's 64
+ * use half of them); at most MAX_THREADS threads (rows x warp width) per block. */
+#define XR_ATTN_GPU_BK 16
+#define XR_ATTN_GPU_DMAX 256
+#define XR_ATTN_GPU_PER_LANE (XR_ATTN_GPU_DMAX / 32)
+#define XR_ATTN_GPU_MAX_THREADS 256
+/* Threads per block of the partition-combining and cache kernels. */
+#define XR_ATTN_GPU_COMBINE_THREADS 64
+#define XR_CACHE_GPU_THREADS 128
+
+#endif

@@ -1,0 +1,192 @@
+/* The dense and variable-length attention cases, written once and run by every device's suite
+ * (tests/kernels/attention_test.c on cpu and opencl, tests/gpu/attention_gpu_test.c on cuda and
+ * hip) against the CPU reference through the replay engine: SDPA's three ops, the flash forward
+ * (dense and packed with cum_seq_q/k and seqused_k), AITER's varlen and batch-prefill forwards.
+ * Causal and not, Sq != Sk, GQA and MQA, odd sizes (1, 3, 17, 129), strided and offset views,
+ * masks, windows, softcap, ALiBi; unused packed key rows are NaN (the engine's initializer), so
+ * a kernel reading past a sequence fails. */
+#ifndef XR_TESTS_KERNELS_ATTENTION_CASES_H
+#define XR_TESTS_KERNELS_ATTENTION_CASES_H
+
+#include "tests/kernels/attention_case.h"
+
+typedef struct sdpa_case {
+  const char *what, *op, *dtype;
+  int64_t B, H, Hk, Sq, Sk, D, Dv;
+  bool causal;
+  double scale;  /* <= 0: None */
+  bool bshd;     /* [B, H, S, D] views of [B, S, H, D] buffers */
+  int64_t offset;
+  int mask;      /* 0 none, 1 bool [Sq, Sk], 2 float [B, 1, Sq, Sk] */
+} sdpa_case_t;
+
+static inline void qkv_view(jbuf_t *b, const char *name, const sdpa_case_t *c, int64_t heads, int64_t S, int64_t D) {
+  int64_t shape[4] = {c->B, heads, S, D}, strides[4] = {S * heads * D, D, heads * D, 1};
+  char extra[64] = "";
+  if (c->offset) snprintf(extra, sizeof extra, "\"storage_offset\": %lld", (long long)c->offset);
+  arg_tensor(b, name, "Tensor", 4, shape, c->bshd ? strides : NULL, c->dtype, c->offset ? extra : NULL);
+}
+
+static inline const char *sdpa_json(jbuf_t *b, const sdpa_case_t *c) {
+  bool flash = !strcmp(c->op, "aten::_scaled_dot_product_flash_attention");
+  bool efficient = !strcmp(c->op, "aten::_scaled_dot_product_efficient_attention");
+  op_begin(b, c->op);
+  qkv_view(b, "query", c, c->H, c->Sq, c->D);
+  qkv_view(b, "key", c, c->Hk, c->Sk, c->D);
+  qkv_view(b, "value", c, c->Hk, c->Sk, c->Dv);
+  if (!flash) {
+    const char *name = efficient ? "attn_bias" : "attn_mask";
+    if (c->mask == 1) {
+      int64_t shape[2] = {c->Sq, c->Sk};
+      arg_tensor(b, name, "Tensor?", 2, shape, NULL, "bool", NULL);
+    } else if (c->mask == 2) {
+      int64_t shape[4] = {c->B, 1, c->Sq, c->Sk};
+      arg_tensor(b, name, "Tensor?", 4, shape, NULL, c->dtype, NULL);
+    } else {
+      arg_raw(b, name, "Tensor?", "null");
+    }
+  }
+  if (efficient) arg_bool(b, "compute_log_sumexp", true);
+  arg_float(b, "dropout_p", 0.0);
+  arg_bool(b, "is_causal", c->causal);
+  if (flash) arg_bool(b, "return_debug_mask", false);
+  op_kwargs(b);
+  if (c->scale > 0) arg_float(b, "scale", c->scale);
+  else arg_raw(b, "scale", "float?", "null");
+  if (!flash && !efficient) arg_bool(b, "enable_gqa", c->Hk != c->H);
+  return op_end(b);
+}
+
+#define FLASH "aten::_scaled_dot_product_flash_attention"
+#define EFFICIENT "aten::_scaled_dot_product_efficient_attention"
+#define SDPA "aten::scaled_dot_product_attention"
+
+static const sdpa_case_t sdpa_cases[] = {
+    {"f32 2x3x17x17 d64", FLASH, "float", 2, 3, 3, 17, 17, 64, 64, false, 0, false, 0, 0},
+    {"bf16 causal bshd 1x4x129 d128", FLASH, "c10::BFloat16", 1, 4, 4, 129, 129, 128, 128, true, 0, true, 0, 0},
+    {"f16 sq3 sk129 scale", FLASH, "c10::Half", 2, 2, 2, 3, 129, 64, 64, false, 0.3, false, 0, 0},
+    {"f32 s1 causal", FLASH, "float", 3, 2, 2, 1, 1, 64, 64, true, 0, false, 0, 0},
+    {"f16 gqa 8x2 causal offset view", FLASH, "c10::Half", 1, 8, 2, 33, 33, 64, 64, true, 0, true, 5, 0},
+    {"bf16 mqa 4x1 d256", FLASH, "c10::BFloat16", 1, 4, 1, 17, 40, 256, 256, false, 0, false, 0, 0},
+    {"efficient f16 causal float bias sq17 sk40", EFFICIENT, "c10::Half", 2, 2, 2, 17, 40, 64, 64, true, 0, false,
+     0, 2},
+    {"efficient f32 sq129 bshd", EFFICIENT, "float", 1, 2, 2, 129, 3, 128, 128, false, 0.1, true, 0, 0},
+    {"sdpa f32 bool mask gqa dv32", SDPA, "float", 2, 4, 2, 17, 17, 64, 32, false, 0, false, 0, 1},
+    {"sdpa bf16 causal sq17 sk5", SDPA, "c10::BFloat16", 1, 2, 2, 17, 5, 64, 64, true, 0, false, 0, 0},
+};
+
+static inline void run_sdpa(const char *device, const char *prefix) {
+  for (size_t i = 0; i < sizeof sdpa_cases / sizeof *sdpa_cases; i++) {
+    jbuf_t b;
+    expect_match(sdpa_cases[i].what, sdpa_json(&b, &sdpa_cases[i]), device, prefix, 11 + i, NULL);
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* flash forward and AITER                                                                     */
+
+/* aten::_flash_attention_forward, dense [B, S, H, D] or packed with cumulative starts. */
+static inline const char *flash_forward_json(jbuf_t *b, const char *dtype, bool packed, int64_t B, int64_t H, int64_t Hk,
+                                      int64_t Sq, int64_t Sk, int64_t D, bool causal, int64_t wl, bool alibi,
+                                      bool seqused) {
+  op_begin(b, "aten::_flash_attention_forward");
+  if (packed) {
+    int64_t qs[3] = {Sq, H, D}, ks[3] = {Sk + 7, Hk, D}, cs[1] = {B + 1};
+    arg_tensor(b, "query", "Tensor", 3, qs, NULL, dtype, NULL);
+    arg_tensor(b, "key", "Tensor", 3, ks, NULL, dtype, NULL); /* 7 rows past max_k: NaN */
+    arg_tensor(b, "value", "Tensor", 3, ks, NULL, dtype, NULL);
+    arg_tensor(b, "cum_seq_q", "Tensor?", 1, cs, NULL, "int", NULL);
+    arg_tensor(b, "cum_seq_k", "Tensor?", 1, cs, NULL, "int", NULL);
+    arg_int(b, "max_q", (Sq + B - 1) / B);
+    arg_int(b, "max_k", (Sk + B - 1) / B);
+  } else {
+    int64_t qs[4] = {B, Sq, H, D}, ks[4] = {B, Sk, Hk, D};
+    arg_tensor(b, "query", "Tensor", 4, qs, NULL, dtype, NULL);
+    arg_tensor(b, "key", "Tensor", 4, ks, NULL, dtype, NULL);
+    arg_tensor(b, "value", "Tensor", 4, ks, NULL, dtype, NULL);
+    arg_raw(b, "cum_seq_q", "Tensor?", "null");
+    arg_raw(b, "cum_seq_k", "Tensor?", "null");
+    arg_int(b, "max_q", Sq);
+    arg_int(b, "max_k", Sk);
+  }
+  arg_float(b, "dropout_p", 0.0);
+  arg_bool(b, "is_causal", causal);
+  arg_bool(b, "return_debug_mask", false);
+  op_kwargs(b);
+  arg_raw(b, "scale", "float?", "null");
+  if (wl >= 0) arg_int(b, "window_size_left", wl);
+  if (seqused) {
+    int64_t us[1] = {B};
+    arg_tensor(b, "seqused_k", "Tensor?", 1, us, NULL, "int", NULL);
+  }
+  if (alibi) {
+    int64_t as[1] = {H};
+    arg_tensor(b, "alibi_slopes", "Tensor?", 1, as, NULL, "float", "\"init\": \"uniform\"");
+  }
+  return op_end(b);
+}
+
+/* aiter::mha_varlen_fwd / mha_batch_prefill: packed q [total_q, H, D]. */
+static inline const char *aiter_json(jbuf_t *b, bool prefill, const char *dtype, int64_t B, int64_t H, int64_t Hk,
+                              int64_t total_q, int64_t total_k, int64_t D, bool causal, double softcap, int64_t wl,
+                              int64_t wr, bool alibi) {
+  op_begin(b, prefill ? "aiter::mha_batch_prefill" : "aiter::mha_varlen_fwd");
+  int64_t qs[3] = {total_q, H, D}, ks[3] = {total_k, Hk, D}, cs[1] = {B + 1};
+  arg_tensor(b, "q", "Tensor", 3, qs, NULL, dtype, NULL);
+  arg_tensor(b, "k", "Tensor", 3, ks, NULL, dtype, NULL);
+  arg_tensor(b, "v", "Tensor", 3, ks, NULL, dtype, NULL);
+  arg_tensor(b, "cu_seqlens_q", "Tensor", 1, cs, NULL, "int", NULL);
+  if (prefill) {
+    int64_t ps[1] = {total_k - 3};
+    arg_tensor(b, "kv_indptr", "Tensor", 1, cs, NULL, "int", NULL);
+    arg_tensor(b, "kv_page_indices", "Tensor", 1, ps, NULL, "int", NULL);
+  } else {
+    arg_tensor(b, "cu_seqlens_k", "Tensor?", 1, cs, NULL, "int", NULL);
+  }
+  arg_int(b, "max_seqlen_q", (total_q + B - 1) / B);
+  arg_int(b, "max_seqlen_k", (total_k - 5 + B - 1) / B); /* some key rows stay unused: NaN */
+  if (!prefill) arg_int(b, "min_seqlen_q", 0);
+  arg_float(b, "dropout_p", 0.0);
+  arg_float(b, "softmax_scale", 0.11);
+  arg_float(b, "logits_soft_cap", softcap);
+  arg_bool(b, "zero_tensors", false);
+  arg_bool(b, "is_causal", causal);
+  arg_int(b, "window_size_left", wl);
+  arg_int(b, "window_size_right", wr);
+  arg_bool(b, "return_softmax_lse", true);
+  arg_bool(b, "return_dropout_randval", false);
+  arg_raw(b, "out", "Tensor?", "null");
+  if (alibi) {
+    int64_t as[1] = {H};
+    arg_tensor(b, "alibi_slopes", "Tensor?", 1, as, NULL, "float", "\"init\": \"uniform\"");
+  } else {
+    arg_raw(b, "alibi_slopes", "Tensor?", "null");
+  }
+  op_kwargs(b);
+  return op_end(b);
+}
+
+static inline void run_varlen(const char *device, const char *prefix) {
+  jbuf_t b;
+  expect_match("flash fwd bf16 causal window alibi bshd 17x40",
+               flash_forward_json(&b, "c10::BFloat16", false, 2, 4, 2, 17, 40, 64, true, 8, true, false), device,
+               prefix, 3, NULL);
+  expect_match("flash fwd f32 dense s1", flash_forward_json(&b, "float", false, 2, 2, 2, 1, 3, 128, false, -1, false, false),
+               device, prefix, 4, NULL);
+  expect_match("flash fwd f16 packed causal seqused_k",
+               flash_forward_json(&b, "c10::Half", true, 3, 4, 1, 40, 61, 64, true, -1, false, true), device, prefix,
+               5, NULL);
+  expect_match("flash fwd f32 packed 129 tokens gqa",
+               flash_forward_json(&b, "float", true, 2, 4, 2, 129, 129, 128, true, -1, false, false), device, prefix,
+               6, NULL);
+  expect_match("aiter varlen bf16 softcap window gqa",
+               aiter_json(&b, false, "c10::BFloat16", 3, 8, 2, 51, 90, 128, true, 30.0, 16, 0, false), device, prefix,
+               7, NULL);
+  expect_match("aiter varlen f16 alibi non-causal",
+               aiter_json(&b, false, "c10::Half", 2, 4, 4, 17, 17, 64, false, 0.0, -1, -1, true), device, prefix, 8,
+               NULL);
+  expect_match("aiter batch prefill f16 causal", aiter_json(&b, true, "c10::Half", 3, 4, 2, 30, 100, 64, true, 0.0, -1, -1, false),
+               device, prefix, 9, NULL);
+}
+
+#endif

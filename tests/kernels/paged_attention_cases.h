@@ -1,0 +1,151 @@
+/* The paged-attention cases (vLLM _C::paged_attention_v1/v2, _rocm_C::paged_attention) and the
+ * cache writers' (reshape_and_cache, reshape_and_cache_flash), written once and run by every
+ * device's suite (tests/kernels/paged_attention_test.c on cpu and opencl,
+ * tests/gpu/paged_attention_gpu_test.c on cuda and hip) against the CPU reference through the
+ * replay engine. Block sizes 8/16/32, head sizes 64/128/256, GQA/MQA, ALiBi, fp8 caches (e4m3,
+ * e5m2) with a k_scale of 0.5, v2 partitions, multi-token queries (query_start_loc), strided
+ * queries, random sequence lengths. The engine's initializer makes every cache slot no sequence
+ * uses NaN, so reading past seq_lens fails the check. */
+#ifndef XR_TESTS_KERNELS_PAGED_ATTENTION_CASES_H
+#define XR_TESTS_KERNELS_PAGED_ATTENTION_CASES_H
+
+#include <math.h>
+
+#include "tests/kernels/attention_case.h"
+
+typedef struct paged_case {
+  const char *what, *op, *dtype, *cache_tensor, *kv_cache_dtype;
+  int64_t seqs, H, Hk, D, bs, max_len;
+  bool alibi, strided_q;
+  const char *policy; /* seq_lens policy, NULL: max */
+  int64_t qtokens;    /* _rocm_C: packed query tokens (query_start_loc); 0: one per sequence */
+} paged_case_t;
+
+static inline int64_t elem_size(const char *dtype) {
+  return !strcmp(dtype, "float") ? 4 : !strcmp(dtype, "unsigned char") ? 1 : 2;
+}
+
+static inline const char *paged_json(jbuf_t *b, const paged_case_t *c) {
+  bool v2 = !strcmp(c->op, "_C::paged_attention_v2"), rocm = !strcmp(c->op, "_rocm_C::paged_attention");
+  int64_t x = 16 / elem_size(c->cache_tensor), per_seq = (c->max_len + c->bs - 1) / c->bs;
+  int64_t blocks = c->seqs * per_seq + 3, rows = c->qtokens ? c->qtokens : c->seqs;
+  int64_t parts = (c->max_len + 511) / 512;
+  op_begin(b, c->op);
+  int64_t qs[3] = {rows, c->H, c->D}, qst[3] = {3 * c->H * c->D, c->D, 1};
+  arg_tensor(b, "out", "Tensor(a!)", 3, qs, NULL, c->dtype, "\"init\": null");
+  if (v2 || rocm) {
+    int64_t es[3] = {c->seqs, c->H, parts}, ts[4] = {c->seqs, c->H, parts, c->D};
+    const char *t = v2 ? "Tensor(b!)" : "Tensor";
+    arg_tensor(b, "exp_sums", t, 3, es, NULL, "float", "\"init\": null");
+    arg_tensor(b, "max_logits", t, 3, es, NULL, "float", "\"init\": null");
+    arg_tensor(b, "tmp_out", t, 4, ts, NULL, c->dtype, "\"init\": null");
+  }
+  arg_tensor(b, "query", "Tensor", 3, qs, c->strided_q ? qst : NULL, c->dtype, NULL);
+  int64_t ks[5] = {blocks, c->Hk, c->D / x, c->bs, x}, vs[4] = {blocks, c->Hk, c->D, c->bs};
+  arg_tensor(b, "key_cache", "Tensor", 5, ks, NULL, c->cache_tensor, NULL);
+  arg_tensor(b, "value_cache", "Tensor", 4, vs, NULL, c->cache_tensor, NULL);
+  arg_int(b, "num_kv_heads", c->Hk);
+  arg_float(b, "scale", 1.0 / sqrt((double)c->D));
+  int64_t bt[2] = {c->seqs, per_seq + 1}, sl[1] = {c->seqs}, qsl[1] = {c->seqs + 1};
+  arg_tensor(b, "block_tables", "Tensor", 2, bt, NULL, "int", NULL);
+  arg_tensor(b, "seq_lens", "Tensor", 1, sl, NULL, "int", NULL);
+  if (rocm) {
+    if (c->qtokens) arg_tensor(b, "query_start_loc", "Tensor?", 1, qsl, NULL, "int", NULL);
+    else arg_raw(b, "query_start_loc", "Tensor?", "null");
+  }
+  arg_int(b, "block_size", c->bs);
+  arg_int(b, "max_seq_len", c->max_len);
+  if (c->alibi) {
+    int64_t as[1] = {c->H};
+    arg_tensor(b, "alibi_slopes", "Tensor?", 1, as, NULL, "float", "\"init\": \"uniform\"");
+  } else {
+    arg_raw(b, "alibi_slopes", "Tensor?", "null");
+  }
+  arg_raw(b, "kv_cache_dtype", "str", strcmp(c->kv_cache_dtype, "auto") ? (!strcmp(c->kv_cache_dtype, "fp8") ? "\"fp8\"" : "\"fp8_e5m2\"") : "\"auto\"");
+  int64_t one[1] = {1};
+  /* 0.5 as float32 bytes, base64: the fp8 dequantisation scale */
+  const char *scale = strcmp(c->kv_cache_dtype, "auto") ? "\"data_base64\": \"AAAAPw==\"" : "\"init\": \"ones\"";
+  arg_tensor(b, "k_scale", "Tensor", 1, one, NULL, "float", scale);
+  arg_tensor(b, "v_scale", "Tensor", 1, one, NULL, "float", scale);
+  if (rocm) {
+    arg_raw(b, "fp8_out_scale", "Tensor?", "null");
+  } else {
+    arg_int(b, "tp_rank", 0);
+    arg_int(b, "blocksparse_local_blocks", 0);
+    arg_int(b, "blocksparse_vert_stride", 0);
+    arg_int(b, "blocksparse_block_size", 64);
+    arg_int(b, "blocksparse_head_sliding_step", 0);
+  }
+  op_kwargs(b);
+  return op_end(b);
+}
+
+#define V1 "_C::paged_attention_v1"
+#define V2 "_C::paged_attention_v2"
+#define ROCM "_rocm_C::paged_attention"
+#define F16 "c10::Half"
+#define BF16 "c10::BFloat16"
+#define U8 "unsigned char"
+
+static const paged_case_t paged_cases[] = {
+    {"v1 f16 gqa8x2 d128 bs16", V1, F16, F16, "auto", 4, 8, 2, 128, 16, 100, false, false, "uniform", 0},
+    {"v1 bf16 mha4 d64 bs8", V1, BF16, BF16, "auto", 3, 4, 4, 64, 8, 37, false, false, "1,37,16", 0},
+    {"v1 f32 mqa2x1 d256 bs32 strided q", V1, "float", "float", "auto", 3, 2, 1, 256, 32, 70, false, true, "uniform", 0},
+    {"v1 f16 alibi d64 bs16", V1, F16, F16, "auto", 3, 4, 4, 64, 16, 50, true, false, "33,1,50", 0},
+    {"v1 f16 fp8 e4m3 d128 bs16", V1, F16, U8, "fp8", 3, 8, 2, 128, 16, 90, false, false, "uniform", 0},
+    {"v1 bf16 fp8 e5m2 d64 bs32", V1, BF16, U8, "fp8_e5m2", 2, 4, 2, 64, 32, 45, false, false, "uniform", 0},
+    {"v2 f16 gqa d128 bs16 3 partitions", V2, F16, F16, "auto", 3, 8, 2, 128, 16, 1100, false, false, "uniform", 0},
+    {"v2 bf16 alibi d64 bs32", V2, BF16, BF16, "auto", 2, 4, 4, 64, 32, 700, true, false, "700,300", 0},
+    {"rocm f16 d128 bs16", ROCM, F16, F16, "auto", 3, 8, 1, 128, 16, 300, false, false, "uniform", 0},
+    {"rocm bf16 fp8 query_start_loc", ROCM, BF16, U8, "fp8", 3, 4, 2, 64, 16, 60, false, false, "uniform", 10},
+};
+
+static inline void run_paged(const char *device, const char *prefix) {
+  for (size_t i = 0; i < sizeof paged_cases / sizeof *paged_cases; i++) {
+    const paged_case_t *c = &paged_cases[i];
+    jbuf_t b;
+    char init[128] = "";
+    if (c->policy) snprintf(init, sizeof init, "%s:%s", c->op, c->policy);
+    expect_match(c->what, paged_json(&b, c), device, prefix, 100 + i, c->policy ? init : NULL);
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* reshape_and_cache                                                                           */
+
+static inline const char *cache_json(jbuf_t *b, bool flash, const char *dtype, const char *cache, const char *kv_dtype,
+                              int64_t tokens, int64_t Hk, int64_t D, int64_t bs, int64_t blocks) {
+  op_begin(b, flash ? "_C_cache_ops::reshape_and_cache_flash" : "_C_cache_ops::reshape_and_cache");
+  int64_t ks[3] = {tokens, Hk, D}, kst[3] = {3 * Hk * D, D, 1}, x = 16 / elem_size(cache);
+  arg_tensor(b, "key", "Tensor", 3, ks, kst, dtype, "\"storage_offset\": 3");
+  arg_tensor(b, "value", "Tensor", 3, ks, NULL, dtype, NULL);
+  if (flash) {
+    int64_t cs[4] = {blocks, bs, Hk, D};
+    arg_tensor(b, "key_cache", "Tensor(a!)", 4, cs, NULL, cache, NULL);
+    arg_tensor(b, "value_cache", "Tensor(b!)", 4, cs, NULL, cache, NULL);
+  } else {
+    int64_t kc[5] = {blocks, Hk, D / x, bs, x}, vc[4] = {blocks, Hk, D, bs};
+    arg_tensor(b, "key_cache", "Tensor(a!)", 5, kc, NULL, cache, NULL);
+    arg_tensor(b, "value_cache", "Tensor(b!)", 4, vc, NULL, cache, NULL);
+  }
+  int64_t sm[1] = {tokens}, one[1] = {1};
+  arg_tensor(b, "slot_mapping", "Tensor", 1, sm, NULL, "long int", NULL);
+  arg_raw(b, "kv_cache_dtype", "str", kv_dtype);
+  const char *scale = strcmp(kv_dtype, "\"auto\"") ? "\"data_base64\": \"AAAAPw==\"" : "\"init\": \"ones\"";
+  arg_tensor(b, "k_scale", "Tensor", 1, one, NULL, "float", scale);
+  arg_tensor(b, "v_scale", "Tensor", 1, one, NULL, "float", scale);
+  op_kwargs(b);
+  return op_end(b);
+}
+
+static inline void run_cache(const char *device, const char *prefix) {
+  jbuf_t b;
+  expect_match("reshape_and_cache f16", cache_json(&b, false, F16, F16, "\"auto\"", 37, 2, 128, 16, 8), device,
+               prefix, 1, NULL);
+  expect_match("reshape_and_cache bf16 -> fp8", cache_json(&b, false, BF16, U8, "\"fp8\"", 17, 2, 64, 16, 4),
+               device, prefix, 2, NULL);
+  expect_match("reshape_and_cache_flash f32", cache_json(&b, true, "float", "float", "\"auto\"", 129, 1, 64, 32, 5),
+               device, prefix, 3, NULL);
+}
+
+#endif

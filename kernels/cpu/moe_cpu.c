@@ -124,10 +124,13 @@ typedef struct expert_gemm {
   dnnl_memory_t mem[3];          /* src, weights, dst */
   dnnl_memory_desc_t packed_md;  /* the weights' layout */
   void *packed;                  /* the weights in it (owned) */
+  size_t scratchpad_size;        /* per_expert: the primitive's user scratchpad */
 } expert_gemm_t;
 
 typedef struct expert_gemms {
   expert_gemm_t gemm[2];
+  void *scratchpad;              /* per_expert: for both GEMMs, which run one after the other */
+  dnnl_memory_t scratchpad_mem;
 } expert_gemms_t;
 
 typedef struct dnnl_path {
@@ -419,11 +422,14 @@ static void step_expert(void *ctx, size_t begin, size_t end) {
     size_t r0 = (size_t)s->row_start[e], r1 = (size_t)s->row_start[e + 1];
     if (r0 == r1) continue;
     gather_rows(s, r0, r1);
+    const expert_gemms_t *x = &dp->experts[e];
     for (int which = 0; which < 2; which++) {
-      const expert_gemm_t *g = &dp->experts[e].gemm[which];
-      dnnl_exec_arg_t args[3] = {
-          {DNNL_ARG_SRC, g->mem[0]}, {DNNL_ARG_WEIGHTS, g->mem[1]}, {DNNL_ARG_DST, g->mem[2]}};
-      dp->d->dnnl_primitive_execute(g->prim, dp->expert_streams[e], 3, args);
+      const expert_gemm_t *g = &x->gemm[which];
+      dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, g->mem[0]},
+                                 {DNNL_ARG_WEIGHTS, g->mem[1]},
+                                 {DNNL_ARG_DST, g->mem[2]},
+                                 {DNNL_ARG_SCRATCHPAD, x->scratchpad_mem}};
+      dp->d->dnnl_primitive_execute(g->prim, dp->expert_streams[e], x->scratchpad_mem ? 4 : 3, args);
       dp->d->dnnl_stream_wait(dp->expert_streams[e]);
       if (which == 0) silu_rows(s, r0, r1);
     }
@@ -440,6 +446,10 @@ static void dnnl_release(dnnl_path_t *dp, int64_t E) {
         if (g->mem[i]) dp->d->dnnl_memory_destroy(g->mem[i]);
       free(g->packed);
     }
+  for (int64_t e = 0; dp->experts && e < E; e++) {
+    if (dp->experts[e].scratchpad_mem) dp->d->dnnl_memory_destroy(dp->experts[e].scratchpad_mem);
+    free(dp->experts[e].scratchpad);
+  }
   for (int i = 0; i < dp->owned_count; i++) dp->d->dnnl_primitive_destroy(dp->owned[i]);
   if (dp->stream) dp->d->dnnl_stream_destroy(dp->stream);
   for (int64_t e = 0; dp->expert_streams && e < E; e++)
@@ -459,10 +469,13 @@ static void dnnl_release(dnnl_path_t *dp, int64_t E) {
 static xr_status_t bind_gemm(dnnl_path_t *dp, const xr_dnnl_matrix_t m[3], void *const ptr[3],
                              const expert_gemm_t *same, expert_gemm_t *g) {
   dnnl_memory_desc_t mds[3];
-  xr_status_t st = xr_dnnl_matmul_create(dp->d, &m[0], &m[1], &m[2], true, same ? NULL : &g->prim, mds);
+  xr_status_t st = xr_dnnl_matmul_create(dp->d, &m[0], &m[1], &m[2], true,
+                                         dp->per_expert ? &g->scratchpad_size : NULL,
+                                         same ? NULL : &g->prim, mds);
   if (st != XR_OK) return st;
   if (same) {
     g->prim = same->prim;
+    g->scratchpad_size = same->scratchpad_size;
     mds[1] = same->packed_md;
   } else {
     dp->owned[dp->owned_count++] = g->prim;
@@ -476,6 +489,22 @@ static xr_status_t bind_gemm(dnnl_path_t *dp, const xr_dnnl_matrix_t m[3], void 
   for (int i = 0; i < 3; i++)
     if (dp->d->dnnl_memory_create(&g->mem[i], &mds[i], dp->d->engine, bound[i]) != dnnl_success)
       return xr_error(XR_DEVICE_ERROR, "dnnl_memory_create failed");
+  return XR_OK;
+}
+
+/* An expert's own scratchpad (per_expert), for both of its GEMMs: run concurrently with other
+ * experts' GEMMs on other threads than their creator's, the primitives cannot share oneDNN's. */
+static xr_status_t bind_scratchpad(dnnl_path_t *dp, expert_gemms_t *x) {
+  size_t size = x->gemm[0].scratchpad_size > x->gemm[1].scratchpad_size ? x->gemm[0].scratchpad_size
+                                                                          : x->gemm[1].scratchpad_size;
+  if (!dp->per_expert || size == 0) return XR_OK;
+  dnnl_memory_desc_t md;
+  xr_status_t st = xr_dnnl_scratchpad_md(dp->d, size, &md);
+  if (st != XR_OK) return st;
+  if (!(x->scratchpad = aligned_alloc(64, (size + 63) / 64 * 64)))
+    return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory for a oneDNN scratchpad");
+  if (dp->d->dnnl_memory_create(&x->scratchpad_mem, &md, dp->d->engine, x->scratchpad) != dnnl_success)
+    return xr_error(XR_DEVICE_ERROR, "dnnl_memory_create failed");
   return XR_OK;
 }
 
@@ -546,7 +575,8 @@ static xr_status_t dnnl_bind_experts(cpu_state_t *s) {
                                                     dnnl_stream_default_flags) != dnnl_success)
       return xr_error(XR_DEVICE_ERROR, "dnnl_stream_create failed");
     if ((st = bind_gemm(dp, m1, ptr1, same ? &same->gemm[0] : NULL, &x->gemm[0])) ||
-        (st = bind_gemm(dp, m2, ptr2, same ? &same->gemm[1] : NULL, &x->gemm[1])))
+        (st = bind_gemm(dp, m2, ptr2, same ? &same->gemm[1] : NULL, &x->gemm[1])) ||
+        (st = bind_scratchpad(dp, x)))
       return st;
   }
   return XR_OK;

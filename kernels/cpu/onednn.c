@@ -86,8 +86,8 @@ static dnnl_data_type_t matrix_dtype(xr_dtype_t d) {
 
 xr_status_t xr_dnnl_matmul_create(const xr_dnnl_t *d, const xr_dnnl_matrix_t *src,
                                   const xr_dnnl_matrix_t *weights, const xr_dnnl_matrix_t *dst,
-                                  bool packed_weights, dnnl_primitive_t *out_primitive,
-                                  dnnl_memory_desc_t mds[3]) {
+                                  bool packed_weights, size_t *user_scratchpad,
+                                  dnnl_primitive_t *out_primitive, dnnl_memory_desc_t mds[3]) {
   const xr_dnnl_matrix_t *m[3] = {src, weights, dst};
   dnnl_status_t ds = dnnl_success;
   for (int i = 0; i < 3 && ds == dnnl_success; i++) {
@@ -108,7 +108,14 @@ xr_status_t xr_dnnl_matmul_create(const xr_dnnl_t *d, const xr_dnnl_matrix_t *sr
   dnnl_matmul_desc_t md;
   if (ds == dnnl_success) ds = d->dnnl_matmul_desc_init(&md, &mds[0], &weights_md, NULL, &mds[2]);
   dnnl_primitive_desc_t pd = NULL;
-  if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&pd, &md, NULL, d->engine, NULL);
+  dnnl_primitive_attr_t attr = NULL;
+  if (ds == dnnl_success && user_scratchpad) {
+    ds = d->dnnl_primitive_attr_create(&attr);
+    if (ds == dnnl_success)
+      ds = d->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  }
+  if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&pd, &md, attr, d->engine, NULL);
+  if (attr) d->dnnl_primitive_attr_destroy(attr);
   if (ds != dnnl_success)
     return xr_error(XR_UNIMPLEMENTED, "oneDNN matmul %s x %s -> %s: %s", xr_dtype_name(src->dtype),
                     xr_dtype_name(weights->dtype), xr_dtype_name(dst->dtype),
@@ -121,10 +128,22 @@ xr_status_t xr_dnnl_matmul_create(const xr_dnnl_t *d, const xr_dnnl_matrix_t *sr
                     xr_dtype_name(src->dtype));
   }
   if (packed_weights) mds[1] = *d->dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  if (user_scratchpad) {
+    const dnnl_memory_desc_t *scratch = d->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    *user_scratchpad = scratch ? d->dnnl_memory_desc_get_size(scratch) : 0;
+  }
   ds = d->dnnl_primitive_create(out_primitive, pd);
   d->dnnl_primitive_desc_destroy(pd);
   if (ds != dnnl_success)
     return xr_error(XR_DEVICE_ERROR, "dnnl_primitive_create: %s", xr_dnnl_status_name(d, ds));
+  return XR_OK;
+}
+
+xr_status_t xr_dnnl_scratchpad_md(const xr_dnnl_t *d, size_t size, dnnl_memory_desc_t *md) {
+  dnnl_dims_t dims = {(dnnl_dim_t)size};
+  dnnl_status_t ds = d->dnnl_memory_desc_init_by_tag(md, 1, dims, dnnl_u8, dnnl_a);
+  if (ds != dnnl_success)
+    return xr_error(XR_DEVICE_ERROR, "oneDNN scratchpad descriptor: %s", xr_dnnl_status_name(d, ds));
   return XR_OK;
 }
 

@@ -33,6 +33,8 @@
   REQUIRED(dnnl_status_t, dnnl_primitive_attr_destroy, (dnnl_primitive_attr_t))                 \
   REQUIRED(dnnl_status_t, dnnl_primitive_attr_set_output_scales,                                \
            (dnnl_primitive_attr_t, dnnl_dim_t, int, const float *))                             \
+  REQUIRED(dnnl_status_t, dnnl_primitive_attr_set_scratchpad_mode,                              \
+           (dnnl_primitive_attr_t, dnnl_scratchpad_mode_t))                                     \
   REQUIRED(dnnl_status_t, dnnl_primitive_attr_set_post_ops,                                     \
            (dnnl_primitive_attr_t, const_dnnl_post_ops_t))                                      \
   REQUIRED(dnnl_status_t, dnnl_post_ops_create, (dnnl_post_ops_t *))                            \
@@ -84,12 +86,18 @@ typedef struct xr_dnnl_matrix {
  * transposed or not): creates the primitive and fills mds (src, weights, dst) for
  * dnnl_memory_create (only mds when out_primitive is NULL). With `packed_weights`, oneDNN picks
  * the weights' layout instead and mds[1] describes it (see xr_dnnl_pack_weights); without a
- * primitive mds[1] is then left as it was. UNIMPLEMENTED with the reason when oneDNN cannot run
- * it, or only with its reference kernel. */
+ * primitive mds[1] is then left as it was. With `user_scratchpad` (non-NULL, and a primitive),
+ * the caller provides the scratchpad (DNNL_ARG_SCRATCHPAD, xr_dnnl_scratchpad_md) of the size
+ * stored there: oneDNN's own is shared by every primitive a thread runs, so primitives executed
+ * concurrently on other threads than their creator's need their own. UNIMPLEMENTED with the
+ * reason when oneDNN cannot run it, or only with its reference kernel. */
 xr_status_t xr_dnnl_matmul_create(const xr_dnnl_t *dnnl, const xr_dnnl_matrix_t *src,
                                   const xr_dnnl_matrix_t *weights, const xr_dnnl_matrix_t *dst,
-                                  bool packed_weights, dnnl_primitive_t *out_primitive,
-                                  dnnl_memory_desc_t mds[3]);
+                                  bool packed_weights, size_t *user_scratchpad,
+                                  dnnl_primitive_t *out_primitive, dnnl_memory_desc_t mds[3]);
+
+/* The memory descriptor of a user scratchpad of `size` bytes (size > 0). */
+xr_status_t xr_dnnl_scratchpad_md(const xr_dnnl_t *dnnl, size_t size, dnnl_memory_desc_t *md);
 
 /* Copies `weights` (strided, at `from`) into `to` in the layout `packed` (mds[1] of a
  * packed_weights matmul; dnnl_memory_desc_get_size bytes), on the calling thread. */

@@ -89,6 +89,48 @@ Test(compile, gemm_source_has_every_kernel_the_impl_launches) {
   cr_assert_not_null(strstr(text, "xr_warp_sum"));
 }
 
+/* Every kernel the GPU implementations look up by name is in the code compiled from its source
+ * (a name the impl spells differently from the source would only fail on a GPU). */
+static void sources_define_every_kernel_looked_up(const char *target) {
+  static const struct {
+    const char *source, *kernel;
+  } lookups[] = {
+      {"gemm.cu", "xr_gemm_tiled_f32"},    {"gemm.cu", "xr_gemm_tiled_f16"},
+      {"gemm.cu", "xr_gemm_tiled_bf16"},   {"gemm.cu", "xr_gemm_tiled_scaled"},
+      {"gemm.cu", "xr_gemv_f32"},          {"gemm.cu", "xr_gemv_f16"},
+      {"gemm.cu", "xr_gemv_bf16"},         {"gemm.cu", "xr_gemv_scaled"},
+      {"elementwise.cu", "xr_elementwise"}, {"elementwise.cu", "xr_argmax"},
+      {"norm.cu", "xr_softmax"},           {"norm.cu", "xr_layer_norm"},
+      {"norm.cu", "xr_rms_norm"},          {"norm.cu", "xr_add_rms_norm"},
+      {"norm.cu", "xr_rotary"},
+  };
+  const char *compiled = NULL;
+  void *binary = NULL;
+  size_t size = 0;
+  for (size_t i = 0; i < sizeof lookups / sizeof lookups[0]; i++) {
+    if (!compiled || strcmp(compiled, lookups[i].source) != 0) {
+      free(binary);
+      const char *text = xr_gpu_source_text(lookups[i].source);
+      cr_assert_not_null(text, "%s is not embedded", lookups[i].source);
+      xr_status_t status = compile(target, lookups[i].source, text, NULL, &binary, &size);
+      skip_unless_compiler(target, status);
+      cr_assert_eq(status, XR_OK, "%s for %s: %s", lookups[i].source, target, xr_last_error());
+      compiled = lookups[i].source;
+    }
+    /* ELF string tables hold the names NUL-terminated. */
+    cr_assert(memmem(binary, size, lookups[i].kernel, strlen(lookups[i].kernel) + 1),
+              "%s for %s has no kernel %s", lookups[i].source, target, lookups[i].kernel);
+  }
+  free(binary);
+}
+
+Test(compile, sources_define_every_kernel_looked_up_sm_80) {
+  sources_define_every_kernel_looked_up("sm_80");
+}
+Test(compile, sources_define_every_kernel_looked_up_gfx90a) {
+  sources_define_every_kernel_looked_up("gfx90a");
+}
+
 static const char broken[] =
     "extern \"C\" __global__ void broken(float *y) { y[0] = undefined_identifier_xyz; }\n";
 

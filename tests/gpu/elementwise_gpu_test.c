@@ -25,5 +25,5 @@ Test(elementwise_gpu, integer_arithmetic_is_unimplemented) {
                                      tensor(&b, "long int", 1, SHAPE(100), NULL, 0), NULL),
                               DRIVER);
   cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
-  cr_assert(strstr(r.message, "int64 results are not implemented"), "%s", r.message);
+  cr_assert(strstr(r.message, "results are not implemented"), "%s", r.message);
 }

@@ -58,7 +58,7 @@ static __device__ __forceinline__ float xr_warp_max(float value) {
 }
 
 static __device__ float xr_block_reduce(float value, bool is_max) {
-  __shared__ float partial[XR_BLOCK_MAX_THREADS / 32];  // one per warp, 32-lane warps at most
+  __shared__ float partial[XR_BLOCK_MAX_THREADS / 32];  // one per warp; 32 lanes is the narrowest
   const int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
   const int warps = blockDim.x / warpSize;
   value = is_max ? xr_warp_max(value) : xr_warp_sum(value);

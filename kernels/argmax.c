@@ -144,6 +144,8 @@ static const xr_kernel_impl_t ref_argmax = {
 static const xr_kernel_impl_t *const argmax_impls[] = {
     &xr_cpu_argmax,
     &xr_opencl_argmax,
+    &xr_cuda_argmax,
+    &xr_hip_argmax,
     &ref_argmax,
     NULL,
 };

@@ -657,6 +657,8 @@ static const xr_kernel_impl_t ref_elementwise = {
 static const xr_kernel_impl_t *const ew_impls[] = {
     &xr_cpu_elementwise,
     &xr_opencl_elementwise,
+    &xr_cuda_elementwise,
+    &xr_hip_elementwise,
     &ref_elementwise,
     NULL,
 };

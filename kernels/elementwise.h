@@ -75,8 +75,10 @@ xr_ew_problem_t *xr_ew_problem_alloc(size_t steps);
 /* Bytes (at least) and floating-point operations one execution of the step moves and does. */
 void xr_ew_step_cost(const xr_ew_step_t *step, double *bytes, double *flops);
 
-/* The fast implementations (kernels/cpu/elementwise_cpu.c, kernels/opencl/elementwise_opencl.c). */
+/* The fast implementations (kernels/cpu/elementwise_cpu.c, kernels/opencl/elementwise_opencl.c,
+ * kernels/gpu/elementwise_gpu.c). */
 extern const xr_kernel_impl_t xr_cpu_elementwise;
 extern const xr_kernel_impl_t xr_opencl_elementwise;
+extern const xr_kernel_impl_t xr_cuda_elementwise, xr_hip_elementwise;
 
 #endif

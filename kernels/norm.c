@@ -336,6 +336,8 @@ static const xr_kernel_impl_t ref_norm = {
 static const xr_kernel_impl_t *const norm_impls[] = {
     &xr_cpu_norm_impl,
     &xr_opencl_norm_impl,
+    &xr_cuda_norm_impl,
+    &xr_hip_norm_impl,
     &ref_norm,
     NULL,
 };

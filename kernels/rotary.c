@@ -212,6 +212,8 @@ static const xr_kernel_impl_t ref_rotary = {
 static const xr_kernel_impl_t *const rotary_impls[] = {
     &xr_cpu_rotary_impl,
     &xr_opencl_rotary_impl,
+    &xr_cuda_rotary_impl,
+    &xr_hip_rotary_impl,
     &ref_rotary,
     NULL,
 };

@@ -126,6 +126,8 @@ static const xr_kernel_impl_t ref_softmax = {
 static const xr_kernel_impl_t *const softmax_impls[] = {
     &xr_cpu_softmax_impl,
     &xr_opencl_softmax_impl,
+    &xr_cuda_softmax_impl,
+    &xr_hip_softmax_impl,
     &ref_softmax,
     NULL,
 };

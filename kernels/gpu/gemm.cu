@@ -1,6 +1,8 @@
 // The GEMM family on CUDA and HIP (kernels/gpu/gemm_gpu.c launches these): out = alpha * A B +
 // beta * C over the family's strided, batched problem (kernels/gemm.h), fp32 accumulation,
-// one rounding to the output dtype. Kernels exist per storage type: f32, f16, bf16.
+// one rounding to the output dtype. Kernels exist per storage type: f32, f16, bf16; and for
+// aten::_scaled_mm (`_scaled`): fp8 operands of run-time dtypes (each its own), float32
+// per-tensor / row-wise / column-wise scales, a bias and an output of any float dtype.
 //  - xr_gemm_tiled_*: 64 x 64 output tiles through shared memory, any strides (transposed and
 //    broadcast operands included). Each tile of A and B is loaded with the operand's
 //    contiguous dimension across neighbouring threads, so loads coalesce either way round.
@@ -8,6 +10,8 @@
 //    lanes striding over K, reduced across warpSize lanes (32 on NVIDIA, 64 on AMD Instinct).
 #include "hip_compat.h"
 #include "dtype_io.h"
+#include "dtype_codes.h"
+#include "dtype_dispatch.h"
 #include "gemm_params.h"
 
 // Element offset of batch entry `batch` (row-major over batch_shape) in operand o.
@@ -22,9 +26,64 @@ static __device__ __forceinline__ long long xr_batch_offset(const xr_gemm_gpu_pa
   return offset;
 }
 
+// Operand loaders: one storage type for A and B, or (_scaled_mm) each operand's run-time dtype.
 template <class IO>
-static __device__ void xr_gemm_tiled(const typename IO::storage *a, const typename IO::storage *b,
-                                     const typename IO::storage *c, typename IO::storage *out,
+struct xr_typed_operands {
+  const typename IO::storage *a, *b;
+  __device__ __forceinline__ float load_a(long long i) const { return IO::load(a, i); }
+  __device__ __forceinline__ float load_b(long long i) const { return IO::load(b, i); }
+};
+
+struct xr_scaled_operands {
+  const unsigned char *a, *b;
+  int a_dtype, b_dtype;
+  __device__ __forceinline__ float load_a(long long i) const {
+    return xr_load_as_float(a, a_dtype, i);
+  }
+  __device__ __forceinline__ float load_b(long long i) const {
+    return xr_load_as_float(b, b_dtype, i);
+  }
+};
+
+// Epilogues: out[m][n] from the accumulated dot product, given the batch's bases in out and C.
+template <class IO>
+struct xr_plain_epilogue {
+  const typename IO::storage *c;
+  typename IO::storage *out;
+  __device__ __forceinline__ void store(const xr_gemm_gpu_params_t &p, long long out_base,
+                                        long long c_base, long long m, long long n,
+                                        float acc) const {
+    float value = p.alpha * acc;
+    if (p.has_c && p.beta != 0.0f) {
+      value += p.beta * IO::load(c, c_base + m * p.c.row_stride + n * p.c.col_stride);
+    }
+    IO::store(out, out_base + m * p.out.row_stride + n * p.out.col_stride, value);
+  }
+};
+
+// _scaled_mm: ((alpha * scale_a[m] * scale_b[n] * acc + beta * bias[n]) * scale_result), as
+// kernels/gemm.c's reference computes it (scale_result is absent unless the output is fp8).
+struct xr_scaled_epilogue {
+  const unsigned char *c;
+  unsigned char *out;
+  const float *scale_a, *scale_b, *scale_result;
+  __device__ __forceinline__ void store(const xr_gemm_gpu_params_t &p, long long out_base,
+                                        long long c_base, long long m, long long n,
+                                        float acc) const {
+    float value = p.alpha * scale_a[p.scale_a_offset + m * p.scale_a_stride] *
+                  scale_b[p.scale_b_offset + n * p.scale_b_stride] * acc;
+    if (p.has_c && p.beta != 0.0f) {
+      value += p.beta *
+               xr_load_as_float(c, p.c_dtype, c_base + m * p.c.row_stride + n * p.c.col_stride);
+    }
+    if (p.has_scale_result) value *= scale_result[p.scale_result_offset];
+    xr_store_float(out, p.out_dtype, out_base + m * p.out.row_stride + n * p.out.col_stride,
+                   value);
+  }
+};
+
+template <class Operands, class Epilogue>
+static __device__ void xr_gemm_tiled(const Operands &ops, const Epilogue &epilogue,
                                      const xr_gemm_gpu_params_t &p) {
   __shared__ float a_tile[XR_GEMM_TILE_K][XR_GEMM_TILE_M];
   __shared__ float b_tile[XR_GEMM_TILE_K][XR_GEMM_TILE_N];
@@ -50,7 +109,7 @@ static __device__ void xr_gemm_tiled(const typename IO::storage *a, const typena
         int kk = a_m_fast ? e / XR_GEMM_TILE_M : e % XR_GEMM_TILE_K;
         long long m = m0 + mm, k = k0 + kk;
         a_tile[kk][mm] = m < p.M && k < p.K
-                             ? IO::load(a, a_base + m * p.a.row_stride + k * p.a.col_stride)
+                             ? ops.load_a(a_base + m * p.a.row_stride + k * p.a.col_stride)
                              : 0.0f;
       }
       for (int e = thread; e < XR_GEMM_TILE_N * XR_GEMM_TILE_K; e += threads) {
@@ -58,7 +117,7 @@ static __device__ void xr_gemm_tiled(const typename IO::storage *a, const typena
         int kk = b_k_fast ? e % XR_GEMM_TILE_K : e / XR_GEMM_TILE_N;
         long long n = n0 + nn, k = k0 + kk;
         b_tile[kk][nn] = n < p.N && k < p.K
-                             ? IO::load(b, b_base + k * p.b.row_stride + n * p.b.col_stride)
+                             ? ops.load_b(b_base + k * p.b.row_stride + n * p.b.col_stride)
                              : 0.0f;
       }
       __syncthreads();
@@ -80,19 +139,14 @@ static __device__ void xr_gemm_tiled(const typename IO::storage *a, const typena
       for (int j = 0; j < 4; j++) {
         long long n = n0 + tx + j * XR_GEMM_THREADS_X;
         if (n >= p.N) continue;
-        float value = p.alpha * acc[i][j];
-        if (p.has_c && p.beta != 0.0f) {
-          value += p.beta * IO::load(c, c_base + m * p.c.row_stride + n * p.c.col_stride);
-        }
-        IO::store(out, out_base + m * p.out.row_stride + n * p.out.col_stride, value);
+        epilogue.store(p, out_base, c_base, m, n, acc[i][j]);
       }
     }
   }
 }
 
-template <class IO>
-static __device__ void xr_gemv(const typename IO::storage *a, const typename IO::storage *b,
-                               const typename IO::storage *c, typename IO::storage *out,
+template <class Operands, class Epilogue>
+static __device__ void xr_gemv(const Operands &ops, const Epilogue &epilogue,
                                const xr_gemm_gpu_params_t &p) {
   const int lane = threadIdx.x % warpSize;
   const long long warps_per_block = blockDim.x / warpSize;
@@ -103,15 +157,12 @@ static __device__ void xr_gemv(const typename IO::storage *a, const typename IO:
     const long long b_base = xr_batch_offset(p, p.b, batch) + n * p.b.col_stride;
     float sum = 0.0f;
     for (long long k = lane; k < p.K; k += warpSize) {
-      sum = fmaf(IO::load(a, a_base + k * p.a.col_stride), IO::load(b, b_base + k), sum);
+      sum = fmaf(ops.load_a(a_base + k * p.a.col_stride), ops.load_b(b_base + k), sum);
     }
     sum = xr_warp_sum(sum);
     if (lane == 0) {
-      float value = p.alpha * sum;
-      if (p.has_c && p.beta != 0.0f) {
-        value += p.beta * IO::load(c, xr_batch_offset(p, p.c, batch) + n * p.c.col_stride);
-      }
-      IO::store(out, xr_batch_offset(p, p.out, batch) + n * p.out.col_stride, value);
+      const long long c_base = p.has_c ? xr_batch_offset(p, p.c, batch) : 0;
+      epilogue.store(p, xr_batch_offset(p, p.out, batch), c_base, 0, n, sum);
     }
   }
 }
@@ -120,14 +171,30 @@ static __device__ void xr_gemv(const typename IO::storage *a, const typename IO:
   extern "C" __global__ void __launch_bounds__(XR_GEMM_THREADS_X * XR_GEMM_THREADS_Y)         \
       xr_gemm_tiled_##suffix(const IO::storage *a, const IO::storage *b, const IO::storage *c, \
                              IO::storage *out, xr_gemm_gpu_params_t p) {                      \
-    xr_gemm_tiled<IO>(a, b, c, out, p);                                                        \
+    xr_gemm_tiled(xr_typed_operands<IO>{a, b}, xr_plain_epilogue<IO>{c, out}, p);              \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(XR_GEMV_THREADS)                               \
       xr_gemv_##suffix(const IO::storage *a, const IO::storage *b, const IO::storage *c,       \
                        IO::storage *out, xr_gemm_gpu_params_t p) {                            \
-    xr_gemv<IO>(a, b, c, out, p);                                                              \
+    xr_gemv(xr_typed_operands<IO>{a, b}, xr_plain_epilogue<IO>{c, out}, p);                    \
   }
 
 XR_GEMM_KERNELS(f32, xr_io_f32)
 XR_GEMM_KERNELS(f16, xr_io_f16)
 XR_GEMM_KERNELS(bf16, xr_io_bf16)
+
+// aten::_scaled_mm: the same two kernels over fp8 operands, run-time dtypes throughout.
+#define XR_GEMM_SCALED_ARGS                                                                    \
+  const unsigned char *a, const unsigned char *b, const unsigned char *c, unsigned char *out,  \
+      const float *scale_a, const float *scale_b, const float *scale_result, xr_gemm_gpu_params_t p
+
+extern "C" __global__ void __launch_bounds__(XR_GEMM_THREADS_X * XR_GEMM_THREADS_Y)
+    xr_gemm_tiled_scaled(XR_GEMM_SCALED_ARGS) {
+  xr_gemm_tiled(xr_scaled_operands{a, b, p.a_dtype, p.b_dtype},
+                xr_scaled_epilogue{c, out, scale_a, scale_b, scale_result}, p);
+}
+
+extern "C" __global__ void __launch_bounds__(XR_GEMV_THREADS) xr_gemv_scaled(XR_GEMM_SCALED_ARGS) {
+  xr_gemv(xr_scaled_operands{a, b, p.a_dtype, p.b_dtype},
+          xr_scaled_epilogue{c, out, scale_a, scale_b, scale_result}, p);
+}

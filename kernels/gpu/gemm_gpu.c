@@ -13,11 +13,13 @@
 
 #include "kernels/family.h"
 #include "kernels/gemm.h"
+#include "kernels/gpu/dtype_codes.h"
 #include "kernels/gpu/gemm_params.h"
 #include "kernels/gpu/sources.h"
 
 _Static_assert(XR_MAX_RANK <= XR_GEMM_GPU_MAX_BATCH_RANK,
                "the GPU parameter block holds every batch dimension");
+_Static_assert(XR_GPU_DTYPE_CODES_AGREE, "kernels/gpu/dtype_codes.h mirrors xr_dtype_t");
 
 /* Largest grid dimension y/z on both vendors (x allows 2^31 - 1). */
 #define MAX_GRID_YZ 65535u
@@ -26,19 +28,45 @@ static bool gpu_dtype(xr_dtype_t dtype) {
   return dtype == XR_DTYPE_F32 || dtype == XR_DTYPE_F16 || dtype == XR_DTYPE_BF16;
 }
 
+static bool fp8_dtype(xr_dtype_t dtype) {
+  return dtype == XR_DTYPE_F8E4M3FN || dtype == XR_DTYPE_F8E5M2 ||
+         dtype == XR_DTYPE_F8E4M3FNUZ || dtype == XR_DTYPE_F8E5M2FNUZ;
+}
+
+static bool scaled_product(const xr_gemm_problem_t *p) {
+  return p->scale_a.index >= 0 || p->scale_b.index >= 0 || p->scale_result >= 0;
+}
+
+/* aten::_scaled_mm: fp8 operands (any mix of the four), float32 scales, and a bias and an
+ * output the kernels store in float (f32, f16, bf16, fp8). */
+static xr_status_t scaled_supports(const xr_op_plan_t *plan, const xr_gemm_problem_t *p) {
+  if (!fp8_dtype(p->a_dtype) || !fp8_dtype(p->b_dtype))
+    return xr_error(XR_UNIMPLEMENTED, "%s: %s x %s: the scaled GPU kernels take fp8 operands",
+                    plan->op->name, xr_dtype_name(p->a_dtype), xr_dtype_name(p->b_dtype));
+  if (p->scale_a.index < 0 || p->scale_b.index < 0)
+    return xr_error(XR_UNIMPLEMENTED, "%s: the scaled GPU kernels need scale_a and scale_b",
+                    plan->op->name);
+  if (!gpu_dtype(p->out_dtype) && !fp8_dtype(p->out_dtype))
+    return xr_error(XR_UNIMPLEMENTED, "%s: %s output: the scaled GPU kernels store f32, f16, "
+                    "bf16 or fp8", plan->op->name, xr_dtype_name(p->out_dtype));
+  if (p->c.index >= 0 && !gpu_dtype(p->c_dtype) && !fp8_dtype(p->c_dtype))
+    return xr_error(XR_UNIMPLEMENTED, "%s: %s bias: the scaled GPU kernels read f32, f16, bf16 "
+                    "or fp8", plan->op->name, xr_dtype_name(p->c_dtype));
+  return XR_OK;
+}
+
 static xr_status_t gemm_gpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
   const xr_gemm_problem_t *p = plan->problem;
-  if (!gpu_dtype(p->a_dtype) || p->b_dtype != p->a_dtype || p->out_dtype != p->a_dtype) {
+  if (scaled_product(p)) {
+    xr_status_t status = scaled_supports(plan, p);
+    if (status != XR_OK) return status;
+  } else if (!gpu_dtype(p->a_dtype) || p->b_dtype != p->a_dtype || p->out_dtype != p->a_dtype) {
     return xr_error(XR_UNIMPLEMENTED, "%s: %s x %s -> %s: the GPU kernels take f32, f16 or bf16 "
-                    "operands of one dtype", plan->op->name, xr_dtype_name(p->a_dtype),
-                    xr_dtype_name(p->b_dtype), xr_dtype_name(p->out_dtype));
-  }
-  if (p->scale_a.index >= 0 || p->scale_b.index >= 0 || p->scale_result >= 0) {
-    return xr_error(XR_UNIMPLEMENTED, "%s: scaled products are not in the GPU kernels",
-                    plan->op->name);
-  }
-  if (p->c.index >= 0 && plan->inputs[p->c.index]->dtype != p->out_dtype) {
+                    "operands of one dtype (fp8 through aten::_scaled_mm)", plan->op->name,
+                    xr_dtype_name(p->a_dtype), xr_dtype_name(p->b_dtype),
+                    xr_dtype_name(p->out_dtype));
+  } else if (p->c.index >= 0 && plan->inputs[p->c.index]->dtype != p->out_dtype) {
     return xr_error(XR_UNIMPLEMENTED, "%s: the added tensor is %s, the output %s", plan->op->name,
                     xr_dtype_name(plan->inputs[p->c.index]->dtype), xr_dtype_name(p->out_dtype));
   }
@@ -57,7 +85,7 @@ typedef struct gemm_gpu_state {
   xr_hal_executable_t *executable;
   xr_hal_kernel_t *kernel;
   xr_gemm_gpu_params_t params;
-  xr_hal_kernel_arg_t args[5];
+  xr_hal_kernel_arg_t args[8];
   xr_hal_dispatch_t dispatch;
   bool empty; /* M or N is 0: nothing to launch */
 } gemm_gpu_state_t;
@@ -70,8 +98,9 @@ static void copy_operand(const xr_gemm_problem_t *p, const xr_gemm_operand_t *o,
   for (int d = 0; d < p->batch_rank; d++) out->batch_strides[d] = o->batch_strides[d];
 }
 
-static const char *dtype_suffix(xr_dtype_t dtype) {
-  return dtype == XR_DTYPE_F32 ? "f32" : dtype == XR_DTYPE_F16 ? "f16" : "bf16";
+static const char *kernel_suffix(const xr_gemm_problem_t *p) {
+  if (scaled_product(p)) return "scaled";
+  return p->out_dtype == XR_DTYPE_F32 ? "f32" : p->out_dtype == XR_DTYPE_F16 ? "f16" : "bf16";
 }
 
 static void gemm_gpu_release(void *state) {
@@ -103,6 +132,19 @@ static xr_status_t gemm_gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *d
   q->alpha = (float)p->alpha;
   q->beta = (float)p->beta;
   q->has_c = c != NULL;
+  q->a_dtype = (int)p->a_dtype;
+  q->b_dtype = (int)p->b_dtype;
+  q->c_dtype = (int)p->c_dtype;
+  q->out_dtype = (int)p->out_dtype;
+  bool scaled = scaled_product(p);
+  if (scaled) {
+    q->scale_a_offset = tensors[p->scale_a.index].offset;
+    q->scale_a_stride = p->scale_a.stride;
+    q->scale_b_offset = tensors[p->scale_b.index].offset;
+    q->scale_b_stride = p->scale_b.stride;
+    q->has_scale_result = p->scale_result >= 0;
+    if (q->has_scale_result) q->scale_result_offset = tensors[p->scale_result].offset;
+  }
   s->empty = p->M == 0 || p->N == 0 || p->batch == 0;
   if (s->empty) {
     *out_state = s;
@@ -122,7 +164,7 @@ static xr_status_t gemm_gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *d
   bool gemv = p->M == 1 && p->b.row_stride == 1 && warp > 0 && XR_GEMV_THREADS % warp == 0;
   char name[64];
   snprintf(name, sizeof name, "%s_%s", gemv ? "xr_gemv" : "xr_gemm_tiled",
-           dtype_suffix(p->out_dtype));
+           kernel_suffix(p));
   status = xr_hal_kernel_lookup(s->executable, name, &s->kernel);
   if (status != XR_OK) {
     gemm_gpu_release(s);
@@ -145,9 +187,19 @@ static xr_status_t gemm_gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *d
   s->args[1] = xr_hal_arg_buffer(b->buffer);
   s->args[2] = xr_hal_arg_buffer(c ? c->buffer : out->buffer);
   s->args[3] = xr_hal_arg_buffer(out->buffer);
-  s->args[4] = xr_hal_arg_bytes(&s->params, sizeof s->params);
+  if (scaled) {
+    /* Without a result scale the kernel never reads its pointer. */
+    int result = p->scale_result >= 0 ? p->scale_result : p->scale_a.index;
+    s->args[4] = xr_hal_arg_buffer(tensors[p->scale_a.index].buffer);
+    s->args[5] = xr_hal_arg_buffer(tensors[p->scale_b.index].buffer);
+    s->args[6] = xr_hal_arg_buffer(tensors[result].buffer);
+    s->args[7] = xr_hal_arg_bytes(&s->params, sizeof s->params);
+    s->dispatch.arg_count = 8;
+  } else {
+    s->args[4] = xr_hal_arg_bytes(&s->params, sizeof s->params);
+    s->dispatch.arg_count = 5;
+  }
   s->dispatch.args = s->args;
-  s->dispatch.arg_count = 5;
   *out_state = s;
   return XR_OK;
 }

@@ -13,16 +13,23 @@ typedef struct xr_gemm_gpu_operand {
   long long batch_strides[XR_GEMM_GPU_MAX_BATCH_RANK];
 } xr_gemm_gpu_operand_t;
 
-/* out[b][m][n] = alpha * sum_k a[b][m][k] * b[b][k][n] + beta * c[b][m][n] (c when has_c) */
+/* out[b][m][n] = alpha * sum_k a[b][m][k] * b[b][k][n] + beta * c[b][m][n] (c when has_c);
+ * _scaled_mm multiplies the product by scale_a[m] * scale_b[n] and the sum by scale_result. */
 typedef struct xr_gemm_gpu_params {
   long long M, N, K;
   long long batch;                                  /* product of batch_shape */
   long long batch_rank;
   long long batch_shape[XR_GEMM_GPU_MAX_BATCH_RANK];
   xr_gemm_gpu_operand_t a, b, c, out;
+  /* aten::_scaled_mm (the *_scaled kernels): float32 scales per row of A and per column of B
+   * (stride 0: one value), the result scale, and every dtype as an XR_GPU_* code
+   * (kernels/gpu/dtype_codes.h). */
+  long long scale_a_offset, scale_a_stride, scale_b_offset, scale_b_stride;
+  long long scale_result_offset;
+  int a_dtype, b_dtype, c_dtype, out_dtype;
+  int has_scale_result;
   float alpha, beta;
   int has_c;
-  int reserved;
 } xr_gemm_gpu_params_t;
 
 /* Tile of the tiled kernel: TILE_M x TILE_N outputs per block of 16 x 16 threads (4 x 4 per

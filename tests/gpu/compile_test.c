@@ -89,28 +89,52 @@ Test(compile, gemm_source_has_every_kernel_the_impl_launches) {
   cr_assert_not_null(strstr(text, "xr_warp_sum"));
 }
 
-/* Every kernel kernels/gpu/attention_gpu.c looks up is in its source's compiled image (the names
- * are made by macros, so the text alone does not show them): a cubin names its entry points. */
-static void expect_kernels(const char *source, const char *const *names, size_t count) {
+/* Every kernel the GPU implementations look up by name is in the code compiled from its source
+ * for `target` (the names are often made by macros, and a name the impl spells differently from
+ * the source would only fail on a GPU). ELF string tables hold the names NUL-terminated. */
+static void expect_kernels(const char *target, const char *source, const char *const *names,
+                           size_t count) {
   void *binary = NULL;
   size_t size = 0;
-  xr_status_t status = compile("sm_80", source, xr_gpu_source_text(source), NULL, &binary, &size);
-  skip_unless_compiler("sm_80", status);
-  cr_assert_eq(status, XR_OK, "%s: %s", source, xr_last_error());
+  const char *text = xr_gpu_source_text(source);
+  cr_assert_not_null(text, "%s is not embedded", source);
+  xr_status_t status = compile(target, source, text, NULL, &binary, &size);
+  skip_unless_compiler(target, status);
+  cr_assert_eq(status, XR_OK, "%s for %s: %s", source, target, xr_last_error());
   for (size_t i = 0; i < count; i++) {
-    cr_assert_not_null(memmem(binary, size, names[i], strlen(names[i]) + 1), "%s lacks %s", source, names[i]);
+    cr_assert_not_null(memmem(binary, size, names[i], strlen(names[i]) + 1), "%s for %s lacks %s",
+                       source, target, names[i]);
   }
   free(binary);
 }
 
+static void kernels_i_define_every_kernel_looked_up(const char *target) {
+  static const char *const gemm[] = {"xr_gemm_tiled_f32", "xr_gemm_tiled_f16", "xr_gemm_tiled_bf16",
+                                     "xr_gemm_tiled_scaled", "xr_gemv_f32", "xr_gemv_f16",
+                                     "xr_gemv_bf16", "xr_gemv_scaled"};
+  static const char *const elementwise[] = {"xr_elementwise", "xr_argmax"};
+  static const char *const norm[] = {"xr_softmax", "xr_layer_norm", "xr_rms_norm",
+                                     "xr_add_rms_norm", "xr_rotary"};
+  expect_kernels(target, "gemm.cu", gemm, sizeof gemm / sizeof *gemm);
+  expect_kernels(target, "elementwise.cu", elementwise, sizeof elementwise / sizeof *elementwise);
+  expect_kernels(target, "norm.cu", norm, sizeof norm / sizeof *norm);
+}
+
+Test(compile, sources_define_every_kernel_looked_up_sm_80) {
+  kernels_i_define_every_kernel_looked_up("sm_80");
+}
+Test(compile, sources_define_every_kernel_looked_up_gfx90a) {
+  kernels_i_define_every_kernel_looked_up("gfx90a");
+}
+
 Test(compile, attention_images_have_every_kernel_the_impls_launch) {
   static const char *const dense[] = {"xr_attention_f32", "xr_attention_f16", "xr_attention_bf16"};
-  expect_kernels("attention.cu", dense, 3);
+  expect_kernels("sm_80", "attention.cu", dense, 3);
   static const char *const paged[] = {
       "xr_attention_f32",         "xr_attention_f16",         "xr_attention_bf16",
       "xr_attention_f32_fp8",     "xr_attention_f16_fp8",     "xr_attention_bf16_fp8",
       "xr_attention_combine_f32", "xr_attention_combine_f16", "xr_attention_combine_bf16"};
-  expect_kernels("paged_attention.cu", paged, 9);
+  expect_kernels("sm_80", "paged_attention.cu", paged, 9);
   static const char *const sources[] = {"f32", "f16", "bf16"};
   static const char *const caches[] = {"", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz"};
   char names[15][64];
@@ -122,7 +146,7 @@ Test(compile, attention_images_have_every_kernel_the_impls_launch) {
       cache_kernels[s * 5 + c] = names[s * 5 + c];
     }
   }
-  expect_kernels("kv_cache.cu", cache_kernels, 15);
+  expect_kernels("sm_80", "kv_cache.cu", cache_kernels, 15);
 }
 
 static const char broken[] =

@@ -2,11 +2,13 @@
  * cuda or hip device (built once per driver, XR_GPU_DRIVER=cuda|hip), each case compared with
  * the CPU reference on the same seeded inputs through the real engine (tests/kernels/check.h).
  * Sizes 1, 3, 17, 129 and 1000; transposed, broadcast and offset views; the tiled kernel and
- * the M == 1 warp-per-column kernel; f32, f16, bf16. Skips without such a device. */
+ * the M == 1 warp-per-column kernel; f32, f16, bf16; then the cases the cpu and opencl suites
+ * run (tests/kernels/gemm_cases.h), aten::_scaled_mm with fp8 operands included. Skips without
+ * such a device. */
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "tests/kernels/check.h"
+#include "tests/kernels/gemm_cases.h"
 
 #define STRINGIFY2(x) #x
 #define STRINGIFY(x) STRINGIFY2(x)
@@ -82,3 +84,12 @@ Test(gemm_gpu, matmul_broadcasts_batches) {
   MATCHES(op("aten::matmul", T("self", "c10::Half", "[2, 1, 3, 17]", "") ","
              T("other", "c10::Half", "[5, 17, 4]", "")));
 }
+
+/* The shared case lists: every product at each dtype, and _scaled_mm. */
+static const target_t gpu = {DRIVER, DRIVER ".gemm_tiled", DRIVER ".gemm_tiled",
+                             DRIVER ".gemm_tiled", DRIVER ".gemm_tiled"};
+
+Test(gemm_gpu, shared_products_f32) { products(&gpu, "float"); }
+Test(gemm_gpu, shared_products_bf16) { products(&gpu, "c10::BFloat16"); }
+Test(gemm_gpu, shared_products_f16) { products(&gpu, "c10::Half"); }
+Test(gemm_gpu, scaled_mm_fp8) { scaled_products(&gpu); }

@@ -14,7 +14,7 @@ typedef struct text {
   size_t n;
 } text_t;
 
-static void put(text_t *t, const char *fmt, ...) {
+static inline void put(text_t *t, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int k = vsnprintf(t->s + t->n, sizeof t->s - t->n, fmt, ap);
@@ -24,7 +24,7 @@ static void put(text_t *t, const char *fmt, ...) {
 }
 
 /* snprintf that fails the test when the text does not fit. */
-static void format(char *buf, size_t size, const char *fmt, ...) {
+static inline void format(char *buf, size_t size, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int k = vsnprintf(buf, size, fmt, ap);
@@ -33,7 +33,7 @@ static void format(char *buf, size_t size, const char *fmt, ...) {
 }
 
 /* A tensor value: shape, optional strides (NULL: contiguous), storage offset. */
-static const char *tensor(text_t *t, const char *dtype, int rank, const int64_t *shape,
+static inline const char *tensor(text_t *t, const char *dtype, int rank, const int64_t *shape,
                           const int64_t *strides, int64_t offset) {
   size_t start = t->n;
   put(t, "{\"dtype\": \"%s\", \"shape\": [", dtype);
@@ -54,7 +54,7 @@ static const char *tensor(text_t *t, const char *dtype, int rank, const int64_t 
 
 /* Assembles {"ops": [{"name": op, "args": [...], "kwargs": [...]}]} from argument snippets
  * already written as `{"name": .., "type": .., "value": ..}`. */
-static const char *bundle(const char *op, const char *args, const char *kwargs) {
+static inline const char *bundle(const char *op, const char *args, const char *kwargs) {
   static char buf[16384];
   format(buf, sizeof buf,
            "{\"format\": \"xreplay-bundle\", \"format_version\": 1, \"ops\": [{\"name\": \"%s\", "
@@ -66,7 +66,7 @@ static const char *bundle(const char *op, const char *args, const char *kwargs) 
 static uint64_t next_seed = 1;
 
 /* Runs on `device`; the kernel that ran must start with `prefix`. */
-static void expect_match(const char *json, const char *device, const char *prefix) {
+static inline void expect_match(const char *json, const char *device, const char *prefix) {
   xr_op_result_t r = check_op_seeded(json, device, next_seed++);
   cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s: %s", json, device,
                xr_op_outcome_name(r.outcome), r.message);

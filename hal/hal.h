@@ -218,11 +218,16 @@ xr_status_t xr_hal_buffer_copy(xr_hal_buffer_t *dst, size_t dst_offset, xr_hal_b
 xr_status_t xr_hal_buffer_fill(xr_hal_buffer_t *buffer, size_t offset, size_t size,
                                const void *pattern, size_t pattern_size);
 
-/* Native handles, for code that hands HAL objects to a vendor library (CLBlast on opencl):
- * a buffer's allocation (opencl: the root buffer's cl_mem) with the byte offset of the view
- * in it, a stream's queue (cl_command_queue), a device's id (cl_device_id). Work queued on the
- * native queue runs in stream order, between the stream's other work and events. The handles
- * stay owned by the HAL. UNIMPLEMENTED on drivers without native handles (cpu). Thread-safe. */
+/* Native handles, for code that hands HAL objects to a vendor library (CLBlast on opencl,
+ * cuBLASLt on cuda, hipBLASLt on hip): a buffer's allocation with the byte offset of the view
+ * in it (opencl: the root buffer's cl_mem; cuda: the CUdeviceptr; hip: the device pointer;
+ * NULL for an empty buffer), a stream's queue (cl_command_queue, CUstream, hipStream_t) and
+ * the device (cl_device_id; cuda: its primary CUcontext; hip: a pointer to its int ordinal).
+ * On cuda and hip, xr_hal_stream_native and xr_hal_device_native also make the device current
+ * on the calling thread (cuCtxSetCurrent / hipSetDevice), so a vendor library called next on
+ * that thread works on this device; DEVICE_ERROR when that fails. Work queued on the native
+ * queue runs in stream order, between the stream's other work and events. The handles stay
+ * owned by the HAL. UNIMPLEMENTED on drivers without native handles (cpu). Thread-safe. */
 xr_status_t xr_hal_buffer_native(xr_hal_buffer_t *buffer, void **out_handle, size_t *out_offset);
 xr_status_t xr_hal_stream_native(xr_hal_stream_t *stream, void **out_handle);
 xr_status_t xr_hal_device_native(xr_hal_device_t *device, void **out_handle);

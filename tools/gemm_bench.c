@@ -1,7 +1,7 @@
 /* GEMM throughput through the replay path (xr_kernel_plan / select / prepare / enqueue, timed
  * with HAL events) next to oneDNN's matmul called directly in the same run (the baseline; dlopen'ed
  * like the library does), on the cpu driver and on OpenCL. Not a test:
- *   bazel run -c opt //tools:gemm_bench [-- --no-opencl] [-- --quick]
+ *   bazel run -c opt //tools:gemm_bench [-- --no-opencl] [-- --quick] [-- --shape I]
  * Shapes: 512^3, 1024^3, 2048^3 (aten::mm, row-major B) and LLM decode (aten::linear, M = 1 and
  * 16, K = N = 4096, weight [N, K]). Prints GFLOP/s, the kernel that ran and replay / oneDNN. */
 #include <dlfcn.h>
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "formats/bundle.h"
@@ -185,6 +186,33 @@ static bool dnnl_open(void) {
          dnnl.stream_create(&dnnl.stream, dnnl.engine, dnnl_stream_default_flags) == dnnl_success;
 }
 
+/* Operand memory as the cpu driver allocates a buffer of this size: from 2 MiB, fresh pages of
+ * its own on a 2 MiB boundary with transparent huge pages requested
+ * (hal/drivers/cpu/cpu_driver.c), so that both columns read through the same kind of pages;
+ * 4 KiB pages on one side alone cost 10-20% here on TLB misses. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static size_t operand_mapping(size_t bytes) { return (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE; }
+
+static void *operand_alloc(size_t bytes) {
+  if (bytes < HUGE_PAGE) return malloc(bytes);
+  size_t length = operand_mapping(bytes);
+  char *region = mmap(NULL, length + HUGE_PAGE, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (region == MAP_FAILED) return NULL;
+  char *aligned = (char *)(((uintptr_t)region + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+  if (aligned > region) munmap(region, (size_t)(aligned - region));
+  if (region + HUGE_PAGE > aligned) munmap(aligned + length, (size_t)(region + HUGE_PAGE - aligned));
+  (void)madvise(aligned, length, MADV_HUGEPAGE);
+  return aligned;
+}
+
+static void operand_free(void *p, size_t bytes) {
+  if (!p) return;
+  if (bytes < HUGE_PAGE) free(p);
+  else munmap(p, operand_mapping(bytes));
+}
+
 /* Seconds per matmul with the same layouts as the replay case, or < 0. */
 static double dnnl_time(const shape_t *s, dnnl_data_type_t dt, size_t esize) {
   bool linear = !strcmp(s->op, "aten::linear");
@@ -202,7 +230,12 @@ static double dnnl_time(const shape_t *s, dnnl_data_type_t dt, size_t esize) {
   dnnl.pd_destroy(pd);
   if (ps) return -1;
   size_t na = (size_t)(s->M * s->K), nb = (size_t)(s->K * s->N), nc = (size_t)(s->M * s->N);
-  void *A = malloc(na * esize), *B = malloc(nb * esize), *C = malloc(nc * esize);
+  void *A = operand_alloc(na * esize), *B = operand_alloc(nb * esize), *C = operand_alloc(nc * esize);
+  if (!A || !B || !C) {
+    operand_free(A, na * esize), operand_free(B, nb * esize), operand_free(C, nc * esize);
+    dnnl.prim_destroy(prim);
+    return -1;
+  }
   unsigned seed = 2;
   xr_dtype_t xd = dt == dnnl_f32 ? XR_DTYPE_F32 : XR_DTYPE_BF16;
   fill_random(A, xd, na, &seed);
@@ -231,9 +264,9 @@ static double dnnl_time(const shape_t *s, dnnl_data_type_t dt, size_t esize) {
   dnnl.mem_destroy(mb);
   dnnl.mem_destroy(mc);
   dnnl.prim_destroy(prim);
-  free(A);
-  free(B);
-  free(C);
+  operand_free(A, na * esize);
+  operand_free(B, nb * esize);
+  operand_free(C, nc * esize);
   return best;
 }
 
@@ -273,9 +306,15 @@ static void shape_label(const shape_t *s, char *out, size_t size) {
 
 int main(int argc, char **argv) {
   bool opencl = true, quick = false;
+  int only = -1; /* --shape I: that row of `shapes` alone */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--no-opencl")) opencl = false;
     else if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--shape") && i + 1 < argc) only = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: gemm_bench [--no-opencl] [--quick] [--shape I]\n");
+      return 2;
+    }
   }
   size_t count = sizeof shapes / sizeof shapes[0];
   bool have_dnnl = dnnl_open();
@@ -285,7 +324,7 @@ int main(int argc, char **argv) {
   printf("|---|---|---|---:|---:|---:|\n");
   double f32_time[8] = {0};
   for (size_t i = 0; i < count; i++) {
-    if (quick && shapes[i].M == 2048) continue;
+    if ((quick && shapes[i].M == 2048) || (only >= 0 && (size_t)only != i)) continue;
     const shape_t *s = &shapes[i];
     double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
     char label[64], kernel[64] = "?";
@@ -316,7 +355,7 @@ int main(int argc, char **argv) {
   printf("| shape (M x N x K) | dtype | kernel | GFLOP/s | vs cpu driver fp32 |\n");
   printf("|---|---|---|---:|---:|\n");
   for (size_t i = 0; i < count; i++) {
-    if (quick && shapes[i].M == 2048) continue;
+    if ((quick && shapes[i].M == 2048) || (only >= 0 && (size_t)only != i)) continue;
     const shape_t *s = &shapes[i];
     double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
     char label[64], kernel[64] = "?";

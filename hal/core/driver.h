@@ -88,7 +88,9 @@ struct xr_hal_device_vtable {
   void (*buffer_view_destroy)(xr_hal_buffer_t *view);
   /* Optional: host address of a root buffer's first byte (host-addressable devices). */
   void *(*buffer_host_pointer)(xr_hal_buffer_t *root);
-  /* Optional trio: the vendor's own handles (xr_hal_buffer_native and friends). */
+  /* Optional trio: the vendor's own handles (xr_hal_buffer_native and friends). stream_native
+   * and device_native make the device current on the calling thread where the vendor has such
+   * a notion (cuda, hip) and return NULL, with a sentence, when that fails. */
   void *(*buffer_native)(xr_hal_buffer_t *root);
   void *(*stream_native)(xr_hal_stream_t *stream);
   void *(*device_native)(xr_hal_device_t *device);

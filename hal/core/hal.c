@@ -260,7 +260,10 @@ xr_status_t xr_hal_stream_native(xr_hal_stream_t *stream, void **out_handle) {
   if (!stream->device->vtable->stream_native) {
     return xr_error(XR_UNIMPLEMENTED, "%s: streams have no native handle", stream->device->spec);
   }
-  *out_handle = stream->device->vtable->stream_native(stream);
+  /* NULL: the driver could not make the device current; its sentence is in xr_last_error(). */
+  void *handle = stream->device->vtable->stream_native(stream);
+  if (!handle) return XR_DEVICE_ERROR;
+  *out_handle = handle;
   return XR_OK;
 }
 
@@ -271,7 +274,9 @@ xr_status_t xr_hal_device_native(xr_hal_device_t *device, void **out_handle) {
   if (!device->vtable->device_native) {
     return xr_error(XR_UNIMPLEMENTED, "%s: the device has no native handle", device->spec);
   }
-  *out_handle = device->vtable->device_native(device);
+  void *handle = device->vtable->device_native(device);
+  if (!handle) return XR_DEVICE_ERROR;
+  *out_handle = handle;
   return XR_OK;
 }
 

@@ -1,12 +1,14 @@
 /* Fast CPU path for the fused experts (vllm::outplace/inplace_fused_experts, vllm::moe_forward).
  *
- * With oneDNN (bf16, fp32): the routing is known at prepare() (the inputs are in place and fixed
- * between runs), so each expert's GEMMs get oneDNN matmul primitives there, one per distinct row
- * count, with the weights bound in place through their strides (w1[e] read as [K, 2N], w2[e] as
- * [N, K]: no copies). A run gathers each expert's rows in the op's dtype, runs GEMM-1 into the
- * op's dtype (vLLM's rounding of the GEMM-1 output), silu_and_mul, GEMM-2 into fp32, then the
- * reduce applies the routing weight, rounds and sums over top-k. Should the routing differ from
- * the prepared one (inputs changed), the run takes the micro-kernel path below instead.
+ * With oneDNN (bf16, fp32): the routing and the weights are known at prepare() (the inputs are
+ * in place and fixed between runs), so each expert's GEMMs get oneDNN matmul primitives there,
+ * one per distinct row count, and each expert's w1[e] and w2[e] are packed once into the layout
+ * the primitive reads (as a CPU serving stack does at load time; same bytes per run). A run
+ * gathers each expert's rows in the op's dtype, runs GEMM-1 into the op's dtype (vLLM's rounding
+ * of the GEMM-1 output), silu_and_mul, GEMM-2 into fp32, then the reduce applies the routing
+ * weight, rounds and sums over top-k. Many small experts run one per thread (see
+ * dnnl_prepare), few large ones one after another on every thread. Should the routing differ
+ * from the prepared one (inputs changed), the run takes the micro-kernel path below instead.
  *
  * Without (fp16: oneDNN 2.6 has no fp16 matmul on x86; or oneDNN absent), the micro-kernel path:
  *   1. route (one host step): the rows routed to each expert, each expert's rows padded to the
@@ -115,15 +117,26 @@ static void pack_panel(const void *w, xr_dtype_t d, int64_t at, int64_t rs, int6
 }
 
 #ifdef XR_HAVE_DNNL_H
-/* One expert's two GEMMs: memories bound to the gathered rows, the weights and the outputs. */
+/* One GEMM of one expert: memories bound to its gathered rows, its weights (packed at prepare()
+ * into the layout the primitive wants) and its outputs. */
+typedef struct expert_gemm {
+  dnnl_primitive_t prim;         /* shared by the experts with the same row count */
+  dnnl_memory_t mem[3];          /* src, weights, dst */
+  dnnl_memory_desc_t packed_md;  /* the weights' layout */
+  void *packed;                  /* the weights in it (owned) */
+} expert_gemm_t;
+
 typedef struct expert_gemms {
-  dnnl_primitive_t gemm1, gemm2; /* shared by the experts with the same row count */
-  dnnl_memory_t mem1[3], mem2[3];
+  expert_gemm_t gemm[2];
 } expert_gemms_t;
 
 typedef struct dnnl_path {
   const xr_dnnl_t *d;
   dnnl_stream_t stream;
+  /* Experts spread over the device's pool, each expert's GEMMs on one thread (primitives
+   * created single-threaded, a stream per expert) instead of every GEMM on all threads. */
+  bool per_expert;
+  dnnl_stream_t *expert_streams; /* [E] when per_expert */
   int64_t *rows_prepared;     /* [E+1] row_start at prepare() */
   expert_gemms_t *experts;    /* [E] */
   dnnl_primitive_t *owned;    /* [2E] distinct primitives, for release */
@@ -221,8 +234,8 @@ static void step_route(void *ctx) {
 #endif
 }
 
-static void step_gather(void *ctx, size_t begin, size_t end) {
-  const cpu_state_t *s = ctx;
+/* Gathered rows [begin, end) of A. */
+static void gather_rows(const cpu_state_t *s, size_t begin, size_t end) {
   const xr_moe_problem_t *p = s->p;
   for (size_t r = begin; r < end && (int64_t)r < s->row_start[p->E]; r++) {
     float *a = s->A + r * (size_t)p->K, line[KC];
@@ -263,6 +276,14 @@ static void step_gather(void *ctx, size_t begin, size_t end) {
       }
     }
   }
+}
+
+static void step_gather(void *ctx, size_t begin, size_t end) {
+  const cpu_state_t *s = ctx;
+#ifdef XR_HAVE_DNNL_H
+  if (s->use_dnnl && s->dnnl.per_expert) return; /* step_expert gathers its own rows */
+#endif
+  gather_rows(s, begin, end);
 }
 
 /* out[rows][NR] (ldc) = A[rows][kdim] @ W[row0 .. row0+NR)^T for one expert; W rows are
@@ -338,9 +359,9 @@ static void step_gemm2(void *ctx, size_t begin, size_t end) {
 static void run_experts(const cpu_state_t *s, int which) {
   const dnnl_path_t *dp = &s->dnnl;
   for (int64_t e = 0; e < s->p->E; e++) {
-    const expert_gemms_t *x = &dp->experts[e];
-    dnnl_primitive_t prim = which ? x->gemm2 : x->gemm1;
-    dnnl_memory_t const *mem = which ? x->mem2 : x->mem1;
+    const expert_gemm_t *g = &dp->experts[e].gemm[which];
+    dnnl_primitive_t prim = g->prim;
+    dnnl_memory_t const *mem = g->mem;
     if (!prim) continue;
     dnnl_exec_arg_t args[3] = {
         {DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
@@ -351,19 +372,17 @@ static void run_experts(const cpu_state_t *s, int which) {
 
 static void step_dnnl_gemm1(void *ctx) {
   const cpu_state_t *s = ctx;
-  if (s->use_dnnl) run_experts(s, 0);
+  if (s->use_dnnl && !s->dnnl.per_expert) run_experts(s, 0);
 }
 
 static void step_dnnl_gemm2(void *ctx) {
   const cpu_state_t *s = ctx;
-  if (s->use_dnnl) run_experts(s, 1);
+  if (s->use_dnnl && !s->dnnl.per_expert) run_experts(s, 1);
 }
 
-/* H[r] = silu(g) * u from the GEMM-1 row [g | u], all in the op's dtype. */
-static void step_dnnl_silu(void *ctx, size_t begin, size_t end) {
-  const cpu_state_t *s = ctx;
+/* H[r] = silu(g) * u from the GEMM-1 row [g | u], all in the op's dtype, rows [begin, end). */
+static void silu_rows(const cpu_state_t *s, size_t begin, size_t end) {
   const xr_moe_problem_t *p = s->p;
-  if (!s->use_dnnl) return;
   float g[KC], u[KC];
   size_t esize = xr_dtype_size(p->dtype);
   for (size_t r = begin; r < end && (int64_t)r < s->row_start[p->E]; r++) {
@@ -382,39 +401,93 @@ static void step_dnnl_silu(void *ctx, size_t begin, size_t end) {
   }
 }
 
+static void step_dnnl_silu(void *ctx, size_t begin, size_t end) {
+  const cpu_state_t *s = ctx;
+  if (s->use_dnnl && !s->dnnl.per_expert) silu_rows(s, begin, end);
+}
+
+/* Experts [begin, end) start to finish on this thread: gather, GEMM-1, silu_and_mul, GEMM-2.
+ * Claimed one at a time from the pool, so a descheduled thread delays one expert, not a
+ * barrier that every thread waits at (which is what OpenMP regions per GEMM suffer under load). */
+static void step_expert(void *ctx, size_t begin, size_t end) {
+  const cpu_state_t *s = ctx;
+  const dnnl_path_t *dp = &s->dnnl;
+  if (!s->use_dnnl || !dp->per_expert) return;
+  /* This thread's own oneDNN calls run on it alone; restored for whatever runs here next. */
+  int previous = xr_dnnl_set_thread_count(dp->d, 1);
+  for (size_t e = begin; e < end; e++) {
+    size_t r0 = (size_t)s->row_start[e], r1 = (size_t)s->row_start[e + 1];
+    if (r0 == r1) continue;
+    gather_rows(s, r0, r1);
+    for (int which = 0; which < 2; which++) {
+      const expert_gemm_t *g = &dp->experts[e].gemm[which];
+      dnnl_exec_arg_t args[3] = {
+          {DNNL_ARG_SRC, g->mem[0]}, {DNNL_ARG_WEIGHTS, g->mem[1]}, {DNNL_ARG_DST, g->mem[2]}};
+      dp->d->dnnl_primitive_execute(g->prim, dp->expert_streams[e], 3, args);
+      dp->d->dnnl_stream_wait(dp->expert_streams[e]);
+      if (which == 0) silu_rows(s, r0, r1);
+    }
+  }
+  if (previous > 0) xr_dnnl_set_thread_count(dp->d, previous);
+}
+
 static void dnnl_release(dnnl_path_t *dp, int64_t E) {
   if (!dp->d) return;
   for (int64_t e = 0; dp->experts && e < E; e++)
-    for (int i = 0; i < 3; i++) {
-      if (dp->experts[e].mem1[i]) dp->d->dnnl_memory_destroy(dp->experts[e].mem1[i]);
-      if (dp->experts[e].mem2[i]) dp->d->dnnl_memory_destroy(dp->experts[e].mem2[i]);
+    for (int which = 0; which < 2; which++) {
+      expert_gemm_t *g = &dp->experts[e].gemm[which];
+      for (int i = 0; i < 3; i++)
+        if (g->mem[i]) dp->d->dnnl_memory_destroy(g->mem[i]);
+      free(g->packed);
     }
   for (int i = 0; i < dp->owned_count; i++) dp->d->dnnl_primitive_destroy(dp->owned[i]);
   if (dp->stream) dp->d->dnnl_stream_destroy(dp->stream);
+  for (int64_t e = 0; dp->expert_streams && e < E; e++)
+    if (dp->expert_streams[e]) dp->d->dnnl_stream_destroy(dp->expert_streams[e]);
+  free(dp->expert_streams);
   free(dp->experts);
   free(dp->owned);
   free(dp->rows_prepared);
   memset(dp, 0, sizeof *dp);
 }
 
-/* Binds one GEMM: dst[rows, n] = src[rows, k] @ weights, the primitive shared with earlier experts
- * of the same row count (`same`, or NULL). */
+/* Binds one GEMM: dst[rows, n] = src[rows, k] @ weights, the primitive shared with an earlier
+ * expert of the same row count (`same`, or NULL). The weights are packed once here into the
+ * layout the primitive reads fastest, as a CPU serving stack packs them at load time: reading
+ * the transposed [n, k] weights in place, oneDNN repacks them on every call, which at a few
+ * rows per expert costs more than the product. */
 static xr_status_t bind_gemm(dnnl_path_t *dp, const xr_dnnl_matrix_t m[3], void *const ptr[3],
-                             dnnl_primitive_t same, dnnl_primitive_t *prim, dnnl_memory_t mem[3]) {
+                             const expert_gemm_t *same, expert_gemm_t *g) {
   dnnl_memory_desc_t mds[3];
-  xr_status_t st = xr_dnnl_matmul_create(dp->d, &m[0], &m[1], &m[2], same ? NULL : prim, mds);
+  xr_status_t st = xr_dnnl_matmul_create(dp->d, &m[0], &m[1], &m[2], true, same ? NULL : &g->prim, mds);
   if (st != XR_OK) return st;
-  if (same) *prim = same;
-  else dp->owned[dp->owned_count++] = *prim;
+  if (same) {
+    g->prim = same->prim;
+    mds[1] = same->packed_md;
+  } else {
+    dp->owned[dp->owned_count++] = g->prim;
+  }
+  g->packed_md = mds[1];
+  size_t size = dp->d->dnnl_memory_desc_get_size(&mds[1]);
+  g->packed = aligned_alloc(64, (size + 63) / 64 * 64);
+  if (!g->packed) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory for packed weights");
+  if ((st = xr_dnnl_pack_weights(dp->d, &m[1], ptr[1], &mds[1], g->packed))) return st;
+  void *const bound[3] = {ptr[0], g->packed, ptr[2]};
   for (int i = 0; i < 3; i++)
-    if (dp->d->dnnl_memory_create(&mem[i], &mds[i], dp->d->engine, ptr[i]) != dnnl_success)
+    if (dp->d->dnnl_memory_create(&g->mem[i], &mds[i], dp->d->engine, bound[i]) != dnnl_success)
       return xr_error(XR_DEVICE_ERROR, "dnnl_memory_create failed");
   return XR_OK;
 }
 
 /* Creates every expert's primitives for the routing of the inputs as they are now; any failure
- * (fp16, odd strides, no oneDNN) leaves the micro-kernel path in charge. */
-static xr_status_t dnnl_prepare(cpu_state_t *s) {
+ * (fp16, odd strides, no oneDNN) leaves the micro-kernel path in charge. `width`: the threads of
+ * the device's pool. With many experts per thread (8; each small, as in OLMoE or Qwen-MoE),
+ * experts go one per thread, single-threaded: a few rows per expert make every GEMM bound by
+ * reading its weights, which threads do best side by side, and the experts balance the load.
+ * With few experts (Mixtral: 8), each GEMM is big enough to use every thread. */
+static xr_status_t dnnl_bind_experts(cpu_state_t *s);
+
+static xr_status_t dnnl_prepare(cpu_state_t *s, size_t width) {
   const xr_moe_problem_t *p = s->p;
   dnnl_path_t *dp = &s->dnnl;
   xr_status_t st = xr_dnnl_get(&dp->d);
@@ -422,7 +495,7 @@ static xr_status_t dnnl_prepare(cpu_state_t *s) {
   if (s->hidden.rank != 2 || s->w1.rank != 3 || s->w2.rank != 3 || s->w1.dtype != p->dtype ||
       s->w2.dtype != p->dtype || (p->dtype != XR_DTYPE_BF16 && p->dtype != XR_DTYPE_F32))
     return xr_error(XR_UNIMPLEMENTED, "weights of another dtype than the activations, or fp16");
-  size_t esize = xr_dtype_size(p->dtype), E = (size_t)p->E;
+  size_t E = (size_t)p->E;
   dp->rows_prepared = calloc(E + 1, sizeof(int64_t));
   dp->experts = calloc(E, sizeof *dp->experts);
   dp->owned = calloc(2 * E, sizeof *dp->owned);
@@ -432,6 +505,23 @@ static xr_status_t dnnl_prepare(cpu_state_t *s) {
     return xr_error(XR_DEVICE_ERROR, "dnnl_stream_create failed");
   step_route(s);
   memcpy(dp->rows_prepared, s->row_start, sizeof(int64_t) * (E + 1));
+  size_t active = 0;
+  for (size_t e = 0; e < E; e++) active += s->row_start[e + 1] > s->row_start[e];
+  int previous = 0; /* oneDNN's thread count before single-threaded primitives, 0: unchanged */
+  if (width > 1 && active >= 8 * width && (dp->expert_streams = calloc(E, sizeof(dnnl_stream_t)))) {
+    previous = xr_dnnl_set_thread_count(dp->d, 1);
+    dp->per_expert = previous > 0;
+  }
+  st = dnnl_bind_experts(s);
+  if (previous > 0) xr_dnnl_set_thread_count(dp->d, previous);
+  return st;
+}
+
+static xr_status_t dnnl_bind_experts(cpu_state_t *s) {
+  const xr_moe_problem_t *p = s->p;
+  dnnl_path_t *dp = &s->dnnl;
+  size_t esize = xr_dtype_size(p->dtype);
+  xr_status_t st;
   for (int64_t e = 0; e < p->E; e++) {
     int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
     if (!rows) continue;
@@ -452,8 +542,11 @@ static xr_status_t dnnl_prepare(cpu_state_t *s) {
     void *const ptr2[3] = {(uint8_t *)s->H + (size_t)(r0 * p->N) * esize,
                            (uint8_t *)s->w2b + (size_t)xr_moe_at(&s->w2, e, 0, 0) * esize,
                            s->Y + r0 * p->K};
-    if ((st = bind_gemm(dp, m1, ptr1, same ? same->gemm1 : NULL, &x->gemm1, x->mem1)) ||
-        (st = bind_gemm(dp, m2, ptr2, same ? same->gemm2 : NULL, &x->gemm2, x->mem2)))
+    if (dp->per_expert && dp->d->dnnl_stream_create(&dp->expert_streams[e], dp->d->engine,
+                                                    dnnl_stream_default_flags) != dnnl_success)
+      return xr_error(XR_DEVICE_ERROR, "dnnl_stream_create failed");
+    if ((st = bind_gemm(dp, m1, ptr1, same ? &same->gemm[0] : NULL, &x->gemm[0])) ||
+        (st = bind_gemm(dp, m2, ptr2, same ? &same->gemm[1] : NULL, &x->gemm[1])))
       return st;
   }
   return XR_OK;
@@ -528,7 +621,6 @@ static xr_status_t bind(const xr_tensor_t *tensors, int index, xr_tensor_t *t, v
 
 static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
                                const xr_tensor_t *tensors, void **out_state) {
-  (void)device;
   const xr_moe_problem_t *p = plan->problem;
   cpu_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
@@ -566,7 +658,9 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
                     plan->op->name, (long long)s->rows_cap);
   }
 #ifdef XR_HAVE_DNNL_H
-  if (dnnl_prepare(s) != XR_OK) dnnl_release(&s->dnnl, p->E); /* the micro-kernel path runs */
+  xr_hal_device_properties_t properties;
+  size_t width = xr_hal_device_properties(device, &properties) == XR_OK ? properties.compute_units : 1;
+  if (dnnl_prepare(s, width) != XR_OK) dnnl_release(&s->dnnl, p->E); /* the micro-kernel path runs */
 #endif
   *out_state = s;
   return XR_OK;
@@ -586,7 +680,8 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
   if (s->dnnl.experts &&
       ((st = xr_hal_stream_enqueue_host(stream, step_dnnl_gemm1, s)) ||
        (st = xr_hal_stream_enqueue_parallel(stream, (size_t)s->rows_cap, 8, step_dnnl_silu, s)) ||
-       (st = xr_hal_stream_enqueue_host(stream, step_dnnl_gemm2, s))))
+       (st = xr_hal_stream_enqueue_host(stream, step_dnnl_gemm2, s)) ||
+       (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E, 1, step_expert, s))))
     return st;
 #endif
   return xr_hal_stream_enqueue_parallel(stream, (size_t)p->M, 1, step_reduce, s);

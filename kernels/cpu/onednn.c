@@ -86,7 +86,8 @@ static dnnl_data_type_t matrix_dtype(xr_dtype_t d) {
 
 xr_status_t xr_dnnl_matmul_create(const xr_dnnl_t *d, const xr_dnnl_matrix_t *src,
                                   const xr_dnnl_matrix_t *weights, const xr_dnnl_matrix_t *dst,
-                                  dnnl_primitive_t *out_primitive, dnnl_memory_desc_t mds[3]) {
+                                  bool packed_weights, dnnl_primitive_t *out_primitive,
+                                  dnnl_memory_desc_t mds[3]) {
   const xr_dnnl_matrix_t *m[3] = {src, weights, dst};
   dnnl_status_t ds = dnnl_success;
   for (int i = 0; i < 3 && ds == dnnl_success; i++) {
@@ -98,8 +99,14 @@ xr_status_t xr_dnnl_matmul_create(const xr_dnnl_t *d, const xr_dnnl_matrix_t *sr
     ds = d->dnnl_memory_desc_init_by_strides(&mds[i], 2, dims, matrix_dtype(m[i]->dtype), strides);
   }
   if (ds == dnnl_success && !out_primitive) return XR_OK;
+  dnnl_memory_desc_t weights_md = mds[1];
+  if (ds == dnnl_success && packed_weights) {
+    dnnl_dims_t dims = {weights->rows, weights->cols};
+    ds = d->dnnl_memory_desc_init_by_tag(&weights_md, 2, dims, matrix_dtype(weights->dtype),
+                                         dnnl_format_tag_any);
+  }
   dnnl_matmul_desc_t md;
-  if (ds == dnnl_success) ds = d->dnnl_matmul_desc_init(&md, &mds[0], &mds[1], NULL, &mds[2]);
+  if (ds == dnnl_success) ds = d->dnnl_matmul_desc_init(&md, &mds[0], &weights_md, NULL, &mds[2]);
   dnnl_primitive_desc_t pd = NULL;
   if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&pd, &md, NULL, d->engine, NULL);
   if (ds != dnnl_success)
@@ -113,11 +120,70 @@ xr_status_t xr_dnnl_matmul_create(const xr_dnnl_t *d, const xr_dnnl_matrix_t *sr
     return xr_error(XR_UNIMPLEMENTED, "oneDNN offers only its reference matmul for %s",
                     xr_dtype_name(src->dtype));
   }
+  if (packed_weights) mds[1] = *d->dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   ds = d->dnnl_primitive_create(out_primitive, pd);
   d->dnnl_primitive_desc_destroy(pd);
   if (ds != dnnl_success)
     return xr_error(XR_DEVICE_ERROR, "dnnl_primitive_create: %s", xr_dnnl_status_name(d, ds));
   return XR_OK;
+}
+
+xr_status_t xr_dnnl_pack_weights(const xr_dnnl_t *d, const xr_dnnl_matrix_t *weights,
+                                 const void *from, const dnnl_memory_desc_t *packed, void *to) {
+  dnnl_memory_desc_t strided;
+  dnnl_dims_t dims = {weights->rows, weights->cols};
+  dnnl_dims_t strides = {weights->row_stride, weights->col_stride};
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_t reorder = NULL;
+  dnnl_memory_t src = NULL, dst = NULL;
+  dnnl_stream_t stream = NULL;
+  dnnl_status_t ds = d->dnnl_memory_desc_init_by_strides(&strided, 2, dims,
+                                                         matrix_dtype(weights->dtype), strides);
+  if (ds == dnnl_success)
+    ds = d->dnnl_reorder_primitive_desc_create(&pd, &strided, d->engine, packed, d->engine, NULL);
+  if (ds == dnnl_success) ds = d->dnnl_primitive_create(&reorder, pd);
+  if (ds == dnnl_success) ds = d->dnnl_memory_create(&src, &strided, d->engine, (void *)from);
+  if (ds == dnnl_success) ds = d->dnnl_memory_create(&dst, packed, d->engine, to);
+  if (ds == dnnl_success) ds = d->dnnl_stream_create(&stream, d->engine, dnnl_stream_default_flags);
+  if (ds == dnnl_success) {
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+    ds = d->dnnl_primitive_execute(reorder, stream, 2, args);
+  }
+  if (ds == dnnl_success) ds = d->dnnl_stream_wait(stream);
+  if (stream) d->dnnl_stream_destroy(stream);
+  if (dst) d->dnnl_memory_destroy(dst);
+  if (src) d->dnnl_memory_destroy(src);
+  if (reorder) d->dnnl_primitive_destroy(reorder);
+  if (pd) d->dnnl_primitive_desc_destroy(pd);
+  if (ds != dnnl_success)
+    return xr_error(XR_DEVICE_ERROR, "oneDNN weight reorder: %s", xr_dnnl_status_name(d, ds));
+  return XR_OK;
+}
+
+/* libdnnl.so.2 on Debian runs on OpenMP (libgomp), loaded with it and therefore not in the
+ * global scope: found by name among the loaded libraries, never loaded here. */
+typedef struct omp_symbols {
+  int (*get_max_threads)(void);
+  void (*set_num_threads)(int);
+} omp_symbols_t;
+static omp_symbols_t omp;
+static pthread_once_t omp_once = PTHREAD_ONCE_INIT;
+
+static void omp_load(void) {
+  void *handle = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!handle) return;
+  *(void **)&omp.get_max_threads = dlsym(handle, "omp_get_max_threads");
+  *(void **)&omp.set_num_threads = dlsym(handle, "omp_set_num_threads");
+  if (!omp.get_max_threads || !omp.set_num_threads) memset(&omp, 0, sizeof omp);
+}
+
+int xr_dnnl_set_thread_count(const xr_dnnl_t *d, int count) {
+  (void)d; /* loaded, so its OpenMP runtime is too */
+  pthread_once(&omp_once, omp_load);
+  if (!omp.set_num_threads) return 0;
+  int previous = omp.get_max_threads();
+  omp.set_num_threads(count);
+  return previous;
 }
 
 const char *xr_dnnl_status_name(const xr_dnnl_t *d, dnnl_status_t status) {

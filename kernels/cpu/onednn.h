@@ -51,6 +51,14 @@
   REQUIRED(dnnl_status_t, dnnl_memory_create,                                                   \
            (dnnl_memory_t *, const dnnl_memory_desc_t *, dnnl_engine_t, void *))                \
   REQUIRED(dnnl_status_t, dnnl_memory_destroy, (dnnl_memory_t))                                 \
+  REQUIRED(dnnl_status_t, dnnl_memory_desc_init_by_tag,                                         \
+           (dnnl_memory_desc_t *, int, const dnnl_dims_t, dnnl_data_type_t, dnnl_format_tag_t)) \
+  REQUIRED(const dnnl_memory_desc_t *, dnnl_primitive_desc_query_md,                            \
+           (const_dnnl_primitive_desc_t, dnnl_query_t, int))                                    \
+  REQUIRED(size_t, dnnl_memory_desc_get_size, (const dnnl_memory_desc_t *))                     \
+  REQUIRED(dnnl_status_t, dnnl_reorder_primitive_desc_create,                                   \
+           (dnnl_primitive_desc_t *, const dnnl_memory_desc_t *, dnnl_engine_t,                 \
+            const dnnl_memory_desc_t *, dnnl_engine_t, const_dnnl_primitive_attr_t))            \
   OPTIONAL(const char *, dnnl_status2str, (dnnl_status_t))                                      \
   OPTIONAL(const dnnl_version_t *, dnnl_version, (void))
 
@@ -74,11 +82,25 @@ typedef struct xr_dnnl_matrix {
 
 /* dst = src @ weights on operands described by their strides (so weights are used in place,
  * transposed or not): creates the primitive and fills mds (src, weights, dst) for
- * dnnl_memory_create (only mds when out_primitive is NULL). UNIMPLEMENTED with the reason when oneDNN cannot run it, or only with its
- * reference kernel. */
+ * dnnl_memory_create (only mds when out_primitive is NULL). With `packed_weights`, oneDNN picks
+ * the weights' layout instead and mds[1] describes it (see xr_dnnl_pack_weights); without a
+ * primitive mds[1] is then left as it was. UNIMPLEMENTED with the reason when oneDNN cannot run
+ * it, or only with its reference kernel. */
 xr_status_t xr_dnnl_matmul_create(const xr_dnnl_t *dnnl, const xr_dnnl_matrix_t *src,
                                   const xr_dnnl_matrix_t *weights, const xr_dnnl_matrix_t *dst,
-                                  dnnl_primitive_t *out_primitive, dnnl_memory_desc_t mds[3]);
+                                  bool packed_weights, dnnl_primitive_t *out_primitive,
+                                  dnnl_memory_desc_t mds[3]);
+
+/* Copies `weights` (strided, at `from`) into `to` in the layout `packed` (mds[1] of a
+ * packed_weights matmul; dnnl_memory_desc_get_size bytes), on the calling thread. */
+xr_status_t xr_dnnl_pack_weights(const xr_dnnl_t *dnnl, const xr_dnnl_matrix_t *weights,
+                                 const void *from, const dnnl_memory_desc_t *packed, void *to);
+
+/* Sets the number of threads oneDNN uses for primitives created and run on the calling thread
+ * from now on (OpenMP's per-thread nthreads ICV, through the libgomp libdnnl loaded) and returns
+ * the previous number, or 0 (nothing changed) when the OpenMP runtime cannot be reached. A
+ * primitive keeps the thread count it was created with. */
+int xr_dnnl_set_thread_count(const xr_dnnl_t *dnnl, int count);
 
 /* "dnnl_unimplemented (3)". */
 const char *xr_dnnl_status_name(const xr_dnnl_t *dnnl, dnnl_status_t status);

@@ -60,7 +60,12 @@ Test(transfer, round_trip_awkward_sizes_on_a_stream) {
   }
 }
 
-Test(transfer, round_trip_64_mib) {
+/* Large buffers take another allocation path on the cpu driver (their own huge-page mapping
+ * from 2 MiB): sizes on both sides of that threshold, and 64 MiB. */
+Test(transfer, round_trip_large_buffers) {
+  round_trip((2u << 20) - 5, 0, false);
+  round_trip((2u << 20) - 5, 1, true);
+  round_trip((2u << 20) + 3, 4096, false);
   round_trip(64u << 20, 0, false);
   round_trip((64u << 20) - 1, 5, true);
 }

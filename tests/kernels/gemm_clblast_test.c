@@ -9,7 +9,7 @@ static void opencl_setup(void) {
   if (tmp) setenv("XR_HAL_CACHE_DIR", tmp, 0);
 }
 
-static const target_t ocl_clblast = {"opencl", "opencl.clblast_gemm", "", "opencl.clblast_gemm", ""};
+static const target_t ocl_clblast = {"opencl", "opencl.clblast_gemm", "", "opencl.clblast_gemm", "", NULL};
 
 /* CLBlast compiles its kernels per process (tens of seconds on PoCL): a few cases, one process.
  * Row-major with transposed weights, column-major output, batched with a bias row. */

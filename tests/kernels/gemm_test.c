@@ -14,9 +14,9 @@
 /* cpu                                                                                        */
 
 static const target_t cpu = {"cpu", "cpu.onednn_matmul", "cpu.onednn_matmul", "cpu.gemm_blocked",
-                             "cpu.gemm_blocked"};
+                             "cpu.gemm_blocked", NULL};
 static const target_t cpu_own = {"cpu", "cpu.gemm_blocked", "cpu.gemm_blocked", "cpu.gemm_blocked",
-                                 "cpu.gemm_blocked"};
+                                 "cpu.gemm_blocked", NULL};
 
 Test(gemm_cpu, onednn_f32) { products(&cpu, "float"); }
 Test(gemm_cpu, onednn_bf16) { products(&cpu, "c10::BFloat16"); }
@@ -88,9 +88,9 @@ static void opencl_setup(void) {
 }
 
 static const target_t ocl = {"opencl", "opencl.", "opencl.gemm_tiled",
-                             "opencl.", "opencl.gemm_tiled"};
+                             "opencl.", "opencl.gemm_tiled", NULL};
 static const target_t ocl_own = {"opencl", "opencl.gemm_tiled", "opencl.gemm_tiled",
-                                 "opencl.gemm_tiled", "opencl.gemm_tiled"};
+                                 "opencl.gemm_tiled", "opencl.gemm_tiled", NULL};
 
 Test(gemm_opencl, tiled_all_dtypes, .init = opencl_setup) {
   setenv("XR_CLBLAST_LIBRARY", "off", 1);

@@ -6,8 +6,10 @@
 #endif
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "hal/core/driver.h"
@@ -22,6 +24,7 @@
  * sleeps. Waking a sleeping thread costs tens of microseconds on virtual machines (the vCPU
  * halts), and the next command or the awaited event often comes within this window. */
 #define SPIN_BEFORE_SLEEP_NS 50000
+#define HUGE_PAGE ((size_t)2 << 20)
 
 typedef struct cpu_device {
   xr_hal_device_t base;
@@ -32,6 +35,7 @@ typedef struct cpu_device {
 typedef struct cpu_buffer {
   xr_hal_buffer_t base;
   void *memory;
+  size_t mapped; /* bytes mapped with mmap (large buffers), 0 when from malloc */
 } cpu_buffer_t;
 
 typedef struct cpu_event {
@@ -198,6 +202,27 @@ static char *host_address(xr_hal_buffer_t *root, size_t offset) {
   return (char *)((cpu_buffer_t *)root)->memory + offset;
 }
 
+/* Buffers of 2 MiB and more get fresh pages of their own, mapped on a 2 MiB boundary with
+ * transparent huge pages requested (granted on request where THP is "madvise", Debian's
+ * default), as GPU drivers map device memory in large pages. From malloc, a large buffer may
+ * reuse heap pages a freed buffer already faulted in 4 KiB pages: oneDNN's bf16 GEMM at 2048^3
+ * then ran ~20% slower and a decode GEMM streaming a 32 MiB weight ~10% slower, on TLB misses
+ * alone (docs/performance.md, GEMM). Returns 0 or an errno. */
+static int map_huge(size_t size, cpu_buffer_t *buffer) {
+  size_t length = (size + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+  char *region = mmap(NULL, length + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+  if (region == MAP_FAILED) return errno;
+  char *aligned = (char *)(((uintptr_t)region + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+  if (aligned > region) munmap(region, (size_t)(aligned - region));
+  size_t tail = (size_t)(region + length + HUGE_PAGE - (aligned + length));
+  if (tail) munmap(aligned + length, tail);
+  (void)madvise(aligned, length, MADV_HUGEPAGE); /* advice: without THP, small pages */
+  buffer->memory = aligned;
+  buffer->mapped = length;
+  return 0;
+}
+
 static xr_status_t cpu_buffer_alloc(xr_hal_device_t *device, size_t size, xr_hal_buffer_t **out) {
   cpu_device_t *cpu = cpu_device(device);
   /* Check against physical memory first: malloc of an absurd size may "succeed" lazily and
@@ -209,11 +234,12 @@ static xr_status_t cpu_buffer_alloc(xr_hal_device_t *device, size_t size, xr_hal
   }
   cpu_buffer_t *buffer = calloc(1, sizeof *buffer);
   if (!buffer) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", device->spec);
-  /* Page alignment for large buffers (whole pages for the copy slices), 64 B (a cache line,
-   * the widest vector) for small ones; never a zero-size request, so the pointer is real. */
-  size_t alignment = size >= (64u << 10) ? 4096 : 64;
-  size_t padded = size ? size : 1;
-  int error = posix_memalign(&buffer->memory, alignment, padded);
+  int error = size >= HUGE_PAGE ? map_huge(size, buffer) : 0;
+  if (size < HUGE_PAGE) {
+    /* Page alignment for large buffers (whole pages for the copy slices), 64 B (a cache line,
+     * the widest vector) for small ones; never a zero-size request, so the pointer is real. */
+    error = posix_memalign(&buffer->memory, size >= (64u << 10) ? 4096 : 64, size ? size : 1);
+  }
   if (error) {
     free(buffer);
     return xr_error(XR_RESOURCE_EXHAUSTED, "%s: cannot allocate %zu bytes of host memory (%s)",
@@ -226,7 +252,8 @@ static xr_status_t cpu_buffer_alloc(xr_hal_device_t *device, size_t size, xr_hal
 
 static void cpu_buffer_destroy(xr_hal_buffer_t *root) {
   cpu_buffer_t *buffer = (cpu_buffer_t *)root;
-  free(buffer->memory);
+  if (buffer->mapped) munmap(buffer->memory, buffer->mapped);
+  else free(buffer->memory);
   free(buffer);
 }
 

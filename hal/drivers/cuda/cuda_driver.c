@@ -295,7 +295,10 @@ static void cuda_stream_destroy(xr_hal_stream_t *base) {
   free(stream);
 }
 
-static void *cuda_stream_native(xr_hal_stream_t *stream) { return stream_of(stream); }
+/* The CUstream, with the device's context made current: cuBLASLt runs on the current one. */
+static void *cuda_stream_native(xr_hal_stream_t *stream) {
+  return make_current(stream->device) == XR_OK ? stream_of(stream) : NULL;
+}
 
 static xr_status_t cuda_stream_synchronize(xr_hal_stream_t *stream) {
   xr_status_t status = make_current(stream->device);
@@ -603,7 +606,9 @@ static void cuda_device_destroy(xr_hal_device_t *base) {
   free(device);
 }
 
-static void *cuda_device_native(xr_hal_device_t *base) { return cuda_device(base)->context; }
+static void *cuda_device_native(xr_hal_device_t *base) {
+  return make_current(base) == XR_OK ? cuda_device(base)->context : NULL;
+}
 
 static void cuda_device_properties(xr_hal_device_t *base, xr_hal_device_properties_t *out) {
   *out = cuda_device(base)->properties;

@@ -285,7 +285,10 @@ static void hip_stream_destroy(xr_hal_stream_t *base) {
   free(stream);
 }
 
-static void *hip_stream_native(xr_hal_stream_t *stream) { return stream_of(stream); }
+/* The hipStream_t, with the device made current: hipBLASLt runs on the current device. */
+static void *hip_stream_native(xr_hal_stream_t *stream) {
+  return make_current(stream->device) == XR_OK ? stream_of(stream) : NULL;
+}
 
 static xr_status_t hip_stream_synchronize(xr_hal_stream_t *stream) {
   xr_status_t status = make_current(stream->device);
@@ -570,6 +573,11 @@ static xr_status_t hip_stream_dispatch(xr_hal_stream_t *stream, xr_hal_kernel_t 
 
 static void hip_device_destroy(xr_hal_device_t *base) { free(hip_device(base)); }
 
+/* HIP has no device object: the device ordinal (an int), with the device made current. */
+static void *hip_device_native(xr_hal_device_t *base) {
+  return make_current(base) == XR_OK ? &hip_device(base)->ordinal : NULL;
+}
+
 static void hip_device_properties(xr_hal_device_t *base, xr_hal_device_properties_t *out) {
   *out = hip_device(base)->properties;
 }
@@ -647,6 +655,7 @@ static const xr_hal_device_vtable_t hip_vtable = {
     .buffer_destroy = hip_buffer_destroy,
     .buffer_native = hip_buffer_native,
     .stream_native = hip_stream_native,
+    .device_native = hip_device_native,
     .stream_create = hip_stream_create,
     .stream_destroy = hip_stream_destroy,
     .stream_synchronize = hip_stream_synchronize,

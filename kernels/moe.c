@@ -707,6 +707,8 @@ static const xr_kernel_impl_t ref_moe = {
 static const xr_kernel_impl_t *const moe_impls[] = {
     &xr_moe_cpu_fused,
     &xr_moe_opencl,
+    &xr_moe_cuda,
+    &xr_moe_hip,
     &ref_moe,
     NULL,
 };

@@ -1,5 +1,5 @@
 /* The mixture-of-experts family's parsed problem, shared by its implementations (ref, cpu,
- * opencl).
+ * opencl, gpu).
  *
  * Ops and the layouts they take:
  *   _moe_C::moe_align_block_size  topk_ids [M, topk] -> sorted_token_ids (flattened ids
@@ -74,9 +74,12 @@ typedef struct xr_moe_problem {
   int sorted_ids, sorted_weights, expert_ids, num_valid, moe_buf;
 } xr_moe_problem_t;
 
-/* Implementations defined in kernels/cpu and kernels/opencl, listed by kernels/moe.c. */
+/* Implementations defined in kernels/cpu, kernels/opencl and kernels/gpu, listed by
+ * kernels/moe.c. */
 extern const xr_kernel_impl_t xr_moe_cpu_fused;
 extern const xr_kernel_impl_t xr_moe_opencl;
+extern const xr_kernel_impl_t xr_moe_cuda; /* cuda.moe (kernels/gpu/moe_gpu.c) */
+extern const xr_kernel_impl_t xr_moe_hip;  /* hip.moe */
 
 /* OK when the problem is a variant someone implements; else UNIMPLEMENTED with the reason. */
 xr_status_t xr_moe_check_supported(const xr_op_plan_t *plan, const char *impl);

@@ -1,0 +1,61 @@
+/* The mixture-of-experts family's problem as the GPU kernels (kernels/gpu/moe.cu) receive it:
+ * one by-value argument per launch, shared by the host (C, kernels/gpu/moe_gpu.c) and the device
+ * (CUDA/HIP C++), so only long long, float and int appear. Offsets and strides count elements
+ * of the tensor they describe. */
+#ifndef XR_KERNELS_GPU_MOE_PARAMS_H
+#define XR_KERNELS_GPU_MOE_PARAMS_H
+
+/* Run-time dtype codes of the secondary float tensors (routing weights, logits). */
+#define XR_MOE_GPU_F32 0
+#define XR_MOE_GPU_F16 1
+#define XR_MOE_GPU_BF16 2
+
+/* A view of up to three dimensions: element (a, b, c) is offset + a * s0 + b * s1 + c * s2. */
+typedef struct xr_moe_gpu_view {
+  long long offset, s0, s1, s2;
+} xr_moe_gpu_view_t;
+
+typedef struct xr_moe_gpu_params {
+  long long M, K, N, E, topk;
+  long long numel;        /* M * topk routing entries */
+  long long chunk;        /* routing entries per counting thread of the sort */
+  long long nchunks;
+  long long block;        /* rows per sorted block: vLLM block_size, CK unit_size / block_m */
+  long long sorted_len;   /* elements of the sorted ids */
+  long long blocks_len;   /* elements of the per-block expert ids */
+  long long tiles;        /* row tiles of the grouped GEMMs: sorted_len / tile rows, rounded up */
+  long long sorted_off, sorted_w_off, expert_ids_off, num_valid_off, num_valid_len;
+  xr_moe_gpu_view_t ids;     /* expert ids [M, topk] (int32 or int64) */
+  xr_moe_gpu_view_t weights; /* routing weights [M, topk] (weights_dtype) */
+  xr_moe_gpu_view_t x;       /* GEMM-1 input [M, K], or GEMM-2 input [M, topk, N] (a_mode 1) */
+  xr_moe_gpu_view_t w1, w2;  /* [E, 2N, K], [E, K, N] */
+  xr_moe_gpu_view_t out;     /* [M, K], or [M, topk, N] for GEMM-1's out_mode 1 */
+  xr_moe_gpu_view_t logits;  /* router logits [M, E] (logits_dtype) */
+  xr_moe_gpu_view_t tei;     /* token_expert_indices [M, topk] */
+  int ck;            /* CK sorting (ids token | slot << 24, every expert a block) vs vLLM's */
+  int ids_wide;      /* expert ids are int64 */
+  int weights_dtype; /* XR_MOE_GPU_* */
+  int logits_dtype;
+  int has_tei, tei_wide;
+  int renormalize;
+  /* scale_mode: 0 none; 1 weights[token, slot] on the GEMM-1 accumulators (weight on the
+   * input); 2 sorted_w[pos] after the activation (CK stage 1) or on GEMM-2 (stage 2);
+   * 3 weights[token, slot] on GEMM-2 (vLLM). */
+  int scale_mode;
+  int a_mode;     /* GEMM-2's input: 0 the GEMM-1 scratch h, 1 x[token, slot, :] */
+  int out_mode;   /* GEMM-1's output: 0 the scratch h[pos, n], 1 out[token, slot, n] */
+  int accumulate; /* the reduction adds to out (CK stage 2) instead of overwriting it */
+  int reserved;
+} xr_moe_gpu_params_t;
+
+/* Grouped GEMM tiles: (16 * rows per thread) sorted rows x 64 columns per block of 16 x 16
+ * threads, 4 columns per thread, stepping the reduction by 16 through shared memory. A tile
+ * holds rows of one expert only: its row count divides the sorted block size. */
+#define XR_MOE_TILE_N 64
+#define XR_MOE_TILE_K 16
+#define XR_MOE_THREADS_X 16
+#define XR_MOE_THREADS_Y 16
+/* Threads per block of the one-dimensional kernels (sort, router, reduction). */
+#define XR_MOE_THREADS 256
+
+#endif

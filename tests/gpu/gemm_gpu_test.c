@@ -87,7 +87,7 @@ Test(gemm_gpu, matmul_broadcasts_batches) {
 
 /* The shared case lists: every product at each dtype, and _scaled_mm. */
 static const target_t gpu = {DRIVER, DRIVER ".gemm_tiled", DRIVER ".gemm_tiled",
-                             DRIVER ".gemm_tiled", DRIVER ".gemm_tiled"};
+                             DRIVER ".gemm_tiled", DRIVER ".gemm_tiled", NULL};
 
 Test(gemm_gpu, shared_products_f32) { products(&gpu, "float"); }
 Test(gemm_gpu, shared_products_bf16) { products(&gpu, "c10::BFloat16"); }

@@ -193,7 +193,11 @@ VECTOR_CLONES static void store_block(char *dst, xr_dtype_t dt, int64_t stride, 
 /* ------------------------------------------------------------------------------------------ */
 /* math: branch-free float approximations                                                      */
 
-static inline float exp_approx(float x) {
+/* Forced inline: a call left in a block loop (GCC's inliner gives up on the larger activations)
+ * keeps the loop from vectorising. */
+#define MATH static inline __attribute__((always_inline))
+
+MATH float exp_approx(float x) {
   x = xr_cpu_select_f(xr_cpu_mask_if(x < -87.0f), -87.0f, x); /* NaN stays NaN */
   x = xr_cpu_select_f(xr_cpu_mask_if(x > 88.0f), 88.0f, x);
   /* x = n ln2 + r, |r| <= ln2/2; n read back from the float's low bits (no float->int cast,
@@ -207,9 +211,11 @@ static inline float exp_approx(float x) {
   return p * xr_bits_to_f32(scale);
 }
 
-static inline float silu_approx(float x) { return x / (1.0f + exp_approx(-x)); }
+/* Divisions stay: the divider runs beside the FMA ports, which these loops keep busy (a
+ * Newton-Raphson reciprocal measured slower). */
+MATH float silu_approx(float x) { return x / (1.0f + exp_approx(-x)); }
 
-static inline float gelu_tanh_approx(float x) {
+MATH float gelu_tanh_approx(float x) {
   float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
   float tanh_u = 1.0f - 2.0f / (1.0f + exp_approx(2.0f * u));
   return 0.5f * x * (1.0f + tanh_u);
@@ -217,7 +223,7 @@ static inline float gelu_tanh_approx(float x) {
 
 /* 1 + erf(x / sqrt 2) through erfc's rational approximation (Abramowitz & Stegun 7.1.26,
  * |error| <= 1.5e-7), which keeps the relative accuracy of the negative tail. */
-static inline float gelu_approx(float x) {
+MATH float gelu_approx(float x) {
   float z = fabsf(x) * 0.7071067811865476f;
   float t = 1.0f / (1.0f + 0.3275911f * z);
   float y = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f +

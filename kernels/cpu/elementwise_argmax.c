@@ -35,34 +35,34 @@ typedef struct cpu_argmax {
 
 enum { LANES = 16 };
 
-/* First maximum of v[0, n) (no NaN among them) as {value, position}; position -1 when every
- * element is -inf. Lane j follows elements j, j + LANES, ...: a strict > keeps each lane's
- * first maximum, and the lanes merge by value, then by the smaller position. Selections are
- * written so that the compiler turns the lane loop into vector compares and blends. */
+/* First maximum of v[0, n) as {value, position}: position -1 when every element is -inf, -2
+ * when there is a NaN (the caller then looks for the first one). Lane j follows elements j,
+ * j + LANES, ...: a strict > keeps each lane's first maximum, and the lanes merge by value,
+ * then by the smaller position. The lane loop is written so that the compiler turns it into
+ * vector compares and blends. */
 VECTOR_CLONES static partial_t block_max(const float *v, int64_t n) {
   float m[LANES];
-  int32_t at[LANES];
-  for (int j = 0; j < LANES; j++) m[j] = -INFINITY, at[j] = -1;
+  int32_t at[LANES], nan[LANES];
+  for (int j = 0; j < LANES; j++) m[j] = -INFINITY, at[j] = -1, nan[j] = 0;
   int64_t i = 0;
   for (; i + LANES <= n; i += LANES)
     for (int j = 0; j < LANES; j++) {
       bool greater = v[i + j] > m[j];
+      nan[j] |= v[i + j] != v[i + j];
       m[j] = greater ? v[i + j] : m[j];
       at[j] = greater ? (int32_t)(i + j) : at[j];
     }
   partial_t best = {-INFINITY, -1};
-  for (int j = 0; j < LANES; j++)
+  for (int j = 0; j < LANES; j++) {
+    if (nan[j]) return (partial_t){NAN, -2};
     if (at[j] >= 0 && (m[j] > best.value || (m[j] == best.value && at[j] < best.k)))
       best.value = m[j], best.k = at[j];
-  for (; i < n; i++)
+  }
+  for (; i < n; i++) {
+    if (isnan(v[i])) return (partial_t){NAN, -2};
     if (v[i] > best.value) best.value = v[i], best.k = i;
+  }
   return best;
-}
-
-VECTOR_CLONES static bool any_nan(const float *v, int64_t n) {
-  int nan = 0;
-  for (int64_t i = 0; i < n; i++) nan |= v[i] != v[i];
-  return nan;
 }
 
 /* First maximum of positions [k0, k1) of output o; NaN beats every number. */
@@ -85,12 +85,12 @@ static partial_t scan(const cpu_argmax_t *s, int64_t o, int64_t k0, int64_t k1) 
         xr_ew_cpu_load(&buf[i], base + xr_argmax_reduced_offset(p, k + i) * (int64_t)s->esize,
                        p->dtype, 1, 1);
     }
-    if (any_nan(v, n)) { /* the first NaN is the answer */
+    partial_t b = block_max(v, n);
+    if (b.k == -2) { /* the first NaN is the answer */
       int64_t i = 0;
       while (v[i] == v[i]) i++;
       return (partial_t){v[i], k + i};
     }
-    partial_t b = block_max(v, n);
     if (b.k >= 0 && b.value > best.value) best.value = b.value, best.k = k + b.k;
   }
   return best;

@@ -6,7 +6,9 @@
  * and store. Every stage is a loop over a compile-time block size with restrict pointers and no
  * calls, so the compiler vectorises it at -O2 (exp, tanh and erf are branch-free polynomial
  * approximations for that reason; accurate to a few float ulps). Same-dtype copies and gathers
- * move raw elements (memcpy for contiguous rows); fills store a precomputed bit pattern.
+ * move raw elements (memcpy for contiguous rows), transposed copies tile by tile; fills store a
+ * precomputed bit pattern. Outputs of XR_CPU_STREAM_MIN_BYTES and more are written with
+ * streaming stores.
  *
  * Supported: float results (f32, f16, bf16, fp8) from inputs of any dtype; copies, gathers and
  * fills of any dtype. f64 and integer arithmetic run on ref.elementwise. */

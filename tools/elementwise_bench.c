@@ -4,6 +4,7 @@
  * measured in the same run (xr_hal_stream_copy, HAL events, best of 10).
  *
  *   bazel run -c opt //tools:elementwise_bench -- [--device cpu|opencl|all] [--iters N]
+ *                                                 [--only SUBSTRING]
  *
  * Traffic is counted the same way on both sides: the copy moves 2 x 64 MiB (read + write);
  * an op moves plan->bytes (every input element read once, every output element written once).
@@ -121,13 +122,14 @@ static void observe(void *ctx, const xr_op_result_t *r, size_t position, size_t 
   o->seen = 1;
 }
 
-static int bench_device(const char *spec, int iters) {
+static int bench_device(const char *spec, int iters, const char *only) {
   printf("\n%s (copy: a 64 MiB device-to-device copy measured just before each op, read + write)\n\n", spec);
   printf("| op | kernel | MB moved | median us | GB/s | copy GB/s | ratio to copy |\n"
          "|---|---|---|---|---|---|---|\n");
   double sum = 0;
   int n = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (only && !strstr(cases[i].label, only)) continue;
     double copy_bps = 0;
     if (copy_rate(spec, &copy_bps)) return 1;
     xr_bundle_t *b;
@@ -161,23 +163,25 @@ static int bench_device(const char *spec, int iters) {
 }
 
 int main(int argc, char **argv) {
-  const char *device = "all";
+  const char *device = "all", *only = NULL;
   int iters = 10;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
     else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else {
-      fprintf(stderr, "usage: elementwise_bench [--device cpu|opencl|all] [--iters N]\n");
+      fprintf(stderr, "usage: elementwise_bench [--device cpu|opencl|all] [--iters N] "
+                      "[--only SUBSTRING]\n");
       return 2;
     }
   }
   if (iters < 1) iters = 1;
   int rc = 0;
-  if (!strcmp(device, "all") || !strcmp(device, "cpu")) rc |= bench_device("cpu", iters);
+  if (!strcmp(device, "all") || !strcmp(device, "cpu")) rc |= bench_device("cpu", iters, only);
   if (!strcmp(device, "all") || !strcmp(device, "opencl")) {
     xr_hal_driver_info_t info;
     if (xr_hal_driver_info_by_name("opencl", &info) == XR_OK && info.status == XR_OK)
-      rc |= bench_device("opencl", iters);
+      rc |= bench_device("opencl", iters, only);
     else
       printf("\nopencl: unavailable (%s)\n", info.reason ? info.reason : "");
   }

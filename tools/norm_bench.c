@@ -2,13 +2,15 @@
  * tensors, through the replay engine (what a user's replay measures), next to the device's own
  * device-to-device copy measured in the same run.
  *
- *   bazel run -c opt //tools:norm_bench -- [--driver cpu|opencl] [--rows N]
+ *   bazel run -c opt //tools:norm_bench -- [--driver cpu|opencl] [--rows N] [--only SUBSTRING]
  *
  * GB/s counts the bytes each op must move (its plan's reads + writes); the copy's figure counts
  * both its read and its write (2 x payload), so "of copy" compares memory traffic with memory
  * traffic. Both sides are best-of figures (the op: the engine's fastest event-timed iteration
  * after a warm-up; the copy: its fastest of 7), so that load from other processes on the
- * machine, which only ever adds time, hurts neither more than the other. */
+ * machine, which only ever adds time, hurts neither more than the other. The copy is measured
+ * again right before each op, so that load that drifts during the run (a shared CI box)
+ * compares each op with the bandwidth it had at that moment. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +119,7 @@ static const bench_op_t ops[] = {
      "{\"arg_name\": \"is_neox\", \"arg_type\": \"bool\", \"value\": true}]}}"},
 };
 
-static int bench_device(const char *device, long long rows) {
+static int bench_device(const char *device, long long rows, const char *only) {
   xr_hal_device_t *probe;
   if (xr_hal_device_create(device, &probe) != XR_OK) {
     printf("%s: unavailable: %s\n\n", device, xr_last_error());
@@ -127,12 +129,13 @@ static int bench_device(const char *device, long long rows) {
   xr_hal_device_properties(probe, &props);
   xr_hal_device_destroy(probe);
   /* The copy moves as much as the largest tensor here: rows x 4096 fp32. */
-  double copy = copy_traffic_gbps(device, (size_t)rows * 4096 * 4);
-  printf("%s (%s): device-to-device copy of %lld MiB: %.2f GB/s (read + write)\n", device,
-         props.name, rows * 4096 * 4 >> 20, copy);
-  printf("  %-52s %-16s %10s %10s %9s %8s\n", "op", "kernel", "best us", "median us", "GB/s",
-         "of copy");
+  printf("%s (%s): device-to-device copy of %lld MiB (read + write) just before each op\n",
+         device, props.name, rows * 4096 * 4 >> 20);
+  printf("  %-52s %-16s %10s %10s %9s %9s %8s\n", "op", "kernel", "best us", "median us", "GB/s",
+         "copy GB/s", "of copy");
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+    if (only && !strstr(ops[i].label, only)) continue;
+    double copy = copy_traffic_gbps(device, (size_t)rows * 4096 * 4);
     char json[4096];
     snprintf(json, sizeof json, ops[i].ir, rows);
     xr_bundle_t *bundle;
@@ -155,21 +158,22 @@ static int bench_device(const char *device, long long rows) {
       continue;
     }
     double gbps = slot.r.min_us > 0 ? slot.r.bytes / (slot.r.min_us * 1e3) : 0;
-    printf("  %-52s %-16s %10.0f %10.0f %9.2f %7.0f%%\n", label, slot.r.kernel, slot.r.min_us,
-           slot.r.median_us, gbps, copy > 0 ? 100.0 * gbps / copy : 0.0);
+    printf("  %-52s %-16s %10.0f %10.0f %9.2f %9.2f %7.0f%%\n", label, slot.r.kernel,
+           slot.r.min_us, slot.r.median_us, gbps, copy, copy > 0 ? 100.0 * gbps / copy : 0.0);
   }
   printf("\n");
   return 0;
 }
 
 int main(int argc, char **argv) {
-  const char *only = NULL;
+  const char *only = NULL, *op_filter = NULL;
   long long rows = 8192;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--driver") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--rows") && i + 1 < argc) rows = atoll(argv[++i]);
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) op_filter = argv[++i];
     else {
-      fprintf(stderr, "usage: norm_bench [--driver cpu|opencl] [--rows N]\n");
+      fprintf(stderr, "usage: norm_bench [--driver cpu|opencl] [--rows N] [--only SUBSTRING]\n");
       return 2;
     }
   }
@@ -177,6 +181,6 @@ int main(int argc, char **argv) {
   const char *devices[] = {"cpu", "opencl"};
   for (size_t d = 0; d < 2; d++)
     if (!only || !strcmp(only, devices[d]))
-      if (bench_device(devices[d], rows)) return 1;
+      if (bench_device(devices[d], rows, op_filter)) return 1;
   return 0;
 }

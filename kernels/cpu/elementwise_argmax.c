@@ -11,6 +11,14 @@
 
 enum { CHUNK = 1 << 16 };
 
+/* The scans are also compiled for AVX-512 and AVX2, picked at load time. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
 typedef struct partial {
   float value;
   int64_t k;
@@ -25,15 +33,51 @@ typedef struct cpu_argmax {
   partial_t *partials;  /* out_numel * chunks when chunks > 1 */
 } cpu_argmax_t;
 
+enum { LANES = 16 };
+
+/* First maximum of v[0, n) as {value, position}: position -1 when every element is -inf, -2
+ * when there is a NaN (the caller then looks for the first one). Lane j follows elements j,
+ * j + LANES, ...: a strict > keeps each lane's first maximum, and the lanes merge by value,
+ * then by the smaller position. The lane loop is written so that the compiler turns it into
+ * vector compares and blends. */
+VECTOR_CLONES static partial_t block_max(const float *v, int64_t n) {
+  float m[LANES];
+  int32_t at[LANES], nan[LANES];
+  for (int j = 0; j < LANES; j++) m[j] = -INFINITY, at[j] = -1, nan[j] = 0;
+  int64_t i = 0;
+  for (; i + LANES <= n; i += LANES)
+    for (int j = 0; j < LANES; j++) {
+      bool greater = v[i + j] > m[j];
+      nan[j] |= v[i + j] != v[i + j];
+      m[j] = greater ? v[i + j] : m[j];
+      at[j] = greater ? (int32_t)(i + j) : at[j];
+    }
+  partial_t best = {-INFINITY, -1};
+  for (int j = 0; j < LANES; j++) {
+    if (nan[j]) return (partial_t){NAN, -2};
+    if (at[j] >= 0 && (m[j] > best.value || (m[j] == best.value && at[j] < best.k)))
+      best.value = m[j], best.k = at[j];
+  }
+  for (; i < n; i++) {
+    if (isnan(v[i])) return (partial_t){NAN, -2};
+    if (v[i] > best.value) best.value = v[i], best.k = i;
+  }
+  return best;
+}
+
 /* First maximum of positions [k0, k1) of output o; NaN beats every number. */
 static partial_t scan(const cpu_argmax_t *s, int64_t o, int64_t k0, int64_t k1) {
   const xr_argmax_problem_t *p = s->p;
   const char *base = s->in + xr_argmax_input_offset(p, o) * (int64_t)s->esize;
-  partial_t best = {0, -1};
+  if (k0 >= k1) return (partial_t){0, -1};
+  partial_t best = {-INFINITY, k0}; /* all -inf: the first one */
   float buf[XR_EW_CPU_BLOCK];
   for (int64_t k = k0; k < k1; k += XR_EW_CPU_BLOCK) {
     int64_t n = k1 - k < XR_EW_CPU_BLOCK ? k1 - k : XR_EW_CPU_BLOCK;
-    if (p->red_rank == 1) {
+    const float *v = buf;
+    if (p->red_rank == 1 && p->dtype == XR_DTYPE_F32 && p->red_strides[0] == 1) {
+      v = (const float *)base + k; /* scanned where it lies */
+    } else if (p->red_rank == 1) {
       xr_ew_cpu_load(buf, base + k * p->red_strides[0] * (int64_t)s->esize, p->dtype,
                      p->red_strides[0], n);
     } else {
@@ -41,11 +85,13 @@ static partial_t scan(const cpu_argmax_t *s, int64_t o, int64_t k0, int64_t k1) 
         xr_ew_cpu_load(&buf[i], base + xr_argmax_reduced_offset(p, k + i) * (int64_t)s->esize,
                        p->dtype, 1, 1);
     }
-    for (int64_t i = 0; i < n; i++) {
-      float v = buf[i];
-      if (best.k < 0 || (!isnan(best.value) && (isnan(v) || v > best.value)))
-        best.value = v, best.k = k + i;
+    partial_t b = block_max(v, n);
+    if (b.k == -2) { /* the first NaN is the answer */
+      int64_t i = 0;
+      while (v[i] == v[i]) i++;
+      return (partial_t){v[i], k + i};
     }
+    if (b.k >= 0 && b.value > best.value) best.value = b.value, best.k = k + b.k;
   }
   return best;
 }

@@ -6,7 +6,9 @@
  * and store. Every stage is a loop over a compile-time block size with restrict pointers and no
  * calls, so the compiler vectorises it at -O2 (exp, tanh and erf are branch-free polynomial
  * approximations for that reason; accurate to a few float ulps). Same-dtype copies and gathers
- * move raw elements (memcpy for contiguous rows); fills store a precomputed bit pattern.
+ * move raw elements (memcpy for contiguous rows), transposed copies tile by tile; fills store a
+ * precomputed bit pattern. Outputs of XR_CPU_STREAM_MIN_BYTES and more are written with
+ * streaming stores.
  *
  * Supported: float results (f32, f16, bf16, fp8) from inputs of any dtype; copies, gathers and
  * fills of any dtype. f64 and integer arithmetic run on ref.elementwise. */
@@ -22,12 +24,20 @@
 
 enum { BLOCK = XR_EW_CPU_BLOCK, RAW_BLOCK = 16384, MIN_ELEMENTS_PER_CHUNK = 32768 };
 
-/* The block loops are also compiled for AVX2 + FMA + F16C, picked at load time where the CPU
- * has them (8-wide instead of SSE2's 4-wide). */
+/* The block loops are also compiled for AVX-512 (16-wide) and AVX2 + FMA + F16C (8-wide), picked
+ * at load time where the CPU has them (SSE2's 4-wide otherwise). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define VECTOR_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define VECTOR_CLONES
+#endif
+
+/* -std=c11 turns off the contraction of a * b + c into one fused multiply-add; the polynomials
+ * here are written for it (a third faster, and at least as accurate). The conversions stay
+ * bit-exact: their products are exact scalings by powers of two. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=fast")
 #endif
 
 /* Runs `body` (using i) for i in [0, n), with a constant trip count for full blocks so that the
@@ -43,43 +53,6 @@ enum { BLOCK = XR_EW_CPU_BLOCK, RAW_BLOCK = 16384, MIN_ELEMENTS_PER_CHUNK = 3276
 
 /* ------------------------------------------------------------------------------------------ */
 /* conversions (bit-exact with kernels/dtype.c)                                                */
-
-/* Selections through all-ones / all-zeros masks: GCC's vectoriser does not if-convert a
- * conditional expression that feeds further arithmetic, but takes these. */
-static inline uint32_t mask_if(int condition) { return -(uint32_t)(condition != 0); }
-static inline uint32_t select_u(uint32_t mask, uint32_t if_set, uint32_t if_clear) {
-  return (if_set & mask) | (if_clear & ~mask);
-}
-static inline float select_f(uint32_t mask, float if_set, float if_clear) {
-  return xr_bits_to_f32(select_u(mask, xr_f32_to_bits(if_set), xr_f32_to_bits(if_clear)));
-}
-
-static inline float f16_decode(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
-  /* Normal and subnormal halves alike: place the bits in a float and rescale by 2^112. */
-  uint32_t bits = xr_f32_to_bits(xr_bits_to_f32(em << 13) * 0x1p112f);
-  bits |= mask_if(em >= 0x7c00u) & 0x7f800000u; /* inf and NaN */
-  return xr_bits_to_f32(bits | sign);
-}
-
-/* Round to nearest even without branches: the float adder does the rounding (the technique of
- * Dukhan's FP16 library). */
-static inline uint16_t f16_encode(float f) {
-  float base = (fabsf(f) * 0x1p112f) * 0x1p-110f;
-  uint32_t w = xr_f32_to_bits(f), shl1 = w + w, sign = w & 0x80000000u;
-  uint32_t bias = shl1 & 0xff000000u;
-  bias = select_u(mask_if(bias < 0x71000000u), 0x71000000u, bias);
-  base = xr_bits_to_f32((bias >> 1) + 0x07800000u) + base;
-  uint32_t bits = xr_f32_to_bits(base);
-  uint32_t nonsign = ((bits >> 13) & 0x7c00u) + (bits & 0x0fffu);
-  return (uint16_t)((sign >> 16) | select_u(mask_if(shl1 > 0xff000000u), 0x7e00u, nonsign));
-}
-
-static inline uint16_t bf16_encode(float f) {
-  uint32_t u = xr_f32_to_bits(f);
-  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  return (uint16_t)select_u(mask_if((u & 0x7fffffffu) > 0x7f800000u), (u >> 16) | 0x40u, rounded);
-}
 
 typedef struct fp8_format {
   int mbits, bias;
@@ -110,18 +83,18 @@ static fp8_format_t fp8_format(xr_dtype_t d) {
  * the subnormal quantum by the float adder (2^23 + 2^22 makes it round to an integer). */
 static inline uint8_t fp8_encode(float f, const fp8_format_t *F) {
   uint32_t u = xr_f32_to_bits(f), shift = 23u - (uint32_t)F->mbits;
-  uint32_t nan = mask_if((u & 0x7fffffffu) > 0x7f800000u);
+  uint32_t nan = xr_cpu_mask_if((u & 0x7fffffffu) > 0x7f800000u);
   float a = xr_bits_to_f32(u & 0x7fffffffu);
-  a = select_f(mask_if(a > F->max), F->max, a);
-  uint32_t small = mask_if(a < F->min_normal);
+  a = xr_cpu_select_f(xr_cpu_mask_if(a > F->max), F->max, a);
+  uint32_t small = xr_cpu_mask_if(a < F->min_normal);
   uint32_t sub = xr_f32_to_bits(a * F->subnormal_scale + 12582912.0f) - 0x4b400000u;
   uint32_t ua = xr_f32_to_bits(a);
   uint32_t rounded = ua + ((1u << (shift - 1)) - 1u) + ((ua >> shift) & 1u);
   uint32_t normal = (rounded >> shift) - ((127u - (uint32_t)F->bias) << F->mbits);
-  uint32_t magnitude = select_u(small, sub, normal);
+  uint32_t magnitude = xr_cpu_select_u(small, sub, normal);
   uint32_t sign = (u >> 24) & 0x80u;
-  sign &= ~(mask_if(magnitude == 0) & F->fnuz_mask); /* fnuz has no negative zero */
-  return (uint8_t)select_u(nan, F->nan_code, sign | magnitude);
+  sign &= ~(xr_cpu_mask_if(magnitude == 0) & F->fnuz_mask); /* fnuz has no negative zero */
+  return (uint8_t)xr_cpu_select_u(nan, F->nan_code, sign | magnitude);
 }
 
 /* Decoding tables for the four fp8 dtypes, built once. */
@@ -167,8 +140,8 @@ VECTOR_CLONES void xr_ew_cpu_load(float *restrict dst, const char *src, xr_dtype
     }
     case XR_DTYPE_F16: {
       const uint16_t *restrict s = (const uint16_t *)src;
-      if (stride == 1) FOR_N(n, dst[i] = f16_decode(s[i]));
-      else FOR_N(n, dst[i] = f16_decode(s[i * stride]));
+      if (stride == 1) FOR_N(n, dst[i] = xr_cpu_f16_decode(s[i]));
+      else FOR_N(n, dst[i] = xr_cpu_f16_decode(s[i * stride]));
       return;
     }
     case XR_DTYPE_F64: {
@@ -199,14 +172,14 @@ VECTOR_CLONES static void store_block(char *dst, xr_dtype_t dt, int64_t stride, 
     }
     case XR_DTYPE_BF16: {
       uint16_t *restrict d = (uint16_t *)dst;
-      if (stride == 1) FOR_N(n, d[i] = bf16_encode(v[i]));
-      else FOR_N(n, d[i * stride] = bf16_encode(v[i]));
+      if (stride == 1) FOR_N(n, d[i] = xr_cpu_bf16_encode(v[i]));
+      else FOR_N(n, d[i * stride] = xr_cpu_bf16_encode(v[i]));
       return;
     }
     case XR_DTYPE_F16: {
       uint16_t *restrict d = (uint16_t *)dst;
-      if (stride == 1) FOR_N(n, d[i] = f16_encode(v[i]));
-      else FOR_N(n, d[i * stride] = f16_encode(v[i]));
+      if (stride == 1) FOR_N(n, d[i] = xr_cpu_f16_encode(v[i]));
+      else FOR_N(n, d[i * stride] = xr_cpu_f16_encode(v[i]));
       return;
     }
     default: { /* fp8: supports() admits no other float-pipeline output */
@@ -222,9 +195,13 @@ VECTOR_CLONES static void store_block(char *dst, xr_dtype_t dt, int64_t stride, 
 /* ------------------------------------------------------------------------------------------ */
 /* math: branch-free float approximations                                                      */
 
-static inline float exp_approx(float x) {
-  x = select_f(mask_if(x < -87.0f), -87.0f, x); /* NaN stays NaN */
-  x = select_f(mask_if(x > 88.0f), 88.0f, x);
+/* Forced inline: a call left in a block loop (GCC's inliner gives up on the larger activations)
+ * keeps the loop from vectorising. */
+#define MATH static inline __attribute__((always_inline))
+
+MATH float exp_approx(float x) {
+  x = xr_cpu_select_f(xr_cpu_mask_if(x < -87.0f), -87.0f, x); /* NaN stays NaN */
+  x = xr_cpu_select_f(xr_cpu_mask_if(x > 88.0f), 88.0f, x);
   /* x = n ln2 + r, |r| <= ln2/2; n read back from the float's low bits (no float->int cast,
    * which would be undefined for NaN). */
   float t = x * 1.44269504088896341f + 12582912.0f;
@@ -236,9 +213,11 @@ static inline float exp_approx(float x) {
   return p * xr_bits_to_f32(scale);
 }
 
-static inline float silu_approx(float x) { return x / (1.0f + exp_approx(-x)); }
+/* Divisions stay: the divider runs beside the FMA ports, which these loops keep busy (a
+ * Newton-Raphson reciprocal measured slower). */
+MATH float silu_approx(float x) { return x / (1.0f + exp_approx(-x)); }
 
-static inline float gelu_tanh_approx(float x) {
+MATH float gelu_tanh_approx(float x) {
   float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
   float tanh_u = 1.0f - 2.0f / (1.0f + exp_approx(2.0f * u));
   return 0.5f * x * (1.0f + tanh_u);
@@ -246,12 +225,12 @@ static inline float gelu_tanh_approx(float x) {
 
 /* 1 + erf(x / sqrt 2) through erfc's rational approximation (Abramowitz & Stegun 7.1.26,
  * |error| <= 1.5e-7), which keeps the relative accuracy of the negative tail. */
-static inline float gelu_approx(float x) {
+MATH float gelu_approx(float x) {
   float z = fabsf(x) * 0.7071067811865476f;
   float t = 1.0f / (1.0f + 0.3275911f * z);
   float y = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f +
                 t * (-1.453152027f + t * 1.061405429f)))) * exp_approx(-z * z);
-  return 0.5f * x * select_f(mask_if(x >= 0), 2.0f - y, y);
+  return 0.5f * x * xr_cpu_select_f(xr_cpu_mask_if(x >= 0), 2.0f - y, y);
 }
 
 VECTOR_CLONES static void compute_block(const xr_ew_step_t *s, float *restrict r, const float *restrict a,
@@ -335,6 +314,61 @@ static void raw_fill(char *dst, int64_t ds, const uint8_t *pattern, size_t esize
   }
 }
 
+/* raw_fill of a contiguous run with streaming stores: plain stores up to a 16-byte boundary,
+ * then 16 bytes of the repeated pattern at a time (the boundary falls on an element, so the
+ * vector's phase is that of the pattern). */
+static void stream_fill(char *dst, const uint8_t *pattern, size_t esize, int64_t n) {
+  size_t head = (size_t)(-(uintptr_t)dst & 15u) / esize;
+  if ((uintptr_t)dst % esize || head >= (size_t)n) {
+    raw_fill(dst, 1, pattern, esize, n);
+    return;
+  }
+  raw_fill(dst, 1, pattern, esize, (int64_t)head);
+  uint8_t line[16];
+  for (size_t i = 0; i < sizeof line; i += esize) memcpy(line + i, pattern, esize);
+  size_t bytes = ((size_t)n - head) * esize;
+  char *d = dst + head * esize;
+  size_t body = bytes & ~(size_t)15;
+  for (size_t i = 0; i < body; i += sizeof line) xr_cpu_stream_copy(d + i, line, sizeof line);
+  raw_fill(d + body, 1, pattern, esize, (int64_t)((bytes - body) / esize));
+}
+
+/* Transposed copies (the output contiguous along the last dim, the source along the one
+ * before) go tile by tile: a TILE x TILE tile is read along the source's contiguous dim into a
+ * local buffer, then written out row by row, so that both sides walk whole cache lines. */
+enum { TILE = 64 };
+
+#define TRANSPOSE_TILE(type)                                                        \
+  do {                                                                              \
+    type *restrict t = (type *)tile;                                                \
+    const type *s = (const type *)src;                                              \
+    for (int64_t j = 0; j < nc; j++)                                                \
+      for (int64_t i = 0; i < nr; i++) t[i * TILE + j] = s[i + j * src_col_stride]; \
+  } while (0)
+
+static void transpose_tile(char *dst, int64_t dst_row_stride, const char *src,
+                           int64_t src_col_stride, size_t esize, int64_t nr, int64_t nc,
+                           bool stream) {
+  uint64_t tile[TILE * TILE];
+  /* The next tile's source runs: 64 short runs far apart are more than the hardware
+   * prefetcher follows. (Prefetches never fault, past the tensor's end included.) */
+  for (int64_t j = 0; j < nc; j++)
+    for (int64_t b = 0; b < TILE * (int64_t)esize; b += 64)
+      __builtin_prefetch(src + (j * src_col_stride + TILE) * (int64_t)esize + b);
+  switch (esize) {
+    case 1: TRANSPOSE_TILE(uint8_t); break;
+    case 2: TRANSPOSE_TILE(uint16_t); break;
+    case 4: TRANSPOSE_TILE(uint32_t); break;
+    default: TRANSPOSE_TILE(uint64_t); break;
+  }
+  for (int64_t i = 0; i < nr; i++) {
+    char *row = dst + i * dst_row_stride * (int64_t)esize;
+    const char *from = (const char *)tile + i * TILE * (int64_t)esize;
+    if (stream) xr_cpu_stream_copy(row, from, (size_t)nc * esize);
+    else memcpy(row, from, (size_t)nc * esize);
+  }
+}
+
 static int64_t load_index(const char *base, xr_dtype_t dt, int64_t i, int64_t size) {
   int64_t v = dt == XR_DTYPE_I32 ? ((const int32_t *)base)[i] : ((const int64_t *)base)[i];
   return v < 0 ? 0 : v >= size ? size - 1 : v;
@@ -343,14 +377,16 @@ static int64_t load_index(const char *base, xr_dtype_t dt, int64_t i, int64_t si
 /* ------------------------------------------------------------------------------------------ */
 /* steps                                                                                       */
 
-typedef enum { PATH_FLOAT, PATH_RAW, PATH_FILL } path_t;
+typedef enum { PATH_FLOAT, PATH_RAW, PATH_FILL, PATH_TRANSPOSE } path_t;
 
 typedef struct cpu_step {
   xr_ew_step_t f;          /* coalesced, rank >= 1 */
   path_t path;
+  bool stream;             /* large output, contiguous rows: streaming stores */
   char *base[3];           /* out, a, b: byte address of the first element */
   size_t esize[3];
   int64_t inner, block, blocks_per_row, items;
+  int64_t tile_rows, tile_cols; /* TRANSPOSE: tiles along the two last dims */
   float scalar;
   uint8_t pattern[8];      /* FILL: the value in the output dtype */
 } cpu_step_t;
@@ -360,35 +396,77 @@ typedef struct cpu_state {
   cpu_step_t steps[];
 } cpu_state_t;
 
+/* Element offsets of out, a and b for index `outer` over the dims before `dims`. */
+static void outer_offsets(const xr_ew_step_t *s, int dims, int64_t outer, int64_t *oo,
+                          int64_t *oa, int64_t *ob) {
+  for (int d = dims - 1; d >= 0; d--) {
+    int64_t x = outer % s->shape[d];
+    outer /= s->shape[d];
+    *oo += x * s->out.strides[d];
+    *oa += x * s->a.strides[d];
+    *ob += x * s->b.strides[d];
+  }
+}
+
+static void run_tiles(const cpu_step_t *c, size_t begin, size_t end) {
+  const xr_ew_step_t *s = &c->f;
+  const int r = s->rank;
+  for (size_t item = begin; item < end; item++) {
+    /* Consecutive tiles are adjacent in the source (the tile row index runs fastest), so that
+     * its reads, one short run per column, continue where the previous tile stopped. */
+    int64_t tr = (int64_t)item % c->tile_rows, rest = (int64_t)item / c->tile_rows;
+    int64_t tc = rest % c->tile_cols, outer = rest / c->tile_cols;
+    int64_t r0 = tr * TILE, c0 = tc * TILE;
+    int64_t nr = s->shape[r - 2] - r0 < TILE ? s->shape[r - 2] - r0 : TILE;
+    int64_t nc = s->shape[r - 1] - c0 < TILE ? s->shape[r - 1] - c0 : TILE;
+    int64_t oo = r0 * s->out.strides[r - 2] + c0, oa = r0 + c0 * s->a.strides[r - 1], ob = 0;
+    outer_offsets(s, r - 2, outer, &oo, &oa, &ob);
+    transpose_tile(c->base[0] + oo * (int64_t)c->esize[0], s->out.strides[r - 2],
+                   c->base[1] + oa * (int64_t)c->esize[1], s->a.strides[r - 1], c->esize[0], nr,
+                   nc, c->stream);
+  }
+}
+
+enum { PREFETCH_BLOCKS = 2 };
+
+/* Prefetches `bytes` from p (prefetches never fault, past the end of a tensor included). */
+static inline void prefetch_run(const char *p, int64_t bytes) {
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+}
+
 static void run_items(void *ctx, size_t begin, size_t end) {
   const cpu_step_t *c = ctx;
   const xr_ew_step_t *s = &c->f;
+  if (c->path == PATH_TRANSPOSE) {
+    run_tiles(c, begin, end);
+    if (c->stream) xr_cpu_stream_fence();
+    return;
+  }
   int outer = s->rank - 1;
   const int64_t so = s->out.strides[outer], sa = s->a.strides[outer], sb = s->b.strides[outer];
-  float A[BLOCK], B[BLOCK], R[BLOCK];
+  /* Aligned to cache lines: a vector access that straddles two lines costs two. */
+  _Alignas(64) float A[BLOCK], B[BLOCK], R[BLOCK];
+  _Alignas(64) uint32_t encoded[BLOCK]; /* a streamed block in the output dtype */
   if (c->path == PATH_FLOAT && s->b_scalar) FOR_N(BLOCK, B[i] = c->scalar);
   for (size_t item = begin; item < end; item++) {
     int64_t row = (int64_t)item / c->blocks_per_row;
     int64_t j0 = ((int64_t)item % c->blocks_per_row) * c->block;
     int64_t n = c->inner - j0 < c->block ? c->inner - j0 : c->block;
     int64_t oo = j0 * so, oa = j0 * sa, ob = j0 * sb;
-    for (int d = outer - 1; d >= 0; d--) {
-      int64_t x = row % s->shape[d];
-      row /= s->shape[d];
-      oo += x * s->out.strides[d];
-      oa += x * s->a.strides[d];
-      ob += x * s->b.strides[d];
-    }
+    outer_offsets(s, outer, row, &oo, &oa, &ob);
     char *out = c->base[0] + oo * (int64_t)c->esize[0];
     const char *pa = c->base[1] ? c->base[1] + oa * (int64_t)c->esize[1] : NULL;
     const char *pb = c->base[2] ? c->base[2] + ob * (int64_t)c->esize[2] : NULL;
     if (c->path == PATH_FILL) {
-      raw_fill(out, so, c->pattern, c->esize[0], n);
-    } else if (c->path == PATH_RAW && s->op == XR_EW_COPY) {
-      raw_copy(out, so, pa, sa, c->esize[0], n);
-    } else if (c->path == PATH_RAW && sb == 0) { /* gather: one index for the whole run */
-      int64_t idx = load_index(pb, s->b.dtype, 0, s->gather_size);
-      raw_copy(out, so, pa + idx * s->gather_stride * (int64_t)c->esize[1], sa, c->esize[0], n);
+      if (c->stream) stream_fill(out, c->pattern, c->esize[0], n);
+      else raw_fill(out, so, c->pattern, c->esize[0], n);
+    } else if (c->path == PATH_RAW && (s->op == XR_EW_COPY || sb == 0)) {
+      if (s->op != XR_EW_COPY) { /* gather: one index for the whole run */
+        int64_t idx = load_index(pb, s->b.dtype, 0, s->gather_size);
+        pa += idx * s->gather_stride * (int64_t)c->esize[1];
+      }
+      if (c->stream && sa == 1) xr_cpu_stream_copy(out, pa, (size_t)n * c->esize[0]);
+      else raw_copy(out, so, pa, sa, c->esize[0], n);
     } else if (c->path == PATH_RAW) {
       for (int64_t i = 0; i < n; i++) {
         int64_t idx = load_index(pb, s->b.dtype, i * sb, s->gather_size);
@@ -396,19 +474,36 @@ static void run_items(void *ctx, size_t begin, size_t end) {
                  pa + (i * sa + idx * s->gather_stride) * (int64_t)c->esize[1], 1, c->esize[0], 1);
       }
     } else {
+      if (c->stream) { /* the block after next, while this one computes */
+        prefetch_run(pa + PREFETCH_BLOCKS * BLOCK * sa * (int64_t)c->esize[1], sa == 1 ? n * (int64_t)c->esize[1] : 0);
+        if (pb) prefetch_run(pb + PREFETCH_BLOCKS * BLOCK * sb * (int64_t)c->esize[2], sb == 1 ? n * (int64_t)c->esize[2] : 0);
+      }
       xr_ew_cpu_load(A, pa, s->a.dtype, sa, n);
       if (pb) xr_ew_cpu_load(B, pb, s->b.dtype, sb, n);
       if (s->op != XR_EW_COPY) compute_block(s, R, A, B, n);
-      store_block(out, s->out.dtype, so, s->op == XR_EW_COPY ? A : R, n);
+      const float *result = s->op == XR_EW_COPY ? A : R;
+      if (c->stream) {
+        store_block((char *)encoded, s->out.dtype, 1, result, n);
+        xr_cpu_stream_copy(out, encoded, (size_t)n * c->esize[0]);
+      } else {
+        store_block(out, s->out.dtype, so, result, n);
+      }
     }
   }
+  if (c->stream) xr_cpu_stream_fence();
 }
 
 static bool float_pipeline_dtype(xr_dtype_t d) { return xr_ew_float_compute(d); }
 
 static path_t step_path(const xr_ew_step_t *s) {
   if (s->op == XR_EW_FILL) return PATH_FILL;
-  if ((s->op == XR_EW_COPY || s->op == XR_EW_GATHER) && s->a.dtype == s->out.dtype) return PATH_RAW;
+  if ((s->op == XR_EW_COPY || s->op == XR_EW_GATHER) && s->a.dtype == s->out.dtype) {
+    int r = s->rank;
+    bool transposed = s->op == XR_EW_COPY && r >= 2 && s->out.strides[r - 1] == 1 &&
+                      s->a.strides[r - 2] == 1 && s->a.strides[r - 1] != 0 &&
+                      s->a.strides[r - 1] != 1 && s->out.strides[r - 2] != 0;
+    return transposed ? PATH_TRANSPOSE : PATH_RAW;
+  }
   return PATH_FLOAT;
 }
 
@@ -464,7 +559,17 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
         memcpy(c->pattern, &i64, sizeof i64);
       }
     }
+    c->stream = f->out.strides[f->rank - 1] == 1 &&
+                f->numel * (int64_t)c->esize[0] >= XR_CPU_STREAM_MIN_BYTES;
     c->inner = f->shape[f->rank - 1];
+    if (c->path == PATH_TRANSPOSE) {
+      c->tile_rows = (f->shape[f->rank - 2] + TILE - 1) / TILE;
+      c->tile_cols = (c->inner + TILE - 1) / TILE;
+      c->items = f->numel > 0
+                     ? f->numel / (f->shape[f->rank - 2] * c->inner) * c->tile_rows * c->tile_cols
+                     : 0;
+      continue;
+    }
     c->block = c->path == PATH_FLOAT ? BLOCK : RAW_BLOCK;
     c->blocks_per_row = c->inner > 0 ? (c->inner + c->block - 1) / c->block : 1;
     c->items = f->numel > 0 ? (f->numel / c->inner) * c->blocks_per_row : 0;
@@ -478,7 +583,9 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
   for (size_t i = 0; i < st->count; i++) {
     const cpu_step_t *c = &st->steps[i];
     if (c->items == 0) continue;
-    int64_t per_item = c->inner < c->block ? c->inner : c->block;
+    int64_t per_item = c->path == PATH_TRANSPOSE ? TILE * TILE
+                       : c->inner < c->block      ? c->inner
+                                                  : c->block;
     size_t grain = (size_t)(MIN_ELEMENTS_PER_CHUNK / per_item);
     xr_status_t status = xr_hal_stream_enqueue_parallel(stream, (size_t)c->items,
                                                         grain ? grain : 1, run_items,

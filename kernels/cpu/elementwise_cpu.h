@@ -1,16 +1,96 @@
-/* Pieces of cpu.elementwise shared with the other host kernels of this area (cpu.argmax). */
+/* Pieces of cpu.elementwise shared with the other host kernels of this area (cpu.argmax,
+ * cpu.norm, cpu.softmax, cpu.rotary). */
 #ifndef XR_KERNELS_CPU_ELEMENTWISE_CPU_H
 #define XR_KERNELS_CPU_ELEMENTWISE_CPU_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "formats/bundle.h"
+#include "kernels/dtype.h"
 
 #define XR_EW_CPU_BLOCK 512
+
+/* Branch-free conversions, bit-exact with kernels/dtype.c, for loops that must vectorise.
+ * Selections go through all-ones / all-zeros masks: GCC's vectoriser does not if-convert a
+ * conditional expression that feeds further arithmetic, but takes these. */
+static inline uint32_t xr_cpu_mask_if(int condition) { return -(uint32_t)(condition != 0); }
+static inline uint32_t xr_cpu_select_u(uint32_t mask, uint32_t if_set, uint32_t if_clear) {
+  return (if_set & mask) | (if_clear & ~mask);
+}
+static inline float xr_cpu_select_f(uint32_t mask, float if_set, float if_clear) {
+  return xr_bits_to_f32(xr_cpu_select_u(mask, xr_f32_to_bits(if_set), xr_f32_to_bits(if_clear)));
+}
+
+static inline float xr_cpu_f16_decode(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
+  /* Normal and subnormal halves alike: place the bits in a float and rescale by 2^112. */
+  uint32_t bits = xr_f32_to_bits(xr_bits_to_f32(em << 13) * 0x1p112f);
+  bits |= xr_cpu_mask_if(em >= 0x7c00u) & 0x7f800000u; /* inf and NaN */
+  return xr_bits_to_f32(bits | sign);
+}
+
+/* Round to nearest even: the float adder does the rounding (the technique of Dukhan's FP16
+ * library). */
+static inline uint16_t xr_cpu_f16_encode(float f) {
+  float base = (fabsf(f) * 0x1p112f) * 0x1p-110f;
+  uint32_t w = xr_f32_to_bits(f), shl1 = w + w, sign = w & 0x80000000u;
+  uint32_t bias = shl1 & 0xff000000u;
+  bias = xr_cpu_select_u(xr_cpu_mask_if(bias < 0x71000000u), 0x71000000u, bias);
+  base = xr_bits_to_f32((bias >> 1) + 0x07800000u) + base;
+  uint32_t bits = xr_f32_to_bits(base);
+  uint32_t nonsign = ((bits >> 13) & 0x7c00u) + (bits & 0x0fffu);
+  return (uint16_t)((sign >> 16) |
+                    xr_cpu_select_u(xr_cpu_mask_if(shl1 > 0xff000000u), 0x7e00u, nonsign));
+}
+
+/* Round to nearest even; NaN stays a (quiet) NaN. (AVX512-BF16's vcvtneps2bf16 would round the
+ * same way but flushes subnormals to zero, so it is not used.) */
+static inline uint16_t xr_cpu_bf16_encode(float f) {
+  uint32_t u = xr_f32_to_bits(f);
+  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return (uint16_t)xr_cpu_select_u(xr_cpu_mask_if((u & 0x7fffffffu) > 0x7f800000u),
+                                   (u >> 16) | 0x40u, rounded);
+}
 
 /* n <= XR_EW_CPU_BLOCK elements of dtype `dt` at src (stride in elements) into dst as float;
  * vectorised for the contiguous f32, f16 and bf16 cases. */
 void xr_ew_cpu_load(float *restrict dst, const char *src, xr_dtype_t dt, int64_t stride,
                     int64_t n);
+
+/* Outputs at least this large are written with streaming (non-temporal) stores: they do not
+ * fit in a core's cache anyway, and a streaming store writes a line without first reading it,
+ * which a normal store must do (a third of a one-input op's traffic). The device copy that
+ * the benchmarks compare against moves its lines the same way. */
+#define XR_CPU_STREAM_MIN_BYTES ((int64_t)8 << 20)
+
+/* memcpy whose stores bypass the cache (16-byte SSE2 streaming stores, which every x86-64
+ * has, between plain head and tail bytes); a plain memcpy elsewhere. Call
+ * xr_cpu_stream_fence() before the written data is handed to another thread. */
+static inline void xr_cpu_stream_copy(void *dst, const void *src, size_t bytes) {
+#if defined(__x86_64__)
+  char *d = dst;
+  const char *s = src;
+  size_t head = (size_t)(-(uintptr_t)d & 15u);
+  if (head > bytes) head = bytes;
+  memcpy(d, s, head);
+  d += head, s += head, bytes -= head;
+  for (; bytes >= 16; d += 16, s += 16, bytes -= 16)
+    _mm_stream_si128((__m128i *)(void *)d, _mm_loadu_si128((const __m128i *)(const void *)s));
+  memcpy(d, s, bytes);
+#else
+  memcpy(dst, src, bytes);
+#endif
+}
+
+static inline void xr_cpu_stream_fence(void) {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
+}
 
 #endif

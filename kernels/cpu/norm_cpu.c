@@ -5,18 +5,27 @@
  *
  * The inner loops run over fixed blocks of 16 elements with 16 independent partial sums, so
  * the compiler vectorises them at -O2 without reassociating anything itself; the fp16 and bf16
- * conversions are branch-free for the same reason. On x86-64 the row kernels are also built for
- * AVX2 and picked at run time (target_clones). */
+ * conversions are branch-free for the same reason (kernels/cpu/elementwise_cpu.h). On x86-64 the
+ * row kernels are also built for AVX-512 and AVX2 + FMA and picked at run time (target_clones).
+ * Outputs too large for the cache are written with streaming stores. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/elementwise_cpu.h"
 #include "kernels/norm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define XR_MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#define XR_MULTIVERSION \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define XR_MULTIVERSION
+#endif
+
+/* -std=c11 turns off the contraction of a * b + c into one fused multiply-add, which the sums
+ * and polynomials here are written for (faster, and at least as accurate). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=fast")
 #endif
 
 /* Inlined into the multiversioned callers so that they, too, get the AVX2 build. Blocks are
@@ -29,34 +38,10 @@ enum { BLOCK = 16 };
 /* ------------------------------------------------------------------------------------------ */
 /* conversions                                                                                */
 
-HOT float f16_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
-  /* Rebias the exponent by a multiply: exact for normals and subnormals alike. */
-  uint32_t bits = xr_f32_to_bits(xr_bits_to_f32(em << 13) * 0x1p112f);
-  bits = em >= 0x7c00u ? bits | 0x7f800000u : bits; /* inf and NaN keep an all-ones exponent */
-  return xr_bits_to_f32(bits | sign);
-}
-
-HOT uint16_t float_to_f16(float f) {
-  uint32_t u = xr_f32_to_bits(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  /* Normal results: rebias, round to nearest even at bit 13 (a carry may reach infinity). */
-  uint32_t normal = (a - ((127u - 15u) << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
-  /* Subnormal results: adding 0.5 aligns the mantissa so the FPU rounds at 2^-24. */
-  uint32_t subnormal = xr_f32_to_bits(xr_bits_to_f32(a) + 0.5f) - 0x3f000000u;
-  uint32_t h = a < 0x38800000u ? subnormal : normal;
-  h = a >= 0x47800000u ? 0x7c00u : h;
-  h = a > 0x7f800000u ? 0x7e00u : h;
-  return (uint16_t)(h | sign);
-}
-
+HOT float f16_to_float(uint16_t h) { return xr_cpu_f16_decode(h); }
+HOT uint16_t float_to_f16(float f) { return xr_cpu_f16_encode(f); }
 HOT float bf16_to_float(uint16_t h) { return xr_bits_to_f32((uint32_t)h << 16); }
-
-/* Round to nearest even; NaN stays a (quiet) NaN. */
-HOT uint16_t float_to_bf16(float f) {
-  uint32_t u = xr_f32_to_bits(f);
-  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
-}
+HOT uint16_t float_to_bf16(float f) { return xr_cpu_bf16_encode(f); }
 
 HOT float load_one(const void *base, xr_dtype_t dt, int64_t i) {
   if (dt == XR_DTYPE_F32) return ((const float *)base)[i];
@@ -114,7 +99,15 @@ HOT void store_row(void *base, xr_dtype_t dt, int64_t off, int64_t stride, const
 /* Rounds a float row to dt and back (fp32: nothing to do). */
 HOT void round_row(float *x, xr_dtype_t dt, int64_t n) {
   if (dt == XR_DTYPE_F32) return;
-  for (int64_t i = 0; i < n; i++)
+  int64_t i = 0;
+  if (dt == XR_DTYPE_BF16) {
+    for (; i + BLOCK <= n; i += BLOCK)
+      for (int j = 0; j < BLOCK; j++) x[i + j] = bf16_to_float(float_to_bf16(x[i + j]));
+  } else {
+    for (; i + BLOCK <= n; i += BLOCK)
+      for (int j = 0; j < BLOCK; j++) x[i + j] = f16_to_float(float_to_f16(x[i + j]));
+  }
+  for (; i < n; i++)
     x[i] = dt == XR_DTYPE_BF16 ? bf16_to_float(float_to_bf16(x[i])) : f16_to_float(float_to_f16(x[i]));
 }
 
@@ -240,12 +233,16 @@ typedef struct cpu_rows {
   int64_t offset[XR_ROWS_OPERANDS];
   int64_t stride[XR_ROWS_OPERANDS]; /* along the row */
   size_t items;                     /* work items; each owns a slice of rows and scratch */
+  bool stream;                      /* the output is written with streaming stores */
   float *weight, *bias;             /* widened once per execution */
-  float *scratch;                   /* items x 2 rows */
+  float *scratch;                   /* items x 3 rows of `pitch` floats */
+  size_t pitch;
 } cpu_rows_t;
 
+/* Whether operand k is read or computed where it lies (contiguous fp32, not streamed). */
 HOT bool is_direct(const cpu_rows_t *s, int k) {
-  return s->p->operand[k].dtype == XR_DTYPE_F32 && s->stride[k] == 1;
+  return s->p->operand[k].dtype == XR_DTYPE_F32 && s->stride[k] == 1 &&
+         !(s->stream && k == XR_ROWS_OUT);
 }
 
 /* Row r of operand k as floats: in place when contiguous fp32, else widened into `scratch`. */
@@ -263,11 +260,19 @@ HOT float *row_out(const cpu_rows_t *s, int k, int64_t r, float *scratch) {
   return (float *)s->base[k] + s->offset[k] + xr_rows_outer_offset(s->p, k, r);
 }
 
-HOT void row_flush(const cpu_rows_t *s, int k, int64_t r, const float *y) {
+/* Writes row r of operand k from y; a streamed output is converted into `encoded` first. */
+HOT void row_flush(const cpu_rows_t *s, int k, int64_t r, const float *y, void *encoded) {
   if (is_direct(s, k)) return;
   const xr_rows_problem_t *p = s->p;
-  store_row(s->base[k], p->operand[k].dtype, s->offset[k] + xr_rows_outer_offset(p, k, r),
-            s->stride[k], y, p->n);
+  xr_dtype_t dt = p->operand[k].dtype;
+  int64_t off = s->offset[k] + xr_rows_outer_offset(p, k, r);
+  if (s->stream && k == XR_ROWS_OUT) {
+    size_t esize = dt == XR_DTYPE_F32 ? 4 : 2;
+    if (dt != XR_DTYPE_F32) store_row(encoded, dt, 0, 1, y, p->n), y = encoded;
+    xr_cpu_stream_copy(s->base[k] + off * (int64_t)esize, y, (size_t)p->n * esize);
+    return;
+  }
+  store_row(s->base[k], dt, off, s->stride[k], y, p->n);
 }
 
 HOT void store_stat(const cpu_rows_t *s, int k, int64_t r, float v) {
@@ -282,7 +287,7 @@ static void rows_item(void *ctx, size_t begin, size_t end) {
   const int64_t n = p->n;
   const float nf = (float)n, eps = (float)p->eps;
   for (size_t item = begin; item < end; item++) {
-    float *sx = s->scratch + item * 2 * (size_t)n, *sy = sx + n;
+    float *sx = s->scratch + item * 3 * s->pitch, *sy = sx + s->pitch, *sz = sy + s->pitch;
     int64_t r0 = (int64_t)(item * (size_t)p->rows / s->items);
     int64_t r1 = (int64_t)((item + 1) * (size_t)p->rows / s->items);
     for (int64_t r = r0; r < r1; r++) {
@@ -298,7 +303,7 @@ static void rows_item(void *ctx, size_t begin, size_t end) {
           float *y = row_out(s, XR_ROWS_OUT, r, sy);
           float total = exp_shifted(y, x, n, max_of(x, n));
           affine(y, y, n, 0.0f, 1.0f / total, NULL, NULL);
-          row_flush(s, XR_ROWS_OUT, r, y);
+          row_flush(s, XR_ROWS_OUT, r, y, sz);
           break;
         }
         case XR_ROWS_LAYER_NORM: {
@@ -307,7 +312,7 @@ static void rows_item(void *ctx, size_t begin, size_t end) {
           float rstd = 1.0f / sqrtf(sum_sq(x, n, mean) / nf + eps);
           float *y = row_out(s, XR_ROWS_OUT, r, sy);
           affine(y, x, n, mean, rstd, s->weight, s->bias);
-          row_flush(s, XR_ROWS_OUT, r, y);
+          row_flush(s, XR_ROWS_OUT, r, y, sz);
           store_stat(s, XR_ROWS_MEAN, r, mean);
           store_stat(s, XR_ROWS_RSTD, r, rstd);
           break;
@@ -317,7 +322,7 @@ static void rows_item(void *ctx, size_t begin, size_t end) {
           float rstd = 1.0f / sqrtf(sum_sq(x, n, 0.0f) / nf + eps);
           float *y = row_out(s, XR_ROWS_OUT, r, sy);
           affine(y, x, n, 0.0f, rstd, s->weight, NULL);
-          row_flush(s, XR_ROWS_OUT, r, y);
+          row_flush(s, XR_ROWS_OUT, r, y, sz);
           break;
         }
         case XR_ROWS_ADD_RMS_NORM: {
@@ -326,17 +331,18 @@ static void rows_item(void *ctx, size_t begin, size_t end) {
           float *res = row_in(s, XR_ROWS_RESIDUAL, r, sy);
           float *sum_row = row_out(s, XR_ROWS_RESIDUAL, r, sy);
           add_rows(sum_row, x, res, n);
-          row_flush(s, XR_ROWS_RESIDUAL, r, sum_row);
+          row_flush(s, XR_ROWS_RESIDUAL, r, sum_row, sz);
           round_row(sum_row, p->operand[XR_ROWS_RESIDUAL].dtype, n);
           float rstd = 1.0f / sqrtf(sum_sq(sum_row, n, 0.0f) / nf + eps);
           float *y = row_out(s, XR_ROWS_X, r, sx);
           affine(y, sum_row, n, 0.0f, rstd, s->weight, NULL);
-          row_flush(s, XR_ROWS_X, r, y);
+          row_flush(s, XR_ROWS_X, r, y, sz);
           break;
         }
       }
     }
   }
+  if (s->stream) xr_cpu_stream_fence();
 }
 
 /* Host task ahead of the rows: weight and bias widened to floats. */
@@ -412,8 +418,15 @@ static xr_status_t rows_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
     s->stride[k] = p->inner_rank == 1 ? p->operand[k].inner_strides[0] : 1;
   }
   size_t n = (size_t)p->n;
-  s->items = item_count(device, p->rows, (int64_t)(2 * n * sizeof(float)));
-  s->scratch = malloc(sizeof(float) * 2 * n * s->items + 1);
+  /* Streaming pays for outputs that do not stay in the cache; the fused add + norm writes its
+   * inputs back in place, where the lines are already present. */
+  xr_dtype_t out_dtype = p->operand[XR_ROWS_OUT].dtype;
+  s->stream = p->op != XR_ROWS_ADD_RMS_NORM && p->operand[XR_ROWS_OUT].index >= 0 &&
+              s->stride[XR_ROWS_OUT] == 1 &&
+              p->rows * p->n * (out_dtype == XR_DTYPE_F32 ? 4 : 2) >= XR_CPU_STREAM_MIN_BYTES;
+  s->pitch = (n + 15) & ~(size_t)15; /* rows start on cache lines */
+  s->items = item_count(device, p->rows, (int64_t)(3 * s->pitch * sizeof(float)));
+  s->scratch = aligned_alloc(64, sizeof(float) * 3 * s->pitch * s->items + 64);
   bool ok = s->scratch != NULL;
   if (p->operand[XR_ROWS_WEIGHT].index >= 0) ok = ok && (s->weight = malloc(sizeof(float) * n + 1));
   if (p->operand[XR_ROWS_BIAS].index >= 0) ok = ok && (s->bias = malloc(sizeof(float) * n + 1));
@@ -464,6 +477,40 @@ typedef struct cpu_rotary {
   float *scratch; /* items x 3 rows of rot_dim: cos|sin, a head widened, the head rotated */
 } cpu_rotary_t;
 
+/* NeoX: the two halves of the head are the pairs. (restrict: the rows are distinct parts of
+ * one scratch allocation, which the compiler cannot tell apart by itself.) */
+HOT void rotate_halves(float *restrict out, const float *restrict in, const float *restrict c,
+                       const float *restrict sn, int64_t embed) {
+  const float *x = in, *y = in + embed;
+  int64_t i = 0;
+  for (; i + BLOCK <= embed; i += BLOCK) {
+    for (int j = 0; j < BLOCK; j++) out[i + j] = x[i + j] * c[i + j] - y[i + j] * sn[i + j];
+    for (int j = 0; j < BLOCK; j++)
+      out[embed + i + j] = y[i + j] * c[i + j] + x[i + j] * sn[i + j];
+  }
+  for (; i < embed; i++) {
+    out[i] = x[i] * c[i] - y[i] * sn[i];
+    out[embed + i] = y[i] * c[i] + x[i] * sn[i];
+  }
+}
+
+/* GPT-J: neighbours are the pairs. */
+HOT void rotate_pairs(float *restrict out, const float *restrict in, const float *restrict c,
+                      const float *restrict sn, int64_t embed) {
+  int64_t i = 0;
+  for (; i + BLOCK <= embed; i += BLOCK)
+    for (int j = 0; j < BLOCK; j++) {
+      float x = in[2 * (i + j)], y = in[2 * (i + j) + 1];
+      out[2 * (i + j)] = x * c[i + j] - y * sn[i + j];
+      out[2 * (i + j) + 1] = y * c[i + j] + x * sn[i + j];
+    }
+  for (; i < embed; i++) {
+    float x = in[2 * i], y = in[2 * i + 1];
+    out[2 * i] = x * c[i] - y * sn[i];
+    out[2 * i + 1] = y * c[i] + x * sn[i];
+  }
+}
+
 HOT void rotate_heads(const cpu_rotary_t *s, char *base, int64_t token_base, int64_t heads,
                          int64_t head_stride, int64_t elem_stride, const float *c,
                          const float *sn, float *in, float *out) {
@@ -472,19 +519,8 @@ HOT void rotate_heads(const cpu_rotary_t *s, char *base, int64_t token_base, int
   for (int64_t h = 0; h < heads; h++) {
     int64_t head = token_base + h * head_stride + p->rope_dim_offset * elem_stride;
     load_row(in, base, p->q_dtype, head, elem_stride, rot);
-    if (p->is_neox) {
-      const float *x = in, *y = in + embed;
-      for (int64_t i = 0; i < embed; i++) {
-        out[i] = x[i] * c[i] - y[i] * sn[i];
-        out[embed + i] = y[i] * c[i] + x[i] * sn[i];
-      }
-    } else {
-      for (int64_t i = 0; i < embed; i++) {
-        float x = in[2 * i], y = in[2 * i + 1];
-        out[2 * i] = x * c[i] - y * sn[i];
-        out[2 * i + 1] = y * c[i] + x * sn[i];
-      }
-    }
+    if (p->is_neox) rotate_halves(out, in, c, sn, embed);
+    else rotate_pairs(out, in, c, sn, embed);
     store_row(base, p->q_dtype, head, elem_stride, out, rot);
   }
 }

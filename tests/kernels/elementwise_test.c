@@ -97,6 +97,49 @@ Test(elementwise_cpu, copies_and_conversions) { ew_copy_cases("cpu"); }
 
 Test(elementwise_cpu, fills) { ew_fill_cases("cpu"); }
 
+/* Outputs of 8 MiB and more are written with streaming stores: rows that start off a 16-byte
+ * boundary (odd widths, storage offsets), fills, raw copies. Same-dtype transposed copies go
+ * tile by tile: edge tiles, every element size, a batch dim, large (streamed) and small. */
+Test(elementwise_cpu, large_outputs_and_transposed_tiles) {
+  text_t a = {0}, b = {0};
+  expect_match(binary("aten::add", tensor(&a, "c10::BFloat16", 2, SHAPE(1030, 4099), NULL, 0),
+                      tensor(&b, "c10::BFloat16", 2, SHAPE(1030, 4099), NULL, 0), NULL),
+               "cpu", "cpu.elementwise");
+  a.n = 0;
+  expect_match(unary("aten::gelu", tensor(&a, "float", 2, SHAPE(1030, 2049), NULL, 0), "tanh"),
+               "cpu", "cpu.elementwise");
+  a.n = b.n = 0;
+  expect_match(copy_(tensor(&a, "float", 2, SHAPE(1030, 2049), NULL, 3),
+                     tensor(&b, "c10::BFloat16", 2, SHAPE(1030, 2049), NULL, 0)),
+               "cpu", "cpu.elementwise");
+  a.n = b.n = 0;
+  expect_match(copy_(tensor(&a, "c10::Half", 2, SHAPE(2049, 2049), NULL, 1),
+                     tensor(&b, "c10::Half", 2, SHAPE(2049, 2049), NULL, 5)),
+               "cpu", "cpu.elementwise");
+  a.n = 0;
+  expect_match(fill(tensor(&a, "c10::BFloat16", 2, SHAPE(2049, 2049), NULL, 1), "1.5"), "cpu",
+               "cpu.elementwise");
+  a.n = b.n = 0;
+  expect_match(copy_(tensor(&a, "float", 2, SHAPE(1000, 2100), NULL, 0),
+                     tensor(&b, "float", 2, SHAPE(1000, 2100), SHAPE(1, 1000), 0)),
+               "cpu", "cpu.elementwise");
+  a.n = b.n = 0;
+  expect_match(copy_(tensor(&a, "double", 2, SHAPE(65, 130), NULL, 0),
+                     tensor(&b, "double", 2, SHAPE(65, 130), SHAPE(1, 65), 0)),
+               "cpu", "cpu.elementwise");
+  a.n = b.n = 0;
+  expect_match(copy_(tensor(&a, "c10::Half", 3, SHAPE(3, 70, 90), NULL, 0),
+                     tensor(&b, "c10::Half", 3, SHAPE(3, 70, 90), SHAPE(6300, 1, 70), 2)),
+               "cpu", "cpu.elementwise");
+  a.n = b.n = 0;
+  expect_match(copy_(tensor(&a, "signed char", 2, SHAPE(129, 3), NULL, 0),
+                     tensor(&b, "signed char", 2, SHAPE(129, 3), SHAPE(1, 129), 0)),
+               "cpu", "cpu.elementwise");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* OpenCL: one case per op class and dtype pattern (each distinct program costs a compile)     */
+
 /* OpenCL: one case per op class and dtype pattern (each distinct program costs a compile), each
  * also run on the CPU. */
 Test(elementwise_opencl, every_op_class, .timeout = 240) {

@@ -58,6 +58,21 @@ Test(softmax, half_to_float_returns_float) {
 /* ------------------------------------------------------------------------------------------ */
 /* fp64 and bad arguments                                                                      */
 
+/* Outputs of 8 MiB and more are written with streaming stores; odd row lengths put most rows
+ * off a 16-byte boundary. */
+Test(norm, cpu_large_outputs, .timeout = 120) {
+  op_json_t j;
+  uint64_t seed = 300;
+  expect_match(rms_case(&j, false, false, "c10::BFloat16", 1030, 4099, 4099), "cpu", "cpu.", seed++);
+  expect_match(rms_case(&j, false, false, "float", 520, 4100, 4100), "cpu", "cpu.", seed++);
+  int64_t shape[2] = {1030, 4099};
+  expect_match(layer_case(&j, true, "c10::Half", 2, shape, 1, true, false, 3), "cpu", "cpu.", seed++);
+  expect_match(softmax_case(&j, "aten::_softmax", "c10::BFloat16", 2, shape, NULL, 0, -1, "false"),
+               "cpu", "cpu.", seed++);
+  expect_match(softmax_case(&j, "aten::_softmax", "float", 2, shape, NULL, 0, -1, "false"),
+               "cpu", "cpu.", seed++);
+}
+
 Test(norm, fp64_runs_on_the_reference) {
   op_json_t j;
   expect_match(rms_case(&j, false, false, "double", 3, 17, 17), "cpu", "ref.norm", 7);

@@ -16,6 +16,7 @@
  * the attention family's paged kernel, so every implementation composes two parts. */
 #include "kernels/unified_attention.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +34,13 @@ static const char *const synthesized[] = {"kv_cache", "block_table", "seq_lens",
                                           "slot_mapping"};
 enum { SYNTH_COUNT = 5, DEFAULT_BLOCK_SIZE = 16 };
 
-static xr_status_t op_error(const xr_op_t *op, const char *fmt, const char *what, long long a, long long b) {
+/* INVALID_ARGUMENT with the op's name in front (analysis has a plan for that; completion not). */
+__attribute__((format(printf, 2, 3))) static xr_status_t op_error(const xr_op_t *op, const char *fmt, ...) {
   char text[512];
-  snprintf(text, sizeof text, fmt, what, a, b);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
   return xr_error(XR_INVALID_ARGUMENT, "%s: %s", op->name, text);
 }
 
@@ -69,7 +74,7 @@ static xr_status_t heads_of(const xr_op_t *op, const char *name, const xr_tensor
       return op_error(op, "%s: head size %lld differs from %lld", name, (long long)t->shape[2], (long long)D);
     *out = t->shape[1];
   } else {
-    if (t->shape[1] % D) return op_error(op, "%s: width %lld is not a multiple of head_size %lld", name, t->shape[1], D);
+    if (t->shape[1] % D) return op_error(op, "%s: width %lld is not a multiple of head_size %lld", name, (long long)t->shape[1], (long long)D);
     *out = t->shape[1] / D;
   }
   return XR_OK;
@@ -81,15 +86,15 @@ static xr_status_t read_geometry(const xr_op_t *op, geometry_t *g) {
   const char *names[3] = {"query", "key", "value"};
   const xr_tensor_spec_t *t[3] = {g->q, g->k, g->v};
   for (int i = 0; i < 3; i++) {
-    if (!t[i]) return op_error(op, "%s: expected a tensor (the argument is missing or None)", names[i], 0, 0);
+    if (!t[i]) return op_error(op, "%s: expected a tensor (the argument is missing or None)", names[i]);
     if (t[i]->rank != 2 && t[i]->rank != 3)
       return op_error(op, "%s: expected [num_tokens, heads, head_size] or [num_tokens, heads * head_size], got "
-                          "%lld-D", names[i], t[i]->rank, 0);
+                          "%d-D", names[i], t[i]->rank);
     if (!is_float(t[i]->dtype) || t[i]->dtype != g->q->dtype)
       return xr_error(XR_INVALID_ARGUMENT, "%s: %s: expected float32, float16 or bfloat16 like query, got %s",
                       op->name, names[i], xr_dtype_name(t[i]->dtype));
     if (t[i]->shape[0] != g->q->shape[0])
-      return op_error(op, "%s: %lld tokens, query has %lld", names[i], t[i]->shape[0], g->q->shape[0]);
+      return op_error(op, "%s: %lld tokens, query has %lld", names[i], (long long)t[i]->shape[0], (long long)g->q->shape[0]);
   }
   g->dtype = g->q->dtype;
   g->tokens = g->q->shape[0];
@@ -98,16 +103,16 @@ static xr_status_t read_geometry(const xr_op_t *op, geometry_t *g) {
   if (!D && (st = xr_arg_int(op, -1, "head_size", false, &D)) != XR_OK) return st;
   if (D < 1)
     return op_error(op, "%s: query and key are both flattened ([num_tokens, heads * head_size]); add an int kwarg "
-                        "head_size", "head_size", 0, 0);
+                        "head_size", "head_size");
   int64_t kv_heads_v;
   if ((st = heads_of(op, "query", g->q, D, &g->heads)) || (st = heads_of(op, "key", g->k, D, &g->kv_heads)) ||
       (st = heads_of(op, "value", g->v, D, &kv_heads_v)))
     return st;
   if (kv_heads_v != g->kv_heads)
     return op_error(op, "%s: %lld heads, key has %lld (a head_size_v differing from head_size is not supported: "
-                        "one cache holds both)", "value", kv_heads_v, g->kv_heads);
+                        "one cache holds both)", "value", (long long)kv_heads_v, (long long)g->kv_heads);
   if (g->kv_heads < 1 || g->heads % g->kv_heads)
-    return op_error(op, "%s: %lld kv heads do not divide the query's %lld heads", "key", g->kv_heads, g->heads);
+    return op_error(op, "%s: %lld kv heads do not divide the query's %lld heads", "key", (long long)g->kv_heads, (long long)g->heads);
   g->head_size = D;
   /* The cache's element format. */
   const char *kv_dtype = "auto";
@@ -123,11 +128,11 @@ static xr_status_t read_geometry(const xr_op_t *op, geometry_t *g) {
   if ((st = xr_arg_int(op, -1, "block_size", false, &g->block_size)) != XR_OK ||
       (st = xr_arg_int(op, -1, "num_blocks", false, &g->num_blocks)) != XR_OK)
     return st;
-  if (g->block_size < 1) return op_error(op, "%s: must be positive, got %lld", "block_size", g->block_size, 0);
+  if (g->block_size < 1) return op_error(op, "%s: must be positive, got %lld", "block_size", (long long)g->block_size);
   g->kv_block_dim = 1;
   const xr_value_t *kvv = xr_op_arg(op, -1, "kv_cache");
   if (kvv && kvv->kind != XR_VALUE_NULL && kvv->kind != XR_VALUE_TENSOR)
-    return op_error(op, "%s: expected a tensor", "kv_cache", 0, 0);
+    return op_error(op, "%s: expected a tensor", "kv_cache");
   if ((g->kv_cache = tensor_arg(op, -1, "kv_cache"))) {
     const xr_tensor_spec_t *c = g->kv_cache;
     if (c->rank != 5 || (c->shape[0] != 2 && c->shape[1] != 2) || c->shape[3] != g->kv_heads ||
@@ -138,9 +143,9 @@ static xr_status_t read_geometry(const xr_op_t *op, geometry_t *g) {
     g->kv_block_dim = c->shape[0] == 2 ? 1 : 0;
     int64_t bs = c->shape[2], nb = c->shape[g->kv_block_dim];
     if (xr_op_arg(op, -1, "block_size") && bs != g->block_size)
-      return op_error(op, "%s: %lld differs from kv_cache's block size %lld", "block_size", g->block_size, bs);
+      return op_error(op, "%s: %lld differs from kv_cache's block size %lld", "block_size", (long long)g->block_size, (long long)bs);
     if (g->num_blocks >= 0 && nb != g->num_blocks)
-      return op_error(op, "%s: %lld differs from kv_cache's %lld blocks", "num_blocks", g->num_blocks, nb);
+      return op_error(op, "%s: %lld differs from kv_cache's %lld blocks", "num_blocks", (long long)g->num_blocks, (long long)nb);
     g->block_size = bs, g->num_blocks = nb;
     bool fp8_bytes = (c->dtype == XR_DTYPE_U8 || c->dtype == XR_DTYPE_I8) && is_fp8(g->cache_dtype);
     if (c->dtype != g->cache_dtype && !fp8_bytes)
@@ -172,10 +177,10 @@ static xr_status_t int_list(const xr_op_t *op, const char *name, const xr_value_
     return XR_OK;
   }
   if (v->kind != XR_VALUE_LIST || v->as.list.count == 0)
-    return op_error(op, "%s: expected a tensor or a non-empty list of ints", name, 0, 0);
+    return op_error(op, "%s: expected a tensor or a non-empty list of ints", name);
   for (size_t i = 0; i < v->as.list.count; i++)
     if (v->as.list.items[i].kind != XR_VALUE_INT)
-      return op_error(op, "%s: entry %lld is not an int", name, (long long)i, 0);
+      return op_error(op, "%s: entry %lld is not an int", name, (long long)i);
   *out_items = v->as.list.items, *out_count = v->as.list.count;
   return XR_OK;
 }
@@ -245,11 +250,11 @@ static xr_status_t decide_layout(const xr_op_t *op, int64_t tokens, xr_ua_layout
     for (size_t b = 0; b < nq; b++) {
       l->q_len[b] = ql[b].as.i;
       if (l->q_len[b] < 1) return op_error(op, "%s: entry %lld is %lld; a sequence has at least one query", "query_lens",
-                                           (long long)b, l->q_len[b]);
+                                           (long long)b, (long long)l->q_len[b]);
       sum += l->q_len[b];
       l->k_len[b] = l->q_len[b];
     }
-    if (sum > tokens) return op_error(op, "%s: %lld tokens in all, the query has %lld", "query_lens", sum, tokens);
+    if (sum > tokens) return op_error(op, "%s: %lld tokens in all, the query has %lld", "query_lens", (long long)sum, (long long)tokens);
     l->source = XR_UA_FROM_KWARGS;
     snprintf(l->text, sizeof l->text, "layout from the query_lens kwarg: %lld sequences", (long long)nq);
   } else if (!layout_from_hints(op, tokens, l, &st)) {
@@ -262,11 +267,11 @@ static xr_status_t decide_layout(const xr_op_t *op, int64_t tokens, xr_ua_layout
   if (ns) {
     if (ns != 1 && (int64_t)ns != l->seqs)
       return op_error(op, "%s: %lld entries for %lld sequences (give one per sequence, or one for all)",
-                      "context_lens", (long long)ns, l->seqs);
+                      "context_lens", (long long)ns, (long long)l->seqs);
     for (int64_t b = 0; b < l->seqs; b++) {
       int64_t cached = sl[ns == 1 ? 0 : b].as.i;
       if (cached < 0)
-        return op_error(op, "%s: sequence %lld has %lld cached tokens", "context_lens", (long long)b, cached);
+        return op_error(op, "%s: sequence %lld has %lld cached tokens", "context_lens", (long long)b, (long long)cached);
       l->k_len[b] = l->q_len[b] + cached;
     }
     size_t n = strlen(l->text);
@@ -311,14 +316,18 @@ static xr_status_t complete(const xr_op_t *op, xr_bundle_t *scratch, xr_op_t **o
     const xr_value_t *v = xr_op_arg(op, -1, synthesized[i]);
     missing[i] = !v || v->kind != XR_VALUE_TENSOR;
     if (missing[i] && v && v->kind != XR_VALUE_NULL)
-      return op_error(op, "%s: expected a tensor", synthesized[i], 0, 0);
+      return op_error(op, "%s: expected a tensor", synthesized[i]);
     n_missing += missing[i];
   }
   if (!n_missing) return XR_OK;
   geometry_t g;
-  xr_ua_layout_t l;
+  xr_ua_layout_t l = {0};
   xr_status_t st = read_geometry(op, &g);
-  if (st != XR_OK || (st = decide_layout(op, g.tokens, &l)) != XR_OK) return st;
+  if (st == XR_OK) st = decide_layout(op, g.tokens, &l);
+  if (st != XR_OK) {
+    layout_free(&l);
+    return st;
+  }
   layout_totals(&l, g.block_size);
   int64_t max_blocks = (l.max_k + g.block_size - 1) / g.block_size;
   const xr_tensor_spec_t *given_table = tensor_arg(op, -1, "block_table");

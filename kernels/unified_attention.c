@@ -98,6 +98,7 @@ static xr_status_t read_geometry(const xr_op_t *op, geometry_t *g) {
   }
   g->dtype = g->q->dtype;
   g->tokens = g->q->shape[0];
+  if (g->tokens < 1) return op_error(op, "%s: no tokens (a serving step has at least one)", "query");
   int64_t D = g->k->rank == 3 ? g->k->shape[2] : g->q->rank == 3 ? g->q->shape[2] : 0;
   xr_status_t st;
   if (!D && (st = xr_arg_int(op, -1, "head_size", false, &D)) != XR_OK) return st;

@@ -402,7 +402,9 @@ static void expect_plan_error(const char *what, const ua_case_t *c, const char *
 }
 
 Test(unified_attention_errors, name_the_argument) {
-  ua_case_t c = {"", WITH_OUTPUT, F16, 6, 8, 3, 64, 0, NULL, NULL};
+  ua_case_t c = {"", WITH_OUTPUT, F16, 0, 8, 2, 64, 0, NULL, NULL};
+  expect_plan_error("no tokens", &c, "query");
+  c.T = 6, c.Hk = 3;
   expect_plan_error("kv heads not dividing", &c, "key");
   c.Hk = 2, c.flat = 2, c.kwargs = NULL;
   ua_case_t both_flat = c;

@@ -228,9 +228,11 @@ static bool layout_from_hints(const xr_op_t *op, int64_t tokens, xr_ua_layout_t 
     l->q_len[b] = q;
     l->k_len[b] = k > q ? k : q;
   }
+  char decode_keys[48];
+  snprintf(decode_keys, sizeof decode_keys, "%d keys each", XR_UA_DEFAULT_DECODE_KEYS);
   snprintf(l->text, sizeof l->text, "layout from the trace's hints: %lld decode (%lld tokens, %s) + %lld prefill "
            "(%lld tokens, %s)", (long long)Dn, (long long)DT, DK >= DT && Dn ? "keys from the hints" :
-           Dn ? "1024 keys each" : "-", (long long)P, (long long)PT, PK >= PT && P ? "keys from the hints" :
+           Dn ? decode_keys : "-", (long long)P, (long long)PT, PK >= PT && P ? "keys from the hints" :
            P ? "keys = queries" : "-");
   l->source = XR_UA_FROM_HINTS;
   return true;

@@ -39,7 +39,7 @@ typedef struct xr_ua_layout {
   int64_t *q_len, *k_len;   /* seqs entries each */
   int64_t max_q, max_k, blocks_needed;
   xr_ua_source_t source;
-  char text[192];           /* how it was decided, for the replay's policy line */
+  char text[256];           /* how it was decided, for the replay's policy line */
 } xr_ua_layout_t;
 
 /* The parsed op: the cache write and the attention, each in its family's own problem over the

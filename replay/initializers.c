@@ -315,7 +315,7 @@ static xr_status_t init_unified_attention(xr_init_context_t *c) {
   }
   poison_dead_cells(c, u->kv_cache, (int)u->kv_block_dim, 2, bs, live);
   free(live);
-  char what[256];
+  char what[400];
   snprintf(what, sizeof what, "%s; %lld cached tokens in %lld blocks of %lld, every other cache slot NaN",
            l->text, (long long)cached, (long long)nb, (long long)bs);
   append(c, "%s%s", what);

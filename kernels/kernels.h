@@ -71,9 +71,13 @@ typedef struct xr_op_plan {
   double flops;                   /* floating-point operations of one execution */
   double bytes;                   /* bytes one execution must move at least (reads + writes) */
   void *problem;                  /* the family's parsed problem (sizes, scalars, layouts) */
+  /* Owns `op` when the family completed it (xr_op_family_t.complete); NULL otherwise. */
+  xr_bundle_t *completion;
 } xr_op_plan_t;
 
-/* Plans `op`. NOT_FOUND when no family knows the op name ("no kernel for op 'x::y'"),
+/* Plans `op`. A family whose ops lack state the trace cannot record (vLLM's KV cache and batch
+ * metadata) first completes the op: plan->op is then a copy with those tensors added as kwargs,
+ * owned by the plan, and the binding order is the completed op's. NOT_FOUND when no family knows the op name ("no kernel for op 'x::y'"),
  * INVALID_ARGUMENT when its arguments are malformed for the op (missing, wrong kind, shapes that
  * do not agree), each with a sentence naming the argument. Thread-safe. */
 xr_status_t xr_kernel_plan(const xr_op_t *op, xr_op_plan_t *out_plan);
@@ -138,6 +142,10 @@ struct xr_op_family {
    * tensor, got 3-D". */
   xr_status_t (*analyze)(xr_op_plan_t *plan);
   void (*free_problem)(void *problem);
+  /* Optional, runs before analyze: sets *out_op to a copy of `op` (allocated in `scratch`) with
+   * the tensor kwargs the op needs but the trace does not record, or leaves it NULL when the op
+   * already has them all. Errors name the argument, like analyze. */
+  xr_status_t (*complete)(const xr_op_t *op, xr_bundle_t *scratch, xr_op_t **out_op);
   const xr_kernel_impl_t *const *impls; /* NULL-terminated, most preferred first */
 };
 

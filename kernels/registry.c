@@ -65,10 +65,20 @@ xr_status_t xr_kernel_plan(const xr_op_t *op, xr_op_plan_t *out_plan) {
   memset(out_plan, 0, sizeof *out_plan);
   const xr_op_family_t *family = find_family(op->name);
   if (!family) return xr_error(XR_NOT_FOUND, "no kernel for op '%s'", op->name);
+  out_plan->family = family;
+  if (family->complete) {
+    xr_op_t *completed = NULL;
+    xr_status_t st = xr_bundle_create(&out_plan->completion);
+    if (st == XR_OK) st = family->complete(op, out_plan->completion, &completed);
+    if (st != XR_OK) {
+      xr_kernel_plan_free(out_plan);
+      return st;
+    }
+    if (completed) op = completed;
+  }
   size_t n;
   collect_inputs(op, NULL, NULL, &n);
   out_plan->op = op;
-  out_plan->family = family;
   out_plan->inputs = calloc(n ? n : 1, sizeof *out_plan->inputs);
   out_plan->input_written = calloc(n ? n : 1, sizeof *out_plan->input_written);
   if (!out_plan->inputs || !out_plan->input_written) {
@@ -87,6 +97,7 @@ void xr_kernel_plan_free(xr_op_plan_t *plan) {
     plan->family->free_problem(plan->problem);
   free(plan->inputs);
   free(plan->input_written);
+  xr_bundle_destroy(plan->completion);
   memset(plan, 0, sizeof *plan);
 }
 

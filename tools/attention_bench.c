@@ -1,4 +1,5 @@
-/* attention_bench: dense attention in FLOP/s and paged-attention decode in GB/s on every
+/* attention_bench: dense attention in FLOP/s, paged-attention decode and vLLM's unified
+ * attention (a decode-heavy mixed batch, cache write included) in GB/s on every
  * available device (cpu, opencl, cuda, hip), each as a fraction of two baselines measured in the same run
  * on the same device: an fp32 GEMM through the kernel registry (aten::mm, whatever
  * implementation the registry picks; its name is printed) — or, while the registry has only
@@ -202,6 +203,24 @@ static void paged_json(char *buf, size_t n, const char *dtype) {
            dtype, dtype, kc, kcs, dtype, dtype);
 }
 
+/* vLLM unified_attention_with_output, decode-heavy: 16 decode sequences of 2048 keys and one
+ * 64-token prompt, as the trace hints of such an iteration say; 32 query / 8 kv heads of 128.
+ * The replay supplies the cache, block table and lengths (docs/replay.md). */
+static void unified_json(char *buf, size_t n, const char *dtype) {
+  snprintf(buf, n,
+           HEADER "\"name\": \"vllm::unified_attention_with_output\", \"args\": ["
+                  "{\"name\": \"query\", \"type\": \"Tensor\", \"value\": {\"shape\": [80, 32, 128], \"strides\": [4096, 128, 1], \"dtype\": \"%s\"}}, "
+                  "{\"name\": \"key\", \"type\": \"Tensor\", \"value\": {\"shape\": [80, 8, 128], \"strides\": [1024, 128, 1], \"dtype\": \"%s\"}}, "
+                  "{\"name\": \"value\", \"type\": \"Tensor\", \"value\": {\"shape\": [80, 8, 128], \"strides\": [1024, 128, 1], \"dtype\": \"%s\"}}, "
+                  "{\"name\": \"output\", \"type\": \"Tensor(a!)\", \"value\": {\"shape\": [80, 32, 128], \"strides\": [4096, 128, 1], \"dtype\": \"%s\", \"init\": null}}, "
+                  "{\"name\": \"layer_name\", \"type\": \"str\", \"value\": \"model.layers.0.self_attn.attn\"}, "
+                  "{\"name\": \"output_scale\", \"type\": \"Tensor?\", \"value\": null}, "
+                  "{\"name\": \"output_block_scale\", \"type\": \"Tensor?\", \"value\": null}], \"kwargs\": [], "
+                  "\"hints\": {\"prefill_seqs\": 1, \"prefill_tokens\": 64, \"decode_seqs\": 16, \"decode_tokens\": 16, "
+                  "\"prefill_context_tokens\": 64, \"decode_context_tokens\": 32768}}]}",
+           dtype, dtype, dtype, dtype);
+}
+
 /* Device copy bandwidth: best of 5 copies of 128 MiB between two device buffers, event-timed. */
 static double copy_gbps(const char *device) {
   xr_hal_device_t *dev;
@@ -280,6 +299,18 @@ static void bench_device(const char *device, bool quick) {
     }
     double gbps = m.bytes / (m.median_us * 1e-6) / 1e9;
     printf("| %s | paged v1 decode %s 16x2048 tokens, 32/8 heads of 128 | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n",
+           device, paged[i], m.kernel, m.median_us / 1e3, gbps, copy > 0 ? 100.0 * gbps / copy : 0);
+  }
+  for (size_t i = 0; i < 2; i++) {
+    unified_json(json, sizeof json, paged[i]);
+    measured_t m = run_json(json, device, iters);
+    if (!m.ok) {
+      printf("| %s | unified %s | failed: %s | | | |\n", device, paged[i], m.kernel);
+      continue;
+    }
+    double gbps = m.bytes / (m.median_us * 1e-6) / 1e9;
+    printf("| %s | vLLM unified_attention %s, 16 decode x 2048 keys + 1 prompt of 64, 32/8 heads of 128 | %s | "
+           "%.2f ms | %.2f GB/s | %.0f%% of copy |\n",
            device, paged[i], m.kernel, m.median_us / 1e3, gbps, copy > 0 ? 100.0 * gbps / copy : 0);
   }
 }

@@ -609,6 +609,8 @@ static const xr_kernel_impl_t ua_ref_impl = {
 static const xr_kernel_impl_t *const ua_impls[] = {
     &xr_ua_cpu_impl,
     &xr_ua_opencl_impl,
+    &xr_ua_cuda_impl,
+    &xr_ua_hip_impl,
     &ua_ref_impl,
     NULL,
 };

@@ -13,88 +13,7 @@
 
 #include "formats/trace_extract.h"
 #include "kernels/unified_attention.h"
-#include "tests/kernels/attention_case.h"
-
-#define WITH_OUTPUT "vllm::unified_attention_with_output"
-#define RETURNING "vllm::unified_attention"
-#define F16 "c10::Half"
-#define BF16 "c10::BFloat16"
-
-typedef struct ua_case {
-  const char *what, *op, *dtype;
-  int64_t T, H, Hk, D;
-  int flat;            /* 1: query/output flattened; 2: key/value too (head_size kwarg) */
-  const char *hints;   /* body of the "hints" object, or NULL */
-  const char *kwargs;  /* extra kwargs, already JSON, or NULL */
-} ua_case_t;
-
-/* Appends a raw kwarg list entry. */
-static void raw_kwargs(jbuf_t *b, const char *text) {
-  if (text) jb(b, "%s%s", b->args++ ? ", " : "", text);
-}
-
-static const char *ua_json(jbuf_t *b, const ua_case_t *c) {
-  op_begin(b, c->op);
-  int64_t q3[3] = {c->T, c->H, c->D}, q2[2] = {c->T, c->H * c->D};
-  int64_t k3[3] = {c->T, c->Hk, c->D}, k2[2] = {c->T, c->Hk * c->D};
-  /* query a strided view of a fused qkv projection, as models slice it */
-  int64_t width = (c->H + 2 * c->Hk) * c->D, qs3[3] = {width, c->D, 1}, qs2[2] = {width, 1};
-  bool fq = c->flat >= 1, fk = c->flat >= 2;
-  arg_tensor(b, "query", "Tensor", fq ? 2 : 3, fq ? q2 : q3, fq ? qs2 : qs3, c->dtype, NULL);
-  arg_tensor(b, "key", "Tensor", fk ? 2 : 3, fk ? k2 : k3, NULL, c->dtype, "\"storage_offset\": 5");
-  arg_tensor(b, "value", "Tensor", fk ? 2 : 3, fk ? k2 : k3, NULL, c->dtype, NULL);
-  if (!strcmp(c->op, WITH_OUTPUT))
-    arg_tensor(b, "output", "Tensor(a!)", fq ? 2 : 3, fq ? q2 : q3, NULL, c->dtype, "\"init\": null");
-  jb(b, "%s{\"name\": \"layer_name\", \"type\": \"str\", \"value\": \"model.layers.0.self_attn.attn\"}",
-     b->args++ ? ", " : "");
-  if (!strcmp(c->op, WITH_OUTPUT)) {
-    arg_raw(b, "output_scale", "Tensor?", "null");
-    arg_raw(b, "output_block_scale", "Tensor?", "null");
-  }
-  op_kwargs(b);
-  if (fk) arg_int(b, "head_size", c->D);
-  raw_kwargs(b, c->kwargs);
-  if (c->hints) jb(b, "], \"hints\": {%s}}]}", c->hints);
-  else op_end(b);
-  return b->s;
-}
-
-#define HINTS(p, pt, d, dt) "\"prefill_seqs\": " #p ", \"prefill_tokens\": " #pt ", \"decode_seqs\": " #d \
-                            ", \"decode_tokens\": " #dt
-#define KW_INT(name, v) "{\"name\": \"" name "\", \"type\": \"int\", \"value\": " #v "}"
-#define KW_LIST(name, v) "{\"name\": \"" name "\", \"type\": \"int[]\", \"value\": " v "}"
-#define KW_STR(name, v) "{\"name\": \"" name "\", \"type\": \"str\", \"value\": \"" v "\"}"
-#define KW_T(name, type, shape, dtype) \
-  "{\"name\": \"" name "\", \"type\": \"" type "\", \"value\": {\"shape\": " shape ", \"dtype\": \"" dtype "\"}}"
-
-static const ua_case_t cases[] = {
-    {"pure decode gqa4 f16 bs16, keys from hints", WITH_OUTPUT, F16, 6, 8, 2, 64, 0,
-     HINTS(0, 0, 6, 6) ", \"prefill_context_tokens\": 0, \"decode_context_tokens\": 433", NULL},
-    {"pure decode bf16 mqa, default 1024 keys", WITH_OUTPUT, BF16, 3, 4, 1, 128, 0, HINTS(0, 0, 3, 3), NULL},
-    {"pure prefill bf16 bs32 mha", WITH_OUTPUT, BF16, 37, 4, 4, 128, 0, HINTS(2, 37, 0, 0), KW_INT("block_size", 32)},
-    {"mixed f32 gqa2 with padding tokens", WITH_OUTPUT, "float", 26, 4, 2, 64, 0,
-     HINTS(2, 20, 3, 3) ", \"prefill_context_tokens\": 70, \"decode_context_tokens\": 300", NULL},
-    {"mixed f16 flat query, spec-decode tokens", WITH_OUTPUT, F16, 17, 8, 2, 64, 1, HINTS(1, 9, 4, 8), NULL},
-    {"no hints: one prompt, unified_attention returns, flat", RETURNING, F16, 17, 4, 1, 64, 2, NULL, NULL},
-    {"single token, no hints", WITH_OUTPUT, "float", 1, 2, 1, 64, 0, NULL, NULL},
-    {"query_lens/context_lens kwargs bf16 bs32", WITH_OUTPUT, BF16, 10, 8, 2, 64, 0, NULL,
-     KW_LIST("query_lens", "[1, 1, 6, 1]") ", " KW_LIST("context_lens", "[40, 0, 27, 129]") ", "
-     KW_INT("block_size", 32)},
-    {"long prefill 129 tokens with 300 cached, gqa8", WITH_OUTPUT, BF16, 129, 8, 1, 64, 0, NULL,
-     KW_LIST("context_lens", "[300]")},
-    {"explicit kv_cache [blocks, 2, ...] and block_table, hints", WITH_OUTPUT, F16, 5, 4, 2, 64, 0,
-     HINTS(1, 3, 2, 2) ", \"prefill_context_tokens\": 3, \"decode_context_tokens\": 40",
-     KW_T("kv_cache", "Tensor(a!)", "[9, 2, 16, 2, 64]", "c10::Half") ", "
-     KW_T("block_table", "Tensor", "[3, 70]", "long int") ", " KW_T("seq_lens", "Tensor", "[3]", "int")},
-    {"fp8 e4m3 cache", WITH_OUTPUT, F16, 6, 4, 2, 64, 0, HINTS(1, 4, 2, 2), KW_STR("kv_cache_dtype", "fp8")},
-};
-
-static void run_cases(const char *device, const char *prefix) {
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    jbuf_t b;
-    expect_match(cases[i].what, ua_json(&b, &cases[i]), device, prefix, 300 + i, NULL);
-  }
-}
+#include "tests/kernels/unified_attention_cases.h"
 
 Test(unified_attention_cpu, mixes) { run_cases("cpu", "cpu.unified_attention"); }
 Test(unified_attention_opencl, mixes) { run_cases("opencl", "opencl.unified_attention"); }
@@ -102,7 +21,7 @@ Test(unified_attention_opencl, mixes) { run_cases("opencl", "opencl.unified_atte
 /* Both outputs are compared: the attention output and the written cache. */
 Test(unified_attention_cpu, check_covers_output_and_cache) {
   jbuf_t b;
-  xr_op_result_t r = run_case(ua_json(&b, &cases[3]), "cpu", 7, NULL);
+  xr_op_result_t r = run_case(ua_json(&b, &ua_cases[3]), "cpu", 7, NULL);
   cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s", r.message);
   cr_assert_eq(r.output_count, 2);
   cr_assert_str_eq(r.outputs[0].target, "output");
@@ -132,7 +51,7 @@ Test(unified_attention_layout, from_hints) {
   jbuf_t b;
   xr_op_plan_t plan;
   xr_status_t st;
-  xr_bundle_t *bundle = plan_json(ua_json(&b, &cases[3]), &plan, &st);
+  xr_bundle_t *bundle = plan_json(ua_json(&b, &ua_cases[3]), &plan, &st);
   cr_assert_eq(st, XR_OK, "%s", xr_last_error());
   const xr_ua_problem_t *u = plan.problem;
   const xr_ua_layout_t *l = &u->layout;
@@ -166,7 +85,7 @@ Test(unified_attention_layout, default_and_kwargs) {
   jbuf_t b;
   xr_op_plan_t plan;
   xr_status_t st;
-  xr_bundle_t *bundle = plan_json(ua_json(&b, &cases[5]), &plan, &st);
+  xr_bundle_t *bundle = plan_json(ua_json(&b, &ua_cases[5]), &plan, &st);
   cr_assert_eq(st, XR_OK, "%s", xr_last_error());
   const xr_ua_problem_t *u = plan.problem;
   cr_assert_eq(u->layout.source, XR_UA_FROM_DEFAULT);
@@ -178,7 +97,7 @@ Test(unified_attention_layout, default_and_kwargs) {
   cr_assert_eq(plan.returns[0].shape[1], 4 * 64);
   xr_kernel_plan_free(&plan);
   xr_bundle_destroy(bundle);
-  bundle = plan_json(ua_json(&b, &cases[7]), &plan, &st);
+  bundle = plan_json(ua_json(&b, &ua_cases[7]), &plan, &st);
   cr_assert_eq(st, XR_OK, "%s", xr_last_error());
   u = plan.problem;
   cr_assert_eq(u->layout.source, XR_UA_FROM_KWARGS);

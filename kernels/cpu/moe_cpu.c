@@ -123,7 +123,9 @@ typedef struct expert_gemm {
   dnnl_primitive_t prim;         /* shared by the experts with the same row count */
   dnnl_memory_t mem[3];          /* src, weights, dst */
   dnnl_memory_desc_t packed_md;  /* the weights' layout */
-  void *packed;                  /* the weights in it (owned) */
+  xr_hal_buffer_t *packed_buffer; /* the weights in it: a device buffer, so large ones get the
+                                    * cpu driver's huge pages, as the inputs do */
+  void *packed;
   size_t scratchpad_size;        /* per_expert: the primitive's user scratchpad */
 } expert_gemm_t;
 
@@ -135,6 +137,7 @@ typedef struct expert_gemms {
 
 typedef struct dnnl_path {
   const xr_dnnl_t *d;
+  xr_hal_device_t *device;
   dnnl_stream_t stream;
   /* Experts spread over the device's pool, each expert's GEMMs on one thread (primitives
    * created single-threaded, a stream per expert) instead of every GEMM on all threads. */
@@ -444,7 +447,7 @@ static void dnnl_release(dnnl_path_t *dp, int64_t E) {
       expert_gemm_t *g = &dp->experts[e].gemm[which];
       for (int i = 0; i < 3; i++)
         if (g->mem[i]) dp->d->dnnl_memory_destroy(g->mem[i]);
-      free(g->packed);
+      xr_hal_buffer_free(g->packed_buffer);
     }
   for (int64_t e = 0; dp->experts && e < E; e++) {
     if (dp->experts[e].scratchpad_mem) dp->d->dnnl_memory_destroy(dp->experts[e].scratchpad_mem);
@@ -482,8 +485,9 @@ static xr_status_t bind_gemm(dnnl_path_t *dp, const xr_dnnl_matrix_t m[3], void 
   }
   g->packed_md = mds[1];
   size_t size = dp->d->dnnl_memory_desc_get_size(&mds[1]);
-  g->packed = aligned_alloc(64, (size + 63) / 64 * 64);
-  if (!g->packed) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory for packed weights");
+  if ((st = xr_hal_buffer_alloc(dp->device, size, &g->packed_buffer)) ||
+      (st = xr_hal_buffer_host_pointer(g->packed_buffer, &g->packed)))
+    return st;
   if ((st = xr_dnnl_pack_weights(dp->d, &m[1], ptr[1], &mds[1], g->packed))) return st;
   void *const bound[3] = {ptr[0], g->packed, ptr[2]};
   for (int i = 0; i < 3; i++)
@@ -516,9 +520,10 @@ static xr_status_t bind_scratchpad(dnnl_path_t *dp, expert_gemms_t *x) {
  * With few experts (Mixtral: 8), each GEMM is big enough to use every thread. */
 static xr_status_t dnnl_bind_experts(cpu_state_t *s);
 
-static xr_status_t dnnl_prepare(cpu_state_t *s, size_t width) {
+static xr_status_t dnnl_prepare(cpu_state_t *s, xr_hal_device_t *device, size_t width) {
   const xr_moe_problem_t *p = s->p;
   dnnl_path_t *dp = &s->dnnl;
+  dp->device = device;
   xr_status_t st = xr_dnnl_get(&dp->d);
   if (st != XR_OK) return st;
   if (s->hidden.rank != 2 || s->w1.rank != 3 || s->w2.rank != 3 || s->w1.dtype != p->dtype ||
@@ -690,7 +695,7 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
 #ifdef XR_HAVE_DNNL_H
   xr_hal_device_properties_t properties;
   size_t width = xr_hal_device_properties(device, &properties) == XR_OK ? properties.compute_units : 1;
-  if (dnnl_prepare(s, width) != XR_OK) dnnl_release(&s->dnnl, p->E); /* the micro-kernel path runs */
+  if (dnnl_prepare(s, device, width) != XR_OK) dnnl_release(&s->dnnl, p->E); /* the micro-kernel path runs */
 #endif
   *out_state = s;
   return XR_OK;

@@ -512,13 +512,14 @@ static xr_status_t bind_scratchpad(dnnl_path_t *dp, expert_gemms_t *x) {
   return XR_OK;
 }
 
+static xr_status_t dnnl_bind_experts(cpu_state_t *s);
+
 /* Creates every expert's primitives for the routing of the inputs as they are now; any failure
  * (fp16, odd strides, no oneDNN) leaves the micro-kernel path in charge. `width`: the threads of
  * the device's pool. With many experts per thread (8; each small, as in OLMoE or Qwen-MoE),
  * experts go one per thread, single-threaded: a few rows per expert make every GEMM bound by
  * reading its weights, which threads do best side by side, and the experts balance the load.
  * With few experts (Mixtral: 8), each GEMM is big enough to use every thread. */
-static xr_status_t dnnl_bind_experts(cpu_state_t *s);
 
 static xr_status_t dnnl_prepare(cpu_state_t *s, xr_hal_device_t *device, size_t width) {
   const xr_moe_problem_t *p = s->p;
@@ -551,6 +552,7 @@ static xr_status_t dnnl_prepare(cpu_state_t *s, xr_hal_device_t *device, size_t 
   return st;
 }
 
+/* Each expert's two GEMMs (and, per_expert, its stream and scratchpad). */
 static xr_status_t dnnl_bind_experts(cpu_state_t *s) {
   const xr_moe_problem_t *p = s->p;
   dnnl_path_t *dp = &s->dnnl;

@@ -234,12 +234,11 @@ static xr_status_t cpu_buffer_alloc(xr_hal_device_t *device, size_t size, xr_hal
   }
   cpu_buffer_t *buffer = calloc(1, sizeof *buffer);
   if (!buffer) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", device->spec);
-  int error = size >= HUGE_PAGE ? map_huge(size, buffer) : 0;
-  if (size < HUGE_PAGE) {
-    /* Page alignment for large buffers (whole pages for the copy slices), 64 B (a cache line,
-     * the widest vector) for small ones; never a zero-size request, so the pointer is real. */
-    error = posix_memalign(&buffer->memory, size >= (64u << 10) ? 4096 : 64, size ? size : 1);
-  }
+  /* Below 2 MiB: page alignment from 64 KiB (whole pages for the copy slices), 64 B (a cache
+   * line, the widest vector) under it; never a zero-size request, so the pointer is real. */
+  int error = size >= HUGE_PAGE ? map_huge(size, buffer)
+                                : posix_memalign(&buffer->memory, size >= (64u << 10) ? 4096 : 64,
+                                                 size ? size : 1);
   if (error) {
     free(buffer);
     return xr_error(XR_RESOURCE_EXHAUSTED, "%s: cannot allocate %zu bytes of host memory (%s)",

@@ -65,6 +65,31 @@ static int simplify_dims(xr_rows_problem_t *p, int rank, int64_t *shape, bool in
   return out;
 }
 
+xr_status_t xr_rows_check_fast(const xr_op_plan_t *plan, const char *backend) {
+  const xr_rows_problem_t *p = plan->problem;
+  for (int k = 0; k < XR_ROWS_OPERANDS; k++) {
+    if (p->operand[k].index < 0) continue;
+    xr_dtype_t d = p->operand[k].dtype;
+    bool stat = k == XR_ROWS_MEAN || k == XR_ROWS_RSTD;
+    if (stat ? d != XR_DTYPE_F32 : !xr_norm_fast_dtype(d))
+      return xr_error(XR_UNIMPLEMENTED, "%s kernels: %s: %s tensors are not supported (f32, f16 "
+                      "and bf16 are)", backend, plan->op->name, xr_dtype_name(d));
+  }
+  if (p->inner_rank > 1)
+    return xr_error(XR_UNIMPLEMENTED, "%s kernels: %s: the normalised dims do not form one "
+                    "strided run in every tensor", backend, plan->op->name);
+  return XR_OK;
+}
+
+xr_status_t xr_rotary_check_fast(const xr_op_plan_t *plan, const char *backend) {
+  const xr_rotary_problem_t *p = plan->problem;
+  if (!xr_norm_fast_dtype(p->q_dtype) || !xr_norm_fast_dtype(p->cache_dtype))
+    return xr_error(XR_UNIMPLEMENTED, "%s kernels: %s: %s query or cache is not supported (f32, "
+                    "f16 and bf16 are)", backend, plan->op->name,
+                    xr_dtype_name(xr_norm_fast_dtype(p->q_dtype) ? p->cache_dtype : p->q_dtype));
+  return XR_OK;
+}
+
 void xr_rows_simplify(xr_rows_problem_t *p) {
   p->rows = 1;
   for (int d = 0; d < p->outer_rank; d++) p->rows *= p->outer_shape[d];

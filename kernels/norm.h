@@ -49,6 +49,16 @@ typedef struct xr_rows_problem {
 /* Merges dims that are contiguous in every present operand and drops size-1 dims. */
 void xr_rows_simplify(xr_rows_problem_t *p);
 
+/* What every fast implementation (cpu, opencl, cuda/hip) of the row ops and of rotary runs:
+ * f32, f16 and bf16 tensors (mean/rstd f32), the normalised dims one strided run in every
+ * tensor. UNIMPLEMENTED naming the `backend` ("cpu", "opencl", "GPU") and the op otherwise; each
+ * backend checks its own limits (grid, dispatch size) after this. */
+static inline bool xr_norm_fast_dtype(xr_dtype_t d) {
+  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
+}
+xr_status_t xr_rows_check_fast(const xr_op_plan_t *plan, const char *backend);
+xr_status_t xr_rotary_check_fast(const xr_op_plan_t *plan, const char *backend);
+
 /* Storage offsets (without the tensor's own offset) of row r / element i of operand k. */
 static inline int64_t xr_rows_outer_offset(const xr_rows_problem_t *p, int k, int64_t r) {
   int64_t off = 0;

@@ -355,25 +355,9 @@ static void widen_params(void *ctx) {
                s->stride[k], s->p->n);
 }
 
-static bool fast_dtype(xr_dtype_t d) {
-  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
-}
-
 static xr_status_t rows_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
-  const xr_rows_problem_t *p = plan->problem;
-  for (int k = 0; k < XR_ROWS_OPERANDS; k++) {
-    if (p->operand[k].index < 0) continue;
-    xr_dtype_t d = p->operand[k].dtype;
-    bool stat = k == XR_ROWS_MEAN || k == XR_ROWS_RSTD;
-    if (stat ? d != XR_DTYPE_F32 : !fast_dtype(d))
-      return xr_error(XR_UNIMPLEMENTED, "%s tensors run on the reference only (fp32, fp16 and bf16 here)",
-                      xr_dtype_name(d));
-  }
-  if (p->inner_rank > 1)
-    return xr_error(XR_UNIMPLEMENTED,
-                    "the normalised dims do not form one strided run in every tensor");
-  return XR_OK;
+  return xr_rows_check_fast(plan, "cpu");
 }
 
 /* Work items: a few per thread for balance, fewer when rows are long (scratch <= 64 MiB). */
@@ -555,11 +539,7 @@ static void rotary_item(void *ctx, size_t begin, size_t end) {
 
 static xr_status_t rotary_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
-  const xr_rotary_problem_t *p = plan->problem;
-  if (!fast_dtype(p->q_dtype) || !fast_dtype(p->cache_dtype))
-    return xr_error(XR_UNIMPLEMENTED, "%s query or cache runs on the reference only (fp32, fp16 "
-                    "and bf16 here)", xr_dtype_name(fast_dtype(p->q_dtype) ? p->cache_dtype : p->q_dtype));
-  return XR_OK;
+  return xr_rotary_check_fast(plan, "cpu");
 }
 
 static void rotary_release(void *state) {

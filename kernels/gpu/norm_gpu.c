@@ -27,27 +27,14 @@ static uint32_t blocks_for(int64_t items) {
   return items < 1 ? 1 : items > MAX_BLOCKS ? MAX_BLOCKS : (uint32_t)items;
 }
 
-static bool gpu_dtype(xr_dtype_t d) {
-  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* rows                                                                                       */
 
 static xr_status_t rows_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
   const xr_rows_problem_t *p = plan->problem;
-  for (int k = 0; k < XR_ROWS_OPERANDS; k++) {
-    if (p->operand[k].index < 0) continue;
-    xr_dtype_t d = p->operand[k].dtype;
-    bool stat = k == XR_ROWS_MEAN || k == XR_ROWS_RSTD;
-    if (stat ? d != XR_DTYPE_F32 : !gpu_dtype(d))
-      return xr_error(XR_UNIMPLEMENTED, "%s: %s tensors are not in the GPU kernels (f32, f16 "
-                      "and bf16 are)", plan->op->name, xr_dtype_name(d));
-  }
-  if (p->inner_rank > 1)
-    return xr_error(XR_UNIMPLEMENTED, "%s: the normalised dims do not form one strided run in "
-                    "every tensor", plan->op->name);
+  xr_status_t st = xr_rows_check_fast(plan, "GPU");
+  if (st != XR_OK) return st;
   if (p->outer_rank > XR_ROWS_GPU_MAX_OUTER)
     return xr_error(XR_UNIMPLEMENTED, "%s: rows span %d non-mergeable dims (the GPU kernels "
                     "take at most %d)", plan->op->name, p->outer_rank, XR_ROWS_GPU_MAX_OUTER);
@@ -140,12 +127,7 @@ ROWS_IMPL(xr_hip_softmax_impl, "hip.softmax", "hip")
 
 static xr_status_t rotary_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
-  const xr_rotary_problem_t *p = plan->problem;
-  if (!gpu_dtype(p->q_dtype) || !gpu_dtype(p->cache_dtype))
-    return xr_error(XR_UNIMPLEMENTED, "%s: %s query or cache is not in the GPU kernel (f32, "
-                    "f16 and bf16 are)", plan->op->name,
-                    xr_dtype_name(gpu_dtype(p->q_dtype) ? p->cache_dtype : p->q_dtype));
-  return XR_OK;
+  return xr_rotary_check_fast(plan, "GPU");
 }
 
 typedef struct rotary_gpu_state {

@@ -11,10 +11,6 @@ enum { ROWS_WG = 128, ROTARY_WG = 64, MAX_OUTER = 4 }; /* as XR_WG / XR_ROTARY_W
 
 static int64_t dtype_code(xr_dtype_t d) { return d == XR_DTYPE_F32 ? 0 : d == XR_DTYPE_F16 ? 1 : 2; }
 
-static bool cl_dtype(xr_dtype_t d) {
-  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* rows                                                                                       */
 
@@ -41,17 +37,8 @@ typedef struct cl_rows {
 static xr_status_t rows_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
   const xr_rows_problem_t *p = plan->problem;
-  for (int k = 0; k < XR_ROWS_OPERANDS; k++) {
-    if (p->operand[k].index < 0) continue;
-    xr_dtype_t d = p->operand[k].dtype;
-    bool stat = k == XR_ROWS_MEAN || k == XR_ROWS_RSTD;
-    if (stat ? d != XR_DTYPE_F32 : !cl_dtype(d))
-      return xr_error(XR_UNIMPLEMENTED, "%s tensors are not supported (fp32, fp16 and bf16 are)",
-                      xr_dtype_name(d));
-  }
-  if (p->inner_rank > 1)
-    return xr_error(XR_UNIMPLEMENTED,
-                    "the normalised dims do not form one strided run in every tensor");
+  xr_status_t st = xr_rows_check_fast(plan, "opencl");
+  if (st != XR_OK) return st;
   if (p->outer_rank > MAX_OUTER)
     return xr_error(XR_UNIMPLEMENTED, "rows span %d non-mergeable dims (at most %d)",
                     p->outer_rank, MAX_OUTER);
@@ -165,9 +152,8 @@ typedef struct cl_rotary {
 static xr_status_t rotary_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
   const xr_rotary_problem_t *p = plan->problem;
-  if (!cl_dtype(p->q_dtype) || !cl_dtype(p->cache_dtype))
-    return xr_error(XR_UNIMPLEMENTED, "%s query or cache is not supported (fp32, fp16 and bf16 are)",
-                    xr_dtype_name(cl_dtype(p->q_dtype) ? p->cache_dtype : p->q_dtype));
+  xr_status_t st = xr_rotary_check_fast(plan, "opencl");
+  if (st != XR_OK) return st;
   if (p->tokens > (int64_t)UINT32_MAX)
     return xr_error(XR_UNIMPLEMENTED, "%lld tokens exceed one dispatch", (long long)p->tokens);
   return XR_OK;

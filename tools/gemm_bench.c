@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "formats/bundle.h"
@@ -186,34 +185,10 @@ static bool dnnl_open(void) {
          dnnl.stream_create(&dnnl.stream, dnnl.engine, dnnl_stream_default_flags) == dnnl_success;
 }
 
-/* Operand memory as the cpu driver allocates a buffer of this size: from 2 MiB, fresh pages of
- * its own on a 2 MiB boundary with transparent huge pages requested
- * (hal/drivers/cpu/cpu_driver.c), so that both columns read through the same kind of pages;
- * 4 KiB pages on one side alone cost 10-20% here on TLB misses. */
-#define HUGE_PAGE ((size_t)2 << 20)
-
-static size_t operand_mapping(size_t bytes) { return (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE; }
-
-static void *operand_alloc(size_t bytes) {
-  if (bytes < HUGE_PAGE) return malloc(bytes);
-  size_t length = operand_mapping(bytes);
-  char *region = mmap(NULL, length + HUGE_PAGE, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (region == MAP_FAILED) return NULL;
-  char *aligned = (char *)(((uintptr_t)region + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-  if (aligned > region) munmap(region, (size_t)(aligned - region));
-  if (region + HUGE_PAGE > aligned) munmap(aligned + length, (size_t)(region + HUGE_PAGE - aligned));
-  (void)madvise(aligned, length, MADV_HUGEPAGE);
-  return aligned;
-}
-
-static void operand_free(void *p, size_t bytes) {
-  if (!p) return;
-  if (bytes < HUGE_PAGE) free(p);
-  else munmap(p, operand_mapping(bytes));
-}
-
-/* Seconds per matmul with the same layouts as the replay case, or < 0. */
+/* Seconds per matmul with the same layouts as the replay case, or < 0. The operands are cpu
+ * device buffers, as the replay's are, so that both columns read through the same kind of pages
+ * (the driver maps buffers from 2 MiB on huge pages; 4 KiB pages on one side alone cost 10-20%
+ * here on TLB misses). */
 static double dnnl_time(const shape_t *s, dnnl_data_type_t dt, size_t esize) {
   bool linear = !strcmp(s->op, "aten::linear");
   dnnl_dims_t ad = {s->M, s->K}, as = {s->K, 1}, bd = {s->K, s->N};
@@ -230,12 +205,23 @@ static double dnnl_time(const shape_t *s, dnnl_data_type_t dt, size_t esize) {
   dnnl.pd_destroy(pd);
   if (ps) return -1;
   size_t na = (size_t)(s->M * s->K), nb = (size_t)(s->K * s->N), nc = (size_t)(s->M * s->N);
-  void *A = operand_alloc(na * esize), *B = operand_alloc(nb * esize), *C = operand_alloc(nc * esize);
-  if (!A || !B || !C) {
-    operand_free(A, na * esize), operand_free(B, nb * esize), operand_free(C, nc * esize);
+  xr_hal_device_t *device = NULL;
+  xr_hal_buffer_t *buffers[3] = {NULL, NULL, NULL};
+  void *host[3] = {NULL, NULL, NULL};
+  size_t counts[3] = {na, nb, nc};
+  xr_status_t st = xr_hal_device_create("cpu", &device);
+  for (int i = 0; i < 3 && st == XR_OK; i++) {
+    st = xr_hal_buffer_alloc(device, counts[i] * esize, &buffers[i]);
+    if (st == XR_OK) st = xr_hal_buffer_host_pointer(buffers[i], &host[i]);
+  }
+  if (st != XR_OK) {
+    fprintf(stderr, "  oneDNN baseline: %s\n", xr_last_error());
+    for (int i = 0; i < 3; i++) xr_hal_buffer_free(buffers[i]);
+    xr_hal_device_destroy(device);
     dnnl.prim_destroy(prim);
     return -1;
   }
+  void *A = host[0], *B = host[1], *C = host[2];
   unsigned seed = 2;
   xr_dtype_t xd = dt == dnnl_f32 ? XR_DTYPE_F32 : XR_DTYPE_BF16;
   fill_random(A, xd, na, &seed);
@@ -264,9 +250,8 @@ static double dnnl_time(const shape_t *s, dnnl_data_type_t dt, size_t esize) {
   dnnl.mem_destroy(mb);
   dnnl.mem_destroy(mc);
   dnnl.prim_destroy(prim);
-  operand_free(A, na * esize);
-  operand_free(B, nb * esize);
-  operand_free(C, nc * esize);
+  for (int i = 0; i < 3; i++) xr_hal_buffer_free(buffers[i]);
+  xr_hal_device_destroy(device);
   return best;
 }
 

@@ -10,6 +10,9 @@
  * precomputed bit pattern. Outputs of XR_CPU_STREAM_MIN_BYTES and more are written with
  * streaming stores.
  *
+ * Where the CPU has AVX-512 BF16, rows with contiguous f32 / bf16 operands go to
+ * kernels/cpu/elementwise_avx512.c instead (one pass per 16 or 32 elements, no block buffers).
+ *
  * Supported: float results (f32, f16, bf16, fp8) from inputs of any dtype; copies, gathers and
  * fills of any dtype. f64 and integer arithmetic run on ref.elementwise. */
 #include <math.h>
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/elementwise_avx512.h"
 #include "kernels/cpu/elementwise_cpu.h"
 #include "kernels/dtype.h"
 #include "kernels/elementwise.h"
@@ -202,13 +206,13 @@ VECTOR_CLONES static void store_block(char *dst, xr_dtype_t dt, int64_t stride, 
 MATH float exp_approx(float x) {
   x = xr_cpu_select_f(xr_cpu_mask_if(x < -87.0f), -87.0f, x); /* NaN stays NaN */
   x = xr_cpu_select_f(xr_cpu_mask_if(x > 88.0f), 88.0f, x);
-  /* x = n ln2 + r, |r| <= ln2/2; n read back from the float's low bits (no float->int cast,
-   * which would be undefined for NaN). */
+  /* x = n ln2 + r, |r| <= ln2/2, e^r by XR_EXP_MINIMAX; n read back from the float's low bits (no
+   * float->int cast, which would be undefined for NaN). */
   float t = x * 1.44269504088896341f + 12582912.0f;
   float n = t - 12582912.0f;
   float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
-  float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f +
-                      r * (8.3333338e-3f + r * 1.3888889e-3f)))));
+  float p = XR_EXP_MINIMAX_0 + r * (XR_EXP_MINIMAX_1 + r * (XR_EXP_MINIMAX_2 + r * (XR_EXP_MINIMAX_3 +
+                      r * (XR_EXP_MINIMAX_4 + r * XR_EXP_MINIMAX_5))));
   uint32_t scale = (xr_f32_to_bits(t) - 0x4b400000u + 127u) << 23;
   return p * xr_bits_to_f32(scale);
 }
@@ -217,10 +221,10 @@ MATH float exp_approx(float x) {
  * Newton-Raphson reciprocal measured slower). */
 MATH float silu_approx(float x) { return x / (1.0f + exp_approx(-x)); }
 
+/* 0.5 x (1 + tanh u) = x / (1 + e^-2u), u = sqrt(2/pi) (x + 0.044715 x^3) */
 MATH float gelu_tanh_approx(float x) {
-  float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-  float tanh_u = 1.0f - 2.0f / (1.0f + exp_approx(2.0f * u));
-  return 0.5f * x * (1.0f + tanh_u);
+  float two_u = x * (1.5957691216057308f + 0.0713548162726f * x * x);
+  return x / (1.0f + exp_approx(-two_u));
 }
 
 /* 1 + erf(x / sqrt 2) through erfc's rational approximation (Abramowitz & Stegun 7.1.26,
@@ -383,6 +387,7 @@ typedef struct cpu_step {
   xr_ew_step_t f;          /* coalesced, rank >= 1 */
   path_t path;
   bool stream;             /* large output, contiguous rows: streaming stores */
+  bool avx512;             /* FLOAT: rows go to the AVX-512 path (elementwise_avx512.c) */
   char *base[3];           /* out, a, b: byte address of the first element */
   size_t esize[3];
   int64_t inner, block, blocks_per_row, items;
@@ -473,6 +478,8 @@ static void run_items(void *ctx, size_t begin, size_t end) {
         raw_copy(out + i * so * (int64_t)c->esize[0], 1,
                  pa + (i * sa + idx * s->gather_stride) * (int64_t)c->esize[1], 1, c->esize[0], 1);
       }
+    } else if (c->avx512) {
+      xr_ew_avx512_row(s, out, pa, pb, c->scalar, n, c->stream);
     } else {
       if (c->stream) { /* the block after next, while this one computes */
         prefetch_run(pa + PREFETCH_BLOCKS * BLOCK * sa * (int64_t)c->esize[1], sa == 1 ? n * (int64_t)c->esize[1] : 0);
@@ -536,6 +543,7 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
       f->out.strides[0] = f->a.strides[0] = f->b.strides[0] = 0;
     }
     c->path = step_path(f);
+    c->avx512 = c->path == PATH_FLOAT && xr_ew_avx512_takes(f);
     xr_ew_operand_t *ops[3] = {&f->out, &f->a, &f->b};
     for (int k = 0; k < 3; k++) {
       if (ops[k]->index < 0) continue;

@@ -1,0 +1,199 @@
+/* The AVX-512 paths of the cpu kernels (kernels/cpu/avx512.h, elementwise_avx512.c) on the
+ * values random inputs rarely hit: every conversion bit-exact with kernels/dtype.c over
+ * subnormals, rounding ties, NaNs, infinities and the fp8 saturation edges; the activations
+ * against double precision over [-100, 100] and the special values. Skipped where the CPU lacks
+ * AVX-512 BF16 (the cases of elementwise_test run the same ops through the engine either way). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/avx512.h"
+#include "kernels/cpu/elementwise_avx512.h"
+#include "kernels/cpu/elementwise_cpu.h"
+#include "kernels/dtype.h"
+
+static void require_avx512(void) {
+  if (!xr_cpu_avx512()) cr_skip_test("this CPU has no AVX-512 BF16 (or XR_CPU_AVX512=off)");
+}
+
+/* Float bit patterns that probe conversions: both signs of zero, subnormals, the normal range's
+ * edges, values on and beside bf16 / fp8 rounding ties, NaNs with payloads, infinities, plus a
+ * stride through all 2^32 patterns. */
+static size_t special_floats(float **out) {
+  static const uint32_t fixed[] = {
+      0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x00008000, 0x00018000, 0x007fffff,
+      0x807fffff, 0x00800000, 0x80800000, 0x3f808000, 0x3f818000, 0x3f808001, 0x3f807fff,
+      0x7f7fffff, 0xff7fffff, 0x7f7f8000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000,
+      0x7f800001, 0x7fbfffff, 0x7fff0001, 0xffa00000, 0x43e00000, 0x43e80000, 0x43f00000,
+      0x43700000, 0x43780000, 0x47600000, 0x47700000, 0x477fffff, 0x3b000000, 0x3a800000,
+      0x3a000000, 0x34000000, 0x33800000, 0x33000000, 0x42b00000, 0xc2b00000, 0x42b20000,
+      0xc2b20000, 0x42c80000, 0xc2c80000};
+  size_t n_fixed = sizeof fixed / sizeof *fixed, n = n_fixed + 65536 + 4096;
+  float *v = malloc(n * sizeof *v);
+  cr_assert_not_null(v);
+  size_t k = 0;
+  for (size_t i = 0; i < n_fixed; i++) v[k++] = xr_bits_to_f32(fixed[i]);
+  for (uint32_t i = 0; i < 65536; i++) v[k++] = xr_bits_to_f32(i * 65537u + 0x1234u);
+  for (uint32_t i = 0; i < 4096; i++) v[k++] = xr_bits_to_f32(0x00800000u - 2048u + i); /* around 2^-126 */
+  *out = v;
+  return k;
+}
+
+/* A rank-1 step over n contiguous elements. */
+static xr_ew_step_t step(xr_ew_op_t op, xr_dtype_t out, xr_dtype_t a, int64_t n) {
+  xr_ew_step_t s;
+  memset(&s, 0, sizeof s);
+  s.op = op;
+  s.rank = 1;
+  s.shape[0] = s.numel = n;
+  s.out.dtype = out;
+  s.a.dtype = a;
+  s.b.index = -1;
+  s.out.strides[0] = s.a.strides[0] = 1;
+  s.alpha = 1;
+  return s;
+}
+
+Test(avx512, bf16_encode_matches_the_portable_rounding) {
+  require_avx512();
+  float *v;
+  size_t n = special_floats(&v);
+  uint16_t *got = malloc(n * sizeof *got);
+  cr_assert_not_null(got);
+  xr_ew_step_t s = step(XR_EW_COPY, XR_DTYPE_BF16, XR_DTYPE_F32, (int64_t)n);
+  cr_assert(xr_ew_avx512_takes(&s));
+  xr_ew_avx512_row(&s, (char *)got, (const char *)v, NULL, 0, (int64_t)n, false);
+  for (size_t i = 0; i < n; i++)
+    cr_assert_eq(got[i], xr_cpu_bf16_encode(v[i]), "bf16 of %a (0x%08x): 0x%04x, expected 0x%04x",
+                 v[i], xr_f32_to_bits(v[i]), got[i], xr_cpu_bf16_encode(v[i]));
+  free(got);
+  free(v);
+}
+
+Test(avx512, bf16_pairs_keep_element_order) {
+  require_avx512();
+  float *v;
+  size_t n = special_floats(&v);
+  uint16_t *in = malloc(n * sizeof *in), *got = malloc(n * sizeof *got);
+  cr_assert(in && got);
+  for (size_t i = 0; i < n; i++) in[i] = xr_cpu_bf16_encode(v[i]);
+  /* bf16 -> bf16 through the float pipeline: the 32-element even/odd path, then a tail */
+  xr_ew_step_t s = step(XR_EW_MUL, XR_DTYPE_BF16, XR_DTYPE_BF16, (int64_t)n);
+  s.b_scalar = true;
+  cr_assert(xr_ew_avx512_takes(&s));
+  xr_ew_avx512_row(&s, (char *)got, (const char *)in, NULL, 1.0f, (int64_t)n, false);
+  for (size_t i = 0; i < n; i++) {
+    uint16_t want = xr_cpu_bf16_encode(xr_bf16_to_f32(in[i]) * 1.0f);
+    cr_assert_eq(got[i], want, "element %zu: 0x%04x, expected 0x%04x", i, got[i], want);
+  }
+  free(in);
+  free(got);
+  free(v);
+}
+
+Test(avx512, fp8_encode_matches_kernels_dtype) {
+  require_avx512();
+  static const xr_dtype_t kinds[] = {XR_DTYPE_F8E4M3FN, XR_DTYPE_F8E5M2, XR_DTYPE_F8E4M3FNUZ,
+                                     XR_DTYPE_F8E5M2FNUZ};
+  float *v;
+  size_t n = special_floats(&v);
+  uint8_t *got = malloc(n);
+  cr_assert_not_null(got);
+  for (size_t k = 0; k < 4; k++) {
+    /* every code's value and the midpoints between neighbours, +-1 ulp */
+    xr_ew_step_t s = step(XR_EW_COPY, kinds[k], XR_DTYPE_F32, (int64_t)n);
+    cr_assert(xr_ew_avx512_takes(&s));
+    xr_ew_avx512_row(&s, (char *)got, (const char *)v, NULL, 0, (int64_t)n, false);
+    for (size_t i = 0; i < n; i++)
+      cr_assert_eq(got[i], xr_f32_to_fp8(v[i], kinds[k]), "%s of %a: 0x%02x, expected 0x%02x",
+                   xr_dtype_name(kinds[k]), v[i], got[i], xr_f32_to_fp8(v[i], kinds[k]));
+    float mids[3 * 255];
+    size_t m = 0;
+    for (int c = 0; c < 255; c++) {
+      float lo = xr_fp8_to_f32((uint8_t)c, kinds[k]), hi = xr_fp8_to_f32((uint8_t)(c + 1), kinds[k]);
+      if (!isfinite(lo) || !isfinite(hi)) continue;
+      float mid = (lo + hi) / 2;
+      mids[m++] = mid, mids[m++] = nextafterf(mid, -INFINITY), mids[m++] = nextafterf(mid, INFINITY);
+    }
+    s = step(XR_EW_COPY, kinds[k], XR_DTYPE_F32, (int64_t)m);
+    xr_ew_avx512_row(&s, (char *)got, (const char *)mids, NULL, 0, (int64_t)m, false);
+    for (size_t i = 0; i < m; i++)
+      cr_assert_eq(got[i], xr_f32_to_fp8(mids[i], kinds[k]), "%s of midpoint %a: 0x%02x, expected 0x%02x",
+                   xr_dtype_name(kinds[k]), mids[i], got[i], xr_f32_to_fp8(mids[i], kinds[k]));
+  }
+  free(got);
+  free(v);
+}
+
+static double gelu_erf_exact(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
+/* 0.5 x (1 + tanh u) as x / (1 + e^-2u): the same function, without 1 + tanh u's cancellation
+ * for negative x */
+static double gelu_tanh_exact(double x) {
+  return x / (1 + exp(-2 * sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+static double silu_exact(double x) { return x / (1 + exp(-x)); }
+
+/* gelu_tanh's exp argument 2u, computed in float: its rounding (2 ulps of 2u) carries into the
+ * result as a relative error of 2u's size times 2^-22, in any float implementation. */
+static double gelu_tanh_argument(double x) {
+  return 2 * sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
+}
+
+/* f32 results against double precision: within `rel` relative (plus the rounding of a computed
+ * exp argument, when `argument` is given), `per_x` times |x| absolute (the erf approximation's
+ * error is absolute), or 1e-35 absolute (the exp argument is clamped at -88: tails give
+ * e^-88-sized values for 0); NaN exactly where the formula gives NaN, infinities where it
+ * gives them. */
+static void check_activation(xr_ew_op_t op, double (*exact)(double), const char *name, double rel,
+                             double per_x, double (*argument)(double)) {
+  enum { N = 20001 + 8 };
+  static float x[N], y[N];
+  for (int i = 0; i < 20001; i++) x[i] = -100.0f + 0.01f * (float)i;
+  const float specials[8] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 88.7f};
+  memcpy(x + 20001, specials, sizeof specials);
+  xr_ew_step_t s = step(op, XR_DTYPE_F32, XR_DTYPE_F32, N);
+  cr_assert(xr_ew_avx512_takes(&s));
+  xr_ew_avx512_row(&s, (char *)y, (const char *)x, NULL, 0, N, false);
+  for (int i = 0; i < N; i++) {
+    double want = exact(x[i]);
+    if (isinf(x[i]) && x[i] < 0) continue; /* -inf * 0: NaN in the formula, 0 in the limit */
+    if (isnan(want)) {
+      cr_assert(isnan(y[i]), "%s(%a) = %a, expected NaN", name, x[i], y[i]);
+    } else if (isinf(want)) {
+      cr_assert_eq(y[i], (float)want, "%s(%a) = %a, expected %a", name, x[i], y[i], want);
+    } else {
+      double err = fabs(y[i] - want);
+      double r = rel + (argument ? fabs(argument(x[i])) * 0x1p-22 : 0);
+      cr_assert(err <= r * fabs(want) + per_x * fabs(x[i]) || err <= 1e-35,
+                "%s(%a) = %.9g, expected %.9g", name, x[i], y[i], want);
+    }
+  }
+}
+
+Test(avx512, activations_against_double_precision) {
+  require_avx512();
+  check_activation(XR_EW_SILU, silu_exact, "silu", 4e-7, 0, NULL);
+  check_activation(XR_EW_GELU, gelu_erf_exact, "gelu", 4e-7, 1e-7, NULL);
+  check_activation(XR_EW_GELU_TANH, gelu_tanh_exact, "gelu_tanh", 4e-7, 0, gelu_tanh_argument);
+}
+
+Test(avx512, streaming_rows_of_every_alignment) {
+  require_avx512();
+  enum { N = 300 };
+  _Alignas(64) uint16_t in[N + 64], out[N + 64], want[N + 64];
+  for (int i = 0; i < N + 64; i++) in[i] = xr_cpu_bf16_encode((float)(i % 97) * 0.25f - 12.0f);
+  static const int sizes[] = {0, 1, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129, N};
+  for (int off = 0; off < 33; off++)
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+      int n = sizes[k];
+      memset(out, 0xff, sizeof out);
+      xr_ew_step_t s = step(XR_EW_SILU, XR_DTYPE_BF16, XR_DTYPE_BF16, n);
+      xr_ew_avx512_row(&s, (char *)(out + off), (const char *)(in + off), NULL, 0, n, true);
+      xr_ew_avx512_row(&s, (char *)(want + off), (const char *)(in + off), NULL, 0, n, false);
+      xr_cpu_stream_fence();
+      cr_assert_eq(memcmp(out + off, want + off, (size_t)n * 2), 0, "offset %d, %d elements", off, n);
+      for (int i = 0; i < off; i++) cr_assert_eq(out[i], 0xffff, "wrote before the row");
+      for (int i = off + n; i < N + 64; i++) cr_assert_eq(out[i], 0xffff, "wrote past the row");
+    }
+}

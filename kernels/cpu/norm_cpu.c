@@ -7,12 +7,16 @@
  * the compiler vectorises them at -O2 without reassociating anything itself; the fp16 and bf16
  * conversions are branch-free for the same reason (kernels/cpu/elementwise_cpu.h). On x86-64 the
  * row kernels are also built for AVX-512 and AVX2 + FMA and picked at run time (target_clones).
+ * Where the CPU has AVX-512 BF16, softmax and the layer / RMS norms of contiguous f32 and bf16
+ * rows take row_avx512() instead (widening and rounding fused into the passes that need them).
  * Outputs too large for the cache are written with streaming stores. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/avx512.h"
 #include "kernels/cpu/elementwise_cpu.h"
+#include "kernels/cpu/norm_avx512.h"
 #include "kernels/norm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
@@ -234,6 +238,7 @@ typedef struct cpu_rows {
   int64_t stride[XR_ROWS_OPERANDS]; /* along the row */
   size_t items;                     /* work items; each owns a slice of rows and scratch */
   bool stream;                      /* the output is written with streaming stores */
+  bool avx512;                      /* rows go through row_avx512() */
   float *weight, *bias;             /* widened once per execution */
   float *scratch;                   /* items x 3 rows of `pitch` floats */
   size_t pitch;
@@ -280,6 +285,43 @@ HOT void store_stat(const cpu_rows_t *s, int k, int64_t r, float v) {
   ((float *)s->base[k])[s->offset[k] + xr_rows_outer_offset(s->p, k, r)] = v;
 }
 
+/* Row r of softmax, layer norm or RMS norm with contiguous f32 / bf16 input and output, in
+ * three passes at most (kernels/cpu/norm_avx512.c): widen while summing, then (layer norm) the
+ * centred squares or (softmax) the exponentials, then scale, round and store in one. */
+static void row_avx512(const cpu_rows_t *s, int64_t r, float *sx, float *sy) {
+  const xr_rows_problem_t *p = s->p;
+  const int64_t n = p->n;
+  const xr_dtype_t in_dt = p->operand[XR_ROWS_X].dtype, out_dt = p->operand[XR_ROWS_OUT].dtype;
+  const char *in = s->base[XR_ROWS_X] + (s->offset[XR_ROWS_X] + xr_rows_outer_offset(p, XR_ROWS_X, r)) *
+                                            (int64_t)xr_dtype_size(in_dt);
+  char *out = s->base[XR_ROWS_OUT] + (s->offset[XR_ROWS_OUT] + xr_rows_outer_offset(p, XR_ROWS_OUT, r)) *
+                                         (int64_t)xr_dtype_size(out_dt);
+  /* fp32 rows are read where they lie */
+  const float *x = in_dt == XR_DTYPE_F32 ? (const float *)in : sx;
+  xr_row_stats_t st = xr_rows_avx512_widen(in_dt == XR_DTYPE_F32 ? NULL : sx, in, in_dt, n);
+  const float nf = (float)n, eps = (float)p->eps;
+  switch (p->op) {
+    case XR_ROWS_SOFTMAX: {
+      float total = xr_rows_avx512_exp_sum(sy, x, n, st.max);
+      xr_rows_avx512_affine_store(out, out_dt, sy, n, 0.0f, 1.0f / total, NULL, NULL, s->stream);
+      break;
+    }
+    case XR_ROWS_LAYER_NORM: {
+      float mean = st.sum / nf;
+      float rstd = 1.0f / sqrtf(sum_sq(x, n, mean) / nf + eps);
+      xr_rows_avx512_affine_store(out, out_dt, x, n, mean, rstd, s->weight, s->bias, s->stream);
+      store_stat(s, XR_ROWS_MEAN, r, mean);
+      store_stat(s, XR_ROWS_RSTD, r, rstd);
+      break;
+    }
+    default: { /* XR_ROWS_RMS_NORM */
+      float rstd = 1.0f / sqrtf(st.sum_sq / nf + eps);
+      xr_rows_avx512_affine_store(out, out_dt, x, n, 0.0f, rstd, s->weight, NULL, s->stream);
+      break;
+    }
+  }
+}
+
 XR_MULTIVERSION
 static void rows_item(void *ctx, size_t begin, size_t end) {
   const cpu_rows_t *s = ctx;
@@ -291,6 +333,10 @@ static void rows_item(void *ctx, size_t begin, size_t end) {
     int64_t r0 = (int64_t)(item * (size_t)p->rows / s->items);
     int64_t r1 = (int64_t)((item + 1) * (size_t)p->rows / s->items);
     for (int64_t r = r0; r < r1; r++) {
+      if (s->avx512) {
+        row_avx512(s, r, sx, sy);
+        continue;
+      }
       switch (p->op) {
         case XR_ROWS_SOFTMAX: {
           xr_dtype_t out = p->operand[XR_ROWS_OUT].dtype;
@@ -408,6 +454,12 @@ static xr_status_t rows_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
   s->stream = p->op != XR_ROWS_ADD_RMS_NORM && p->operand[XR_ROWS_OUT].index >= 0 &&
               s->stride[XR_ROWS_OUT] == 1 &&
               p->rows * p->n * (out_dtype == XR_DTYPE_F32 ? 4 : 2) >= XR_CPU_STREAM_MIN_BYTES;
+  xr_dtype_t in_dtype = p->operand[XR_ROWS_X].dtype;
+  bool softmax_cast = p->op == XR_ROWS_SOFTMAX && out_dtype != XR_DTYPE_F32 && out_dtype != in_dtype;
+  s->avx512 = xr_cpu_avx512() && p->op != XR_ROWS_ADD_RMS_NORM && !softmax_cast &&
+              s->stride[XR_ROWS_X] == 1 && s->stride[XR_ROWS_OUT] == 1 &&
+              (in_dtype == XR_DTYPE_F32 || in_dtype == XR_DTYPE_BF16) &&
+              (out_dtype == XR_DTYPE_F32 || out_dtype == XR_DTYPE_BF16);
   s->pitch = (n + 15) & ~(size_t)15; /* rows start on cache lines */
   s->items = item_count(device, p->rows, (int64_t)(3 * s->pitch * sizeof(float)));
   s->scratch = aligned_alloc(64, sizeof(float) * 3 * s->pitch * s->items + 64);

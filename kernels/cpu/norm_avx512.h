@@ -1,0 +1,28 @@
+/* Row passes of cpu.norm / cpu.softmax on AVX-512 (kernels/cpu/norm_avx512.c): contiguous f32
+ * or bf16 rows, each pass widening or rounding on the way instead of in passes of its own.
+ * Callable only where xr_cpu_avx512() (kernels/cpu/avx512.h) is true. */
+#ifndef XR_KERNELS_CPU_NORM_AVX512_H
+#define XR_KERNELS_CPU_NORM_AVX512_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "formats/bundle.h"
+
+typedef struct xr_row_stats {
+  float sum, sum_sq, max; /* over 16 lanes, combined at the end (as the portable sums are) */
+} xr_row_stats_t;
+
+/* n elements of dtype dt (f32 or bf16) at src: their stats, and their float values into dst
+ * unless dst is NULL. */
+xr_row_stats_t xr_rows_avx512_widen(float *dst, const void *src, xr_dtype_t dt, int64_t n);
+
+/* y = e^(x - m) for x <= m, returning the sum of y. */
+float xr_rows_avx512_exp_sum(float *y, const float *x, int64_t n, float m);
+
+/* dst = ((x - shift) * scale [* w] [+ b]) in dt (f32 or bf16); `stream`: write around the
+ * cache (aligned whole vectors; plain stores up to the first). */
+void xr_rows_avx512_affine_store(void *dst, xr_dtype_t dt, const float *x, int64_t n, float shift,
+                                 float scale, const float *w, const float *b, bool stream);
+
+#endif

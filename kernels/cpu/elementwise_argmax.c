@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "kernels/argmax.h"
+#include "kernels/cpu/avx512.h"
 #include "kernels/cpu/elementwise_cpu.h"
 #include "kernels/family.h"
 
@@ -30,6 +31,7 @@ typedef struct cpu_argmax {
   size_t esize;
   int64_t *out;
   int64_t chunks;       /* per output */
+  bool avx512;          /* contiguous f32 / bf16 rows: scan_avx512() */
   partial_t *partials;  /* out_numel * chunks when chunks > 1 */
 } cpu_argmax_t;
 
@@ -65,12 +67,68 @@ VECTOR_CLONES static partial_t block_max(const float *v, int64_t n) {
   return best;
 }
 
+#ifdef XR_HAVE_AVX512_PATHS
+/* block_max over n (< 2^31) contiguous f32 or bf16 values at src, with AVX-512: four
+ * independent sets of 16 lanes (a lane's compare waits on its previous select; four keep the
+ * vector units busy), merged at the end by value, then by the smaller position. */
+XR_AVX512 static partial_t scan_avx512(const char *src, xr_dtype_t dt, int64_t n) {
+  enum { SETS = 4 };
+  const int64_t esize = dt == XR_DTYPE_F32 ? 4 : 2;
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m512 best[SETS];
+  __m512i at[SETS];
+  __mmask16 nan = 0;
+  for (int a = 0; a < SETS; a++) best[a] = _mm512_set1_ps(-INFINITY), at[a] = _mm512_set1_epi32(-1);
+  int64_t i = 0;
+  for (; i + 16 * SETS <= n; i += 16 * SETS)
+    for (int a = 0; a < SETS; a++) {
+      __m512 v = xr_avx512_load(src + (i + 16 * a) * esize, dt, 0xffff);
+      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      __mmask16 greater = _mm512_cmp_ps_mask(v, best[a], _CMP_GT_OQ);
+      best[a] = _mm512_mask_mov_ps(best[a], greater, v);
+      at[a] = _mm512_mask_mov_epi32(at[a], greater, _mm512_add_epi32(iota, _mm512_set1_epi32((int)(i + 16 * a))));
+    }
+  for (; i < n; i += 16) {
+    __mmask16 m = xr_avx512_lanes(n - i);
+    __m512 v = xr_avx512_load(src + i * esize, dt, m);
+    nan |= _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
+    __mmask16 greater = _mm512_mask_cmp_ps_mask(m, v, best[0], _CMP_GT_OQ);
+    best[0] = _mm512_mask_mov_ps(best[0], greater, v);
+    at[0] = _mm512_mask_mov_epi32(at[0], greater, _mm512_add_epi32(iota, _mm512_set1_epi32((int)i)));
+  }
+  if (nan) return (partial_t){NAN, -2};
+  partial_t r = {-INFINITY, -1};
+  for (int a = 0; a < SETS; a++) {
+    float value[16];
+    int32_t pos[16];
+    _mm512_storeu_ps(value, best[a]);
+    _mm512_storeu_si512(pos, at[a]);
+    for (int j = 0; j < 16; j++)
+      if (pos[j] >= 0 && (value[j] > r.value || (value[j] == r.value && pos[j] < r.k)))
+        r.value = value[j], r.k = pos[j];
+  }
+  return r;
+}
+#endif
+
 /* First maximum of positions [k0, k1) of output o; NaN beats every number. */
 static partial_t scan(const cpu_argmax_t *s, int64_t o, int64_t k0, int64_t k1) {
   const xr_argmax_problem_t *p = s->p;
   const char *base = s->in + xr_argmax_input_offset(p, o) * (int64_t)s->esize;
   if (k0 >= k1) return (partial_t){0, -1};
   partial_t best = {-INFINITY, k0}; /* all -inf: the first one */
+#ifdef XR_HAVE_AVX512_PATHS
+  if (s->avx512 && k1 - k0 <= INT32_MAX) {
+    const char *row = base + k0 * (int64_t)s->esize;
+    partial_t b = scan_avx512(row, p->dtype, k1 - k0);
+    if (b.k == -2) { /* the first NaN is the answer */
+      int64_t i = 0;
+      while (!isnan((float)xr_load_element(row, p->dtype, i))) i++;
+      return (partial_t){NAN, k0 + i};
+    }
+    return b.k >= 0 ? (partial_t){b.value, k0 + b.k} : best;
+  }
+#endif
   float buf[XR_EW_CPU_BLOCK];
   for (int64_t k = k0; k < k1; k += XR_EW_CPU_BLOCK) {
     int64_t n = k1 - k < XR_EW_CPU_BLOCK ? k1 - k : XR_EW_CPU_BLOCK;
@@ -143,6 +201,8 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   s->p = p;
   s->esize = xr_dtype_size(p->dtype);
+  s->avx512 = xr_cpu_avx512() && p->red_rank == 1 && p->red_strides[0] == 1 &&
+              (p->dtype == XR_DTYPE_F32 || p->dtype == XR_DTYPE_BF16);
   void *in, *out;
   xr_status_t st;
   if ((st = xr_tensor_host(&tensors[p->self], &in)) || (st = xr_tensor_host(&tensors[p->out], &out))) {

@@ -1,10 +1,12 @@
 /* The AVX-512 paths of the cpu kernels (kernels/cpu/avx512.h, elementwise_avx512.c) on the
  * values random inputs rarely hit: every conversion bit-exact with kernels/dtype.c over
  * subnormals, rounding ties, NaNs, infinities and the fp8 saturation edges; the activations
- * against double precision over [-100, 100] and the special values. Skipped where the CPU lacks
+ * against double precision over [-100, 100] and the special values; argmax's ties, NaNs and
+ * infinities. Skipped where the CPU lacks
  * AVX-512 BF16 (the cases of elementwise_test run the same ops through the engine either way). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +14,7 @@
 #include "kernels/cpu/elementwise_avx512.h"
 #include "kernels/cpu/elementwise_cpu.h"
 #include "kernels/dtype.h"
+#include "kernels/kernels.h"
 
 static void require_avx512(void) {
   if (!xr_cpu_avx512()) cr_skip_test("this CPU has no AVX-512 BF16 (or XR_CPU_AVX512=off)");
@@ -196,4 +199,85 @@ Test(avx512, streaming_rows_of_every_alignment) {
       for (int i = 0; i < off; i++) cr_assert_eq(out[i], 0xffff, "wrote before the row");
       for (int i = off + n; i < N + 64; i++) cr_assert_eq(out[i], 0xffff, "wrote past the row");
     }
+}
+
+/* aten::argmax over the last dim of a [rows, n] f32 tensor with the given values, on the cpu
+ * device's fast implementation; the chosen positions into out[rows]. */
+static void argmax_rows(const float *values, int64_t rows, int64_t n, int64_t *out) {
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"ops\": [{\"name\": \"aten::argmax\", \"args\": ["
+           "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": {\"dtype\": \"float\", "
+           "\"shape\": [%lld, %lld]}}, {\"name\": \"dim\", \"type\": \"int\", \"value\": -1}, "
+           "{\"name\": \"keepdim\", \"type\": \"bool\", \"value\": false}]}]}",
+           (long long)rows, (long long)n);
+  xr_bundle_t *bundle;
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "argmax", ".", NULL, &bundle),
+               XR_OK, "%s", xr_last_error());
+  xr_op_plan_t plan;
+  cr_assert_eq(xr_kernel_plan(&bundle->ops[0], &plan), XR_OK, "%s", xr_last_error());
+  xr_hal_device_t *device;
+  cr_assert_eq(xr_hal_device_create("cpu", &device), XR_OK, "%s", xr_last_error());
+  const xr_kernel_impl_t *impl;
+  cr_assert_eq(xr_kernel_select(&plan, device, XR_KERNEL_BEST, &impl), XR_OK);
+  cr_assert_str_eq(xr_kernel_impl_name(impl), "cpu.argmax");
+  xr_tensor_t t[2] = {{.dtype = XR_DTYPE_F32, .rank = 2, .shape = {rows, n}, .strides = {n, 1}},
+                      {.dtype = XR_DTYPE_I64, .rank = 1, .shape = {rows}, .strides = {1}}};
+  cr_assert_eq(xr_hal_buffer_alloc(device, (size_t)(rows * n) * 4, &t[0].buffer), XR_OK);
+  cr_assert_eq(xr_hal_buffer_alloc(device, (size_t)rows * 8, &t[1].buffer), XR_OK);
+  cr_assert_eq(xr_hal_buffer_write(t[0].buffer, 0, values, (size_t)(rows * n) * 4), XR_OK);
+  xr_kernel_instance_t *instance;
+  xr_hal_stream_t *stream;
+  cr_assert_eq(xr_kernel_prepare(&plan, impl, device, t, &instance), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(xr_hal_stream_create(device, &stream), XR_OK);
+  cr_assert_eq(xr_kernel_enqueue(instance, stream), XR_OK);
+  cr_assert_eq(xr_hal_stream_synchronize(stream), XR_OK);
+  cr_assert_eq(xr_hal_buffer_read(out, t[1].buffer, 0, (size_t)rows * 8), XR_OK);
+  xr_hal_stream_destroy(stream);
+  xr_kernel_instance_destroy(instance);
+  xr_hal_buffer_free(t[0].buffer);
+  xr_hal_buffer_free(t[1].buffer);
+  xr_hal_device_destroy(device);
+  xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(bundle);
+}
+
+/* The cases random rows never produce: ties (the first maximum wins, in whichever of the
+ * scan's lanes and sets it lies), NaN (the first NaN wins), every value -inf (position 0), +inf,
+ * and maxima in the unrolled body and in the tail, for lengths around the 64-element unroll. */
+Test(avx512, argmax_ties_nan_and_infinities) {
+  static const int64_t lengths[] = {1, 15, 16, 17, 63, 64, 65, 200, 1000};
+  for (size_t L = 0; L < sizeof lengths / sizeof *lengths; L++) {
+    const int64_t n = lengths[L], rows = 6;
+    float *v = malloc(sizeof(float) * (size_t)(rows * n));
+    int64_t got[6], want[6];
+    cr_assert_not_null(v);
+    for (int64_t i = 0; i < rows * n; i++) v[i] = (float)((i * 7919) % 101) / 10.0f - 5.0f;
+    int64_t a = n / 3, b = n - 1 - n / 5, c = n / 2;
+    /* row 0: a tie at the row's maximum, at positions a < b */
+    for (int64_t i = 0; i < n; i++) v[i] = -1.0f;
+    v[b] = 2.0f, v[a] = 2.0f;
+    want[0] = a < b ? a : b;
+    /* row 1: NaNs at c and after it, a larger number before */
+    v[n + c] = NAN, v[n + n - 1] = NAN, v[n] = 1e30f;
+    want[1] = c;
+    /* row 2: every value -inf */
+    for (int64_t i = 0; i < n; i++) v[2 * n + i] = -INFINITY;
+    want[2] = 0;
+    /* row 3: +inf in the tail beats the finite maximum */
+    v[3 * n + n - 1] = INFINITY;
+    want[3] = n - 1;
+    /* rows 4, 5: ordinary; the reference scan decides */
+    for (int r = 4; r < 6; r++) {
+      want[r] = 0;
+      for (int64_t i = 1; i < n; i++)
+        if (v[r * n + i] > v[r * n + want[r]]) want[r] = i;
+    }
+    if (n == 1) want[1] = 0; /* NaN at 0 */
+    argmax_rows(v, rows, n, got);
+    for (int r = 0; r < rows; r++)
+      cr_assert_eq(got[r], want[r], "n = %lld, row %d: %lld, expected %lld", (long long)n, r,
+                   (long long)got[r], (long long)want[r]);
+    free(v);
+  }
 }

@@ -262,6 +262,58 @@ XR_AVX512 void xr_ew_avx512_row(const xr_ew_step_t *s, char *out, const char *a,
   }
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* transposed copies                                                                          */
+
+/* Transposes 16 rows of 16 floats in registers: four rounds of unpacks and lane shuffles. */
+XR_AVX512_INLINE void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) /* r[i + c]: column c of rows i.. i + 3, in each 128-bit lane */
+    for (int k = 0; k < 2; k++) {
+      __m512d lo = _mm512_castps_pd(t[i + k]), hi = _mm512_castps_pd(t[i + k + 2]);
+      r[i + 2 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
+      r[i + 2 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+    }
+  for (int i = 0; i < 16; i += 8)
+    for (int k = 0; k < 4; k++) {
+      t[i + k] = _mm512_shuffle_f32x4(r[i + k], r[i + k + 4], 0x88);
+      t[i + k + 4] = _mm512_shuffle_f32x4(r[i + k], r[i + k + 4], 0xdd);
+    }
+  for (int k = 0; k < 8; k++) {
+    r[k] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88);
+    r[k + 8] = _mm512_shuffle_f32x4(t[k], t[k + 8], 0xdd);
+  }
+}
+
+XR_AVX512 bool xr_ew_avx512_transpose_tile(char *dst, int64_t dst_row_stride, const char *src,
+                                           int64_t src_col_stride, size_t esize, int64_t nr,
+                                           int64_t nc, bool stream) {
+  if (esize != 4 || nr % 16 || nc % 16) return false;
+  const float *s = (const float *)src;
+  float *d = (float *)dst;
+  if (stream && (((uintptr_t)d % 64) || (dst_row_stride % 16))) stream = false;
+  /* the next tile's source runs (it starts nr elements on in each column) */
+  for (int64_t j = 0; j < nc; j++)
+    for (int64_t b = 0; b < nr; b += 16) _mm_prefetch((const char *)(s + nr + b + j * src_col_stride), _MM_HINT_T0);
+  for (int64_t c0 = 0; c0 < nc; c0 += 16)
+    for (int64_t r0 = 0; r0 < nr; r0 += 16) {
+      __m512 v[16];
+      /* source column c0 + j holds output rows r0.. r0 + 15 contiguously */
+      for (int j = 0; j < 16; j++) v[j] = _mm512_loadu_ps(s + r0 + (c0 + j) * src_col_stride);
+      transpose16(v);
+      for (int i = 0; i < 16; i++) {
+        float *row = d + (r0 + i) * dst_row_stride + c0;
+        if (stream) _mm512_stream_ps(row, v[i]);
+        else _mm512_storeu_ps(row, v[i]);
+      }
+    }
+  return true;
+}
+
 #else /* no AVX-512 paths in this build */
 
 bool xr_cpu_avx512(void) { return false; }
@@ -269,6 +321,13 @@ bool xr_ew_avx512_takes(const xr_ew_step_t *s) { (void)s; return false; }
 void xr_ew_avx512_row(const xr_ew_step_t *s, char *out, const char *a, const char *b,
                       float scalar, int64_t n, bool stream) {
   (void)s, (void)out, (void)a, (void)b, (void)scalar, (void)n, (void)stream;
+}
+bool xr_ew_avx512_transpose_tile(char *dst, int64_t dst_row_stride, const char *src,
+                                 int64_t src_col_stride, size_t esize, int64_t nr, int64_t nc,
+                                 bool stream) {
+  (void)dst, (void)dst_row_stride, (void)src, (void)src_col_stride, (void)esize, (void)nr,
+      (void)nc, (void)stream;
+  return false;
 }
 
 #endif

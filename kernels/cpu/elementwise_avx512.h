@@ -17,4 +17,11 @@ bool xr_ew_avx512_takes(const xr_ew_step_t *s);
 void xr_ew_avx512_row(const xr_ew_step_t *s, char *out, const char *a, const char *b,
                       float scalar, int64_t n, bool stream);
 
+/* A transposed-copy tile of cpu.elementwise (its transpose_tile()): 4-byte elements in 16 x 16
+ * blocks transposed in registers. False, having done nothing, unless esize is 4 and nr and nc
+ * are multiples of 16. Strides in elements. Only where xr_cpu_avx512(). */
+bool xr_ew_avx512_transpose_tile(char *dst, int64_t dst_row_stride, const char *src,
+                                 int64_t src_col_stride, size_t esize, int64_t nr, int64_t nc,
+                                 bool stream);
+
 #endif

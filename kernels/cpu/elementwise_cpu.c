@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/avx512.h"
 #include "kernels/cpu/elementwise_avx512.h"
 #include "kernels/cpu/elementwise_cpu.h"
 #include "kernels/dtype.h"
@@ -352,7 +353,10 @@ enum { TILE = 64 };
 
 static void transpose_tile(char *dst, int64_t dst_row_stride, const char *src,
                            int64_t src_col_stride, size_t esize, int64_t nr, int64_t nc,
-                           bool stream) {
+                           bool stream, bool avx512) {
+  if (avx512 && xr_ew_avx512_transpose_tile(dst, dst_row_stride, src, src_col_stride, esize, nr,
+                                            nc, stream))
+    return;
   uint64_t tile[TILE * TILE];
   /* The next tile's source runs: 64 short runs far apart are more than the hardware
    * prefetcher follows. (Prefetches never fault, past the tensor's end included.) */
@@ -387,7 +391,7 @@ typedef struct cpu_step {
   xr_ew_step_t f;          /* coalesced, rank >= 1 */
   path_t path;
   bool stream;             /* large output, contiguous rows: streaming stores */
-  bool avx512;             /* FLOAT: rows go to the AVX-512 path (elementwise_avx512.c) */
+  bool avx512;             /* FLOAT rows, TRANSPOSE tiles: the AVX-512 path (elementwise_avx512.c) */
   char *base[3];           /* out, a, b: byte address of the first element */
   size_t esize[3];
   int64_t inner, block, blocks_per_row, items;
@@ -428,7 +432,7 @@ static void run_tiles(const cpu_step_t *c, size_t begin, size_t end) {
     outer_offsets(s, r - 2, outer, &oo, &oa, &ob);
     transpose_tile(c->base[0] + oo * (int64_t)c->esize[0], s->out.strides[r - 2],
                    c->base[1] + oa * (int64_t)c->esize[1], s->a.strides[r - 1], c->esize[0], nr,
-                   nc, c->stream);
+                   nc, c->stream, c->avx512);
   }
 }
 
@@ -543,7 +547,8 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
       f->out.strides[0] = f->a.strides[0] = f->b.strides[0] = 0;
     }
     c->path = step_path(f);
-    c->avx512 = c->path == PATH_FLOAT && xr_ew_avx512_takes(f);
+    c->avx512 = (c->path == PATH_FLOAT && xr_ew_avx512_takes(f)) ||
+                (c->path == PATH_TRANSPOSE && xr_cpu_avx512());
     xr_ew_operand_t *ops[3] = {&f->out, &f->a, &f->b};
     for (int k = 0; k < 3; k++) {
       if (ops[k]->index < 0) continue;

@@ -123,6 +123,15 @@ Test(elementwise_cpu, large_outputs_and_transposed_tiles) {
   expect_match(copy_(tensor(&a, "float", 2, SHAPE(1000, 2100), NULL, 0),
                      tensor(&b, "float", 2, SHAPE(1000, 2100), SHAPE(1, 1000), 0)),
                "cpu", "cpu.elementwise");
+  /* whole 16 x 16 blocks (the AVX-512 transpose), streamed and at offsets */
+  a.n = b.n = 0;
+  expect_match(copy_(tensor(&a, "float", 2, SHAPE(1024, 2048), NULL, 0),
+                     tensor(&b, "float", 2, SHAPE(1024, 2048), SHAPE(1, 1024), 0)),
+               "cpu", "cpu.elementwise");
+  a.n = b.n = 0;
+  expect_match(copy_(tensor(&a, "float", 3, SHAPE(2, 48, 80), NULL, 4),
+                     tensor(&b, "float", 3, SHAPE(2, 48, 80), SHAPE(3840, 1, 48), 1)),
+               "cpu", "cpu.elementwise");
   a.n = b.n = 0;
   expect_match(copy_(tensor(&a, "double", 2, SHAPE(65, 130), NULL, 0),
                      tensor(&b, "double", 2, SHAPE(65, 130), SHAPE(1, 65), 0)),

@@ -66,7 +66,8 @@ XR_AVX512_INLINE void xr_avx512_load_bf16_pairs(const void *p, __m512 *even, __m
 /* The inverse: 32 bf16 in element order from the even and odd lanes (vcvtne2ps2bf16 puts the
  * even results in the low half, the odd ones in the high half; one permute interleaves them). */
 XR_AVX512_INLINE __m512i xr_avx512_bf16_encode_pairs(__m512 even, __m512 odd) {
-  if (__builtin_expect((xr_avx512_subnormal(even) | xr_avx512_subnormal(odd)) != 0, 0)) {
+  __mmask16 sub = _kor_mask16(xr_avx512_subnormal(even), xr_avx512_subnormal(odd));
+  if (__builtin_expect(!_kortestz_mask16_u8(sub, sub), 0)) {
     __m256i e = xr_avx512_bf16_encode(even), o = xr_avx512_bf16_encode(odd);
     return _mm512_or_si512(_mm512_cvtepu16_epi32(e),
                            _mm512_slli_epi32(_mm512_cvtepu16_epi32(o), 16));

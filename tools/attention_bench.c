@@ -7,7 +7,10 @@
  * driver (said so in the output) — and the device copy bandwidth (xr_hal_stream_copy, payload
  * bytes per second as tools/hal_bench counts them).
  *
- *   bazel run -c opt //tools:attention_bench -- [--device cpu|opencl|cuda|hip] [--quick]
+ *   bazel run -c opt //tools:attention_bench -- [--device cpu|opencl|cuda|hip] [--quick] [--case TEXT]
+ *
+ * --case keeps the rows whose case name contains TEXT ("causal", "unified", "paged"; the
+ * baselines always run), so a frozen-machine run of one row stays short.
  *
  * The ops run through the replay engine (plan, initializers, event-timed iterations): what a
  * user's replay measures. Rates are at the median time. */
@@ -253,6 +256,10 @@ static double copy_gbps(const char *device) {
   return best;
 }
 
+static const char *case_filter;
+
+static bool wanted(const char *what) { return !case_filter || strstr(what, case_filter); }
+
 static void bench_device(const char *device, bool quick) {
   int iters = quick ? 2 : (!strcmp(device, "opencl") ? 3 : 10);
   char impl[128], source[256];
@@ -279,6 +286,7 @@ static void bench_device(const char *device, bool quick) {
                {"SDPA bf16 1x16x1024x128", "c10::BFloat16", false},
                {"SDPA bf16 causal 1x16x1024x128", "c10::BFloat16", true}};
   for (size_t i = 0; i < sizeof dense / sizeof *dense; i++) {
+    if (!wanted(dense[i].what)) continue;
     sdpa_json(json, sizeof json, dense[i].dtype, dense[i].causal);
     measured_t m = run_json(json, device, iters);
     if (!m.ok) {
@@ -290,7 +298,7 @@ static void bench_device(const char *device, bool quick) {
            m.median_us / 1e3, rate / 1e9, gemm_rate > 0 ? 100.0 * rate / gemm_rate : 0);
   }
   const char *paged[] = {"c10::Half", "c10::BFloat16", "float"};
-  for (size_t i = 0; i < sizeof paged / sizeof *paged; i++) {
+  for (size_t i = 0; i < sizeof paged / sizeof *paged && wanted("paged v1 decode"); i++) {
     paged_json(json, sizeof json, paged[i]);
     measured_t m = run_json(json, device, iters);
     if (!m.ok) {
@@ -301,7 +309,7 @@ static void bench_device(const char *device, bool quick) {
     printf("| %s | paged v1 decode %s 16x2048 tokens, 32/8 heads of 128 | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n",
            device, paged[i], m.kernel, m.median_us / 1e3, gbps, copy > 0 ? 100.0 * gbps / copy : 0);
   }
-  for (size_t i = 0; i < 2; i++) {
+  for (size_t i = 0; i < 2 && wanted("vLLM unified_attention"); i++) {
     unified_json(json, sizeof json, paged[i]);
     measured_t m = run_json(json, device, iters);
     if (!m.ok) {
@@ -321,8 +329,9 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--device") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--case") && i + 1 < argc) case_filter = argv[++i];
     else {
-      fprintf(stderr, "usage: attention_bench [--device cpu|opencl|cuda|hip] [--quick]\n");
+      fprintf(stderr, "usage: attention_bench [--device cpu|opencl|cuda|hip] [--quick] [--case TEXT]\n");
       return 2;
     }
   }

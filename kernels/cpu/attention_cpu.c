@@ -73,6 +73,30 @@ HOT float hmax(vf v) {
   return m;
 }
 
+/* In-place 16 x 16 transpose: four butterfly stages, stage k swapping bit k of the row index
+ * with bit k of the lane index (two-source shuffles). */
+#define TR_LO(k, l) (((l) & (k)) ? 16 + (l) - (k) : (l))
+#define TR_HI(k, l) (((l) & (k)) ? 16 + (l) : (l) + (k))
+#define TR_MASK(M, k)                                                                                 \
+  (vi) {                                                                                              \
+    M(k, 0), M(k, 1), M(k, 2), M(k, 3), M(k, 4), M(k, 5), M(k, 6), M(k, 7), M(k, 8), M(k, 9), M(k, 10), \
+        M(k, 11), M(k, 12), M(k, 13), M(k, 14), M(k, 15)                                              \
+  }
+#define TR_STAGE(r, k)                                                \
+  for (int i = 0; i < 16; i++)                                        \
+    if (!(i & (k))) {                                                 \
+      vf lo = __builtin_shuffle(r[i], r[i + (k)], TR_MASK(TR_LO, k)); \
+      r[i + (k)] = __builtin_shuffle(r[i], r[i + (k)], TR_MASK(TR_HI, k)); \
+      r[i] = lo;                                                      \
+    }
+
+HOT void transpose16(vf r[16]) {
+  TR_STAGE(r, 8)
+  TR_STAGE(r, 4)
+  TR_STAGE(r, 2)
+  TR_STAGE(r, 1)
+}
+
 /* fp16 bits to fp32 without branches (the vector path's formula, one lane). */
 HOT float half_to_float(uint16_t h) {
   uint32_t em = h & 0x7fffu, bits = em << 13;
@@ -143,6 +167,7 @@ static bool scratch_alloc(const cpu_state_t *st, scratch_t *w) {
   int64_t Dvp = round_up(p[XR_AP_head_dim_v], 64), T = D > Dvp ? D : Dvp;
   if (T < BK * p[XR_AP_k_x] && p[XR_AP_k_x] < D) T = BK * p[XR_AP_k_x]; /* a run of slots x one d-chunk */
   if (T < BK) T = BK;
+  if (T < 16 * round_up(D, 16)) T = 16 * round_up(D, 16); /* 16 token rows to transpose */
   size_t floats[] = {(size_t)(R4 * D), (size_t)(D * BK), (size_t)(BK * Dvp), (size_t)(R4 * BK),
                      (size_t)(R4 * Dvp), (size_t)R4, (size_t)R4, (size_t)T};
   size_t total = 0;
@@ -213,34 +238,48 @@ HOT void pv_tile(const float *pm, const float *v, int64_t n, float *acc, int64_t
 
 /* Kt[d][j] for keys j0 .. j0 + n; columns past n are zero. vLLM's key cache [block][head]
  * [d / x][slot][x] holds a page's slots of one d-chunk contiguously: those runs are converted
- * whole, then transposed; other layouts go token by token. */
+ * whole, then transposed; other layouts go 16 tokens at a time, their rows converted into
+ * tmp[16][Dp] and transposed in registers. */
 HOT void gather_k(const cpu_state_t *st, scratch_t *w, int64_t b, const xr_attn_seq_t *seq, int64_t kvh,
                   int64_t j0, int64_t n) {
   const xr_attn_problem_t *a = st->a;
   const int64_t *p = a->p;
-  int64_t D = p[XR_AP_head_dim], x = p[XR_AP_k_x], ps = p[XR_AP_page_size];
+  int64_t D = p[XR_AP_head_dim], Dp = round_up(D, 16), x = p[XR_AP_k_x], ps = p[XR_AP_page_size];
   bool runs = x < D && p[XR_AP_k_sd] == 1 && p[XR_AP_k_ss] == x;
-  for (int64_t j = 0; j < n;) {
-    int64_t ki, vi, t = j0 + j;
+  int64_t ki, vi;
+  for (int64_t j = 0; j < n && runs;) {
+    int64_t t = j0 + j, run = n - j;
     xr_attn_token(a, &st->h, b, seq, t, &ki, &vi);
     ki += kvh * p[XR_AP_k_sh];
-    if (runs) {
-      int64_t run = n - j;
-      if (p[XR_AP_paged] && ps - t % ps < run) run = ps - t % ps;
-      for (int64_t c = 0; c < D / x; c++) {
-        cvt_run(w->tmp, st->h.base[XR_AT_K], a->kv_dtype, ki + c * p[XR_AP_k_sdx], run * x, 1, st->lut_k);
-        for (int64_t e = 0; e < x; e++) {
-          float *dst = w->kt + (c * x + e) * BK + j;
-          for (int64_t s = 0; s < run; s++) dst[s] = w->tmp[s * x + e];
-        }
+    if (p[XR_AP_paged] && ps - t % ps < run) run = ps - t % ps;
+    for (int64_t c = 0; c < D / x; c++) {
+      cvt_run(w->tmp, st->h.base[XR_AT_K], a->kv_dtype, ki + c * p[XR_AP_k_sdx], run * x, 1, st->lut_k);
+      for (int64_t e = 0; e < x; e++) {
+        float *dst = w->kt + (c * x + e) * BK + j;
+        for (int64_t s = 0; s < run; s++) dst[s] = w->tmp[s * x + e];
       }
-      j += run;
-      continue;
     }
-    for (int64_t c = 0; c < D / x; c++)
-      cvt_run(w->tmp + c * x, st->h.base[XR_AT_K], a->kv_dtype, ki + c * p[XR_AP_k_sdx], x, p[XR_AP_k_sd], st->lut_k);
-    for (int64_t d = 0; d < D; d++) w->kt[d * BK + j] = w->tmp[d];
-    j++;
+    j += run;
+  }
+  for (int64_t j = 0; j < n && !runs; j += 16) {
+    for (int64_t s = 0; s < 16; s++) {
+      float *row = w->tmp + s * Dp;
+      if (j + s >= n) {
+        memset(row, 0, sizeof(float) * (size_t)Dp);
+        continue;
+      }
+      memset(row + D, 0, sizeof(float) * (size_t)(Dp - D));
+      xr_attn_token(a, &st->h, b, seq, j0 + j + s, &ki, &vi);
+      ki += kvh * p[XR_AP_k_sh];
+      for (int64_t c = 0; c < D / x; c++)
+        cvt_run(row + c * x, st->h.base[XR_AT_K], a->kv_dtype, ki + c * p[XR_AP_k_sdx], x, p[XR_AP_k_sd], st->lut_k);
+    }
+    for (int64_t d0 = 0; d0 < D; d0 += 16) {
+      vf r[16];
+      for (int s = 0; s < 16; s++) r[s] = vload(w->tmp + s * Dp + d0);
+      transpose16(r);
+      for (int64_t e = 0; e < 16 && d0 + e < D; e++) vstore(w->kt + (d0 + e) * BK + j, r[e]);
+    }
   }
   if (n < BK)
     for (int64_t d = 0; d < D; d++) memset(w->kt + d * BK + n, 0, sizeof(float) * (size_t)(BK - n));
@@ -273,10 +312,22 @@ HOT void gather_v(const cpu_state_t *st, scratch_t *w, int64_t b, const xr_attn_
   }
 }
 
-static void store_row(const cpu_state_t *st, void *base, xr_dtype_t dt, int64_t index, int64_t stride,
-                      const float *src, int64_t n, float mul) {
-  (void)st;
-  for (int64_t d = 0; d < n; d++) xr_store_element(base, dt, index + d * stride, (double)(src[d] * mul));
+/* dst[d] = src[d] * mul in the output's dtype; fp32 and bf16 (round to nearest even, NaN kept
+ * quiet, as xr_f32_to_bf16) rows of unit stride a vector at a time. */
+HOT void store_row(void *base, xr_dtype_t dt, int64_t index, int64_t stride, const float *src, int64_t n,
+                   float mul) {
+  int64_t d = 0;
+  if (stride == 1 && dt == XR_DTYPE_F32)
+    for (; d + VW <= n; d += VW) vstore((float *)base + index + d, vload(src + d) * mul);
+  if (stride == 1 && dt == XR_DTYPE_BF16)
+    for (; d + VW <= n; d += VW) {
+      vu u = (vu)(vload(src + d) * mul);
+      vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);
+      vu r = ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16 & ~nan) | (((u >> 16) | 0x40u) & nan);
+      vh h = __builtin_convertvector(r, vh);
+      memcpy((uint16_t *)base + index + d, &h, sizeof h);
+    }
+  for (; d < n; d++) xr_store_element(base, dt, index + d * stride, (double)(src[d] * mul));
 }
 
 /* One work item. */
@@ -284,7 +335,9 @@ CLONES static void run_item(const cpu_state_t *st, scratch_t *w, int64_t item) {
   const xr_attn_problem_t *a = st->a;
   const int64_t *p = a->p;
   int64_t part = item % st->parts, rest = item / st->parts;
-  int64_t qb = rest % st->qblocks;
+  /* Last query blocks first: under a causal mask they see the most keys, and the pool's dynamic
+   * claiming balances the threads best when the small items come last. */
+  int64_t qb = st->qblocks - 1 - rest % st->qblocks;
   rest /= st->qblocks;
   int64_t kvh = rest % p[XR_AP_kv_heads], b = rest / p[XR_AP_kv_heads];
   int64_t G = p[XR_AP_group], D = p[XR_AP_head_dim], Dv = p[XR_AP_head_dim_v], Dvp = round_up(Dv, 64);
@@ -383,12 +436,12 @@ CLONES static void run_item(const cpu_state_t *st, scratch_t *w, int64_t item) {
           w->m[r];
       ((float *)st->h.exp_sums)[p[XR_AP_es_off] + b * p[XR_AP_es_sb] + head * p[XR_AP_es_sh] + part * p[XR_AP_es_sp]] =
           w->l[r];
-      store_row(st, st->h.tmp_out, a->o_dtype,
+      store_row(st->h.tmp_out, a->o_dtype,
                 p[XR_AP_to_off] + b * p[XR_AP_to_sb] + head * p[XR_AP_to_sh] + part * p[XR_AP_to_sp], p[XR_AP_to_sd],
                 w->acc + r * Dvp, Dv, inv);
       continue;
     }
-    store_row(st, st->h.out, a->o_dtype,
+    store_row(st->h.out, a->o_dtype,
               p[XR_AP_o_off] + b * p[XR_AP_o_sb] + (seq.qstart + i) * p[XR_AP_o_ss] + head * p[XR_AP_o_sh],
               p[XR_AP_o_sd], w->acc + r * Dvp, Dv, inv);
     if (p[XR_AP_lse_off] >= 0)
@@ -431,7 +484,7 @@ static void combine_rows(void *ctx, size_t begin, size_t end) {
       for (int64_t d = 0; d < Dv; d++)
         acc[d] += wk * (float)xr_load_element(st->h.tmp_out, a->o_dtype, to + d * p[XR_AP_to_sd]);
     }
-    store_row(st, st->h.out, a->o_dtype, p[XR_AP_o_off] + b * p[XR_AP_o_sb] + head * p[XR_AP_o_sh], p[XR_AP_o_sd],
+    store_row(st->h.out, a->o_dtype, p[XR_AP_o_off] + b * p[XR_AP_o_sb] + head * p[XR_AP_o_sh], p[XR_AP_o_sd],
               acc, Dv, gsum > 0 ? 1.0f / gsum : 0.0f);
   }
   free(acc);

@@ -208,8 +208,16 @@ static void paged_json(char *buf, size_t n, const char *dtype) {
 
 /* vLLM unified_attention_with_output, decode-heavy: 16 decode sequences of 2048 keys and one
  * 64-token prompt, as the trace hints of such an iteration say; 32 query / 8 kv heads of 128.
- * The replay supplies the cache, block table and lengths (docs/replay.md). */
-static void unified_json(char *buf, size_t n, const char *dtype) {
+ * The replay supplies the cache (vLLM FlashAttention's default NHD layout), block table and
+ * lengths (docs/replay.md); `hnd` passes instead a kv_cache of the same shape whose strides put
+ * each kv head's block contiguous (VLLM_KV_CACHE_LAYOUT=HND), 2053 blocks as the replay sizes it. */
+static void unified_json(char *buf, size_t n, const char *dtype, bool hnd) {
+  char cache[512] = "";
+  if (hnd)
+    snprintf(cache, sizeof cache,
+             "{\"name\": \"kv_cache\", \"type\": \"Tensor(a!)\", \"value\": {\"shape\": [2, 2053, 16, 8, 128], "
+             "\"strides\": [33636352, 16384, 128, 2048, 1], \"dtype\": \"%s\"}}",
+             dtype);
   snprintf(buf, n,
            HEADER "\"name\": \"vllm::unified_attention_with_output\", \"args\": ["
                   "{\"name\": \"query\", \"type\": \"Tensor\", \"value\": {\"shape\": [80, 32, 128], \"strides\": [4096, 128, 1], \"dtype\": \"%s\"}}, "
@@ -218,10 +226,10 @@ static void unified_json(char *buf, size_t n, const char *dtype) {
                   "{\"name\": \"output\", \"type\": \"Tensor(a!)\", \"value\": {\"shape\": [80, 32, 128], \"strides\": [4096, 128, 1], \"dtype\": \"%s\", \"init\": null}}, "
                   "{\"name\": \"layer_name\", \"type\": \"str\", \"value\": \"model.layers.0.self_attn.attn\"}, "
                   "{\"name\": \"output_scale\", \"type\": \"Tensor?\", \"value\": null}, "
-                  "{\"name\": \"output_block_scale\", \"type\": \"Tensor?\", \"value\": null}], \"kwargs\": [], "
+                  "{\"name\": \"output_block_scale\", \"type\": \"Tensor?\", \"value\": null}], \"kwargs\": [%s], "
                   "\"hints\": {\"prefill_seqs\": 1, \"prefill_tokens\": 64, \"decode_seqs\": 16, \"decode_tokens\": 16, "
                   "\"prefill_context_tokens\": 64, \"decode_context_tokens\": 32768}}]}",
-           dtype, dtype, dtype, dtype);
+           dtype, dtype, dtype, dtype, cache);
 }
 
 /* Device copy bandwidth: best of 5 copies of 128 MiB between two device buffers, event-timed. */
@@ -309,17 +317,22 @@ static void bench_device(const char *device, bool quick) {
     printf("| %s | paged v1 decode %s 16x2048 tokens, 32/8 heads of 128 | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n",
            device, paged[i], m.kernel, m.median_us / 1e3, gbps, copy > 0 ? 100.0 * gbps / copy : 0);
   }
-  for (size_t i = 0; i < 2 && wanted("vLLM unified_attention"); i++) {
-    unified_json(json, sizeof json, paged[i]);
+  const struct {
+    const char *dtype, *layout;
+    bool hnd;
+  } unified[] = {{"c10::Half", "NHD", false}, {"c10::BFloat16", "NHD", false}, {"c10::Half", "HND", true}};
+  for (size_t i = 0; i < sizeof unified / sizeof *unified && wanted("vLLM unified_attention"); i++) {
+    unified_json(json, sizeof json, unified[i].dtype, unified[i].hnd);
     measured_t m = run_json(json, device, iters);
     if (!m.ok) {
-      printf("| %s | unified %s | failed: %s | | | |\n", device, paged[i], m.kernel);
+      printf("| %s | unified %s %s | failed: %s | | | |\n", device, unified[i].dtype, unified[i].layout, m.kernel);
       continue;
     }
     double gbps = m.bytes / (m.median_us * 1e-6) / 1e9;
-    printf("| %s | vLLM unified_attention %s, 16 decode x 2048 keys + 1 prompt of 64, 32/8 heads of 128 | %s | "
-           "%.2f ms | %.2f GB/s | %.0f%% of copy |\n",
-           device, paged[i], m.kernel, m.median_us / 1e3, gbps, copy > 0 ? 100.0 * gbps / copy : 0);
+    printf("| %s | vLLM unified_attention %s %s cache, 16 decode x 2048 keys + 1 prompt of 64, 32/8 heads of 128 | "
+           "%s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n",
+           device, unified[i].dtype, unified[i].layout, m.kernel, m.median_us / 1e3, gbps,
+           copy > 0 ? 100.0 * gbps / copy : 0);
   }
 }
 

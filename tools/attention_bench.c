@@ -9,7 +9,7 @@
  *
  *   bazel run -c opt //tools:attention_bench -- [--device cpu|opencl|cuda|hip] [--quick] [--case TEXT]
  *
- * --case keeps the rows whose case name contains TEXT ("causal", "unified", "paged"; the
+ * --case keeps the rows whose case name contains TEXT ("causal", "unified", "Half NHD"; the
  * baselines always run), so a frozen-machine run of one row stays short.
  *
  * The ops run through the replay engine (plan, initializers, event-timed iterations): what a
@@ -306,33 +306,38 @@ static void bench_device(const char *device, bool quick) {
            m.median_us / 1e3, rate / 1e9, gemm_rate > 0 ? 100.0 * rate / gemm_rate : 0);
   }
   const char *paged[] = {"c10::Half", "c10::BFloat16", "float"};
-  for (size_t i = 0; i < sizeof paged / sizeof *paged && wanted("paged v1 decode"); i++) {
+  char what[256];
+  for (size_t i = 0; i < sizeof paged / sizeof *paged; i++) {
+    snprintf(what, sizeof what, "paged v1 decode %s 16x2048 tokens, 32/8 heads of 128", paged[i]);
+    if (!wanted(what)) continue;
     paged_json(json, sizeof json, paged[i]);
     measured_t m = run_json(json, device, iters);
     if (!m.ok) {
-      printf("| %s | paged v1 %s | failed: %s | | | |\n", device, paged[i], m.kernel);
+      printf("| %s | %s | failed: %s | | | |\n", device, what, m.kernel);
       continue;
     }
     double gbps = m.bytes / (m.median_us * 1e-6) / 1e9;
-    printf("| %s | paged v1 decode %s 16x2048 tokens, 32/8 heads of 128 | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n",
-           device, paged[i], m.kernel, m.median_us / 1e3, gbps, copy > 0 ? 100.0 * gbps / copy : 0);
+    printf("| %s | %s | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n", device, what, m.kernel, m.median_us / 1e3,
+           gbps, copy > 0 ? 100.0 * gbps / copy : 0);
   }
   const struct {
     const char *dtype, *layout;
     bool hnd;
   } unified[] = {{"c10::Half", "NHD", false}, {"c10::BFloat16", "NHD", false}, {"c10::Half", "HND", true}};
-  for (size_t i = 0; i < sizeof unified / sizeof *unified && wanted("vLLM unified_attention"); i++) {
+  for (size_t i = 0; i < sizeof unified / sizeof *unified; i++) {
+    snprintf(what, sizeof what,
+             "vLLM unified_attention %s %s cache, 16 decode x 2048 keys + 1 prompt of 64, 32/8 heads of 128",
+             unified[i].dtype, unified[i].layout);
+    if (!wanted(what)) continue;
     unified_json(json, sizeof json, unified[i].dtype, unified[i].hnd);
     measured_t m = run_json(json, device, iters);
     if (!m.ok) {
-      printf("| %s | unified %s %s | failed: %s | | | |\n", device, unified[i].dtype, unified[i].layout, m.kernel);
+      printf("| %s | %s | failed: %s | | | |\n", device, what, m.kernel);
       continue;
     }
     double gbps = m.bytes / (m.median_us * 1e-6) / 1e9;
-    printf("| %s | vLLM unified_attention %s %s cache, 16 decode x 2048 keys + 1 prompt of 64, 32/8 heads of 128 | "
-           "%s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n",
-           device, unified[i].dtype, unified[i].layout, m.kernel, m.median_us / 1e3, gbps,
-           copy > 0 ? 100.0 * gbps / copy : 0);
+    printf("| %s | %s | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n", device, what, m.kernel, m.median_us / 1e3,
+           gbps, copy > 0 ? 100.0 * gbps / copy : 0);
   }
 }
 

@@ -315,6 +315,28 @@ HOT void gather_v(const cpu_state_t *st, scratch_t *w, int64_t b, const xr_attn_
   }
 }
 
+/* Asks for the keys and values of heads kvh0 .. kvh0 + nh at tokens j0 .. j0 + n into L2 while
+ * the tile before them is computed: token-major rows sit a page or more apart, past what the
+ * hardware prefetchers follow. Only for unit-stride rows (a head's run is then one span). */
+HOT void prefetch_tile(const cpu_state_t *st, int64_t b, const xr_attn_seq_t *seq, int64_t kvh0, int64_t nh,
+                       int64_t j0, int64_t n) {
+  const xr_attn_problem_t *a = st->a;
+  const int64_t *p = a->p;
+  if (p[XR_AP_k_sd] != 1 || p[XR_AP_k_x] != p[XR_AP_head_dim] || p[XR_AP_v_sd] != 1 || p[XR_AP_k_sh] < 0 ||
+      p[XR_AP_v_sh] < 0)
+    return;
+  size_t esz = xr_dtype_size(a->kv_dtype);
+  int64_t kspan = (nh - 1) * p[XR_AP_k_sh] + p[XR_AP_head_dim], vspan = (nh - 1) * p[XR_AP_v_sh] + p[XR_AP_head_dim_v];
+  for (int64_t t = j0; t < j0 + n; t++) {
+    int64_t ki, vi;
+    xr_attn_token(a, &st->h, b, seq, t, &ki, &vi);
+    const char *k = (const char *)st->h.base[XR_AT_K] + (size_t)(ki + kvh0 * p[XR_AP_k_sh]) * esz;
+    const char *v = (const char *)st->h.base[XR_AT_V] + (size_t)(vi + kvh0 * p[XR_AP_v_sh]) * esz;
+    for (size_t o = 0; o < (size_t)kspan * esz; o += 64) __builtin_prefetch(k + o, 0, 2);
+    for (size_t o = 0; o < (size_t)vspan * esz; o += 64) __builtin_prefetch(v + o, 0, 2);
+  }
+}
+
 /* dst[d] = src[d] * mul in the output's dtype; fp32 and bf16 (round to nearest even, NaN kept
  * quiet, as xr_f32_to_bf16) rows of unit stride a vector at a time. */
 HOT void store_row(void *base, xr_dtype_t dt, int64_t index, int64_t stride, const float *src, int64_t n,
@@ -377,6 +399,7 @@ CLONES static void run_heads(const cpu_state_t *st, scratch_t *w, const qblock_t
     }
   for (int64_t j0 = lo; j0 < hi; j0 += BK) {
     int64_t n = hi - j0 < BK ? hi - j0 : BK;
+    if (j0 + BK < hi) prefetch_tile(st, b, seq, kvh0, nh, j0 + BK, hi - j0 - BK < BK ? hi - j0 - BK : BK);
     for (int64_t hh = 0; hh < nh; hh++) {
       int64_t kvh = kvh0 + hh;
       float *m = w->m + hh * R4h, *l = w->l + hh * R4h, *acc = w->acc + hh * R4h * Dvp;

@@ -249,22 +249,23 @@ HOT void gather_k(const cpu_state_t *st, scratch_t *w, int64_t b, const xr_attn_
   const int64_t *p = a->p;
   int64_t D = p[XR_AP_head_dim], Dp = round_up(D, 16), x = p[XR_AP_k_x], ps = p[XR_AP_page_size];
   bool runs = x < D && p[XR_AP_k_sd] == 1 && p[XR_AP_k_ss] == x;
-  int64_t ki, vi;
-  for (int64_t j = 0; j < n && runs;) {
-    int64_t t = j0 + j, run = n - j;
+  for (int64_t j = 0; j < n;) {
+    int64_t ki, vi, t = j0 + j;
     xr_attn_token(a, &st->h, b, seq, t, &ki, &vi);
     ki += kvh * p[XR_AP_k_sh];
-    if (p[XR_AP_paged] && ps - t % ps < run) run = ps - t % ps;
-    for (int64_t c = 0; c < D / x; c++) {
-      cvt_run(w->tmp, st->h.base[XR_AT_K], a->kv_dtype, ki + c * p[XR_AP_k_sdx], run * x, 1, st->lut_k);
-      for (int64_t e = 0; e < x; e++) {
-        float *dst = w->kt + (c * x + e) * BK + j;
-        for (int64_t s = 0; s < run; s++) dst[s] = w->tmp[s * x + e];
+    if (runs) {
+      int64_t run = n - j;
+      if (p[XR_AP_paged] && ps - t % ps < run) run = ps - t % ps;
+      for (int64_t c = 0; c < D / x; c++) {
+        cvt_run(w->tmp, st->h.base[XR_AT_K], a->kv_dtype, ki + c * p[XR_AP_k_sdx], run * x, 1, st->lut_k);
+        for (int64_t e = 0; e < x; e++) {
+          float *dst = w->kt + (c * x + e) * BK + j;
+          for (int64_t s = 0; s < run; s++) dst[s] = w->tmp[s * x + e];
+        }
       }
+      j += run;
+      continue;
     }
-    j += run;
-  }
-  for (int64_t j = 0; j < n && !runs; j += 16) {
     for (int64_t s = 0; s < 16; s++) {
       float *row = w->tmp + s * Dp;
       if (j + s >= n) {
@@ -272,8 +273,10 @@ HOT void gather_k(const cpu_state_t *st, scratch_t *w, int64_t b, const xr_attn_
         continue;
       }
       memset(row + D, 0, sizeof(float) * (size_t)(Dp - D));
-      xr_attn_token(a, &st->h, b, seq, j0 + j + s, &ki, &vi);
-      ki += kvh * p[XR_AP_k_sh];
+      if (s > 0) {
+        xr_attn_token(a, &st->h, b, seq, t + s, &ki, &vi);
+        ki += kvh * p[XR_AP_k_sh];
+      }
       for (int64_t c = 0; c < D / x; c++)
         cvt_run(row + c * x, st->h.base[XR_AT_K], a->kv_dtype, ki + c * p[XR_AP_k_sdx], x, p[XR_AP_k_sd], st->lut_k);
     }
@@ -283,6 +286,7 @@ HOT void gather_k(const cpu_state_t *st, scratch_t *w, int64_t b, const xr_attn_
       transpose16(r);
       for (int64_t e = 0; e < 16 && d0 + e < D; e++) vstore(w->kt + (d0 + e) * BK + j, r[e]);
     }
+    j += 16;
   }
   if (n < BK)
     for (int64_t d = 0; d < D; d++) memset(w->kt + d * BK + n, 0, sizeof(float) * (size_t)(BK - n));

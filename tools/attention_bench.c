@@ -7,7 +7,10 @@
  * driver (said so in the output) — and the device copy bandwidth (xr_hal_stream_copy, payload
  * bytes per second as tools/hal_bench counts them).
  *
- *   bazel run -c opt //tools:attention_bench -- [--device cpu|opencl|cuda|hip] [--quick]
+ *   bazel run -c opt //tools:attention_bench -- [--device cpu|opencl|cuda|hip] [--quick] [--case TEXT]
+ *
+ * --case keeps the rows whose case name contains TEXT ("causal", "unified", "Half NHD"; the
+ * baselines always run), so a frozen-machine run of one row stays short.
  *
  * The ops run through the replay engine (plan, initializers, event-timed iterations): what a
  * user's replay measures. Rates are at the median time. */
@@ -205,8 +208,16 @@ static void paged_json(char *buf, size_t n, const char *dtype) {
 
 /* vLLM unified_attention_with_output, decode-heavy: 16 decode sequences of 2048 keys and one
  * 64-token prompt, as the trace hints of such an iteration say; 32 query / 8 kv heads of 128.
- * The replay supplies the cache, block table and lengths (docs/replay.md). */
-static void unified_json(char *buf, size_t n, const char *dtype) {
+ * The replay supplies the cache (vLLM FlashAttention's default NHD layout), block table and
+ * lengths (docs/replay.md); `hnd` passes instead a kv_cache of the same shape whose strides put
+ * each kv head's block contiguous (VLLM_KV_CACHE_LAYOUT=HND), 2053 blocks as the replay sizes it. */
+static void unified_json(char *buf, size_t n, const char *dtype, bool hnd) {
+  char cache[512] = "";
+  if (hnd)
+    snprintf(cache, sizeof cache,
+             "{\"name\": \"kv_cache\", \"type\": \"Tensor(a!)\", \"value\": {\"shape\": [2, 2053, 16, 8, 128], "
+             "\"strides\": [33636352, 16384, 128, 2048, 1], \"dtype\": \"%s\"}}",
+             dtype);
   snprintf(buf, n,
            HEADER "\"name\": \"vllm::unified_attention_with_output\", \"args\": ["
                   "{\"name\": \"query\", \"type\": \"Tensor\", \"value\": {\"shape\": [80, 32, 128], \"strides\": [4096, 128, 1], \"dtype\": \"%s\"}}, "
@@ -215,10 +226,10 @@ static void unified_json(char *buf, size_t n, const char *dtype) {
                   "{\"name\": \"output\", \"type\": \"Tensor(a!)\", \"value\": {\"shape\": [80, 32, 128], \"strides\": [4096, 128, 1], \"dtype\": \"%s\", \"init\": null}}, "
                   "{\"name\": \"layer_name\", \"type\": \"str\", \"value\": \"model.layers.0.self_attn.attn\"}, "
                   "{\"name\": \"output_scale\", \"type\": \"Tensor?\", \"value\": null}, "
-                  "{\"name\": \"output_block_scale\", \"type\": \"Tensor?\", \"value\": null}], \"kwargs\": [], "
+                  "{\"name\": \"output_block_scale\", \"type\": \"Tensor?\", \"value\": null}], \"kwargs\": [%s], "
                   "\"hints\": {\"prefill_seqs\": 1, \"prefill_tokens\": 64, \"decode_seqs\": 16, \"decode_tokens\": 16, "
                   "\"prefill_context_tokens\": 64, \"decode_context_tokens\": 32768}}]}",
-           dtype, dtype, dtype, dtype);
+           dtype, dtype, dtype, dtype, cache);
 }
 
 /* Device copy bandwidth: best of 5 copies of 128 MiB between two device buffers, event-timed. */
@@ -253,6 +264,10 @@ static double copy_gbps(const char *device) {
   return best;
 }
 
+static const char *case_filter;
+
+static bool wanted(const char *what) { return !case_filter || strstr(what, case_filter); }
+
 static void bench_device(const char *device, bool quick) {
   int iters = quick ? 2 : (!strcmp(device, "opencl") ? 3 : 10);
   char impl[128], source[256];
@@ -279,6 +294,7 @@ static void bench_device(const char *device, bool quick) {
                {"SDPA bf16 1x16x1024x128", "c10::BFloat16", false},
                {"SDPA bf16 causal 1x16x1024x128", "c10::BFloat16", true}};
   for (size_t i = 0; i < sizeof dense / sizeof *dense; i++) {
+    if (!wanted(dense[i].what)) continue;
     sdpa_json(json, sizeof json, dense[i].dtype, dense[i].causal);
     measured_t m = run_json(json, device, iters);
     if (!m.ok) {
@@ -290,28 +306,38 @@ static void bench_device(const char *device, bool quick) {
            m.median_us / 1e3, rate / 1e9, gemm_rate > 0 ? 100.0 * rate / gemm_rate : 0);
   }
   const char *paged[] = {"c10::Half", "c10::BFloat16", "float"};
+  char what[256];
   for (size_t i = 0; i < sizeof paged / sizeof *paged; i++) {
+    snprintf(what, sizeof what, "paged v1 decode %s 16x2048 tokens, 32/8 heads of 128", paged[i]);
+    if (!wanted(what)) continue;
     paged_json(json, sizeof json, paged[i]);
     measured_t m = run_json(json, device, iters);
     if (!m.ok) {
-      printf("| %s | paged v1 %s | failed: %s | | | |\n", device, paged[i], m.kernel);
+      printf("| %s | %s | failed: %s | | | |\n", device, what, m.kernel);
       continue;
     }
     double gbps = m.bytes / (m.median_us * 1e-6) / 1e9;
-    printf("| %s | paged v1 decode %s 16x2048 tokens, 32/8 heads of 128 | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n",
-           device, paged[i], m.kernel, m.median_us / 1e3, gbps, copy > 0 ? 100.0 * gbps / copy : 0);
+    printf("| %s | %s | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n", device, what, m.kernel, m.median_us / 1e3,
+           gbps, copy > 0 ? 100.0 * gbps / copy : 0);
   }
-  for (size_t i = 0; i < 2; i++) {
-    unified_json(json, sizeof json, paged[i]);
+  const struct {
+    const char *dtype, *layout;
+    bool hnd;
+  } unified[] = {{"c10::Half", "NHD", false}, {"c10::BFloat16", "NHD", false}, {"c10::Half", "HND", true}};
+  for (size_t i = 0; i < sizeof unified / sizeof *unified; i++) {
+    snprintf(what, sizeof what,
+             "vLLM unified_attention %s %s cache, 16 decode x 2048 keys + 1 prompt of 64, 32/8 heads of 128",
+             unified[i].dtype, unified[i].layout);
+    if (!wanted(what)) continue;
+    unified_json(json, sizeof json, unified[i].dtype, unified[i].hnd);
     measured_t m = run_json(json, device, iters);
     if (!m.ok) {
-      printf("| %s | unified %s | failed: %s | | | |\n", device, paged[i], m.kernel);
+      printf("| %s | %s | failed: %s | | | |\n", device, what, m.kernel);
       continue;
     }
     double gbps = m.bytes / (m.median_us * 1e-6) / 1e9;
-    printf("| %s | vLLM unified_attention %s, 16 decode x 2048 keys + 1 prompt of 64, 32/8 heads of 128 | %s | "
-           "%.2f ms | %.2f GB/s | %.0f%% of copy |\n",
-           device, paged[i], m.kernel, m.median_us / 1e3, gbps, copy > 0 ? 100.0 * gbps / copy : 0);
+    printf("| %s | %s | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n", device, what, m.kernel, m.median_us / 1e3,
+           gbps, copy > 0 ? 100.0 * gbps / copy : 0);
   }
 }
 
@@ -321,8 +347,9 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--device") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--case") && i + 1 < argc) case_filter = argv[++i];
     else {
-      fprintf(stderr, "usage: attention_bench [--device cpu|opencl|cuda|hip] [--quick]\n");
+      fprintf(stderr, "usage: attention_bench [--device cpu|opencl|cuda|hip] [--quick] [--case TEXT]\n");
       return 2;
     }
   }

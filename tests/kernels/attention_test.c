@@ -14,6 +14,20 @@ Test(attention_opencl, sdpa) { run_sdpa("opencl", "opencl.flash_attention"); }
 Test(attention_cpu, varlen) { run_varlen("cpu", "cpu.flash_attention"); }
 Test(attention_opencl, varlen) { run_varlen("opencl", "opencl.flash_attention"); }
 
+/* The cpu kernel transposes key rows 16 dims at a time: head dims off that width, keys past a
+ * 64-key tile. */
+Test(attention_cpu, head_dims_off_the_vector_width) {
+  static const sdpa_case_t cases[] = {
+      {"bf16 causal bshd gqa d40", FLASH, "c10::BFloat16", 1, 4, 2, 70, 70, 40, 40, true, 0, true, 0, 0},
+      {"f32 d8 sq3 sk129", FLASH, "float", 2, 2, 2, 3, 129, 8, 8, false, 0, false, 0, 0},
+      {"f16 d24 dv40 bool mask bshd", SDPA, "c10::Half", 1, 3, 3, 17, 81, 24, 40, false, 0, true, 3, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    jbuf_t b;
+    expect_match(cases[i].what, sdpa_json(&b, &cases[i]), "cpu", "cpu.flash_attention", 41 + i, NULL);
+  }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* planning                                                                                    */
 

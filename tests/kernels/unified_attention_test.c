@@ -18,6 +18,25 @@
 Test(unified_attention_cpu, mixes) { run_cases("cpu", "cpu.unified_attention"); }
 Test(unified_attention_opencl, mixes) { run_cases("opencl", "opencl.unified_attention"); }
 
+/* Batches of 8 sequences or more: the cpu kernel walks the keys of a decode sequence once for
+ * several kv heads of the token-major cache (odd head size, partial key tiles, speculative
+ * steps of 3 queries, an fp8 cache). */
+Test(unified_attention_cpu, decode_heads_together) {
+  static const ua_case_t cases[] = {
+      {"12 decode + prompt of 20, gqa2 d40 f16", WITH_OUTPUT, F16, 32, 8, 4, 40, 0,
+       HINTS(1, 20, 12, 12) ", \"prefill_context_tokens\": 53, \"decode_context_tokens\": 1800", NULL},
+      {"9 speculative steps of 3, gqa4 bf16", WITH_OUTPUT, BF16, 27, 8, 2, 64, 0,
+       HINTS(0, 0, 9, 27) ", \"prefill_context_tokens\": 0, \"decode_context_tokens\": 700", NULL},
+      {"8 decode, fp8 e5m2 cache", WITH_OUTPUT, F16, 8, 4, 2, 64, 0,
+       HINTS(0, 0, 8, 8) ", \"prefill_context_tokens\": 0, \"decode_context_tokens\": 520",
+       KW_STR("kv_cache_dtype", "fp8_e5m2")},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    jbuf_t b;
+    expect_match(cases[i].what, ua_json(&b, &cases[i]), "cpu", "cpu.unified_attention", 350 + i, NULL);
+  }
+}
+
 /* Both outputs are compared: the attention output and the written cache. */
 Test(unified_attention_cpu, check_covers_output_and_cache) {
   jbuf_t b;

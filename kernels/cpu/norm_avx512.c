@@ -22,6 +22,34 @@ XR_AVX512 xr_row_stats_t xr_rows_avx512_widen(float *dst, const void *src, xr_dt
                           _mm512_reduce_max_ps(max)};
 }
 
+XR_AVX512 float xr_rows_avx512_add_round(float *dst, void *residual, const void *x, xr_dtype_t dt,
+                                         int64_t n) {
+  const int64_t esize = dt == XR_DTYPE_F32 ? 4 : 2;
+  __m512 sum_sq = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 m = xr_avx512_lanes(n - i);
+    char *res = (char *)residual + i * esize;
+    __m512 v = _mm512_add_ps(xr_avx512_load((const char *)x + i * esize, dt, m),
+                             xr_avx512_load(res, dt, m));
+    xr_avx512_store(res, dt, v, m, false);
+    if (dt != XR_DTYPE_F32) v = xr_avx512_load(res, dt, m); /* the rounded value, as stored */
+    _mm512_mask_storeu_ps(dst + i, m, v);
+    sum_sq = _mm512_fmadd_ps(v, v, sum_sq);
+  }
+  return _mm512_reduce_add_ps(sum_sq);
+}
+
+XR_AVX512 float xr_rows_avx512_sum_sq(const float *x, int64_t n, float shift) {
+  const __m512 sh = _mm512_set1_ps(shift);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    __mmask16 k = xr_avx512_lanes(n - i);
+    __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + i), sh);
+    sum = _mm512_fmadd_ps(d, d, sum);
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
 XR_AVX512 float xr_rows_avx512_exp_sum(float *y, const float *x, int64_t n, float m) {
   const __m512 shift = _mm512_set1_ps(m);
   __m512 sum = _mm512_setzero_ps();
@@ -68,6 +96,15 @@ XR_AVX512 void xr_rows_avx512_affine_store(void *dst, xr_dtype_t dt, const float
 xr_row_stats_t xr_rows_avx512_widen(float *dst, const void *src, xr_dtype_t dt, int64_t n) {
   (void)dst, (void)src, (void)dt, (void)n;
   return (xr_row_stats_t){0, 0, 0};
+}
+float xr_rows_avx512_add_round(float *dst, void *residual, const void *x, xr_dtype_t dt,
+                               int64_t n) {
+  (void)dst, (void)residual, (void)x, (void)dt, (void)n;
+  return 0;
+}
+float xr_rows_avx512_sum_sq(const float *x, int64_t n, float shift) {
+  (void)x, (void)n, (void)shift;
+  return 0;
 }
 float xr_rows_avx512_exp_sum(float *y, const float *x, int64_t n, float m) {
   (void)y, (void)x, (void)n, (void)m;

@@ -17,6 +17,14 @@ typedef struct xr_row_stats {
  * unless dst is NULL. */
 xr_row_stats_t xr_rows_avx512_widen(float *dst, const void *src, xr_dtype_t dt, int64_t n);
 
+/* The fused add + RMS norm's first pass: residual = round(x + residual) in dt (f32 or bf16;
+ * both rows contiguous), its floats into dst; returns their sum of squares. */
+float xr_rows_avx512_add_round(float *dst, void *residual, const void *x, xr_dtype_t dt,
+                               int64_t n);
+
+/* The sum of (x - shift)^2 (layer norm's second pass over the widened row). */
+float xr_rows_avx512_sum_sq(const float *x, int64_t n, float shift);
+
 /* y = e^(x - m) for x <= m, returning the sum of y. */
 float xr_rows_avx512_exp_sum(float *y, const float *x, int64_t n, float m);
 

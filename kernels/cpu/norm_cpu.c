@@ -7,8 +7,8 @@
  * the compiler vectorises them at -O2 without reassociating anything itself; the fp16 and bf16
  * conversions are branch-free for the same reason (kernels/cpu/elementwise_cpu.h). On x86-64 the
  * row kernels are also built for AVX-512 and AVX2 + FMA and picked at run time (target_clones).
- * Where the CPU has AVX-512 BF16, softmax and the layer / RMS norms of contiguous f32 and bf16
- * rows take row_avx512() instead (widening and rounding fused into the passes that need them).
+ * Where the CPU has AVX-512 BF16, softmax and the norms of contiguous f32 and bf16 rows take
+ * row_avx512() instead (widening and rounding fused into the passes that need them).
  * Outputs too large for the cache are written with streaming stores. */
 #include <math.h>
 #include <stdlib.h>
@@ -285,9 +285,10 @@ HOT void store_stat(const cpu_rows_t *s, int k, int64_t r, float v) {
   ((float *)s->base[k])[s->offset[k] + xr_rows_outer_offset(s->p, k, r)] = v;
 }
 
-/* Row r of softmax, layer norm or RMS norm with contiguous f32 / bf16 input and output, in
- * three passes at most (kernels/cpu/norm_avx512.c): widen while summing, then (layer norm) the
- * centred squares or (softmax) the exponentials, then scale, round and store in one. */
+/* Row r of softmax, layer norm, RMS norm or the fused add + RMS norm with contiguous f32 / bf16
+ * rows, in three passes at most (kernels/cpu/norm_avx512.c): widen while summing (or add, round
+ * and store the residual while summing its squares), then (layer norm) the centred squares or
+ * (softmax) the exponentials, then scale, round and store in one. */
 static void row_avx512(const cpu_rows_t *s, int64_t r, float *sx, float *sy) {
   const xr_rows_problem_t *p = s->p;
   const int64_t n = p->n;
@@ -296,10 +297,18 @@ static void row_avx512(const cpu_rows_t *s, int64_t r, float *sx, float *sy) {
                                             (int64_t)xr_dtype_size(in_dt);
   char *out = s->base[XR_ROWS_OUT] + (s->offset[XR_ROWS_OUT] + xr_rows_outer_offset(p, XR_ROWS_OUT, r)) *
                                          (int64_t)xr_dtype_size(out_dt);
+  const float nf = (float)n, eps = (float)p->eps;
+  if (p->op == XR_ROWS_ADD_RMS_NORM) { /* out is x (in place) */
+    char *res = s->base[XR_ROWS_RESIDUAL] +
+                (s->offset[XR_ROWS_RESIDUAL] + xr_rows_outer_offset(p, XR_ROWS_RESIDUAL, r)) *
+                    (int64_t)xr_dtype_size(in_dt);
+    float rstd = 1.0f / sqrtf(xr_rows_avx512_add_round(sx, res, in, in_dt, n) / nf + eps);
+    xr_rows_avx512_affine_store(out, out_dt, sx, n, 0.0f, rstd, s->weight, NULL, false);
+    return;
+  }
   /* fp32 rows are read where they lie */
   const float *x = in_dt == XR_DTYPE_F32 ? (const float *)in : sx;
   xr_row_stats_t st = xr_rows_avx512_widen(in_dt == XR_DTYPE_F32 ? NULL : sx, in, in_dt, n);
-  const float nf = (float)n, eps = (float)p->eps;
   switch (p->op) {
     case XR_ROWS_SOFTMAX: {
       float total = xr_rows_avx512_exp_sum(sy, x, n, st.max);
@@ -308,7 +317,7 @@ static void row_avx512(const cpu_rows_t *s, int64_t r, float *sx, float *sy) {
     }
     case XR_ROWS_LAYER_NORM: {
       float mean = st.sum / nf;
-      float rstd = 1.0f / sqrtf(sum_sq(x, n, mean) / nf + eps);
+      float rstd = 1.0f / sqrtf(xr_rows_avx512_sum_sq(x, n, mean) / nf + eps);
       xr_rows_avx512_affine_store(out, out_dt, x, n, mean, rstd, s->weight, s->bias, s->stream);
       store_stat(s, XR_ROWS_MEAN, r, mean);
       store_stat(s, XR_ROWS_RSTD, r, rstd);
@@ -456,8 +465,9 @@ static xr_status_t rows_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
               p->rows * p->n * (out_dtype == XR_DTYPE_F32 ? 4 : 2) >= XR_CPU_STREAM_MIN_BYTES;
   xr_dtype_t in_dtype = p->operand[XR_ROWS_X].dtype;
   bool softmax_cast = p->op == XR_ROWS_SOFTMAX && out_dtype != XR_DTYPE_F32 && out_dtype != in_dtype;
-  s->avx512 = xr_cpu_avx512() && p->op != XR_ROWS_ADD_RMS_NORM && !softmax_cast &&
-              s->stride[XR_ROWS_X] == 1 && s->stride[XR_ROWS_OUT] == 1 &&
+  s->avx512 = xr_cpu_avx512() && !softmax_cast && s->stride[XR_ROWS_X] == 1 &&
+              s->stride[XR_ROWS_OUT] == 1 &&
+              (p->op != XR_ROWS_ADD_RMS_NORM || s->stride[XR_ROWS_RESIDUAL] == 1) &&
               (in_dtype == XR_DTYPE_F32 || in_dtype == XR_DTYPE_BF16) &&
               (out_dtype == XR_DTYPE_F32 || out_dtype == XR_DTYPE_BF16);
   s->pitch = (n + 15) & ~(size_t)15; /* rows start on cache lines */

@@ -1,14 +1,18 @@
 /* Fast CPU path for the fused experts (vllm::outplace/inplace_fused_experts, vllm::moe_forward).
  *
  * With oneDNN (bf16, fp32): the routing and the weights are known at prepare() (the inputs are
- * in place and fixed between runs), so each expert's GEMMs get oneDNN matmul primitives there,
- * one per distinct row count, and each expert's w1[e] and w2[e] are packed once into the layout
- * the primitive reads (as a CPU serving stack does at load time; same bytes per run). A run
- * gathers each expert's rows in the op's dtype, runs GEMM-1 into the op's dtype (vLLM's rounding
- * of the GEMM-1 output), silu_and_mul, GEMM-2 into fp32, then the reduce applies the routing
- * weight, rounds and sums over top-k. Many small experts run one per thread (see
- * dnnl_prepare), few large ones one after another on every thread. Should the routing differ
- * from the prepared one (inputs changed), the run takes the micro-kernel path below instead.
+ * in place and fixed between runs), so the GEMMs get oneDNN matmul primitives there and the
+ * weights are packed once into the layout the primitive reads (as a CPU serving stack does at
+ * load time; same bytes per run). Each expert's GEMMs are cut into slices of weight columns,
+ * about 256 KB of weights each, so that a slice stays in L2 while all of the expert's rows
+ * stream past: a whole expert's weights (8 MB in OLMoE) do not, and oneDNN then re-reads them
+ * from memory for every block of rows, which at hundreds of rows per expert (prefill) cost more
+ * than half the rate. Slices are single-threaded tasks on the device's pool. A run gathers each
+ * expert's rows in the op's dtype; a GEMM-1 task computes its gate and up columns into the op's
+ * dtype (vLLM's rounding of the GEMM-1 output) and applies silu_and_mul to them while they are
+ * in L2; a GEMM-2 task computes its columns in fp32 and applies the routing weight and vLLM's
+ * rounding; the reduce sums over top-k. Should the routing differ from the prepared one (inputs
+ * changed), the run takes the micro-kernel path below instead.
  *
  * Without (fp16: oneDNN 2.6 has no fp16 matmul on x86; or oneDNN absent), the micro-kernel path:
  *   1. route (one host step): the rows routed to each expert, each expert's rows padded to the
@@ -259,8 +263,8 @@ typedef struct slice_gemm {
   dnnl_memory_t mem[3];
 } slice_gemm_t;
 
-/* A task on the pool: SLICE columns of one expert's GEMM-1 (gate and up, then silu_and_mul on
- * them) or GEMM-2. */
+/* A task on the pool: a slice of columns of one expert's GEMM-1 (gate and up, then
+ * silu_and_mul on them) or GEMM-2 (then the routing weight). */
 typedef struct dnnl_task {
   int64_t expert, col0, cols;
   slice_gemm_t gemm[2];        /* GEMM-1: gate, up; GEMM-2: gemm[0] */

@@ -3,7 +3,7 @@
  * of (M*topk) x K x 2N then (M*topk) x N x K (aten::linear through the kernel registry, on the
  * same device, same dtype). Everything runs through the replay engine (tensors initialised,
  * balanced routing, event-timed iterations); the table gives the median of the timed runs and
- * names the kernels that ran. Shapes 0-3 are decode-sized batches (a few to 64 rows per expert),
+ * names the kernels that ran. Shapes 0-3 are decode-sized batches (16 to 64 rows per expert),
  * 4-8 prefill chunks (256-512 rows per expert).
  *
  *   bazel run -c opt //tools:moe_bench -- [--devices cpu,opencl] [--iters N] [--quick] [--shape I]

@@ -3,7 +3,8 @@
  * of (M*topk) x K x 2N then (M*topk) x N x K (aten::linear through the kernel registry, on the
  * same device, same dtype). Everything runs through the replay engine (tensors initialised,
  * balanced routing, event-timed iterations); the table gives the median of the timed runs and
- * names the kernels that ran.
+ * names the kernels that ran. Shapes 0-3 are decode-sized batches (16 to 64 rows per expert),
+ * 4-8 prefill chunks (256-512 rows per expert).
  *
  *   bazel run -c opt //tools:moe_bench -- [--devices cpu,opencl] [--iters N] [--quick] [--shape I]
  *
@@ -31,6 +32,13 @@ static const shape_t full_shapes[] = {
     {"OLMoE-1B-7B", 512, 2048, 1024, 64, 8},
     {"Qwen1.5-MoE-A2.7B", 256, 2048, 1408, 60, 4},
     {"Mixtral-8x7B (1/4 width)", 256, 4096, 3584, 8, 2},
+    /* Prefill as chunked prefill hands it to the MoE layer: hundreds of rows per expert, so
+     * bound by the GEMMs rather than by reading the weights. */
+    {"OLMoE-1B-7B", 2048, 2048, 1024, 64, 8},
+    {"OLMoE-1B-7B", 4096, 2048, 1024, 64, 8},
+    {"Qwen1.5-MoE-A2.7B", 4096, 2048, 1408, 60, 4},
+    {"Mixtral-8x7B (1/4 width)", 1024, 4096, 3584, 8, 2},
+    {"Mixtral-8x7B (1/4 width)", 2048, 4096, 3584, 8, 2},
 };
 static const shape_t quick_shapes[] = {
     {"small", 64, 512, 256, 8, 2},

@@ -1,14 +1,18 @@
 /* Fast CPU path for the fused experts (vllm::outplace/inplace_fused_experts, vllm::moe_forward).
  *
  * With oneDNN (bf16, fp32): the routing and the weights are known at prepare() (the inputs are
- * in place and fixed between runs), so each expert's GEMMs get oneDNN matmul primitives there,
- * one per distinct row count, and each expert's w1[e] and w2[e] are packed once into the layout
- * the primitive reads (as a CPU serving stack does at load time; same bytes per run). A run
- * gathers each expert's rows in the op's dtype, runs GEMM-1 into the op's dtype (vLLM's rounding
- * of the GEMM-1 output), silu_and_mul, GEMM-2 into fp32, then the reduce applies the routing
- * weight, rounds and sums over top-k. Many small experts run one per thread (see
- * dnnl_prepare), few large ones one after another on every thread. Should the routing differ
- * from the prepared one (inputs changed), the run takes the micro-kernel path below instead.
+ * in place and fixed between runs), so the GEMMs get oneDNN matmul primitives there and the
+ * weights are packed once into the layout the primitive reads (as a CPU serving stack does at
+ * load time; same bytes per run). Each expert's GEMMs are cut into slices of weight columns,
+ * about 256 KB of weights each, so that a slice stays in L2 while all of the expert's rows
+ * stream past: a whole expert's weights (8 MB in OLMoE) do not, and oneDNN then re-reads them
+ * from memory for every block of rows, which at hundreds of rows per expert (prefill) cost more
+ * than half the rate. Slices are single-threaded tasks on the device's pool. A run gathers each
+ * expert's rows in the op's dtype; a GEMM-1 task computes its gate and up columns into the op's
+ * dtype (vLLM's rounding of the GEMM-1 output) and applies silu_and_mul to them while they are
+ * in L2; a GEMM-2 task computes its columns in fp32 and applies the routing weight and vLLM's
+ * rounding; the reduce sums over top-k. Should the routing differ from the prepared one (inputs
+ * changed), the run takes the micro-kernel path below instead.
  *
  * Without (fp16: oneDNN 2.6 has no fp16 matmul on x86; or oneDNN absent), the micro-kernel path:
  *   1. route (one host step): the rows routed to each expert, each expert's rows padded to the
@@ -22,6 +26,7 @@
  * Steps 2-5 are parallel-for jobs on the device's thread pool. Intermediates are rounded to
  * fp16/bf16 where vLLM stores them (GEMM-1 output, act, weighted GEMM-2 output); accumulation
  * is fp32. The 8x32 micro-kernel uses AVX-512 FMAs where the CPU has them, plain C otherwise. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +37,8 @@
 #include "kernels/family.h"
 #include "kernels/moe.h"
 
-enum { MR = 8, NR = 32, KC = 256 };
+/* SLICE_BYTES: the weights of one oneDNN task (see dnnl_path_t), at most KC columns. */
+enum { MR = 8, NR = 32, KC = 256, SLICE_BYTES = 256 << 10 };
 
 typedef void (*micro_fn)(int64_t kc, const float *A, int64_t lda, const float *P, float *C,
                          int64_t ldc, bool accumulate);
@@ -104,6 +110,129 @@ static void load_f32(const void *base, xr_dtype_t d, int64_t start, int64_t stri
   }
 }
 
+/* Vector helpers for the passes between the GEMMs (silu_and_mul, weighting, reduce), built
+ * for AVX-512 and plain x86-64 (target_clones picks one when the library loads). */
+/* The helpers are inlined into their callers, so no vector crosses a call boundary. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#define CLONES __attribute__((target_clones("avx512f", "default")))
+#define HOT static inline __attribute__((always_inline))
+enum { VW = 16 };
+typedef float vf __attribute__((vector_size(64)));
+typedef int32_t vi __attribute__((vector_size(64)));
+typedef uint32_t vu __attribute__((vector_size(64)));
+typedef uint16_t vh __attribute__((vector_size(32)));
+
+HOT vf vload(const float *p) {
+  vf v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+HOT void vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
+
+HOT vf bf16_vload(const uint16_t *p) {
+  vh h;
+  memcpy(&h, p, sizeof h);
+  return (vf)(__builtin_convertvector(h, vu) << 16);
+}
+
+/* xr_f32_to_bf16 on 16 lanes: round to nearest even, NaN kept quiet. */
+HOT vh bf16_round(vf x) {
+  vu u = (vu)x;
+  vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);
+  vu rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return __builtin_convertvector((rounded & ~nan) | (((u >> 16) | 0x40u) & nan), vh);
+}
+
+HOT void bf16_vstore(uint16_t *p, vf x) {
+  vh h = bf16_round(x);
+  memcpy(p, &h, sizeof h);
+}
+
+/* exp(x) for x <= 0: exact 0 below -87, relative error ~2e-7 elsewhere (Cephes' range
+ * reduction and polynomial, as attention_cpu.c's). */
+HOT vf vexp_nonpositive(vf x) {
+  vi keep = ~(x < -87.0f);
+  vi n = __builtin_convertvector(x * 1.44269504088896341f - 0.5f, vi) & keep;
+  vf nf = __builtin_convertvector(n, vf);
+  vf r = (vf)((vi)x & keep);
+  r = r - nf * 0.693359375f + nf * 2.12194440e-4f;
+  vf p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  vf y = (p * r * r + r + 1.0f) * (vf)((n + 127) << 23);
+  return (vf)((vi)y & keep);
+}
+
+/* silu(g) * u = g * sigmoid(g) * u, sigmoid from exp(-|g|) so that nothing overflows. */
+HOT vf vsilu_mul(vf g, vf u) {
+  vi negative = g < 0.0f;
+  vf e = vexp_nonpositive((vf)((vu)g | 0x80000000u));
+  vf d = 1.0f / (1.0f + e);
+  vf sigmoid = (vf)(((vi)d & ~negative) | ((vi)(e * d) & negative));
+  return g * sigmoid * u;
+}
+
+static inline float silu_mul(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
+/* h[c] = silu(g[c]) * u[c] in the op's dtype (bf16 or fp32), rounded once. */
+CLONES static void silu_mul_row(xr_dtype_t d, const void *g, const void *u, void *h, int64_t n) {
+  int64_t c = 0;
+  if (d == XR_DTYPE_BF16) {
+    const uint16_t *gb = g, *ub = u;
+    uint16_t *hb = h;
+    for (; c + VW <= n; c += VW) bf16_vstore(hb + c, vsilu_mul(bf16_vload(gb + c), bf16_vload(ub + c)));
+    for (; c < n; c++) hb[c] = xr_f32_to_bf16(silu_mul(xr_bf16_to_f32(gb[c]), xr_bf16_to_f32(ub[c])));
+    return;
+  }
+  const float *gf = g, *uf = u;
+  float *hf = h;
+  for (; c + VW <= n; c += VW) vstore(hf + c, vsilu_mul(vload(gf + c), vload(uf + c)));
+  for (; c < n; c++) hf[c] = silu_mul(gf[c], uf[c]);
+}
+
+/* out[c] = y[c] * w in the op's dtype (bf16 or fp32), rounded once. */
+CLONES static void weigh_row(xr_dtype_t d, const float *y, float w, void *out, int64_t n) {
+  int64_t c = 0;
+  if (d == XR_DTYPE_BF16) {
+    uint16_t *o = out;
+    for (; c + VW <= n; c += VW) bf16_vstore(o + c, vload(y + c) * w);
+    for (; c < n; c++) o[c] = xr_f32_to_bf16(y[c] * w);
+    return;
+  }
+  float *o = out;
+  for (; c < n; c++) o[c] = y[c] * w;
+}
+
+/* acc[c] += y[c], y in bf16 or fp32. */
+CLONES static void add_row(xr_dtype_t d, float *acc, const void *y, int64_t n) {
+  int64_t c = 0;
+  if (d == XR_DTYPE_BF16) {
+    const uint16_t *yb = y;
+    for (; c + VW <= n; c += VW) vstore(acc + c, vload(acc + c) + bf16_vload(yb + c));
+    for (; c < n; c++) acc[c] += xr_bf16_to_f32(yb[c]);
+    return;
+  }
+  const float *yf = y;
+  for (; c + VW <= n; c += VW) vstore(acc + c, vload(acc + c) + vload(yf + c));
+  for (; c < n; c++) acc[c] += yf[c];
+}
+
+/* A contiguous output row from fp32 sums. */
+CLONES static void store_row(xr_dtype_t d, const float *acc, void *out, int64_t n) {
+  int64_t c = 0;
+  if (d == XR_DTYPE_F32) {
+    memcpy(out, acc, sizeof(float) * (size_t)n);
+  } else if (d == XR_DTYPE_BF16) {
+    for (; c + VW <= n; c += VW) bf16_vstore((uint16_t *)out + c, vload(acc + c));
+    for (; c < n; c++) ((uint16_t *)out)[c] = xr_f32_to_bf16(acc[c]);
+  } else {
+    for (; c < n; c++) ((uint16_t *)out)[c] = xr_f32_to_f16(acc[c]);
+  }
+}
+
 /* P[k][n] = W[row0 + n][k0 + k] for n < rows (zero beyond), k < kc; W addressed by storage
  * index `at` of (row0, k0) and its row/col strides. */
 static void pack_panel(const void *w, xr_dtype_t d, int64_t at, int64_t rs, int64_t cs,
@@ -117,36 +246,52 @@ static void pack_panel(const void *w, xr_dtype_t d, int64_t at, int64_t rs, int6
 }
 
 #ifdef XR_HAVE_DNNL_H
-/* One GEMM of one expert: memories bound to its gathered rows, its weights (packed at prepare()
- * into the layout the primitive wants) and its outputs. */
-typedef struct expert_gemm {
-  dnnl_primitive_t prim;         /* shared by the experts with the same row count */
-  dnnl_memory_t mem[3];          /* src, weights, dst */
-  dnnl_memory_desc_t packed_md;  /* the weights' layout */
-  xr_hal_buffer_t *packed_buffer; /* the weights in it: a device buffer, so large ones get the
-                                    * cpu driver's huge pages, as the inputs do */
-  void *packed;
-  size_t scratchpad_size;        /* per_expert: the primitive's user scratchpad */
-} expert_gemm_t;
+/* One primitive per (GEMM, rows, columns), shared by every slice of that size. */
+typedef struct dnnl_kind {
+  int which;                   /* 0: GEMM-1 (gate or up), 1: GEMM-2 */
+  int64_t rows, cols;
+  dnnl_primitive_t prim;
+  dnnl_memory_desc_t mds[3];   /* src, packed weights, dst */
+  size_t scratchpad_size;
+} dnnl_kind_t;
 
-typedef struct expert_gemms {
-  expert_gemm_t gemm[2];
-  void *scratchpad;              /* per_expert: for both GEMMs, which run one after the other */
+/* One GEMM of one slice: memories bound to the expert's rows, the slice's packed weights and
+ * its columns of the output. */
+typedef struct slice_gemm {
+  int kind;                    /* index in kinds */
+  size_t packed_at;            /* byte offset of its weights in the packed buffer */
+  dnnl_memory_t mem[3];
+} slice_gemm_t;
+
+/* A task on the pool: a slice of columns of one expert's GEMM-1 (gate and up, then
+ * silu_and_mul on them) or GEMM-2 (then the routing weight). */
+typedef struct dnnl_task {
+  int64_t expert, col0, cols;
+  slice_gemm_t gemm[2];        /* GEMM-1: gate, up; GEMM-2: gemm[0] */
+} dnnl_task_t;
+
+/* What a thread running tasks needs for itself: oneDNN's own scratchpad is shared by every
+ * primitive its creator runs, so tasks on other threads bring their own. */
+typedef struct dnnl_slot {
+  atomic_bool busy;
+  dnnl_stream_t stream;
+  void *scratchpad;
   dnnl_memory_t scratchpad_mem;
-} expert_gemms_t;
+} dnnl_slot_t;
 
 typedef struct dnnl_path {
   const xr_dnnl_t *d;
-  xr_hal_device_t *device;
-  dnnl_stream_t stream;
-  /* Experts spread over the device's pool, each expert's GEMMs on one thread (primitives
-   * created single-threaded, a stream per expert) instead of every GEMM on all threads. */
-  bool per_expert;
-  dnnl_stream_t *expert_streams; /* [E] when per_expert */
-  int64_t *rows_prepared;     /* [E+1] row_start at prepare() */
-  expert_gemms_t *experts;    /* [E] */
-  dnnl_primitive_t *owned;    /* [2E] distinct primitives, for release */
-  int owned_count;
+  int64_t *rows_prepared;      /* [E+1] row_start at prepare() */
+  dnnl_kind_t *kinds;
+  int kind_count, kind_capacity;
+  int64_t slice[2];            /* columns per task of GEMM-1 (gate and up each), GEMM-2 */
+  dnnl_task_t *tasks[2];       /* GEMM-1 tasks, then GEMM-2 tasks, expert by expert */
+  size_t task_count[2];
+  dnnl_slot_t *slots;          /* one per thread of the device's pool */
+  size_t slot_count;
+  xr_hal_buffer_t *packed_buffer; /* every slice's weights: one device buffer, so the cpu
+                                   * driver's huge pages, as the inputs have */
+  uint8_t *packed;
 } dnnl_path_t;
 #endif
 
@@ -161,11 +306,14 @@ typedef struct cpu_state {
   int32_t *route_ids;      /* [M*topk] expert of each pair, -1 when not routed */
   float *route_w;          /* [M*topk] routing weight of each pair */
   int32_t *pair_row;       /* [M*topk] gathered row of each pair (oneDNN path) */
-  float *A;                /* [rows_cap][K] gathered inputs (fp32; the op's dtype for oneDNN) */
-  float *H;                /* [rows_cap][N] silu(g) * u (ditto) */
+  float *A;                /* [rows_cap][K] gathered inputs (fp32; the op's dtype for oneDNN,
+                            * where, free once GEMM-1 is done, it then holds the weighted
+                            * GEMM-2 outputs in the op's dtype) */
+  float *H;                /* [rows_cap][N] silu(g) * u (fp32; the op's dtype for oneDNN) */
   float *Y;                /* [M*topk][K] weighted expert outputs; [rows_cap][K] GEMM-2 outputs
                             * for oneDNN */
   void *G;                 /* [rows_cap][2N] GEMM-1 outputs in the op's dtype (oneDNN) */
+  /* oneDNN path: G, Y and the weighted outputs in A are stored slice by slice (slice_at). */
   bool use_dnnl;           /* this run: the routing matches the prepared primitives */
 #ifdef XR_HAVE_DNNL_H
   dnnl_path_t dnnl;
@@ -235,7 +383,7 @@ static void step_route(void *ctx) {
   free(next);
   s->use_dnnl = false;
 #ifdef XR_HAVE_DNNL_H
-  s->use_dnnl = s->dnnl.experts &&
+  s->use_dnnl = s->dnnl.task_count[0] > 0 &&
                 !memcmp(s->row_start, s->dnnl.rows_prepared, sizeof(int64_t) * (size_t)(p->E + 1));
 #endif
 }
@@ -284,13 +432,7 @@ static void gather_rows(const cpu_state_t *s, size_t begin, size_t end) {
   }
 }
 
-static void step_gather(void *ctx, size_t begin, size_t end) {
-  const cpu_state_t *s = ctx;
-#ifdef XR_HAVE_DNNL_H
-  if (s->use_dnnl && s->dnnl.per_expert) return; /* step_expert gathers its own rows */
-#endif
-  gather_rows(s, begin, end);
-}
+static void step_gather(void *ctx, size_t begin, size_t end) { gather_rows(ctx, begin, end); }
 
 /* out[rows][NR] (ldc) = A[rows][kdim] @ W[row0 .. row0+NR)^T for one expert; W rows are
  * addressed from storage index `at` with row/col strides. `scratch` holds KC*NR floats. */
@@ -360,233 +502,268 @@ static void step_gemm2(void *ctx, size_t begin, size_t end) {
 }
 
 #ifdef XR_HAVE_DNNL_H
-/* Runs GEMM-1 (which = 0) or GEMM-2 of every expert with rows; oneDNN threads each one. A failed
- * execution leaves stale outputs, which the check reports. */
-static void run_experts(const cpu_state_t *s, int which) {
-  const dnnl_path_t *dp = &s->dnnl;
-  for (int64_t e = 0; e < s->p->E; e++) {
-    const expert_gemm_t *g = &dp->experts[e].gemm[which];
-    dnnl_primitive_t prim = g->prim;
-    dnnl_memory_t const *mem = g->mem;
-    if (!prim) continue;
-    dnnl_exec_arg_t args[3] = {
-        {DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
-    dp->d->dnnl_primitive_execute(prim, dp->stream, 3, args);
-  }
-  dp->d->dnnl_stream_wait(dp->stream);
+/* Where a slice's output starts, in elements: oneDNN 2.6 runs its AMX GEMMs only on dense
+ * outputs, so each expert's rows of G (and Y) are stored slice by slice, each [rows][cols];
+ * GEMM-1 writes gate (part 0) then up (part 1). */
+static int64_t slice_at(const cpu_state_t *s, int which, const dnnl_task_t *task, int part) {
+  int64_t r0 = s->row_start[task->expert], rows = s->row_start[task->expert + 1] - r0;
+  int64_t width = which ? s->p->K : 2 * s->p->N;
+  return r0 * width + (which ? 1 : 2) * task->col0 * rows + part * task->cols * rows;
 }
 
-static void step_dnnl_gemm1(void *ctx) {
-  const cpu_state_t *s = ctx;
-  if (s->use_dnnl && !s->dnnl.per_expert) run_experts(s, 0);
-}
-
-static void step_dnnl_gemm2(void *ctx) {
-  const cpu_state_t *s = ctx;
-  if (s->use_dnnl && !s->dnnl.per_expert) run_experts(s, 1);
-}
-
-/* H[r] = silu(g) * u from the GEMM-1 row [g | u], all in the op's dtype, rows [begin, end). */
-static void silu_rows(const cpu_state_t *s, size_t begin, size_t end) {
+/* The routing weight and vLLM's rounding of the GEMM-2 output, on a slice of Y while it is in L2. */
+static void weigh_slice(const cpu_state_t *s, const dnnl_task_t *task) {
   const xr_moe_problem_t *p = s->p;
-  float g[KC], u[KC];
+  int64_t r0 = s->row_start[task->expert], r1 = s->row_start[task->expert + 1];
+  int64_t at = slice_at(s, 1, task, 0);
   size_t esize = xr_dtype_size(p->dtype);
-  for (size_t r = begin; r < end && (int64_t)r < s->row_start[p->E]; r++) {
-    int64_t grow = (int64_t)r * 2 * p->N;
-    uint8_t *h = (uint8_t *)s->H + r * (size_t)p->N * esize;
-    for (int64_t n0 = 0; n0 < p->N; n0 += KC) {
-      int64_t nc = p->N - n0 < KC ? p->N - n0 : KC;
-      load_f32(s->G, p->dtype, grow + n0, 1, nc, g);
-      load_f32(s->G, p->dtype, grow + p->N + n0, 1, nc, u);
-      for (int64_t c = 0; c < nc; c++) {
-        float v = g[c] / (1.0f + expf(-g[c])) * u[c];
-        if (p->dtype == XR_DTYPE_F32) ((float *)h)[n0 + c] = v;
-        else ((uint16_t *)h)[n0 + c] = xr_f32_to_bf16(v);
-      }
-    }
+  for (int64_t r = r0; r < r1; r++, at += task->cols) {
+    int32_t pair = s->row_pair[r];
+    if (pair < 0) continue;
+    weigh_row(p->dtype, s->Y + at, p->weight_on_input ? 1.0f : s->route_w[pair],
+              (uint8_t *)s->A + (size_t)at * esize, task->cols);
   }
 }
 
-static void step_dnnl_silu(void *ctx, size_t begin, size_t end) {
-  const cpu_state_t *s = ctx;
-  if (s->use_dnnl && !s->dnnl.per_expert) silu_rows(s, begin, end);
+/* H[r][col0 + c] = silu(g) * u for the expert's rows and `cols` columns from col0, from the
+ * slice's GEMM-1 outputs; all in the op's dtype. Run right after the slice's GEMMs, while they
+ * are in L2. */
+static void silu_slice(const cpu_state_t *s, const dnnl_task_t *task) {
+  const xr_moe_problem_t *p = s->p;
+  size_t esize = xr_dtype_size(p->dtype);
+  int64_t r0 = s->row_start[task->expert], rows = s->row_start[task->expert + 1] - r0;
+  int64_t cols = task->cols, gate = slice_at(s, 0, task, 0), up = slice_at(s, 0, task, 1);
+  const uint8_t *G = s->G;
+  for (int64_t r = 0; r < rows; r++)
+    silu_mul_row(p->dtype, G + (size_t)(gate + r * cols) * esize, G + (size_t)(up + r * cols) * esize,
+                 (uint8_t *)s->H + (size_t)((r0 + r) * p->N + task->col0) * esize, cols);
 }
 
-/* Experts [begin, end) start to finish on this thread: gather, GEMM-1, silu_and_mul, GEMM-2.
- * Claimed one at a time from the pool, so a descheduled thread delays one expert, not a
- * barrier that every thread waits at (which is what OpenMP regions per GEMM suffer under load). */
-static void step_expert(void *ctx, size_t begin, size_t end) {
-  const cpu_state_t *s = ctx;
+/* A free slot; there are as many as the pool runs tasks at once. */
+static dnnl_slot_t *claim_slot(const dnnl_path_t *dp) {
+  for (;;)
+    for (size_t i = 0; i < dp->slot_count; i++)
+      if (!atomic_exchange_explicit(&dp->slots[i].busy, true, memory_order_acquire)) return &dp->slots[i];
+}
+
+/* A failed execution leaves stale outputs, which the check reports. */
+static void run_gemm(const dnnl_path_t *dp, const dnnl_slot_t *slot, const slice_gemm_t *g) {
+  dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, g->mem[0]},
+                             {DNNL_ARG_WEIGHTS, g->mem[1]},
+                             {DNNL_ARG_DST, g->mem[2]},
+                             {DNNL_ARG_SCRATCHPAD, slot->scratchpad_mem}};
+  dp->d->dnnl_primitive_execute(dp->kinds[g->kind].prim, slot->stream, slot->scratchpad_mem ? 4 : 3, args);
+}
+
+/* Tasks [begin, end) of GEMM `which` on this thread alone (the primitives are single-threaded). */
+static void run_tasks(const cpu_state_t *s, int which, size_t begin, size_t end) {
   const dnnl_path_t *dp = &s->dnnl;
-  if (!s->use_dnnl || !dp->per_expert) return;
-  /* This thread's own oneDNN calls run on it alone; restored for whatever runs here next. */
-  int previous = xr_dnnl_set_thread_count(dp->d, 1);
-  for (size_t e = begin; e < end; e++) {
-    size_t r0 = (size_t)s->row_start[e], r1 = (size_t)s->row_start[e + 1];
-    if (r0 == r1) continue;
-    gather_rows(s, r0, r1);
-    const expert_gemms_t *x = &dp->experts[e];
-    for (int which = 0; which < 2; which++) {
-      const expert_gemm_t *g = &x->gemm[which];
-      dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, g->mem[0]},
-                                 {DNNL_ARG_WEIGHTS, g->mem[1]},
-                                 {DNNL_ARG_DST, g->mem[2]},
-                                 {DNNL_ARG_SCRATCHPAD, x->scratchpad_mem}};
-      dp->d->dnnl_primitive_execute(g->prim, dp->expert_streams[e], x->scratchpad_mem ? 4 : 3, args);
-      dp->d->dnnl_stream_wait(dp->expert_streams[e]);
-      if (which == 0) silu_rows(s, r0, r1);
-    }
+  if (!s->use_dnnl) return;
+  int previous = xr_dnnl_set_thread_count(dp->d, 1); /* restored for whatever runs here next */
+  dnnl_slot_t *slot = claim_slot(dp);
+  for (size_t t = begin; t < end; t++) {
+    const dnnl_task_t *task = &dp->tasks[which][t];
+    run_gemm(dp, slot, &task->gemm[0]);
+    if (which == 0) run_gemm(dp, slot, &task->gemm[1]);
+    dp->d->dnnl_stream_wait(slot->stream);
+    if (which == 0) silu_slice(s, task);
+    else weigh_slice(s, task);
   }
+  atomic_store_explicit(&slot->busy, false, memory_order_release);
   if (previous > 0) xr_dnnl_set_thread_count(dp->d, previous);
 }
 
-static void dnnl_release(dnnl_path_t *dp, int64_t E) {
+static void step_slices1(void *ctx, size_t begin, size_t end) { run_tasks(ctx, 0, begin, end); }
+static void step_slices2(void *ctx, size_t begin, size_t end) { run_tasks(ctx, 1, begin, end); }
+
+static void dnnl_release(dnnl_path_t *dp) {
   if (!dp->d) return;
-  for (int64_t e = 0; dp->experts && e < E; e++)
-    for (int which = 0; which < 2; which++) {
-      expert_gemm_t *g = &dp->experts[e].gemm[which];
-      for (int i = 0; i < 3; i++)
-        if (g->mem[i]) dp->d->dnnl_memory_destroy(g->mem[i]);
-      xr_hal_buffer_free(g->packed_buffer);
-    }
-  for (int64_t e = 0; dp->experts && e < E; e++) {
-    if (dp->experts[e].scratchpad_mem) dp->d->dnnl_memory_destroy(dp->experts[e].scratchpad_mem);
-    free(dp->experts[e].scratchpad);
+  for (int which = 0; which < 2; which++)
+    for (size_t t = 0; dp->tasks[which] && t < dp->task_count[which]; t++)
+      for (int g = 0; g < 2; g++)
+        for (int i = 0; i < 3; i++)
+          if (dp->tasks[which][t].gemm[g].mem[i]) dp->d->dnnl_memory_destroy(dp->tasks[which][t].gemm[g].mem[i]);
+  for (int i = 0; i < dp->kind_count; i++) dp->d->dnnl_primitive_destroy(dp->kinds[i].prim);
+  for (size_t i = 0; dp->slots && i < dp->slot_count; i++) {
+    if (dp->slots[i].scratchpad_mem) dp->d->dnnl_memory_destroy(dp->slots[i].scratchpad_mem);
+    if (dp->slots[i].stream) dp->d->dnnl_stream_destroy(dp->slots[i].stream);
+    free(dp->slots[i].scratchpad);
   }
-  for (int i = 0; i < dp->owned_count; i++) dp->d->dnnl_primitive_destroy(dp->owned[i]);
-  if (dp->stream) dp->d->dnnl_stream_destroy(dp->stream);
-  for (int64_t e = 0; dp->expert_streams && e < E; e++)
-    if (dp->expert_streams[e]) dp->d->dnnl_stream_destroy(dp->expert_streams[e]);
-  free(dp->expert_streams);
-  free(dp->experts);
-  free(dp->owned);
+  xr_hal_buffer_free(dp->packed_buffer);
+  free(dp->tasks[0]);
+  free(dp->tasks[1]);
+  free(dp->kinds);
+  free(dp->slots);
   free(dp->rows_prepared);
   memset(dp, 0, sizeof *dp);
 }
 
-/* Binds one GEMM: dst[rows, n] = src[rows, k] @ weights, the primitive shared with an earlier
- * expert of the same row count (`same`, or NULL). The weights are packed once here into the
- * layout the primitive reads fastest, as a CPU serving stack packs them at load time: reading
- * the transposed [n, k] weights in place, oneDNN repacks them on every call, which at a few
- * rows per expert costs more than the product. */
-static xr_status_t bind_gemm(dnnl_path_t *dp, const xr_dnnl_matrix_t m[3], void *const ptr[3],
-                             const expert_gemm_t *same, expert_gemm_t *g) {
-  dnnl_memory_desc_t mds[3];
-  xr_status_t st = xr_dnnl_matmul_create(dp->d, &m[0], &m[1], &m[2], true,
-                                         dp->per_expert ? &g->scratchpad_size : NULL,
-                                         same ? NULL : &g->prim, mds);
-  if (st != XR_OK) return st;
-  if (same) {
-    g->prim = same->prim;
-    g->scratchpad_size = same->scratchpad_size;
-    mds[1] = same->packed_md;
-  } else {
-    dp->owned[dp->owned_count++] = g->prim;
+/* The weights of a slice: `cols` rows of w1[e] from gate (part 0) or up (part 1) row col0, or
+ * of w2[e] (which = 1), as the [in, cols] matrix the GEMM multiplies by, and where it starts. */
+static xr_dnnl_matrix_t slice_weights(const cpu_state_t *s, int which, int64_t e, int part,
+                                      int64_t col0, int64_t cols, const void **from) {
+  const xr_moe_problem_t *p = s->p;
+  const xr_tensor_t *w = which ? &s->w2 : &s->w1;
+  size_t at = (size_t)xr_moe_at(w, e, (which ? 0 : part * p->N) + col0, 0);
+  *from = (const uint8_t *)(which ? s->w2b : s->w1b) + at * xr_dtype_size(p->dtype);
+  return (xr_dnnl_matrix_t){p->dtype, which ? p->N : p->K, cols, w->strides[2], w->strides[1]};
+}
+
+/* The kind for (which, rows, cols), its primitive created on first use. */
+static xr_status_t find_kind(cpu_state_t *s, int which, int64_t rows, int64_t cols, int *out) {
+  const xr_moe_problem_t *p = s->p;
+  dnnl_path_t *dp = &s->dnnl;
+  for (int i = 0; i < dp->kind_count; i++)
+    if (dp->kinds[i].which == which && dp->kinds[i].rows == rows && dp->kinds[i].cols == cols) {
+      *out = i;
+      return XR_OK;
+    }
+  if (dp->kind_count == dp->kind_capacity) {
+    int capacity = dp->kind_capacity ? 2 * dp->kind_capacity : 16;
+    dnnl_kind_t *grown = realloc(dp->kinds, sizeof *grown * (size_t)capacity);
+    if (!grown) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+    dp->kinds = grown;
+    dp->kind_capacity = capacity;
   }
-  g->packed_md = mds[1];
-  size_t size = dp->d->dnnl_memory_desc_get_size(&mds[1]);
-  if ((st = xr_hal_buffer_alloc(dp->device, size, &g->packed_buffer)) ||
-      (st = xr_hal_buffer_host_pointer(g->packed_buffer, &g->packed)))
-    return st;
-  if ((st = xr_dnnl_pack_weights(dp->d, &m[1], ptr[1], &mds[1], g->packed))) return st;
-  void *const bound[3] = {ptr[0], g->packed, ptr[2]};
-  for (int i = 0; i < 3; i++)
-    if (dp->d->dnnl_memory_create(&g->mem[i], &mds[i], dp->d->engine, bound[i]) != dnnl_success)
-      return xr_error(XR_DEVICE_ERROR, "dnnl_memory_create failed");
-  return XR_OK;
-}
-
-/* An expert's own scratchpad (per_expert), for both of its GEMMs: run concurrently with other
- * experts' GEMMs on other threads than their creator's, the primitives cannot share oneDNN's. */
-static xr_status_t bind_scratchpad(dnnl_path_t *dp, expert_gemms_t *x) {
-  size_t size = x->gemm[0].scratchpad_size > x->gemm[1].scratchpad_size ? x->gemm[0].scratchpad_size
-                                                                          : x->gemm[1].scratchpad_size;
-  if (!dp->per_expert || size == 0) return XR_OK;
-  dnnl_memory_desc_t md;
-  xr_status_t st = xr_dnnl_scratchpad_md(dp->d, size, &md);
+  dnnl_kind_t *k = &dp->kinds[dp->kind_count];
+  memset(k, 0, sizeof *k);
+  k->which = which, k->rows = rows, k->cols = cols;
+  const void *from;
+  const xr_dnnl_matrix_t src = {p->dtype, rows, which ? p->N : p->K, which ? p->N : p->K, 1};
+  const xr_dnnl_matrix_t weights = slice_weights(s, which, 0, 0, 0, cols, &from);
+  const xr_dnnl_matrix_t dst = {which ? XR_DTYPE_F32 : p->dtype, rows, cols, cols, 1};
+  xr_status_t st = xr_dnnl_matmul_create(dp->d, &src, &weights, &dst, true, &k->scratchpad_size,
+                                         &k->prim, k->mds);
   if (st != XR_OK) return st;
-  if (!(x->scratchpad = aligned_alloc(64, (size + 63) / 64 * 64)))
-    return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory for a oneDNN scratchpad");
-  if (dp->d->dnnl_memory_create(&x->scratchpad_mem, &md, dp->d->engine, x->scratchpad) != dnnl_success)
-    return xr_error(XR_DEVICE_ERROR, "dnnl_memory_create failed");
+  *out = dp->kind_count++;
   return XR_OK;
 }
 
-static xr_status_t dnnl_bind_experts(cpu_state_t *s);
+/* The tasks of every expert with rows, each GEMM with its kind and the offset of its packed
+ * weights (*packed_size: their total). */
+static xr_status_t plan_tasks(cpu_state_t *s, size_t *packed_size) {
+  const xr_moe_problem_t *p = s->p;
+  dnnl_path_t *dp = &s->dnnl;
+  int64_t widths[2] = {p->N, p->K}, depths[2] = {p->K, p->N};
+  size_t active = 0;
+  for (int64_t e = 0; e < p->E; e++) active += s->row_start[e + 1] > s->row_start[e];
+  *packed_size = 0;
+  for (int which = 0; which < 2; which++) {
+    /* Whole 64-column blocks of the packed layout, SLICE_BYTES of weights or the nearest. */
+    int64_t slice = SLICE_BYTES / (depths[which] * (int64_t)xr_dtype_size(p->dtype)) / 64 * 64;
+    slice = dp->slice[which] = slice < 64 ? 64 : slice > KC ? KC : slice;
+    size_t slices = (size_t)((widths[which] + slice - 1) / slice);
+    if (!(dp->tasks[which] = calloc(active * slices + 1, sizeof(dnnl_task_t))))
+      return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+    for (int64_t e = 0; e < p->E; e++) {
+      int64_t rows = s->row_start[e + 1] - s->row_start[e];
+      for (int64_t col0 = 0; rows && col0 < widths[which]; col0 += slice) {
+        dnnl_task_t *task = &dp->tasks[which][dp->task_count[which]++];
+        task->expert = e, task->col0 = col0;
+        task->cols = widths[which] - col0 < slice ? widths[which] - col0 : slice;
+        int kind = 0;
+        xr_status_t st = find_kind(s, which, rows, task->cols, &kind);
+        if (st != XR_OK) return st;
+        for (int g = 0; g < (which ? 1 : 2); g++) {
+          task->gemm[g].kind = kind;
+          task->gemm[g].packed_at = *packed_size;
+          *packed_size += (dp->d->dnnl_memory_desc_get_size(&dp->kinds[kind].mds[1]) + 63) / 64 * 64;
+        }
+      }
+    }
+  }
+  return XR_OK;
+}
 
-/* Creates every expert's primitives for the routing of the inputs as they are now; any failure
- * (fp16, odd strides, no oneDNN) leaves the micro-kernel path in charge. `width`: the threads of
- * the device's pool. With many experts per thread (8; each small, as in OLMoE or Qwen-MoE),
- * experts go one per thread, single-threaded: a few rows per expert make every GEMM bound by
- * reading its weights, which threads do best side by side, and the experts balance the load.
- * With few experts (Mixtral: 8), each GEMM is big enough to use every thread. */
+/* Packs a task's weights once, as a CPU serving stack packs them at load time (read in place,
+ * the transposed [n, k] weights are repacked by oneDNN on every call), and binds its memories. */
+static xr_status_t bind_task(cpu_state_t *s, int which, dnnl_task_t *task) {
+  const xr_moe_problem_t *p = s->p;
+  dnnl_path_t *dp = &s->dnnl;
+  size_t esize = xr_dtype_size(p->dtype);
+  int64_t r0 = s->row_start[task->expert];
+  for (int g = 0; g < (which ? 1 : 2); g++) {
+    slice_gemm_t *sg = &task->gemm[g];
+    const dnnl_kind_t *k = &dp->kinds[sg->kind];
+    const void *from;
+    const xr_dnnl_matrix_t weights = slice_weights(s, which, task->expert, g, task->col0, task->cols, &from);
+    void *packed = dp->packed + sg->packed_at;
+    xr_status_t st = xr_dnnl_pack_weights(dp->d, &weights, from, &k->mds[1], packed);
+    if (st != XR_OK) return st;
+    void *const ptr[3] = {
+        which ? (uint8_t *)s->H + (size_t)(r0 * p->N) * esize : (uint8_t *)s->A + (size_t)(r0 * p->K) * esize,
+        packed,
+        which ? (void *)(s->Y + slice_at(s, 1, task, 0))
+              : (uint8_t *)s->G + (size_t)slice_at(s, 0, task, g) * esize};
+    for (int i = 0; i < 3; i++)
+      if (dp->d->dnnl_memory_create(&sg->mem[i], &k->mds[i], dp->d->engine, ptr[i]) != dnnl_success)
+        return xr_error(XR_DEVICE_ERROR, "dnnl_memory_create failed");
+  }
+  return XR_OK;
+}
 
+/* A stream and a scratchpad (for the largest kind) per thread of the pool. */
+static xr_status_t make_slots(dnnl_path_t *dp, size_t width) {
+  size_t scratch = 0;
+  for (int i = 0; i < dp->kind_count; i++)
+    if (dp->kinds[i].scratchpad_size > scratch) scratch = dp->kinds[i].scratchpad_size;
+  if (!(dp->slots = calloc(width, sizeof *dp->slots))) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  dp->slot_count = width;
+  for (size_t i = 0; i < width; i++) {
+    dnnl_slot_t *slot = &dp->slots[i];
+    atomic_init(&slot->busy, false);
+    if (dp->d->dnnl_stream_create(&slot->stream, dp->d->engine, dnnl_stream_default_flags) != dnnl_success)
+      return xr_error(XR_DEVICE_ERROR, "dnnl_stream_create failed");
+    if (!scratch) continue;
+    dnnl_memory_desc_t md;
+    xr_status_t st = xr_dnnl_scratchpad_md(dp->d, scratch, &md);
+    if (st != XR_OK) return st;
+    if (!(slot->scratchpad = aligned_alloc(64, (scratch + 63) / 64 * 64)))
+      return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory for a oneDNN scratchpad");
+    if (dp->d->dnnl_memory_create(&slot->scratchpad_mem, &md, dp->d->engine, slot->scratchpad) != dnnl_success)
+      return xr_error(XR_DEVICE_ERROR, "dnnl_memory_create failed");
+  }
+  return XR_OK;
+}
+
+static xr_status_t dnnl_build(cpu_state_t *s, xr_hal_device_t *device, size_t width);
+
+/* Creates the slices' primitives for the routing of the inputs as they are now (the routing
+ * and the weights are fixed between runs); any failure (fp16, odd strides, no oneDNN) leaves the
+ * micro-kernel path in charge. `width`: the threads of the device's pool. */
 static xr_status_t dnnl_prepare(cpu_state_t *s, xr_hal_device_t *device, size_t width) {
   const xr_moe_problem_t *p = s->p;
   dnnl_path_t *dp = &s->dnnl;
-  dp->device = device;
   xr_status_t st = xr_dnnl_get(&dp->d);
   if (st != XR_OK) return st;
   if (s->hidden.rank != 2 || s->w1.rank != 3 || s->w2.rank != 3 || s->w1.dtype != p->dtype ||
       s->w2.dtype != p->dtype || (p->dtype != XR_DTYPE_BF16 && p->dtype != XR_DTYPE_F32))
     return xr_error(XR_UNIMPLEMENTED, "weights of another dtype than the activations, or fp16");
-  size_t E = (size_t)p->E;
-  dp->rows_prepared = calloc(E + 1, sizeof(int64_t));
-  dp->experts = calloc(E, sizeof *dp->experts);
-  dp->owned = calloc(2 * E, sizeof *dp->owned);
-  if (!dp->rows_prepared || !dp->experts || !dp->owned)
+  if (!(dp->rows_prepared = calloc((size_t)p->E + 1, sizeof(int64_t))))
     return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
-  if (dp->d->dnnl_stream_create(&dp->stream, dp->d->engine, dnnl_stream_default_flags) != dnnl_success)
-    return xr_error(XR_DEVICE_ERROR, "dnnl_stream_create failed");
   step_route(s);
-  memcpy(dp->rows_prepared, s->row_start, sizeof(int64_t) * (E + 1));
-  size_t active = 0;
-  for (size_t e = 0; e < E; e++) active += s->row_start[e + 1] > s->row_start[e];
-  int previous = 0; /* oneDNN's thread count before single-threaded primitives, 0: unchanged */
-  if (width > 1 && active >= 8 * width && (dp->expert_streams = calloc(E, sizeof(dnnl_stream_t)))) {
-    previous = xr_dnnl_set_thread_count(dp->d, 1);
-    dp->per_expert = previous > 0;
-  }
-  st = dnnl_bind_experts(s);
-  if (previous > 0) xr_dnnl_set_thread_count(dp->d, previous);
+  memcpy(dp->rows_prepared, s->row_start, sizeof(int64_t) * (size_t)(p->E + 1));
+  /* Primitives created now run single-threaded: the tasks, not oneDNN, spread over the pool. */
+  int previous = xr_dnnl_set_thread_count(dp->d, 1);
+  if (previous <= 0)
+    return xr_error(XR_UNIMPLEMENTED, "oneDNN's OpenMP runtime is out of reach, so its GEMMs cannot be made single-threaded");
+  st = dnnl_build(s, device, width);
+  xr_dnnl_set_thread_count(dp->d, previous);
   return st;
 }
 
-/* Each expert's two GEMMs (and, per_expert, its stream and scratchpad). */
-static xr_status_t dnnl_bind_experts(cpu_state_t *s) {
-  const xr_moe_problem_t *p = s->p;
+static xr_status_t dnnl_build(cpu_state_t *s, xr_hal_device_t *device, size_t width) {
   dnnl_path_t *dp = &s->dnnl;
-  size_t esize = xr_dtype_size(p->dtype);
+  size_t packed_size;
   xr_status_t st;
-  for (int64_t e = 0; e < p->E; e++) {
-    int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
-    if (!rows) continue;
-    expert_gemms_t *x = &dp->experts[e], *same = NULL;
-    for (int64_t q = 0; q < e && !same; q++)
-      if (s->row_start[q + 1] - s->row_start[q] == rows) same = &dp->experts[q];
-    const xr_dnnl_matrix_t m1[3] = {
-        {p->dtype, rows, p->K, p->K, 1},
-        {p->dtype, p->K, 2 * p->N, s->w1.strides[2], s->w1.strides[1]},
-        {p->dtype, rows, 2 * p->N, 2 * p->N, 1}};
-    void *const ptr1[3] = {(uint8_t *)s->A + (size_t)(r0 * p->K) * esize,
-                           (uint8_t *)s->w1b + (size_t)xr_moe_at(&s->w1, e, 0, 0) * esize,
-                           (uint8_t *)s->G + (size_t)(r0 * 2 * p->N) * esize};
-    const xr_dnnl_matrix_t m2[3] = {
-        {p->dtype, rows, p->N, p->N, 1},
-        {p->dtype, p->N, p->K, s->w2.strides[2], s->w2.strides[1]},
-        {XR_DTYPE_F32, rows, p->K, p->K, 1}};
-    void *const ptr2[3] = {(uint8_t *)s->H + (size_t)(r0 * p->N) * esize,
-                           (uint8_t *)s->w2b + (size_t)xr_moe_at(&s->w2, e, 0, 0) * esize,
-                           s->Y + r0 * p->K};
-    if (dp->per_expert && dp->d->dnnl_stream_create(&dp->expert_streams[e], dp->d->engine,
-                                                    dnnl_stream_default_flags) != dnnl_success)
-      return xr_error(XR_DEVICE_ERROR, "dnnl_stream_create failed");
-    if ((st = bind_gemm(dp, m1, ptr1, same ? &same->gemm[0] : NULL, &x->gemm[0])) ||
-        (st = bind_gemm(dp, m2, ptr2, same ? &same->gemm[1] : NULL, &x->gemm[1])) ||
-        (st = bind_scratchpad(dp, x)))
-      return st;
-  }
-  return XR_OK;
+  if ((st = plan_tasks(s, &packed_size))) return st;
+  if ((st = xr_hal_buffer_alloc(device, packed_size ? packed_size : 1, &dp->packed_buffer)) ||
+      (st = xr_hal_buffer_host_pointer(dp->packed_buffer, (void **)&dp->packed)))
+    return st;
+  for (int which = 0; which < 2; which++)
+    for (size_t t = 0; t < dp->task_count[which]; t++)
+      if ((st = bind_task(s, which, &dp->tasks[which][t]))) return st;
+  return make_slots(dp, width);
 }
 #endif
 
@@ -597,22 +774,31 @@ static void step_reduce(void *ctx, size_t begin, size_t end) {
   float acc[KC];
   for (size_t mi = begin; mi < end; mi++) {
     int64_t m = (int64_t)mi;
-    /* A KC-wide strip at a time, summed over top-k in slot order, contiguous in Y. */
-    for (int64_t k0 = 0; k0 < p->K; k0 += KC) {
-      int64_t kc = p->K - k0 < KC ? p->K - k0 : KC;
+    /* A strip at a time (a GEMM-2 slice on the oneDNN path), summed over top-k in slot order. */
+    int64_t strip = KC;
+#ifdef XR_HAVE_DNNL_H
+    if (s->use_dnnl) strip = s->dnnl.slice[1];
+#endif
+    for (int64_t k0 = 0; k0 < p->K; k0 += strip) {
+      int64_t kc = p->K - k0 < strip ? p->K - k0 : strip;
       memset(acc, 0, sizeof(float) * (size_t)kc);
       for (int64_t j = 0; j < p->topk; j++) {
-        int64_t pair = m * p->topk + j;
-        if (s->route_ids[pair] < 0) continue;
-        if (!s->use_dnnl) {
-          const float *y = s->Y + pair * p->K + k0;
-          for (int64_t k = 0; k < kc; k++) acc[k] += y[k];
-          continue;
+        int64_t pair = m * p->topk + j, e = s->route_ids[pair];
+        if (e < 0) continue;
+        const void *y = s->Y + pair * p->K + k0;
+        xr_dtype_t y_dtype = XR_DTYPE_F32;
+        if (s->use_dnnl) { /* the pair's weighted row in the expert's slice from k0, in A */
+          int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
+          int64_t at = r0 * p->K + k0 * rows + (s->pair_row[pair] - r0) * kc;
+          y = (const uint8_t *)s->A + (size_t)at * xr_dtype_size(p->dtype);
+          y_dtype = p->dtype;
         }
-        /* oneDNN path: the routing weight and vLLM's rounding of the GEMM-2 output here. */
-        const float *y = s->Y + s->pair_row[pair] * p->K + k0;
-        float w = p->weight_on_input ? 1.0f : s->route_w[pair];
-        for (int64_t k = 0; k < kc; k++) acc[k] += round_to(p->dtype, y[k] * w);
+        add_row(y_dtype, acc, y, kc);
+      }
+      if (o->strides[1] == 1) {
+        size_t at = (size_t)xr_moe_at(o, m, k0, 0);
+        store_row(o->dtype, acc, (uint8_t *)s->ob + at * xr_dtype_size(o->dtype), kc);
+        continue;
       }
       for (int64_t k = 0; k < kc; k++) {
         int64_t at = xr_moe_at(o, m, k0 + k, 0);
@@ -645,7 +831,7 @@ static void cpu_release(void *state) {
   free(s->pair_row);
   free(s->G);
 #ifdef XR_HAVE_DNNL_H
-  dnnl_release(&s->dnnl, s->p->E);
+  dnnl_release(&s->dnnl);
 #endif
   free(s);
 }
@@ -696,8 +882,9 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   }
 #ifdef XR_HAVE_DNNL_H
   xr_hal_device_properties_t properties;
-  size_t width = xr_hal_device_properties(device, &properties) == XR_OK ? properties.compute_units : 1;
-  if (dnnl_prepare(s, device, width) != XR_OK) dnnl_release(&s->dnnl, p->E); /* the micro-kernel path runs */
+  /* A slot per thread that runs the pool's chunks (its workers and the stream's thread). */
+  size_t width = xr_hal_device_properties(device, &properties) == XR_OK ? properties.max_work_group_size : 1;
+  if (dnnl_prepare(s, device, width) != XR_OK) dnnl_release(&s->dnnl); /* the micro-kernel path runs */
 #endif
   *out_state = s;
   return XR_OK;
@@ -714,11 +901,9 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
       (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * panels2, 1, step_gemm2, s)))
     return st;
 #ifdef XR_HAVE_DNNL_H
-  if (s->dnnl.experts &&
-      ((st = xr_hal_stream_enqueue_host(stream, step_dnnl_gemm1, s)) ||
-       (st = xr_hal_stream_enqueue_parallel(stream, (size_t)s->rows_cap, 8, step_dnnl_silu, s)) ||
-       (st = xr_hal_stream_enqueue_host(stream, step_dnnl_gemm2, s)) ||
-       (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E, 1, step_expert, s))))
+  if (s->dnnl.task_count[0] &&
+      ((st = xr_hal_stream_enqueue_parallel(stream, s->dnnl.task_count[0], 1, step_slices1, s)) ||
+       (st = xr_hal_stream_enqueue_parallel(stream, s->dnnl.task_count[1], 1, step_slices2, s))))
     return st;
 #endif
   return xr_hal_stream_enqueue_parallel(stream, (size_t)p->M, 1, step_reduce, s);

@@ -24,6 +24,17 @@ Test(moe_fused, sweep_on_cpu_without_onednn) {
 
 Test(moe_fused, wide_on_cpu) { sweep_wide("cpu", "cpu.moe_fused", "ref.moe"); }
 
+/* The oneDNN path cuts its GEMMs into slices of about 256 KB of weights: at K = 1100, GEMM-1
+ * takes four 64-column slices of gate and of up (the last of 8 columns) and GEMM-2 five of 256
+ * (the last of 76), with about 65 rows per expert (several blocks of rows per slice). */
+Test(moe_fused, weight_slices_on_cpu) {
+  json_t j;
+  for (int n = 0; n < 3; n++) {
+    fused_case(&j, n, 129, 2, 4, n % 2 ? "float" : "c10::BFloat16", 1100, 200);
+    expect_match(&j, "cpu", "cpu.moe_fused", (uint64_t)(40 + n), n == 2 ? NULL : "uniform");
+  }
+}
+
 Test(moe_fused, moe_forward_without_weights_is_unsupported) {
   expect_forward_without_weights_unsupported("cpu");
 }

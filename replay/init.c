@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/dtype.h"
 
@@ -70,6 +71,49 @@ const char *xr_fill_policy(const xr_tensor_spec_t *t, bool written) {
   return floating ? "normal" : t->dtype == XR_DTYPE_BOOL ? "bool" : "uniform-int";
 }
 
+typedef enum fill_kind { FILL_ZEROS, FILL_ONES, FILL_NORMAL, FILL_UNIFORM, FILL_BOOL, FILL_SMALL_INT } fill_kind_t;
+
+typedef struct fill_job {
+  void *host;
+  xr_dtype_t dtype;
+  fill_kind_t kind;
+  uint64_t seed;
+  size_t begin, end;
+} fill_job_t;
+
+enum { FILL_BLOCK = 256, FILL_PER_THREAD = 1 << 20, FILL_MAX_THREADS = 16 };
+
+/* Elements [begin, end). splitmix64 advances its state by one constant per draw, so element i's
+ * draws (two for a normal, one otherwise) start from seed + draws_before_i * constant: any range
+ * comes out exactly as in one sequential pass. */
+static void *fill_range(void *arg) {
+  const fill_job_t *j = arg;
+  uint64_t s = j->seed + (j->kind == FILL_NORMAL ? 2 : 1) * (uint64_t)j->begin * 0x9e3779b97f4a7c15ull;
+  double v[FILL_BLOCK];
+  for (size_t i = j->begin; i < j->end; i += FILL_BLOCK) {
+    size_t m = j->end - i < FILL_BLOCK ? j->end - i : FILL_BLOCK;
+    for (size_t k = 0; k < m; k++) {
+      switch (j->kind) {
+        case FILL_ZEROS: v[k] = 0; break;
+        case FILL_ONES: v[k] = 1; break;
+        case FILL_NORMAL: v[k] = xr_rng_normal(&s); break;
+        case FILL_UNIFORM: v[k] = 2.0 * xr_rng_uniform(&s) - 1.0; break;
+        case FILL_BOOL: v[k] = (double)(xr_rng_next(&s) & 1); break;
+        case FILL_SMALL_INT: v[k] = (double)(xr_rng_next(&s) % 16); break; /* valid as most indices */
+      }
+    }
+    /* the common dtypes without xr_store_element's per-element switch (same conversions) */
+    if (j->dtype == XR_DTYPE_F32) {
+      for (size_t k = 0; k < m; k++) ((float *)j->host)[i + k] = (float)v[k];
+    } else if (j->dtype == XR_DTYPE_BF16) {
+      for (size_t k = 0; k < m; k++) ((uint16_t *)j->host)[i + k] = xr_f32_to_bf16((float)v[k]);
+    } else {
+      for (size_t k = 0; k < m; k++) xr_store_element(j->host, j->dtype, (int64_t)(i + k), v[k]);
+    }
+  }
+  return NULL;
+}
+
 void xr_fill(void *host, const xr_tensor_spec_t *t, size_t bytes, uint64_t seed) {
   const char *policy = xr_fill_policy(t, false);
   size_t n = bytes / xr_dtype_size(t->dtype);
@@ -77,17 +121,29 @@ void xr_fill(void *host, const xr_tensor_spec_t *t, size_t bytes, uint64_t seed)
     xr_poison(host, t->dtype, bytes);
     return;
   }
-  uint64_t s = seed;
-  for (size_t i = 0; i < n; i++) {
-    double v;
-    if (!strcmp(policy, "zeros")) v = 0;
-    else if (!strcmp(policy, "ones")) v = 1;
-    else if (!strcmp(policy, "normal")) v = xr_rng_normal(&s);
-    else if (!strcmp(policy, "uniform")) v = 2.0 * xr_rng_uniform(&s) - 1.0;
-    else if (!strcmp(policy, "bool")) v = (double)(xr_rng_next(&s) & 1);
-    else v = (double)(xr_rng_next(&s) % 16); /* uniform-int: small, valid as most indices */
-    xr_store_element(host, t->dtype, (int64_t)i, v);
+  fill_kind_t kind = !strcmp(policy, "zeros")     ? FILL_ZEROS
+                     : !strcmp(policy, "ones")    ? FILL_ONES
+                     : !strcmp(policy, "normal")  ? FILL_NORMAL
+                     : !strcmp(policy, "uniform") ? FILL_UNIFORM
+                     : !strcmp(policy, "bool")    ? FILL_BOOL
+                                                  : FILL_SMALL_INT;
+  /* Large tensors (expert weights: hundreds of millions of elements) on every core. */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t threads = n / FILL_PER_THREAD;
+  if (threads > (size_t)(cores > 0 ? cores : 1)) threads = (size_t)(cores > 0 ? cores : 1);
+  if (threads > FILL_MAX_THREADS) threads = FILL_MAX_THREADS;
+  if (threads < 1) threads = 1;
+  fill_job_t jobs[FILL_MAX_THREADS];
+  pthread_t ids[FILL_MAX_THREADS];
+  bool started[FILL_MAX_THREADS] = {false};
+  for (size_t k = 0; k < threads; k++) {
+    jobs[k] = (fill_job_t){host, t->dtype, kind, seed, n * k / threads, n * (k + 1) / threads};
+    /* the last range on this thread; one that cannot start a thread runs here too */
+    if (k + 1 < threads) started[k] = pthread_create(&ids[k], NULL, fill_range, &jobs[k]) == 0;
+    if (!started[k]) fill_range(&jobs[k]);
   }
+  for (size_t k = 0; k < threads; k++)
+    if (started[k]) pthread_join(ids[k], NULL);
 }
 
 /* ------------------------------------------------------------------------------------------ */

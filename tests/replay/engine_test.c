@@ -3,6 +3,7 @@
  * Uses small GEMMs (always available through the CPU reference) as the workload. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,5 +307,54 @@ Test(engine, paged_attention_query_layout_follows_trace_hints) {
   cr_assert_eq(s.r[0].outcome, XR_OP_SUCCEEDED, "%s", s.r[0].message);
   cr_assert(strstr(s.r[0].init_policy, "query_start_loc from the trace: 1 prefill (5 tokens) + 2 decode"),
             "%s", s.r[0].init_policy);
+  xr_bundle_destroy(b);
+}
+
+/* The default N(0, 1) inputs, recomputed here from their definition (docs/replay.md): splitmix64
+ * seeded per (seed, op, tensor), two draws per element through Box-Muller. Large tensors are
+ * filled in ranges on several threads; every element must still come out of the one stream. */
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double normal_from(uint64_t *s) {
+  double u1 = (double)(splitmix(s) >> 11) * 0x1p-53, u2 = (double)(splitmix(s) >> 11) * 0x1p-53;
+  if (u1 < 1e-300) u1 = 1e-300;
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+Test(engine, default_inputs_follow_the_documented_stream) {
+  xr_bundle_t *b = bundle(
+      "{\"name\": \"aten::_to_copy\", \"args\": [{\"name\": \"self\", \"type\": \"Tensor\", "
+      "\"value\": {\"shape\": [1100, 2001], \"dtype\": \"float\"}}]}, "
+      "{\"name\": \"aten::_to_copy\", \"args\": [{\"name\": \"self\", \"type\": \"Tensor\", "
+      "\"value\": {\"shape\": [3, 700001], \"dtype\": \"c10::BFloat16\"}}]}");
+  xr_replay_options_t o = quick();
+  o.dump_dir = tmp_path("dump_stream");
+  o.seed = 1234;
+  cr_assert_eq(xr_replay_run(b, &o, NULL, NULL, NULL), XR_OK, "%s", xr_last_error());
+  for (int op = 0; op < 2; op++) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/op%d_return0.npy", o.dump_dir, op);
+    xr_npy_t npy;
+    cr_assert_eq(xr_npy_load(path, &npy), XR_OK, "%s", xr_last_error());
+    uint64_t s = o.seed ^ (0x632be59bd9b4e019ull * (uint64_t)(op + 1)) ^ (0x8cb92ba72f3d8dd7ull * 1);
+    splitmix(&s);
+    for (size_t i = 0; i < (size_t)npy.numel; i++) {
+      float want = (float)normal_from(&s);
+      if (op == 0) {
+        cr_assert_eq(((float *)npy.data)[i], want, "op 0, element %zu", i);
+      } else {
+        uint32_t u;
+        memcpy(&u, &want, 4);
+        uint16_t bf = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); /* no NaN here */
+        cr_assert_eq(((uint16_t *)npy.data)[i], bf, "op 1, element %zu", i);
+      }
+    }
+    xr_npy_free(&npy);
+  }
   xr_bundle_destroy(b);
 }

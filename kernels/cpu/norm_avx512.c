@@ -1,4 +1,4 @@
-/* Row passes of cpu.norm / cpu.softmax on AVX-512: see norm_avx512.h. */
+/* Row passes of cpu.norm / cpu.softmax and cpu.rotary's heads on AVX-512: see norm_avx512.h. */
 #include "kernels/cpu/norm_avx512.h"
 
 #include "kernels/cpu/avx512.h"
@@ -91,6 +91,32 @@ XR_AVX512 void xr_rows_avx512_affine_store(void *dst, xr_dtype_t dt, const float
   if (i < n) affine_at(out, dt, esize, x, w, b, sh, sc, i, xr_avx512_lanes(n - i), false);
 }
 
+XR_AVX512 void xr_rotary_avx512_head(void *head, xr_dtype_t dt, const float *c, const float *sn,
+                                     int64_t embed, bool neox) {
+  char *h = head;
+  const int64_t esize = dt == XR_DTYPE_F32 ? 4 : 2;
+  if (neox) { /* pairs (i, embed + i) */
+    for (int64_t i = 0; i < embed; i += 16) {
+      __mmask16 m = xr_avx512_lanes(embed - i);
+      char *px = h + i * esize, *py = h + (embed + i) * esize;
+      __m512 x = xr_avx512_load(px, dt, m), y = xr_avx512_load(py, dt, m);
+      __m512 cv = _mm512_maskz_loadu_ps(m, c + i), sv = _mm512_maskz_loadu_ps(m, sn + i);
+      xr_avx512_store(px, dt, _mm512_fmsub_ps(x, cv, _mm512_mul_ps(y, sv)), m, false);
+      xr_avx512_store(py, dt, _mm512_fmadd_ps(y, cv, _mm512_mul_ps(x, sv)), m, false);
+    }
+    return;
+  }
+  /* GPT-J, bf16, embed a multiple of 16: neighbours (2i, 2i + 1) are the even and odd lanes */
+  for (int64_t i = 0; i < embed; i += 16) {
+    __m512 x, y;
+    xr_avx512_load_bf16_pairs(h + 4 * i, &x, &y);
+    __m512 cv = _mm512_loadu_ps(c + i), sv = _mm512_loadu_ps(sn + i);
+    _mm512_storeu_si512(h + 4 * i,
+                        xr_avx512_bf16_encode_pairs(_mm512_fmsub_ps(x, cv, _mm512_mul_ps(y, sv)),
+                                                    _mm512_fmadd_ps(y, cv, _mm512_mul_ps(x, sv))));
+  }
+}
+
 #else /* no AVX-512 paths in this build: never called (xr_cpu_avx512() is false) */
 
 xr_row_stats_t xr_rows_avx512_widen(float *dst, const void *src, xr_dtype_t dt, int64_t n) {
@@ -113,6 +139,10 @@ float xr_rows_avx512_exp_sum(float *y, const float *x, int64_t n, float m) {
 void xr_rows_avx512_affine_store(void *dst, xr_dtype_t dt, const float *x, int64_t n, float shift,
                                  float scale, const float *w, const float *b, bool stream) {
   (void)dst, (void)dt, (void)x, (void)n, (void)shift, (void)scale, (void)w, (void)b, (void)stream;
+}
+void xr_rotary_avx512_head(void *head, xr_dtype_t dt, const float *c, const float *sn,
+                           int64_t embed, bool neox) {
+  (void)head, (void)dt, (void)c, (void)sn, (void)embed, (void)neox;
 }
 
 #endif

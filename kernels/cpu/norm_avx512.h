@@ -1,5 +1,6 @@
 /* Row passes of cpu.norm / cpu.softmax on AVX-512 (kernels/cpu/norm_avx512.c): contiguous f32
- * or bf16 rows, each pass widening or rounding on the way instead of in passes of its own.
+ * or bf16 rows, each pass widening or rounding on the way instead of in passes of its own; and
+ * cpu.rotary's rotation of one head.
  * Callable only where xr_cpu_avx512() (kernels/cpu/avx512.h) is true. */
 #ifndef XR_KERNELS_CPU_NORM_AVX512_H
 #define XR_KERNELS_CPU_NORM_AVX512_H
@@ -32,5 +33,11 @@ float xr_rows_avx512_exp_sum(float *y, const float *x, int64_t n, float m);
  * cache (aligned whole vectors; plain stores up to the first). */
 void xr_rows_avx512_affine_store(void *dst, xr_dtype_t dt, const float *x, int64_t n, float shift,
                                  float scale, const float *w, const float *b, bool stream);
+
+/* Rotates one contiguous head in place (rotary embedding): pairs (x, y) become
+ * (x c - y s, y c + x s), with c, s the position's embed cos and sin values. NeoX pairs element
+ * i with embed + i (f32 or bf16); GPT-J pairs neighbours (bf16 only, embed a multiple of 16). */
+void xr_rotary_avx512_head(void *head, xr_dtype_t dt, const float *c, const float *sn,
+                           int64_t embed, bool neox);
 
 #endif

@@ -520,6 +520,7 @@ typedef struct cpu_rotary {
   char *pos, *q, *k, *cache;
   int64_t pos_offset, q_offset, k_offset, cache_offset;
   size_t items;
+  bool avx512;    /* heads rotated in place by xr_rotary_avx512_head() */
   float *scratch; /* items x 3 rows of rot_dim: cos|sin, a head widened, the head rotated */
 } cpu_rotary_t;
 
@@ -564,6 +565,11 @@ HOT void rotate_heads(const cpu_rotary_t *s, char *base, int64_t token_base, int
   const int64_t embed = p->rot_dim / 2, rot = p->rot_dim;
   for (int64_t h = 0; h < heads; h++) {
     int64_t head = token_base + h * head_stride + p->rope_dim_offset * elem_stride;
+    if (s->avx512) {
+      xr_rotary_avx512_head(base + head * (int64_t)xr_dtype_size(p->q_dtype), p->q_dtype, c, sn,
+                            embed, p->is_neox);
+      continue;
+    }
     load_row(in, base, p->q_dtype, head, elem_stride, rot);
     if (p->is_neox) rotate_halves(out, in, c, sn, embed);
     else rotate_pairs(out, in, c, sn, embed);
@@ -631,6 +637,9 @@ static xr_status_t rotary_prepare(const xr_op_plan_t *plan, xr_hal_device_t *dev
     *base[i] = host;
     *offset[i] = tensors[idx[i]].offset;
   }
+  s->avx512 = xr_cpu_avx512() && (p->q_dtype == XR_DTYPE_F32 || p->q_dtype == XR_DTYPE_BF16) &&
+              p->q_elem_stride == 1 && (p->key < 0 || p->k_elem_stride == 1) &&
+              (p->is_neox || (p->q_dtype == XR_DTYPE_BF16 && (p->rot_dim / 2) % 16 == 0));
   s->items = item_count(device, p->tokens, (int64_t)(3 * (size_t)p->rot_dim * sizeof(float)));
   s->scratch = malloc(sizeof(float) * 3 * (size_t)p->rot_dim * s->items + 1);
   if (!s->scratch) {

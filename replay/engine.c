@@ -475,6 +475,7 @@ static void run_op(engine_t *e, size_t index, xr_op_result_t *r) {
   r->output_count = n_out;
   for (size_t k = 0; k < n_out; k++) {
     output_target(&plan, idx[k], r->outputs[k].target, sizeof r->outputs[k].target);
+    r->outputs[k].dtype = ts[0].t[idx[k]].dtype;
     if ((st = read_back(&ts[0], idx[k], &outputs[k])) != XR_OK) {
       fail(r, XR_OP_FAILED, "reading outputs: ");
       goto out;

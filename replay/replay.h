@@ -88,6 +88,7 @@ typedef struct xr_op_result {
   size_t output_count;
   struct {
     char target[64];              /* "return0", or the written argument's name */
+    xr_dtype_t dtype;             /* the output's dtype (its dump is op<index>_<target>.npy) */
     double nmse;
     double threshold;
     bool nonfinite;               /* NaN or Inf where the reference is finite */

@@ -51,6 +51,9 @@ typedef struct kept {
   xr_op_outcome_t outcome;
   double median_us;
   char kernel[64];
+  bool has_output;
+  char target[64];  /* the op's first output, compared across HALs */
+  xr_dtype_t dtype;
 } kept_t;
 
 typedef struct run_ctx {
@@ -74,6 +77,11 @@ static void on_result(void *context, const xr_op_result_t *r, size_t position, s
     c->kept[r->index].outcome = r->outcome;
     c->kept[r->index].median_us = r->median_us;
     snprintf(c->kept[r->index].kernel, sizeof c->kept[r->index].kernel, "%s", r->kernel);
+    c->kept[r->index].has_output = r->output_count > 0;
+    if (r->output_count > 0) {
+      snprintf(c->kept[r->index].target, sizeof c->kept[r->index].target, "%s", r->outputs[0].target);
+      c->kept[r->index].dtype = r->outputs[0].dtype;
+    }
   }
   if (c->report && c->report_status == XR_OK) c->report_status = xr_report_add(c->report, r);
   if (c->tty) fputs("\r\033[K", stderr);
@@ -139,23 +147,11 @@ static double npy_nmse(const char *a_path, const char *b_path, xr_dtype_t dtype)
   return den > 0 ? num / den : num;
 }
 
-/* The first dumped output of op `index` in `dir` ("op3_return0.npy"), written into out. */
-static bool first_dump(const char *dir, size_t index, char *out, size_t n) {
-  DIR *d = opendir(dir);
-  if (!d) return false;
-  char prefix[32];
-  snprintf(prefix, sizeof prefix, "op%zu_", index);
-  bool found = false;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strncmp(e->d_name, prefix, strlen(prefix))) {
-      snprintf(out, n, "%.3800s/%.255s", dir, e->d_name);
-      found = true;
-      break;
-    }
-  }
-  closedir(d);
-  return found;
+/* Op `index`'s dump of output `target` in `dir` ("op3_return0.npy"), written into out; false
+ * when there is none. */
+static bool dump_path(const char *dir, size_t index, const char *target, char *out, size_t n) {
+  snprintf(out, n, "%.3800s/op%zu_%.64s.npy", dir, index, target);
+  return access(out, R_OK) == 0;
 }
 
 static void remove_tree(const char *dir) {
@@ -356,17 +352,13 @@ int xr_cmd_replay(int argc, char **argv) {
                     kept[h][i].outcome == XR_OP_SUCCEEDED;
         if (both) printf(" %12.2f", kept[0][i].median_us / kept[h][i].median_us);
         else printf(" %12s", "-");
+        /* the same output of each (its first), read as its own dtype */
         char pa[4200], pb[4200];
         double nmse = NAN;
-        if (both && first_dump(dump_dirs[0], i, pa, sizeof pa) &&
-            first_dump(dump_dirs[h], i, pb, sizeof pb)) {
-          xr_op_plan_t plan;
-          if (xr_kernel_plan(&b->ops[i], &plan) == XR_OK) {
-            xr_dtype_t d = plan.return_count ? plan.returns[0].dtype : plan.inputs[0]->dtype;
-            nmse = npy_nmse(pb, pa, d);
-            xr_kernel_plan_free(&plan);
-          }
-        }
+        if (both && kept[0][i].has_output &&
+            dump_path(dump_dirs[0], i, kept[0][i].target, pa, sizeof pa) &&
+            dump_path(dump_dirs[h], i, kept[0][i].target, pb, sizeof pb))
+          nmse = npy_nmse(pb, pa, kept[0][i].dtype);
         if (isnan(nmse)) printf(" %10s", "-");
         else printf(" %10.2g", nmse);
       }

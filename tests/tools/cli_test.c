@@ -251,6 +251,18 @@ Test(cli, two_hals_side_by_side_and_compare_reports) {
   cr_assert(strstr(out_text, "geometric-mean speed-up of B over A: 1.000x"), "%s", out_text);
   slurp(svg, out_text, sizeof out_text);
   cr_assert(strstr(out_text, "<svg") && strstr(out_text, "1.00x"), "%s", out_text);
+  /* An in-place op with two outputs (rotary: query and key) compares the same output of each
+   * HAL, read as its own dtype (bf16, where the op's first input is int64 positions). */
+  cr_assert_eq(replay("--hal=cpu,opencl --iters=2 --warmup=0 --op-filter=rotary "
+                      "examples/llm_small.msgpack"), 0, "%s", err_text);
+  const char *side = strstr(out_text, "== side by side");
+  cr_assert_not_null(side, "%s", out_text);
+  const char *row = strstr(side, "_C::rotary_embedding");
+  cr_assert_not_null(row, "%s", out_text);
+  const char *eol = strchr(row, '\n'), *last = eol;
+  while (last > row && last[-1] != ' ') last--;
+  double nmse = strtod(last, NULL);
+  cr_assert(last < eol && nmse < 1e-4, "rotary nmse cpu vs opencl: %.*s", (int)(eol - row), row);
   snprintf(b, sizeof b, "%s/not-a-report.json", tmpdir());
   write_text(b, "{\"ops\": 3}");
   snprintf(args, sizeof args, "compare %s %s", a, b);

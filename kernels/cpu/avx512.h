@@ -1,5 +1,5 @@
 /* AVX-512 building blocks for the host kernels' fast paths (elementwise, norms): 16 floats per
- * register, loads that widen and stores that round, exp and a reciprocal, written with
+ * register, loads that widen and stores that round (f32, bf16, f16), exp and a reciprocal, written with
  * intrinsics because the portable loops the compiler vectorises (kernels/cpu/elementwise_cpu.h)
  * leave the conversions, the divisions and the extra passes over a block on the table.
  *
@@ -29,9 +29,10 @@ XR_AVX512_INLINE __mmask16 xr_avx512_lanes(int64_t n) {
   return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u);
 }
 
-/* 16 (or the lanes in m) f32 or bf16 elements at p, as floats; other lanes 0. */
+/* 16 (or the lanes in m) f32, bf16 or f16 elements at p, as floats (exactly); other lanes 0. */
 XR_AVX512_INLINE __m512 xr_avx512_load(const void *p, xr_dtype_t dt, __mmask16 m) {
   if (dt == XR_DTYPE_F32) return _mm512_maskz_loadu_ps(m, p);
+  if (dt == XR_DTYPE_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
   __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
 }
@@ -78,8 +79,21 @@ XR_AVX512_INLINE __m512i xr_avx512_bf16_encode_pairs(__m512 even, __m512 odd) {
   return _mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(odd, even));
 }
 
-/* Stores the lanes in m of v at p as f32 or bf16; `stream` (full, aligned vectors only: the
- * caller checks) writes around the cache. */
+/* f16 of 16 floats, bit-exact with xr_cpu_f16_encode: vcvtps2ph rounds to nearest even with
+ * subnormal results (MXCSR's flush-to-zero does not apply to it); NaNs, whose payload it keeps,
+ * become the quiet NaN 0x7e00 with their sign, as the portable encoder makes them. */
+XR_AVX512_INLINE __m256i xr_avx512_f16_encode(__m512 v) {
+  __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  if (__builtin_expect(nan != 0, 0)) {
+    __m256i sign = _mm256_and_si256(h, _mm256_set1_epi16((short)0x8000));
+    h = _mm256_mask_mov_epi16(h, nan, _mm256_or_si256(sign, _mm256_set1_epi16(0x7e00)));
+  }
+  return h;
+}
+
+/* Stores the lanes in m of v at p as f32, bf16 or f16; `stream` (full, aligned vectors only:
+ * the caller checks) writes around the cache. */
 XR_AVX512_INLINE void xr_avx512_store(void *p, xr_dtype_t dt, __m512 v, __mmask16 m,
                                       bool stream) {
   if (dt == XR_DTYPE_F32) {
@@ -87,7 +101,7 @@ XR_AVX512_INLINE void xr_avx512_store(void *p, xr_dtype_t dt, __m512 v, __mmask1
     else _mm512_mask_storeu_ps(p, m, v);
     return;
   }
-  __m256i h = xr_avx512_bf16_encode(v);
+  __m256i h = dt == XR_DTYPE_F16 ? xr_avx512_f16_encode(v) : xr_avx512_bf16_encode(v);
   if (stream) _mm256_stream_si256((__m256i *)p, h);
   else _mm256_mask_storeu_epi16(p, m, h);
 }

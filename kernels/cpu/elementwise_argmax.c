@@ -31,7 +31,7 @@ typedef struct cpu_argmax {
   size_t esize;
   int64_t *out;
   int64_t chunks;       /* per output */
-  bool avx512;          /* contiguous f32 / bf16 rows: scan_avx512() */
+  bool avx512;          /* contiguous f32 / bf16 / f16 rows: scan_avx512() */
   partial_t *partials;  /* out_numel * chunks when chunks > 1 */
 } cpu_argmax_t;
 
@@ -68,7 +68,7 @@ VECTOR_CLONES static partial_t block_max(const float *v, int64_t n) {
 }
 
 #ifdef XR_HAVE_AVX512_PATHS
-/* block_max over n (< 2^31) contiguous f32 or bf16 values at src, with AVX-512: four
+/* block_max over n (< 2^31) contiguous f32, bf16 or f16 values at src, with AVX-512: four
  * independent sets of 16 lanes (a lane's compare waits on its previous select; four keep the
  * vector units busy), merged at the end by value, then by the smaller position. */
 XR_AVX512 static partial_t scan_avx512(const char *src, xr_dtype_t dt, int64_t n) {
@@ -202,7 +202,7 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   s->p = p;
   s->esize = xr_dtype_size(p->dtype);
   s->avx512 = xr_cpu_avx512() && p->red_rank == 1 && p->red_strides[0] == 1 &&
-              (p->dtype == XR_DTYPE_F32 || p->dtype == XR_DTYPE_BF16);
+              (p->dtype == XR_DTYPE_F32 || p->dtype == XR_DTYPE_BF16 || p->dtype == XR_DTYPE_F16);
   void *in, *out;
   xr_status_t st;
   if ((st = xr_tensor_host(&tensors[p->self], &in)) || (st = xr_tensor_host(&tensors[p->out], &out))) {

@@ -1,5 +1,5 @@
 /* cpu.elementwise's AVX-512 path: the arithmetic, activations and conversions of rows whose
- * operands are contiguous (or a broadcast value), f32 or bf16 in, f32, bf16 or fp8 out, in one
+ * operands are contiguous (or a broadcast value), f32, bf16 or f16 in, those or fp8 out, in one
  * pass of 16 elements at a time: widen, compute, round and store without the block buffers of
  * the portable pipeline (kernels/cpu/elementwise_cpu.c), which takes everything else.
  *
@@ -39,15 +39,18 @@ static bool is_fp8(xr_dtype_t d) {
          d == XR_DTYPE_F8E5M2FNUZ;
 }
 
+/* The dtypes xr_avx512_load / xr_avx512_store move. */
+static bool vector_dtype(xr_dtype_t d) {
+  return d == XR_DTYPE_F32 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F16;
+}
+
 bool xr_ew_avx512_takes(const xr_ew_step_t *s) {
   if (!xr_cpu_avx512()) return false;
   int in = s->rank - 1;
-  bool wide_in = s->a.dtype == XR_DTYPE_F32 || s->a.dtype == XR_DTYPE_BF16;
+  bool wide_in = vector_dtype(s->a.dtype);
   bool b_ok = s->b_scalar || s->b.index < 0 ||
-              ((s->b.dtype == XR_DTYPE_F32 || s->b.dtype == XR_DTYPE_BF16) &&
-               (s->b.strides[in] == 0 || s->b.strides[in] == 1));
-  bool out_ok = s->out.dtype == XR_DTYPE_F32 || s->out.dtype == XR_DTYPE_BF16 ||
-                (is_fp8(s->out.dtype) && s->op == XR_EW_COPY);
+              (vector_dtype(s->b.dtype) && (s->b.strides[in] == 0 || s->b.strides[in] == 1));
+  bool out_ok = vector_dtype(s->out.dtype) || (is_fp8(s->out.dtype) && s->op == XR_EW_COPY);
   switch (s->op) {
     case XR_EW_ADD: case XR_EW_SUB: case XR_EW_MUL: case XR_EW_DIV: case XR_EW_COPY:
     case XR_EW_GELU: case XR_EW_GELU_TANH: case XR_EW_SILU: case XR_EW_SILU_AND_MUL:
@@ -212,9 +215,7 @@ XR_AVX512_INLINE void pairs_at(xr_ew_op_t op, const row_args_t *r, __m512 bv, in
 XR_AVX512_INLINE void row(xr_ew_op_t op, const xr_ew_step_t *s, char *out, const char *a,
                           const char *b, int64_t sb, float scalar, int64_t n, bool stream) {
   __m512 bv = _mm512_set1_ps(scalar);
-  if (b && sb == 0)
-    bv = _mm512_set1_ps(s->b.dtype == XR_DTYPE_F32 ? *(const float *)b
-                                                   : xr_bits_to_f32((uint32_t)*(const uint16_t *)b << 16));
+  if (b && sb == 0) bv = _mm512_set1_ps((float)xr_load_element(b, s->b.dtype, 0));
   fp8_lanes_t lanes;
   row_args_t r = {.s = s, .out = out, .a = a, .b = b && sb == 1 ? b : NULL,
                   .eo = (int64_t)xr_dtype_size(s->out.dtype),

@@ -9,7 +9,7 @@
 
 /* Whether the AVX-512 path runs this (coalesced) step: the CPU has it, the op is arithmetic, an
  * activation or a conversion, a and out are contiguous along the last dim, b contiguous or
- * broadcast along it, inputs f32 or bf16, the output f32 or bf16 (or fp8 for conversions). */
+ * broadcast along it, inputs f32, bf16 or f16, the output one of those (or fp8 for conversions). */
 bool xr_ew_avx512_takes(const xr_ew_step_t *s);
 
 /* n elements of one row of step s: out, a and b point at the row's first elements (b NULL when

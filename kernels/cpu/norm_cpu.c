@@ -7,8 +7,8 @@
  * the compiler vectorises them at -O2 without reassociating anything itself; the fp16 and bf16
  * conversions are branch-free for the same reason (kernels/cpu/elementwise_cpu.h). On x86-64 the
  * row kernels are also built for AVX-512 and AVX2 + FMA and picked at run time (target_clones).
- * Where the CPU has AVX-512 BF16, softmax and the norms of contiguous f32 and bf16 rows take
- * row_avx512() instead (widening and rounding fused into the passes that need them).
+ * Where the CPU has AVX-512 BF16, softmax and the norms of contiguous f32, bf16 and f16 rows
+ * take row_avx512() instead (widening and rounding fused into the passes that need them).
  * Outputs too large for the cache are written with streaming stores. */
 #include <math.h>
 #include <stdlib.h>
@@ -285,8 +285,8 @@ HOT void store_stat(const cpu_rows_t *s, int k, int64_t r, float v) {
   ((float *)s->base[k])[s->offset[k] + xr_rows_outer_offset(s->p, k, r)] = v;
 }
 
-/* Row r of softmax, layer norm, RMS norm or the fused add + RMS norm with contiguous f32 / bf16
- * rows, in three passes at most (kernels/cpu/norm_avx512.c): widen while summing (or add, round
+/* Row r of softmax, layer norm, RMS norm or the fused add + RMS norm with contiguous f32 / bf16 /
+ * f16 rows, in three passes at most (kernels/cpu/norm_avx512.c): widen while summing (or add, round
  * and store the residual while summing its squares), then (layer norm) the centred squares or
  * (softmax) the exponentials, then scale, round and store in one. */
 static void row_avx512(const cpu_rows_t *s, int64_t r, float *sx, float *sy) {
@@ -468,8 +468,8 @@ static xr_status_t rows_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
   s->avx512 = xr_cpu_avx512() && !softmax_cast && s->stride[XR_ROWS_X] == 1 &&
               s->stride[XR_ROWS_OUT] == 1 &&
               (p->op != XR_ROWS_ADD_RMS_NORM || s->stride[XR_ROWS_RESIDUAL] == 1) &&
-              (in_dtype == XR_DTYPE_F32 || in_dtype == XR_DTYPE_BF16) &&
-              (out_dtype == XR_DTYPE_F32 || out_dtype == XR_DTYPE_BF16);
+              (in_dtype == XR_DTYPE_F32 || in_dtype == XR_DTYPE_BF16 || in_dtype == XR_DTYPE_F16) &&
+              (out_dtype == XR_DTYPE_F32 || out_dtype == XR_DTYPE_BF16 || out_dtype == XR_DTYPE_F16);
   s->pitch = (n + 15) & ~(size_t)15; /* rows start on cache lines */
   s->items = item_count(device, p->rows, (int64_t)(3 * s->pitch * sizeof(float)));
   s->scratch = aligned_alloc(64, sizeof(float) * 3 * s->pitch * s->items + 64);
@@ -637,7 +637,8 @@ static xr_status_t rotary_prepare(const xr_op_plan_t *plan, xr_hal_device_t *dev
     *base[i] = host;
     *offset[i] = tensors[idx[i]].offset;
   }
-  s->avx512 = xr_cpu_avx512() && (p->q_dtype == XR_DTYPE_F32 || p->q_dtype == XR_DTYPE_BF16) &&
+  s->avx512 = xr_cpu_avx512() &&
+              (p->q_dtype == XR_DTYPE_F32 || p->q_dtype == XR_DTYPE_BF16 || p->q_dtype == XR_DTYPE_F16) &&
               p->q_elem_stride == 1 && (p->key < 0 || p->k_elem_stride == 1) &&
               (p->is_neox || (p->q_dtype == XR_DTYPE_BF16 && (p->rot_dim / 2) % 16 == 0));
   s->items = item_count(device, p->tokens, (int64_t)(3 * (size_t)p->rot_dim * sizeof(float)));

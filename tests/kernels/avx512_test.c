@@ -74,6 +74,34 @@ Test(avx512, bf16_encode_matches_the_portable_rounding) {
   free(v);
 }
 
+Test(avx512, f16_conversions_match_the_portable_ones) {
+  require_avx512();
+  float *v;
+  size_t n = special_floats(&v);
+  uint16_t *got = malloc(n * sizeof *got);
+  cr_assert_not_null(got);
+  xr_ew_step_t s = step(XR_EW_COPY, XR_DTYPE_F16, XR_DTYPE_F32, (int64_t)n);
+  cr_assert(xr_ew_avx512_takes(&s));
+  xr_ew_avx512_row(&s, (char *)got, (const char *)v, NULL, 0, (int64_t)n, false);
+  for (size_t i = 0; i < n; i++)
+    cr_assert_eq(got[i], xr_cpu_f16_encode(v[i]), "f16 of %a (0x%08x): 0x%04x, expected 0x%04x",
+                 v[i], xr_f32_to_bits(v[i]), got[i], xr_cpu_f16_encode(v[i]));
+  /* every f16 code to f32: the same float, NaN for NaN (vcvtph2ps quiets signalling ones) */
+  uint16_t codes[65536];
+  float wide[65536];
+  for (int i = 0; i < 65536; i++) codes[i] = (uint16_t)i;
+  s = step(XR_EW_COPY, XR_DTYPE_F32, XR_DTYPE_F16, 65536);
+  cr_assert(xr_ew_avx512_takes(&s));
+  xr_ew_avx512_row(&s, (char *)wide, (const char *)codes, NULL, 0, 65536, false);
+  for (int i = 0; i < 65536; i++) {
+    float want = xr_f16_to_f32(codes[i]);
+    if (isnan(want)) cr_assert(isnan(wide[i]), "f16 0x%04x: %a, expected NaN", i, wide[i]);
+    else cr_assert_eq(xr_f32_to_bits(wide[i]), xr_f32_to_bits(want), "f16 0x%04x: %a, expected %a", i, wide[i], want);
+  }
+  free(got);
+  free(v);
+}
+
 Test(avx512, bf16_pairs_keep_element_order) {
   require_avx512();
   float *v;

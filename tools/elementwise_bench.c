@@ -27,6 +27,7 @@ typedef struct op_case {
 /* 16 Mi f32 or 32 Mi bf16 elements = 64 MiB per tensor. */
 #define T_F32(shape) "{\"dtype\": \"float\", \"shape\": " shape "}"
 #define T_BF16(shape) "{\"dtype\": \"c10::BFloat16\", \"shape\": " shape "}"
+#define T_F16(shape) "{\"dtype\": \"c10::Half\", \"shape\": " shape "}"
 #define ARG(name, type, value) "{\"name\": \"" name "\", \"type\": \"" type "\", \"value\": " value "}"
 #define OP(name, args, kwargs)                                                                \
   "{\"format\": \"xreplay-bundle\", \"format_version\": 1, \"ops\": [{\"name\": \"" name      \
@@ -50,6 +51,8 @@ static const op_case_t cases[] = {
     {"silu bf16", OP("aten::silu", ARG("self", "Tensor", T_BF16("[8192, 4096]")), "")},
     {"silu_and_mul bf16", OP("_C::silu_and_mul", ARG("result", "Tensor(a!)", T_BF16("[8192, 2048]")) ", "
                              ARG("input", "Tensor", T_BF16("[8192, 4096]")), "")},
+    {"silu_and_mul f16", OP("_C::silu_and_mul", ARG("result", "Tensor(a!)", T_F16("[8192, 2048]")) ", "
+                            ARG("input", "Tensor", T_F16("[8192, 4096]")), "")},
     {"copy_ f32 <- bf16", OP("aten::copy_", ARG("self", "Tensor(a!)", T_F32("[8192, 2048]")) ", "
                           ARG("src", "Tensor", T_BF16("[8192, 2048]")), "")},
     {"copy_ f32, transposed src", OP("aten::copy_", ARG("self", "Tensor(a!)", T_F32("[4096, 4096]")) ", "

@@ -14,54 +14,19 @@
 #include "kernels/attention.h"
 #include "kernels/family.h"
 
-/* The vector helpers are always inlined: no vector crosses a call boundary whose ABI the
- * target_clones variants could disagree on. */
-#pragma GCC diagnostic ignored "-Wpsabi"
-/* ISO C mode forbids contracting a * b + c into an FMA; the micro-kernels want exactly that. */
+/* ISO C mode forbids contracting a * b + c into an FMA; the micro-kernels want exactly that,
+ * and so does exp's polynomial (vector_ext.h, included after this for that reason). */
 #pragma GCC optimize("fp-contract=fast")
+#include "kernels/cpu/vector_ext.h"
 
-typedef float vf __attribute__((vector_size(64)));
-typedef int32_t vi __attribute__((vector_size(64)));
-typedef uint32_t vu __attribute__((vector_size(64)));
-typedef uint16_t vh __attribute__((vector_size(32)));
-
-#define HOT static inline __attribute__((always_inline))
+#define HOT XR_VHOT
 #define CLONES __attribute__((target_clones("avx512f", "fma", "default")))
 
 /* DECODE_ROWS: the most rows a kv head may have for its block to walk the keys with the other
  * heads of its item (decode and short speculative steps). */
-enum { BK = 64, MR = 4, VW = 16, DECODE_ROWS = 16 };
+enum { BK = 64, MR = 4, DECODE_ROWS = 16 };
 
 static inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
-HOT vf vload(const float *p) {
-  vf v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-HOT void vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
-
-/* exp(x) for x <= 0 (the only arguments softmax needs); exact 0 below -87, relative error
- * ~2e-7 elsewhere (Cephes' range reduction and polynomial). */
-HOT vf vexp(vf x) {
-  vi under = x < -87.0f;
-  vf t = x * 1.44269504088896341f;
-  vi n = __builtin_convertvector(t - 0.5f, vi); /* round to nearest for t <= 0 */
-  vi keep = ~under;
-  n &= keep;
-  vf nf = __builtin_convertvector(n, vf);
-  vf r = (vf)((vi)x & keep);
-  r = r - nf * 0.693359375f + nf * 2.12194440e-4f;
-  vf p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  vf y = p * r * r + r + 1.0f;
-  y = y * (vf)((n + 127) << 23);
-  return (vf)((vi)y & keep);
-}
 
 HOT float hsum(vf v) {
   float s = 0;
@@ -439,11 +404,11 @@ CLONES static void run_heads(const cpu_state_t *st, scratch_t *w, const qblock_t
         }
         vf sum = {0};
         for (int j = 0; j < 4; j++) {
-          vf e = vexp(vload(s + 16 * j) - mnew);
+          vf e = vexp_nonpositive(vload(s + 16 * j) - mnew);
           vstore(s + 16 * j, e);
           sum += e;
         }
-        float alpha = m[r] == -INFINITY ? 0.0f : vexp((vf){0} + (m[r] - mnew))[0];
+        float alpha = m[r] == -INFINITY ? 0.0f : vexp_nonpositive((vf){0} + (m[r] - mnew))[0];
         l[r] = l[r] * alpha + hsum(sum);
         m[r] = mnew;
         if (alpha != 1.0f) {

@@ -33,6 +33,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/onednn.h"
+#include "kernels/cpu/vector_ext.h"
 #include "kernels/dtype.h"
 #include "kernels/family.h"
 #include "kernels/moe.h"
@@ -112,23 +113,8 @@ static void load_f32(const void *base, xr_dtype_t d, int64_t start, int64_t stri
 
 /* Vector helpers for the passes between the GEMMs (silu_and_mul, weighting, reduce), built
  * for AVX-512 and plain x86-64 (target_clones picks one when the library loads). */
-/* The helpers are inlined into their callers, so no vector crosses a call boundary. */
-#pragma GCC diagnostic ignored "-Wpsabi"
 #define CLONES __attribute__((target_clones("avx512f", "default")))
-#define HOT static inline __attribute__((always_inline))
-enum { VW = 16 };
-typedef float vf __attribute__((vector_size(64)));
-typedef int32_t vi __attribute__((vector_size(64)));
-typedef uint32_t vu __attribute__((vector_size(64)));
-typedef uint16_t vh __attribute__((vector_size(32)));
-
-HOT vf vload(const float *p) {
-  vf v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-HOT void vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
+#define HOT XR_VHOT
 
 HOT vf bf16_vload(const uint16_t *p) {
   vh h;
@@ -147,23 +133,6 @@ HOT vh bf16_round(vf x) {
 HOT void bf16_vstore(uint16_t *p, vf x) {
   vh h = bf16_round(x);
   memcpy(p, &h, sizeof h);
-}
-
-/* exp(x) for x <= 0: exact 0 below -87, relative error ~2e-7 elsewhere (Cephes' range
- * reduction and polynomial, as attention_cpu.c's). */
-HOT vf vexp_nonpositive(vf x) {
-  vi keep = ~(x < -87.0f);
-  vi n = __builtin_convertvector(x * 1.44269504088896341f - 0.5f, vi) & keep;
-  vf nf = __builtin_convertvector(n, vf);
-  vf r = (vf)((vi)x & keep);
-  r = r - nf * 0.693359375f + nf * 2.12194440e-4f;
-  vf p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  vf y = (p * r * r + r + 1.0f) * (vf)((n + 127) << 23);
-  return (vf)((vi)y & keep);
 }
 
 /* silu(g) * u = g * sigmoid(g) * u, sigmoid from exp(-|g|) so that nothing overflows. */

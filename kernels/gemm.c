@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/dtype.h"
 #include "kernels/family.h"
 #include "kernels/gemm.h"
 
@@ -76,11 +77,6 @@ static bool is_float_dtype(xr_dtype_t d) {
   return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F64;
 }
 
-static bool is_fp8_dtype(xr_dtype_t d) {
-  return d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E4M3FNUZ ||
-         d == XR_DTYPE_F8E5M2FNUZ;
-}
-
 /* c10::ScalarType codes as the profiler records a ScalarType argument. */
 static xr_dtype_t scalar_type_dtype(int64_t code) {
   switch (code) {
@@ -138,7 +134,7 @@ static xr_status_t analyze_scaled_mm(xr_op_plan_t *plan, xr_gemm_problem_t *p) {
       (st = need_rank(plan, a, "self", 2, 2)) || (st = need_rank(plan, b, "mat2", 2, 2)))
     return st;
   const xr_tensor_spec_t *ta = plan->inputs[a], *tb = plan->inputs[b];
-  if (!is_fp8_dtype(ta->dtype) || !is_fp8_dtype(tb->dtype))
+  if (!xr_dtype_is_fp8(ta->dtype) || !xr_dtype_is_fp8(tb->dtype))
     return xr_plan_error(plan, "self and mat2 must be fp8 (got %s and %s)", xr_dtype_name(ta->dtype),
                          xr_dtype_name(tb->dtype));
   if (ta->shape[1] != tb->shape[0])
@@ -170,7 +166,7 @@ static xr_status_t analyze_scaled_mm(xr_op_plan_t *plan, xr_gemm_problem_t *p) {
   if (sr >= 0) {
     if (plan->inputs[sr]->dtype != XR_DTYPE_F32 || xr_spec_numel(plan->inputs[sr]) != 1)
       return xr_plan_error(plan, "scale_result: expected one float32 value");
-    if (is_fp8_dtype(p->out_dtype)) p->scale_result = sr;
+    if (xr_dtype_is_fp8(p->out_dtype)) p->scale_result = sr;
   }
   p->c_dtype = p->out_dtype;
   if (bias >= 0) {

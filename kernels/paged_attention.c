@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kernels/attention.h"
+#include "kernels/dtype.h"
 #include "kernels/family.h"
 
 static const char *const paged_ops[] = {
@@ -58,11 +59,6 @@ static xr_status_t cache_format(const xr_op_plan_t *plan, xr_dtype_t tensor_dtyp
                          xr_dtype_name(tensor_dtype));
   }
   return XR_OK;
-}
-
-static bool is_fp8(xr_dtype_t d) {
-  return d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E4M3FNUZ ||
-         d == XR_DTYPE_F8E5M2FNUZ;
 }
 
 /* k_scale / v_scale: a float32 tensor read at run time (vLLM >= 0.6.4) or a float. */
@@ -167,7 +163,7 @@ xr_status_t xr_attn_analyze_paged(xr_op_plan_t *plan) {
   if (tab->shape[0] < p[XR_AP_batch]) return xr_plan_error(plan, "block_tables has fewer rows than seq_lens");
   a->q_dtype = a->o_dtype = q->dtype;
   a->kv_dtype = kfmt;
-  p[XR_AP_kv_fp8] = is_fp8(kfmt);
+  p[XR_AP_kv_fp8] = xr_dtype_is_fp8(kfmt);
   a->t[XR_AT_Q] = iq, a->t[XR_AT_K] = ikc, a->t[XR_AT_V] = ivc, a->t[XR_AT_OUT] = iout;
   a->t[XR_AT_TABLE] = itab, a->t[XR_AT_LENS] = ilens;
   p[XR_AP_q_off] = q->storage_offset, p[XR_AP_o_off] = out->storage_offset;
@@ -319,9 +315,9 @@ xr_status_t xr_attn_analyze_cache(xr_op_plan_t *plan) {
     c->kc_ss = kc->strides[3], c->kc_sd = kc->strides[4];
     c->vc_sb = vc->strides[0], c->vc_sh = vc->strides[1], c->vc_sd = vc->strides[2], c->vc_ss = vc->strides[3];
   }
-  if (!is_fp8(c->cache_dtype)) c->k_scale = c->v_scale = -1;
+  if (!xr_dtype_is_fp8(c->cache_dtype)) c->k_scale = c->v_scale = -1;
   double elems = 2.0 * (double)c->tokens * (double)c->kv_heads * (double)c->head_dim;
-  plan->flops = is_fp8(c->cache_dtype) ? elems : 0;
+  plan->flops = xr_dtype_is_fp8(c->cache_dtype) ? elems : 0;
   plan->bytes = elems * (double)(xr_dtype_size(k->dtype) + xr_dtype_size(kc->dtype));
   return XR_OK;
 }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/dtype.h"
 #include "kernels/family.h"
 
 static const char *const ua_ops[] = {
@@ -50,10 +51,6 @@ static const xr_tensor_spec_t *tensor_arg(const xr_op_t *op, int position, const
 }
 
 static bool is_float(xr_dtype_t d) { return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16; }
-
-static bool is_fp8(xr_dtype_t d) {
-  return d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E4M3FNUZ || d == XR_DTYPE_F8E5M2FNUZ;
-}
 
 static bool has_contents(const xr_tensor_spec_t *t) { return t->data || t->data_file; }
 
@@ -148,7 +145,7 @@ static xr_status_t read_geometry(const xr_op_t *op, geometry_t *g) {
     if (g->num_blocks >= 0 && nb != g->num_blocks)
       return op_error(op, "%s: %lld differs from kv_cache's %lld blocks", "num_blocks", (long long)g->num_blocks, (long long)nb);
     g->block_size = bs, g->num_blocks = nb;
-    bool fp8_bytes = (c->dtype == XR_DTYPE_U8 || c->dtype == XR_DTYPE_I8) && is_fp8(g->cache_dtype);
+    bool fp8_bytes = (c->dtype == XR_DTYPE_U8 || c->dtype == XR_DTYPE_I8) && xr_dtype_is_fp8(g->cache_dtype);
     if (c->dtype != g->cache_dtype && !fp8_bytes)
       return xr_error(XR_INVALID_ARGUMENT, "%s: kv_cache: kv_cache_dtype '%s' needs a %s cache, got %s", op->name,
                       kv_dtype, xr_dtype_name(g->cache_dtype), xr_dtype_name(c->dtype));
@@ -491,7 +488,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   p[XR_AP_max_k] = has_contents(lens) ? u->max_blocks * g.block_size : l->max_k;
   a->q_dtype = a->o_dtype = q->dtype;
   a->kv_dtype = g.cache_dtype;
-  p[XR_AP_kv_fp8] = is_fp8(g.cache_dtype);
+  p[XR_AP_kv_fp8] = xr_dtype_is_fp8(g.cache_dtype);
   a->t[XR_AT_Q] = u->query, a->t[XR_AT_K] = a->t[XR_AT_V] = u->kv_cache, a->t[XR_AT_OUT] = u->output;
   a->t[XR_AT_CU_Q] = u->query_start_loc, a->t[XR_AT_LENS] = u->seq_lens, a->t[XR_AT_TABLE] = u->block_table;
   p[XR_AP_q_off] = q->storage_offset, p[XR_AP_q_sb] = 0;

@@ -12,14 +12,6 @@
 
 enum { CHUNK = 1 << 16 };
 
-/* The scans are also compiled for AVX-512 and AVX2, picked at load time. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define VECTOR_CLONES
-#endif
-
 typedef struct partial {
   float value;
   int64_t k;
@@ -42,7 +34,7 @@ enum { LANES = 16 };
  * j + LANES, ...: a strict > keeps each lane's first maximum, and the lanes merge by value,
  * then by the smaller position. The lane loop is written so that the compiler turns it into
  * vector compares and blends. */
-VECTOR_CLONES static partial_t block_max(const float *v, int64_t n) {
+XR_CPU_CLONES static partial_t block_max(const float *v, int64_t n) {
   float m[LANES];
   int32_t at[LANES], nan[LANES];
   for (int j = 0; j < LANES; j++) m[j] = -INFINITY, at[j] = -1, nan[j] = 0;

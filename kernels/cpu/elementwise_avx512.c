@@ -34,11 +34,6 @@ bool xr_cpu_avx512(void) {
   return avx512_usable;
 }
 
-static bool is_fp8(xr_dtype_t d) {
-  return d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E4M3FNUZ ||
-         d == XR_DTYPE_F8E5M2FNUZ;
-}
-
 /* The dtypes xr_avx512_load / xr_avx512_store move. */
 static bool vector_dtype(xr_dtype_t d) {
   return d == XR_DTYPE_F32 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F16;
@@ -50,7 +45,7 @@ bool xr_ew_avx512_takes(const xr_ew_step_t *s) {
   bool wide_in = vector_dtype(s->a.dtype);
   bool b_ok = s->b_scalar || s->b.index < 0 ||
               (vector_dtype(s->b.dtype) && (s->b.strides[in] == 0 || s->b.strides[in] == 1));
-  bool out_ok = vector_dtype(s->out.dtype) || (is_fp8(s->out.dtype) && s->op == XR_EW_COPY);
+  bool out_ok = vector_dtype(s->out.dtype) || (xr_dtype_is_fp8(s->out.dtype) && s->op == XR_EW_COPY);
   switch (s->op) {
     case XR_EW_ADD: case XR_EW_SUB: case XR_EW_MUL: case XR_EW_DIV: case XR_EW_COPY:
     case XR_EW_GELU: case XR_EW_GELU_TANH: case XR_EW_SILU: case XR_EW_SILU_AND_MUL:
@@ -221,7 +216,7 @@ XR_AVX512_INLINE void row(xr_ew_op_t op, const xr_ew_step_t *s, char *out, const
                   .eo = (int64_t)xr_dtype_size(s->out.dtype),
                   .ea = (int64_t)xr_dtype_size(s->a.dtype),
                   .eb = b ? (int64_t)xr_dtype_size(s->b.dtype) : 0};
-  if (is_fp8(s->out.dtype)) lanes = fp8_lanes(s->out.dtype), r.fp8 = &lanes;
+  if (xr_dtype_is_fp8(s->out.dtype)) lanes = fp8_lanes(s->out.dtype), r.fp8 = &lanes;
   const bool pairs = s->out.dtype == XR_DTYPE_BF16 && s->a.dtype == XR_DTYPE_BF16 &&
                      (!r.b || s->b.dtype == XR_DTYPE_BF16);
   const int64_t step = pairs ? 32 : 16;

@@ -29,15 +29,6 @@
 
 enum { BLOCK = XR_EW_CPU_BLOCK, RAW_BLOCK = 16384, MIN_ELEMENTS_PER_CHUNK = 32768 };
 
-/* The block loops are also compiled for AVX-512 (16-wide) and AVX2 + FMA + F16C (8-wide), picked
- * at load time where the CPU has them (SSE2's 4-wide otherwise). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define VECTOR_CLONES
-#endif
-
 /* -std=c11 turns off the contraction of a * b + c into one fused multiply-add; the polynomials
  * here are written for it (a third faster, and at least as accurate). The conversions stay
  * bit-exact: their products are exact scalings by powers of two. */
@@ -123,12 +114,7 @@ static const float *fp8_table(xr_dtype_t d) {
   }
 }
 
-static bool is_fp8(xr_dtype_t d) {
-  return d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E4M3FNUZ ||
-         d == XR_DTYPE_F8E5M2FNUZ;
-}
-
-VECTOR_CLONES void xr_ew_cpu_load(float *restrict dst, const char *src, xr_dtype_t dt, int64_t stride,
+XR_CPU_CLONES void xr_ew_cpu_load(float *restrict dst, const char *src, xr_dtype_t dt, int64_t stride,
                     int64_t n) {
   switch (dt) {
     case XR_DTYPE_F32: {
@@ -155,7 +141,7 @@ VECTOR_CLONES void xr_ew_cpu_load(float *restrict dst, const char *src, xr_dtype
       return;
     }
     default:
-      if (is_fp8(dt)) {
+      if (xr_dtype_is_fp8(dt)) {
         const float *table = fp8_table(dt);
         const uint8_t *restrict s = (const uint8_t *)src;
         for (int64_t i = 0; i < n; i++) dst[i] = table[s[i * stride]];
@@ -166,7 +152,7 @@ VECTOR_CLONES void xr_ew_cpu_load(float *restrict dst, const char *src, xr_dtype
   }
 }
 
-VECTOR_CLONES static void store_block(char *dst, xr_dtype_t dt, int64_t stride, const float *restrict v,
+XR_CPU_CLONES static void store_block(char *dst, xr_dtype_t dt, int64_t stride, const float *restrict v,
                         int64_t n) {
   switch (dt) {
     case XR_DTYPE_F32: {
@@ -238,7 +224,7 @@ MATH float gelu_approx(float x) {
   return 0.5f * x * xr_cpu_select_f(xr_cpu_mask_if(x >= 0), 2.0f - y, y);
 }
 
-VECTOR_CLONES static void compute_block(const xr_ew_step_t *s, float *restrict r, const float *restrict a,
+XR_CPU_CLONES static void compute_block(const xr_ew_step_t *s, float *restrict r, const float *restrict a,
                           const float *restrict b, int64_t n) {
   float alpha = (float)s->alpha;
   switch (s->op) {

@@ -15,6 +15,15 @@
 
 #define XR_EW_CPU_BLOCK 512
 
+/* The host kernels' vectorised loops (cpu.elementwise, argmax, norms) are also compiled for
+ * AVX-512 and AVX2 + FMA + F16C, picked at load time where the CPU has them (SSE2 otherwise). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define XR_CPU_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define XR_CPU_CLONES
+#endif
+
 /* e^r on |r| <= ln2/2: the degree-5 polynomial of least maximum relative error (Remez; 7.5e-8,
  * 1.9e-7 evaluated in float by Horner with fused multiply-adds: below the 2.1e-7 of the
  * degree-6 Taylor polynomial, one multiply-add fewer). */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/dtype.h"
 #include "kernels/family.h"
 #include "kernels/gemm.h"
 
@@ -39,11 +40,6 @@ typedef struct blocked_state {
   bool plain_epilogue;
   bool avx512;                     /* the CPU has AVX-512 (fp16 row stores) */
 } blocked_state_t;
-
-static bool is_fp8(xr_dtype_t d) {
-  return d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E4M3FNUZ ||
-         d == XR_DTYPE_F8E5M2FNUZ;
-}
 
 /* dst[i * dst_stride] = src[(start + i * stride)] as fp32, for i < n. Always inlined, so that
  * in the AVX-512 packing functions below the conversions use F16C / AVX-512 instructions. */
@@ -357,7 +353,7 @@ static void dot_run(void *ctx, size_t begin, size_t end) {
   size_t slot;
   float *acc = slot_acquire(s, &slot);
   bool fast = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-              !is_fp8(p->b_dtype);
+              !xr_dtype_is_fp8(p->b_dtype);
   for (size_t t = begin; t < end; t++) {
     int64_t bi = (int64_t)t / s->n_blocks, n0 = ((int64_t)t % s->n_blocks) * DOT_N_BLOCK;
     int64_t n1 = n0 + DOT_N_BLOCK < p->N ? n0 + DOT_N_BLOCK : p->N;
@@ -412,8 +408,8 @@ static xr_status_t blocked_prepare(const xr_op_plan_t *plan, xr_hal_device_t *de
     s->offset[i] = tensors[idx[i]].offset;
   }
   for (int v = 0; v < 256; v++) {
-    if (is_fp8(p->a_dtype)) s->lut_a[v] = xr_fp8_to_f32((uint8_t)v, p->a_dtype);
-    if (is_fp8(p->b_dtype)) s->lut_b[v] = xr_fp8_to_f32((uint8_t)v, p->b_dtype);
+    if (xr_dtype_is_fp8(p->a_dtype)) s->lut_a[v] = xr_fp8_to_f32((uint8_t)v, p->a_dtype);
+    if (xr_dtype_is_fp8(p->b_dtype)) s->lut_b[v] = xr_fp8_to_f32((uint8_t)v, p->b_dtype);
   }
   s->avx512 = __builtin_cpu_supports("avx512f");
   s->plain_epilogue = p->alpha == 1 && !s->base[XR_GEMM_C] && !s->base[XR_GEMM_SCALE_A] &&

@@ -19,13 +19,6 @@
 #include "kernels/cpu/norm_avx512.h"
 #include "kernels/norm.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define XR_MULTIVERSION \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define XR_MULTIVERSION
-#endif
-
 /* -std=c11 turns off the contraction of a * b + c into one fused multiply-add, which the sums
  * and polynomials here are written for (faster, and at least as accurate). */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -331,7 +324,7 @@ static void row_avx512(const cpu_rows_t *s, int64_t r, float *sx, float *sy) {
   }
 }
 
-XR_MULTIVERSION
+XR_CPU_CLONES
 static void rows_item(void *ctx, size_t begin, size_t end) {
   const cpu_rows_t *s = ctx;
   const xr_rows_problem_t *p = s->p;
@@ -577,7 +570,7 @@ HOT void rotate_heads(const cpu_rotary_t *s, char *base, int64_t token_base, int
   }
 }
 
-XR_MULTIVERSION
+XR_CPU_CLONES
 static void rotary_item(void *ctx, size_t begin, size_t end) {
   const cpu_rotary_t *s = ctx;
   const xr_rotary_problem_t *p = s->p;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/attention.h"
+#include "kernels/dtype.h"
 #include "kernels/family.h"
 #include "kernels/gpu/attention_params.h"
 #include "kernels/gpu/sources.h"
@@ -18,10 +19,6 @@
 /* Largest grid dimension y/z on both vendors (x allows 2^31 - 1). */
 #define MAX_GRID_YZ 65535
 #define MAX_GRID_X 0x7fffffffLL
-
-static bool is_fp8(xr_dtype_t d) {
-  return d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E4M3FNUZ || d == XR_DTYPE_F8E5M2FNUZ;
-}
 
 static bool is_float(xr_dtype_t d) { return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16; }
 
@@ -100,7 +97,7 @@ static xr_status_t attn_gpu_supports_common(const xr_op_plan_t *plan, xr_hal_dev
     return xr_error(XR_UNIMPLEMENTED, "%s: %s: head size %lld / %lld above %d", impl, plan->op->name,
                     (long long)p[XR_AP_head_dim], (long long)p[XR_AP_head_dim_v], XR_ATTN_GPU_DMAX);
   if (!is_float(a->q_dtype) || a->o_dtype != a->q_dtype ||
-      (a->kv_dtype != a->q_dtype && !(fp8_cache && is_fp8(a->kv_dtype))))
+      (a->kv_dtype != a->q_dtype && !(fp8_cache && xr_dtype_is_fp8(a->kv_dtype))))
     return xr_error(XR_UNIMPLEMENTED, "%s: %s: %s queries and outputs over %s keys and values: the kernels take "
                     "f32, f16 or bf16 queries over keys of the same type%s", impl, plan->op->name,
                     xr_dtype_name(a->q_dtype), xr_dtype_name(a->kv_dtype), fp8_cache ? " or an fp8 cache" : "");
@@ -172,7 +169,7 @@ static xr_status_t attn_gpu_prepare_source(const xr_op_plan_t *plan, xr_hal_devi
   xr_status_t st = warp_width(source, device, &warp);
   if (st == XR_OK) st = xr_gpu_build(device, source, NULL, &s->executable);
   char name[64];
-  snprintf(name, sizeof name, "xr_attention_%s%s", suffix(a->q_dtype), is_fp8(a->kv_dtype) ? "_fp8" : "");
+  snprintf(name, sizeof name, "xr_attention_%s%s", suffix(a->q_dtype), xr_dtype_is_fp8(a->kv_dtype) ? "_fp8" : "");
   if (st == XR_OK) st = xr_hal_kernel_lookup(s->executable, name, &s->main);
   if (st == XR_OK && s->partitioned) {
     snprintf(name, sizeof name, "xr_attention_combine_%s", suffix(a->q_dtype));
@@ -290,7 +287,7 @@ typedef struct cache_gpu_state {
 static xr_status_t cache_gpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
   const xr_cache_problem_t *c = plan->problem;
-  if (!is_float(c->src_dtype) || (c->cache_dtype != c->src_dtype && !is_fp8(c->cache_dtype)))
+  if (!is_float(c->src_dtype) || (c->cache_dtype != c->src_dtype && !xr_dtype_is_fp8(c->cache_dtype)))
     return xr_error(XR_UNIMPLEMENTED, "reshape_and_cache (gpu): %s: %s into a %s cache (the kernels write f32, "
                     "f16 or bf16 into a cache of the same type or fp8)", plan->op->name,
                     xr_dtype_name(c->src_dtype), xr_dtype_name(c->cache_dtype));
@@ -320,7 +317,7 @@ static xr_status_t cache_gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *
 #undef XR_CACHE_GPU_COPY
   if (c->k_scale < 0) q->k_scale_off = -1;
   if (c->v_scale < 0) q->v_scale_off = -1;
-  q->scaled = is_fp8(c->cache_dtype);
+  q->scaled = xr_dtype_is_fp8(c->cache_dtype);
   int64_t elements = c->kv_heads * c->head_dim;
   s->run = c->tokens > 0 && elements > 0;
   if (!s->run) {

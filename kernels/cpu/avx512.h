@@ -139,5 +139,11 @@ XR_AVX512_INLINE __m512 xr_avx512_recip(__m512 d) {
   return _mm512_fmadd_ps(r, e, r);
 }
 
+/* silu(x) = x / (1 + e^-x) (the formula of elementwise_cpu.c). */
+XR_AVX512_INLINE __m512 xr_avx512_silu(__m512 x) {
+  __m512 e = xr_avx512_exp_signed(x, -1.0f);
+  return _mm512_mul_ps(x, xr_avx512_recip(_mm512_add_ps(_mm512_set1_ps(1.0f), e)));
+}
+
 #endif
 #endif

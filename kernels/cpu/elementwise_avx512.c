@@ -58,12 +58,6 @@ bool xr_ew_avx512_takes(const xr_ew_step_t *s) {
 /* ------------------------------------------------------------------------------------------ */
 /* activations (the formulas of elementwise_cpu.c)                                             */
 
-/* x / (1 + e^-x) */
-XR_AVX512_INLINE __m512 silu(__m512 x) {
-  __m512 e = xr_avx512_exp_signed(x, -1.0f);
-  return _mm512_mul_ps(x, xr_avx512_recip(_mm512_add_ps(_mm512_set1_ps(1.0f), e)));
-}
-
 /* 0.5 x (1 + tanh u) = x / (1 + e^-2u), u = sqrt(2/pi) (x + 0.044715 x^3) */
 XR_AVX512_INLINE __m512 gelu_tanh(__m512 x) {
   __m512 two_u = _mm512_mul_ps(x, _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(0.0713548162726f),
@@ -149,8 +143,8 @@ XR_AVX512_INLINE __m512 compute(xr_ew_op_t op, __m512 a, __m512 b, __m512 alpha)
     case XR_EW_DIV: return _mm512_div_ps(a, b);
     case XR_EW_GELU: return gelu_erf(a);
     case XR_EW_GELU_TANH: return gelu_tanh(a);
-    case XR_EW_SILU: return silu(a);
-    case XR_EW_SILU_AND_MUL: return _mm512_mul_ps(silu(a), b);
+    case XR_EW_SILU: return xr_avx512_silu(a);
+    case XR_EW_SILU_AND_MUL: return _mm512_mul_ps(xr_avx512_silu(a), b);
     case XR_EW_GELU_AND_MUL: return _mm512_mul_ps(gelu_erf(a), b);
     case XR_EW_GELU_TANH_AND_MUL: return _mm512_mul_ps(gelu_tanh(a), b);
     default: return a; /* COPY */

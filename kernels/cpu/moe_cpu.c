@@ -1,4 +1,13 @@
 /* Fast CPU path for the fused experts (vllm::outplace/inplace_fused_experts, vllm::moe_forward).
+ * Three ways, the first that applies.
+ *
+ * AMX (bf16 with K and N multiples of 32, on CPUs with AMX-BF16; kernels/cpu/moe_amx.h): every
+ * expert's weights are packed into AMX tiles once at prepare(). A run gathers each expert's rows
+ * into tiles; then each (expert, ~256 KB slice of columns) task of GEMM-1 computes gate and up
+ * together and stores silu(g) * u, each task of GEMM-2 stores its columns times the routing
+ * weight (row-major, so the reduce reads whole rows), and the reduce sums over top-k. A thread
+ * takes all of an expert's tasks, in order, fetching the next slice's weights while it computes
+ * the current one. Rounding as vLLM's (below). Works for any routing.
  *
  * With oneDNN (bf16, fp32): the routing and the weights are known at prepare() (the inputs are
  * in place and fixed between runs), so the GEMMs get oneDNN matmul primitives there and the
@@ -32,6 +41,7 @@
 
 #include <immintrin.h>
 
+#include "kernels/cpu/moe_amx.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/vector_ext.h"
 #include "kernels/dtype.h"
@@ -284,6 +294,15 @@ typedef struct cpu_state {
   void *G;                 /* [rows_cap][2N] GEMM-1 outputs in the op's dtype (oneDNN) */
   /* oneDNN path: G, Y and the weighted outputs in A are stored slice by slice (slice_at). */
   bool use_dnnl;           /* this run: the routing matches the prepared primitives */
+  /* AMX path (bf16, see moe_amx.h), chosen at prepare(), for any routing: A and H tiled, each
+   * expert's weights packed once into amx_w1 ([E][N/16][gate, up][K/32] tiles) and amx_w2
+   * ([E][K/16][N/32] tiles); GEMM-2 writes the weighted rows into A, row-major. */
+  bool use_amx;
+  int64_t row_pad;         /* each expert's rows padded to a multiple of this */
+  float *row_scale;        /* [rows_cap] GEMM-2's factor per gathered row (AMX path) */
+  xr_hal_buffer_t *amx_buffer;
+  uint16_t *amx_w1, *amx_w2;
+  int64_t amx_slice[2];    /* columns per task: GEMM-1 (gate and up each), GEMM-2 */
 #ifdef XR_HAVE_DNNL_H
   dnnl_path_t dnnl;
 #endif
@@ -331,12 +350,13 @@ static void step_route(void *ctx) {
     }
   }
   free(prob);
-  /* Count, pad each expert to MR rows, then list pairs in ascending order per expert. */
+  /* Count, pad each expert to row_pad rows, then list pairs in ascending order per expert. */
+  int64_t pad = s->row_pad;
   for (int64_t e = 0; e <= p->E; e++) s->row_start[e] = 0;
   for (int64_t i = 0; i < pairs; i++)
     if (s->route_ids[i] >= 0) s->row_start[s->route_ids[i] + 1]++;
   for (int64_t e = 0; e < p->E; e++)
-    s->row_start[e + 1] = s->row_start[e] + (s->row_start[e + 1] + MR - 1) / MR * MR;
+    s->row_start[e + 1] = s->row_start[e] + (s->row_start[e + 1] + pad - 1) / pad * pad;
   for (int64_t r = 0; r < s->row_start[p->E]; r++) s->row_pair[r] = -1;
   int64_t *next = malloc(sizeof(int64_t) * (size_t)p->E);
   if (!next) {
@@ -350,11 +370,36 @@ static void step_route(void *ctx) {
     if (s->route_ids[i] >= 0) s->row_pair[s->pair_row[i] = (int32_t)next[s->route_ids[i]]++] = (int32_t)i;
   }
   free(next);
+  if (s->use_amx)
+    for (int64_t r = 0; r < s->row_start[p->E]; r++) {
+      int32_t pair = s->row_pair[r];
+      s->row_scale[r] = pair < 0 ? 0.0f : p->weight_on_input ? 1.0f : s->route_w[pair];
+    }
   s->use_dnnl = false;
 #ifdef XR_HAVE_DNNL_H
   s->use_dnnl = s->dnnl.task_count[0] > 0 &&
                 !memcmp(s->row_start, s->dnnl.rows_prepared, sizeof(int64_t) * (size_t)(p->E + 1));
 #endif
+}
+
+/* AMX path: gathered row r of A, in tiles, in the op's dtype (bf16). */
+static void gather_tiled(const cpu_state_t *s, int64_t r, int32_t pair) {
+  const xr_moe_problem_t *p = s->p;
+  uint16_t *A = (uint16_t *)s->A, line[32];
+  int64_t at = pair < 0 ? 0 : xr_moe_at(&s->hidden, pair / p->topk, 0, 0), ks = s->hidden.strides[1];
+  float w = pair >= 0 && p->weight_on_input ? s->route_w[pair] : 1.0f, chunk[32];
+  for (int64_t k0 = 0; k0 < p->K; k0 += 32) {
+    uint16_t *to = A + xr_amx_tiled_at(p->K, r, k0);
+    if (pair < 0) {
+      memset(to, 0, sizeof line);
+    } else if (s->hidden.dtype == XR_DTYPE_BF16 && ks == 1 && !p->weight_on_input) {
+      memcpy(to, (const uint16_t *)s->hb + at + k0, sizeof line);
+    } else {
+      load_f32(s->hb, s->hidden.dtype, at + k0 * ks, ks, 32, chunk);
+      for (int k = 0; k < 32; k++) line[k] = xr_f32_to_bf16(chunk[k] * w);
+      memcpy(to, line, sizeof line);
+    }
+  }
 }
 
 /* Gathered rows [begin, end) of A. */
@@ -363,6 +408,10 @@ static void gather_rows(const cpu_state_t *s, size_t begin, size_t end) {
   for (size_t r = begin; r < end && (int64_t)r < s->row_start[p->E]; r++) {
     float *a = s->A + r * (size_t)p->K, line[KC];
     int32_t pair = s->row_pair[r];
+    if (s->use_amx) {
+      gather_tiled(s, r, pair);
+      continue;
+    }
     if (!s->use_dnnl) {
       if (pair < 0) {
         memset(a, 0, sizeof(float) * (size_t)p->K);
@@ -420,7 +469,7 @@ static void expert_panel(const cpu_state_t *s, const float *A, int64_t lda, int6
 static void step_gemm1(void *ctx, size_t begin, size_t end) {
   const cpu_state_t *s = ctx;
   const xr_moe_problem_t *p = s->p;
-  for (size_t t = begin; t < end && !s->use_dnnl; t++) {
+  for (size_t t = begin; t < end && !s->use_dnnl && !s->use_amx; t++) {
     int64_t e = (int64_t)t % p->E, n0 = (int64_t)t / p->E * NR;
     int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
     if (!rows) continue;
@@ -449,7 +498,7 @@ static void step_gemm1(void *ctx, size_t begin, size_t end) {
 static void step_gemm2(void *ctx, size_t begin, size_t end) {
   const cpu_state_t *s = ctx;
   const xr_moe_problem_t *p = s->p;
-  for (size_t t = begin; t < end && !s->use_dnnl; t++) {
+  for (size_t t = begin; t < end && !s->use_dnnl && !s->use_amx; t++) {
     int64_t e = (int64_t)t % p->E, k0 = (int64_t)t / p->E * NR;
     int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
     if (!rows) continue;
@@ -736,6 +785,87 @@ static xr_status_t dnnl_build(cpu_state_t *s, xr_hal_device_t *device, size_t wi
 }
 #endif
 
+/* ------------------------------------------------------------------------------------------ */
+/* AMX path                                                                                    */
+
+/* About 256 KB of weights per task, as the oneDNN slices: whole tiles of `unit` columns. */
+static int64_t amx_slice(int64_t depth, int64_t parts, int64_t unit, int64_t width) {
+  int64_t cols = (SLICE_BYTES / (2 * depth * parts)) / unit * unit;
+  cols = cols < unit ? unit : cols;
+  return cols < width ? cols : width;
+}
+
+/* Packs every expert's weights for the AMX kernels, once per prepare, on one thread. */
+static xr_status_t amx_prepare(cpu_state_t *s, xr_hal_device_t *device) {
+  const xr_moe_problem_t *p = s->p;
+  int64_t KT = p->K / 32, per_expert1 = 2 * p->N * p->K, per_expert2 = p->K * p->N;
+  size_t bytes = (size_t)(p->E * (per_expert1 + per_expert2)) * sizeof(uint16_t);
+  xr_status_t st;
+  void *host;
+  if ((st = xr_hal_buffer_alloc(device, bytes ? bytes : 1, &s->amx_buffer)) ||
+      (st = xr_hal_buffer_host_pointer(s->amx_buffer, &host)))
+    return st;
+  s->amx_w1 = host;
+  s->amx_w2 = s->amx_w1 + p->E * per_expert1;
+  const uint16_t *w1 = s->w1b, *w2 = s->w2b;
+  for (int64_t e = 0; e < p->E; e++) {
+    for (int64_t c = 0; c < p->N; c += 16)
+      for (int part = 0; part < 2; part++)
+        xr_amx_pack(w1 + xr_moe_at(&s->w1, e, part * p->N + c, 0), s->w1.strides[1], s->w1.strides[2], 16,
+                    p->K, s->amx_w1 + e * per_expert1 + (2 * (c / 16) + part) * KT * 16 * 32);
+    xr_amx_pack(w2 + xr_moe_at(&s->w2, e, 0, 0), s->w2.strides[1], s->w2.strides[2], p->K, p->N,
+                s->amx_w2 + e * per_expert2);
+  }
+  s->amx_slice[0] = amx_slice(p->K, 2, 16, p->N);
+  s->amx_slice[1] = amx_slice(p->N, 1, 32, p->K);
+  return XR_OK;
+}
+
+static int64_t amx_tasks_per_expert(const cpu_state_t *s, int which) {
+  int64_t width = which ? s->p->K : s->p->N;
+  return (width + s->amx_slice[which] - 1) / s->amx_slice[which];
+}
+
+/* Task t of GEMM `which`: expert t / tasks per expert, its columns from *col0 (*cols of them),
+ * its packed weights and their size; false when the expert has no rows. */
+static bool amx_task(const cpu_state_t *s, int which, size_t t, int64_t *e, int64_t *col0, int64_t *cols,
+                     xr_amx_ahead_t *weights) {
+  const xr_moe_problem_t *p = s->p;
+  int64_t per = amx_tasks_per_expert(s, which), width = which ? p->K : p->N;
+  int64_t depth = which ? p->N : p->K, parts = which ? 1 : 2;
+  *e = (int64_t)t / per;
+  *col0 = (int64_t)t % per * s->amx_slice[which];
+  *cols = width - *col0 < s->amx_slice[which] ? width - *col0 : s->amx_slice[which];
+  const uint16_t *base = which ? s->amx_w2 + *e * p->K * p->N : s->amx_w1 + *e * 2 * p->N * p->K;
+  *weights = (xr_amx_ahead_t){base + parts * *col0 * depth, (size_t)(parts * *cols * depth) * sizeof(uint16_t)};
+  return s->row_start[*e + 1] > s->row_start[*e];
+}
+
+/* Tasks [begin, end) of GEMM `which` (one expert's: a chunk is an expert's tasks), each fetching
+ * the next one's weights while it computes. */
+static void amx_run(const cpu_state_t *s, int which, size_t begin, size_t end) {
+  const xr_moe_problem_t *p = s->p;
+  for (size_t t = begin; t < end && s->use_amx; t++) {
+    int64_t e, col0, cols;
+    xr_amx_ahead_t weights, next = {NULL, 0};
+    if (!amx_task(s, which, t, &e, &col0, &cols, &weights)) return; /* an expert without rows */
+    if (t + 1 < end) {
+      int64_t next_e, next_col0, next_cols;
+      amx_task(s, which, t + 1, &next_e, &next_col0, &next_cols, &next);
+    }
+    int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
+    if (which == 0)
+      xr_amx_gate_up((const uint16_t *)s->A + xr_amx_tiled_at(p->K, r0, 0), rows, p->K, weights.at, cols,
+                     (uint16_t *)s->H + xr_amx_tiled_at(p->N, r0, 0), p->N, col0, next);
+    else
+      xr_amx_scaled((const uint16_t *)s->H + xr_amx_tiled_at(p->N, r0, 0), rows, p->N, weights.at, cols,
+                    s->row_scale + r0, (uint16_t *)s->A + r0 * p->K + col0, p->K, next);
+  }
+}
+
+static void step_amx1(void *ctx, size_t begin, size_t end) { amx_run(ctx, 0, begin, end); }
+static void step_amx2(void *ctx, size_t begin, size_t end) { amx_run(ctx, 1, begin, end); }
+
 static void step_reduce(void *ctx, size_t begin, size_t end) {
   const cpu_state_t *s = ctx;
   const xr_moe_problem_t *p = s->p;
@@ -756,7 +886,10 @@ static void step_reduce(void *ctx, size_t begin, size_t end) {
         if (e < 0) continue;
         const void *y = s->Y + pair * p->K + k0;
         xr_dtype_t y_dtype = XR_DTYPE_F32;
-        if (s->use_dnnl) { /* the pair's weighted row in the expert's slice from k0, in A */
+        if (s->use_amx) { /* the pair's weighted row, row-major in A */
+          y = (const uint16_t *)s->A + s->pair_row[pair] * p->K + k0;
+          y_dtype = p->dtype;
+        } else if (s->use_dnnl) { /* the pair's weighted row in the expert's slice from k0, in A */
           int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
           int64_t at = r0 * p->K + k0 * rows + (s->pair_row[pair] - r0) * kc;
           y = (const uint8_t *)s->A + (size_t)at * xr_dtype_size(p->dtype);
@@ -799,6 +932,8 @@ static void cpu_release(void *state) {
   free(s->Y);
   free(s->pair_row);
   free(s->G);
+  free(s->row_scale);
+  xr_hal_buffer_free(s->amx_buffer);
 #ifdef XR_HAVE_DNNL_H
   dnnl_release(&s->dnnl);
 #endif
@@ -830,7 +965,12 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   __builtin_cpu_init();
   s->micro = __builtin_cpu_supports("avx512f") ? micro_avx512 : micro_generic;
   size_t pairs = (size_t)(p->M * p->topk);
-  s->rows_cap = p->M * p->topk + (MR - 1) * p->E;
+  /* AMX: bf16 weights whose GEMMs come in whole tiles (K and N multiples of 32). */
+  s->use_amx = xr_amx_usable() && p->dtype == XR_DTYPE_BF16 && s->w1.dtype == p->dtype &&
+               s->w2.dtype == p->dtype && s->hidden.rank == 2 && s->w1.rank == 3 && s->w2.rank == 3 &&
+               p->K % 32 == 0 && p->N % 32 == 0 && p->K > 0 && p->N > 0;
+  s->row_pad = s->use_amx ? 16 : MR;
+  s->rows_cap = p->M * p->topk + (s->row_pad - 1) * p->E;
   size_t rows = (size_t)s->rows_cap ? (size_t)s->rows_cap : 1;
   s->row_start = calloc((size_t)p->E + 1, sizeof *s->row_start);
   s->row_pair = malloc(sizeof *s->row_pair * rows);
@@ -838,16 +978,26 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   s->route_w = malloc(sizeof *s->route_w * (pairs ? pairs : 1));
   s->A = malloc(sizeof(float) * rows * (size_t)(p->K ? p->K : 1));
   s->H = malloc(sizeof(float) * rows * (size_t)(p->N ? p->N : 1));
-  /* Y: weighted pairs (micro-kernel path) or GEMM-2 rows (oneDNN path). */
+  /* Y: weighted pairs (micro-kernel path) or GEMM-2 rows (oneDNN path); G: oneDNN's GEMM-1
+   * outputs. The AMX path needs neither. */
   size_t y_rows = rows > pairs ? rows : (pairs ? pairs : 1);
-  s->Y = malloc(sizeof(float) * y_rows * (size_t)(p->K ? p->K : 1));
+  if (!s->use_amx) s->Y = malloc(sizeof(float) * y_rows * (size_t)(p->K ? p->K : 1));
   s->pair_row = malloc(sizeof *s->pair_row * (pairs ? pairs : 1));
-  s->G = malloc(xr_dtype_size(p->dtype) * rows * (size_t)(p->N ? 2 * p->N : 1));
-  if (!s->row_start || !s->row_pair || !s->route_ids || !s->route_w || !s->A || !s->H || !s->Y ||
-      !s->pair_row || !s->G) {
+  if (!s->use_amx) s->G = malloc(xr_dtype_size(p->dtype) * rows * (size_t)(p->N ? 2 * p->N : 1));
+  s->row_scale = malloc(sizeof *s->row_scale * rows);
+  if (!s->row_start || !s->row_pair || !s->route_ids || !s->route_w || !s->A || !s->H ||
+      (!s->use_amx && (!s->Y || !s->G)) || !s->pair_row || !s->row_scale) {
     cpu_release(s);
     return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory for %lld routed rows",
                     plan->op->name, (long long)s->rows_cap);
+  }
+  if (s->use_amx) {
+    if ((st = amx_prepare(s, device)) != XR_OK) {
+      cpu_release(s);
+      return st;
+    }
+    *out_state = s;
+    return XR_OK;
   }
 #ifdef XR_HAVE_DNNL_H
   xr_hal_device_properties_t properties;
@@ -869,6 +1019,12 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
       (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * panels1, 1, step_gemm1, s)) ||
       (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * panels2, 1, step_gemm2, s)))
     return st;
+  if (s->use_amx) {
+    size_t per1 = (size_t)amx_tasks_per_expert(s, 0), per2 = (size_t)amx_tasks_per_expert(s, 1);
+    if ((st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * per1, per1, step_amx1, s)) ||
+        (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * per2, per2, step_amx2, s)))
+      return st;
+  }
 #ifdef XR_HAVE_DNNL_H
   if (s->dnnl.task_count[0] &&
       ((st = xr_hal_stream_enqueue_parallel(stream, s->dnnl.task_count[0], 1, step_slices1, s)) ||

@@ -35,6 +35,27 @@ Test(moe_fused, weight_slices_on_cpu) {
   }
 }
 
+/* bf16 with K and N multiples of 32 takes the AMX path where the CPU has it (else oneDNN's):
+ * GEMM-1 in slices of 64, 64 and 32 columns, GEMM-2 of 800 and 224, about 65 rows per expert
+ * (two 32-row blocks and a 16-row one); every variant, the last with the routing weight applied
+ * to the input (top-1). */
+static void amx_cases(void) {
+  json_t j;
+  static const int64_t topk[4] = {2, 2, 2, 1};
+  for (int n = 0; n < 4; n++) {
+    fused_case(&j, n, 129, topk[n], 4, "c10::BFloat16", 1024, 160);
+    expect_match(&j, "cpu", "cpu.moe_fused", (uint64_t)(50 + n), n == 2 ? NULL : policies[n % 3]);
+  }
+}
+
+Test(moe_fused, amx_tiles_on_cpu) { amx_cases(); }
+
+/* The same cases on oneDNN's path, which CPUs without AMX take. */
+Test(moe_fused, amx_tiles_on_cpu_without_amx) {
+  setenv("XR_CPU_AMX", "off", 1);
+  amx_cases();
+}
+
 Test(moe_fused, moe_forward_without_weights_is_unsupported) {
   expect_forward_without_weights_unsupported("cpu");
 }

@@ -1,0 +1,206 @@
+/* AMX kernels of the fused-experts path; see moe_amx.h. Each call computes a block of 32 rows (16
+ * at the end of an expert) by 16 columns of two tile columns, in the four accumulator tiles
+ * tmm0-3: A tiles in tmm4-5, weight tiles in tmm6-7. */
+#include "kernels/cpu/moe_amx.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/avx512.h"
+
+#if defined(XR_HAVE_AVX512_PATHS) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define XR_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+
+enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18, TILE = 512 /* elements */ };
+
+static bool amx_usable;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+
+static void probe_amx(void) {
+  const char *setting = getenv("XR_CPU_AMX");
+  unsigned a, b, c, d;
+  if ((setting && !strcmp(setting, "off")) || !xr_cpu_avx512() || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
+    return;
+  bool tile = d & (1u << 24), bf16 = d & (1u << 22);
+  /* Linux hands out the 8 KB tile state only to processes that ask (since 5.16). */
+  amx_usable = tile && bf16 && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
+bool xr_amx_usable(void) {
+  pthread_once(&amx_once, probe_amx);
+  return amx_usable;
+}
+
+void xr_amx_pack(const uint16_t *w, int64_t col_stride, int64_t k_stride, int64_t cols, int64_t depth,
+                 uint16_t *out) {
+  for (int64_t c0 = 0; c0 < cols; c0 += 16)
+    for (int64_t k0 = 0; k0 < depth; k0 += 32, out += TILE)
+      for (int64_t p = 0; p < 16; p++)
+        for (int64_t c = 0; c < 16; c++)
+          for (int64_t i = 0; i < 2; i++)
+            out[p * 32 + c * 2 + i] = w[(c0 + c) * col_stride + (k0 + 2 * p + i) * k_stride];
+}
+
+/* Denormals flushed (MXCSR FTZ and DAZ) while a kernel runs, as TDPBF16PS always does: silu
+ * of a large |g| passes through e^-88 and friends, and each denormal result takes a microcode
+ * assist; with them the GEMM-1 epilogue took as long as the GEMM (Qwen1.5-MoE prefill). */
+enum { MXCSR_FTZ_DAZ = 0x8040 };
+
+/* Every tile 16 rows of 64 bytes (palette 1). */
+typedef struct __attribute__((aligned(64))) tile_config {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t bytes_per_row[16];
+  uint8_t rows[16];
+} tile_config_t;
+
+XR_AMX static void configure_tiles(void) {
+  tile_config_t config;
+  memset(&config, 0, sizeof config);
+  config.palette = 1;
+  for (int t = 0; t < 8; t++) config.bytes_per_row[t] = 64, config.rows[t] = 16;
+  _tile_loadconfig(&config);
+}
+
+/* The next slice's weights, a few lines per step of the K loops, all of them by the last step. */
+typedef struct ahead_cursor {
+  const char *at, *end;
+  size_t per_step; /* lines */
+} ahead_cursor_t;
+
+static ahead_cursor_t ahead_start(xr_amx_ahead_t ahead, size_t steps) {
+  size_t lines = (ahead.bytes + 63) / 64;
+  return (ahead_cursor_t){ahead.at, (const char *)ahead.at + ahead.bytes, (lines + steps - 1) / (steps ? steps : 1)};
+}
+
+static inline __attribute__((always_inline)) void ahead_step(ahead_cursor_t *a) {
+  for (size_t i = 0; i < a->per_step && a->at < a->end; i++, a->at += 64) _mm_prefetch(a->at, _MM_HINT_T1);
+}
+
+/* acc (16 x 16 floats) of `rows` rows (16 or 32) for one tile column pair, over the depth: tmm0/1 =
+ * rows 0-15 times columns b0/b1, tmm2/3 the same for rows 16-31. */
+#define XR_AMX_BLOCK(a0, b0, b1, KT, two, ahead)                                   \
+  do {                                                                             \
+    _tile_zero(0);                                                                 \
+    _tile_zero(1);                                                                 \
+    if (two) {                                                                     \
+      _tile_zero(2);                                                               \
+      _tile_zero(3);                                                               \
+      for (int64_t t = 0; t < (KT); t++) {                                         \
+        _tile_loadd(4, (a0) + t * TILE, 64);                                       \
+        _tile_loadd(6, (b0) + t * TILE, 64);                                       \
+        _tile_loadd(7, (b1) + t * TILE, 64);                                       \
+        _tile_loadd(5, (a0) + ((KT) + t) * TILE, 64);                              \
+        _tile_dpbf16ps(0, 4, 6);                                                   \
+        _tile_dpbf16ps(1, 4, 7);                                                   \
+        _tile_dpbf16ps(2, 5, 6);                                                   \
+        _tile_dpbf16ps(3, 5, 7);                                                   \
+        ahead_step(ahead);                                                         \
+      }                                                                            \
+    } else {                                                                       \
+      for (int64_t t = 0; t < (KT); t++) {                                         \
+        _tile_loadd(4, (a0) + t * TILE, 64);                                       \
+        _tile_loadd(6, (b0) + t * TILE, 64);                                       \
+        _tile_loadd(7, (b1) + t * TILE, 64);                                       \
+        _tile_dpbf16ps(0, 4, 6);                                                   \
+        _tile_dpbf16ps(1, 4, 7);                                                   \
+        ahead_step(ahead);                                                         \
+      }                                                                            \
+    }                                                                              \
+  } while (0)
+
+/* 16 floats rounded to bf16 and back, as a value stored in bf16 reads. */
+XR_AVX512_INLINE __m512 bf16_rounded(__m512 v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(xr_avx512_bf16_encode(v)), 16));
+}
+
+XR_AMX void xr_amx_gate_up(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *gate_up,
+                           int64_t cols, uint16_t *H, int64_t h_depth, int64_t h_col0, xr_amx_ahead_t ahead) {
+  const int64_t KT = depth / 32;
+  float acc[4][16][16] __attribute__((aligned(64)));
+  ahead_cursor_t cursor = ahead_start(ahead, (size_t)(((rows + 31) / 32) * (cols / 16) * KT));
+  unsigned mxcsr = _mm_getcsr();
+  _mm_setcsr(mxcsr | MXCSR_FTZ_DAZ);
+  configure_tiles();
+  for (int64_t m = 0; m < rows; m += 32) {
+    bool two = rows - m >= 32;
+    const uint16_t *a0 = A + (m / 16) * KT * TILE;
+    for (int64_t j = 0; j < cols / 16; j++) {
+      const uint16_t *gate = gate_up + 2 * j * KT * TILE, *up = gate + KT * TILE;
+      XR_AMX_BLOCK(a0, gate, up, KT, two, &cursor);
+      _tile_stored(0, acc[0], 64);
+      _tile_stored(1, acc[1], 64);
+      if (two) {
+        _tile_stored(2, acc[2], 64);
+        _tile_stored(3, acc[3], 64);
+      }
+      for (int64_t r = 0; r < (two ? 32 : 16); r++) {
+        const float *g_row = acc[r < 16 ? 0 : 2][r & 15], *u_row = acc[r < 16 ? 1 : 3][r & 15];
+        __m512 g = bf16_rounded(_mm512_load_ps(g_row)), u = bf16_rounded(_mm512_load_ps(u_row));
+        __m256i h = xr_avx512_bf16_encode(_mm512_mul_ps(xr_avx512_silu(g), u));
+        _mm256_storeu_si256((__m256i *)(H + xr_amx_tiled_at(h_depth, m + r, h_col0 + 16 * j)), h);
+      }
+    }
+  }
+  _tile_release();
+  _mm_setcsr(mxcsr);
+}
+
+XR_AMX void xr_amx_scaled(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *w, int64_t cols,
+                          const float *scale, uint16_t *Y, int64_t ldy, xr_amx_ahead_t ahead) {
+  const int64_t KT = depth / 32;
+  float acc[4][16][16] __attribute__((aligned(64)));
+  ahead_cursor_t cursor = ahead_start(ahead, (size_t)(((rows + 31) / 32) * (cols / 32) * KT));
+  unsigned mxcsr = _mm_getcsr();
+  _mm_setcsr(mxcsr | MXCSR_FTZ_DAZ);
+  configure_tiles();
+  for (int64_t m = 0; m < rows; m += 32) {
+    bool two = rows - m >= 32;
+    const uint16_t *a0 = A + (m / 16) * KT * TILE;
+    for (int64_t j = 0; j < cols / 32; j++) {
+      const uint16_t *b0 = w + 2 * j * KT * TILE, *b1 = b0 + KT * TILE;
+      XR_AMX_BLOCK(a0, b0, b1, KT, two, &cursor);
+      _tile_stored(0, acc[0], 64);
+      _tile_stored(1, acc[1], 64);
+      if (two) {
+        _tile_stored(2, acc[2], 64);
+        _tile_stored(3, acc[3], 64);
+      }
+      for (int64_t r = 0; r < (two ? 32 : 16); r++) {
+        __m512 s = _mm512_set1_ps(scale[m + r]);
+        const float *left = acc[r < 16 ? 0 : 2][r & 15], *right = acc[r < 16 ? 1 : 3][r & 15];
+        __m512i y = _mm512_inserti64x4(
+            _mm512_castsi256_si512(xr_avx512_bf16_encode(_mm512_mul_ps(_mm512_load_ps(left), s))),
+            xr_avx512_bf16_encode(_mm512_mul_ps(_mm512_load_ps(right), s)), 1);
+        _mm512_storeu_si512(Y + (m + r) * ldy + 32 * j, y);
+      }
+    }
+  }
+  _tile_release();
+  _mm_setcsr(mxcsr);
+}
+
+#else
+
+bool xr_amx_usable(void) { return false; }
+
+void xr_amx_pack(const uint16_t *w, int64_t col_stride, int64_t k_stride, int64_t cols, int64_t depth,
+                 uint16_t *out) {
+  (void)w, (void)col_stride, (void)k_stride, (void)cols, (void)depth, (void)out;
+}
+
+void xr_amx_gate_up(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *gate_up,
+                    int64_t cols, uint16_t *H, int64_t h_depth, int64_t h_col0, xr_amx_ahead_t ahead) {
+  (void)A, (void)rows, (void)depth, (void)gate_up, (void)cols, (void)H, (void)h_depth, (void)h_col0, (void)ahead;
+}
+
+void xr_amx_scaled(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *w, int64_t cols,
+                   const float *scale, uint16_t *Y, int64_t ldy, xr_amx_ahead_t ahead) {
+  (void)A, (void)rows, (void)depth, (void)w, (void)cols, (void)scale, (void)Y, (void)ldy, (void)ahead;
+}
+
+#endif

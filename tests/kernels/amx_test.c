@@ -1,0 +1,116 @@
+/* The AMX kernels of the fused experts (kernels/cpu/moe_amx.h) against double precision: the
+ * tiled layouts, a 16-row block after the 32-row ones, columns written at an offset and nothing
+ * else, rows of large |g| whose silu passes through denormals, the routing factor per row
+ * (0 for padding), and the caller's MXCSR left as it was. Skipped where the CPU has no AMX-BF16;
+ * the fused-experts cases of moe_test run through whichever path the CPU takes. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xmmintrin.h>
+
+#include "kernels/cpu/moe_amx.h"
+#include "kernels/dtype.h"
+
+enum { ROWS = 48, DEPTH = 96, COLS = 32, H_DEPTH = 64, H_COL0 = 32 };
+
+static void require_amx(void) {
+  if (!xr_amx_usable()) cr_skip_test("this CPU has no AMX-BF16 (or XR_CPU_AMX=off, or Linux refused the tile state)");
+}
+
+static uint64_t state = 0x9e3779b97f4a7c15u;
+
+/* Uniform in [-1, 1), stored as bf16. */
+static uint16_t random_bf16(float scale) {
+  state = state * 6364136223846793005u + 1442695040888963407u;
+  return xr_f32_to_bf16(scale * ((float)(state >> 40) / (float)(1u << 23) - 1.0f));
+}
+
+static float bf16(uint16_t v) { return xr_bf16_to_f32(v); }
+static float round_bf16(double v) { return bf16(xr_f32_to_bf16((float)v)); }
+
+/* A [ROWS][depth] as plain rows and tiled; row 5 scaled so that its dot products reach |g| ~ 100s. */
+static void make_rows(int64_t depth, uint16_t *plain, uint16_t *tiled) {
+  for (int64_t r = 0; r < ROWS; r++)
+    for (int64_t k = 0; k < depth; k++) {
+      uint16_t v = random_bf16(r == 5 ? 64.0f : 1.0f);
+      plain[r * depth + k] = v;
+      tiled[xr_amx_tiled_at(depth, r, k)] = v;
+    }
+}
+
+static double dot(const uint16_t *a, const uint16_t *w, int64_t w_stride, int64_t depth) {
+  double sum = 0;
+  for (int64_t k = 0; k < depth; k++) sum += (double)bf16(a[k]) * bf16(w[k * w_stride]);
+  return sum;
+}
+
+/* bf16 results against double: a few bf16 ulps of the result or of the terms' scale (the
+ * kernel sums in fp32, in tile order). */
+static void expect_close(float got, double want, double scale, const char *what, int64_t r, int64_t c) {
+  double tolerance = 1.6e-2 * fabs(want) + 1e-3 * scale;
+  cr_assert(fabs(got - want) <= tolerance, "%s (%lld, %lld): %g, want %g", what, (long long)r,
+            (long long)c, got, want);
+}
+
+Test(amx, gate_up_silu_into_tiled_columns) {
+  require_amx();
+  uint16_t *A = malloc(sizeof(uint16_t) * ROWS * DEPTH), *At = malloc(sizeof(uint16_t) * ROWS * DEPTH);
+  uint16_t *W = malloc(sizeof(uint16_t) * 2 * COLS * DEPTH); /* gate rows, then up rows: [2 COLS][DEPTH] */
+  uint16_t *packed = malloc(sizeof(uint16_t) * 2 * COLS * DEPTH), *H = malloc(sizeof(uint16_t) * ROWS * H_DEPTH);
+  make_rows(DEPTH, A, At);
+  for (int64_t i = 0; i < 2 * COLS * DEPTH; i++) W[i] = random_bf16(1.0f);
+  for (int64_t c = 0; c < COLS; c += 16)
+    for (int part = 0; part < 2; part++)
+      xr_amx_pack(W + (part * COLS + c) * DEPTH, DEPTH, 1, 16, DEPTH, packed + (2 * (c / 16) + part) * 16 * DEPTH);
+  for (int64_t i = 0; i < ROWS * H_DEPTH; i++) H[i] = 0x7fc1; /* a NaN that must survive outside the slice */
+  unsigned before = _mm_getcsr();
+  xr_amx_gate_up(At, ROWS, DEPTH, packed, COLS, H, H_DEPTH, H_COL0, (xr_amx_ahead_t){W, sizeof(uint16_t) * 2 * COLS * DEPTH});
+  cr_assert_eq(_mm_getcsr(), before, "MXCSR changed: %#x, was %#x", _mm_getcsr(), before);
+  int large = 0;
+  for (int64_t r = 0; r < ROWS; r++)
+    for (int64_t c = 0; c < H_DEPTH; c++) {
+      uint16_t got = H[xr_amx_tiled_at(H_DEPTH, r, c)];
+      if (c < H_COL0) {
+        cr_assert_eq(got, 0x7fc1, "H (%lld, %lld) outside the slice was written", (long long)r, (long long)c);
+        continue;
+      }
+      int64_t j = c - H_COL0;
+      float g = round_bf16(dot(A + r * DEPTH, W + j * DEPTH, 1, DEPTH));
+      float u = round_bf16(dot(A + r * DEPTH, W + (COLS + j) * DEPTH, 1, DEPTH));
+      large += fabsf(g) > 90.0f;
+      double want = (double)g / (1.0 + exp(-(double)g)) * u;
+      expect_close(bf16(got), want, r == 5 ? 64.0 * 64.0 : 8.0, "silu(g) * u", r, c);
+    }
+  cr_assert_gt(large, 0, "no row reached |g| > 90: the denormal range went untested");
+  free(A), free(At), free(W), free(packed), free(H);
+}
+
+Test(amx, scaled_rows_into_row_major_columns) {
+  require_amx();
+  enum { D = 64, C = 64, LDY = 80 };
+  uint16_t *A = malloc(sizeof(uint16_t) * ROWS * D), *At = malloc(sizeof(uint16_t) * ROWS * D);
+  uint16_t *W = malloc(sizeof(uint16_t) * C * D), *packed = malloc(sizeof(uint16_t) * C * D);
+  uint16_t *Y = malloc(sizeof(uint16_t) * ROWS * LDY);
+  float scale[ROWS];
+  make_rows(D, A, At);
+  /* W stored transposed ([D][C], as a w2 view can be): column c's k-th weight at k * C + c */
+  for (int64_t i = 0; i < C * D; i++) W[i] = random_bf16(1.0f);
+  xr_amx_pack(W, 1, C, C, D, packed);
+  for (int64_t r = 0; r < ROWS; r++) scale[r] = r % 7 == 3 ? 0.0f : 0.25f + 0.01f * (float)r;
+  for (int64_t i = 0; i < ROWS * LDY; i++) Y[i] = 0x7fc1;
+  unsigned before = _mm_getcsr();
+  xr_amx_scaled(At, ROWS, D, packed, C, scale, Y, LDY, (xr_amx_ahead_t){NULL, 0});
+  cr_assert_eq(_mm_getcsr(), before);
+  for (int64_t r = 0; r < ROWS; r++)
+    for (int64_t c = 0; c < LDY; c++) {
+      float got = bf16(Y[r * LDY + c]);
+      if (c >= C) {
+        cr_assert_eq(Y[r * LDY + c], 0x7fc1, "Y (%lld, %lld) past the slice was written", (long long)r, (long long)c);
+        continue;
+      }
+      double want = scale[r] * dot(A + r * D, W + c, C, D);
+      expect_close(got, want, r == 5 ? 64.0 : 1.0, "scale * (A . w)", r, c);
+    }
+  free(A), free(At), free(W), free(packed), free(Y);
+}

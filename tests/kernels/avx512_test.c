@@ -173,8 +173,8 @@ static double gelu_tanh_argument(double x) {
 
 /* f32 results against double precision: within `rel` relative (plus the rounding of a computed
  * exp argument, when `argument` is given), `per_x` times |x| absolute (the erf approximation's
- * error is absolute), or 1e-35 absolute (the exp argument is clamped at -88: tails give
- * e^-88-sized values for 0); NaN exactly where the formula gives NaN, infinities where it
+ * error is absolute), or 1e-35 absolute (the exp argument is clamped at 87.3: tails give
+ * values of 1e-36 or less for 0); NaN exactly where the formula gives NaN, infinities where it
  * gives them. */
 static void check_activation(xr_ew_op_t op, double (*exact)(double), const char *name, double rel,
                              double per_x, double (*argument)(double)) {
@@ -207,6 +207,37 @@ Test(avx512, activations_against_double_precision) {
   check_activation(XR_EW_SILU, silu_exact, "silu", 4e-7, 0, NULL);
   check_activation(XR_EW_GELU, gelu_erf_exact, "gelu", 4e-7, 1e-7, NULL);
   check_activation(XR_EW_GELU_TANH, gelu_tanh_exact, "gelu_tanh", 4e-7, 0, gelu_tanh_argument);
+}
+
+/* e^x for x = lanes[i], computed both as e^(+x) and as e^(-(-x)). */
+XR_AVX512 static void exp_both_ways(const float *lanes, float *plus, float *minus) {
+  __m512 x = _mm512_loadu_ps(lanes);
+  _mm512_storeu_ps(plus, xr_avx512_exp_signed(x, 1.0f));
+  _mm512_storeu_ps(minus, xr_avx512_exp_signed(_mm512_sub_ps(_mm512_setzero_ps(), x), -1.0f));
+}
+
+/* Below the smallest normal float exp gives exact 0 (masked softmax entries, silu of large x):
+ * a denormal result would cost a microcode assist per vector. Above it, normal values. */
+Test(avx512, exp_is_exact_zero_below_the_normal_range) {
+  require_avx512();
+  const float lanes[16] = {-87.2f, -87.29f, -87.31f, -87.5f, -88.0f, -88.7f, -100.0f, -1e30f,
+                           -INFINITY, 0.0f, -1.0f, -80.0f, -87.0f, 88.0f, 100.0f, NAN};
+  float plus[16], minus[16];
+  exp_both_ways(lanes, plus, minus);
+  for (int i = 0; i < 16; i++) {
+    for (int way = 0; way < 2; way++) {
+      float got = way ? minus[i] : plus[i];
+      if (isnan(lanes[i])) {
+        cr_assert(isnan(got), "e^NaN = %a", got);
+      } else if (lanes[i] < -87.3f) {
+        cr_assert(got == 0.0f && !signbit(got), "e^%g = %a, expected +0", lanes[i], got);
+      } else {
+        double want = exp(lanes[i] > 87.3f ? 87.3f : lanes[i]); /* the argument is clamped there */
+        cr_assert(isnormal(got) && fabs(got - want) <= 4e-7 * want, "e^%g = %a, expected %a",
+                  lanes[i], got, want);
+      }
+    }
+  }
 }
 
 Test(avx512, streaming_rows_of_every_alignment) {

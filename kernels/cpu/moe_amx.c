@@ -1,6 +1,7 @@
-/* AMX kernels of the fused-experts path; see moe_amx.h. Each call computes a block of 32 rows (16
- * at the end of an expert) by 16 columns of two tile columns, in the four accumulator tiles
- * tmm0-3: A tiles in tmm4-5, weight tiles in tmm6-7. */
+/* AMX kernels of the fused-experts path; see moe_amx.h. Both run gemm_blocks: blocks of 32 rows
+ * (16 at the end of an expert) by a pair of weight tile columns, in the four accumulator tiles
+ * tmm0-3 (A tiles in tmm4-5, weight tiles in tmm6-7), each finished block handed to the
+ * kernel's epilogue. */
 #include "kernels/cpu/moe_amx.h"
 
 #include <pthread.h>
@@ -15,6 +16,8 @@
 #include <unistd.h>
 
 #define XR_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+/* Inlined into each kernel, the epilogue with it: no call per block. */
+#define XR_AMX_INLINE static inline XR_AMX __attribute__((always_inline))
 
 enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18, TILE = 512 /* elements */ };
 
@@ -81,107 +84,114 @@ static inline __attribute__((always_inline)) void ahead_step(ahead_cursor_t *a) 
   for (size_t i = 0; i < a->per_step && a->at < a->end; i++, a->at += 64) _mm_prefetch(a->at, _MM_HINT_T1);
 }
 
-/* acc (16 x 16 floats) of `rows` rows (16 or 32) for one tile column pair, over the depth: tmm0/1 =
- * rows 0-15 times columns b0/b1, tmm2/3 the same for rows 16-31. */
-#define XR_AMX_BLOCK(a0, b0, b1, KT, two, ahead)                                   \
-  do {                                                                             \
-    _tile_zero(0);                                                                 \
-    _tile_zero(1);                                                                 \
-    if (two) {                                                                     \
-      _tile_zero(2);                                                               \
-      _tile_zero(3);                                                               \
-      for (int64_t t = 0; t < (KT); t++) {                                         \
-        _tile_loadd(4, (a0) + t * TILE, 64);                                       \
-        _tile_loadd(6, (b0) + t * TILE, 64);                                       \
-        _tile_loadd(7, (b1) + t * TILE, 64);                                       \
-        _tile_loadd(5, (a0) + ((KT) + t) * TILE, 64);                              \
-        _tile_dpbf16ps(0, 4, 6);                                                   \
-        _tile_dpbf16ps(1, 4, 7);                                                   \
-        _tile_dpbf16ps(2, 5, 6);                                                   \
-        _tile_dpbf16ps(3, 5, 7);                                                   \
-        ahead_step(ahead);                                                         \
-      }                                                                            \
-    } else {                                                                       \
-      for (int64_t t = 0; t < (KT); t++) {                                         \
-        _tile_loadd(4, (a0) + t * TILE, 64);                                       \
-        _tile_loadd(6, (b0) + t * TILE, 64);                                       \
-        _tile_loadd(7, (b1) + t * TILE, 64);                                       \
-        _tile_dpbf16ps(0, 4, 6);                                                   \
-        _tile_dpbf16ps(1, 4, 7);                                                   \
-        ahead_step(ahead);                                                         \
-      }                                                                            \
-    }                                                                              \
-  } while (0)
-
 /* 16 floats rounded to bf16 and back, as a value stored in bf16 reads. */
 XR_AVX512_INLINE __m512 bf16_rounded(__m512 v) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(xr_avx512_bf16_encode(v)), 16));
 }
 
-XR_AMX void xr_amx_gate_up(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *gate_up,
-                           int64_t cols, uint16_t *H, int64_t h_depth, int64_t h_col0, xr_amx_ahead_t ahead) {
+/* What a kernel does with a finished block: rows m .. m + 15 (tiles 0 and 1 of acc) and, when
+ * `two`, m + 16 .. m + 31 (tiles 2 and 3), times the pair j of weight tile columns. */
+typedef void (*block_epilogue_fn)(const void *ctx, int64_t m, bool two, int64_t j, float acc[4][16][16]);
+
+/* A (tiled rows x depth) times `pairs` pairs of packed weight tile columns (pair j's first column
+ * at w + 2 j depth/32 tiles, its second right after), block by block: 32 rows (16 at the end)
+ * by the pair, over the whole depth, in tmm0-3; each finished block goes to `epilogue`. */
+XR_AMX_INLINE void gemm_blocks(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *w,
+                               int64_t pairs, xr_amx_ahead_t ahead, block_epilogue_fn epilogue,
+                               const void *ctx) {
   const int64_t KT = depth / 32;
   float acc[4][16][16] __attribute__((aligned(64)));
-  ahead_cursor_t cursor = ahead_start(ahead, (size_t)(((rows + 31) / 32) * (cols / 16) * KT));
+  ahead_cursor_t cursor = ahead_start(ahead, (size_t)(((rows + 31) / 32) * pairs * KT));
   unsigned mxcsr = _mm_getcsr();
   _mm_setcsr(mxcsr | MXCSR_FTZ_DAZ);
   configure_tiles();
   for (int64_t m = 0; m < rows; m += 32) {
     bool two = rows - m >= 32;
-    const uint16_t *a0 = A + (m / 16) * KT * TILE;
-    for (int64_t j = 0; j < cols / 16; j++) {
-      const uint16_t *gate = gate_up + 2 * j * KT * TILE, *up = gate + KT * TILE;
-      XR_AMX_BLOCK(a0, gate, up, KT, two, &cursor);
+    const uint16_t *a0 = A + (m / 16) * KT * TILE, *a1 = a0 + KT * TILE;
+    for (int64_t j = 0; j < pairs; j++) {
+      const uint16_t *b0 = w + 2 * j * KT * TILE, *b1 = b0 + KT * TILE;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      if (two) {
+        for (int64_t t = 0; t < KT; t++) {
+          _tile_loadd(4, a0 + t * TILE, 64);
+          _tile_loadd(6, b0 + t * TILE, 64);
+          _tile_loadd(7, b1 + t * TILE, 64);
+          _tile_loadd(5, a1 + t * TILE, 64);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+          ahead_step(&cursor);
+        }
+      } else {
+        for (int64_t t = 0; t < KT; t++) {
+          _tile_loadd(4, a0 + t * TILE, 64);
+          _tile_loadd(6, b0 + t * TILE, 64);
+          _tile_loadd(7, b1 + t * TILE, 64);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          ahead_step(&cursor);
+        }
+      }
       _tile_stored(0, acc[0], 64);
       _tile_stored(1, acc[1], 64);
-      if (two) {
-        _tile_stored(2, acc[2], 64);
-        _tile_stored(3, acc[3], 64);
-      }
-      for (int64_t r = 0; r < (two ? 32 : 16); r++) {
-        const float *g_row = acc[r < 16 ? 0 : 2][r & 15], *u_row = acc[r < 16 ? 1 : 3][r & 15];
-        __m512 g = bf16_rounded(_mm512_load_ps(g_row)), u = bf16_rounded(_mm512_load_ps(u_row));
-        __m256i h = xr_avx512_bf16_encode(_mm512_mul_ps(xr_avx512_silu(g), u));
-        _mm256_storeu_si256((__m256i *)(H + xr_amx_tiled_at(h_depth, m + r, h_col0 + 16 * j)), h);
-      }
+      _tile_stored(2, acc[2], 64);
+      _tile_stored(3, acc[3], 64);
+      epilogue(ctx, m, two, j, acc);
     }
   }
   _tile_release();
   _mm_setcsr(mxcsr);
 }
 
+typedef struct gate_up_out {
+  uint16_t *H;
+  int64_t h_depth, h_col0;
+} gate_up_out_t;
+
+/* Pair j is gate and up of the same 16 columns: H = bf16(silu(bf16 g) * bf16 u). */
+XR_AMX_INLINE void gate_up_epilogue(const void *ctx, int64_t m, bool two, int64_t j, float acc[4][16][16]) {
+  const gate_up_out_t *o = ctx;
+  for (int64_t r = 0; r < (two ? 32 : 16); r++) {
+    const float *g_row = acc[r < 16 ? 0 : 2][r & 15], *u_row = acc[r < 16 ? 1 : 3][r & 15];
+    __m512 g = bf16_rounded(_mm512_load_ps(g_row)), u = bf16_rounded(_mm512_load_ps(u_row));
+    __m256i h = xr_avx512_bf16_encode(_mm512_mul_ps(xr_avx512_silu(g), u));
+    _mm256_storeu_si256((__m256i *)(o->H + xr_amx_tiled_at(o->h_depth, m + r, o->h_col0 + 16 * j)), h);
+  }
+}
+
+XR_AMX void xr_amx_gate_up(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *gate_up,
+                           int64_t cols, uint16_t *H, int64_t h_depth, int64_t h_col0, xr_amx_ahead_t ahead) {
+  const gate_up_out_t out = {H, h_depth, h_col0};
+  gemm_blocks(A, rows, depth, gate_up, cols / 16, ahead, gate_up_epilogue, &out);
+}
+
+typedef struct scaled_out {
+  const float *scale;
+  uint16_t *Y;
+  int64_t ldy;
+} scaled_out_t;
+
+/* Pair j is columns 32 j .. 32 j + 31: Y = bf16(scale * acc). */
+XR_AMX_INLINE void scaled_epilogue(const void *ctx, int64_t m, bool two, int64_t j, float acc[4][16][16]) {
+  const scaled_out_t *o = ctx;
+  for (int64_t r = 0; r < (two ? 32 : 16); r++) {
+    __m512 s = _mm512_set1_ps(o->scale[m + r]);
+    const float *left = acc[r < 16 ? 0 : 2][r & 15], *right = acc[r < 16 ? 1 : 3][r & 15];
+    __m512i y = _mm512_inserti64x4(
+        _mm512_castsi256_si512(xr_avx512_bf16_encode(_mm512_mul_ps(_mm512_load_ps(left), s))),
+        xr_avx512_bf16_encode(_mm512_mul_ps(_mm512_load_ps(right), s)), 1);
+    _mm512_storeu_si512(o->Y + (m + r) * o->ldy + 32 * j, y);
+  }
+}
+
 XR_AMX void xr_amx_scaled(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *w, int64_t cols,
                           const float *scale, uint16_t *Y, int64_t ldy, xr_amx_ahead_t ahead) {
-  const int64_t KT = depth / 32;
-  float acc[4][16][16] __attribute__((aligned(64)));
-  ahead_cursor_t cursor = ahead_start(ahead, (size_t)(((rows + 31) / 32) * (cols / 32) * KT));
-  unsigned mxcsr = _mm_getcsr();
-  _mm_setcsr(mxcsr | MXCSR_FTZ_DAZ);
-  configure_tiles();
-  for (int64_t m = 0; m < rows; m += 32) {
-    bool two = rows - m >= 32;
-    const uint16_t *a0 = A + (m / 16) * KT * TILE;
-    for (int64_t j = 0; j < cols / 32; j++) {
-      const uint16_t *b0 = w + 2 * j * KT * TILE, *b1 = b0 + KT * TILE;
-      XR_AMX_BLOCK(a0, b0, b1, KT, two, &cursor);
-      _tile_stored(0, acc[0], 64);
-      _tile_stored(1, acc[1], 64);
-      if (two) {
-        _tile_stored(2, acc[2], 64);
-        _tile_stored(3, acc[3], 64);
-      }
-      for (int64_t r = 0; r < (two ? 32 : 16); r++) {
-        __m512 s = _mm512_set1_ps(scale[m + r]);
-        const float *left = acc[r < 16 ? 0 : 2][r & 15], *right = acc[r < 16 ? 1 : 3][r & 15];
-        __m512i y = _mm512_inserti64x4(
-            _mm512_castsi256_si512(xr_avx512_bf16_encode(_mm512_mul_ps(_mm512_load_ps(left), s))),
-            xr_avx512_bf16_encode(_mm512_mul_ps(_mm512_load_ps(right), s)), 1);
-        _mm512_storeu_si512(Y + (m + r) * ldy + 32 * j, y);
-      }
-    }
-  }
-  _tile_release();
-  _mm_setcsr(mxcsr);
+  const scaled_out_t out = {scale, Y, ldy};
+  gemm_blocks(A, rows, depth, w, cols / 32, ahead, scaled_epilogue, &out);
 }
 
 #else

@@ -49,9 +49,10 @@ void xr_amx_pack(const uint16_t *w, int64_t col_stride, int64_t k_stride, int64_
             out[p * 32 + c * 2 + i] = w[(c0 + c) * col_stride + (k0 + 2 * p + i) * k_stride];
 }
 
-/* Denormals flushed (MXCSR FTZ and DAZ) while a kernel runs, as TDPBF16PS always does: silu
- * of a large |g| passes through e^-88 and friends, and each denormal result takes a microcode
- * assist; with them the GEMM-1 epilogue took as long as the GEMM (Qwen1.5-MoE prefill). */
+/* Denormals flushed (MXCSR FTZ and DAZ) while a kernel runs, as TDPBF16PS always does: each
+ * denormal result of an epilogue takes a microcode assist. Before avx512.h's exp returned exact
+ * 0 for tiny results, silu of a large |g| went through e^-88, and the GEMM-1 epilogue took as long
+ * as the GEMM (Qwen1.5-MoE prefill). */
 enum { MXCSR_FTZ_DAZ = 0x8040 };
 
 /* Every tile 16 rows of 64 bytes (palette 1). */

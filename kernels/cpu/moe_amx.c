@@ -44,9 +44,15 @@ void xr_amx_pack(const uint16_t *w, int64_t col_stride, int64_t k_stride, int64_
   for (int64_t c0 = 0; c0 < cols; c0 += 16)
     for (int64_t k0 = 0; k0 < depth; k0 += 32, out += TILE)
       for (int64_t p = 0; p < 16; p++)
-        for (int64_t c = 0; c < 16; c++)
-          for (int64_t i = 0; i < 2; i++)
-            out[p * 32 + c * 2 + i] = w[(c0 + c) * col_stride + (k0 + 2 * p + i) * k_stride];
+        for (int64_t c = 0; c < 16; c++) {
+          const uint16_t *from = w + (c0 + c) * col_stride + (k0 + 2 * p) * k_stride;
+          if (k_stride == 1) { /* the pair at once */
+            memcpy(out + p * 32 + c * 2, from, 2 * sizeof(uint16_t));
+          } else {
+            out[p * 32 + c * 2] = from[0];
+            out[p * 32 + c * 2 + 1] = from[k_stride];
+          }
+        }
 }
 
 /* Denormals flushed (MXCSR FTZ and DAZ) while a kernel runs, as TDPBF16PS always does: each

@@ -795,27 +795,44 @@ static int64_t amx_slice(int64_t depth, int64_t parts, int64_t unit, int64_t wid
   return cols < width ? cols : width;
 }
 
-/* Packs every expert's weights for the AMX kernels, once per prepare, on one thread. */
-static xr_status_t amx_prepare(cpu_state_t *s, xr_hal_device_t *device) {
+/* Packs expert e's weights for the AMX kernels. */
+static void amx_pack_expert(const cpu_state_t *s, int64_t e) {
   const xr_moe_problem_t *p = s->p;
   int64_t KT = p->K / 32, per_expert1 = 2 * p->N * p->K, per_expert2 = p->K * p->N;
-  size_t bytes = (size_t)(p->E * (per_expert1 + per_expert2)) * sizeof(uint16_t);
+  const uint16_t *w1 = s->w1b, *w2 = s->w2b;
+  for (int64_t c = 0; c < p->N; c += 16)
+    for (int part = 0; part < 2; part++)
+      xr_amx_pack(w1 + xr_moe_at(&s->w1, e, part * p->N + c, 0), s->w1.strides[1], s->w1.strides[2], 16,
+                  p->K, s->amx_w1 + e * per_expert1 + (2 * (c / 16) + part) * KT * 16 * 32);
+  xr_amx_pack(w2 + xr_moe_at(&s->w2, e, 0, 0), s->w2.strides[1], s->w2.strides[2], p->K, p->N,
+              s->amx_w2 + e * per_expert2);
+}
+
+static void step_pack(void *ctx, size_t begin, size_t end) {
+  for (size_t e = begin; e < end; e++) amx_pack_expert(ctx, (int64_t)e);
+}
+
+/* Packs every expert's weights for the AMX kernels, once per prepare, expert by expert on the
+ * device's pool (a stream of its own, synchronised before returning): Qwen1.5-MoE's 1 GB takes
+ * 1.6 s here, 2.9 s on one thread (a new buffer's first touches included). */
+static xr_status_t amx_prepare(cpu_state_t *s, xr_hal_device_t *device) {
+  const xr_moe_problem_t *p = s->p;
+  size_t bytes = (size_t)(p->E * 3 * p->N * p->K) * sizeof(uint16_t);
   xr_status_t st;
   void *host;
+  xr_hal_stream_t *stream = NULL;
   if ((st = xr_hal_buffer_alloc(device, bytes ? bytes : 1, &s->amx_buffer)) ||
       (st = xr_hal_buffer_host_pointer(s->amx_buffer, &host)))
     return st;
   s->amx_w1 = host;
-  s->amx_w2 = s->amx_w1 + p->E * per_expert1;
-  const uint16_t *w1 = s->w1b, *w2 = s->w2b;
-  for (int64_t e = 0; e < p->E; e++) {
-    for (int64_t c = 0; c < p->N; c += 16)
-      for (int part = 0; part < 2; part++)
-        xr_amx_pack(w1 + xr_moe_at(&s->w1, e, part * p->N + c, 0), s->w1.strides[1], s->w1.strides[2], 16,
-                    p->K, s->amx_w1 + e * per_expert1 + (2 * (c / 16) + part) * KT * 16 * 32);
-    xr_amx_pack(w2 + xr_moe_at(&s->w2, e, 0, 0), s->w2.strides[1], s->w2.strides[2], p->K, p->N,
-                s->amx_w2 + e * per_expert2);
+  s->amx_w2 = s->amx_w1 + p->E * 2 * p->N * p->K;
+  if ((st = xr_hal_stream_create(device, &stream)) ||
+      (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E, 1, step_pack, s)) ||
+      (st = xr_hal_stream_synchronize(stream))) {
+    if (stream) xr_hal_stream_destroy(stream);
+    return st;
   }
+  xr_hal_stream_destroy(stream);
   s->amx_slice[0] = amx_slice(p->K, 2, 16, p->N);
   s->amx_slice[1] = amx_slice(p->N, 1, 32, p->K);
   return XR_OK;

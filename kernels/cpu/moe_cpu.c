@@ -51,6 +51,14 @@
 /* SLICE_BYTES: the weights of one oneDNN task (see dnnl_path_t), at most KC columns. */
 enum { MR = 8, NR = 32, KC = 256, SLICE_BYTES = 256 << 10 };
 
+/* Columns per task of a sliced GEMM (oneDNN and AMX paths): SLICE_BYTES of weights, in whole
+ * blocks of `unit` columns, at least one block and at most `most` columns. */
+static int64_t slice_columns(int64_t column_bytes, int64_t unit, int64_t most) {
+  int64_t cols = SLICE_BYTES / column_bytes / unit * unit;
+  cols = cols < unit ? unit : cols;
+  return cols < most ? cols : most;
+}
+
 typedef void (*micro_fn)(int64_t kc, const float *A, int64_t lda, const float *P, float *C,
                          int64_t ldc, bool accumulate);
 
@@ -126,25 +134,6 @@ static void load_f32(const void *base, xr_dtype_t d, int64_t start, int64_t stri
 #define CLONES __attribute__((target_clones("avx512f", "default")))
 #define HOT XR_VHOT
 
-HOT vf bf16_vload(const uint16_t *p) {
-  vh h;
-  memcpy(&h, p, sizeof h);
-  return (vf)(__builtin_convertvector(h, vu) << 16);
-}
-
-/* xr_f32_to_bf16 on 16 lanes: round to nearest even, NaN kept quiet. */
-HOT vh bf16_round(vf x) {
-  vu u = (vu)x;
-  vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);
-  vu rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  return __builtin_convertvector((rounded & ~nan) | (((u >> 16) | 0x40u) & nan), vh);
-}
-
-HOT void bf16_vstore(uint16_t *p, vf x) {
-  vh h = bf16_round(x);
-  memcpy(p, &h, sizeof h);
-}
-
 /* silu(g) * u = g * sigmoid(g) * u, sigmoid from exp(-|g|) so that nothing overflows. */
 HOT vf vsilu_mul(vf g, vf u) {
   vi negative = g < 0.0f;
@@ -162,7 +151,7 @@ CLONES static void silu_mul_row(xr_dtype_t d, const void *g, const void *u, void
   if (d == XR_DTYPE_BF16) {
     const uint16_t *gb = g, *ub = u;
     uint16_t *hb = h;
-    for (; c + VW <= n; c += VW) bf16_vstore(hb + c, vsilu_mul(bf16_vload(gb + c), bf16_vload(ub + c)));
+    for (; c + VW <= n; c += VW) vstore_bf16(hb + c, vsilu_mul(vload_bf16(gb + c), vload_bf16(ub + c)));
     for (; c < n; c++) hb[c] = xr_f32_to_bf16(silu_mul(xr_bf16_to_f32(gb[c]), xr_bf16_to_f32(ub[c])));
     return;
   }
@@ -177,7 +166,7 @@ CLONES static void weigh_row(xr_dtype_t d, const float *y, float w, void *out, i
   int64_t c = 0;
   if (d == XR_DTYPE_BF16) {
     uint16_t *o = out;
-    for (; c + VW <= n; c += VW) bf16_vstore(o + c, vload(y + c) * w);
+    for (; c + VW <= n; c += VW) vstore_bf16(o + c, vload(y + c) * w);
     for (; c < n; c++) o[c] = xr_f32_to_bf16(y[c] * w);
     return;
   }
@@ -190,7 +179,7 @@ CLONES static void add_row(xr_dtype_t d, float *acc, const void *y, int64_t n) {
   int64_t c = 0;
   if (d == XR_DTYPE_BF16) {
     const uint16_t *yb = y;
-    for (; c + VW <= n; c += VW) vstore(acc + c, vload(acc + c) + bf16_vload(yb + c));
+    for (; c + VW <= n; c += VW) vstore(acc + c, vload(acc + c) + vload_bf16(yb + c));
     for (; c < n; c++) acc[c] += xr_bf16_to_f32(yb[c]);
     return;
   }
@@ -205,7 +194,7 @@ CLONES static void store_row(xr_dtype_t d, const float *acc, void *out, int64_t 
   if (d == XR_DTYPE_F32) {
     memcpy(out, acc, sizeof(float) * (size_t)n);
   } else if (d == XR_DTYPE_BF16) {
-    for (; c + VW <= n; c += VW) bf16_vstore((uint16_t *)out + c, vload(acc + c));
+    for (; c + VW <= n; c += VW) vstore_bf16((uint16_t *)out + c, vload(acc + c));
     for (; c < n; c++) ((uint16_t *)out)[c] = xr_f32_to_bf16(acc[c]);
   } else {
     for (; c < n; c++) ((uint16_t *)out)[c] = xr_f32_to_f16(acc[c]);
@@ -469,7 +458,7 @@ static void expert_panel(const cpu_state_t *s, const float *A, int64_t lda, int6
 static void step_gemm1(void *ctx, size_t begin, size_t end) {
   const cpu_state_t *s = ctx;
   const xr_moe_problem_t *p = s->p;
-  for (size_t t = begin; t < end && !s->use_dnnl && !s->use_amx; t++) {
+  for (size_t t = begin; t < end && !s->use_dnnl; t++) {
     int64_t e = (int64_t)t % p->E, n0 = (int64_t)t / p->E * NR;
     int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
     if (!rows) continue;
@@ -498,7 +487,7 @@ static void step_gemm1(void *ctx, size_t begin, size_t end) {
 static void step_gemm2(void *ctx, size_t begin, size_t end) {
   const cpu_state_t *s = ctx;
   const xr_moe_problem_t *p = s->p;
-  for (size_t t = begin; t < end && !s->use_dnnl && !s->use_amx; t++) {
+  for (size_t t = begin; t < end && !s->use_dnnl; t++) {
     int64_t e = (int64_t)t % p->E, k0 = (int64_t)t / p->E * NR;
     int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
     if (!rows) continue;
@@ -667,9 +656,8 @@ static xr_status_t plan_tasks(cpu_state_t *s, size_t *packed_size) {
   for (int64_t e = 0; e < p->E; e++) active += s->row_start[e + 1] > s->row_start[e];
   *packed_size = 0;
   for (int which = 0; which < 2; which++) {
-    /* Whole 64-column blocks of the packed layout, SLICE_BYTES of weights or the nearest. */
-    int64_t slice = SLICE_BYTES / (depths[which] * (int64_t)xr_dtype_size(p->dtype)) / 64 * 64;
-    slice = dp->slice[which] = slice < 64 ? 64 : slice > KC ? KC : slice;
+    /* whole 64-column blocks of the packed layout */
+    int64_t slice = dp->slice[which] = slice_columns(depths[which] * (int64_t)xr_dtype_size(p->dtype), 64, KC);
     size_t slices = (size_t)((widths[which] + slice - 1) / slice);
     if (!(dp->tasks[which] = calloc(active * slices + 1, sizeof(dnnl_task_t))))
       return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
@@ -788,13 +776,6 @@ static xr_status_t dnnl_build(cpu_state_t *s, xr_hal_device_t *device, size_t wi
 /* ------------------------------------------------------------------------------------------ */
 /* AMX path                                                                                    */
 
-/* About 256 KB of weights per task, as the oneDNN slices: whole tiles of `unit` columns. */
-static int64_t amx_slice(int64_t depth, int64_t parts, int64_t unit, int64_t width) {
-  int64_t cols = (SLICE_BYTES / (2 * depth * parts)) / unit * unit;
-  cols = cols < unit ? unit : cols;
-  return cols < width ? cols : width;
-}
-
 /* Packs expert e's weights for the AMX kernels. */
 static void amx_pack_expert(const cpu_state_t *s, int64_t e) {
   const xr_moe_problem_t *p = s->p;
@@ -833,8 +814,9 @@ static xr_status_t amx_prepare(cpu_state_t *s, xr_hal_device_t *device) {
     return st;
   }
   xr_hal_stream_destroy(stream);
-  s->amx_slice[0] = amx_slice(p->K, 2, 16, p->N);
-  s->amx_slice[1] = amx_slice(p->N, 1, 32, p->K);
+  /* GEMM-1: gate and up, 16-column tiles; GEMM-2: the kernel's pairs of tiles (bf16 weights) */
+  s->amx_slice[0] = slice_columns(2 * p->K * 2, 16, p->N);
+  s->amx_slice[1] = slice_columns(p->N * 2, 32, p->K);
   return XR_OK;
 }
 
@@ -862,7 +844,7 @@ static bool amx_task(const cpu_state_t *s, int which, size_t t, int64_t *e, int6
  * the next one's weights while it computes. */
 static void amx_run(const cpu_state_t *s, int which, size_t begin, size_t end) {
   const xr_moe_problem_t *p = s->p;
-  for (size_t t = begin; t < end && s->use_amx; t++) {
+  for (size_t t = begin; t < end; t++) {
     int64_t e, col0, cols;
     xr_amx_ahead_t weights, next = {NULL, 0};
     if (!amx_task(s, which, t, &e, &col0, &cols, &weights)) return; /* an expert without rows */
@@ -1032,16 +1014,19 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
   size_t panels1 = (size_t)((p->N + NR - 1) / NR), panels2 = (size_t)((p->K + NR - 1) / NR);
   xr_status_t st;
   if ((st = xr_hal_stream_enqueue_host(stream, step_route, s)) ||
-      (st = xr_hal_stream_enqueue_parallel(stream, (size_t)s->rows_cap, 8, step_gather, s)) ||
-      (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * panels1, 1, step_gemm1, s)) ||
-      (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * panels2, 1, step_gemm2, s)))
+      (st = xr_hal_stream_enqueue_parallel(stream, (size_t)s->rows_cap, 8, step_gather, s)))
     return st;
-  if (s->use_amx) {
+  if (s->use_amx) { /* chosen at prepare(), for any routing: its GEMMs alone */
     size_t per1 = (size_t)amx_tasks_per_expert(s, 0), per2 = (size_t)amx_tasks_per_expert(s, 1);
     if ((st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * per1, per1, step_amx1, s)) ||
         (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * per2, per2, step_amx2, s)))
       return st;
+    return xr_hal_stream_enqueue_parallel(stream, (size_t)p->M, 1, step_reduce, s);
   }
+  /* The micro-kernel steps do nothing in a run that takes the oneDNN slices (step_route decides). */
+  if ((st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * panels1, 1, step_gemm1, s)) ||
+      (st = xr_hal_stream_enqueue_parallel(stream, (size_t)p->E * panels2, 1, step_gemm2, s)))
+    return st;
 #ifdef XR_HAVE_DNNL_H
   if (s->dnnl.task_count[0] &&
       ((st = xr_hal_stream_enqueue_parallel(stream, s->dnnl.task_count[0], 1, step_slices1, s)) ||

@@ -314,13 +314,7 @@ HOT void store_row(void *base, xr_dtype_t dt, int64_t index, int64_t stride, con
   if (stride == 1 && dt == XR_DTYPE_F32)
     for (; d + VW <= n; d += VW) vstore((float *)base + index + d, vload(src + d) * mul);
   if (stride == 1 && dt == XR_DTYPE_BF16)
-    for (; d + VW <= n; d += VW) {
-      vu u = (vu)(vload(src + d) * mul);
-      vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);
-      vu r = ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16 & ~nan) | (((u >> 16) | 0x40u) & nan);
-      vh h = __builtin_convertvector(r, vh);
-      memcpy((uint16_t *)base + index + d, &h, sizeof h);
-    }
+    for (; d + VW <= n; d += VW) vstore_bf16((uint16_t *)base + index + d, vload(src + d) * mul);
   for (; d < n; d++) xr_store_element(base, dt, index + d * stride, (double)(src[d] * mul));
 }
 

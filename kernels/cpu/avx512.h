@@ -17,6 +17,11 @@
  * sends every kernel down its portable path: for tests of that path and for comparisons). */
 bool xr_cpu_avx512(void);
 
+/* The dtypes xr_avx512_load and xr_avx512_store move: f32, bf16 and f16. */
+static inline bool xr_avx512_dtype(xr_dtype_t d) {
+  return d == XR_DTYPE_F32 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F16;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define XR_HAVE_AVX512_PATHS 1
 #include <immintrin.h>

@@ -194,7 +194,7 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   s->p = p;
   s->esize = xr_dtype_size(p->dtype);
   s->avx512 = xr_cpu_avx512() && p->red_rank == 1 && p->red_strides[0] == 1 &&
-              (p->dtype == XR_DTYPE_F32 || p->dtype == XR_DTYPE_BF16 || p->dtype == XR_DTYPE_F16);
+              xr_avx512_dtype(p->dtype);
   void *in, *out;
   xr_status_t st;
   if ((st = xr_tensor_host(&tensors[p->self], &in)) || (st = xr_tensor_host(&tensors[p->out], &out))) {

@@ -34,18 +34,13 @@ bool xr_cpu_avx512(void) {
   return avx512_usable;
 }
 
-/* The dtypes xr_avx512_load / xr_avx512_store move. */
-static bool vector_dtype(xr_dtype_t d) {
-  return d == XR_DTYPE_F32 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F16;
-}
-
 bool xr_ew_avx512_takes(const xr_ew_step_t *s) {
   if (!xr_cpu_avx512()) return false;
   int in = s->rank - 1;
-  bool wide_in = vector_dtype(s->a.dtype);
+  bool wide_in = xr_avx512_dtype(s->a.dtype);
   bool b_ok = s->b_scalar || s->b.index < 0 ||
-              (vector_dtype(s->b.dtype) && (s->b.strides[in] == 0 || s->b.strides[in] == 1));
-  bool out_ok = vector_dtype(s->out.dtype) || (xr_dtype_is_fp8(s->out.dtype) && s->op == XR_EW_COPY);
+              (xr_avx512_dtype(s->b.dtype) && (s->b.strides[in] == 0 || s->b.strides[in] == 1));
+  bool out_ok = xr_avx512_dtype(s->out.dtype) || (xr_dtype_is_fp8(s->out.dtype) && s->op == XR_EW_COPY);
   switch (s->op) {
     case XR_EW_ADD: case XR_EW_SUB: case XR_EW_MUL: case XR_EW_DIV: case XR_EW_COPY:
     case XR_EW_GELU: case XR_EW_GELU_TANH: case XR_EW_SILU: case XR_EW_SILU_AND_MUL:

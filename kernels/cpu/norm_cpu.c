@@ -461,8 +461,7 @@ static xr_status_t rows_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
   s->avx512 = xr_cpu_avx512() && !softmax_cast && s->stride[XR_ROWS_X] == 1 &&
               s->stride[XR_ROWS_OUT] == 1 &&
               (p->op != XR_ROWS_ADD_RMS_NORM || s->stride[XR_ROWS_RESIDUAL] == 1) &&
-              (in_dtype == XR_DTYPE_F32 || in_dtype == XR_DTYPE_BF16 || in_dtype == XR_DTYPE_F16) &&
-              (out_dtype == XR_DTYPE_F32 || out_dtype == XR_DTYPE_BF16 || out_dtype == XR_DTYPE_F16);
+              xr_avx512_dtype(in_dtype) && xr_avx512_dtype(out_dtype);
   s->pitch = (n + 15) & ~(size_t)15; /* rows start on cache lines */
   s->items = item_count(device, p->rows, (int64_t)(3 * s->pitch * sizeof(float)));
   s->scratch = aligned_alloc(64, sizeof(float) * 3 * s->pitch * s->items + 64);
@@ -631,7 +630,7 @@ static xr_status_t rotary_prepare(const xr_op_plan_t *plan, xr_hal_device_t *dev
     *offset[i] = tensors[idx[i]].offset;
   }
   s->avx512 = xr_cpu_avx512() &&
-              (p->q_dtype == XR_DTYPE_F32 || p->q_dtype == XR_DTYPE_BF16 || p->q_dtype == XR_DTYPE_F16) &&
+              xr_avx512_dtype(p->q_dtype) &&
               p->q_elem_stride == 1 && (p->key < 0 || p->k_elem_stride == 1) &&
               (p->is_neox || (p->q_dtype == XR_DTYPE_BF16 && (p->rot_dim / 2) % 16 == 0));
   s->items = item_count(device, p->tokens, (int64_t)(3 * (size_t)p->rot_dim * sizeof(float)));

@@ -1,6 +1,6 @@
 /* 16-float vectors in GCC's vector extensions, for the host kernels whose inner loops are
- * compiled once per target_clones variant (cpu attention, the MoE passes): the types, loads and
- * stores, and exp for the non-positive arguments softmax-like code needs. Everything here is
+ * compiled once per target_clones variant (cpu attention, the MoE passes): the types, f32 and bf16
+ * loads and stores, and exp for the non-positive arguments softmax-like code needs. Everything here is
  * inlined into its caller, so no vector crosses a call boundary whose ABI the variants could
  * disagree on (hence -Wpsabi is silenced). */
 #ifndef XR_KERNELS_CPU_VECTOR_EXT_H
@@ -27,6 +27,22 @@ XR_VHOT vf vload(const float *p) {
 }
 
 XR_VHOT void vstore(float *p, vf v) { memcpy(p, &v, sizeof v); }
+
+/* 16 bf16 values as floats. */
+XR_VHOT vf vload_bf16(const uint16_t *p) {
+  vh h;
+  memcpy(&h, p, sizeof h);
+  return (vf)(__builtin_convertvector(h, vu) << 16);
+}
+
+/* 16 floats as bf16, as xr_f32_to_bf16 rounds them: to nearest even, NaN kept quiet. */
+XR_VHOT void vstore_bf16(uint16_t *p, vf x) {
+  vu u = (vu)x;
+  vu nan = (vu)((u & 0x7fffffffu) > 0x7f800000u);
+  vu rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  vh h = __builtin_convertvector((rounded & ~nan) | (((u >> 16) | 0x40u) & nan), vh);
+  memcpy(p, &h, sizeof h);
+}
 
 /* exp(x) for x <= 0: exact 0 below -87, relative error ~2e-7 elsewhere (Cephes' range reduction
  * and polynomial). */

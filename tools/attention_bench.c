@@ -264,6 +264,23 @@ static double copy_gbps(const char *device) {
   return best;
 }
 
+/* One table row: the op's rate in FLOP/s as a share of the GEMM's (`flops`), or in GB/s as a
+ * share of the copy's; `baseline` in the same unit per second (0: unknown, shown as 0%). */
+static void print_row(const char *device, const char *what, const measured_t *m, bool flops, double baseline) {
+  if (!m->ok) {
+    printf("| %s | %s | failed: %s | | | |\n", device, what, m->kernel);
+    return;
+  }
+  double rate = (flops ? m->flops : m->bytes) / (m->median_us * 1e-6);
+  double share = baseline > 0 ? 100.0 * rate / baseline : 0;
+  if (flops)
+    printf("| %s | %s | %s | %.2f ms | %.1f GFLOP/s | %.0f%% of GEMM |\n", device, what, m->kernel,
+           m->median_us / 1e3, rate / 1e9, share);
+  else
+    printf("| %s | %s | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n", device, what, m->kernel,
+           m->median_us / 1e3, rate / 1e9, share);
+}
+
 static const char *case_filter;
 
 static bool wanted(const char *what) { return !case_filter || strstr(what, case_filter); }
@@ -297,13 +314,7 @@ static void bench_device(const char *device, bool quick) {
     if (!wanted(dense[i].what)) continue;
     sdpa_json(json, sizeof json, dense[i].dtype, dense[i].causal);
     measured_t m = run_json(json, device, iters);
-    if (!m.ok) {
-      printf("| %s | %s | failed: %s | | | |\n", device, dense[i].what, m.kernel);
-      continue;
-    }
-    double rate = m.flops / (m.median_us * 1e-6);
-    printf("| %s | %s | %s | %.2f ms | %.1f GFLOP/s | %.0f%% of GEMM |\n", device, dense[i].what, m.kernel,
-           m.median_us / 1e3, rate / 1e9, gemm_rate > 0 ? 100.0 * rate / gemm_rate : 0);
+    print_row(device, dense[i].what, &m, true, gemm_rate);
   }
   const char *paged[] = {"c10::Half", "c10::BFloat16", "float"};
   char what[256];
@@ -312,13 +323,7 @@ static void bench_device(const char *device, bool quick) {
     if (!wanted(what)) continue;
     paged_json(json, sizeof json, paged[i]);
     measured_t m = run_json(json, device, iters);
-    if (!m.ok) {
-      printf("| %s | %s | failed: %s | | | |\n", device, what, m.kernel);
-      continue;
-    }
-    double gbps = m.bytes / (m.median_us * 1e-6) / 1e9;
-    printf("| %s | %s | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n", device, what, m.kernel, m.median_us / 1e3,
-           gbps, copy > 0 ? 100.0 * gbps / copy : 0);
+    print_row(device, what, &m, false, copy * 1e9);
   }
   const struct {
     const char *dtype, *layout;
@@ -331,13 +336,7 @@ static void bench_device(const char *device, bool quick) {
     if (!wanted(what)) continue;
     unified_json(json, sizeof json, unified[i].dtype, unified[i].hnd);
     measured_t m = run_json(json, device, iters);
-    if (!m.ok) {
-      printf("| %s | %s | failed: %s | | | |\n", device, what, m.kernel);
-      continue;
-    }
-    double gbps = m.bytes / (m.median_us * 1e-6) / 1e9;
-    printf("| %s | %s | %s | %.2f ms | %.2f GB/s | %.0f%% of copy |\n", device, what, m.kernel, m.median_us / 1e3,
-           gbps, copy > 0 ? 100.0 * gbps / copy : 0);
+    print_row(device, what, &m, false, copy * 1e9);
   }
 }
 

@@ -1,4 +1,4 @@
-#include "hal/core/dynload.h"
+#include "base/dynload.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -47,29 +47,34 @@ static bool try_open(const char *path, const char *label, xr_dynload_library_t *
   return true;
 }
 
-xr_status_t xr_dynload_open_and_resolve(const char *env_override,
-                                        const char *const *candidates, size_t candidate_count,
-                                        const xr_dynload_symbol_t *symbols, size_t symbol_count,
-                                        void *table, xr_dynload_library_t *out_library,
-                                        char *report, size_t report_capacity) {
+xr_status_t xr_dynload_open(const xr_dynload_spec_t *spec, const xr_dynload_symbol_t *symbols,
+                            size_t symbol_count, void *table, xr_dynload_library_t *out_library,
+                            char *report, size_t report_capacity) {
+  char local_report[1024] = "";
+  if (!report || report_capacity == 0) {
+    report = local_report;
+    report_capacity = sizeof local_report;
+  }
   xr_dynload_library_t library = {0};
-  const char *override = env_override ? getenv(env_override) : NULL;
+  const char *env = spec->env_override;
+  const char *override = env ? getenv(env) : NULL;
+  if (override && strcmp(override, "off") == 0) {
+    xr_dynload_report_append(report, report_capacity, "%s=off: %s disabled", env, spec->label);
+    return xr_error(XR_UNAVAILABLE, "%s", report);
+  }
   bool loaded = false;
   if (override && override[0]) {
     char label[96];
-    snprintf(label, sizeof label, "%s=", env_override);
+    snprintf(label, sizeof label, "%s=", env);
     loaded = try_open(override, label, &library, report, report_capacity);
   }
-  for (size_t i = 0; !loaded && i < candidate_count; i++) {
-    loaded = try_open(candidates[i], "", &library, report, report_capacity);
+  for (size_t i = 0; !loaded && i < spec->candidate_count; i++) {
+    loaded = try_open(spec->candidates[i], "", &library, report, report_capacity);
   }
-  if (!loaded) {
-    return xr_error(XR_UNAVAILABLE, "%s", report ? report : "no library loaded");
-  }
+  if (!loaded) return xr_error(XR_UNAVAILABLE, "%s", report);
 
   for (size_t i = 0; i < symbol_count; i++) {
-    dlerror();
-    void *address = dlsym(library.handle, symbols[i].name);
+    void *address = xr_dynload_find(&library, symbols[i].name);
     if (!address && symbols[i].required) {
       xr_dynload_report_append(report, report_capacity, "missing required symbol %s",
                                symbols[i].name);
@@ -84,21 +89,24 @@ xr_status_t xr_dynload_open_and_resolve(const char *env_override,
   return XR_OK;
 }
 
-bool xr_dynload_probe_optional(const char *label, const char *env_override,
-                               const char *const *candidates, size_t candidate_count,
-                               char *report, size_t report_capacity) {
+void *xr_dynload_find(const xr_dynload_library_t *library, const char *name) {
+  if (!library->handle) return NULL;
+  dlerror();
+  return dlsym(library->handle, name);
+}
+
+bool xr_dynload_probe(const xr_dynload_spec_t *spec, char *report, size_t report_capacity) {
   char attempts[1024] = "";
   xr_dynload_library_t library = {0};
   char saved_error[1024];
   snprintf(saved_error, sizeof saved_error, "%s", xr_last_error());
-  xr_status_t status = xr_dynload_open_and_resolve(env_override, candidates, candidate_count, NULL,
-                                                   0, NULL, &library, attempts, sizeof attempts);
+  xr_status_t status = xr_dynload_open(spec, NULL, 0, NULL, &library, attempts, sizeof attempts);
   xr_error(XR_OK, "%s", saved_error);
   if (status != XR_OK) {
-    xr_dynload_report_append(report, report_capacity, "%s: absent (%s)", label, attempts);
+    xr_dynload_report_append(report, report_capacity, "%s: absent (%s)", spec->label, attempts);
     return false;
   }
-  xr_dynload_report_append(report, report_capacity, "%s: %s", label, library.path);
+  xr_dynload_report_append(report, report_capacity, "%s: %s", spec->label, library.path);
   xr_dynload_close(&library);
   return true;
 }

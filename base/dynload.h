@@ -1,46 +1,66 @@
-/* Shared dlopen helper for vendor runtimes (opencl now, cuda and hip later).
+/* The one dlopen loader of xreplay: vendor runtimes (OpenCL, CUDA, HIP), run-time compilers
+ * (NVRTC, hiprtc) and vendor libraries (cuBLASLt, hipBLASLt, CLBlast, oneDNN) are all opened
+ * here, never linked, so one build runs on any machine.
  *
- * Each vendor lists its symbols once in an X-macro table (see
- * hal/drivers/opencl/opencl_symbols.h); the driver expands the table into a struct of function
- * pointers plus an array of xr_dynload_symbol_t, and xr_dynload_open_and_resolve() fills the
- * struct. Every outcome is described in a report string ("libOpenCL.so.1: loaded" or
- * "libX.so.2: not found; libX.so: not found") that the driver puts in its UNAVAILABLE reason. */
-#ifndef XR_HAL_CORE_DYNLOAD_H
-#define XR_HAL_CORE_DYNLOAD_H
+ * Symbol tables. Each library lists its symbols once, in a list macro whose entries read
+ *   X(need, return type, field, (parameters))                 one vendor: the symbol is `field`
+ *   X(need, return type, field, (parameters), cuda, hip)      two vendors, one name each
+ * where need is REQUIRED or OPTIONAL. XR_DYNLOAD_FIELD expands an entry into a function-pointer
+ * field of the caller's table struct; XR_DYNLOAD_SYMBOL into an xr_dynload_symbol_t naming one
+ * vendor's symbol. A missing OPTIONAL symbol leaves its field NULL.
+ *
+ * Every outcome is described in a report ("libOpenCL.so.1: loaded", or "XR_CUDA_LIBRARY=/x.so:
+ * not found; libcuda.so.1: not found; libcuda.so: not found") that the caller puts in its
+ * UNAVAILABLE sentence. The environment override names a path tried first; "off" disables the
+ * library. */
+#ifndef XR_BASE_DYNLOAD_H
+#define XR_BASE_DYNLOAD_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "hal/core/status.h"
+#include "base/status.h"
 
 typedef struct xr_dynload_symbol {
   const char *name;
-  size_t offset;   /* of the function pointer inside the caller's table struct */
+  size_t offset; /* of the function pointer inside the caller's table struct */
   bool required;
 } xr_dynload_symbol_t;
 
+#define XR_DYNLOAD_FIELD(need, ret, field, params, ...) ret(*field) params;
+#define XR_DYNLOAD_SYMBOL(table_type, need, field, name) \
+  {#name, offsetof(table_type, field), XR_DYNLOAD_##need},
+#define XR_DYNLOAD_REQUIRED true
+#define XR_DYNLOAD_OPTIONAL false
+
+/* Where a library is looked for. */
+typedef struct xr_dynload_spec {
+  const char *label;             /* for reports: "OpenCL", "cuBLASLt" */
+  const char *env_override;      /* "XR_OPENCL_LIBRARY": a path tried first, "off" disables */
+  const char *const *candidates; /* sonames or paths, most preferred first */
+  size_t candidate_count;
+} xr_dynload_spec_t;
+
 typedef struct xr_dynload_library {
-  void *handle;        /* from dlopen; NULL when nothing loaded */
-  char path[512];      /* the path or soname that loaded */
+  void *handle;   /* from dlopen; NULL when nothing loaded */
+  char path[512]; /* the path or soname that loaded */
 } xr_dynload_library_t;
 
-/* Tries the path in environment variable `env_override` (when set and non-empty), then each of
- * `candidates` in order, and keeps the first that loads. Then resolves `symbols` into `table`
- * (missing OPTIONAL symbols stay NULL). Appends what happened to `report` ("; "-separated).
- * UNAVAILABLE when no candidate loads or a REQUIRED symbol is missing (the library is closed
- * again in that case). Thread-safe (dlopen is). */
-xr_status_t xr_dynload_open_and_resolve(const char *env_override,
-                                        const char *const *candidates, size_t candidate_count,
-                                        const xr_dynload_symbol_t *symbols, size_t symbol_count,
-                                        void *table, xr_dynload_library_t *out_library,
-                                        char *report, size_t report_capacity);
+/* Opens the first candidate that loads (the override first) and resolves `symbols` into
+ * `table`. Appends what happened to `report` ("; "-separated). UNAVAILABLE, with the report as
+ * the sentence, when the library is disabled, no candidate loads or a REQUIRED symbol is
+ * missing (the library is closed again then). `symbols` may be empty (count 0). Thread-safe. */
+xr_status_t xr_dynload_open(const xr_dynload_spec_t *spec, const xr_dynload_symbol_t *symbols,
+                            size_t symbol_count, void *table, xr_dynload_library_t *out_library,
+                            char *report, size_t report_capacity);
 
-/* Whether an optional library (a vendor BLAS) can be loaded: tries `env_override`, then
- * `candidates`, closes it again, and appends "<label>: <path>" or "<label>: absent (<every
- * attempt>)" to `report`. Returns whether one loaded. Thread-safe. */
-bool xr_dynload_probe_optional(const char *label, const char *env_override,
-                               const char *const *candidates, size_t candidate_count,
-                               char *report, size_t report_capacity);
+/* Looks up one more symbol in an open library (NULL when absent). */
+void *xr_dynload_find(const xr_dynload_library_t *library, const char *name);
+
+/* Whether an optional library can be loaded: opens and closes it again, and appends
+ * "<label>: <path>" or "<label>: absent (<every attempt>)" to `report`. Leaves the caller's
+ * xr_last_error() untouched. Thread-safe. */
+bool xr_dynload_probe(const xr_dynload_spec_t *spec, char *report, size_t report_capacity);
 
 /* Closes a library opened above (no-op when nothing was loaded). */
 void xr_dynload_close(xr_dynload_library_t *library);
@@ -49,4 +69,4 @@ void xr_dynload_close(xr_dynload_library_t *library);
 void xr_dynload_report_append(char *report, size_t capacity, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#endif /* XR_HAL_CORE_DYNLOAD_H */
+#endif /* XR_BASE_DYNLOAD_H */

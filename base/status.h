@@ -3,8 +3,8 @@
  * Every fallible call returns an xr_status_t and, on failure, leaves one human sentence in a
  * thread-local buffer read with xr_last_error(): what failed, on which object, and the vendor's
  * own error name and code where one exists. Library code never exits or aborts. */
-#ifndef XR_CORE_STATUS_H
-#define XR_CORE_STATUS_H
+#ifndef XR_BASE_STATUS_H
+#define XR_BASE_STATUS_H
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,4 +46,4 @@ void xr_error_clear(void);
 #ifdef __cplusplus
 }
 #endif
-#endif /* XR_CORE_STATUS_H */
+#endif /* XR_BASE_STATUS_H */

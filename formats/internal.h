@@ -29,10 +29,6 @@ extern const char *const xr_metadata_fields[];
 char **xr_metadata_slot(xr_bundle_metadata_t *m, size_t i);
 const char *xr_metadata_value(const xr_bundle_metadata_t *m, size_t i);
 
-/* Calls fn on every tensor spec of every op argument (lists included). */
-typedef void (*xr_tensor_visit_fn)(xr_tensor_spec_t *t, void *ctx);
-void xr_bundle_visit_tensors(xr_bundle_t *bundle, xr_tensor_visit_fn fn, void *ctx);
-
 /* A growable byte buffer for encoders. Functions return false once allocation failed; the
  * buffer then stays failed and the encoder reports RESOURCE_EXHAUSTED at the end. */
 typedef struct xr_buf {

@@ -208,7 +208,7 @@ static xr_status_t read_opt_string(json_decoder_t *d, const cJSON *obj, const ch
     xr_path_pop(&d->path, mark);
     return st;
   }
-  *out = xr_bundle_strdup(d->bundle, j->valuestring);
+  *out = xr_arena_strdup(d->bundle->arena, j->valuestring);
   return *out ? XR_OK : XR_RESOURCE_EXHAUSTED;
 }
 
@@ -253,7 +253,7 @@ static xr_status_t decode_tensor(json_decoder_t *d, const cJSON *obj, xr_value_t
     xr_path_pop(&d->path, mark);
     return st;
   }
-  if ((st = xr_value_make_tensor(d->bundle, out, rank)) != XR_OK) return st;
+  if ((st = xr_value_make_tensor(d->bundle->arena, out, rank)) != XR_OK) return st;
   xr_tensor_spec_t *t = out->as.tensor;
   if ((st = decode_dims(d, shape, "shape", t->shape)) != XR_OK) return st;
   if (strides && !cJSON_IsNull(strides)) {
@@ -302,7 +302,7 @@ static xr_status_t decode_tensor(json_decoder_t *d, const cJSON *obj, xr_value_t
   if ((j = cJSON_GetObjectItemCaseSensitive(obj, "data_base64"))) {
     if ((st = expect(d, j, cJSON_IsString(j), "data_base64", "a base64 string")) != XR_OK) return st;
     size_t len = strlen(j->valuestring), n;
-    t->data = xr_bundle_alloc(d->bundle, xr_base64_decoded_max(len));
+    t->data = xr_arena_alloc(d->bundle->arena, xr_base64_decoded_max(len));
     if (!t->data) return XR_RESOURCE_EXHAUSTED;
     if (!xr_base64_decode(j->valuestring, len, t->data, &n)) {
       size_t mark = xr_path_push(&d->path, ".data_base64");
@@ -329,11 +329,11 @@ static xr_status_t decode_value(json_decoder_t *d, const cJSON *j, xr_value_t *o
     if (n.is_integer) out->as.i = n.i;
     else out->as.f = n.f;
   } else if (cJSON_IsString(j)) {
-    return xr_value_make_string(d->bundle, out, j->valuestring);
+    return xr_value_make_string(d->bundle->arena, out, j->valuestring);
   } else if (cJSON_IsArray(j)) {
     if (depth >= XR_MAX_VALUE_DEPTH)
       return fail(d, XR_OUT_OF_RANGE, "lists nested deeper than %d levels", XR_MAX_VALUE_DEPTH);
-    xr_status_t st = xr_value_make_list(d->bundle, out, (size_t)cJSON_GetArraySize(j));
+    xr_status_t st = xr_value_make_list(d->bundle->arena, out, (size_t)cJSON_GetArraySize(j));
     size_t i = 0;
     for (const cJSON *e = j->child; e && st == XR_OK; e = e->next, i++) {
       size_t mark = xr_path_push(&d->path, "[%zu]", i);
@@ -392,14 +392,14 @@ static xr_status_t decode_named_values(json_decoder_t *d, const cJSON *obj, cons
     n += !skipped;
   }
   *out_count = 0;
-  *out = n ? xr_bundle_alloc(d->bundle, n * sizeof(xr_arg_t)) : NULL;
+  *out = n ? xr_arena_alloc(d->bundle->arena, n * sizeof(xr_arg_t)) : NULL;
   if (n && !*out) return XR_RESOURCE_EXHAUSTED;
   size_t i = 0;
   for (const cJSON *e = obj->child; e; e = e->next) {
     int skipped = 0;
     for (const char *const *s = skip; s && *s; s++) skipped |= strcmp(e->string, *s) == 0;
     if (skipped) continue;
-    (*out)[i].name = xr_bundle_strdup(d->bundle, e->string);
+    (*out)[i].name = xr_arena_strdup(d->bundle->arena, e->string);
     if (!(*out)[i].name) return XR_RESOURCE_EXHAUSTED;
     size_t mark = xr_path_push(&d->path, "%s%s.%s", d->path.len ? "." : "", field, e->string);
     xr_status_t st = decode_value(d, e, &(*out)[i].value, 0);
@@ -415,7 +415,7 @@ static xr_status_t decode_timing(json_decoder_t *d, const cJSON *obj, xr_op_t *o
   xr_status_t st;
   size_t mark = xr_path_push(&d->path, ".timing");
   if ((st = expect(d, obj, cJSON_IsObject(obj), "", "an object")) != XR_OK) return st;
-  xr_op_timing_t *t = xr_bundle_alloc(d->bundle, sizeof *t);
+  xr_op_timing_t *t = xr_arena_alloc(d->bundle->arena, sizeof *t);
   if (!t) return XR_RESOURCE_EXHAUSTED;
   t->gpu_time_us = -1;
   const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, "gpu_time_us");
@@ -425,7 +425,7 @@ static xr_status_t decode_timing(json_decoder_t *d, const cJSON *obj, xr_op_t *o
   if (kernels) {
     if ((st = expect(d, kernels, cJSON_IsArray(kernels), "kernels", "an array")) != XR_OK) return st;
     t->kernel_count = array_size(kernels);
-    t->kernels = xr_bundle_alloc(d->bundle, t->kernel_count * sizeof *t->kernels);
+    t->kernels = xr_arena_alloc(d->bundle->arena, t->kernel_count * sizeof *t->kernels);
     if (!t->kernels) return XR_RESOURCE_EXHAUSTED;
     size_t i = 0;
     for (const cJSON *k = kernels->child; k; k = k->next, i++) {
@@ -465,10 +465,10 @@ static xr_status_t decode_our_op(json_decoder_t *d, const cJSON *obj, xr_op_t *o
   if ((args && (st = expect(d, args, cJSON_IsArray(args), "args", "an array")) != XR_OK) ||
       (kwargs && (st = expect(d, kwargs, cJSON_IsArray(kwargs), "kwargs", "an array")) != XR_OK))
     return st;
-  if (!(op->name = xr_bundle_strdup(d->bundle, name->valuestring))) return XR_RESOURCE_EXHAUSTED;
+  if (!(op->name = xr_arena_strdup(d->bundle->arena, name->valuestring))) return XR_RESOURCE_EXHAUSTED;
   d->op_name = op->name;
   if ((st = read_opt_string(d, obj, "alias", &op->alias)) != XR_OK ||
-      (st = xr_op_alloc_args(d->bundle, op, array_size(args), array_size(kwargs))) != XR_OK ||
+      (st = xr_op_alloc_args(d->bundle->arena, op, array_size(args), array_size(kwargs))) != XR_OK ||
       (st = decode_arg_list(d, args, "args", "name", "type", op->args)) != XR_OK ||
       (st = decode_arg_list(d, kwargs, "kwargs", "name", "type", op->kwargs)) != XR_OK ||
       (st = decode_count(d, obj, op)) != XR_OK)
@@ -500,9 +500,9 @@ static xr_status_t decode_tracelens_op(json_decoder_t *d, const cJSON *obj, xr_o
       (kwargs &&
        (st = expect(d, kwargs, cJSON_IsArray(kwargs), "list_kwargs", "an array")) != XR_OK))
     return st;
-  if (!(op->name = xr_bundle_strdup(d->bundle, name->valuestring))) return XR_RESOURCE_EXHAUSTED;
+  if (!(op->name = xr_arena_strdup(d->bundle->arena, name->valuestring))) return XR_RESOURCE_EXHAUSTED;
   d->op_name = op->name;
-  if ((st = xr_op_alloc_args(d->bundle, op, array_size(args), array_size(kwargs))) != XR_OK ||
+  if ((st = xr_op_alloc_args(d->bundle->arena, op, array_size(args), array_size(kwargs))) != XR_OK ||
       (st = decode_arg_list(d, args, "list_pos_args", "arg_name", "arg_type", op->args)) != XR_OK ||
       (st = decode_arg_list(d, kwargs, "list_kwargs", "arg_name", "arg_type", op->kwargs)) != XR_OK)
     return st;

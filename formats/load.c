@@ -75,7 +75,8 @@ xr_status_t xr_bundle_decode(const uint8_t *bytes, size_t size, const char *name
   xr_bundle_t *b;
   xr_status_t st = xr_bundle_create(&b);
   if (st != XR_OK) return st;
-  if (base_dir && !(b->base_dir = xr_bundle_strdup(b, base_dir))) {
+  b->read_data_file = xr_npy_read_data_file;
+  if (base_dir && !(b->base_dir = xr_arena_strdup(b->arena, base_dir))) {
     xr_bundle_destroy(b);
     return XR_RESOURCE_EXHAUSTED;
   }
@@ -155,30 +156,11 @@ xr_status_t xr_bundle_save(const xr_bundle_t *bundle, const char *path, xr_bundl
   return XR_OK;
 }
 
-static void data_path(const xr_bundle_t *b, const char *file, char *out, size_t n) {
-  if (file[0] == '/') snprintf(out, n, "%s", file);
-  else snprintf(out, n, "%s/%s", b->base_dir, file);
-}
-
-xr_status_t xr_tensor_read_data(const xr_bundle_t *bundle, const xr_tensor_spec_t *t,
-                                uint8_t **out_bytes, size_t *out_size) {
-  size_t need;
-  xr_status_t st = xr_tensor_storage_bytes(t, &need);
-  if (st != XR_OK) return st;
-  if (t->data) {
-    if (t->data_size < need)
-      return xr_error(XR_DATA_LOSS, "embedded contents hold %zu bytes, the view needs %zu",
-                      t->data_size, need);
-    uint8_t *copy = malloc(need ? need : 1);
-    if (!copy) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory for %zu bytes", need);
-    memcpy(copy, t->data, need);
-    *out_bytes = copy;
-    *out_size = need;
-    return XR_OK;
-  }
-  if (!t->data_file) return xr_error(XR_NOT_FOUND, "tensor has no real contents");
+xr_status_t xr_npy_read_data_file(const xr_bundle_t *bundle, const xr_tensor_spec_t *t,
+                                  uint8_t **out_bytes, size_t *out_size) {
   char path[4096];
-  data_path(bundle, t->data_file, path, sizeof path);
+  if (t->data_file[0] == '/') snprintf(path, sizeof path, "%s", t->data_file);
+  else snprintf(path, sizeof path, "%s/%s", bundle->base_dir, t->data_file);
   return xr_npy_read_for_tensor(path, t, out_bytes, out_size);
 }
 
@@ -195,7 +177,7 @@ static void embed_one(xr_tensor_spec_t *t, void *p) {
   size_t n;
   c->status = xr_tensor_read_data(c->bundle, t, &bytes, &n);
   if (c->status != XR_OK) return;
-  t->data = xr_bundle_alloc(c->bundle, n);
+  t->data = xr_arena_alloc(c->bundle->arena, n);
   if (!t->data) {
     free(bytes);
     c->status = XR_RESOURCE_EXHAUSTED;

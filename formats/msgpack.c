@@ -209,7 +209,7 @@ static xr_status_t get_string(mp_decoder_t *d, const msgpack_object *o, const ch
   *out = NULL;
   if (!o || o->type == MSGPACK_OBJECT_NIL) return XR_OK;
   if (o->type != MSGPACK_OBJECT_STR) return wrong(d, field, "a string", o);
-  *out = xr_bundle_strndup(d->bundle, o->via.str.ptr, o->via.str.size);
+  *out = xr_arena_strndup(d->bundle->arena, o->via.str.ptr, o->via.str.size);
   return *out ? XR_OK : XR_RESOURCE_EXHAUSTED;
 }
 
@@ -235,7 +235,7 @@ static xr_status_t decode_tensor(mp_decoder_t *d, const msgpack_object *m, xr_va
     return fail(d, XR_OUT_OF_RANGE, "rank %u exceeds the maximum %d", shape->via.array.size,
                 XR_MAX_RANK);
   int32_t rank = (int32_t)shape->via.array.size;
-  xr_status_t st = xr_value_make_tensor(d->bundle, out, rank);
+  xr_status_t st = xr_value_make_tensor(d->bundle->arena, out, rank);
   if (st != XR_OK) return st;
   xr_tensor_spec_t *t = out->as.tensor;
   if ((st = get_dims(d, shape, "shape", t->shape)) != XR_OK) return st;
@@ -275,7 +275,7 @@ static xr_status_t decode_tensor(mp_decoder_t *d, const msgpack_object *m, xr_va
   if ((o = get(m, "b")) && o->type != MSGPACK_OBJECT_NIL) {
     if (o->type != MSGPACK_OBJECT_BIN) return wrong(d, "data", "binary tensor contents", o);
     t->data_size = o->via.bin.size;
-    t->data = xr_bundle_alloc(d->bundle, t->data_size);
+    t->data = xr_arena_alloc(d->bundle->arena, t->data_size);
     if (!t->data) return XR_RESOURCE_EXHAUSTED;
     memcpy(t->data, o->via.bin.ptr, t->data_size);
   }
@@ -300,7 +300,7 @@ static xr_status_t decode_value(mp_decoder_t *d, const msgpack_object *o, xr_val
       out->as.f = o->via.f64;
       return XR_OK;
     case MSGPACK_OBJECT_STR: {
-      char *s = xr_bundle_strndup(d->bundle, o->via.str.ptr, o->via.str.size);
+      char *s = xr_arena_strndup(d->bundle->arena, o->via.str.ptr, o->via.str.size);
       if (!s) return XR_RESOURCE_EXHAUSTED;
       out->kind = XR_VALUE_STRING;
       out->as.s = s;
@@ -309,7 +309,7 @@ static xr_status_t decode_value(mp_decoder_t *d, const msgpack_object *o, xr_val
     case MSGPACK_OBJECT_ARRAY: {
       if (depth >= XR_MAX_VALUE_DEPTH)
         return fail(d, XR_OUT_OF_RANGE, "lists nested deeper than %d levels", XR_MAX_VALUE_DEPTH);
-      xr_status_t st = xr_value_make_list(d->bundle, out, o->via.array.size);
+      xr_status_t st = xr_value_make_list(d->bundle->arena, out, o->via.array.size);
       for (uint32_t i = 0; i < o->via.array.size && st == XR_OK; i++) {
         size_t mark = xr_path_push(&d->path, "[%u]", i);
         st = decode_value(d, &o->via.array.ptr[i], &out->as.list.items[i], depth + 1);
@@ -357,7 +357,7 @@ static xr_status_t decode_named(mp_decoder_t *d, const msgpack_object *map, cons
     for (const char *const *s = skip; s && *s; s++) skipped |= key_is(k, *s);
     n += !skipped;
   }
-  *out = n ? xr_bundle_alloc(d->bundle, n * sizeof(xr_arg_t)) : NULL;
+  *out = n ? xr_arena_alloc(d->bundle->arena, n * sizeof(xr_arg_t)) : NULL;
   if (n && !*out) return XR_RESOURCE_EXHAUSTED;
   size_t j = 0;
   for (uint32_t i = 0; i < map->via.map.size; i++) {
@@ -366,7 +366,7 @@ static xr_status_t decode_named(mp_decoder_t *d, const msgpack_object *map, cons
     for (const char *const *s = skip; s && *s; s++) skipped |= key_is(k, *s);
     if (skipped) continue;
     xr_arg_t *a = &(*out)[j++];
-    if (!(a->name = xr_bundle_strndup(d->bundle, k->via.str.ptr, k->via.str.size)))
+    if (!(a->name = xr_arena_strndup(d->bundle->arena, k->via.str.ptr, k->via.str.size)))
       return XR_RESOURCE_EXHAUSTED;
     size_t mark = xr_path_push(&d->path, "%s%s.%s", d->path.len ? "." : "", field, a->name);
     xr_status_t st = decode_value(d, &map->via.map.ptr[i].val, &a->value, 0);
@@ -380,7 +380,7 @@ static xr_status_t decode_named(mp_decoder_t *d, const msgpack_object *map, cons
 static xr_status_t decode_timing(mp_decoder_t *d, const msgpack_object *m, xr_op_t *op) {
   if (m->type != MSGPACK_OBJECT_MAP) return wrong(d, "timing", "a timing map", m);
   size_t mark = xr_path_push(&d->path, ".timing");
-  xr_op_timing_t *t = xr_bundle_alloc(d->bundle, sizeof *t);
+  xr_op_timing_t *t = xr_arena_alloc(d->bundle->arena, sizeof *t);
   if (!t) return XR_RESOURCE_EXHAUSTED;
   t->gpu_time_us = -1;
   const msgpack_object *o;
@@ -390,7 +390,7 @@ static xr_status_t decode_timing(mp_decoder_t *d, const msgpack_object *m, xr_op
   if ((o = get(m, "k"))) {
     if (o->type != MSGPACK_OBJECT_ARRAY) return wrong(d, "kernels", "an array of kernels", o);
     t->kernel_count = o->via.array.size;
-    t->kernels = xr_bundle_alloc(d->bundle, t->kernel_count * sizeof *t->kernels);
+    t->kernels = xr_arena_alloc(d->bundle->arena, t->kernel_count * sizeof *t->kernels);
     if (t->kernel_count && !t->kernels) return XR_RESOURCE_EXHAUSTED;
     for (uint32_t i = 0; i < o->via.array.size; i++) {
       const msgpack_object *k = &o->via.array.ptr[i];
@@ -420,7 +420,7 @@ static xr_status_t decode_op(mp_decoder_t *d, const msgpack_object *m, xr_op_t *
   if ((st = get_string(d, name, "name", &op->name)) != XR_OK) return st;
   d->op_name = op->name;
   if ((st = get_string(d, get(m, "al"), "alias", &op->alias)) != XR_OK ||
-      (st = xr_op_alloc_args(d->bundle, op, args ? args->via.array.size : 0,
+      (st = xr_op_alloc_args(d->bundle->arena, op, args ? args->via.array.size : 0,
                              kwargs ? kwargs->via.array.size : 0)) != XR_OK ||
       (args && (st = decode_args(d, args, "args", op->args)) != XR_OK) ||
       (kwargs && (st = decode_args(d, kwargs, "kwargs", op->kwargs)) != XR_OK))

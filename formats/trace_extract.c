@@ -1082,7 +1082,7 @@ static xr_status_t parse_text_value(xr_bundle_t *b, xr_value_t *v, const char *s
         else if (s[i] == ',' && nest == 0) count++;
       }
     }
-    xr_status_t st = xr_value_make_list(b, v, count);
+    xr_status_t st = xr_value_make_list(b->arena, v, count);
     if (st != XR_OK) return st;
     size_t idx = 0;
     nest = 0;
@@ -1098,7 +1098,7 @@ static xr_status_t parse_text_value(xr_bundle_t *b, xr_value_t *v, const char *s
     return XR_OK;
   }
   if (n >= 2 && (s[0] == '\'' || s[0] == '"') && s[n - 1] == s[0]) {
-    char *str = xr_bundle_strndup(b, s + 1, n - 2);
+    char *str = xr_arena_strndup(b->arena, s + 1, n - 2);
     if (!str) return XR_RESOURCE_EXHAUSTED;
     v->kind = XR_VALUE_STRING;
     v->as.s = str;
@@ -1145,7 +1145,7 @@ static xr_status_t parse_text_value(xr_bundle_t *b, xr_value_t *v, const char *s
       return XR_OK;
     }
   }
-  char *str = xr_bundle_strndup(b, s, n);
+  char *str = xr_arena_strndup(b->arena, s, n);
   if (!str) return XR_RESOURCE_EXHAUSTED;
   v->kind = XR_VALUE_STRING;
   v->as.s = str;
@@ -1154,7 +1154,7 @@ static xr_status_t parse_text_value(xr_bundle_t *b, xr_value_t *v, const char *s
 
 static xr_status_t make_tensor(xr_bundle_t *b, xr_value_t *v, const jnode_t *dims,
                                const jnode_t *strides, xr_dtype_t dtype, xr_init_t init) {
-  xr_status_t st = xr_value_make_tensor(b, v, (int32_t)dims->n);
+  xr_status_t st = xr_value_make_tensor(b->arena, v, (int32_t)dims->n);
   if (st != XR_OK) return st;
   xr_tensor_spec_t *t = v->as.tensor;
   for (size_t i = 0; i < dims->n; i++) t->shape[i] = strtoll(dims->items[i].text, NULL, 10);
@@ -1198,7 +1198,7 @@ static xr_status_t build_value(build_t *B, const recorded_t *rec, size_t i,
     warnf(B->c, "%s: dtype of Tensor[] elements not recorded by the profiler; assuming %s",
           B->op_name, xr_dtype_name(dtype));
     arg->defaulted = true;
-    xr_status_t st = xr_value_make_list(b, &arg->value, dims->n);
+    xr_status_t st = xr_value_make_list(b->arena, &arg->value, dims->n);
     for (size_t j = 0; st == XR_OK && j < dims->n; j++) {
       const jnode_t *sj = is_array(strides) && strides->n == dims->n ? &strides->items[j] : NULL;
       st = make_tensor(b, &arg->value.as.list.items[j], &dims->items[j], sj, dtype, init);
@@ -1226,7 +1226,7 @@ static xr_status_t build_value(build_t *B, const recorded_t *rec, size_t i,
     B->c->sum.defaulted_args++;
     warnf(B->c, "%s: string argument '%s' not recorded by the profiler; using '%s'", B->op_name,
           a->name, fallback);
-    return xr_value_make_string(b, &arg->value, fallback);
+    return xr_value_make_string(b->arena, &arg->value, fallback);
   }
   if (!rec->c && a && a->has_default) {
     arg->defaulted = true;
@@ -1242,39 +1242,39 @@ static xr_status_t build_op(build_t *B, const group_t *g, const recorded_t *rec,
   xr_op_t *op = xr_bundle_append_op(b);
   if (!op) return XR_RESOURCE_EXHAUSTED;
   const char *recorded = c->strs.strs[g->name];
-  op->name = xr_bundle_strdup(b, sc ? sc->op : recorded);
-  if (alias) op->alias = xr_bundle_strdup(b, alias);
+  op->name = xr_arena_strdup(b->arena, sc ? sc->op : recorded);
+  if (alias) op->alias = xr_arena_strdup(b->arena, alias);
   if (!op->name || (alias && !op->alias)) return XR_RESOURCE_EXHAUSTED;
   B->op_name = op->name;
   size_t total = sc ? sc->arg_count : rec->n, nkw = 0;
   for (size_t i = 0; sc && i < total; i++) nkw += sc->args[i].kwarg_only;
-  xr_status_t st = xr_op_alloc_args(b, op, total - nkw, nkw);
+  xr_status_t st = xr_op_alloc_args(b->arena, op, total - nkw, nkw);
   if (st != XR_OK) return st;
   size_t pi = 0, ki = 0;
   for (size_t i = 0; i < total; i++) {
     bool kw = sc && sc->args[i].kwarg_only;
     xr_arg_t *arg = kw ? &op->kwargs[ki++] : &op->args[pi++];
     if (sc) {
-      arg->name = xr_bundle_strdup(b, sc->args[i].name);
-      arg->type = xr_bundle_strdup(b, sc->args[i].type);
+      arg->name = xr_arena_strdup(b->arena, sc->args[i].name);
+      arg->type = xr_arena_strdup(b->arena, sc->args[i].type);
       if (!arg->name || !arg->type) return XR_RESOURCE_EXHAUSTED;
     } else if (rec->t->items[i].text[0]) {
-      if (!(arg->type = xr_bundle_strdup(b, rec->t->items[i].text))) return XR_RESOURCE_EXHAUSTED;
+      if (!(arg->type = xr_arena_strdup(b->arena, rec->t->items[i].text))) return XR_RESOURCE_EXHAUSTED;
     }
     if ((st = build_value(B, rec, i, sc, arg)) != XR_OK) return st;
   }
   op->count = g->count;
-  op->timing = xr_bundle_alloc(b, sizeof *op->timing);
+  op->timing = xr_arena_alloc(b->arena, sizeof *op->timing);
   if (!op->timing) return XR_RESOURCE_EXHAUSTED;
   op->timing->gpu_time_us = (double)g->gpu_ns / 1000.0;
-  if (c->device_name && !(op->timing->device = xr_bundle_strdup(b, c->device_name)))
+  if (c->device_name && !(op->timing->device = xr_arena_strdup(b->arena, c->device_name)))
     return XR_RESOURCE_EXHAUSTED;
   op->timing->kernel_count = g->nk;
-  op->timing->kernels = xr_bundle_alloc(b, (g->nk ? g->nk : 1) * sizeof *op->timing->kernels);
+  op->timing->kernels = xr_arena_alloc(b->arena, (g->nk ? g->nk : 1) * sizeof *op->timing->kernels);
   if (!op->timing->kernels) return XR_RESOURCE_EXHAUSTED;
   for (size_t k = 0; k < g->nk; k++) {
     xr_kernel_record_t *kr = &op->timing->kernels[k];
-    if (!(kr->name = xr_bundle_strdup(b, c->strs.strs[g->k[k].name]))) return XR_RESOURCE_EXHAUSTED;
+    if (!(kr->name = xr_arena_strdup(b->arena, c->strs.strs[g->k[k].name]))) return XR_RESOURCE_EXHAUSTED;
     kr->duration_us = (double)g->k[k].dur / 1000.0;
     kr->count = g->k[k].count;
   }
@@ -1286,11 +1286,11 @@ static xr_status_t build_op(build_t *B, const group_t *g, const recorded_t *rec,
                                          "decode_seqs",          "decode_tokens",
                                          "prefill_context_tokens", "decode_context_tokens"};
     size_t n = v[4] >= 0 ? 6 : 4;
-    op->hints = xr_bundle_alloc(b, n * sizeof *op->hints);
+    op->hints = xr_arena_alloc(b->arena, n * sizeof *op->hints);
     if (!op->hints) return XR_RESOURCE_EXHAUSTED;
     op->hint_count = n;
     for (size_t i = 0; i < n; i++) {
-      if (!(op->hints[i].name = xr_bundle_strdup(b, names[i]))) return XR_RESOURCE_EXHAUSTED;
+      if (!(op->hints[i].name = xr_arena_strdup(b->arena, names[i]))) return XR_RESOURCE_EXHAUSTED;
       op->hints[i].value.kind = XR_VALUE_INT;
       op->hints[i].value.as.i = v[i];
     }
@@ -1329,7 +1329,7 @@ static int64_t union_length(interval_t *v, size_t n) {
 
 static xr_status_t set_meta(xr_bundle_t *b, char **slot, const char *s) {
   if (!s) return XR_OK;
-  *slot = xr_bundle_strdup(b, s);
+  *slot = xr_arena_strdup(b->arena, s);
   return *slot ? XR_OK : XR_RESOURCE_EXHAUSTED;
 }
 
@@ -1358,16 +1358,16 @@ static xr_status_t fill_metadata(ctx_t *c, xr_bundle_t *b) {
       (st = set_meta(b, &m->capture_date, c->capture_date)) != XR_OK)
     return st;
   m->extra_count = 4;
-  m->extra = xr_bundle_alloc(b, m->extra_count * sizeof *m->extra);
+  m->extra = xr_arena_alloc(b->arena, m->extra_count * sizeof *m->extra);
   if (!m->extra) return XR_RESOURCE_EXHAUSTED;
   const char *names[4] = {"gpu_busy_us", "extracted_gpu_share", "attribution", "gpu_events"};
   for (size_t i = 0; i < 4; i++)
-    if (!(m->extra[i].name = xr_bundle_strdup(b, names[i]))) return XR_RESOURCE_EXHAUSTED;
+    if (!(m->extra[i].name = xr_arena_strdup(b->arena, names[i]))) return XR_RESOURCE_EXHAUSTED;
   m->extra[0].value.kind = XR_VALUE_FLOAT;
   m->extra[0].value.as.f = c->sum.gpu_busy_us;
   m->extra[1].value.kind = XR_VALUE_FLOAT;
   m->extra[1].value.as.f = c->sum.gpu_busy_us > 0 ? c->sum.gpu_covered_us / c->sum.gpu_busy_us : 0;
-  if ((st = xr_value_make_string(b, &m->extra[2].value,
+  if ((st = xr_value_make_string(b->arena, &m->extra[2].value,
                                  c->opt->outermost ? "outermost" : "innermost")) != XR_OK)
     return st;
   m->extra[3].value.kind = XR_VALUE_INT;

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "hal/core/status.h"
+#include "base/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,7 @@
  * over the cpu, opencl, cuda and hip drivers. This is the only header a HAL user includes.
  *
  * Conventions
- * - Every fallible call returns xr_status_t (hal/core/status.h). On failure it leaves one sentence
+ * - Every fallible call returns xr_status_t (base/status.h). On failure it leaves one sentence
  *   in the calling thread's xr_last_error(), naming the object and the vendor's own error name
  *   and code where one exists. Outputs come last and are named out_*; on failure they are left
  *   untouched unless documented otherwise. Nothing in the HAL exits or aborts the process.
@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hal/core/status.h"
+#include "base/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,13 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "formats/bundle.h"
-
-/* The four 8-bit float formats (e4m3fn, e5m2 and their fnuz variants). */
-static inline bool xr_dtype_is_fp8(xr_dtype_t d) {
-  return d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E4M3FNUZ ||
-         d == XR_DTYPE_F8E5M2FNUZ;
-}
+#include "formats/model.h"
 
 static inline float xr_bits_to_f32(uint32_t u) {
   float f;

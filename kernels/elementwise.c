@@ -37,18 +37,6 @@ xr_ew_problem_t *xr_ew_problem_alloc(size_t steps) {
   return calloc(1, sizeof(xr_ew_problem_t) + steps * sizeof(xr_ew_step_t));
 }
 
-xr_dtype_t xr_dtype_from_torch_code(int64_t code) {
-  static const xr_dtype_t codes[] = {
-      [0] = XR_DTYPE_U8,        [1] = XR_DTYPE_I8,        [2] = XR_DTYPE_I16,
-      [3] = XR_DTYPE_I32,       [4] = XR_DTYPE_I64,       [5] = XR_DTYPE_F16,
-      [6] = XR_DTYPE_F32,       [7] = XR_DTYPE_F64,       [11] = XR_DTYPE_BOOL,
-      [15] = XR_DTYPE_BF16,     [23] = XR_DTYPE_F8E5M2,   [24] = XR_DTYPE_F8E4M3FN,
-      [25] = XR_DTYPE_F8E5M2FNUZ, [26] = XR_DTYPE_F8E4M3FNUZ, [27] = XR_DTYPE_U16,
-      [28] = XR_DTYPE_U32,      [29] = XR_DTYPE_U64,
-  };
-  if (code < 0 || code >= (int64_t)(sizeof codes / sizeof codes[0])) return XR_DTYPE_INVALID;
-  return codes[code];
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* type promotion                                                                              */
@@ -58,10 +46,6 @@ typedef enum { CAT_BOOL = 0, CAT_INT, CAT_FLOAT } category_t;
 static category_t category(xr_dtype_t d) {
   if (d == XR_DTYPE_BOOL) return CAT_BOOL;
   return xr_dtype_is_floating(d) ? CAT_FLOAT : CAT_INT;
-}
-
-static bool is_unsigned(xr_dtype_t d) {
-  return d == XR_DTYPE_U8 || d == XR_DTYPE_U16 || d == XR_DTYPE_U32 || d == XR_DTYPE_U64;
 }
 
 static xr_dtype_t signed_of_size(size_t size) {
@@ -83,8 +67,8 @@ static xr_dtype_t promote(xr_dtype_t a, xr_dtype_t b) {
     return XR_DTYPE_F32; /* f16 with bf16 */
   }
   size_t sa = xr_dtype_size(a), sb = xr_dtype_size(b);
-  if (is_unsigned(a) == is_unsigned(b)) return sa >= sb ? a : b;
-  xr_dtype_t s = is_unsigned(a) ? b : a, u = is_unsigned(a) ? a : b;
+  if (xr_dtype_is_unsigned(a) == xr_dtype_is_unsigned(b)) return sa >= sb ? a : b;
+  xr_dtype_t s = xr_dtype_is_unsigned(a) ? b : a, u = xr_dtype_is_unsigned(a) ? a : b;
   if (xr_dtype_size(s) > xr_dtype_size(u)) return s;
   return signed_of_size(xr_dtype_size(u) * 2);
 }

@@ -63,10 +63,6 @@ bool xr_ew_float_compute(xr_dtype_t dtype);
  * both are identical), size-1 dimensions dropped; rank 0 stays rank 0 (one element). */
 void xr_ew_coalesce(const xr_ew_step_t *step, xr_ew_step_t *out_flat);
 
-/* torch.ScalarType codes (as profiler traces and TraceLens record `dtype` arguments) to our
- * dtypes; XR_DTYPE_INVALID for codes we do not model (complex, quantized). */
-xr_dtype_t xr_dtype_from_torch_code(int64_t code);
-
 /* Analysis of the indexing ops (kernels/indexing.c): aten::cat, index_select, embedding. */
 bool xr_ew_is_indexing_op(const char *name);
 xr_status_t xr_ew_analyze_indexing(xr_op_plan_t *plan, xr_ew_problem_t **out_problem);

@@ -77,21 +77,6 @@ static bool is_float_dtype(xr_dtype_t d) {
   return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F64;
 }
 
-/* c10::ScalarType codes as the profiler records a ScalarType argument. */
-static xr_dtype_t scalar_type_dtype(int64_t code) {
-  switch (code) {
-    case 5: return XR_DTYPE_F16;
-    case 6: return XR_DTYPE_F32;
-    case 7: return XR_DTYPE_F64;
-    case 15: return XR_DTYPE_BF16;
-    case 23: return XR_DTYPE_F8E5M2;
-    case 24: return XR_DTYPE_F8E4M3FN;
-    case 25: return XR_DTYPE_F8E5M2FNUZ;
-    case 26: return XR_DTYPE_F8E4M3FNUZ;
-    default: return XR_DTYPE_INVALID;
-  }
-}
-
 /* A float32 scale of n values (or one): stride between them, 0 for a single value. */
 static xr_status_t set_scale(const xr_op_plan_t *plan, int index, const char *name, int64_t n,
                              xr_gemm_scale_t *s) {
@@ -148,8 +133,8 @@ static xr_status_t analyze_scaled_mm(xr_op_plan_t *plan, xr_gemm_problem_t *p) {
   p->out_dtype = ta->dtype;
   const xr_value_t *od = xr_op_arg(op, 6, "out_dtype");
   if (od && od->kind == XR_VALUE_INT) {
-    p->out_dtype = scalar_type_dtype(od->as.i);
-    if (p->out_dtype == XR_DTYPE_INVALID)
+    p->out_dtype = xr_dtype_from_torch_code(od->as.i);
+    if (!xr_dtype_is_floating(p->out_dtype))
       return xr_plan_error(plan, "out_dtype: ScalarType %lld is not a float type", (long long)od->as.i);
   } else if (od && od->kind == XR_VALUE_STRING) {
     p->out_dtype = xr_dtype_parse(od->as.s);

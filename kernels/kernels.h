@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "formats/bundle.h"
+#include "formats/model.h"
 #include "hal/hal.h"
 
 #ifdef __cplusplus
@@ -72,7 +72,7 @@ typedef struct xr_op_plan {
   double bytes;                   /* bytes one execution must move at least (reads + writes) */
   void *problem;                  /* the family's parsed problem (sizes, scalars, layouts) */
   /* Owns `op` when the family completed it (xr_op_family_t.complete); NULL otherwise. */
-  xr_bundle_t *completion;
+  xr_arena_t *completion;
 } xr_op_plan_t;
 
 /* Plans `op`. A family whose ops lack state the trace cannot record (vLLM's KV cache and batch
@@ -145,7 +145,7 @@ struct xr_op_family {
   /* Optional, runs before analyze: sets *out_op to a copy of `op` (allocated in `scratch`) with
    * the tensor kwargs the op needs but the trace does not record, or leaves it NULL when the op
    * already has them all. Errors name the argument, like analyze. */
-  xr_status_t (*complete)(const xr_op_t *op, xr_bundle_t *scratch, xr_op_t **out_op);
+  xr_status_t (*complete)(const xr_op_t *op, xr_arena_t *scratch, xr_op_t **out_op);
   const xr_kernel_impl_t *const *impls; /* NULL-terminated, most preferred first */
 };
 

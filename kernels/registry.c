@@ -68,7 +68,7 @@ xr_status_t xr_kernel_plan(const xr_op_t *op, xr_op_plan_t *out_plan) {
   out_plan->family = family;
   if (family->complete) {
     xr_op_t *completed = NULL;
-    xr_status_t st = xr_bundle_create(&out_plan->completion);
+    xr_status_t st = xr_arena_create(&out_plan->completion);
     if (st == XR_OK) st = family->complete(op, out_plan->completion, &completed);
     if (st != XR_OK) {
       xr_kernel_plan_free(out_plan);
@@ -97,7 +97,7 @@ void xr_kernel_plan_free(xr_op_plan_t *plan) {
     plan->family->free_problem(plan->problem);
   free(plan->inputs);
   free(plan->input_written);
-  xr_bundle_destroy(plan->completion);
+  xr_arena_destroy(plan->completion);
   memset(plan, 0, sizeof *plan);
 }
 

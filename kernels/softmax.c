@@ -10,17 +10,6 @@
 
 static const char *const softmax_ops[] = {"aten::_softmax", "aten::softmax", NULL};
 
-/* c10::ScalarType codes the profiler records for a dtype argument. */
-static xr_dtype_t scalar_type_dtype(int64_t code) {
-  switch (code) {
-    case 5: return XR_DTYPE_F16;
-    case 6: return XR_DTYPE_F32;
-    case 7: return XR_DTYPE_F64;
-    case 15: return XR_DTYPE_BF16;
-    default: return XR_DTYPE_INVALID;
-  }
-}
-
 static bool is_float(xr_dtype_t d) {
   return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F64;
 }
@@ -52,7 +41,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
     }
   } else {
     const xr_value_t *v = xr_op_arg(op, 2, "dtype");
-    if (v && v->kind == XR_VALUE_INT) out_dtype = scalar_type_dtype(v->as.i);
+    if (v && v->kind == XR_VALUE_INT) out_dtype = xr_dtype_from_torch_code(v->as.i);
     else if (v && v->kind == XR_VALUE_STRING) out_dtype = xr_dtype_parse(v->as.s);
     else if (v && v->kind != XR_VALUE_NULL)
       return xr_plan_error(plan, "dtype: expected a ScalarType code or a dtype name");

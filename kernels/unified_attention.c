@@ -294,11 +294,11 @@ static void layout_totals(xr_ua_layout_t *l, int64_t block_size) {
 /* ------------------------------------------------------------------------------------------ */
 /* completion                                                                                  */
 
-static xr_status_t add_tensor(xr_bundle_t *b, xr_arg_t *arg, const char *name, const char *type, xr_dtype_t dtype,
+static xr_status_t add_tensor(xr_arena_t *arena, xr_arg_t *arg, const char *name, const char *type, xr_dtype_t dtype,
                               int32_t rank, const int64_t *shape) {
-  arg->name = xr_bundle_strdup(b, name);
-  arg->type = xr_bundle_strdup(b, type);
-  xr_status_t st = xr_value_make_tensor(b, &arg->value, rank);
+  arg->name = xr_arena_strdup(arena, name);
+  arg->type = xr_arena_strdup(arena, type);
+  xr_status_t st = xr_value_make_tensor(arena, &arg->value, rank);
   if (st != XR_OK) return st;
   if (!arg->name || !arg->type) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory completing %s", name);
   xr_tensor_spec_t *t = arg->value.as.tensor;
@@ -308,7 +308,7 @@ static xr_status_t add_tensor(xr_bundle_t *b, xr_arg_t *arg, const char *name, c
   return XR_OK;
 }
 
-static xr_status_t complete(const xr_op_t *op, xr_bundle_t *scratch, xr_op_t **out_op) {
+static xr_status_t complete(const xr_op_t *op, xr_arena_t *scratch, xr_op_t **out_op) {
   *out_op = NULL;
   bool missing[SYNTH_COUNT];
   size_t n_missing = 0;
@@ -334,10 +334,10 @@ static xr_status_t complete(const xr_op_t *op, xr_bundle_t *scratch, xr_op_t **o
   if (given_table && given_table->rank == 2) max_blocks = given_table->shape[1];
   int64_t num_blocks = g.num_blocks >= 0 ? g.num_blocks : l.blocks_needed + 1; /* one spare, poisoned */
   layout_free(&l);
-  xr_op_t *c = xr_bundle_alloc(scratch, sizeof *c);
+  xr_op_t *c = xr_arena_alloc(scratch, sizeof *c);
   if (!c) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory completing %s", op->name);
   *c = *op;
-  c->kwargs = xr_bundle_alloc(scratch, (op->kwarg_count + n_missing) * sizeof *c->kwargs);
+  c->kwargs = xr_arena_alloc(scratch, (op->kwarg_count + n_missing) * sizeof *c->kwargs);
   if (!c->kwargs) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory completing %s", op->name);
   /* Named None kwargs of the same names would shadow the added ones: drop them. */
   c->kwarg_count = 0;

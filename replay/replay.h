@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "formats/bundle.h"
+#include "formats/model.h"
 #include "hal/hal.h"
 #include "kernels/kernels.h"
 

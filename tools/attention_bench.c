@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "replay/replay.h"
 

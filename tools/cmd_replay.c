@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "formats/bundle.h"
 #include "kernels/dtype.h"
 #include "replay/replay.h"
 #include "replay/report.h"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/bundle.h"
 #include "replay/replay.h"
 
 #define MIB (1u << 20)

@@ -19,9 +19,9 @@ static double now_ms(void) {
 
 static void set_tensor(xr_bundle_t *b, xr_arg_t *a, const char *name, const char *type,
                        xr_dtype_t dtype, int rank, const int64_t *shape, bool transposed) {
-  a->name = xr_bundle_strdup(b, name);
-  a->type = xr_bundle_strdup(b, type);
-  xr_value_make_tensor(b, &a->value, rank);
+  a->name = xr_arena_strdup(b->arena, name);
+  a->type = xr_arena_strdup(b->arena, type);
+  xr_value_make_tensor(b->arena, &a->value, rank);
   xr_tensor_spec_t *t = a->value.as.tensor;
   memcpy(t->shape, shape, (size_t)rank * sizeof *shape);
   xr_tensor_set_contiguous(t);
@@ -31,15 +31,15 @@ static void set_tensor(xr_bundle_t *b, xr_arg_t *a, const char *name, const char
 }
 
 static void set_int(xr_bundle_t *b, xr_arg_t *a, const char *name, int64_t v) {
-  a->name = xr_bundle_strdup(b, name);
-  a->type = xr_bundle_strdup(b, "int");
+  a->name = xr_arena_strdup(b->arena, name);
+  a->type = xr_arena_strdup(b->arena, "int");
   a->value.kind = XR_VALUE_INT;
   a->value.as.i = v;
 }
 
 static void set_float(xr_bundle_t *b, xr_arg_t *a, const char *name, double v) {
-  a->name = xr_bundle_strdup(b, name);
-  a->type = xr_bundle_strdup(b, "Scalar");
+  a->name = xr_arena_strdup(b->arena, name);
+  a->type = xr_arena_strdup(b->arena, "Scalar");
   a->value.kind = XR_VALUE_FLOAT;
   a->value.as.f = v;
 }
@@ -49,22 +49,22 @@ static void set_float(xr_bundle_t *b, xr_arg_t *a, const char *name, double v) {
 static xr_bundle_t *synthetic_bundle(size_t n) {
   xr_bundle_t *b;
   if (xr_bundle_create(&b) != XR_OK) return NULL;
-  b->meta.tool_version = xr_bundle_strdup(b, "formats_bench");
+  b->meta.tool_version = xr_arena_strdup(b->arena, "formats_bench");
   for (size_t i = 0; i < n; i++) {
     xr_op_t *op = xr_bundle_append_op(b);
     int64_t m = 1 + (int64_t)(i % 512), k = 4096, nn = 1024 + 64 * (int64_t)(i % 7);
     switch (i % 4) {
       case 0: {
-        op->name = xr_bundle_strdup(b, "aten::mm");
-        xr_op_alloc_args(b, op, 2, 0);
+        op->name = xr_arena_strdup(b->arena, "aten::mm");
+        xr_op_alloc_args(b->arena, op, 2, 0);
         int64_t a[] = {m, k}, w[] = {k, nn};
         set_tensor(b, &op->args[0], "self", "Tensor", XR_DTYPE_BF16, 2, a, false);
         set_tensor(b, &op->args[1], "mat2", "Tensor", XR_DTYPE_BF16, 2, w, true);
         break;
       }
       case 1: {
-        op->name = xr_bundle_strdup(b, "aten::addmm");
-        xr_op_alloc_args(b, op, 3, 2);
+        op->name = xr_arena_strdup(b->arena, "aten::addmm");
+        xr_op_alloc_args(b->arena, op, 3, 2);
         int64_t bias[] = {nn}, a[] = {m, k}, w[] = {k, nn};
         set_tensor(b, &op->args[0], "self", "Tensor", XR_DTYPE_BF16, 1, bias, false);
         set_tensor(b, &op->args[1], "mat1", "Tensor", XR_DTYPE_BF16, 2, a, false);
@@ -74,8 +74,8 @@ static xr_bundle_t *synthetic_bundle(size_t n) {
         break;
       }
       case 2: {
-        op->name = xr_bundle_strdup(b, "_C::paged_attention_v1");
-        xr_op_alloc_args(b, op, 12, 0);
+        op->name = xr_arena_strdup(b->arena, "_C::paged_attention_v1");
+        xr_op_alloc_args(b->arena, op, 12, 0);
         int64_t q[] = {m, 32, 128}, kc[] = {4096, 8, 16, 16, 8}, vc[] = {4096, 8, 128, 16},
                 bt[] = {m, 64}, sl[] = {m};
         set_tensor(b, &op->args[0], "out", "Tensor(a!)", XR_DTYPE_F16, 3, q, false);
@@ -88,16 +88,16 @@ static xr_bundle_t *synthetic_bundle(size_t n) {
         set_tensor(b, &op->args[7], "seq_lens", "Tensor", XR_DTYPE_I32, 1, sl, false);
         set_int(b, &op->args[8], "block_size", 16);
         set_int(b, &op->args[9], "max_seq_len", 1024);
-        op->args[10].name = xr_bundle_strdup(b, "alibi_slopes");
-        op->args[10].type = xr_bundle_strdup(b, "Tensor?");
-        op->args[11].name = xr_bundle_strdup(b, "kv_cache_dtype");
-        op->args[11].type = xr_bundle_strdup(b, "str");
-        xr_value_make_string(b, &op->args[11].value, "auto");
+        op->args[10].name = xr_arena_strdup(b->arena, "alibi_slopes");
+        op->args[10].type = xr_arena_strdup(b->arena, "Tensor?");
+        op->args[11].name = xr_arena_strdup(b->arena, "kv_cache_dtype");
+        op->args[11].type = xr_arena_strdup(b->arena, "str");
+        xr_value_make_string(b->arena, &op->args[11].value, "auto");
         break;
       }
       default: {
-        op->name = xr_bundle_strdup(b, "_C::rms_norm");
-        xr_op_alloc_args(b, op, 4, 0);
+        op->name = xr_arena_strdup(b->arena, "_C::rms_norm");
+        xr_op_alloc_args(b->arena, op, 4, 0);
         int64_t x[] = {m, k}, w[] = {k};
         set_tensor(b, &op->args[0], "result", "Tensor(a!)", XR_DTYPE_BF16, 2, x, false);
         set_tensor(b, &op->args[1], "input", "Tensor", XR_DTYPE_BF16, 2, x, false);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/bundle.h"
 #include "replay/replay.h"
 
 typedef struct shape {

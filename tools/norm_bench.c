@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/bundle.h"
 #include "replay/replay.h"
 
 static double copy_traffic_gbps(const char *device_spec, size_t bytes) {

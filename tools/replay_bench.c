@@ -24,14 +24,14 @@ static xr_bundle_t *gemm_bundle(size_t n, int m, int k, int nn) {
   if (xr_bundle_create(&b) != XR_OK) return NULL;
   for (size_t i = 0; i < n; i++) {
     xr_op_t *op = xr_bundle_append_op(b);
-    op->name = xr_bundle_strdup(b, "aten::mm");
-    xr_op_alloc_args(b, op, 2, 0);
+    op->name = xr_arena_strdup(b->arena, "aten::mm");
+    xr_op_alloc_args(b->arena, op, 2, 0);
     const int64_t dims[2][2] = {{m, k}, {k, nn}};
     const char *names[2] = {"self", "mat2"};
     for (int a = 0; a < 2; a++) {
-      op->args[a].name = xr_bundle_strdup(b, names[a]);
-      op->args[a].type = xr_bundle_strdup(b, "Tensor");
-      xr_value_make_tensor(b, &op->args[a].value, 2);
+      op->args[a].name = xr_arena_strdup(b->arena, names[a]);
+      op->args[a].type = xr_arena_strdup(b->arena, "Tensor");
+      xr_value_make_tensor(b->arena, &op->args[a].value, 2);
       xr_tensor_spec_t *t = op->args[a].value.as.tensor;
       memcpy(t->shape, dims[a], sizeof dims[a]);
       xr_tensor_set_contiguous(t);

@@ -1,36 +1,29 @@
 /* NVRTC / hiprtc loader and compile path shared by the cuda and hip drivers (gpu_compiler.h). */
 #include "hal/core/gpu_compiler.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hal/core/cache.h"
+#include "hal/core/gpu_compiler_symbols.h"
 #include "hal/core/driver.h"
-#include "hal/core/dynload.h"
+#include "base/dynload.h"
 #include "hal/hal.h"
 
 typedef struct rtc_symbols {
-#define XR_RTC_SYMBOL(ret, field, nvrtc_name, hiprtc_name, params) ret(*field) params;
-#include "hal/core/gpu_compiler_symbols.h"
-#undef XR_RTC_SYMBOL
+  XR_RTC_SYMBOLS(XR_DYNLOAD_FIELD)
 } rtc_symbols_t;
 
-static const xr_dynload_symbol_t nvrtc_symbol_list[] = {
-#define XR_RTC_SYMBOL(ret, field, nvrtc_name, hiprtc_name, params) \
-  {#nvrtc_name, offsetof(rtc_symbols_t, field), true},
-#include "hal/core/gpu_compiler_symbols.h"
-#undef XR_RTC_SYMBOL
-};
-
-static const xr_dynload_symbol_t hiprtc_symbol_list[] = {
-#define XR_RTC_SYMBOL(ret, field, nvrtc_name, hiprtc_name, params) \
-  {#hiprtc_name, offsetof(rtc_symbols_t, field), true},
-#include "hal/core/gpu_compiler_symbols.h"
-#undef XR_RTC_SYMBOL
-};
+#define NVRTC_SYMBOL(need, ret, field, params, nvrtc, hiprtc) \
+  XR_DYNLOAD_SYMBOL(rtc_symbols_t, need, field, nvrtc)
+#define HIPRTC_SYMBOL(need, ret, field, params, nvrtc, hiprtc) \
+  XR_DYNLOAD_SYMBOL(rtc_symbols_t, need, field, hiprtc)
+static const xr_dynload_symbol_t nvrtc_symbol_list[] = {XR_RTC_SYMBOLS(NVRTC_SYMBOL)};
+static const xr_dynload_symbol_t hiprtc_symbol_list[] = {XR_RTC_SYMBOLS(HIPRTC_SYMBOL)};
+#undef NVRTC_SYMBOL
+#undef HIPRTC_SYMBOL
 
 enum { RTC_SYMBOL_COUNT = sizeof nvrtc_symbol_list / sizeof nvrtc_symbol_list[0] };
 
@@ -113,17 +106,18 @@ static void load_locked(xr_gpu_compiler_kind_t kind) {
   /* The loader leaves its sentence in xr_last_error; the caller's must survive. */
   char saved_error[XR_HAL_REASON_CAPACITY];
   xr_hal_copy_string(saved_error, sizeof saved_error, xr_last_error());
-  compiler->status = xr_dynload_open_and_resolve(env, candidates, count, symbols, RTC_SYMBOL_COUNT,
-                                                 &compiler->api, &compiler->library,
-                                                 compiler->report, sizeof compiler->report);
+  const xr_dynload_spec_t spec = {compiler->name, env, candidates, count};
+  compiler->status = xr_dynload_open(&spec, symbols, RTC_SYMBOL_COUNT, &compiler->api,
+                                     &compiler->library, compiler->report,
+                                     sizeof compiler->report);
   xr_error(XR_OK, "%s", saved_error);
   if (compiler->status != XR_OK) return;
   int major = 0, minor = 0;
   compiler->api.version(&major, &minor);
   snprintf(compiler->version, sizeof compiler->version, "%d.%d", major, minor);
   if (kind == XR_GPU_COMPILER_NVRTC) {
-    void *count_symbol = dlsym(compiler->library.handle, "nvrtcGetNumSupportedArchs");
-    void *list_symbol = dlsym(compiler->library.handle, "nvrtcGetSupportedArchs");
+    void *count_symbol = xr_dynload_find(&compiler->library, "nvrtcGetNumSupportedArchs");
+    void *list_symbol = xr_dynload_find(&compiler->library, "nvrtcGetSupportedArchs");
     memcpy(&compiler->supported_arch_count, &count_symbol, sizeof count_symbol);
     memcpy(&compiler->supported_archs, &list_symbol, sizeof list_symbol);
   }

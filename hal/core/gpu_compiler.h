@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "hal/core/status.h"
+#include "base/status.h"
 
 typedef enum xr_gpu_compiler_kind {
   XR_GPU_COMPILER_NVRTC = 0,

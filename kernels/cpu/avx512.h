@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "formats/bundle.h"
+#include "formats/model.h"
 #include "kernels/cpu/elementwise_cpu.h"
 
 /* True when the CPU has AVX-512 F/BW/VL and AVX512-BF16 and XR_CPU_AVX512 is not "off" (which

@@ -10,7 +10,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "formats/bundle.h"
+#include "formats/model.h"
 #include "kernels/dtype.h"
 
 #define XR_EW_CPU_BLOCK 512

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "formats/bundle.h"
+#include "formats/model.h"
 
 typedef struct xr_row_stats {
   float sum, sum_sq, max; /* over 16 lanes, combined at the end (as the portable sums are) */

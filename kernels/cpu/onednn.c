@@ -13,48 +13,20 @@ static xr_status_t dnnl_status = XR_OK;
 static char dnnl_reason[1024];
 static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
 
-static void append(const char *fmt, const char *a, const char *b) {
-  size_t used = strlen(dnnl_reason);
-  snprintf(dnnl_reason + used, sizeof dnnl_reason - used, "%s", used ? "; " : "");
-  used = strlen(dnnl_reason);
-  snprintf(dnnl_reason + used, sizeof dnnl_reason - used, fmt, a, b);
-}
+static const xr_dynload_symbol_t dnnl_symbols[] = {
+#define DNNL_SYMBOL(need, ret, name, params) XR_DYNLOAD_SYMBOL(xr_dnnl_t, need, name, name)
+    XR_DNNL_SYMBOLS(DNNL_SYMBOL)
+#undef DNNL_SYMBOL
+};
 
 static void dnnl_load(void) {
-  const char *override = getenv("XR_ONEDNN_LIBRARY");
-  if (override && !strcmp(override, "off")) {
-    dnnl_status = XR_UNAVAILABLE;
-    snprintf(dnnl_reason, sizeof dnnl_reason, "oneDNN disabled by XR_ONEDNN_LIBRARY=off");
-    return;
-  }
-  const char *candidates[] = {override && override[0] ? override : NULL, "libdnnl.so.2",
-                              "libdnnl.so"};
-  void *handle = NULL;
-  for (size_t i = 0; !handle && i < sizeof candidates / sizeof candidates[0]; i++) {
-    if (!candidates[i]) continue;
-    handle = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
-    if (!handle) append("%s: %s", candidates[i], dlerror());
-  }
-  if (!handle) {
-    dnnl_status = XR_UNAVAILABLE;
-    return;
-  }
-  bool missing = false;
-#define XR_DNNL_REQ(ret, name, params)                        \
-  *(void **)&dnnl.name = dlsym(handle, #name);                \
-  if (!dnnl.name) {                                           \
-    append("%s: missing required symbol %s", "libdnnl", #name); \
-    missing = true;                                           \
-  }
-#define XR_DNNL_OPT(ret, name, params) *(void **)&dnnl.name = dlsym(handle, #name);
-  XR_DNNL_SYMBOLS(XR_DNNL_REQ, XR_DNNL_OPT)
-#undef XR_DNNL_REQ
-#undef XR_DNNL_OPT
-  if (missing) {
-    dlclose(handle);
-    dnnl_status = XR_UNAVAILABLE;
-    return;
-  }
+  static const char *const candidates[] = {"libdnnl.so.2", "libdnnl.so"};
+  static const xr_dynload_spec_t spec = {"oneDNN", "XR_ONEDNN_LIBRARY", candidates,
+                                         sizeof candidates / sizeof candidates[0]};
+  xr_dynload_library_t library;
+  dnnl_status = xr_dynload_open(&spec, dnnl_symbols, sizeof dnnl_symbols / sizeof dnnl_symbols[0],
+                                &dnnl, &library, dnnl_reason, sizeof dnnl_reason);
+  if (dnnl_status != XR_OK) return;
   dnnl_status_t st = dnnl.dnnl_engine_create(&dnnl.engine, dnnl_cpu, 0);
   if (st != dnnl_success) {
     snprintf(dnnl_reason, sizeof dnnl_reason, "dnnl_engine_create(cpu): %s",

@@ -1,5 +1,5 @@
 // The attention kernel of kernels/gpu/attention.cu and paged_attention.cu (include it after
-// hip_compat.h, dtype_io.h and attention_params.h; embed.sh inlines one level of headers). It
+// hip_compat.h, dtype_io.h and attention_params.h; kernels/embed_sources.sh inlines them). It
 // is kernels/opencl/attention.cl's kernel in CUDA, one warp per query row instead of one
 // work-item, and follows kernels/attention.h's problem exactly:
 //   out[b, i, h, :] = sum_t softmax_t(s) V[b, t, h / group, :],

@@ -3,9 +3,7 @@
  * light, and destroying one synchronises the device). */
 #include "kernels/gpu/blaslt.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,20 +57,34 @@ static const xr_blaslt_constants_t hipblaslt_constants = {
     .heuristic_state_offset = offsetof(xr_hipblaslt_heuristic_t, state),
 };
 
+#define CUBLASLT_SYMBOL(need, ret, field, params, cuda, hip) \
+  XR_DYNLOAD_SYMBOL(xr_blaslt_functions_t, need, field, cuda)
+#define HIPBLASLT_SYMBOL(need, ret, field, params, cuda, hip) \
+  XR_DYNLOAD_SYMBOL(xr_blaslt_functions_t, need, field, hip)
+static const xr_dynload_symbol_t cublaslt_symbols[] = {XR_BLASLT_SYMBOLS(CUBLASLT_SYMBOL)};
+static const xr_dynload_symbol_t hipblaslt_symbols[] = {XR_BLASLT_SYMBOLS(HIPBLASLT_SYMBOL)};
+#undef CUBLASLT_SYMBOL
+#undef HIPBLASLT_SYMBOL
+enum { SYMBOL_COUNT = sizeof cublaslt_symbols / sizeof cublaslt_symbols[0] };
+
+static const char *const cublaslt_candidates[] = {"libcublasLt.so.13", "libcublasLt.so.12",
+                                                  "libcublasLt.so.11"};
+static const char *const hipblaslt_candidates[] = {"libhipblaslt.so.1", "libhipblaslt.so.0"};
+
 typedef struct vendor {
-  const char *label, *prefix, *env;
-  const char *candidates[4];
-  const char *version_symbol;
+  xr_dynload_spec_t spec;
+  const xr_dynload_symbol_t *symbols;
+  const char *version_symbol; /* the one function each vendor spells its own way */
   const xr_blaslt_constants_t *constants;
 } vendor_t;
 
 static const vendor_t vendors[] = {
-    [XR_BLASLT_CUBLASLT] = {"cuBLASLt", "cublasLt", "XR_CUBLASLT_LIBRARY",
-                            {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", NULL},
-                            "cublasLtGetVersion", &cublaslt_constants},
-    [XR_BLASLT_HIPBLASLT] = {"hipBLASLt", "hipblasLt", "XR_HIPBLASLT_LIBRARY",
-                             {"libhipblaslt.so.1", "libhipblaslt.so.0", NULL, NULL},
-                             "hipblasLtGetVersion", &hipblaslt_constants},
+    [XR_BLASLT_CUBLASLT] = {{"cuBLASLt", "XR_CUBLASLT_LIBRARY", cublaslt_candidates,
+                             sizeof cublaslt_candidates / sizeof cublaslt_candidates[0]},
+                            cublaslt_symbols, "cublasLtGetVersion", &cublaslt_constants},
+    [XR_BLASLT_HIPBLASLT] = {{"hipBLASLt", "XR_HIPBLASLT_LIBRARY", hipblaslt_candidates,
+                              sizeof hipblaslt_candidates / sizeof hipblaslt_candidates[0]},
+                             hipblaslt_symbols, "hipblasLtGetVersion", &hipblaslt_constants},
 };
 
 #define VENDOR_COUNT (sizeof vendors / sizeof vendors[0])
@@ -86,76 +98,27 @@ typedef struct loaded {
 
 static loaded_t loaded[VENDOR_COUNT] = {{.once = PTHREAD_ONCE_INIT}, {.once = PTHREAD_ONCE_INIT}};
 
-__attribute__((format(printf, 2, 3))) static void note(loaded_t *l, const char *fmt, ...) {
-  size_t used = strlen(l->reason);
-  if (used) used += (size_t)snprintf(l->reason + used, sizeof l->reason - used, "; ");
-  if (used >= sizeof l->reason) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(l->reason + used, sizeof l->reason - used, fmt, ap);
-  va_end(ap);
-}
-
-/* dlerror() starts with the path; "not found" reads better for the common case. */
-static const char *open_error(void) {
-  const char *message = dlerror();
-  if (!message) return "unknown dlopen error";
-  return strstr(message, "No such file or directory") ? "not found" : message;
-}
-
-static void *resolve(loaded_t *l, void *handle, const char *prefix, const char *suffix,
-                     bool *missing) {
-  char name[96];
-  snprintf(name, sizeof name, "%s%s", prefix, suffix);
-  void *symbol = dlsym(handle, name);
-  if (!symbol) {
-    note(l, "%s: missing required symbol %s", l->library.path, name);
-    *missing = true;
-  }
-  return symbol;
-}
-
 static void load(xr_blaslt_vendor_t which) {
   const vendor_t *v = &vendors[which];
   loaded_t *l = &loaded[which];
-  l->library.label = v->label;
+  l->library.label = v->spec.label;
   l->library.k = v->constants;
-  const char *override = getenv(v->env);
-  if (override && !strcmp(override, "off")) {
-    l->status = XR_UNAVAILABLE;
-    note(l, "%s=off disables it", v->env);
-    return;
-  }
-  void *handle = NULL;
-  if (override && override[0]) {
-    handle = dlopen(override, RTLD_NOW | RTLD_LOCAL);
-    if (handle) snprintf(l->library.path, sizeof l->library.path, "%s", override);
-    else note(l, "%s=%s: %s", v->env, override, open_error());
-  }
-  for (size_t i = 0; !handle && v->candidates[i]; i++) {
-    handle = dlopen(v->candidates[i], RTLD_NOW | RTLD_LOCAL);
-    if (handle) snprintf(l->library.path, sizeof l->library.path, "%s", v->candidates[i]);
-    else note(l, "%s: %s", v->candidates[i], open_error());
-  }
-  if (!handle) {
+  xr_dynload_library_t library;
+  l->status = xr_dynload_open(&v->spec, v->symbols, SYMBOL_COUNT, &l->library.fn, &library,
+                              l->reason, sizeof l->reason);
+  if (l->status != XR_OK) return;
+  snprintf(l->library.path, sizeof l->library.path, "%s", library.path);
+  void *version = xr_dynload_find(&library, v->version_symbol);
+  if (!version) {
+    xr_dynload_report_append(l->reason, sizeof l->reason, "missing required symbol %s",
+                             v->version_symbol);
+    xr_dynload_close(&library);
     l->status = XR_UNAVAILABLE;
     return;
   }
-  bool missing = false;
-#define XR_BLASLT_RESOLVE(field, suffix, ret, params) \
-  *(void **)&l->library.fn.field = resolve(l, handle, v->prefix, #suffix, &missing);
-  XR_BLASLT_FUNCTIONS(XR_BLASLT_RESOLVE)
-#undef XR_BLASLT_RESOLVE
-  void *version = resolve(l, handle, v->version_symbol, "", &missing);
-  if (which == XR_BLASLT_CUBLASLT) *(void **)&l->library.cublaslt_get_version = version;
-  else *(void **)&l->library.hipblaslt_get_version = version;
-  if (missing) {
-    dlclose(handle);
-    l->status = XR_UNAVAILABLE;
-    return;
-  }
+  if (which == XR_BLASLT_CUBLASLT) memcpy(&l->library.cublaslt_get_version, &version, sizeof version);
+  else memcpy(&l->library.hipblaslt_get_version, &version, sizeof version);
   /* Loaded for the life of the process: handles and cached heuristics live in it. */
-  l->status = XR_OK;
 }
 
 static void load_cublaslt(void) { load(XR_BLASLT_CUBLASLT); }
@@ -168,7 +131,7 @@ xr_status_t xr_blaslt_get(xr_blaslt_vendor_t vendor, const xr_blaslt_t **out_lib
   loaded_t *l = &loaded[vendor];
   pthread_once(&l->once, vendor == XR_BLASLT_CUBLASLT ? load_cublaslt : load_hipblaslt);
   if (l->status != XR_OK) {
-    return xr_error(l->status, "%s unavailable: %s", vendors[vendor].label, l->reason);
+    return xr_error(l->status, "%s unavailable: %s", vendors[vendor].spec.label, l->reason);
   }
   *out_library = &l->library;
   return XR_OK;

@@ -1,8 +1,8 @@
 /* cuBLASLt (cuda) and hipBLASLt (hip), opened at run time with dlopen: no CUDA or ROCm header
  * is needed to build. The two libraries export the same functions under two prefixes
- * ("cublasLt", "hipblasLt") with different enum values and result structs, so one X-macro
- * table (XR_BLASLT_FUNCTIONS) lists each function once, every one REQUIRED, and each vendor
- * brings its constants (xr_blaslt_constants_t) and heuristic-result layout.
+ * ("cublasLt", "hipblasLt") with different enum values and result structs, so one table
+ * (XR_BLASLT_SYMBOLS) lists each function once with both names, every one REQUIRED, and each
+ * vendor brings its constants (xr_blaslt_constants_t) and heuristic-result layout.
  *
  * kernels/gpu/blaslt_abi.h holds our own declarations of the few enums and structs used.
  *
@@ -14,38 +14,49 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hal/core/status.h"
+#include "base/dynload.h"
+#include "base/status.h"
 #include "kernels/gpu/blaslt_abi.h"
 
-/* X(field, suffix of the vendor's name, return type, parameters). Handles and descriptors are
- * pointers; enums are passed as int (their C ABI). */
-#define XR_BLASLT_FUNCTIONS(X)                                                                   \
-  X(create, Create, int, (void **handle))                                                        \
-  X(matmul_desc_create, MatmulDescCreate, int, (void **desc, int compute_type, int scale_type))  \
-  X(matmul_desc_destroy, MatmulDescDestroy, int, (void *desc))                                   \
-  X(matmul_desc_set_attribute, MatmulDescSetAttribute, int,                                      \
-    (void *desc, int attribute, const void *value, size_t size))                                 \
-  X(matrix_layout_create, MatrixLayoutCreate, int,                                               \
-    (void **layout, int type, uint64_t rows, uint64_t cols, int64_t ld))                         \
-  X(matrix_layout_destroy, MatrixLayoutDestroy, int, (void *layout))                             \
-  X(matrix_layout_set_attribute, MatrixLayoutSetAttribute, int,                                  \
-    (void *layout, int attribute, const void *value, size_t size))                               \
-  X(preference_create, MatmulPreferenceCreate, int, (void **preference))                         \
-  X(preference_destroy, MatmulPreferenceDestroy, int, (void *preference))                        \
-  X(preference_set_attribute, MatmulPreferenceSetAttribute, int,                                 \
-    (void *preference, int attribute, const void *value, size_t size))                           \
-  X(algo_get_heuristic, MatmulAlgoGetHeuristic, int,                                             \
-    (void *handle, void *desc, void *a_layout, void *b_layout, void *c_layout, void *d_layout,   \
-     void *preference, int requested, void *results, int *returned))                             \
-  X(matmul, Matmul, int,                                                                         \
-    (void *handle, void *desc, const void *alpha, const void *a, void *a_layout, const void *b,  \
-     void *b_layout, const void *beta, const void *c, void *c_layout, void *d, void *d_layout,   \
-     const void *algo, void *workspace, size_t workspace_size, void *stream))
+/* X(need, return type, field, parameters, cuBLASLt name, hipBLASLt name): the two-vendor list
+ * style of base/dynload.h. Handles and descriptors are pointers; enums are passed as int (their
+ * C ABI). */
+#define XR_BLASLT_SYMBOLS(X)                                                                  \
+  X(REQUIRED, int, create, (void **handle), cublasLtCreate, hipblasLtCreate)                    \
+  X(REQUIRED, int, matmul_desc_create, (void **desc, int compute_type, int scale_type),         \
+    cublasLtMatmulDescCreate, hipblasLtMatmulDescCreate)                                        \
+  X(REQUIRED, int, matmul_desc_destroy, (void *desc), cublasLtMatmulDescDestroy,                \
+    hipblasLtMatmulDescDestroy)                                                                 \
+  X(REQUIRED, int, matmul_desc_set_attribute,                                                   \
+    (void *desc, int attribute, const void *value, size_t size), cublasLtMatmulDescSetAttribute, \
+    hipblasLtMatmulDescSetAttribute)                                                            \
+  X(REQUIRED, int, matrix_layout_create,                                                        \
+    (void **layout, int type, uint64_t rows, uint64_t cols, int64_t ld),                        \
+    cublasLtMatrixLayoutCreate, hipblasLtMatrixLayoutCreate)                                    \
+  X(REQUIRED, int, matrix_layout_destroy, (void *layout), cublasLtMatrixLayoutDestroy,          \
+    hipblasLtMatrixLayoutDestroy)                                                               \
+  X(REQUIRED, int, matrix_layout_set_attribute,                                                 \
+    (void *layout, int attribute, const void *value, size_t size),                              \
+    cublasLtMatrixLayoutSetAttribute, hipblasLtMatrixLayoutSetAttribute)                        \
+  X(REQUIRED, int, preference_create, (void **preference), cublasLtMatmulPreferenceCreate,      \
+    hipblasLtMatmulPreferenceCreate)                                                            \
+  X(REQUIRED, int, preference_destroy, (void *preference), cublasLtMatmulPreferenceDestroy,     \
+    hipblasLtMatmulPreferenceDestroy)                                                           \
+  X(REQUIRED, int, preference_set_attribute,                                                    \
+    (void *preference, int attribute, const void *value, size_t size),                          \
+    cublasLtMatmulPreferenceSetAttribute, hipblasLtMatmulPreferenceSetAttribute)                \
+  X(REQUIRED, int, algo_get_heuristic,                                                          \
+    (void *handle, void *desc, void *a_layout, void *b_layout, void *c_layout, void *d_layout,  \
+     void *preference, int requested, void *results, int *returned),                            \
+    cublasLtMatmulAlgoGetHeuristic, hipblasLtMatmulAlgoGetHeuristic)                            \
+  X(REQUIRED, int, matmul,                                                                      \
+    (void *handle, void *desc, const void *alpha, const void *a, void *a_layout, const void *b, \
+     void *b_layout, const void *beta, const void *c, void *c_layout, void *d, void *d_layout,  \
+     const void *algo, void *workspace, size_t workspace_size, void *stream),                   \
+    cublasLtMatmul, hipblasLtMatmul)
 
 typedef struct xr_blaslt_functions {
-#define XR_BLASLT_FIELD(field, suffix, ret, params) ret(*field) params;
-  XR_BLASLT_FUNCTIONS(XR_BLASLT_FIELD)
-#undef XR_BLASLT_FIELD
+  XR_BLASLT_SYMBOLS(XR_DYNLOAD_FIELD)
 } xr_blaslt_functions_t;
 
 /* The vendor's values for what the GEMM uses. */

@@ -2,7 +2,7 @@
 // kernels/gpu/dtype_codes.h), for kernels that serve every dtype from one compiled source
 // instead of one build per dtype combination. The branch is uniform across a launch, so it
 // costs little next to the memory access. Include after hip_compat.h, dtype_io.h and
-// dtype_codes.h (embed.sh inlines one level of local headers).
+// dtype_codes.h (kernels/embed_sources.sh inlines them at build time).
 #ifndef XR_KERNELS_GPU_DTYPE_DISPATCH_H
 #define XR_KERNELS_GPU_DTYPE_DISPATCH_H
 

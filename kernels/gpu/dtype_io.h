@@ -1,5 +1,5 @@
 // Element loads and stores for the GPU kernels, shared by every kernels/gpu/*.cu (include it
-// after hip_compat.h, whose conversions it uses; embed.sh inlines one level of local headers).
+// after hip_compat.h, whose conversions it uses; kernels/embed_sources.sh inlines them).
 // Storage types: float, unsigned short for f16/bf16 bits, unsigned char for fp8 bits. Values
 // travel as float; a store rounds once, to nearest even, exactly as kernels/dtype.c does on the
 // host, so GPU and CPU results can be compared bit for bit where the arithmetic allows.

@@ -13,11 +13,9 @@
 #include "kernels/dtype.h"
 #include "kernels/elementwise.h"
 #include "kernels/family.h"
-#include "kernels/gpu/dtype_codes.h"
 #include "kernels/gpu/elementwise_params.h"
 #include "kernels/gpu/sources.h"
 
-_Static_assert(XR_GPU_DTYPE_CODES_AGREE, "kernels/gpu/dtype_codes.h mirrors xr_dtype_t");
 _Static_assert(XR_EW_GPU_ADD == XR_EW_ADD && XR_EW_GPU_SUB == XR_EW_SUB &&
                    XR_EW_GPU_MUL == XR_EW_MUL && XR_EW_GPU_DIV == XR_EW_DIV &&
                    XR_EW_GPU_DIV_TRUNC == XR_EW_DIV_TRUNC &&

@@ -13,13 +13,11 @@
 
 #include "kernels/family.h"
 #include "kernels/gemm.h"
-#include "kernels/gpu/dtype_codes.h"
 #include "kernels/gpu/gemm_params.h"
 #include "kernels/gpu/sources.h"
 
 _Static_assert(XR_MAX_RANK <= XR_GEMM_GPU_MAX_BATCH_RANK,
                "the GPU parameter block holds every batch dimension");
-_Static_assert(XR_GPU_DTYPE_CODES_AGREE, "kernels/gpu/dtype_codes.h mirrors xr_dtype_t");
 
 /* Largest grid dimension y/z on both vendors (x allows 2^31 - 1). */
 #define MAX_GRID_YZ 65535u

@@ -7,12 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/gpu/dtype_codes.h"
 #include "kernels/gpu/norm_params.h"
 #include "kernels/gpu/sources.h"
 #include "kernels/norm.h"
 
-_Static_assert(XR_GPU_DTYPE_CODES_AGREE, "kernels/gpu/dtype_codes.h mirrors xr_dtype_t");
 _Static_assert(XR_ROWS_GPU_X == XR_ROWS_X && XR_ROWS_GPU_OUT == XR_ROWS_OUT &&
                    XR_ROWS_GPU_RESIDUAL == XR_ROWS_RESIDUAL &&
                    XR_ROWS_GPU_WEIGHT == XR_ROWS_WEIGHT && XR_ROWS_GPU_BIAS == XR_ROWS_BIAS &&

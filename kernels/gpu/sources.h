@@ -1,5 +1,5 @@
 /* CUDA C++ sources embedded in the library (kernels/gpu/ *.cu with their local headers inlined,
- * by kernels/gpu/embed.sh at build time) and executables built from them on cuda and hip
+ * by kernels/embed_sources.sh at build time) and executables built from them on cuda and hip
  * devices: one source, compiled at run time by NVRTC or hiprtc for the device's own
  * architecture (see docs/gpu.md). */
 #ifndef XR_KERNELS_GPU_SOURCES_H

@@ -14,48 +14,23 @@ static xr_status_t clblast_status = XR_OK;
 static char clblast_reason[1024];
 static pthread_once_t clblast_once = PTHREAD_ONCE_INIT;
 
-static void note(const char *what, const char *detail) {
-  size_t used = strlen(clblast_reason);
-  snprintf(clblast_reason + used, sizeof clblast_reason - used, "%s%s: %s", used ? "; " : "", what,
-           detail);
-}
+/* dlsym on the library's handle also searches CLBlast's own dependencies (the OpenCL loader),
+ * which is where clGetDeviceInfo comes from. */
+static const xr_dynload_symbol_t clblast_symbols[] = {
+#define CLBLAST_SYMBOL(need, ret, name, params) XR_DYNLOAD_SYMBOL(xr_clblast_t, need, name, name)
+    XR_CLBLAST_SYMBOLS(CLBLAST_SYMBOL)
+#undef CLBLAST_SYMBOL
+};
 
 static void clblast_load(void) {
-  const char *override = getenv("XR_CLBLAST_LIBRARY");
-  if (override && !strcmp(override, "off")) {
-    clblast_status = XR_UNAVAILABLE;
-    note("XR_CLBLAST_LIBRARY=off", "CLBlast disabled");
-    return;
-  }
-  const char *candidates[] = {override && override[0] ? override : NULL, "libclblast.so.1",
-                              "libclblast.so"};
-  void *handle = NULL;
-  for (size_t i = 0; !handle && i < sizeof candidates / sizeof candidates[0]; i++) {
-    if (!candidates[i]) continue;
-    handle = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
-    if (!handle) note(candidates[i], dlerror());
-  }
-  if (!handle) {
-    clblast_status = XR_UNAVAILABLE;
-    return;
-  }
-  bool missing = false;
-  /* dlsym on the handle also searches CLBlast's own dependencies (the OpenCL loader). */
-#define XR_CLBLAST_REQ(ret, name, params)          \
-  *(void **)&clblast.name = dlsym(handle, #name);  \
-  if (!clblast.name) {                             \
-    note("missing required symbol", #name);        \
-    missing = true;                                \
-  }
-#define XR_CLBLAST_OPT(ret, name, params) *(void **)&clblast.name = dlsym(handle, #name);
-  XR_CLBLAST_SYMBOLS(XR_CLBLAST_REQ, XR_CLBLAST_OPT)
-#undef XR_CLBLAST_REQ
-#undef XR_CLBLAST_OPT
-  if (missing) {
-    dlclose(handle);
-    clblast_status = XR_UNAVAILABLE;
-  }
-  /* Otherwise the library stays loaded for the process: its program cache lives in it. */
+  static const char *const candidates[] = {"libclblast.so.1", "libclblast.so"};
+  static const xr_dynload_spec_t spec = {"CLBlast", "XR_CLBLAST_LIBRARY", candidates,
+                                         sizeof candidates / sizeof candidates[0]};
+  /* On success the library stays loaded for the process: its program cache lives in it. */
+  xr_dynload_library_t library;
+  clblast_status = xr_dynload_open(&spec, clblast_symbols,
+                                   sizeof clblast_symbols / sizeof clblast_symbols[0], &clblast,
+                                   &library, clblast_reason, sizeof clblast_reason);
 }
 
 xr_status_t xr_clblast_get(const xr_clblast_t **out_clblast) {

@@ -1,5 +1,5 @@
 /* CLBlast (libclblast.so.1, C API of clblast_c.h) loaded at run time through the symbol table
- * below (X-macro: XR_CLBLAST_REQUIRED / OPTIONAL (return type, name, parameters)).
+ * below, in the list style of base/dynload.h.
  *
  * Environment: XR_CLBLAST_LIBRARY is tried before libclblast.so.1 / libclblast.so; "off"
  * disables CLBlast (our tiled kernel then runs everything, which is how its tests reach it). */
@@ -16,6 +16,7 @@
 #define CL_TARGET_OPENCL_VERSION 300
 #include <clblast_c.h>
 
+#include "base/dynload.h"
 #include "hal/hal.h"
 
 #define XR_CLBLAST_GEMM_PARAMS(T)                                                              \
@@ -29,18 +30,16 @@
    const cl_mem, const size_t *, const size_t, const T *, cl_mem, const size_t *, const size_t, \
    const size_t, cl_command_queue *, cl_event *)
 
-#define XR_CLBLAST_SYMBOLS(REQUIRED, OPTIONAL)                                                 \
-  REQUIRED(CLBlastStatusCode, CLBlastSgemm, XR_CLBLAST_GEMM_PARAMS(float))                      \
-  REQUIRED(CLBlastStatusCode, CLBlastSgemmBatched, XR_CLBLAST_BATCHED_PARAMS(float))            \
-  OPTIONAL(CLBlastStatusCode, CLBlastHgemm, XR_CLBLAST_GEMM_PARAMS(cl_half))                    \
-  OPTIONAL(CLBlastStatusCode, CLBlastHgemmBatched, XR_CLBLAST_BATCHED_PARAMS(cl_half))          \
+#define XR_CLBLAST_SYMBOLS(X)                                                 \
+  X(REQUIRED, CLBlastStatusCode, CLBlastSgemm, XR_CLBLAST_GEMM_PARAMS(float))                      \
+  X(REQUIRED, CLBlastStatusCode, CLBlastSgemmBatched, XR_CLBLAST_BATCHED_PARAMS(float))            \
+  X(OPTIONAL, CLBlastStatusCode, CLBlastHgemm, XR_CLBLAST_GEMM_PARAMS(cl_half))                    \
+  X(OPTIONAL, CLBlastStatusCode, CLBlastHgemmBatched, XR_CLBLAST_BATCHED_PARAMS(cl_half))          \
   /* from the OpenCL loader CLBlast links, to ask the device for cl_khr_fp16 */                \
-  REQUIRED(cl_int, clGetDeviceInfo, (cl_device_id, cl_device_info, size_t, void *, size_t *))
+  X(REQUIRED, cl_int, clGetDeviceInfo, (cl_device_id, cl_device_info, size_t, void *, size_t *))
 
 typedef struct xr_clblast {
-#define XR_CLBLAST_FIELD(ret, name, params) ret(*name) params;
-  XR_CLBLAST_SYMBOLS(XR_CLBLAST_FIELD, XR_CLBLAST_FIELD)
-#undef XR_CLBLAST_FIELD
+  XR_CLBLAST_SYMBOLS(XR_DYNLOAD_FIELD)
 } xr_clblast_t;
 
 /* Loads CLBlast once per process. UNAVAILABLE with every path tried when it cannot.

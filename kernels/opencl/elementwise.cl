@@ -7,23 +7,7 @@
 // elements of each operand's own dtype. bf16 travels as ushort bits, f16 through vload_half /
 // vstore_half_rte, fp8 through the helpers below (saturating, ties to even, as kernels/dtype.c).
 
-#define XR_F32 1
-#define XR_F64 2
-#define XR_F16 3
-#define XR_BF16 4
-#define XR_F8E4M3FN 5
-#define XR_F8E5M2 6
-#define XR_F8E4M3FNUZ 7
-#define XR_F8E5M2FNUZ 8
-#define XR_I8 9
-#define XR_I16 10
-#define XR_I32 11
-#define XR_I64 12
-#define XR_U8 13
-#define XR_U16 14
-#define XR_U32 15
-#define XR_U64 16
-#define XR_BOOL 17
+#include "dtype_codes.h"
 
 #define EW_ADD 0
 #define EW_SUB 1
@@ -131,15 +115,11 @@ ushort bf16_encode(float f) {
                      : (float)((__global const uchar *)(p))[i])
 
 void store_float(__global uchar *p, long i, float v) {
-#if DT_OUT == XR_F32
-  ((__global float *)p)[i] = v;
-#elif DT_OUT == XR_F16
-  vstore_half_rte(v, i, (__global half *)p);
-#elif DT_OUT == XR_BF16
-  ((__global ushort *)p)[i] = bf16_encode(v);
-#else
-  p[i] = fp8_encode(v, DT_OUT);
-#endif
+  /* DT_OUT is a build-time constant: the compiler keeps one branch. */
+  if (DT_OUT == XR_F32) ((__global float *)p)[i] = v;
+  else if (DT_OUT == XR_F16) vstore_half_rte(v, i, (__global half *)p);
+  else if (DT_OUT == XR_BF16) ((__global ushort *)p)[i] = bf16_encode(v);
+  else p[i] = fp8_encode(v, DT_OUT);
 }
 
 float gelu(float x) { return 0.5f * x * (1.0f + erf(x * 0.7071067811865476f)); }

@@ -1,5 +1,5 @@
 /* OpenCL C sources embedded in the library (kernels/opencl/ *.cl, turned into C strings by
- * kernels/opencl/embed.sh at build time) and programs built from them. */
+ * kernels/embed_sources.sh at build time) and programs built from them. */
 #ifndef XR_KERNELS_OPENCL_SOURCES_H
 #define XR_KERNELS_OPENCL_SOURCES_H
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "formats/bundle.h"
 #include "kernels/gemm.h"
 #include "kernels/gpu/blas_layout.h"
 #include "kernels/kernels.h"

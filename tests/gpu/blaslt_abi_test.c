@@ -191,9 +191,9 @@ Test(blaslt_load, cublaslt_resolves_every_symbol_and_takes_our_attributes) {
   xr_status_t status = xr_blaslt_get(XR_BLASLT_CUBLASLT, &lib);
   if (status == XR_UNAVAILABLE) cr_skip_test("%s", xr_last_error());
   cr_assert_eq(status, XR_OK, "%s", xr_last_error());
-#define XR_NOT_NULL(field, suffix, ret, params) \
-  cr_assert(lib->fn.field != NULL, "cublasLt" #suffix " unresolved");
-  XR_BLASLT_FUNCTIONS(XR_NOT_NULL)
+#define XR_NOT_NULL(need, ret, field, params, cuda, hip) \
+  cr_assert(lib->fn.field != NULL, #cuda " unresolved");
+  XR_BLASLT_SYMBOLS(XR_NOT_NULL)
 #undef XR_NOT_NULL
   cr_assert(lib->cublaslt_get_version && lib->cublaslt_get_version() >= 110000,
             "cuBLASLt version %zu", lib->cublaslt_get_version ? lib->cublaslt_get_version() : 0);

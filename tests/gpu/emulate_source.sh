@@ -1,6 +1,6 @@
 #!/bin/sh
 # Makes a kernels/gpu source compilable by a host C++ compiler under tests/gpu/cuda_emulation.h:
-# inlines its local headers (as kernels/gpu/embed.sh does), turns __shared__ variables into
+# inlines its local headers (as kernels/embed_sources.sh does), turns __shared__ variables into
 # function statics and the dynamic shared array into the emulation's buffer, and drops the
 # unroll hints the host compiler does not know.
 # usage: emulate_source.sh IN.cu OUT

@@ -6,6 +6,7 @@
  * kernel reading past a sequence fails. Plus planning errors. */
 #include <criterion/criterion.h>
 
+#include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/attention_cases.h"
 

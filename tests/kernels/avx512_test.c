@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/bundle.h"
 #include "kernels/cpu/avx512.h"
 #include "kernels/cpu/elementwise_avx512.h"
 #include "kernels/cpu/elementwise_cpu.h"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "formats/bundle.h"
 #include "replay/replay.h"
 
 typedef struct check_result {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/elementwise_cases.h"
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/indexing_cases.h"
 

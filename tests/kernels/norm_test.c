@@ -3,6 +3,7 @@
  * fp32, fp16 and bf16, rows of 1, 3, 17, 129 and 1000 elements, many rows, strided and offset
  * views, softmax over inner and outer dims (the cases: norm_cases.h, which
  * tests/gpu/norm_gpu_test.c runs on cuda and hip); plus argument errors that name the argument. */
+#include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/norm_cases.h"
 

@@ -4,6 +4,7 @@
  * rope_dim_offset and inverse; fp32, fp16 and bf16 on "cpu" (the fast kernel against the
  * reference) and "opencl" (the cases: rotary_cases.h, which tests/gpu/rotary_gpu_test.c runs on
  * cuda and hip). The engine fills positions with small integers (0..15). */
+#include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/rotary_cases.h"
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "formats/bundle.h"
 #include "replay/replay.h"
 #include "replay/report.h"
 

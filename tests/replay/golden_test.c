@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/bundle.h"
 #include "kernels/dtype.h"
 #include "replay/replay.h"
 #include "tests/support/golden.h"

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "hal/core/status.h"
+#include "base/status.h"
 
 typedef struct xr_thread_pool xr_thread_pool_t;
 typedef void (*xr_thread_pool_fn_t)(void *context, size_t begin, size_t end);

@@ -12,7 +12,8 @@
 
 #include "hal/core/datasheet.h"
 #include "hal/core/driver.h"
-#include "hal/core/dynload.h"
+#include "base/dynload.h"
+#include "hal/drivers/cuda/cuda_symbols.h"
 #include "hal/core/gpu_compiler.h"
 
 /* From cuda.h (values fixed by the ABI). */
@@ -49,19 +50,13 @@ enum {
 /* Runtime loading                                                                            */
 
 typedef struct cuda_symbols {
-#define XR_CUDA_REQUIRED(ret, name, params) ret(*name) params;
-#define XR_CUDA_OPTIONAL(ret, name, params) ret(*name) params;
-#include "hal/drivers/cuda/cuda_symbols.h"
-#undef XR_CUDA_REQUIRED
-#undef XR_CUDA_OPTIONAL
+  XR_CUDA_SYMBOLS(XR_DYNLOAD_FIELD)
 } cuda_symbols_t;
 
 static const xr_dynload_symbol_t cuda_symbol_list[] = {
-#define XR_CUDA_REQUIRED(ret, name, params) {#name, offsetof(cuda_symbols_t, name), true},
-#define XR_CUDA_OPTIONAL(ret, name, params) {#name, offsetof(cuda_symbols_t, name), false},
-#include "hal/drivers/cuda/cuda_symbols.h"
-#undef XR_CUDA_REQUIRED
-#undef XR_CUDA_OPTIONAL
+#define CUDA_SYMBOL(need, ret, name, params) XR_DYNLOAD_SYMBOL(cuda_symbols_t, need, name, name)
+    XR_CUDA_SYMBOLS(CUDA_SYMBOL)
+#undef CUDA_SYMBOL
 };
 
 /* Written once by the probe (under the registry's lock), read-only afterwards; the library
@@ -124,18 +119,23 @@ static void describe_libraries(char *reason, size_t capacity) {
   static const char *const cublaslt[] = {"libcublasLt.so.13", "libcublasLt.so.12",
                                          "libcublasLt.so.11"};
   static const char *const cublas[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11"};
-  xr_dynload_probe_optional("cuBLASLt", "XR_CUBLASLT_LIBRARY", cublaslt,
-                            sizeof cublaslt / sizeof cublaslt[0], reason, capacity);
-  xr_dynload_probe_optional("cuBLAS", "XR_CUBLAS_LIBRARY", cublas,
-                            sizeof cublas / sizeof cublas[0], reason, capacity);
+  {
+    const xr_dynload_spec_t spec = {"cuBLASLt", "XR_CUBLASLT_LIBRARY", cublaslt, sizeof cublaslt / sizeof cublaslt[0]};
+    xr_dynload_probe(&spec, reason, capacity);
+  }
+  {
+    const xr_dynload_spec_t spec = {"cuBLAS", "XR_CUBLAS_LIBRARY", cublas, sizeof cublas / sizeof cublas[0]};
+    xr_dynload_probe(&spec, reason, capacity);
+  }
 }
 
 static xr_status_t cuda_probe(char *reason, size_t capacity, int *out_device_count) {
   static const char *const candidates[] = {"libcuda.so.1", "libcuda.so"};
+  static const xr_dynload_spec_t spec = {"CUDA", "XR_CUDA_LIBRARY", candidates,
+                                         sizeof candidates / sizeof candidates[0]};
   *out_device_count = 0;
-  xr_status_t status = xr_dynload_open_and_resolve(
-      "XR_CUDA_LIBRARY", candidates, sizeof candidates / sizeof candidates[0], cuda_symbol_list,
-      sizeof cuda_symbol_list / sizeof cuda_symbol_list[0], &cu, &cu_library, reason, capacity);
+  xr_status_t status = xr_dynload_open(&spec, cuda_symbol_list, sizeof cuda_symbol_list / sizeof cuda_symbol_list[0], &cu, &cu_library,
+                                       reason, capacity);
   if (status != XR_OK) return XR_UNAVAILABLE;
 
   const char *call = "cuInit";

@@ -19,7 +19,8 @@
 
 #include "hal/core/datasheet.h"
 #include "hal/core/driver.h"
-#include "hal/core/dynload.h"
+#include "base/dynload.h"
+#include "hal/drivers/hip/hip_symbols.h"
 #include "hal/core/gpu_compiler.h"
 
 /* From hip_runtime_api.h (values fixed by the ABI). */
@@ -74,19 +75,13 @@ _Static_assert(offsetof(hip_properties_r0000_t, gcn_arch_name) == 396,
 /* Runtime loading                                                                            */
 
 typedef struct hip_symbols {
-#define XR_HIP_REQUIRED(ret, name, params) ret(*name) params;
-#define XR_HIP_OPTIONAL(ret, name, params) ret(*name) params;
-#include "hal/drivers/hip/hip_symbols.h"
-#undef XR_HIP_REQUIRED
-#undef XR_HIP_OPTIONAL
+  XR_HIP_SYMBOLS(XR_DYNLOAD_FIELD)
 } hip_symbols_t;
 
 static const xr_dynload_symbol_t hip_symbol_list[] = {
-#define XR_HIP_REQUIRED(ret, name, params) {#name, offsetof(hip_symbols_t, name), true},
-#define XR_HIP_OPTIONAL(ret, name, params) {#name, offsetof(hip_symbols_t, name), false},
-#include "hal/drivers/hip/hip_symbols.h"
-#undef XR_HIP_REQUIRED
-#undef XR_HIP_OPTIONAL
+#define HIP_SYMBOL(need, ret, name, params) XR_DYNLOAD_SYMBOL(hip_symbols_t, need, name, name)
+    XR_HIP_SYMBOLS(HIP_SYMBOL)
+#undef HIP_SYMBOL
 };
 
 /* Written once by the probe (under the registry's lock), read-only afterwards; the library
@@ -116,19 +111,24 @@ static void describe_libraries(char *reason, size_t capacity) {
   xr_dynload_report_append(reason, capacity, "kernels: %s", compiler);
   static const char *const hipblaslt[] = {"libhipblaslt.so.1", "libhipblaslt.so.0"};
   static const char *const rocblas[] = {"librocblas.so.5", "librocblas.so.4", "librocblas.so.3"};
-  xr_dynload_probe_optional("hipBLASLt", "XR_HIPBLASLT_LIBRARY", hipblaslt,
-                            sizeof hipblaslt / sizeof hipblaslt[0], reason, capacity);
-  xr_dynload_probe_optional("rocBLAS", "XR_ROCBLAS_LIBRARY", rocblas,
-                            sizeof rocblas / sizeof rocblas[0], reason, capacity);
+  {
+    const xr_dynload_spec_t spec = {"hipBLASLt", "XR_HIPBLASLT_LIBRARY", hipblaslt, sizeof hipblaslt / sizeof hipblaslt[0]};
+    xr_dynload_probe(&spec, reason, capacity);
+  }
+  {
+    const xr_dynload_spec_t spec = {"rocBLAS", "XR_ROCBLAS_LIBRARY", rocblas, sizeof rocblas / sizeof rocblas[0]};
+    xr_dynload_probe(&spec, reason, capacity);
+  }
 }
 
 static xr_status_t hip_probe(char *reason, size_t capacity, int *out_device_count) {
   static const char *const candidates[] = {"libamdhip64.so.6", "libamdhip64.so.5",
                                             "libamdhip64.so"};
+  static const xr_dynload_spec_t spec = {"HIP", "XR_HIP_LIBRARY", candidates,
+                                         sizeof candidates / sizeof candidates[0]};
   *out_device_count = 0;
-  xr_status_t status = xr_dynload_open_and_resolve(
-      "XR_HIP_LIBRARY", candidates, sizeof candidates / sizeof candidates[0], hip_symbol_list,
-      sizeof hip_symbol_list / sizeof hip_symbol_list[0], &hip, &hip_library, reason, capacity);
+  xr_status_t status = xr_dynload_open(&spec, hip_symbol_list, sizeof hip_symbol_list / sizeof hip_symbol_list[0], &hip, &hip_library,
+                                       reason, capacity);
   if (status != XR_OK) return XR_UNAVAILABLE;
 
   int count = 0;

@@ -11,7 +11,8 @@
 #include "hal/core/cache.h"
 #include "hal/core/datasheet.h"
 #include "hal/core/driver.h"
-#include "hal/core/dynload.h"
+#include "base/dynload.h"
+#include "hal/drivers/opencl/opencl_symbols.h"
 #include "hal/drivers/opencl/opencl_errors.h"
 
 /* Vendor extensions queried for the SIMD width (cl_nv_device_attribute_query,
@@ -25,19 +26,13 @@
 /* Runtime loading and the flat device list                                                   */
 
 typedef struct opencl_symbols {
-#define XR_CL_REQUIRED(ret, name, params) ret(CL_API_CALL *name) params;
-#define XR_CL_OPTIONAL(ret, name, params) ret(CL_API_CALL *name) params;
-#include "hal/drivers/opencl/opencl_symbols.h"
-#undef XR_CL_REQUIRED
-#undef XR_CL_OPTIONAL
+  XR_OPENCL_SYMBOLS(XR_DYNLOAD_FIELD)
 } opencl_symbols_t;
 
 static const xr_dynload_symbol_t opencl_symbol_list[] = {
-#define XR_CL_REQUIRED(ret, name, params) {#name, offsetof(opencl_symbols_t, name), true},
-#define XR_CL_OPTIONAL(ret, name, params) {#name, offsetof(opencl_symbols_t, name), false},
-#include "hal/drivers/opencl/opencl_symbols.h"
-#undef XR_CL_REQUIRED
-#undef XR_CL_OPTIONAL
+#define OPENCL_SYMBOL(need, ret, name, params) XR_DYNLOAD_SYMBOL(opencl_symbols_t, need, name, name)
+    XR_OPENCL_SYMBOLS(OPENCL_SYMBOL)
+#undef OPENCL_SYMBOL
 };
 
 typedef struct flat_device {
@@ -72,11 +67,13 @@ static xr_status_t cl_status_for(cl_int code) {
 
 static xr_status_t opencl_probe(char *reason, size_t capacity, int *out_device_count) {
   static const char *const candidates[] = {"libOpenCL.so.1", "libOpenCL.so"};
+  static const xr_dynload_spec_t spec = {"OpenCL", "XR_OPENCL_LIBRARY", candidates,
+                                         sizeof candidates / sizeof candidates[0]};
   *out_device_count = 0;
-  xr_status_t status = xr_dynload_open_and_resolve(
-      "XR_OPENCL_LIBRARY", candidates, sizeof candidates / sizeof candidates[0],
-      opencl_symbol_list, sizeof opencl_symbol_list / sizeof opencl_symbol_list[0], &cl,
-      &cl_library, reason, capacity);
+  xr_status_t status =
+      xr_dynload_open(&spec, opencl_symbol_list,
+                      sizeof opencl_symbol_list / sizeof opencl_symbol_list[0], &cl, &cl_library,
+                      reason, capacity);
   if (status != XR_OK) return XR_UNAVAILABLE;
 
   cl_uint platform_count = 0;

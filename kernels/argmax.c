@@ -144,13 +144,12 @@ static const xr_kernel_impl_t ref_argmax = {
 static const xr_kernel_impl_t *const argmax_impls[] = {
     &xr_cpu_argmax,
     &xr_opencl_argmax,
-    &xr_cuda_argmax,
-    &xr_hip_argmax,
+    &xr_gpu_argmax,
     &ref_argmax,
     NULL,
 };
 
-static const xr_op_family_t xr_family_argmax = {
+const xr_op_family_t xr_family_argmax = {
     .name = "argmax",
     .op_names = argmax_ops,
     .analyze = analyze,
@@ -158,4 +157,3 @@ static const xr_op_family_t xr_family_argmax = {
     .impls = argmax_impls,
 };
 
-XR_REGISTER_FAMILY(xr_family_argmax)

@@ -14,11 +14,14 @@
  *   kernel's logsumexp is padded to a multiple of 32 rows with +inf, as its CUDA kernel does.
  * - Outputs the ops return but never fill without dropout (rng state, philox seed/offset) are
  *   zeroed. dropout_p > 0 is random and not replayed. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/attention.h"
 #include "kernels/family.h"
+#include "kernels/initializer.h"
 
 static const char *const attention_ops[] = {
     "aten::_scaled_dot_product_flash_attention",
@@ -559,21 +562,94 @@ void xr_attn_zero_host_outputs(const xr_attn_problem_t *a, const xr_tensor_t *te
   }
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* custom initializers                                                                         */
+
+/* Variable-length attention (aten::_flash_attention_forward with cum_seq_q/k,
+ * aiter::mha_varlen_fwd, aiter::mha_batch_prefill): the packed query and key tokens split
+ * evenly over the sequences, each at most max_seqlen; seqused_k keeps three quarters of each
+ * sequence's keys; page indices are distinct random pages. Key/value rows no sequence uses are
+ * NaN. */
+static xr_status_t init_varlen_attention(xr_init_context_t *c) {
+  bool aiter = !strncmp(c->op->name, "aiter::", 7);
+  int cq = xr_init_input(c, aiter ? "cu_seqlens_q" : "cum_seq_q");
+  int ck = xr_init_input(c, aiter ? "cu_seqlens_k" : "cum_seq_k");
+  int q = xr_init_input(c, aiter ? "q" : "query"), k = xr_init_input(c, aiter ? "k" : "key");
+  int v = xr_init_input(c, aiter ? "v" : "value"), used = xr_init_input(c, "seqused_k");
+  int indptr = xr_init_input(c, "kv_indptr"), pages = xr_init_input(c, "kv_page_indices");
+  if (cq < 0 || q < 0 || k < 0) return XR_OK; /* dense: the shapes say it all */
+  int64_t batch = c->plan->inputs[cq]->shape[0] - 1;
+  int64_t max_q = xr_init_int_arg(c, aiter ? "max_seqlen_q" : "max_q", 0);
+  int64_t max_k = xr_init_int_arg(c, aiter ? "max_seqlen_k" : "max_k", 0);
+  const xr_tensor_spec_t *kt = c->plan->inputs[k];
+  int64_t total_k = kt->shape[0];
+  if (batch < 1) return XR_OK;
+  if (!c->has_data[cq]) xr_init_even_split(c, cq, batch, c->plan->inputs[q]->shape[0], max_q);
+  bool *live = calloc((size_t)(total_k + 1), sizeof *live);
+  if (!live) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  if (indptr >= 0 && pages >= 0) { /* batch prefill: one-token pages */
+    int64_t npages = c->plan->inputs[pages]->shape[0];
+    if (!c->has_data[indptr]) xr_init_even_split(c, indptr, batch, npages < total_k ? npages : total_k, max_k);
+    if (!c->has_data[pages]) {
+      int64_t *perm = malloc(sizeof(int64_t) * (size_t)(total_k ? total_k : 1));
+      if (!perm) {
+        free(live);
+        return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+      }
+      uint64_t s = c->seed;
+      xr_init_shuffle(perm, total_k, total_k, &s);
+      for (int64_t i = 0; i < npages; i++) xr_init_store(c, pages, i, (double)(total_k ? perm[i % total_k] : 0));
+      free(perm);
+    }
+    for (int64_t i = xr_init_load(c, indptr, 0); i < xr_init_load(c, indptr, batch); i++) {
+      int64_t page = xr_init_load(c, pages, i);
+      if (page >= 0 && page < total_k) live[page] = true;
+    }
+    xr_init_describe(c, "cu_seqlens_q and kv_indptr even split, distinct random pages");
+  } else if (ck >= 0 && kt->rank == 3) {
+    if (!c->has_data[ck]) xr_init_even_split(c, ck, batch, total_k, max_k);
+    for (int64_t b = 0; b < batch; b++) {
+      int64_t start = xr_init_load(c, ck, b), len = xr_init_load(c, ck, b + 1) - start;
+      if (used >= 0) {
+        if (!c->has_data[used]) xr_init_store(c, used, b, (double)(len - len / 4));
+        len = xr_init_load(c, used, b);
+      }
+      for (int64_t t = start; t < start + len && t < total_k; t++)
+        if (t >= 0) live[t] = true;
+    }
+    xr_init_describe(c, used >= 0 ? "cumulative lengths even split, seqused_k 3/4 of each sequence"
+                                : "cumulative lengths even split");
+  } else {
+    free(live);
+    return XR_OK;
+  }
+  xr_init_poison_dead_cells(c, k, 0, -1, 1, live);
+  xr_init_poison_dead_cells(c, v, 0, -1, 1, live);
+  free(live);
+  return XR_OK;
+}
+
+static const struct xr_op_initializer attention_initializers[] = {
+    {"aten::_flash_attention_forward", init_varlen_attention},
+    {"aiter::mha_varlen_fwd", init_varlen_attention},
+    {"aiter::mha_batch_prefill", init_varlen_attention},
+    {NULL, NULL},
+};
+
 static const xr_kernel_impl_t *const attention_impls[] = {
     &xr_attn_cpu_impl,
     &xr_attn_opencl_impl,
-    &xr_attn_cuda_impl,
-    &xr_attn_hip_impl,
+    &xr_attn_gpu_impl,
     &xr_attn_ref_impl,
     NULL,
 };
 
-static const xr_op_family_t xr_family_attention = {
+const xr_op_family_t xr_family_attention = {
     .name = "attention",
     .op_names = attention_ops,
     .analyze = analyze,
     .free_problem = free,
     .impls = attention_impls,
+    .initializers = attention_initializers,
 };
 
-XR_REGISTER_FAMILY(xr_family_attention)

@@ -216,9 +216,9 @@ void xr_attn_zero_host_outputs(const xr_attn_problem_t *a, const xr_tensor_t *te
 extern const xr_kernel_impl_t xr_attn_ref_impl, xr_attn_cpu_impl, xr_attn_opencl_impl;
 extern const xr_kernel_impl_t xr_cache_ref_impl, xr_cache_opencl_impl;
 /* CUDA / HIP (kernels/gpu/attention_gpu.c): one pair per family. */
-extern const xr_kernel_impl_t xr_attn_cuda_impl, xr_attn_hip_impl;
-extern const xr_kernel_impl_t xr_paged_attn_cuda_impl, xr_paged_attn_hip_impl;
-extern const xr_kernel_impl_t xr_cache_cuda_impl, xr_cache_hip_impl;
+extern const xr_kernel_impl_t xr_attn_gpu_impl;
+extern const xr_kernel_impl_t xr_paged_attn_gpu_impl;
+extern const xr_kernel_impl_t xr_cache_gpu_impl;
 
 /* Argument parsing helpers shared by the dense and the paged analysis. */
 xr_status_t xr_attn_analyze_paged(xr_op_plan_t *plan);

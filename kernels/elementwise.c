@@ -641,18 +641,17 @@ static const xr_kernel_impl_t ref_elementwise = {
 static const xr_kernel_impl_t *const ew_impls[] = {
     &xr_cpu_elementwise,
     &xr_opencl_elementwise,
-    &xr_cuda_elementwise,
-    &xr_hip_elementwise,
+    &xr_gpu_elementwise,
     &ref_elementwise,
     NULL,
 };
 
-static const xr_op_family_t xr_family_elementwise = {
+const xr_op_family_t xr_family_elementwise = {
     .name = "elementwise",
     .op_names = ew_ops,
     .analyze = analyze,
     .free_problem = free,
     .impls = ew_impls,
+    .initializers = xr_indexing_initializers,
 };
 
-XR_REGISTER_FAMILY(xr_family_elementwise)

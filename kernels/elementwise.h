@@ -66,6 +66,8 @@ void xr_ew_coalesce(const xr_ew_step_t *step, xr_ew_step_t *out_flat);
 /* Analysis of the indexing ops (kernels/indexing.c): aten::cat, index_select, embedding. */
 bool xr_ew_is_indexing_op(const char *name);
 xr_status_t xr_ew_analyze_indexing(xr_op_plan_t *plan, xr_ew_problem_t **out_problem);
+/* The indexing ops' initializers (their index tensors stay inside the table they index). */
+extern const struct xr_op_initializer xr_indexing_initializers[];
 /* Allocates a problem of `steps` zeroed steps. */
 xr_ew_problem_t *xr_ew_problem_alloc(size_t steps);
 /* Bytes (at least) and floating-point operations one execution of the step moves and does. */
@@ -75,6 +77,6 @@ void xr_ew_step_cost(const xr_ew_step_t *step, double *bytes, double *flops);
  * kernels/gpu/elementwise_gpu.c). */
 extern const xr_kernel_impl_t xr_cpu_elementwise;
 extern const xr_kernel_impl_t xr_opencl_elementwise;
-extern const xr_kernel_impl_t xr_cuda_elementwise, xr_hip_elementwise;
+extern const xr_kernel_impl_t xr_gpu_elementwise;
 
 #endif

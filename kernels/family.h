@@ -6,13 +6,10 @@
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
 
-/* Adds a family to the registry; call it through XR_REGISTER_FAMILY at file scope of the
- * family's .c file (the kernels library is alwayslink, so every family is linked in). */
-void xr_kernel_register_family(const xr_op_family_t *family);
-#define XR_REGISTER_FAMILY(family)                                  \
-  __attribute__((constructor)) static void register_##family(void) { \
-    xr_kernel_register_family(&family);                             \
-  }
+/* Every family of kernels/family_list.h. */
+#define XR_FAMILY(name) extern const xr_op_family_t xr_family_##name;
+#include "kernels/family_list.h"
+#undef XR_FAMILY
 
 /* The argument at schema `name`, else the positional argument `position` (-1: name only), else
  * NULL. A null value (None) is returned as is. */

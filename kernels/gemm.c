@@ -450,11 +450,11 @@ static const xr_kernel_impl_t ref_gemm = {
 /* Vendor libraries first, our own kernels next, the reference last. */
 static const xr_kernel_impl_t *const gemm_impls[] = {
     &xr_gemm_onednn_impl, &xr_gemm_cpu_blocked_impl, &xr_gemm_clblast_impl,
-    &xr_gemm_opencl_tiled_impl, &xr_gemm_cublaslt_impl, &xr_gemm_cuda_impl,
-    &xr_gemm_hipblaslt_impl, &xr_gemm_hip_impl, &ref_gemm, NULL,
+    &xr_gemm_opencl_tiled_impl, &xr_gemm_cublaslt_impl, &xr_gemm_hipblaslt_impl,
+    &xr_gemm_gpu_impl, &ref_gemm, NULL,
 };
 
-static const xr_op_family_t xr_family_gemm = {
+const xr_op_family_t xr_family_gemm = {
     .name = "gemm",
     .op_names = gemm_ops,
     .analyze = analyze,
@@ -462,4 +462,3 @@ static const xr_op_family_t xr_family_gemm = {
     .impls = gemm_impls,
 };
 
-XR_REGISTER_FAMILY(xr_family_gemm)

@@ -54,9 +54,8 @@ extern const xr_kernel_impl_t xr_gemm_cpu_blocked_impl;  /* cpu.gemm_blocked */
 extern const xr_kernel_impl_t xr_gemm_clblast_impl;      /* opencl.clblast_gemm */
 extern const xr_kernel_impl_t xr_gemm_opencl_tiled_impl; /* opencl.gemm_tiled */
 extern const xr_kernel_impl_t xr_gemm_cublaslt_impl;     /* cuda.cublaslt_matmul (kernels/gpu/) */
-extern const xr_kernel_impl_t xr_gemm_cuda_impl;         /* cuda.gemm_tiled (kernels/gpu/) */
 extern const xr_kernel_impl_t xr_gemm_hipblaslt_impl;    /* hip.hipblaslt_matmul (kernels/gpu/) */
-extern const xr_kernel_impl_t xr_gemm_hip_impl;          /* hip.gemm_tiled (kernels/gpu/) */
+extern const xr_kernel_impl_t xr_gemm_gpu_impl;          /* gpu.gemm_tiled (kernels/gpu/) */
 
 /* Offset (elements) of batch entry `batch` (row-major over batch_shape) in operand o. */
 int64_t xr_gemm_offset(const xr_gemm_operand_t *o, const xr_gemm_problem_t *p, int64_t batch);

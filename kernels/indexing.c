@@ -6,11 +6,13 @@
  *                                                 the backward pass)
  * Indices outside [0, size) make torch raise; here they are clamped into range so that a replay
  * with arbitrary index contents reads valid memory (every implementation clamps alike). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/elementwise.h"
 #include "kernels/family.h"
+#include "kernels/initializer.h"
 
 bool xr_ew_is_indexing_op(const char *name) {
   return !strcmp(name, "aten::cat") || !strcmp(name, "aten::index_select") ||
@@ -182,3 +184,31 @@ xr_status_t xr_ew_analyze_indexing(xr_op_plan_t *plan, xr_ew_problem_t **out_pro
   *out_problem = p;
   return analyze_select(plan, &p->steps[0]);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* custom initializers                                                                         */
+
+/* Index tensors must address rows that exist. */
+static xr_status_t init_embedding(xr_init_context_t *c) {
+  int w = xr_init_input(c, "weight");
+  if (w >= 0)
+    xr_init_indices(c, xr_init_input(c, "indices"), c->plan->inputs[w]->shape[0], "indices");
+  return XR_OK;
+}
+
+static xr_status_t init_index_select(xr_init_context_t *c) {
+  int self = xr_init_input(c, "self");
+  if (self < 0) return XR_OK;
+  const xr_tensor_spec_t *t = c->plan->inputs[self];
+  int64_t dim = xr_init_int_arg(c, "dim", 0);
+  if (dim < 0) dim += t->rank;
+  int64_t rows = t->rank == 0 ? 1 : (dim >= 0 && dim < t->rank ? t->shape[dim] : 0);
+  xr_init_indices(c, xr_init_input(c, "index"), rows, "index");
+  return XR_OK;
+}
+
+const struct xr_op_initializer xr_indexing_initializers[] = {
+    {"aten::embedding", init_embedding},
+    {"aten::index_select", init_index_select},
+    {NULL, NULL},
+};

@@ -117,12 +117,38 @@ void xr_kernel_instance_destroy(xr_kernel_instance_t *instance);
 size_t xr_kernel_op_names(const char **out_names, size_t capacity);
 
 /* ------------------------------------------------------------------------------------------ */
-/* For family authors: one kernels/<family>.c each, registering itself with XR_REGISTER_FAMILY  */
-/* (kernels/family.h); kernels/gemm.c is a complete example.                                    */
+/* custom initializers: inputs a kernel reads as data (sequence lengths, block tables, routing  */
+/* ids, indices) must be consistent, not random                                                 */
+
+/* What an initializer sees: the op, its plan, and the host copies of its inputs (binding order)
+ * already filled by the default policy; it overwrites what must be consistent (sequence lengths,
+ * block tables, routing ids) and describes what it did in `policy`. */
+typedef struct xr_init_context {
+  const xr_op_t *op;
+  const xr_op_plan_t *plan;
+  void **host;             /* plan->input_count host buffers holding each tensor's storage */
+  const size_t *sizes;     /* their byte sizes */
+  const bool *has_data;    /* per input: real contents from the bundle; never overwrite those */
+  uint64_t seed;           /* per-op seed: use it for reproducible choices */
+  const char *params;      /* the policy text given with --init for this op, or NULL */
+  char *policy;            /* write a one-line description here */
+  size_t policy_size;
+} xr_init_context_t;
+
+typedef xr_status_t (*xr_initializer_fn)(xr_init_context_t *context);
+
+/* The initializer the op's family provides for it, or NULL when the default fill is right. */
+xr_initializer_fn xr_kernel_initializer(const xr_op_plan_t *plan);
+
+/* ------------------------------------------------------------------------------------------ */
+/* For family authors: one kernels/<family>.c each, defining `const xr_op_family_t             */
+/* xr_family_<name>` and listed in kernels/family_list.h; kernels/gemm.c is a complete example.  */
 
 struct xr_kernel_impl {
   const char *name;       /* "<driver>.<what>" or "ref.<family>" */
-  const char *driver;     /* "cpu", "opencl", "cuda", "hip": the devices it runs on */
+  /* The devices it runs on: "cpu", "opencl", "cuda", "hip", or "gpu" for one source compiled
+   * for both cuda and hip (kernels/gpu/). */
+  const char *driver;
   bool reference;         /* the plain-C reference of the family (driver "cpu") */
   /* OK if it can run this problem on this device; otherwise UNIMPLEMENTED with a sentence in
    * xr_last_error(). May be NULL (supports everything its driver's devices can run). */
@@ -147,6 +173,11 @@ struct xr_op_family {
    * already has them all. Errors name the argument, like analyze. */
   xr_status_t (*complete)(const xr_op_t *op, xr_arena_t *scratch, xr_op_t **out_op);
   const xr_kernel_impl_t *const *impls; /* NULL-terminated, most preferred first */
+  /* Optional: the initializers of ops whose inputs are data (NULL-terminated by op_name). */
+  const struct xr_op_initializer {
+    const char *op_name;
+    xr_initializer_fn fn;
+  } *initializers;
 };
 
 #ifdef __cplusplus

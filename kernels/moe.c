@@ -1,11 +1,13 @@
 /* The mixture-of-experts family (semantics and layouts in kernels/moe.h): argument analysis and
  * the plain-C references. The references walk tokens (or sorted positions) one at a time,
  * accumulate in double and round once. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/family.h"
+#include "kernels/initializer.h"
 #include "kernels/moe.h"
 
 static const char *const moe_ops[] = {
@@ -704,21 +706,189 @@ static const xr_kernel_impl_t ref_moe = {
     .release = ref_release,
 };
 
+/* ------------------------------------------------------------------------------------------ */
+/* custom initializers                                                                         */
+
+/* MoE routing policies: "balanced" round-robin (default), "uniform", or "zipf:S" expert ids,
+ * distinct within a token; routing weights positive, summing to 1 per token. Draws
+ * ids[m * topk + j] and weights[m * topk + j]. */
+static xr_status_t draw_routing(xr_init_context_t *c, int64_t tokens, int64_t topk,
+                                int64_t experts, int64_t *ids, double *weights, const char **out_mode) {
+  const char *mode = c->params && c->params[0] ? c->params : "balanced";
+  *out_mode = mode;
+  double zipf_s = 0;
+  if (!strncmp(mode, "zipf", 4)) zipf_s = mode[4] == ':' ? atof(mode + 5) : 1.0;
+  else if (strcmp(mode, "balanced") && strcmp(mode, "uniform"))
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "MoE routing policy \"%s\": expected balanced, uniform or zipf:S", mode);
+  if (topk > experts)
+    return xr_error(XR_INVALID_ARGUMENT, "top-%lld routing over %lld experts", (long long)topk,
+                    (long long)experts);
+  double *cdf = NULL;
+  if (zipf_s > 0) {
+    cdf = malloc(sizeof(double) * (size_t)experts);
+    if (!cdf) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+    double sum = 0;
+    for (int64_t e = 0; e < experts; e++) cdf[e] = (sum += 1.0 / pow((double)(e + 1), zipf_s));
+    for (int64_t e = 0; e < experts; e++) cdf[e] /= sum;
+  }
+  uint64_t s = c->seed;
+  for (int64_t m = 0; m < tokens; m++) {
+    int64_t *chosen = ids + m * topk;
+    for (int64_t j = 0; j < topk; j++) {
+      int64_t e;
+      for (;;) {
+        if (cdf) {
+          double u = xr_rng_uniform(&s);
+          e = 0;
+          while (e < experts - 1 && cdf[e] < u) e++;
+        } else if (!strcmp(mode, "uniform")) {
+          e = (int64_t)(xr_rng_next(&s) % (uint64_t)experts);
+        } else {
+          e = (m * topk + j) % experts; /* topk <= experts: never repeats within a token */
+        }
+        bool dup = false;
+        for (int64_t k = 0; k < j; k++) dup |= chosen[k] == e;
+        if (!dup) break;
+      }
+      chosen[j] = e;
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < topk; j++) sum += weights[m * topk + j] = 0.5 + xr_rng_uniform(&s);
+    for (int64_t j = 0; j < topk; j++) weights[m * topk + j] /= sum;
+  }
+  free(cdf);
+  return XR_OK;
+}
+
+/* aiter::ck_moe_stage1/2 take the sorting's outputs instead of topk_ids: sorted ids packed as
+ * token | slot << 24, every expert at least one block of block_m, padding M | topk << 24 with
+ * weight 0, ascending within an expert; num_valid_ids = {padded total, M}. */
+static xr_status_t init_ck_sorted(xr_init_context_t *c) {
+  int sid = xr_init_input(c, "sorted_token_ids"), eid = xr_init_input(c, "sorted_expert_ids");
+  int nv = xr_init_input(c, "num_valid_ids"), sw = xr_init_input(c, "sorted_weights");
+  int x = xr_init_input(c, "hidden_states"), w2 = xr_init_input(c, "w2"), out = xr_init_input(c, "out");
+  if (x < 0) x = xr_init_input(c, "inter_states");
+  if (sid < 0 || eid < 0 || nv < 0 || x < 0 || w2 < 0) return XR_OK;
+  if (c->has_data[sid] || c->has_data[eid] || c->has_data[nv]) return XR_OK; /* real sorting */
+  const xr_tensor_spec_t *st = c->plan->inputs[sid], *et = c->plan->inputs[eid];
+  if (st->rank != 1 || et->rank != 1 || c->plan->inputs[w2]->rank != 3) return XR_OK;
+  int64_t tokens = c->plan->inputs[x]->shape[0], topk = xr_init_int_arg(c, "topk", 1);
+  int64_t experts = c->plan->inputs[w2]->shape[0], block = xr_init_int_arg(c, "block_m", 32);
+  int64_t len = st->shape[0], blocks = et->shape[0];
+  if (topk < 1 || block < 1 || experts < 1) return XR_OK;
+  int64_t *ids = malloc(sizeof(int64_t) * (size_t)(tokens * topk + 1));
+  double *weights = malloc(sizeof(double) * (size_t)(tokens * topk + 1));
+  int64_t *start = calloc((size_t)experts + 1, sizeof *start);
+  const char *mode;
+  xr_status_t status = ids && weights && start ? XR_OK : xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  if (status == XR_OK) status = draw_routing(c, tokens, topk, experts, ids, weights, &mode);
+  if (status == XR_OK) {
+    for (int64_t i = 0; i < tokens * topk; i++) start[ids[i] + 1]++;
+    for (int64_t e = 0; e < experts; e++) {
+      int64_t n = (start[e + 1] + block - 1) / block;
+      start[e + 1] = start[e] + (n ? n : 1) * block;
+    }
+    int64_t total = start[experts];
+    double pad = (double)(int32_t)(((uint32_t)tokens & 0xffffffu) | ((uint32_t)topk << 24));
+    for (int64_t i = 0; i < len; i++) {
+      xr_init_store(c, sid, i, pad);
+      if (sw >= 0 && !c->has_data[sw]) xr_init_store(c, sw, i, 0.0);
+    }
+    for (int64_t b = 0; b < blocks; b++) xr_init_store(c, eid, b, 0.0);
+    for (int64_t e = 0; e < experts; e++)
+      for (int64_t b = start[e] / block; b < start[e + 1] / block && b < blocks; b++)
+        xr_init_store(c, eid, b, (double)e);
+    for (int64_t i = 0; i < tokens * topk; i++) { /* ascending per expert: start[] advances */
+      int64_t pos = start[ids[i]]++;
+      if (pos >= len) continue;
+      int64_t m = i / topk, j = i % topk;
+      xr_init_store(c, sid, pos, (double)(int32_t)(((uint32_t)m & 0xffffffu) | ((uint32_t)j << 24)));
+      if (sw >= 0 && !c->has_data[sw]) xr_init_store(c, sw, pos, weights[i]);
+    }
+    xr_init_store(c, nv, 0, (double)total);
+    if (c->plan->inputs[nv]->shape[0] > 1) xr_init_store(c, nv, 1, (double)tokens);
+    /* stage 2 accumulates into out, which the sorting zeroes (moe_buf) */
+    if (out >= 0 && !c->has_data[out] && strstr(c->op->name, "stage2"))
+      memset(c->host[out], 0, c->sizes[out]);
+    char what[160];
+    snprintf(what, sizeof what, "sorted ids (block_m %lld) from %s routing over %lld experts",
+             (long long)block, mode, (long long)experts);
+    xr_init_describe(c, what);
+  }
+  free(ids);
+  free(weights);
+  free(start);
+  return status;
+}
+
+/* Expert ids for ops that take topk_ids (align, sorting, fused experts) and their routing
+ * weights; pre-sorted inputs for the CK stages. */
+static xr_status_t init_moe_routing(xr_init_context_t *c) {
+  int ids = xr_init_input(c, "topk_ids");
+  if (ids < 0) ids = xr_init_input(c, "topk_indices");
+  if (ids < 0) return init_ck_sorted(c);
+  if (c->has_data[ids]) return XR_OK;
+  const xr_tensor_spec_t *t = c->plan->inputs[ids];
+  if (t->rank != 2) return XR_OK;
+  int64_t tokens = t->shape[0], topk = t->shape[1];
+  int64_t experts = xr_init_int_arg(c, "num_experts", -1);
+  int w1 = xr_init_input(c, "w1");
+  if (experts < 0 && w1 >= 0) experts = c->plan->inputs[w1]->shape[0];
+  if (experts < 1) return XR_OK;
+  int64_t *drawn = malloc(sizeof(int64_t) * (size_t)(tokens * topk + 1));
+  double *weights = malloc(sizeof(double) * (size_t)(tokens * topk + 1));
+  const char *mode;
+  xr_status_t status = drawn && weights ? XR_OK : xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  if (status == XR_OK) status = draw_routing(c, tokens, topk, experts, drawn, weights, &mode);
+  if (status == XR_OK) {
+    for (int64_t m = 0; m < tokens; m++)
+      for (int64_t j = 0; j < topk; j++)
+        xr_store_element(c->host[ids], t->dtype,
+                         t->storage_offset + m * t->strides[0] + j * t->strides[1],
+                         (double)drawn[m * topk + j]);
+    int wt = xr_init_input(c, "topk_weights");
+    if (wt >= 0 && !c->has_data[wt] && !c->plan->input_written[wt] && c->plan->inputs[wt]->rank == 2) {
+      const xr_tensor_spec_t *w = c->plan->inputs[wt];
+      for (int64_t m = 0; m < tokens && w->shape[0] == tokens && w->shape[1] == topk; m++)
+        for (int64_t j = 0; j < topk; j++)
+          xr_store_element(c->host[wt], w->dtype,
+                           w->storage_offset + m * w->strides[0] + j * w->strides[1],
+                           weights[m * topk + j]);
+    }
+    char what[128];
+    snprintf(what, sizeof what, "topk_ids %s over %lld experts", mode, (long long)experts);
+    xr_init_describe(c, what);
+  }
+  free(drawn);
+  free(weights);
+  return status;
+}
+
+static const struct xr_op_initializer moe_initializers[] = {
+    {"_moe_C::moe_align_block_size", init_moe_routing},
+    {"vllm::outplace_fused_experts", init_moe_routing},
+    {"vllm::inplace_fused_experts", init_moe_routing},
+    {"aiter::moe_sorting_fwd", init_moe_routing},
+    {"aiter::ck_moe_stage1", init_moe_routing},
+    {"aiter::ck_moe_stage2", init_moe_routing},
+    {NULL, NULL},
+};
+
 static const xr_kernel_impl_t *const moe_impls[] = {
     &xr_moe_cpu_fused,
     &xr_moe_opencl,
-    &xr_moe_cuda,
-    &xr_moe_hip,
+    &xr_moe_gpu,
     &ref_moe,
     NULL,
 };
 
-static const xr_op_family_t xr_family_moe = {
+const xr_op_family_t xr_family_moe = {
     .name = "moe",
     .op_names = moe_ops,
     .analyze = analyze,
     .free_problem = free,
     .impls = moe_impls,
+    .initializers = moe_initializers,
 };
 
-XR_REGISTER_FAMILY(xr_family_moe)

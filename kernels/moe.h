@@ -78,8 +78,7 @@ typedef struct xr_moe_problem {
  * kernels/moe.c. */
 extern const xr_kernel_impl_t xr_moe_cpu_fused;
 extern const xr_kernel_impl_t xr_moe_opencl;
-extern const xr_kernel_impl_t xr_moe_cuda; /* cuda.moe (kernels/gpu/moe_gpu.c) */
-extern const xr_kernel_impl_t xr_moe_hip;  /* hip.moe */
+extern const xr_kernel_impl_t xr_moe_gpu; /* gpu.moe (kernels/gpu/moe_gpu.c) */
 
 /* OK when the problem is a variant someone implements; else UNIMPLEMENTED with the reason. */
 xr_status_t xr_moe_check_supported(const xr_op_plan_t *plan, const char *impl);

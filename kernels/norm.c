@@ -361,13 +361,12 @@ static const xr_kernel_impl_t ref_norm = {
 static const xr_kernel_impl_t *const norm_impls[] = {
     &xr_cpu_norm_impl,
     &xr_opencl_norm_impl,
-    &xr_cuda_norm_impl,
-    &xr_hip_norm_impl,
+    &xr_gpu_norm_impl,
     &ref_norm,
     NULL,
 };
 
-static const xr_op_family_t xr_family_norm = {
+const xr_op_family_t xr_family_norm = {
     .name = "norm",
     .op_names = norm_ops,
     .analyze = analyze,
@@ -375,4 +374,3 @@ static const xr_op_family_t xr_family_norm = {
     .impls = norm_impls,
 };
 
-XR_REGISTER_FAMILY(xr_family_norm)

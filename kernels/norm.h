@@ -110,8 +110,7 @@ static inline int64_t xr_rotary_token_offset(const xr_rotary_problem_t *p, const
  * softmax impls share their code (the problem says which op) and differ only in name. */
 extern const xr_kernel_impl_t xr_cpu_norm_impl, xr_cpu_softmax_impl, xr_cpu_rotary_impl;
 extern const xr_kernel_impl_t xr_opencl_norm_impl, xr_opencl_softmax_impl, xr_opencl_rotary_impl;
-extern const xr_kernel_impl_t xr_cuda_norm_impl, xr_cuda_softmax_impl, xr_cuda_rotary_impl;
-extern const xr_kernel_impl_t xr_hip_norm_impl, xr_hip_softmax_impl, xr_hip_rotary_impl;
+extern const xr_kernel_impl_t xr_gpu_norm_impl, xr_gpu_softmax_impl, xr_gpu_rotary_impl;
 
 /* The reference's storage pointers for a rows problem (used by norm.c and softmax.c). */
 typedef struct xr_rows_ref {

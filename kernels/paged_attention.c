@@ -14,12 +14,14 @@
  * - v2: partitions of 512 tokens; per partition max_logits (max scaled logit), exp_sums
  *   (sum of exp(logit - max)) and tmp_out (the partition's normalised output, in the output
  *   dtype); out combines the partitions; partitions past a sequence stay untouched. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/attention.h"
 #include "kernels/dtype.h"
 #include "kernels/family.h"
+#include "kernels/initializer.h"
 
 static const char *const paged_ops[] = {
     "_C::paged_attention_v1",
@@ -337,40 +339,202 @@ static xr_status_t analyze_cache(xr_op_plan_t *plan) {
   return xr_attn_analyze_cache(plan);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* custom initializers                                                                         */
+
+/* The prefill/decode mix a trace recorded (extraction's vLLM iteration hints): the first
+ * prefill_seqs sequences share prefill_tokens query tokens, every decode sequence has one.
+ * False when there are no hints or they do not fit this op's shapes. */
+static bool split_from_hints(xr_init_context_t *c, int qsl, int64_t num_seqs, int64_t tokens,
+                             int64_t max_len) {
+  int64_t prefill_seqs, prefill_tokens, decode_seqs;
+  if (!xr_init_hint(c, "prefill_seqs", &prefill_seqs) ||
+      !xr_init_hint(c, "prefill_tokens", &prefill_tokens) ||
+      !xr_init_hint(c, "decode_seqs", &decode_seqs) || prefill_seqs < 0 || decode_seqs < 0 ||
+      prefill_seqs + decode_seqs != num_seqs || prefill_tokens + decode_seqs != tokens ||
+      (prefill_seqs == 0) != (prefill_tokens == 0) || prefill_tokens < prefill_seqs)
+    return false;
+  int64_t start = 0;
+  xr_init_store(c, qsl, 0, 0);
+  for (int64_t b = 0; b < num_seqs; b++) {
+    int64_t len = b < prefill_seqs ? prefill_tokens / prefill_seqs + (b < prefill_tokens % prefill_seqs) : 1;
+    if (max_len > 0 && len > max_len) return false;
+    start += len;
+    xr_init_store(c, qsl, b + 1, (double)start);
+  }
+  char what[160];
+  snprintf(what, sizeof what, "query_start_loc from the trace: %lld prefill (%lld tokens) + %lld decode",
+           (long long)prefill_seqs, (long long)prefill_tokens, (long long)decode_seqs);
+  xr_init_describe(c, what);
+  return true;
+}
+
+/* Sequence lengths: "max" (all at max_seq_len, the default), "uniform" (1..max_seq_len), or an
+ * explicit comma-separated list (repeated as needed). Then block tables of distinct random
+ * blocks (a Fisher-Yates shuffle of all cache blocks). With query_start_loc (_rocm_C), the
+ * query tokens follow the op's prefill/decode hints when the bundle has them, else split evenly
+ * over the sequences, and each sequence holds at least its queries. Cache slots no sequence uses (unused blocks, slots past seq_lens) are NaN. */
+static xr_status_t init_paged_attention(xr_init_context_t *c) {
+  int sl = xr_init_input(c, "seq_lens"), bt = xr_init_input(c, "block_tables");
+  int kc = xr_init_input(c, "key_cache"), vc = xr_init_input(c, "value_cache");
+  int qsl = xr_init_input(c, "query_start_loc"), q = xr_init_input(c, "query");
+  if (sl < 0 || bt < 0 || kc < 0) return XR_OK; /* not the layout we know: leave defaults */
+  const xr_tensor_spec_t *seq = c->plan->inputs[sl], *tab = c->plan->inputs[bt];
+  int64_t num_seqs = seq->shape[0], max_blocks = tab->rank == 2 ? tab->shape[1] : 0;
+  int64_t block_size = xr_init_int_arg(c, "block_size", 16);
+  int64_t max_len = xr_init_int_arg(c, "max_seq_len", max_blocks * block_size);
+  int64_t num_blocks = c->plan->inputs[kc]->shape[0];
+  if (max_len > max_blocks * block_size) max_len = max_blocks * block_size;
+  if (max_len < 1 || block_size < 1) return XR_OK;
+  if (qsl >= 0 && q >= 0 && !c->has_data[qsl] && c->plan->inputs[qsl]->shape[0] == num_seqs + 1) {
+    if (!split_from_hints(c, qsl, num_seqs, c->plan->inputs[q]->shape[0], max_len)) {
+      xr_init_even_split(c, qsl, num_seqs, c->plan->inputs[q]->shape[0], max_len);
+      xr_init_describe(c, "query_start_loc even split");
+    }
+  }
+  uint64_t s = c->seed;
+  const char *mode = c->params && c->params[0] ? c->params : "max";
+  if (!strncmp(mode, "seq_lens=", 9)) mode += 9;
+  if (!c->has_data[sl]) {
+    const char *p = mode;
+    for (int64_t i = 0; i < num_seqs; i++) {
+      int64_t len = max_len;
+      if (!strcmp(mode, "uniform")) {
+        len = 1 + (int64_t)(xr_rng_next(&s) % (uint64_t)max_len);
+      } else if (strcmp(mode, "max") != 0) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p)
+          return xr_error(XR_INVALID_ARGUMENT,
+                          "paged attention policy \"%s\": expected max, uniform or a list of lengths",
+                          mode);
+        len = v < 1 ? 1 : v > max_len ? max_len : v;
+        p = *end == ',' ? end + 1 : mode; /* wrap around */
+      }
+      if (qsl >= 0) { /* a sequence holds at least its own queries */
+        int64_t qlen = xr_init_load(c, qsl, i + 1) - xr_init_load(c, qsl, i);
+        if (len < qlen) len = qlen < max_len ? qlen : max_len;
+      }
+      xr_init_store(c, sl, i, (double)len);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "seq_lens %s (max %lld)", mode, (long long)max_len);
+    xr_init_describe(c, what);
+  }
+  if (!c->has_data[bt]) {
+    int64_t *perm = malloc(sizeof(int64_t) * (size_t)(num_blocks ? num_blocks : 1));
+    if (!perm) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+    xr_init_shuffle(perm, num_blocks, num_blocks, &s);
+    int64_t next = 0;
+    bool reused = false;
+    for (int64_t q = 0; q < num_seqs; q++) {
+      int64_t len = xr_init_load(c, sl, q);
+      int64_t used = (len + block_size - 1) / block_size;
+      for (int64_t b = 0; b < max_blocks; b++) {
+        int64_t block = 0;
+        if (b < used && num_blocks > 0) {
+          if (next == num_blocks) next = 0, reused = true;
+          block = perm[next++];
+        }
+        xr_store_element(c->host[bt], tab->dtype,
+                         tab->storage_offset + q * tab->strides[0] + b * tab->strides[1],
+                         (double)block);
+      }
+    }
+    free(perm);
+    xr_init_describe(c, reused ? "block_tables random blocks (cache too small: blocks shared)"
+                             : "block_tables distinct random blocks");
+  }
+  /* Live (block, slot) cells: key_cache [blocks, heads, d/x, slot, x], value_cache [blocks,
+   * heads, d, slot]. */
+  const xr_tensor_spec_t *kt = c->plan->inputs[kc];
+  if (kt->rank != 5 || kt->shape[3] != block_size || (vc >= 0 && c->plan->inputs[vc]->rank != 4)) return XR_OK;
+  bool *live = calloc((size_t)(num_blocks * block_size + 1), sizeof *live);
+  if (!live) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  for (int64_t q = 0; q < num_seqs; q++) {
+    int64_t len = xr_init_load(c, sl, q);
+    for (int64_t t = 0; t < len && t < max_blocks * block_size; t++) {
+      int64_t block = (int64_t)xr_load_element(c->host[bt], tab->dtype, tab->storage_offset + q * tab->strides[0] +
+                                                                             (t / block_size) * tab->strides[1]);
+      if (block >= 0 && block < num_blocks) live[block * block_size + t % block_size] = true;
+    }
+  }
+  xr_init_poison_dead_cells(c, kc, 0, 3, block_size, live);
+  xr_init_poison_dead_cells(c, vc, 0, 3, block_size, live);
+  free(live);
+  return XR_OK;
+}
+
+static const struct xr_op_initializer paged_initializers[] = {
+    {"_C::paged_attention_v1", init_paged_attention},
+    {"_C::paged_attention_v2", init_paged_attention},
+    {"_rocm_C::paged_attention", init_paged_attention},
+    {NULL, NULL},
+};
+
 static const xr_kernel_impl_t *const paged_impls[] = {
     &xr_attn_cpu_impl,
     &xr_attn_opencl_impl,
-    &xr_paged_attn_cuda_impl,
-    &xr_paged_attn_hip_impl,
+    &xr_paged_attn_gpu_impl,
     &xr_attn_ref_impl,
     NULL,
 };
 
-static const xr_op_family_t xr_family_paged_attention = {
+const xr_op_family_t xr_family_paged_attention = {
     .name = "paged_attention",
     .op_names = paged_ops,
     .analyze = analyze_paged,
     .free_problem = free,
     .impls = paged_impls,
+    .initializers = paged_initializers,
 };
 
-XR_REGISTER_FAMILY(xr_family_paged_attention)
 
 /* The cache scatter is a strided copy: the reference is already the fast CPU path. */
+/* ------------------------------------------------------------------------------------------ */
+/* custom initializers                                                                         */
+
+/* reshape_and_cache(_flash): distinct random cache slots per token, so no two tokens race for
+ * one slot. */
+static xr_status_t init_cache_slots(xr_init_context_t *c) {
+  int sm = xr_init_input(c, "slot_mapping"), kc = xr_init_input(c, "key_cache");
+  if (sm < 0 || kc < 0 || c->has_data[sm]) return XR_OK;
+  const xr_tensor_spec_t *cache = c->plan->inputs[kc];
+  bool flash = !strcmp(c->op->name, "_C_cache_ops::reshape_and_cache_flash");
+  if (cache->rank < 4) return XR_OK;
+  int64_t slots = cache->shape[0] * cache->shape[flash ? 1 : 3], tokens = c->plan->inputs[sm]->shape[0];
+  if (tokens > slots)
+    return xr_error(XR_INVALID_ARGUMENT, "slot_mapping: %lld tokens for %lld cache slots", (long long)tokens,
+                    (long long)slots);
+  int64_t *perm = malloc(sizeof(int64_t) * (size_t)(slots ? slots : 1));
+  if (!perm) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  uint64_t s = c->seed;
+  xr_init_shuffle(perm, slots, tokens, &s);
+  for (int64_t i = 0; i < tokens; i++) xr_init_store(c, sm, i, (double)perm[i]);
+  free(perm);
+  xr_init_describe(c, "slot_mapping distinct random slots");
+  return XR_OK;
+}
+
+static const struct xr_op_initializer cache_initializers[] = {
+    {"_C_cache_ops::reshape_and_cache", init_cache_slots},
+    {"_C_cache_ops::reshape_and_cache_flash", init_cache_slots},
+    {NULL, NULL},
+};
+
 static const xr_kernel_impl_t *const cache_impls[] = {
     &xr_cache_opencl_impl,
-    &xr_cache_cuda_impl,
-    &xr_cache_hip_impl,
+    &xr_cache_gpu_impl,
     &xr_cache_ref_impl,
     NULL,
 };
 
-static const xr_op_family_t xr_family_kv_cache = {
+const xr_op_family_t xr_family_kv_cache = {
     .name = "kv_cache",
     .op_names = cache_ops,
     .analyze = analyze_cache,
     .free_problem = free,
     .impls = cache_impls,
+    .initializers = cache_initializers,
 };
 
-XR_REGISTER_FAMILY(xr_family_kv_cache)

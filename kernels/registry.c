@@ -12,15 +12,12 @@ struct xr_kernel_instance {
   void *state;
 };
 
-/* Families register themselves from constructors (XR_REGISTER_FAMILY) before main runs, so no
- * central list needs editing when one is added. */
-enum { MAX_FAMILIES = 64 };
-static const xr_op_family_t *families[MAX_FAMILIES + 1];
-static size_t family_count;
-
-void xr_kernel_register_family(const xr_op_family_t *family) {
-  if (family_count < MAX_FAMILIES) families[family_count++] = family;
-}
+static const xr_op_family_t *const families[] = {
+#define XR_FAMILY(name) &xr_family_##name,
+#include "kernels/family_list.h"
+#undef XR_FAMILY
+    NULL,
+};
 
 static const xr_op_family_t *find_family(const char *op_name) {
   for (const xr_op_family_t *const *f = families; *f; f++)
@@ -107,6 +104,8 @@ void xr_kernel_plan_free(xr_op_plan_t *plan) {
 static bool driver_matches(const xr_kernel_impl_t *impl, xr_hal_device_t *device) {
   xr_hal_device_properties_t p;
   if (xr_hal_device_properties(device, &p) != XR_OK) return false;
+  if (strcmp(impl->driver, "gpu") == 0)
+    return strcmp(p.driver, "cuda") == 0 || strcmp(p.driver, "hip") == 0;
   return strcmp(impl->driver, p.driver) == 0;
 }
 
@@ -322,4 +321,11 @@ xr_status_t xr_host_call_create(const xr_op_plan_t *plan, const xr_tensor_t *ten
   memcpy(c->tensors, tensors, n * sizeof(xr_tensor_t));
   *out_call = c;
   return XR_OK;
+}
+
+xr_initializer_fn xr_kernel_initializer(const xr_op_plan_t *plan) {
+  const struct xr_op_initializer *i = plan->family ? plan->family->initializers : NULL;
+  for (; i && i->op_name; i++)
+    if (strcmp(i->op_name, plan->op->name) == 0) return i->fn;
+  return NULL;
 }

@@ -8,10 +8,12 @@
  * reference computes each rotated pair in double from the stored values and rounds once (vLLM
  * computes in fp32; the golden tolerances cover either). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/norm.h"
+#include "kernels/initializer.h"
 
 static const char *const rotary_ops[] = {"_C::rotary_embedding", NULL};
 
@@ -209,21 +211,37 @@ static const xr_kernel_impl_t ref_rotary = {
     .release = free,
 };
 
+/* ------------------------------------------------------------------------------------------ */
+/* custom initializers                                                                         */
+
+/* Rotary positions index rows of the cos/sin cache. */
+static xr_status_t init_rotary(xr_init_context_t *c) {
+  int cache = xr_init_input(c, "cos_sin_cache");
+  if (cache >= 0)
+    xr_init_indices(c, xr_init_input(c, "positions"), c->plan->inputs[cache]->shape[0],
+                    "positions");
+  return XR_OK;
+}
+
+static const struct xr_op_initializer rotary_initializers[] = {
+    {"_C::rotary_embedding", init_rotary},
+    {NULL, NULL},
+};
+
 static const xr_kernel_impl_t *const rotary_impls[] = {
     &xr_cpu_rotary_impl,
     &xr_opencl_rotary_impl,
-    &xr_cuda_rotary_impl,
-    &xr_hip_rotary_impl,
+    &xr_gpu_rotary_impl,
     &ref_rotary,
     NULL,
 };
 
-static const xr_op_family_t xr_family_rotary = {
+const xr_op_family_t xr_family_rotary = {
     .name = "rotary",
     .op_names = rotary_ops,
     .analyze = analyze,
     .free_problem = free,
     .impls = rotary_impls,
+    .initializers = rotary_initializers,
 };
 
-XR_REGISTER_FAMILY(xr_family_rotary)

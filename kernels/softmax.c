@@ -115,13 +115,12 @@ static const xr_kernel_impl_t ref_softmax = {
 static const xr_kernel_impl_t *const softmax_impls[] = {
     &xr_cpu_softmax_impl,
     &xr_opencl_softmax_impl,
-    &xr_cuda_softmax_impl,
-    &xr_hip_softmax_impl,
+    &xr_gpu_softmax_impl,
     &ref_softmax,
     NULL,
 };
 
-static const xr_op_family_t xr_family_softmax = {
+const xr_op_family_t xr_family_softmax = {
     .name = "softmax",
     .op_names = softmax_ops,
     .analyze = analyze,
@@ -129,4 +128,3 @@ static const xr_op_family_t xr_family_softmax = {
     .impls = softmax_impls,
 };
 
-XR_REGISTER_FAMILY(xr_family_softmax)

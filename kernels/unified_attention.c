@@ -23,6 +23,7 @@
 
 #include "kernels/dtype.h"
 #include "kernels/family.h"
+#include "kernels/initializer.h"
 
 static const char *const ua_ops[] = {
     "vllm::unified_attention_with_output",
@@ -603,22 +604,122 @@ static const xr_kernel_impl_t ua_ref_impl = {
     .release = xr_ua_release,
 };
 
+/* ------------------------------------------------------------------------------------------ */
+/* custom initializers                                                                         */
+
+/* vLLM's unified attention (kernels/unified_attention.h): query_start_loc and seq_lens from the
+ * layout the analysis decided (hints, kwargs or the default), a block table of distinct random
+ * blocks, each new token's slot at its position in its sequence, and a KV cache whose context
+ * slots (the tokens cached before this step) keep their seeded values while every other slot —
+ * unused blocks, slots past a sequence, and the slots this op must itself write — is NaN.
+ * Index tensors with real contents are kept but checked, so no kernel can address outside the
+ * cache. */
+static xr_status_t init_unified_attention(xr_init_context_t *c) {
+  const xr_ua_problem_t *u = c->plan->problem;
+  const xr_ua_layout_t *l = &u->layout;
+  int qsl = u->query_start_loc, sl = u->seq_lens, bt = u->block_table, sm = u->slot_mapping;
+  const xr_tensor_spec_t *tab = c->plan->inputs[bt];
+  int64_t S = l->seqs, bs = u->block_size, nb = u->num_blocks, W = u->max_blocks, T = u->num_tokens;
+  int64_t n_slots = c->plan->inputs[sm]->shape[0];
+  if (!c->has_data[qsl]) {
+    int64_t start = 0;
+    xr_init_store(c, qsl, 0, 0);
+    for (int64_t b = 0; b < S; b++) xr_init_store(c, qsl, b + 1, (double)(start += l->q_len[b]));
+  }
+  if (!c->has_data[sl])
+    for (int64_t b = 0; b < S; b++) xr_init_store(c, sl, b, (double)l->k_len[b]);
+  for (int64_t b = 0; b < S; b++) {
+    int64_t q0 = xr_init_load(c, qsl, b), q1 = xr_init_load(c, qsl, b + 1), k = xr_init_load(c, sl, b);
+    if (q0 < 0 || q1 < q0 || q1 > T)
+      return xr_error(XR_INVALID_ARGUMENT, "query_start_loc: sequence %lld spans tokens [%lld, %lld) of %lld",
+                      (long long)b, (long long)q0, (long long)q1, (long long)T);
+    if (k < q1 - q0 || k > W * bs)
+      return xr_error(XR_INVALID_ARGUMENT, "seq_lens: sequence %lld has %lld keys for %lld queries and room for %lld",
+                      (long long)b, (long long)k, (long long)(q1 - q0), (long long)(W * bs));
+  }
+  uint64_t s = c->seed;
+  if (!c->has_data[bt]) {
+    int64_t *perm = malloc(sizeof(int64_t) * (size_t)(nb > 0 ? nb : 1)), next = 0;
+    if (!perm) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+    xr_init_shuffle(perm, nb, nb, &s);
+    for (int64_t b = 0; b < S; b++) {
+      int64_t used = (xr_init_load(c, sl, b) + bs - 1) / bs;
+      for (int64_t e = 0; e < tab->shape[1]; e++) {
+        if (e < used && next == nb) {
+          free(perm);
+          return xr_error(XR_INVALID_ARGUMENT, "num_blocks: %lld cache blocks cannot hold the sequences' keys",
+                          (long long)nb);
+        }
+        xr_store_element(c->host[bt], tab->dtype, tab->storage_offset + b * tab->strides[0] + e * tab->strides[1],
+                         (double)(e < used ? perm[next++] : 0));
+      }
+    }
+    free(perm);
+  }
+  for (int64_t b = 0; b < S; b++)
+    for (int64_t e = 0; e < (xr_init_load(c, sl, b) + bs - 1) / bs; e++) {
+      int64_t block = xr_init_load_2d(c, bt, b, e);
+      if (block < 0 || block >= nb)
+        return xr_error(XR_INVALID_ARGUMENT, "block_table: sequence %lld page %lld is block %lld of a %lld-block cache",
+                        (long long)b, (long long)e, (long long)block, (long long)nb);
+    }
+  if (!c->has_data[sm]) {
+    for (int64_t t = 0; t < n_slots; t++) xr_init_store(c, sm, t, -1); /* padding */
+    for (int64_t b = 0; b < S; b++) {
+      int64_t q0 = xr_init_load(c, qsl, b), q1 = xr_init_load(c, qsl, b + 1), k = xr_init_load(c, sl, b);
+      for (int64_t t = q0; t < q1 && t < n_slots; t++) {
+        int64_t pos = k - (q1 - q0) + (t - q0);
+        xr_init_store(c, sm, t, (double)(xr_init_load_2d(c, bt, b, pos / bs) * bs + pos % bs));
+      }
+    }
+  }
+  for (int64_t t = 0; t < n_slots; t++) {
+    int64_t slot = xr_init_load(c, sm, t);
+    if (slot < -1 || slot >= nb * bs)
+      return xr_error(XR_INVALID_ARGUMENT, "slot_mapping: token %lld goes to slot %lld of a %lld-slot cache",
+                      (long long)t, (long long)slot, (long long)(nb * bs));
+  }
+  /* Live cells: the cached context; with real slot contents, the new tokens' slots too (where
+   * the op writes is then the bundle's business). */
+  bool *live = calloc((size_t)(nb * bs + 1), sizeof *live);
+  if (!live) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  int64_t cached = 0;
+  for (int64_t b = 0; b < S; b++) {
+    int64_t k = xr_init_load(c, sl, b), q = xr_init_load(c, qsl, b + 1) - xr_init_load(c, qsl, b);
+    int64_t end = c->has_data[sm] ? k : k - q;
+    for (int64_t pos = 0; pos < end; pos++) live[xr_init_load_2d(c, bt, b, pos / bs) * bs + pos % bs] = true;
+    cached += k - q;
+  }
+  xr_init_poison_dead_cells(c, u->kv_cache, (int)u->kv_block_dim, 2, bs, live);
+  free(live);
+  char what[400];
+  snprintf(what, sizeof what, "%s; %lld cached tokens in %lld blocks of %lld, every other cache slot NaN",
+           l->text, (long long)cached, (long long)nb, (long long)bs);
+  xr_init_describe(c, what);
+  return XR_OK;
+}
+
+static const struct xr_op_initializer ua_initializers[] = {
+    {"vllm::unified_attention_with_output", init_unified_attention},
+    {"vllm::unified_attention", init_unified_attention},
+    {NULL, NULL},
+};
+
 static const xr_kernel_impl_t *const ua_impls[] = {
     &xr_ua_cpu_impl,
     &xr_ua_opencl_impl,
-    &xr_ua_cuda_impl,
-    &xr_ua_hip_impl,
+    &xr_ua_gpu_impl,
     &ua_ref_impl,
     NULL,
 };
 
-static const xr_op_family_t xr_family_unified_attention = {
+const xr_op_family_t xr_family_unified_attention = {
     .name = "unified_attention",
     .op_names = ua_ops,
     .analyze = analyze,
     .free_problem = free_problem,
     .complete = complete,
     .impls = ua_impls,
+    .initializers = ua_initializers,
 };
 
-XR_REGISTER_FAMILY(xr_family_unified_attention)

@@ -63,6 +63,6 @@ xr_status_t xr_ua_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device, con
 xr_status_t xr_ua_enqueue(void *state, xr_hal_stream_t *stream);
 void xr_ua_release(void *state);
 
-extern const xr_kernel_impl_t xr_ua_cpu_impl, xr_ua_opencl_impl, xr_ua_cuda_impl, xr_ua_hip_impl;
+extern const xr_kernel_impl_t xr_ua_cpu_impl, xr_ua_opencl_impl, xr_ua_gpu_impl;
 
 #endif

@@ -141,7 +141,7 @@ static xr_status_t host_init(const engine_t *e, size_t op_index, const xr_op_pla
       xr_fill(h->data[i], s, ts->bytes[i], xr_seed_for(e->o->seed, op_index, i));
     }
   }
-  xr_initializer_fn fn = xr_find_initializer(plan->op->name);
+  xr_initializer_fn fn = xr_find_initializer(plan);
   if (fn) {
     const char *params = NULL;
     char buf[512];

@@ -1,5 +1,5 @@
-/* Tensor initialisation: the seeded default policies, poisoned outputs, and the registry of
- * custom initializers for data-dependent ops. */
+/* Tensor initialisation: the seeded default policies, poisoned outputs, and the initializers
+ * callers register over the families' own (xr_replay_register_initializer). */
 #include "replay/internal.h"
 
 #include <math.h>
@@ -9,22 +9,7 @@
 #include <unistd.h>
 
 #include "kernels/dtype.h"
-
-/* splitmix64: small, fast, and good enough to seed and to fill test tensors. */
-uint64_t xr_rng_next(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-double xr_rng_uniform(uint64_t *state) { return (double)(xr_rng_next(state) >> 11) * 0x1p-53; }
-
-double xr_rng_normal(uint64_t *state) {
-  double u1 = xr_rng_uniform(state), u2 = xr_rng_uniform(state);
-  if (u1 < 1e-300) u1 = 1e-300;
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
+#include "kernels/initializer.h"
 
 uint64_t xr_seed_for(uint64_t seed, size_t op_index, size_t tensor_index) {
   uint64_t s = seed ^ (0x632be59bd9b4e019ull * (op_index + 1)) ^ (0x8cb92ba72f3d8dd7ull * (tensor_index + 1));
@@ -157,17 +142,8 @@ typedef struct init_entry {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static init_entry_t *registry;
 static size_t registry_count;
-static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
-
-static void register_builtins(void) { xr_register_builtin_initializers(); }
-
 xr_status_t xr_replay_register_initializer(const char *op_name, xr_initializer_fn fn) {
   if (!op_name || !fn) return xr_error(XR_INVALID_ARGUMENT, "initializer: NULL op name or function");
-  pthread_once(&builtins_once, register_builtins);
-  return xr_register_initializer_locked(op_name, fn);
-}
-
-xr_status_t xr_register_initializer_locked(const char *op_name, xr_initializer_fn fn) {
   pthread_mutex_lock(&registry_lock);
   xr_status_t st = XR_OK;
   size_t i = 0;
@@ -191,12 +167,11 @@ xr_status_t xr_register_initializer_locked(const char *op_name, xr_initializer_f
   return st;
 }
 
-xr_initializer_fn xr_find_initializer(const char *op_name) {
-  pthread_once(&builtins_once, register_builtins);
+xr_initializer_fn xr_find_initializer(const xr_op_plan_t *plan) {
   pthread_mutex_lock(&registry_lock);
   xr_initializer_fn fn = NULL;
   for (size_t i = 0; i < registry_count; i++)
-    if (!strcmp(registry[i].op_name, op_name)) fn = registry[i].fn;
+    if (!strcmp(registry[i].op_name, plan->op->name)) fn = registry[i].fn;
   pthread_mutex_unlock(&registry_lock);
-  return fn;
+  return fn ? fn : xr_kernel_initializer(plan);
 }

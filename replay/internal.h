@@ -6,10 +6,6 @@
 
 #include "replay/replay.h"
 
-/* Seeded random numbers (splitmix64). */
-uint64_t xr_rng_next(uint64_t *state);
-double xr_rng_uniform(uint64_t *state);   /* [0, 1) */
-double xr_rng_normal(uint64_t *state);    /* N(0, 1) */
 /* A seed for tensor `tensor_index` of op `op_index`: independent of which ops are filtered. */
 uint64_t xr_seed_for(uint64_t seed, size_t op_index, size_t tensor_index);
 
@@ -19,9 +15,8 @@ void xr_fill(void *host, const xr_tensor_spec_t *t, size_t bytes, uint64_t seed)
 /* NaN for floats, -1 for integers: any element a kernel fails to write shows. */
 void xr_poison(void *host, xr_dtype_t dtype, size_t bytes);
 
-xr_initializer_fn xr_find_initializer(const char *op_name);
-xr_status_t xr_register_initializer_locked(const char *op_name, xr_initializer_fn fn);
-void xr_register_builtin_initializers(void); /* replay/initializers.c */
+/* The initializer for a planned op: one registered for its name, else its family's; or NULL. */
+xr_initializer_fn xr_find_initializer(const xr_op_plan_t *plan);
 
 /* The logical elements of a tensor (contiguous, row-major) from its storage, as doubles. */
 double *xr_gather(const void *storage, xr_dtype_t dtype, int32_t rank, const int64_t *shape,

@@ -119,25 +119,9 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
 /* ------------------------------------------------------------------------------------------ */
 /* custom initializers                                                                         */
 
-/* What an initializer sees: the op, its plan, and the host copies of its inputs (binding order)
- * already filled by the default policy; it overwrites what must be consistent (sequence lengths,
- * block tables, routing ids) and describes what it did in `policy`. */
-typedef struct xr_init_context {
-  const xr_op_t *op;
-  const xr_op_plan_t *plan;
-  void **host;             /* plan->input_count host buffers holding each tensor's storage */
-  const size_t *sizes;     /* their byte sizes */
-  const bool *has_data;    /* per input: real contents from the bundle; never overwrite those */
-  uint64_t seed;           /* per-op seed: use it for reproducible choices */
-  const char *params;      /* the policy text given with --init for this op, or NULL */
-  char *policy;            /* write a one-line description here */
-  size_t policy_size;
-} xr_init_context_t;
-
-typedef xr_status_t (*xr_initializer_fn)(xr_init_context_t *context);
-
-/* Registers `fn` for an exact op name. A later registration for the same name overrides an
- * earlier one (built-ins are registered first). Thread-safe. */
+/* Registers `fn` (xr_initializer_fn, kernels/kernels.h) for an exact op name. It replaces the
+ * op family's own initializer, and a later registration for the same name replaces an earlier
+ * one. Thread-safe. */
 xr_status_t xr_replay_register_initializer(const char *op_name, xr_initializer_fn fn);
 
 #ifdef __cplusplus

@@ -1,5 +1,5 @@
 /* GPU GEMM throughput: the vendor's Lt library (cuda.cublaslt_matmul / hip.hipblaslt_matmul)
- * next to our tiled kernel (cuda.gemm_tiled / hip.gemm_tiled) on the same device, the same
+ * next to our tiled kernel (gpu.gemm_tiled) on the same device, the same
  * tensors and in the same run, each prepared and enqueued exactly as the engine does and timed
  * with HAL events. Not a test:
  *   bazel run -c opt //tools:gpu_gemm_bench [-- cuda|hip] [-- --quick]
@@ -85,7 +85,7 @@ int main(int argc, char **argv) {
   }
   bool cuda = !strcmp(driver, "cuda");
   const xr_kernel_impl_t *vendor = cuda ? &xr_gemm_cublaslt_impl : &xr_gemm_hipblaslt_impl;
-  const xr_kernel_impl_t *tiled = cuda ? &xr_gemm_cuda_impl : &xr_gemm_hip_impl;
+  const xr_kernel_impl_t *tiled = &xr_gemm_gpu_impl;
   xr_hal_device_t *device;
   xr_hal_stream_t *stream;
   if (xr_hal_device_create(driver, &device) != XR_OK) {

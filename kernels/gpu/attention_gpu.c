@@ -1,7 +1,8 @@
-/* The attention families on cuda and hip devices (the GEMM pattern of docs/gpu.md):
- *   attention       kernels/gpu/attention.cu        "cuda.flash_attention",  "hip.flash_attention"
- *   paged_attention kernels/gpu/paged_attention.cu  "cuda.paged_attention",  "hip.paged_attention"
- *   kv_cache        kernels/gpu/kv_cache.cu         "cuda.reshape_and_cache", "hip.reshape_and_cache"
+/* The attention families on cuda and hip devices (the GEMM pattern of docs/gpu.md), one
+ * implementation each for both drivers:
+ *   attention       kernels/gpu/attention.cu        "gpu.flash_attention"
+ *   paged_attention kernels/gpu/paged_attention.cu  "gpu.paged_attention"
+ *   kv_cache        kernels/gpu/kv_cache.cu         "gpu.reshape_and_cache"
  * The first two run one kernel (kernels/gpu/attention_kernel.h) over kernels/attention.h's
  * problem, as kernels/opencl/attention_opencl.c does, plus the partition reduction of
  * paged_attention_v2. prepare() builds the source (cached on disk), fills the by-value parameter
@@ -236,36 +237,18 @@ static xr_status_t attn_gpu_enqueue(void *state, xr_hal_stream_t *stream) {
   return st;
 }
 
-const xr_kernel_impl_t xr_attn_cuda_impl = {
-    .name = "cuda.flash_attention",
-    .driver = "cuda",
+const xr_kernel_impl_t xr_attn_gpu_impl = {
+    .name = "gpu.flash_attention",
+    .driver = "gpu",
     .supports = attn_gpu_supports,
     .prepare = attn_gpu_prepare,
     .enqueue = attn_gpu_enqueue,
     .release = attn_gpu_release,
 };
 
-const xr_kernel_impl_t xr_attn_hip_impl = {
-    .name = "hip.flash_attention",
-    .driver = "hip",
-    .supports = attn_gpu_supports,
-    .prepare = attn_gpu_prepare,
-    .enqueue = attn_gpu_enqueue,
-    .release = attn_gpu_release,
-};
-
-const xr_kernel_impl_t xr_paged_attn_cuda_impl = {
-    .name = "cuda.paged_attention",
-    .driver = "cuda",
-    .supports = paged_gpu_supports,
-    .prepare = paged_gpu_prepare,
-    .enqueue = attn_gpu_enqueue,
-    .release = attn_gpu_release,
-};
-
-const xr_kernel_impl_t xr_paged_attn_hip_impl = {
-    .name = "hip.paged_attention",
-    .driver = "hip",
+const xr_kernel_impl_t xr_paged_attn_gpu_impl = {
+    .name = "gpu.paged_attention",
+    .driver = "gpu",
     .supports = paged_gpu_supports,
     .prepare = paged_gpu_prepare,
     .enqueue = attn_gpu_enqueue,
@@ -351,20 +334,12 @@ static xr_status_t cache_gpu_enqueue(void *state, xr_hal_stream_t *stream) {
   return s->run ? xr_hal_stream_dispatch(stream, s->kernel, &s->dispatch) : XR_OK;
 }
 
-const xr_kernel_impl_t xr_cache_cuda_impl = {
-    .name = "cuda.reshape_and_cache",
-    .driver = "cuda",
+const xr_kernel_impl_t xr_cache_gpu_impl = {
+    .name = "gpu.reshape_and_cache",
+    .driver = "gpu",
     .supports = cache_gpu_supports,
     .prepare = cache_gpu_prepare,
     .enqueue = cache_gpu_enqueue,
     .release = cache_gpu_release,
 };
 
-const xr_kernel_impl_t xr_cache_hip_impl = {
-    .name = "hip.reshape_and_cache",
-    .driver = "hip",
-    .supports = cache_gpu_supports,
-    .prepare = cache_gpu_prepare,
-    .enqueue = cache_gpu_enqueue,
-    .release = cache_gpu_release,
-};

@@ -168,18 +168,9 @@ static xr_status_t ew_enqueue(void *state, xr_hal_stream_t *stream) {
   return XR_OK;
 }
 
-const xr_kernel_impl_t xr_cuda_elementwise = {
-    .name = "cuda.elementwise",
-    .driver = "cuda",
-    .supports = ew_supports,
-    .prepare = ew_prepare,
-    .enqueue = ew_enqueue,
-    .release = ew_release,
-};
-
-const xr_kernel_impl_t xr_hip_elementwise = {
-    .name = "hip.elementwise",
-    .driver = "hip",
+const xr_kernel_impl_t xr_gpu_elementwise = {
+    .name = "gpu.elementwise",
+    .driver = "gpu",
     .supports = ew_supports,
     .prepare = ew_prepare,
     .enqueue = ew_enqueue,
@@ -262,20 +253,12 @@ static xr_status_t argmax_enqueue(void *state, xr_hal_stream_t *stream) {
   return xr_hal_stream_dispatch(stream, s->kernel, &s->dispatch);
 }
 
-const xr_kernel_impl_t xr_cuda_argmax = {
-    .name = "cuda.argmax",
-    .driver = "cuda",
+const xr_kernel_impl_t xr_gpu_argmax = {
+    .name = "gpu.argmax",
+    .driver = "gpu",
     .supports = argmax_supports,
     .prepare = argmax_prepare,
     .enqueue = argmax_enqueue,
     .release = argmax_release,
 };
 
-const xr_kernel_impl_t xr_hip_argmax = {
-    .name = "hip.argmax",
-    .driver = "hip",
-    .supports = argmax_supports,
-    .prepare = argmax_prepare,
-    .enqueue = argmax_enqueue,
-    .release = argmax_release,
-};

@@ -6,7 +6,7 @@
  *               by-value parameter block and the dispatch;
  *   enqueue()   is a single xr_hal_stream_dispatch, no allocation;
  *   release()   destroys the executable.
- * Two impls share the code and differ only in their driver: "cuda.gemm_tiled", "hip.gemm_tiled". */
+ * One implementation, "gpu.gemm_tiled", serves both drivers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,20 +208,12 @@ static xr_status_t gemm_gpu_enqueue(void *state, xr_hal_stream_t *stream) {
   return xr_hal_stream_dispatch(stream, s->kernel, &s->dispatch);
 }
 
-const xr_kernel_impl_t xr_gemm_cuda_impl = {
-    .name = "cuda.gemm_tiled",
-    .driver = "cuda",
+const xr_kernel_impl_t xr_gemm_gpu_impl = {
+    .name = "gpu.gemm_tiled",
+    .driver = "gpu",
     .supports = gemm_gpu_supports,
     .prepare = gemm_gpu_prepare,
     .enqueue = gemm_gpu_enqueue,
     .release = gemm_gpu_release,
 };
 
-const xr_kernel_impl_t xr_gemm_hip_impl = {
-    .name = "hip.gemm_tiled",
-    .driver = "hip",
-    .supports = gemm_gpu_supports,
-    .prepare = gemm_gpu_prepare,
-    .enqueue = gemm_gpu_enqueue,
-    .release = gemm_gpu_release,
-};

@@ -10,8 +10,8 @@
  *   moe_forward                              router, then the fused experts
  *   ck_moe_stage1                            GEMM-1 + silu_and_mul over the given sorted ids
  *   ck_moe_stage2                            GEMM-2 over the given sorted ids -> reduce onto out
- * The same plan as the OpenCL implementation (kernels/opencl/moe_opencl.c). Two impls share
- * the code and differ in their driver: "cuda.moe" and "hip.moe". */
+ * The same plan as the OpenCL implementation (kernels/opencl/moe_opencl.c); one implementation,
+ * "gpu.moe", serves cuda and hip. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,14 +314,9 @@ static xr_status_t gpu_supports(const xr_op_plan_t *plan, const char *impl) {
   return XR_OK;
 }
 
-static xr_status_t cuda_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+static xr_status_t moe_gpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
-  return gpu_supports(plan, "cuda.moe");
-}
-
-static xr_status_t hip_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
-  (void)device;
-  return gpu_supports(plan, "hip.moe");
+  return gpu_supports(plan, "gpu.moe");
 }
 
 static void gpu_release(void *state) {
@@ -457,20 +452,12 @@ static xr_status_t gpu_enqueue(void *state, xr_hal_stream_t *stream) {
   return XR_OK;
 }
 
-const xr_kernel_impl_t xr_moe_cuda = {
-    .name = "cuda.moe",
-    .driver = "cuda",
-    .supports = cuda_supports,
+const xr_kernel_impl_t xr_moe_gpu = {
+    .name = "gpu.moe",
+    .driver = "gpu",
+    .supports = moe_gpu_supports,
     .prepare = gpu_prepare,
     .enqueue = gpu_enqueue,
     .release = gpu_release,
 };
 
-const xr_kernel_impl_t xr_moe_hip = {
-    .name = "hip.moe",
-    .driver = "hip",
-    .supports = hip_supports,
-    .prepare = gpu_prepare,
-    .enqueue = gpu_enqueue,
-    .release = gpu_release,
-};

@@ -115,10 +115,8 @@ static xr_status_t rows_enqueue(void *state, xr_hal_stream_t *stream) {
       .enqueue = rows_enqueue,                    \
       .release = rows_release,                    \
   };
-ROWS_IMPL(xr_cuda_norm_impl, "cuda.norm", "cuda")
-ROWS_IMPL(xr_hip_norm_impl, "hip.norm", "hip")
-ROWS_IMPL(xr_cuda_softmax_impl, "cuda.softmax", "cuda")
-ROWS_IMPL(xr_hip_softmax_impl, "hip.softmax", "hip")
+ROWS_IMPL(xr_gpu_norm_impl, "gpu.norm", "gpu")
+ROWS_IMPL(xr_gpu_softmax_impl, "gpu.softmax", "gpu")
 
 /* ------------------------------------------------------------------------------------------ */
 /* rotary embedding                                                                           */
@@ -208,20 +206,12 @@ static xr_status_t rotary_enqueue(void *state, xr_hal_stream_t *stream) {
   return xr_hal_stream_dispatch(stream, s->kernel, &s->dispatch);
 }
 
-const xr_kernel_impl_t xr_cuda_rotary_impl = {
-    .name = "cuda.rotary",
-    .driver = "cuda",
+const xr_kernel_impl_t xr_gpu_rotary_impl = {
+    .name = "gpu.rotary",
+    .driver = "gpu",
     .supports = rotary_supports,
     .prepare = rotary_prepare,
     .enqueue = rotary_enqueue,
     .release = rotary_release,
 };
 
-const xr_kernel_impl_t xr_hip_rotary_impl = {
-    .name = "hip.rotary",
-    .driver = "hip",
-    .supports = rotary_supports,
-    .prepare = rotary_prepare,
-    .enqueue = rotary_enqueue,
-    .release = rotary_release,
-};

@@ -3,38 +3,21 @@
  * reading what the first wrote; the same composition as the cpu and opencl implementations. */
 #include "kernels/unified_attention.h"
 
-static xr_status_t cuda_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
-  return xr_ua_supports(plan, device, &xr_cache_cuda_impl, &xr_attn_cuda_impl);
+static xr_status_t ua_gpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  return xr_ua_supports(plan, device, &xr_cache_gpu_impl, &xr_attn_gpu_impl);
 }
 
-static xr_status_t cuda_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
-                                const xr_tensor_t *tensors, void **out_state) {
-  return xr_ua_prepare(plan, device, tensors, &xr_cache_cuda_impl, &xr_attn_cuda_impl, out_state);
+static xr_status_t ua_gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                                  const xr_tensor_t *tensors, void **out_state) {
+  return xr_ua_prepare(plan, device, tensors, &xr_cache_gpu_impl, &xr_attn_gpu_impl, out_state);
 }
 
-static xr_status_t hip_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
-  return xr_ua_supports(plan, device, &xr_cache_hip_impl, &xr_attn_hip_impl);
-}
-
-static xr_status_t hip_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
-                               const xr_tensor_t *tensors, void **out_state) {
-  return xr_ua_prepare(plan, device, tensors, &xr_cache_hip_impl, &xr_attn_hip_impl, out_state);
-}
-
-const xr_kernel_impl_t xr_ua_cuda_impl = {
-    .name = "cuda.unified_attention",
-    .driver = "cuda",
-    .supports = cuda_supports,
-    .prepare = cuda_prepare,
+const xr_kernel_impl_t xr_ua_gpu_impl = {
+    .name = "gpu.unified_attention",
+    .driver = "gpu",
+    .supports = ua_gpu_supports,
+    .prepare = ua_gpu_prepare,
     .enqueue = xr_ua_enqueue,
     .release = xr_ua_release,
 };
 
-const xr_kernel_impl_t xr_ua_hip_impl = {
-    .name = "hip.unified_attention",
-    .driver = "hip",
-    .supports = hip_supports,
-    .prepare = hip_prepare,
-    .enqueue = xr_ua_enqueue,
-    .release = xr_ua_release,
-};

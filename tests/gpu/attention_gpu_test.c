@@ -11,5 +11,5 @@
 #define STRINGIFY(x) STRINGIFY2(x)
 #define DRIVER STRINGIFY(XR_GPU_DRIVER)
 
-Test(attention_gpu, sdpa) { run_sdpa(DRIVER, DRIVER ".flash_attention"); }
-Test(attention_gpu, varlen) { run_varlen(DRIVER, DRIVER ".flash_attention"); }
+Test(attention_gpu, sdpa) { run_sdpa(DRIVER, "gpu.flash_attention"); }
+Test(attention_gpu, varlen) { run_varlen(DRIVER, "gpu.flash_attention"); }

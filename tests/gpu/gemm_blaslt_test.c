@@ -21,7 +21,7 @@ static void run_on_device(const target_t *t, const char *json, const char *dtype
   xr_blas_limits_t limits = {.batched_bias = is_cuda()};
   blas_case_t c;
   blas_case_open(json, &limits, &c);
-  const char *kernel = c.mapped == XR_OK ? t->f32 : DRIVER ".gemm_tiled";
+  const char *kernel = c.mapped == XR_OK ? t->f32 : "gpu.gemm_tiled";
   blas_case_close(&c);
   expect(json, t->device, kernel, seed);
 }

@@ -36,7 +36,7 @@ static const char *op(const char *name, const char *fmt, ...) {
 #define S(argument, value) "{\"name\": \"" argument "\", \"type\": \"Scalar\", \"value\": " value "}"
 
 /* The vendor's Lt library would take most cases first (gemm_blaslt_test covers it). */
-#define MATCHES(json) assert_matches_reference((json), DRIVER, DRIVER ".gemm_tiled")
+#define MATCHES(json) assert_matches_reference((json), DRIVER, "gpu.gemm_tiled")
 
 static void tiled_only(void) {
   setenv("XR_CUBLASLT_LIBRARY", "off", 1);
@@ -86,8 +86,8 @@ Test(gemm_gpu, matmul_broadcasts_batches) {
 }
 
 /* The shared case lists: every product at each dtype, and _scaled_mm. */
-static const target_t gpu = {DRIVER, DRIVER ".gemm_tiled", DRIVER ".gemm_tiled",
-                             DRIVER ".gemm_tiled", DRIVER ".gemm_tiled", NULL};
+static const target_t gpu = {DRIVER, "gpu.gemm_tiled", "gpu.gemm_tiled",
+                             "gpu.gemm_tiled", "gpu.gemm_tiled", NULL};
 
 Test(gemm_gpu, shared_products_f32) { products(&gpu, "float"); }
 Test(gemm_gpu, shared_products_bf16) { products(&gpu, "c10::BFloat16"); }

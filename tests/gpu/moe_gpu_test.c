@@ -8,7 +8,7 @@
 #define STRINGIFY2(x) #x
 #define STRINGIFY(x) STRINGIFY2(x)
 #define DRIVER STRINGIFY(XR_GPU_DRIVER)
-#define KERNEL DRIVER ".moe"
+#define KERNEL "gpu.moe"
 
 /* Every Test is a process of its own: the compiled moe.cu comes from the disk cache after the
  * first. */

@@ -9,6 +9,6 @@
 #define STRINGIFY(x) STRINGIFY2(x)
 #define DRIVER STRINGIFY(XR_GPU_DRIVER)
 
-Test(norm_gpu, rms_norm, .timeout = 120) { rms_norm_cases(DRIVER, DRIVER ".norm"); }
-Test(norm_gpu, layer_norm, .timeout = 120) { layer_norm_cases(DRIVER, DRIVER ".norm"); }
-Test(norm_gpu, softmax, .timeout = 120) { softmax_cases(DRIVER, DRIVER ".softmax"); }
+Test(norm_gpu, rms_norm, .timeout = 120) { rms_norm_cases(DRIVER, "gpu.norm"); }
+Test(norm_gpu, layer_norm, .timeout = 120) { layer_norm_cases(DRIVER, "gpu.norm"); }
+Test(norm_gpu, softmax, .timeout = 120) { softmax_cases(DRIVER, "gpu.softmax"); }

@@ -13,5 +13,5 @@
 #define STRINGIFY(x) STRINGIFY2(x)
 #define DRIVER STRINGIFY(XR_GPU_DRIVER)
 
-Test(paged_attention_gpu, decode) { run_paged(DRIVER, DRIVER ".paged_attention"); }
-Test(kv_cache_gpu, reshape_and_cache) { run_cache(DRIVER, DRIVER ".reshape_and_cache"); }
+Test(paged_attention_gpu, decode) { run_paged(DRIVER, "gpu.paged_attention"); }
+Test(kv_cache_gpu, reshape_and_cache) { run_cache(DRIVER, "gpu.reshape_and_cache"); }

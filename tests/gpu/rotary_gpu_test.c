@@ -8,4 +8,4 @@
 #define STRINGIFY(x) STRINGIFY2(x)
 #define DRIVER STRINGIFY(XR_GPU_DRIVER)
 
-Test(rotary_gpu, neox_and_gptj, .timeout = 120) { rotary_cases(DRIVER, DRIVER ".rotary"); }
+Test(rotary_gpu, neox_and_gptj, .timeout = 120) { rotary_cases(DRIVER, "gpu.rotary"); }

@@ -10,4 +10,4 @@
 #define STRINGIFY(x) STRINGIFY2(x)
 #define DRIVER STRINGIFY(XR_GPU_DRIVER)
 
-Test(unified_attention_gpu, mixes) { run_cases(DRIVER, DRIVER ".unified_attention"); }
+Test(unified_attention_gpu, mixes) { run_cases(DRIVER, "gpu.unified_attention"); }

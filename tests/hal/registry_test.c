@@ -73,6 +73,34 @@ Test(registry, a_library_without_the_required_symbols_is_unavailable) {
   cr_assert_null(device);
 }
 
+/* Every vendor library the HAL opens takes "off" in its override variable. */
+Test(registry, off_disables_a_runtime_and_the_run_time_compilers) {
+  setenv("XR_OPENCL_LIBRARY", "off", 1);
+  setenv("XR_CUDA_LIBRARY", "off", 1);
+  setenv("XR_HIP_LIBRARY", "off", 1);
+  static const char *const expected[][2] = {{"opencl", "XR_OPENCL_LIBRARY=off: OpenCL disabled"},
+                                            {"cuda", "XR_CUDA_LIBRARY=off: CUDA disabled"},
+                                            {"hip", "XR_HIP_LIBRARY=off: HIP disabled"}};
+  for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+    xr_hal_driver_info_t info;
+    cr_assert_eq(xr_hal_driver_info_by_name(expected[i][0], &info), XR_OK);
+    cr_assert_eq(info.status, XR_UNAVAILABLE, "%s", expected[i][0]);
+    cr_assert_str_eq(info.reason, expected[i][1]);
+  }
+  setenv("XR_NVRTC_LIBRARY", "off", 1);
+  const char source[] = "extern \"C\" __global__ void k() {}";
+  xr_hal_executable_params_t params = {.format = XR_HAL_EXECUTABLE_CUDA_SOURCE,
+                                       .data = source,
+                                       .size = sizeof source - 1,
+                                       .label = "k.cu"};
+  void *binary = NULL;
+  size_t size = 0;
+  cr_assert_eq(xr_hal_compile("sm_90", &params, &binary, &size), XR_UNAVAILABLE);
+  cr_assert(strstr(xr_last_error(), "XR_NVRTC_LIBRARY=off: NVRTC disabled"), "%s",
+            xr_last_error());
+  cr_assert_null(binary);
+}
+
 Test(registry, device_strings) {
   xr_hal_device_t *device = NULL;
   cr_assert_eq(xr_hal_device_create("cpu", &device), XR_OK, "%s", xr_last_error());

@@ -24,6 +24,12 @@ static inline void check_collect(void *ctx, const xr_op_result_t *r, size_t posi
   c->count++;
 }
 
+/* The driver part of the kernels `device` runs ("cpu", "opencl"): "gpu" for cuda and hip,
+ * which one implementation serves. */
+static inline const char *kernel_driver(const char *device) {
+  return !strncmp(device, "cuda", 4) || !strncmp(device, "hip", 3) ? "gpu" : device;
+}
+
 /* Replays `json` (one op, our schema or TraceLens IR) on `device`; skips the test when the
  * device is unavailable. `seed` varies the inputs. */
 static inline xr_op_result_t check_op_seeded(const char *json, const char *device, uint64_t seed) {

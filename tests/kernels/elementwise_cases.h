@@ -14,7 +14,7 @@ static const int64_t sizes[] = {1, 3, 17, 129, 1000};
 /* The elementwise kernel of `device` must run the case and match the reference. */
 static inline void ew_expect(const char *json, const char *device) {
   char prefix[64];
-  format(prefix, sizeof prefix, "%s.elementwise", device);
+  format(prefix, sizeof prefix, "%s.elementwise", kernel_driver(device));
   expect_match(json, device, prefix);
 }
 

@@ -17,7 +17,7 @@ static inline void ix_expect(const char *json, const char *device, bool every_ca
                              const char *family) {
   if (!every_case && !lean) return;
   char prefix[64];
-  format(prefix, sizeof prefix, "%s.%s", device, family);
+  format(prefix, sizeof prefix, "%s.%s", kernel_driver(device), family);
   expect_match(json, device, prefix);
 }
 

@@ -1,12 +1,14 @@
-/* The replay engine: runs each op of a bundle on a HAL device, timed with device events, and
- * optionally checks it against the CPU reference and dumps its outputs.
+/* The replay engine: runs each op of a bundle on one or more HAL devices, timed with device
+ * events, and optionally checks it against the CPU reference, compares the devices' outputs and
+ * dumps them. The engine is the only place that runs and compares.
  *
- * Per op: plan it (kernels/), pick the implementation for the device (an unsupported op is
- * recorded with the reason and the run goes on), allocate its tensors honouring shape, strides,
- * storage offset and dtype, initialise them (the bundle's init, its .npy contents, or a custom
- * initializer registered for the op name; seeded, so a run is reproducible), run it once on fresh
- * inputs (that execution is what --check compares and --dump-outputs writes), warm up, then time
- * iterations between HAL events.
+ * Per op: plan it (kernels/), initialise its inputs once (the bundle's init, its contents, or the
+ * op family's initializer or one registered for the op name; seeded, so a run is reproducible),
+ * and on each device in turn: pick the implementation (an unsupported op is recorded with the
+ * reason and the run goes on), allocate its tensors honouring shape, strides, storage offset and
+ * dtype, run it once on the fresh inputs (that execution is what --check compares with the
+ * reference, what a second device is compared with the first on, and what --dump-outputs
+ * writes), warm up, then time iterations between HAL events.
  *
  * Thread-safety: xr_replay_run may run concurrently on different bundles; the initializer
  * registry is guarded by a lock. */
@@ -30,8 +32,13 @@ typedef enum xr_cache_mode {
   XR_CACHE_COLD,     /* the last-level cache is flushed (outside the timed window) each time */
 } xr_cache_mode_t;
 
+#define XR_REPLAY_MAX_DEVICES 8
+
 typedef struct xr_replay_options {
-  const char *device;        /* HAL device string: "cpu", "opencl:1", "auto" (NULL: "auto") */
+  /* HAL device string: "cpu", "opencl:1", "auto" (NULL: "auto"); or several separated by commas
+   * ("cpu,opencl"): every op then runs on each in turn and its outputs are compared with the
+   * first device's. */
+  const char *device;
   int warmup;                /* untimed executions before timing (default 3) */
   int iters;                 /* timed iterations, at least (default 20) */
   double min_time_ms;        /* ...and keep going until this much timed work (default 0) */
@@ -44,7 +51,10 @@ typedef struct xr_replay_options {
   const char *op_filter;     /* only ops whose name contains this substring */
   int64_t op_limit;          /* at most this many ops (after filtering); < 0: all */
   bool stop_on_error;        /* stop at the first failed op */
-  const char *dump_dir;      /* write outputs of the first execution as .npy files here */
+  /* Write the outputs of the first execution as .npy files here (op<i>_<target>.npy); with
+   * several devices, in one folder per device under it (named after the device string, ':'
+   * turned into '-'). */
+  const char *dump_dir;
   /* Custom-initializer policies from the command line, "op_name:policy" entries separated by
    * ';' (see docs/replay.md), applied on top of the registered initializers. NULL for none. */
   const char *init_overrides;
@@ -69,6 +79,7 @@ const char *xr_op_outcome_name(xr_op_outcome_t outcome); /* "ok", "failed", "uns
 typedef struct xr_op_result {
   size_t index;                   /* position in the bundle */
   const xr_op_t *op;
+  size_t device_index;            /* which of the run's devices (xr_replay_summary_t.devices) */
   xr_op_outcome_t outcome;
   char message[1024];             /* why it failed or is unsupported; "" on success */
   char kernel[64];                /* implementation used */
@@ -83,38 +94,64 @@ typedef struct xr_op_result {
   double peak_percent;            /* of the device's peak for the op's bound (compute or memory) */
   bool compute_bound;             /* flops / bytes above the device's ridge point */
   double trace_us;                /* per-call GPU time recorded in the source trace; < 0 if none */
-  bool checked;
+  bool checked;                   /* compared with the CPU reference (--check) */
   bool check_passed;
+  bool compared;                  /* compared with the first device's outputs (devices 1..) */
   size_t output_count;
   struct {
     char target[64];              /* "return0", or the written argument's name */
     xr_dtype_t dtype;             /* the output's dtype (its dump is op<index>_<target>.npy) */
-    double nmse;
+    double nmse;                  /* against the reference (checked) */
     double threshold;
     bool nonfinite;               /* NaN or Inf where the reference is finite */
+    double nmse_vs_first;         /* against the first device's output (compared) */
+    bool nonfinite_vs_first;
   } outputs[XR_MAX_CHECKED_OUTPUTS];
 } xr_op_result_t;
+
+/* One device of a run. */
+typedef struct xr_replay_device {
+  char spec[64];                         /* as given: "opencl:1", "auto" */
+  xr_hal_device_properties_t properties; /* of the device opened (its spec is the resolved one) */
+  size_t succeeded, failed, unsupported;
+  double trace_covered_us;               /* recorded GPU time of the ops that succeeded on it */
+} xr_replay_device_t;
 
 typedef struct xr_replay_summary {
   size_t total;          /* ops in the bundle */
   size_t attempted;      /* after --op-filter and --op-limit */
-  size_t succeeded, failed, unsupported;
   bool cancelled;
-  double trace_total_us;   /* recorded GPU time of the whole bundle (sum over ops of op time) */
-  double trace_covered_us; /* recorded GPU time of the ops that succeeded */
+  double trace_total_us; /* recorded GPU time of the whole bundle (sum over ops of op time) */
+  size_t device_count;
+  xr_replay_device_t devices[XR_REPLAY_MAX_DEVICES];
+  /* The first device's counts (devices[0]), for the common single-device run. */
+  size_t succeeded, failed, unsupported;
+  double trace_covered_us;
 } xr_replay_summary_t;
 
-/* Called after every op, in order, with its final result (the report is written from here so
- * that nothing measured is lost if the run dies later). */
-typedef void (*xr_replay_observer_fn)(void *context, const xr_op_result_t *result,
-                                      size_t position, size_t count);
+/* What a caller sees of a run as it goes; every member may be NULL. */
+typedef struct xr_replay_observer {
+  /* Once, after the devices opened and before the first op: `run` lists them (counts still 0)
+   * and says how many ops will be attempted. */
+  void (*started)(void *context, const xr_replay_summary_t *run);
+  /* After every op on every device, in order: op by op, each op on the devices in the order
+   * given. Reports are written from here, so that nothing measured is lost if the run dies
+   * later. `position` counts the attempted ops (0 .. count-1). */
+  void (*result)(void *context, const xr_op_result_t *result, size_t position, size_t count);
+  void *context;
+} xr_replay_observer_t;
 
-/* Runs the bundle. Returns UNAVAILABLE (with the driver's reason) when the device cannot be
- * opened, INVALID_ARGUMENT for bad options; otherwise OK, per-op outcomes being in the results
- * and the summary even when ops failed. */
+/* Runs the bundle. Returns UNAVAILABLE (with the driver's reason) when a device cannot be opened,
+ * INVALID_ARGUMENT for bad options; otherwise OK, per-op outcomes being in the results and the
+ * summary even when ops failed. `observer` and `out_summary` may be NULL. */
 xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *options,
-                          xr_replay_observer_fn observer, void *context,
-                          xr_replay_summary_t *out_summary);
+                          const xr_replay_observer_t *observer, xr_replay_summary_t *out_summary);
+
+/* NMSE of `actual` against `expected`, two storages of the same view (dtype, shape, strides,
+ * offset): sum (a - e)^2 / sum e^2 over the elements where e is finite, with *out_nonfinite set
+ * when a is NaN or Inf where e is finite. What --check and the comparison of devices use. */
+double xr_replay_nmse(const xr_tensor_t *view, const void *actual, const void *expected,
+                      bool *out_nonfinite);
 
 /* ------------------------------------------------------------------------------------------ */
 /* custom initializers                                                                         */

@@ -1,3 +1,4 @@
+/* Replay reports: the writer and the reader of the same format (replay/report.h). */
 #include "replay/report.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@ struct xr_report {
   FILE *f;
   bool json;
   size_t ops;
+  size_t device_index; /* whose summary closes the report */
 };
 
 /* The tail that keeps the JSON document complete between ops; rewritten after each op. */
@@ -51,6 +53,16 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     add_number(o, "trace_us", r->trace_us);
     if (r->median_us > 0) add_number(o, "replay_over_trace", r->median_us / r->trace_us);
   }
+  if (r->compared) {
+    cJSON *outs = cJSON_AddArrayToObject(o, "vs_first_device");
+    for (size_t k = 0; k < r->output_count; k++) {
+      cJSON *c = cJSON_CreateObject();
+      cJSON_AddStringToObject(c, "target", r->outputs[k].target);
+      add_number(c, "nmse", r->outputs[k].nmse_vs_first);
+      cJSON_AddBoolToObject(c, "nonfinite", r->outputs[k].nonfinite_vs_first);
+      cJSON_AddItemToArray(outs, c);
+    }
+  }
   if (r->checked) {
     cJSON_AddBoolToObject(o, "check_passed", r->check_passed);
     cJSON *outs = cJSON_AddArrayToObject(o, "check");
@@ -75,9 +87,13 @@ static void csv_field(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-xr_status_t xr_report_open(const char *path, const char *bundle_path, const char *device_spec,
-                           const char *device_name, const xr_replay_options_t *o,
-                           xr_report_t **out_report) {
+xr_status_t xr_report_open(const char *path, const char *bundle_path,
+                           const xr_replay_summary_t *run, size_t device_index,
+                           const xr_replay_options_t *o, xr_report_t **out_report) {
+  if (device_index >= run->device_count)
+    return xr_error(XR_OUT_OF_RANGE, "%s: device %zu of a %zu-device run", path, device_index,
+                    run->device_count);
+  const xr_replay_device_t *device = &run->devices[device_index];
   size_t n = strlen(path);
   bool json = n >= 5 && !strcmp(path + n - 5, ".json");
   bool csv = n >= 4 && !strcmp(path + n - 4, ".csv");
@@ -91,11 +107,15 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path, const char
   }
   r->f = f;
   r->json = json;
+  r->device_index = device_index;
   if (json) {
     cJSON *head = cJSON_CreateObject();
     cJSON_AddStringToObject(head, "bundle", bundle_path);
-    cJSON_AddStringToObject(head, "hal", device_spec);
-    cJSON_AddStringToObject(head, "device", device_name);
+    cJSON_AddStringToObject(head, "hal", device->spec);
+    cJSON_AddStringToObject(head, "device", device->properties.name);
+    cJSON_AddStringToObject(head, "driver", device->properties.driver);
+    cJSON_AddStringToObject(head, "driver_version", device->properties.driver_version);
+    cJSON_AddStringToObject(head, "runtime_version", device->properties.runtime_version);
     cJSON *opts = cJSON_AddObjectToObject(head, "options");
     cJSON_AddNumberToObject(opts, "warmup", o->warmup);
     cJSON_AddNumberToObject(opts, "iters", o->iters);
@@ -157,16 +177,17 @@ xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
 
 xr_status_t xr_report_close(xr_report_t *r, const xr_replay_summary_t *s) {
   if (!r) return XR_OK;
-  if (r->json && s) {
+  if (r->json && s && r->device_index < s->device_count) {
+    const xr_replay_device_t *d = &s->devices[r->device_index];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "total", (double)s->total);
     cJSON_AddNumberToObject(o, "attempted", (double)s->attempted);
-    cJSON_AddNumberToObject(o, "succeeded", (double)s->succeeded);
-    cJSON_AddNumberToObject(o, "failed", (double)s->failed);
-    cJSON_AddNumberToObject(o, "unsupported", (double)s->unsupported);
+    cJSON_AddNumberToObject(o, "succeeded", (double)d->succeeded);
+    cJSON_AddNumberToObject(o, "failed", (double)d->failed);
+    cJSON_AddNumberToObject(o, "unsupported", (double)d->unsupported);
     cJSON_AddBoolToObject(o, "cancelled", s->cancelled);
     add_number(o, "trace_total_us", s->trace_total_us);
-    add_number(o, "trace_covered_us", s->trace_covered_us);
+    add_number(o, "trace_covered_us", d->trace_covered_us);
     char *text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     fseek(r->f, -(long)(sizeof json_tail - 1), SEEK_END);
@@ -176,4 +197,109 @@ xr_status_t xr_report_close(xr_report_t *r, const xr_replay_summary_t *s) {
   int bad = fclose(r->f) != 0;
   free(r);
   return bad ? xr_error(XR_DATA_LOSS, "closing the report failed") : XR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* reading                                                                                     */
+
+static const char *text_of(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double number_of(const cJSON *o, const char *key, double fallback) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : fallback;
+}
+
+static xr_status_t read_text(const char *path, char **out) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return xr_error(XR_NOT_FOUND, "%s: cannot open: %s", path, strerror(errno));
+  size_t cap = 1 << 16, n = 0;
+  char *text = malloc(cap);
+  for (size_t got; text && (got = fread(text + n, 1, cap - n, f)) > 0;) {
+    n += got;
+    if (n == cap) {
+      char *grown = realloc(text, cap *= 2);
+      if (!grown) free(text);
+      text = grown;
+    }
+  }
+  bool bad = ferror(f);
+  fclose(f);
+  if (!text) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
+  if (bad) {
+    free(text);
+    return xr_error(XR_DATA_LOSS, "%s: read error", path);
+  }
+  text[n < cap ? n : cap - 1] = '\0';
+  *out = text;
+  return XR_OK;
+}
+
+xr_status_t xr_report_read(const char *path, xr_report_contents_t **out_contents) {
+  char *text = NULL;
+  xr_status_t st = read_text(path, &text);
+  if (st != XR_OK) return st;
+  cJSON *j = cJSON_Parse(text);
+  free(text);
+  if (!j) return xr_error(XR_INVALID_ARGUMENT, "%s: not a replay report: not JSON", path);
+  const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");
+  if (!cJSON_IsObject(j) || !cJSON_IsArray(ops)) {
+    cJSON_Delete(j);
+    return xr_error(XR_INVALID_ARGUMENT, "%s: not a replay report: \"ops\" is not an array", path);
+  }
+  size_t n = (size_t)cJSON_GetArraySize(ops);
+  xr_report_contents_t *c = calloc(1, sizeof *c);
+  xr_report_entry_t *entries = calloc(n ? n : 1, sizeof *entries);
+  if (!c || !entries) {
+    free(c);
+    free(entries);
+    cJSON_Delete(j);
+    return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
+  }
+  c->json = j;
+  c->ops = entries;
+  c->bundle = text_of(j, "bundle");
+  c->hal = text_of(j, "hal");
+  c->device = text_of(j, "device");
+  c->finished = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "summary"));
+  size_t i = 0;
+  const cJSON *o;
+  cJSON_ArrayForEach(o, ops) {
+    if (!cJSON_IsObject(o) || !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "index")) ||
+        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "name"))) {
+      xr_report_contents_free(c);
+      return xr_error(XR_INVALID_ARGUMENT, "%s: ops[%zu]: not a replay result (no index or name)",
+                      path, i);
+    }
+    xr_report_entry_t *e = &entries[i++];
+    e->index = (int64_t)number_of(o, "index", -1);
+    e->name = text_of(o, "name");
+    e->outcome = text_of(o, "outcome");
+    e->kernel = text_of(o, "kernel");
+    double median = number_of(o, "median_us", -1);
+    e->median_us = !strcmp(e->outcome, "ok") && median > 0 ? median : -1;
+    e->tflops = number_of(o, "tflops", 0);
+    e->gbps = number_of(o, "gbps", 0);
+    e->peak_percent = number_of(o, "peak_percent", 0);
+    e->trace_us = number_of(o, "trace_us", -1);
+  }
+  c->op_count = i;
+  *out_contents = c;
+  return XR_OK;
+}
+
+void xr_report_contents_free(xr_report_contents_t *c) {
+  if (!c) return;
+  cJSON_Delete(c->json);
+  free(c->ops);
+  free(c);
+}
+
+const xr_report_entry_t *xr_report_find(const xr_report_contents_t *c, int64_t index,
+                                        const char *name) {
+  for (size_t i = 0; i < c->op_count; i++)
+    if (c->ops[i].index == index && !strcmp(c->ops[i].name, name)) return &c->ops[i];
+  return NULL;
 }

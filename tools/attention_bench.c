@@ -53,7 +53,8 @@ static measured_t run_json(const char *json, const char *device, int iters) {
   o.device = device;
   o.warmup = 1;
   o.iters = iters;
-  if (xr_replay_run(b, &o, collect, &m, NULL) != XR_OK) snprintf(m.kernel, sizeof m.kernel, "%s", xr_last_error());
+  xr_replay_observer_t observer = {.result = collect, .context = &m};
+  if (xr_replay_run(b, &o, &observer, NULL) != XR_OK) snprintf(m.kernel, sizeof m.kernel, "%s", xr_last_error());
   xr_bundle_destroy(b);
   return m;
 }

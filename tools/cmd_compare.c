@@ -1,13 +1,12 @@
 /* `replay compare A.json B.json [--svg FILE]`: two reports of the same bundle, made on different
  * machines (an MI300X report and an H200 report, say), side by side: per-op medians, the
  * speed-up of B over A, the geometric mean, and an SVG bar chart of the per-op speed-ups. */
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/bundle.h"
+#include "replay/report.h"
 #include "tools/cli.h"
 
 static const char usage[] =
@@ -21,46 +20,6 @@ typedef struct row {
   double a_us, b_us;   /* < 0 when the op did not succeed there */
   const char *a_kernel, *b_kernel;
 } row_t;
-
-static cJSON *load_report(const char *path) {
-  uint8_t *bytes;
-  size_t size;
-  if (xr_read_file(path, &bytes, &size) != XR_OK) {
-    fprintf(stderr, "replay compare: %s\n", xr_last_error());
-    return NULL;
-  }
-  cJSON *j = cJSON_ParseWithLength((const char *)bytes, size);
-  free(bytes);
-  if (!j || !cJSON_IsArray(cJSON_GetObjectItem(j, "ops"))) {
-    fprintf(stderr, "replay compare: %s: not a replay report (no \"ops\" array)\n", path);
-    cJSON_Delete(j);
-    return NULL;
-  }
-  return j;
-}
-
-static const char *str_field(const cJSON *o, const char *k, const char *fallback) {
-  const cJSON *v = cJSON_GetObjectItem(o, k);
-  return cJSON_IsString(v) ? v->valuestring : fallback;
-}
-
-/* Median of a succeeded op, else -1. */
-static double median_of(const cJSON *op) {
-  const cJSON *m = cJSON_GetObjectItem(op, "median_us");
-  if (strcmp(str_field(op, "outcome", ""), "ok") != 0 || !cJSON_IsNumber(m) || m->valuedouble <= 0)
-    return -1;
-  return m->valuedouble;
-}
-
-static const cJSON *find_op(const cJSON *ops, int index, const char *name) {
-  const cJSON *o;
-  cJSON_ArrayForEach(o, ops) {
-    const cJSON *i = cJSON_GetObjectItem(o, "index");
-    if (cJSON_IsNumber(i) && (int)i->valuedouble == index && !strcmp(str_field(o, "name", ""), name))
-      return o;
-  }
-  return NULL;
-}
 
 static void xml_escape(FILE *f, const char *s) {
   for (; *s; s++) {
@@ -143,36 +102,35 @@ int xr_cmd_compare(int argc, char **argv) {
   paths[0] = xr_cli_path(paths[0], b0, sizeof b0);
   paths[1] = xr_cli_path(paths[1], b1, sizeof b1);
   if (svg) svg = xr_cli_path(svg, b2, sizeof b2);
-  cJSON *a = load_report(paths[0]), *b = a ? load_report(paths[1]) : NULL;
-  if (!a || !b) {
-    cJSON_Delete(a);
+  xr_report_contents_t *a = NULL, *b = NULL;
+  if (xr_report_read(paths[0], &a) != XR_OK || xr_report_read(paths[1], &b) != XR_OK) {
+    fprintf(stderr, "replay compare: %s\n", xr_last_error());
+    xr_report_contents_free(a);
     return XR_EXIT_USAGE;
   }
-  const cJSON *a_ops = cJSON_GetObjectItem(a, "ops"), *b_ops = cJSON_GetObjectItem(b, "ops");
-  size_t n = (size_t)cJSON_GetArraySize(a_ops);
+  size_t n = a->op_count;
   row_t *rows = calloc(n ? n : 1, sizeof *rows);
-  const char *a_dev = str_field(a, "device", paths[0]), *b_dev = str_field(b, "device", paths[1]);
+  const char *a_dev = a->device[0] ? a->device : paths[0];
+  const char *b_dev = b->device[0] ? b->device : paths[1];
   printf("A: %s (%s)\nB: %s (%s)\n", paths[0], a_dev, paths[1], b_dev);
   printf("%4s %-44s %12s %12s %9s  %s\n", "#", "op", "A us", "B us", "A/B", "kernels (A | B)");
   double log_sum = 0;
-  size_t both = 0, i = 0, unmatched = 0;
-  const cJSON *o;
-  cJSON_ArrayForEach(o, a_ops) {
-    row_t *r = &rows[i++];
-    const cJSON *idx = cJSON_GetObjectItem(o, "index");
-    r->index = cJSON_IsNumber(idx) ? (int)idx->valuedouble : -1;
-    r->name = str_field(o, "name", "?");
-    const cJSON *ob = find_op(b_ops, r->index, r->name);
-    if (!ob) unmatched++;
-    r->a_us = median_of(o);
-    r->b_us = ob ? median_of(ob) : -1;
-    r->a_kernel = str_field(o, "kernel", "-");
-    r->b_kernel = ob ? str_field(ob, "kernel", "-") : "-";
+  size_t both = 0, unmatched = 0;
+  for (size_t i = 0; i < n; i++) {
+    const xr_report_entry_t *ea = &a->ops[i], *eb = xr_report_find(b, ea->index, ea->name);
+    row_t *r = &rows[i];
+    r->index = (int)ea->index;
+    r->name = ea->name;
+    if (!eb) unmatched++;
+    r->a_us = ea->median_us;
+    r->b_us = eb ? eb->median_us : -1;
+    r->a_kernel = ea->kernel[0] ? ea->kernel : "-";
+    r->b_kernel = eb && eb->kernel[0] ? eb->kernel : "-";
     printf("%4d %-44s", r->index, r->name);
     if (r->a_us > 0) printf(" %12.2f", r->a_us);
-    else printf(" %12s", ob || r->a_us > 0 ? str_field(o, "outcome", "-") : "-");
+    else printf(" %12s", ea->outcome[0] ? ea->outcome : "-");
     if (r->b_us > 0) printf(" %12.2f", r->b_us);
-    else printf(" %12s", ob ? str_field(ob, "outcome", "-") : "missing");
+    else printf(" %12s", eb ? (eb->outcome[0] ? eb->outcome : "-") : "missing");
     if (r->a_us > 0 && r->b_us > 0) {
       printf(" %8.2fx", r->a_us / r->b_us);
       log_sum += log(r->a_us / r->b_us);
@@ -192,7 +150,7 @@ int xr_cmd_compare(int argc, char **argv) {
     if (rc == XR_EXIT_OK) printf("wrote %s\n", svg);
   }
   free(rows);
-  cJSON_Delete(a);
-  cJSON_Delete(b);
+  xr_report_contents_free(a);
+  xr_report_contents_free(b);
   return rc;
 }

@@ -146,7 +146,8 @@ static int bench_device(const char *spec, int iters, const char *only) {
     o.warmup = 2;
     o.iters = iters;
     outcome_t out = {0};
-    xr_status_t st = xr_replay_run(b, &o, observe, &out, NULL);
+    xr_replay_observer_t observer = {.result = observe, .context = &out};
+    xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
     xr_bundle_destroy(b);
     if (st != XR_OK) return fail(cases[i].label);
     if (!out.seen || out.r.outcome != XR_OP_SUCCEEDED) {

@@ -162,7 +162,8 @@ int main(int argc, char **argv) {
       o.iters = iters;
       o.op_filter = baseline ? NULL : "fused_experts"; /* no baseline: skip the slow reference GEMMs */
       collected_t c = {.n = 0};
-      xr_status_t st = xr_replay_run(b, &o, collect, &c, NULL);
+      xr_replay_observer_t observer = {.result = collect, .context = &c};
+      xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
       if (st != XR_OK) {
         printf("%-26s %5lld %5lld %6lld %4lld %4lld %-7s | unavailable: %s\n", s->model, (long long)s->M,
                (long long)s->K, (long long)s->N, (long long)s->E, (long long)s->topk, dev, xr_last_error());

@@ -150,7 +150,8 @@ static int bench_device(const char *device, long long rows, const char *only) {
     o.warmup = 2;
     o.iters = 15;
     result_slot_t slot = {0};
-    xr_status_t st = xr_replay_run(bundle, &o, collect, &slot, NULL);
+    xr_replay_observer_t observer = {.result = collect, .context = &slot};
+    xr_status_t st = xr_replay_run(bundle, &o, &observer, NULL);
     xr_bundle_destroy(bundle);
     char label[64];
     snprintf(label, sizeof label, "%s", ops[i].label);

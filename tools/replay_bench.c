@@ -75,7 +75,8 @@ int main(void) {
     totals_t t = {0};
     o.iters = iteration_counts[c];
     double start = now_s();
-    if (!tiny || xr_replay_run(tiny, &o, add, &t, NULL) != XR_OK) {
+    xr_replay_observer_t observer = {.result = add, .context = &t};
+    if (!tiny || xr_replay_run(tiny, &o, &observer, NULL) != XR_OK) {
       fprintf(stderr, "replay_bench: %s\n", xr_last_error());
       return 1;
     }
@@ -95,7 +96,8 @@ int main(void) {
   xr_bundle_t *small = gemm_bundle(1000, 64, 64, 64);
   totals_t s = {0};
   double start = now_s();
-  if (!small || xr_replay_run(small, &o, add, &s, NULL) != XR_OK) {
+  xr_replay_observer_t observer = {.result = add, .context = &s};
+  if (!small || xr_replay_run(small, &o, &observer, NULL) != XR_OK) {
     fprintf(stderr, "replay_bench: %s\n", xr_last_error());
     return 1;
   }

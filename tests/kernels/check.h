@@ -46,7 +46,8 @@ static inline xr_op_result_t check_op_seeded(const char *json, const char *devic
   o.seed = seed;
   static check_result_t c;
   memset(&c, 0, sizeof c);
-  xr_status_t st = xr_replay_run(b, &o, check_collect, &c, NULL);
+  xr_replay_observer_t observer = {.result = check_collect, .context = &c};
+  xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
   if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) {
     xr_bundle_destroy(b);
     cr_skip_test("%s unavailable: %s", device, xr_last_error());

@@ -97,7 +97,8 @@ static inline xr_op_result_t run(const char *json, const char *device, uint64_t 
   }
   static check_result_t c;
   memset(&c, 0, sizeof c);
-  xr_status_t st = xr_replay_run(b, &o, check_collect, &c, NULL);
+  xr_replay_observer_t observer = {.result = check_collect, .context = &c};
+  xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
   xr_bundle_destroy(b);
   if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) cr_skip_test("%s unavailable: %s", device, xr_last_error());
   cr_assert_eq(st, XR_OK, "%s", xr_last_error());
@@ -348,7 +349,8 @@ static inline void run_dump(const char *json, const char *dir, const char *devic
   o.dump_dir = dump;
   static check_result_t c;
   memset(&c, 0, sizeof c);
-  xr_status_t st = xr_replay_run(b, &o, check_collect, &c, NULL);
+  xr_replay_observer_t observer = {.result = check_collect, .context = &c};
+  xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
   xr_bundle_destroy(b);
   if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) cr_skip_test("%s unavailable: %s", device, xr_last_error());
   cr_assert_eq(st, XR_OK, "%s", xr_last_error());

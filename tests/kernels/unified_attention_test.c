@@ -149,7 +149,8 @@ Test(unified_attention_cpu, dead_cache_slots_are_nan) {
   snprintf(dir, sizeof dir, "%s/ua_dump", getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp");
   o.dump_dir = dir;
   static check_result_t r;
-  cr_assert_eq(xr_replay_run(bundle, &o, check_collect, &r, NULL), XR_OK, "%s", xr_last_error());
+  xr_replay_observer_t observer = {.result = check_collect, .context = &r};
+  cr_assert_eq(xr_replay_run(bundle, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
   cr_assert_eq(r.r.outcome, XR_OP_SUCCEEDED, "%s", r.r.message);
   char path[4200];
   snprintf(path, sizeof path, "%s/op0_kv_cache.npy", dir);
@@ -269,7 +270,8 @@ static void dense_case(const char *device, xr_kernel_choice_t choice) {
   o.dump_dir = dir;
   static check_result_t r;
   memset(&r, 0, sizeof r);
-  xr_status_t st = xr_replay_run(bundle, &o, check_collect, &r, NULL);
+  xr_replay_observer_t observer = {.result = check_collect, .context = &r};
+  xr_status_t st = xr_replay_run(bundle, &o, &observer, NULL);
   if (st == XR_UNAVAILABLE) cr_skip_test("%s unavailable", device);
   cr_assert_eq(st, XR_OK, "%s", xr_last_error());
   cr_assert_eq(r.r.outcome, XR_OP_SUCCEEDED, "%s", r.r.message);
@@ -478,7 +480,8 @@ Test(unified_attention_extract, hints_reach_the_replay) {
   o.warmup = 0;
   o.iters = 1;
   static check_result_t r;
-  cr_assert_eq(xr_replay_run(b, &o, check_collect, &r, NULL), XR_OK, "%s", xr_last_error());
+  xr_replay_observer_t observer = {.result = check_collect, .context = &r};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
   cr_assert_eq(r.r.outcome, XR_OP_SUCCEEDED, "%s", r.r.message);
   cr_assert(r.r.check_passed);
   cr_assert(strstr(r.r.init_policy, "3 decode (3 tokens, 1024 keys each) + 1 prefill (5 tokens"), "%s",

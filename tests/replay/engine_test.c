@@ -31,9 +31,20 @@ typedef struct seen {
   size_t count;
   xr_op_result_t r[16];
   xr_report_t *report;
-  const char *report_path;
+  const char *report_path;              /* opened when the run starts */
+  const xr_replay_options_t *options;
   size_t ops_in_report_after_first; /* parsed from the file while the run goes on */
 } seen_t;
+
+static void started(void *ctx, const xr_replay_summary_t *run) {
+  seen_t *s = ctx;
+  cr_assert_eq(run->device_count, 1);
+  cr_assert_str_eq(run->devices[0].spec, "cpu");
+  cr_assert_str_eq(run->devices[0].properties.driver, "cpu");
+  if (s->report_path)
+    cr_assert_eq(xr_report_open(s->report_path, "t.json", run, 0, s->options, &s->report), XR_OK,
+                 "%s", xr_last_error());
+}
 
 static void observe(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
   (void)count;
@@ -83,7 +94,8 @@ Test(engine, outcomes_are_counted_once_and_the_run_goes_on) {
   xr_replay_options_t o = quick();
   seen_t s = {0};
   xr_replay_summary_t sum;
-  cr_assert_eq(xr_replay_run(b, &o, observe, &s, &sum), XR_OK, "%s", xr_last_error());
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
   cr_assert_eq(sum.total, 4);
   cr_assert_eq(sum.attempted, 4);
   cr_assert_eq(sum.succeeded, 2);
@@ -104,17 +116,17 @@ Test(engine, outcomes_are_counted_once_and_the_run_goes_on) {
   memset(&s, 0, sizeof s);
   o.stop_on_error = true;
   xr_bundle_t *c = bundle(MM(2, 3, 2) ", {\"name\": \"aten::mm\", \"args\": []}, " MM(2, 3, 2));
-  cr_assert_eq(xr_replay_run(c, &o, observe, &s, &sum), XR_OK);
+  cr_assert_eq(xr_replay_run(c, &o, &observer, &sum), XR_OK);
   cr_assert_eq(sum.attempted, 2);
   cr_assert_eq(sum.failed, 1);
   cr_assert(strstr(s.r[1].message, "argument 'self' (position 0) is missing"), "%s", s.r[1].message);
   o.stop_on_error = false;
   o.op_filter = "no_such";
-  cr_assert_eq(xr_replay_run(b, &o, NULL, NULL, &sum), XR_OK);
+  cr_assert_eq(xr_replay_run(b, &o, NULL, &sum), XR_OK);
   cr_assert_eq(sum.attempted, 1);
   o.op_filter = "aten::";
   o.op_limit = 2;
-  cr_assert_eq(xr_replay_run(b, &o, NULL, NULL, &sum), XR_OK);
+  cr_assert_eq(xr_replay_run(b, &o, NULL, &sum), XR_OK);
   cr_assert_eq(sum.attempted, 2);
   xr_bundle_destroy(c);
   xr_bundle_destroy(b);
@@ -139,7 +151,7 @@ Test(engine, seeded_runs_reproduce_and_dumps_are_named_like_golden_targets) {
   for (int i = 0; i < 3; i++) {
     o.dump_dir = dirs[i];
     o.seed = seeds[i];
-    cr_assert_eq(xr_replay_run(b, &o, NULL, NULL, NULL), XR_OK, "%s", xr_last_error());
+    cr_assert_eq(xr_replay_run(b, &o, NULL, NULL), XR_OK, "%s", xr_last_error());
   }
   char p[3][1200];
   size_t n[3];
@@ -169,7 +181,8 @@ Test(engine, timing_modes) {
   o.cache = XR_CACHE_COLD;
   o.rotate = 3;
   o.iters = 5;
-  cr_assert_eq(xr_replay_run(b, &o, observe, &s, NULL), XR_OK, "%s", xr_last_error());
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
   cr_assert_eq(s.r[0].outcome, XR_OP_SUCCEEDED, "%s", s.r[0].message);
   cr_assert_eq(s.r[0].iterations, 5);
   /* --min-time keeps iterating past --iters. */
@@ -177,7 +190,7 @@ Test(engine, timing_modes) {
   o = quick();
   o.iters = 1;
   o.min_time_ms = 2;
-  cr_assert_eq(xr_replay_run(b, &o, observe, &s, NULL), XR_OK);
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK);
   cr_assert_gt(s.r[0].iterations, 1);
   cr_assert_geq(s.r[0].mean_us * s.r[0].iterations, 2000.0 * 0.99);
   xr_bundle_destroy(b);
@@ -209,7 +222,8 @@ Test(engine, custom_initializers_registered_later_override) {
   seen_t s = {0};
   cr_assert_eq(xr_replay_register_initializer("aten::mm", all_twos), XR_OK);
   cr_assert_eq(xr_replay_register_initializer("aten::mm", all_ones), XR_OK);
-  cr_assert_eq(xr_replay_run(b, &o, observe, &s, NULL), XR_OK, "%s", xr_last_error());
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
   cr_assert_eq(ones_calls, 1);
   cr_assert_str_eq(s.r[0].init_policy, "all ones (my-params)");
   char path[1200];
@@ -226,9 +240,10 @@ Test(engine, report_is_complete_json_after_every_op) {
   xr_replay_options_t o = quick();
   seen_t s = {0};
   s.report_path = tmp_path("report.json");
-  cr_assert_eq(xr_report_open(s.report_path, "t.json", "cpu", "test cpu", &o, &s.report), XR_OK);
+  s.options = &o;
   xr_replay_summary_t sum;
-  cr_assert_eq(xr_replay_run(b, &o, observe, &s, &sum), XR_OK);
+  xr_replay_observer_t observer = {.started = started, .result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK);
   cr_assert_eq(s.ops_in_report_after_first, 1);
   cr_assert_eq(xr_report_close(s.report, &sum), XR_OK);
   size_t n;
@@ -241,8 +256,19 @@ Test(engine, report_is_complete_json_after_every_op) {
   cJSON *op0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "ops"), 0);
   cr_assert(!strncmp(cJSON_GetObjectItem(op0, "kernel")->valuestring, "cpu.", 4));
   cr_assert(cJSON_IsNumber(cJSON_GetObjectItem(op0, "median_us")));
+  cr_assert_str_eq(cJSON_GetObjectItem(j, "driver")->valuestring, "cpu");
   cJSON_Delete(j);
   free(bytes);
+  /* Read back as the comparison of reports does. */
+  xr_report_contents_t *c;
+  cr_assert_eq(xr_report_read(s.report_path, &c), XR_OK, "%s", xr_last_error());
+  cr_assert(c->finished && c->op_count == 3 && !strcmp(c->hal, "cpu"));
+  cr_assert_gt(c->ops[0].median_us, 0);
+  cr_assert_lt(c->ops[2].median_us, 0, "an unsupported op has no time");
+  cr_assert_str_eq(c->ops[2].outcome, "unsupported");
+  cr_assert_eq(xr_report_find(c, 1, "aten::mm"), &c->ops[1]);
+  cr_assert_null(xr_report_find(c, 1, "aten::bmm"));
+  xr_report_contents_free(c);
   xr_bundle_destroy(b);
 }
 
@@ -251,7 +277,8 @@ Test(engine, check_compares_with_the_reference) {
   xr_replay_options_t o = quick();
   o.check = true;
   seen_t s = {0};
-  cr_assert_eq(xr_replay_run(b, &o, observe, &s, NULL), XR_OK);
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK);
   cr_assert(s.r[0].checked && s.r[0].check_passed);
   cr_assert_eq(s.r[0].output_count, 1);
   cr_assert_str_eq(s.r[0].outputs[0].target, "return0");
@@ -260,15 +287,79 @@ Test(engine, check_compares_with_the_reference) {
   xr_bundle_destroy(b);
 }
 
+typedef struct pairs {
+  size_t count;
+  xr_op_result_t r[8];
+  size_t position[8];
+} pairs_t;
+
+static void keep(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
+  pairs_t *p = ctx;
+  cr_assert_eq(count, 2);
+  if (p->count < 8) p->r[p->count] = *r, p->position[p->count] = position;
+  p->count++;
+}
+
+/* Several devices: each op runs on each in turn and its outputs are compared, in memory, with
+ * the first device's by the function --check uses. */
+Test(engine, several_devices_compare_each_op_with_the_first) {
+  xr_bundle_t *b = bundle(MM(6, 5, 4) ", " MM(3, 9, 2));
+  xr_replay_options_t o = quick();
+  o.device = "cpu,cpu";
+  o.check = true;
+  o.dump_dir = tmp_path("dump_two");
+  pairs_t p = {0};
+  xr_replay_summary_t sum;
+  xr_replay_observer_t observer = {.result = keep, .context = &p};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(p.count, 4);
+  for (size_t i = 0; i < 4; i++) {
+    cr_assert_eq(p.r[i].index, i / 2, "op by op");
+    cr_assert_eq(p.position[i], i / 2);
+    cr_assert_eq(p.r[i].device_index, i % 2, "each op on the devices in order");
+    cr_assert(p.r[i].checked && p.r[i].check_passed);
+    cr_assert_eq(p.r[i].compared, i % 2 == 1, "only the second device is compared");
+  }
+  /* The same device and inputs: identical outputs. */
+  cr_assert_eq(p.r[1].outputs[0].nmse_vs_first, 0.0);
+  cr_assert(!p.r[1].outputs[0].nonfinite_vs_first);
+  cr_assert_eq(sum.device_count, 2);
+  cr_assert_str_eq(sum.devices[1].spec, "cpu");
+  cr_assert(sum.devices[0].succeeded == 2 && sum.devices[1].succeeded == 2);
+  cr_assert_eq(sum.succeeded, 2, "the top-level counts are the first device's");
+  /* One dump folder per device. */
+  char path[1200];
+  snprintf(path, sizeof path, "%s/cpu/op1_return0.npy", o.dump_dir);
+  cr_assert_eq(access(path, R_OK), 0, "%s", path);
+  xr_bundle_destroy(b);
+}
+
+Test(engine, the_nmse_of_two_storages_of_one_view) {
+  xr_tensor_t view = {.dtype = XR_DTYPE_F32, .rank = 1, .shape = {3}, .strides = {2}, .offset = 1};
+  float expected[7] = {99, 1, 99, 2, 99, 2, 99}, close[7] = {0, 1, 0, 2, 0, 3, 0};
+  bool nonfinite = true;
+  /* Only the view's elements count: (3 - 2)^2 / (1 + 4 + 4). */
+  cr_assert_float_eq(xr_replay_nmse(&view, close, expected, &nonfinite), 1.0 / 9.0, 1e-12);
+  cr_assert(!nonfinite);
+  close[3] = NAN;
+  xr_replay_nmse(&view, close, expected, &nonfinite);
+  cr_assert(nonfinite, "a NaN where the expected value is finite");
+}
+
 Test(engine, unavailable_hal_is_reported_with_its_reason) {
   xr_bundle_t *b = bundle(MM(2, 2, 2));
   xr_replay_options_t o = quick();
   o.device = "hip";
-  xr_status_t st = xr_replay_run(b, &o, NULL, NULL, NULL);
+  xr_status_t st = xr_replay_run(b, &o, NULL, NULL);
   cr_assert_eq(st, XR_UNAVAILABLE, "%s", xr_last_error());
   cr_assert(strstr(xr_last_error(), "libamdhip64"), "%s", xr_last_error());
   o.device = "bogus:1";
-  cr_assert_neq(xr_replay_run(b, &o, NULL, NULL, NULL), XR_OK);
+  cr_assert_neq(xr_replay_run(b, &o, NULL, NULL), XR_OK);
+  o.device = "cpu,hip"; /* every device opens before the first op runs */
+  cr_assert_eq(xr_replay_run(b, &o, NULL, NULL), XR_UNAVAILABLE);
+  o.device = ",";
+  cr_assert_eq(xr_replay_run(b, &o, NULL, NULL), XR_INVALID_ARGUMENT);
+  cr_assert(strstr(xr_last_error(), "no device in \",\""), "%s", xr_last_error());
   xr_bundle_destroy(b);
 }
 
@@ -304,7 +395,8 @@ Test(engine, paged_attention_query_layout_follows_trace_hints) {
   xr_replay_options_t o = quick();
   o.check = true;
   seen_t s = {0};
-  cr_assert_eq(xr_replay_run(b, &o, observe, &s, NULL), XR_OK, "%s", xr_last_error());
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
   cr_assert_eq(s.r[0].outcome, XR_OP_SUCCEEDED, "%s", s.r[0].message);
   cr_assert(strstr(s.r[0].init_policy, "query_start_loc from the trace: 1 prefill (5 tokens) + 2 decode"),
             "%s", s.r[0].init_policy);
@@ -336,7 +428,7 @@ Test(engine, default_inputs_follow_the_documented_stream) {
   xr_replay_options_t o = quick();
   o.dump_dir = tmp_path("dump_stream");
   o.seed = 1234;
-  cr_assert_eq(xr_replay_run(b, &o, NULL, NULL, NULL), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(xr_replay_run(b, &o, NULL, NULL), XR_OK, "%s", xr_last_error());
   for (int op = 0; op < 2; op++) {
     char path[1200];
     snprintf(path, sizeof path, "%s/op%d_return0.npy", o.dump_dir, op);

@@ -172,7 +172,8 @@ Test(golden, every_case_through_the_replay_engine) {
   o.dump_dir = dump;
   static results_t rs;
   xr_replay_summary_t summary;
-  cr_assert_eq(xr_replay_run(b, &o, collect, &rs, &summary), XR_OK, "%s", xr_last_error());
+  xr_replay_observer_t observer = {.result = collect, .context = &rs};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &summary), XR_OK, "%s", xr_last_error());
   cr_assert_eq(rs.count, b->op_count);
 
   size_t checked = 0, i = 0;

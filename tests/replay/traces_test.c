@@ -39,7 +39,8 @@ static tally_t replay_trace(const char *trace, const char *filter) {
   o.op_filter = filter;
   tally_t t = {0};
   xr_replay_summary_t s;
-  cr_assert_eq(xr_replay_run(b, &o, report_failure, &t, &s), XR_OK, "%s", xr_last_error());
+  xr_replay_observer_t observer = {.result = report_failure, .context = &t};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &s), XR_OK, "%s", xr_last_error());
   cr_assert_eq(s.failed, 0, "%s: %zu ops failed", trace, s.failed);
   xr_bundle_destroy(b);
   return t;

@@ -22,6 +22,17 @@ static void add_number(cJSON *o, const char *key, double v) {
   else cJSON_AddNullToObject(o, key);
 }
 
+/* One output's comparison: {"target", "nmse", "threshold" (when there is one), "nonfinite"}. */
+static void add_output(cJSON *outs, const char *target, double nmse, double threshold,
+                       bool nonfinite) {
+  cJSON *c = cJSON_CreateObject();
+  cJSON_AddStringToObject(c, "target", target);
+  add_number(c, "nmse", nmse);
+  if (!isnan(threshold)) add_number(c, "threshold", threshold);
+  cJSON_AddBoolToObject(c, "nonfinite", nonfinite);
+  cJSON_AddItemToArray(outs, c);
+}
+
 cJSON *xr_result_to_json(const xr_op_result_t *r) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "index", (double)r->index);
@@ -55,25 +66,16 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
   }
   if (r->compared) {
     cJSON *outs = cJSON_AddArrayToObject(o, "vs_first_device");
-    for (size_t k = 0; k < r->output_count; k++) {
-      cJSON *c = cJSON_CreateObject();
-      cJSON_AddStringToObject(c, "target", r->outputs[k].target);
-      add_number(c, "nmse", r->outputs[k].nmse_vs_first);
-      cJSON_AddBoolToObject(c, "nonfinite", r->outputs[k].nonfinite_vs_first);
-      cJSON_AddItemToArray(outs, c);
-    }
+    for (size_t k = 0; k < r->output_count; k++)
+      add_output(outs, r->outputs[k].target, r->outputs[k].nmse_vs_first, NAN,
+                 r->outputs[k].nonfinite_vs_first);
   }
   if (r->checked) {
     cJSON_AddBoolToObject(o, "check_passed", r->check_passed);
     cJSON *outs = cJSON_AddArrayToObject(o, "check");
-    for (size_t k = 0; k < r->output_count; k++) {
-      cJSON *c = cJSON_CreateObject();
-      cJSON_AddStringToObject(c, "target", r->outputs[k].target);
-      add_number(c, "nmse", r->outputs[k].nmse);
-      add_number(c, "threshold", r->outputs[k].threshold);
-      cJSON_AddBoolToObject(c, "nonfinite", r->outputs[k].nonfinite);
-      cJSON_AddItemToArray(outs, c);
-    }
+    for (size_t k = 0; k < r->output_count; k++)
+      add_output(outs, r->outputs[k].target, r->outputs[k].nmse, r->outputs[k].threshold,
+                 r->outputs[k].nonfinite);
   }
   return o;
 }

@@ -264,9 +264,10 @@ xr_status_t xr_hal_event_elapsed_ms(xr_hal_event_t *start, xr_hal_event_t *end, 
  * Kernel dispatch. Two paths:
  *  (a) host work, for host-addressable devices (cpu): a function, or a parallel-for over N work
  *      items split across the device's thread pool, run in stream order;
- *  (b) device code: an executable built from OpenCL C source (opencl) or loaded from a binary
- *      (cuda fatbin/PTX, hip code object: later drivers), a kernel looked up by name, and a
- *      dispatch of grid x block work-groups with typed arguments.
+ *  (b) device code: an executable built from OpenCL C source (opencl), loaded from a binary
+ *      (cuda fatbin/cubin/PTX, hip code object) or compiled from CUDA C++ source at run time
+ *      (cuda, hip), a kernel looked up by name, and a dispatch of grid x block work-groups with
+ *      typed arguments.
  * ------------------------------------------------------------------------------------------- */
 
 typedef void (*xr_hal_host_fn_t)(void *context);

@@ -1,5 +1,5 @@
 /* On-disk cache of compiled device programs, shared by the drivers that build at run time
- * (opencl now; NVRTC/hiprtc output later). Entries are keyed by a 128-bit hash of everything
+ * (OpenCL programs; NVRTC and hiprtc output). Entries are keyed by a 128-bit hash of everything
  * that changes the binary (source, options, device name, driver version) and live in
  * $XR_HAL_CACHE_DIR, else $XDG_CACHE_HOME/xreplay, else ~/.cache/xreplay. Every failure here
  * (no home, read-only disk, a corrupt or truncated entry) only means a cache miss: nothing is

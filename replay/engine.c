@@ -132,8 +132,9 @@ static xr_status_t tensors_upload(const op_work_t *w, xr_hal_device_t *device, o
     ts->t[i] = w->layout[i];
     xr_status_t st = xr_hal_buffer_alloc(device, w->bytes[i], &ts->t[i].buffer);
     if (st != XR_OK) return xr_error_prefix(st, "allocating tensor %zu: ", i);
-    if (w->bytes[i] && (st = xr_hal_buffer_write(ts->t[i].buffer, 0, w->host[i], w->bytes[i])) != XR_OK)
-      return st;
+    if (w->bytes[i] == 0) continue;
+    st = xr_hal_buffer_write(ts->t[i].buffer, 0, w->host[i], w->bytes[i]);
+    if (st != XR_OK) return st;
   }
   return XR_OK;
 }
@@ -705,7 +706,8 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   size_t selected = 0;
   for (size_t i = 0; i < bundle->op_count; i++) {
     const xr_op_t *op = &bundle->ops[i];
-    if (op->timing && op->timing->gpu_time_us > 0) summary->trace_total_us += op->timing->gpu_time_us;
+    if (op->timing && op->timing->gpu_time_us > 0)
+      summary->trace_total_us += op->timing->gpu_time_us;
     if (o->op_filter && !strstr(op->name, o->op_filter)) continue;
     if (o->op_limit >= 0 && selected >= (size_t)o->op_limit) continue;
     selected++;

@@ -128,7 +128,8 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
     if (r->compute_bound || r->flops > 0) printf(" %8.3f TFLOP/s", r->tflops);
     printf(" %8.2f GB/s", r->gbps);
     if (r->peak_percent > 0) printf(" %5.1f%% peak", r->peak_percent);
-    if (r->trace_us >= 0) printf("  trace %.2f us (x%.2f)", r->trace_us, r->median_us / r->trace_us);
+    if (r->trace_us >= 0)
+      printf("  trace %.2f us (x%.2f)", r->trace_us, r->median_us / r->trace_us);
     if (r->checked) printf("  check ok (nmse %.2g)", r->output_count ? r->outputs[0].nmse : 0.0);
   } else {
     printf(" %s: %s", r->outcome == XR_OP_FAILED ? "FAILED" : "unsupported", r->message);
@@ -310,7 +311,8 @@ int xr_cmd_replay(int argc, char **argv) {
            dev->spec, s.attempted, s.total, dev->succeeded, dev->failed, dev->unsupported,
            s.cancelled ? " (interrupted)" : "");
     if (s.trace_total_us > 0)
-      printf("summary [%s]: the ops that ran cover %.1f%% of the source trace's GPU time (%.1f of %.1f us)\n",
+      printf("summary [%s]: the ops that ran cover %.1f%% of the source trace's GPU time "
+             "(%.1f of %.1f us)\n",
              dev->spec, 100.0 * dev->trace_covered_us / s.trace_total_us, dev->trace_covered_us,
              s.trace_total_us);
     if (dev->failed) rc = XR_EXIT_FAILED;

@@ -117,12 +117,12 @@ void xr_kernel_instance_destroy(xr_kernel_instance_t *instance);
 size_t xr_kernel_op_names(const char **out_names, size_t capacity);
 
 /* ------------------------------------------------------------------------------------------ */
-/* custom initializers: inputs a kernel reads as data (sequence lengths, block tables, routing  */
-/* ids, indices) must be consistent, not random                                                 */
+/* custom initializers                                                                         */
 
-/* What an initializer sees: the op, its plan, and the host copies of its inputs (binding order)
- * already filled by the default policy; it overwrites what must be consistent (sequence lengths,
- * block tables, routing ids) and describes what it did in `policy`. */
+/* Inputs a kernel reads as data (sequence lengths, block tables, routing ids, indices) must be
+ * consistent, not random. What an initializer sees: the op, its plan, and the host copies of its
+ * inputs (binding order) already filled by the default policy; it overwrites what must be
+ * consistent and describes what it did in `policy`. */
 typedef struct xr_init_context {
   const xr_op_t *op;
   const xr_op_plan_t *plan;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/file.h"
 #include "formats/model.h"
 
 #ifdef __cplusplus
@@ -63,8 +64,7 @@ xr_status_t xr_bundle_save(const xr_bundle_t *bundle, const char *path, xr_bundl
 /* Format implied by a path's extension (.json, .msgpack/.mpk); UNKNOWN otherwise. */
 xr_bundle_format_t xr_bundle_format_from_path(const char *path);
 
-/* Reads a whole file into memory (malloc'd, NUL-terminated; size excludes the NUL). */
-xr_status_t xr_read_file(const char *path, uint8_t **out_bytes, size_t *out_size);
+/* xr_read_file (base/file.h) reads the files. */
 
 /* ------------------------------------------------------------------------------------------ */
 /* validation                                                                                  */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/dtype.h"
+#include "kernels/family.h"
 
 /* splitmix64: small, fast, and good enough to seed and to fill test tensors. */
 uint64_t xr_rng_next(uint64_t *state) {
@@ -23,17 +24,17 @@ double xr_rng_normal(uint64_t *state) {
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
+/* The family's argument readers (kernels/family.h), by name only; an argument of another kind
+ * counts as absent here (the op's analysis has already judged it). */
 int xr_init_input(const xr_init_context_t *c, const char *name) {
-  const xr_arg_t *a = xr_op_find_arg(c->op, name);
-  if (!a || a->value.kind != XR_VALUE_TENSOR) return -1;
-  for (size_t i = 0; i < c->plan->input_count; i++)
-    if (c->plan->inputs[i] == a->value.as.tensor) return (int)i;
-  return -1;
+  int index = -1;
+  xr_arg_tensor(c->plan, -1, name, false, &index);
+  return index;
 }
 
 int64_t xr_init_int_arg(const xr_init_context_t *c, const char *name, int64_t fallback) {
-  const xr_arg_t *a = xr_op_find_arg(c->op, name);
-  return a && a->value.kind == XR_VALUE_INT ? a->value.as.i : fallback;
+  int64_t value = fallback;
+  return xr_arg_int(c->op, -1, name, false, &value) == XR_OK ? value : fallback;
 }
 
 bool xr_init_hint(const xr_init_context_t *c, const char *name, int64_t *out) {

@@ -54,26 +54,39 @@ typedef struct engine {
   xr_hal_stream_t *cpu_stream;
 } engine_t;
 
+/* The outcome of a step done once per op, kept so that every device after the first that needs
+ * it sees the same status and sentence. */
+typedef struct once {
+  bool done;
+  xr_status_t status;
+  char message[1024];
+} once_t;
+
+static xr_status_t once_keep(once_t *o, xr_status_t status) {
+  o->done = true;
+  o->status = status;
+  if (status != XR_OK) snprintf(o->message, sizeof o->message, "%s", xr_last_error());
+  return status;
+}
+
+static xr_status_t once_replay(const once_t *o) {
+  return o->status == XR_OK ? XR_OK : xr_error(o->status, "%s", o->message);
+}
+
 /* One op's work shared by every device it runs on: its plan, its inputs (initialised once), the
  * reference's outputs (--check, computed once) and the first device's outputs (compared with
  * the others'). Host buffers hold whole storages, as the devices' do. */
 typedef struct op_work {
   size_t index;
   xr_op_plan_t plan;
-  xr_status_t plan_status;
-  char plan_message[1024];
+  once_t planned, inputs, reference_run;
   size_t count;                /* inputs + returns */
   xr_tensor_t *layout;         /* per tensor: dtype, shape, strides, offset (no buffer) */
   size_t *bytes;               /* per tensor: storage bytes */
-  bool inputs_ready;
-  xr_status_t inputs_status;
-  char inputs_message[1024];
   void **host;                 /* per tensor: initial contents (outputs poisoned) */
   bool *has_data;
   char policy[256];
   size_t out_count, out[XR_MAX_CHECKED_OUTPUTS]; /* returns, then the inputs it writes */
-  int reference_state;         /* 0 not run, 1 done, -1 failed (message kept) */
-  char reference_message[1024];
   void *reference[XR_MAX_CHECKED_OUTPUTS];
   bool have_first;
   void *first[XR_MAX_CHECKED_OUTPUTS];
@@ -175,11 +188,7 @@ static void output_target(const xr_op_plan_t *plan, size_t index, char *out, siz
 static void work_plan(const engine_t *e, size_t index, op_work_t *w) {
   memset(w, 0, sizeof *w);
   w->index = index;
-  w->plan_status = xr_kernel_plan(&e->bundle->ops[index], &w->plan);
-  if (w->plan_status != XR_OK) {
-    snprintf(w->plan_message, sizeof w->plan_message, "%s", xr_last_error());
-    return;
-  }
+  if (once_keep(&w->planned, xr_kernel_plan(&e->bundle->ops[index], &w->plan)) != XR_OK) return;
   for (size_t r = 0; r < w->plan.return_count && w->out_count < XR_MAX_CHECKED_OUTPUTS; r++)
     w->out[w->out_count++] = w->plan.input_count + r;
   for (size_t i = 0; i < w->plan.input_count && w->out_count < XR_MAX_CHECKED_OUTPUTS; i++)
@@ -196,7 +205,7 @@ static void work_free(op_work_t *w) {
     free(w->reference[k]);
     free(w->first[k]);
   }
-  if (w->plan_status == XR_OK) xr_kernel_plan_free(&w->plan);
+  if (w->planned.status == XR_OK) xr_kernel_plan_free(&w->plan);
 }
 
 /* The --init "op:policy;op2:policy" entry for this exact op name, or NULL. */
@@ -228,25 +237,20 @@ static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
   for (size_t i = 0; i < w->count; i++) {
     xr_status_t st = tensor_layout(plan, i, &w->layout[i], &w->bytes[i]);
     if (st != XR_OK) return xr_error_prefix(st, "tensor %zu: ", i);
+    const xr_tensor_spec_t *s = i < plan->input_count ? plan->inputs[i] : NULL;
+    if (s && (s->data || s->data_file)) {
+      /* The contents as read: exactly the storage's bytes (xr_tensor_read_data). */
+      size_t size;
+      st = xr_tensor_read_data(e->bundle, s, (uint8_t **)&w->host[i], &size);
+      if (st != XR_OK) return xr_error_prefix(st, "tensor %zu contents: ", i);
+      w->has_data[i] = true;
+      continue;
+    }
     w->host[i] = malloc(w->bytes[i] ? w->bytes[i] : 1);
     if (!w->host[i])
       return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for %zu bytes", w->bytes[i]);
-    if (i >= plan->input_count) {
-      xr_poison(w->host[i], w->layout[i].dtype, w->bytes[i]);
-      continue;
-    }
-    const xr_tensor_spec_t *s = plan->inputs[i];
-    if (s->data || s->data_file) {
-      uint8_t *bytes;
-      size_t size;
-      st = xr_tensor_read_data(e->bundle, s, &bytes, &size);
-      if (st != XR_OK) return xr_error_prefix(st, "tensor %zu contents: ", i);
-      memcpy(w->host[i], bytes, size < w->bytes[i] ? size : w->bytes[i]);
-      free(bytes);
-      w->has_data[i] = true;
-    } else {
-      xr_fill(w->host[i], s, w->bytes[i], xr_seed_for(e->o->seed, w->index, i));
-    }
+    if (s) xr_fill(w->host[i], s, w->bytes[i], xr_seed_for(e->o->seed, w->index, i));
+    else xr_poison(w->host[i], w->layout[i].dtype, w->bytes[i]);
   }
   xr_initializer_fn fn = xr_find_initializer(plan);
   if (!fn) return XR_OK;
@@ -268,38 +272,30 @@ static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
 
 /* The inputs, once per op: the first device that gets this far initialises them. */
 static xr_status_t work_inputs(const engine_t *e, op_work_t *w) {
-  if (!w->inputs_ready) {
-    w->inputs_ready = true;
-    w->inputs_status = init_inputs(e, w);
-    if (w->inputs_status != XR_OK)
-      snprintf(w->inputs_message, sizeof w->inputs_message, "%s", xr_last_error());
-  }
-  if (w->inputs_status != XR_OK) return xr_error(w->inputs_status, "%s", w->inputs_message);
-  return XR_OK;
+  return w->inputs.done ? once_replay(&w->inputs) : once_keep(&w->inputs, init_inputs(e, w));
 }
 
 /* The reference's outputs, once per op (--check). */
+static xr_status_t run_reference(engine_t *e, op_work_t *w) {
+  op_tensors_t ref = {0};
+  xr_kernel_instance_t *inst = NULL;
+  const xr_kernel_impl_t *impl;
+  xr_status_t st = xr_kernel_select(&w->plan, e->cpu, XR_KERNEL_REFERENCE, &impl);
+  if (st == XR_OK) st = tensors_upload(w, e->cpu, &ref);
+  if (st == XR_OK) st = xr_kernel_prepare(&w->plan, impl, e->cpu, ref.t, &inst);
+  if (st == XR_OK) st = xr_kernel_enqueue(inst, e->cpu_stream);
+  xr_status_t sync = inst ? xr_hal_stream_synchronize(e->cpu_stream) : XR_OK;
+  if (st == XR_OK) st = sync;
+  for (size_t k = 0; st == XR_OK && k < w->out_count; k++)
+    st = read_back(&ref, w, w->out[k], &w->reference[k]);
+  xr_kernel_instance_destroy(inst);
+  tensors_free(&ref);
+  return st;
+}
+
 static xr_status_t work_reference(engine_t *e, op_work_t *w) {
-  if (w->reference_state == 0) {
-    op_tensors_t ref = {0};
-    xr_kernel_instance_t *inst = NULL;
-    const xr_kernel_impl_t *impl;
-    xr_status_t st = xr_kernel_select(&w->plan, e->cpu, XR_KERNEL_REFERENCE, &impl);
-    if (st == XR_OK) st = tensors_upload(w, e->cpu, &ref);
-    if (st == XR_OK) st = xr_kernel_prepare(&w->plan, impl, e->cpu, ref.t, &inst);
-    if (st == XR_OK) st = xr_kernel_enqueue(inst, e->cpu_stream);
-    xr_status_t sync = inst ? xr_hal_stream_synchronize(e->cpu_stream) : XR_OK;
-    if (st == XR_OK) st = sync;
-    for (size_t k = 0; st == XR_OK && k < w->out_count; k++)
-      st = read_back(&ref, w, w->out[k], &w->reference[k]);
-    xr_kernel_instance_destroy(inst);
-    tensors_free(&ref);
-    w->reference_state = st == XR_OK ? 1 : -1;
-    if (st != XR_OK)
-      snprintf(w->reference_message, sizeof w->reference_message, "%s", xr_last_error());
-  }
-  if (w->reference_state < 0) return xr_error(XR_DEVICE_ERROR, "%s", w->reference_message);
-  return XR_OK;
+  return w->reference_run.done ? once_replay(&w->reference_run)
+                               : once_keep(&w->reference_run, run_reference(e, w));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -494,9 +490,9 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
   snprintf(r->device, sizeof r->device, "%s", d->info->properties.name);
   if (op->timing && op->timing->gpu_time_us >= 0)
     r->trace_us = op->timing->gpu_time_us / (double)(op->count > 0 ? op->count : 1);
-  if (w->plan_status != XR_OK) {
-    snprintf(r->message, sizeof r->message, "%s", w->plan_message);
-    r->outcome = w->plan_status == XR_NOT_FOUND ? XR_OP_UNSUPPORTED : XR_OP_FAILED;
+  if (w->planned.status != XR_OK) {
+    snprintf(r->message, sizeof r->message, "%s", w->planned.message);
+    r->outcome = w->planned.status == XR_NOT_FOUND ? XR_OP_UNSUPPORTED : XR_OP_FAILED;
     return;
   }
   const xr_op_plan_t *plan = &w->plan;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
+
 struct xr_report {
   FILE *f;
   bool json;
@@ -214,36 +216,12 @@ static double number_of(const cJSON *o, const char *key, double fallback) {
   return cJSON_IsNumber(v) ? v->valuedouble : fallback;
 }
 
-static xr_status_t read_text(const char *path, char **out) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return xr_error(XR_NOT_FOUND, "%s: cannot open: %s", path, strerror(errno));
-  size_t cap = 1 << 16, n = 0;
-  char *text = malloc(cap);
-  for (size_t got; text && (got = fread(text + n, 1, cap - n, f)) > 0;) {
-    n += got;
-    if (n == cap) {
-      char *grown = realloc(text, cap *= 2);
-      if (!grown) free(text);
-      text = grown;
-    }
-  }
-  bool bad = ferror(f);
-  fclose(f);
-  if (!text) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
-  if (bad) {
-    free(text);
-    return xr_error(XR_DATA_LOSS, "%s: read error", path);
-  }
-  text[n < cap ? n : cap - 1] = '\0';
-  *out = text;
-  return XR_OK;
-}
-
 xr_status_t xr_report_read(const char *path, xr_report_contents_t **out_contents) {
-  char *text = NULL;
-  xr_status_t st = read_text(path, &text);
+  uint8_t *text = NULL;
+  size_t size = 0;
+  xr_status_t st = xr_read_file(path, &text, &size);
   if (st != XR_OK) return st;
-  cJSON *j = cJSON_Parse(text);
+  cJSON *j = cJSON_ParseWithLength((const char *)text, size);
   free(text);
   if (!j) return xr_error(XR_INVALID_ARGUMENT, "%s: not a replay report: not JSON", path);
   const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");

@@ -115,7 +115,8 @@ bool xr_bundle_equal(const xr_bundle_t *a, const xr_bundle_t *b, char *out_where
     if (x->timing) {
       const xr_op_timing_t *s = x->timing, *t = y->timing;
       if (s->gpu_time_us != t->gpu_time_us || !str_eq(s->device, t->device) ||
-          s->kernel_count != t->kernel_count)
+          !str_eq(s->graph_capture, t->graph_capture) ||
+          s->graph_batch_size != t->graph_batch_size || s->kernel_count != t->kernel_count)
         return differ(&w, "%s.%s", p, "timing");
       for (size_t k = 0; k < s->kernel_count; k++)
         if (!str_eq(s->kernels[k].name, t->kernels[k].name) ||

@@ -421,6 +421,10 @@ static xr_status_t decode_timing(json_decoder_t *d, const cJSON *obj, xr_op_t *o
   const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, "gpu_time_us");
   if (j && (st = read_double(d, j, "gpu_time_us", &t->gpu_time_us)) != XR_OK) return st;
   if ((st = read_opt_string(d, obj, "device", &t->device)) != XR_OK) return st;
+  if ((st = read_opt_string(d, obj, "graph_capture", &t->graph_capture)) != XR_OK) return st;
+  if ((j = cJSON_GetObjectItemCaseSensitive(obj, "graph_batch_size")) &&
+      (st = read_int(d, j, "graph_batch_size", &t->graph_batch_size)) != XR_OK)
+    return st;
   const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(obj, "kernels");
   if (kernels) {
     if ((st = expect(d, kernels, cJSON_IsArray(kernels), "kernels", "an array")) != XR_OK) return st;
@@ -864,6 +868,14 @@ static void put_op(json_writer_t *w, const xr_op_t *op) {
     if (t->device) {
       key(w, "device", &tf);
       put_string(w, t->device);
+    }
+    if (t->graph_capture) {
+      key(w, "graph_capture", &tf);
+      put_string(w, t->graph_capture);
+    }
+    if (t->graph_batch_size) {
+      key(w, "graph_batch_size", &tf);
+      xr_buf_printf(&w->out, "%lld", (long long)t->graph_batch_size);
     }
     key(w, "kernels", &tf);
     open_block(w, '[');

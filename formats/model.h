@@ -148,6 +148,10 @@ typedef struct xr_kernel_record {
 typedef struct xr_op_timing {
   double gpu_time_us; /* total GPU time of this op's kernels in the source trace; < 0 if absent */
   char *device;       /* device the trace ran on, or NULL */
+  /* Measured inside CUDA/HIP graph replays: the capture trace whose eager run gave the op's
+   * arguments, and the batch size it was captured for (0 unknown). NULL when measured eagerly. */
+  char *graph_capture;
+  int64_t graph_batch_size;
   size_t kernel_count;
   xr_kernel_record_t *kernels;
 } xr_op_timing_t;

@@ -387,6 +387,9 @@ static xr_status_t decode_timing(mp_decoder_t *d, const msgpack_object *m, xr_op
   xr_status_t st;
   if ((o = get(m, "g")) && (st = get_double(d, o, "gpu_time_us", &t->gpu_time_us)) != XR_OK) return st;
   if ((st = get_string(d, get(m, "d"), "device", &t->device)) != XR_OK) return st;
+  if ((st = get_string(d, get(m, "gc"), "graph_capture", &t->graph_capture)) != XR_OK) return st;
+  if ((o = get(m, "gb")) && (st = get_int(d, o, "graph_batch_size", &t->graph_batch_size)) != XR_OK)
+    return st;
   if ((o = get(m, "k"))) {
     if (o->type != MSGPACK_OBJECT_ARRAY) return wrong(d, "kernels", "an array of kernels", o);
     t->kernel_count = o->via.array.size;
@@ -616,7 +619,8 @@ static void pack_op(msgpack_packer *pk, const xr_op_t *op) {
   if (op->timing) {
     const xr_op_timing_t *t = op->timing;
     pack_str(pk, "t");
-    msgpack_pack_map(pk, 1 + (t->gpu_time_us >= 0) + (t->device != NULL));
+    msgpack_pack_map(pk, 1 + (t->gpu_time_us >= 0) + (t->device != NULL) +
+                             (t->graph_capture != NULL) + (t->graph_batch_size != 0));
     if (t->gpu_time_us >= 0) {
       pack_str(pk, "g");
       msgpack_pack_double(pk, t->gpu_time_us);
@@ -624,6 +628,14 @@ static void pack_op(msgpack_packer *pk, const xr_op_t *op) {
     if (t->device) {
       pack_str(pk, "d");
       pack_str(pk, t->device);
+    }
+    if (t->graph_capture) {
+      pack_str(pk, "gc");
+      pack_str(pk, t->graph_capture);
+    }
+    if (t->graph_batch_size) {
+      pack_str(pk, "gb");
+      msgpack_pack_int64(pk, t->graph_batch_size);
     }
     pack_str(pk, "k");
     msgpack_pack_array(pk, t->kernel_count);

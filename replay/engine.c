@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/host_memory.h"
 #include "kernels/dtype.h"
 #include "replay/internal.h"
 
@@ -224,6 +225,37 @@ static const char *init_params(const char *overrides, const char *name, char *bu
   return params;
 }
 
+static uint64_t work_bytes(const op_work_t *w) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < w->count; i++) total += w->bytes[i];
+  return total;
+}
+
+/* An op whose tensors cannot fit is reported as such (RESOURCE_EXHAUSTED: unsupported here)
+ * before anything is allocated: overcommitted memory would fail later, in the OOM killer. */
+static xr_status_t check_fits(const char *where, uint64_t need, uint64_t available) {
+  if (!available || need <= available) return XR_OK;
+  return xr_error(XR_RESOURCE_EXHAUSTED,
+                  "does not fit: its tensors need %.2f GiB of %s memory, %.2f GiB available",
+                  (double)need / 1073741824.0, where, (double)available / 1073741824.0);
+}
+
+/* What one device holds of an op at once: every rotation copy, then the outputs read back. */
+static uint64_t device_need(const engine_t *e, const op_work_t *w) {
+  int copies = e->o->rotate > 0 ? e->o->rotate : 1;
+  uint64_t need = (uint64_t)copies * work_bytes(w);
+  for (size_t k = 0; k < w->out_count; k++) need += w->bytes[w->out[k]];
+  return need;
+}
+
+/* The host holds the initial contents throughout, and a host-addressable device's share. */
+static uint64_t host_need(const engine_t *e, const op_work_t *w) {
+  bool host_device = false;
+  for (size_t d = 0; d < e->device_count; d++)
+    host_device |= e->devices[d].info->properties.host_addressable;
+  return work_bytes(w) + (host_device ? device_need(e, w) : 0);
+}
+
 static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
   const xr_op_plan_t *plan = &w->plan;
   w->count = plan->input_count + plan->return_count;
@@ -237,6 +269,11 @@ static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
   for (size_t i = 0; i < w->count; i++) {
     xr_status_t st = tensor_layout(plan, i, &w->layout[i], &w->bytes[i]);
     if (st != XR_OK) return xr_error_prefix(st, "tensor %zu: ", i);
+  }
+  xr_status_t fits = check_fits("host", host_need(e, w), xr_host_memory_available());
+  if (fits != XR_OK) return fits;
+  for (size_t i = 0; i < w->count; i++) {
+    xr_status_t st;
     const xr_tensor_spec_t *s = i < plan->input_count ? plan->inputs[i] : NULL;
     if (s && (s->data || s->data_file)) {
       /* The contents as read: exactly the storage's bytes (xr_tensor_read_data). */
@@ -504,8 +541,15 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     return;
   }
   snprintf(r->kernel, sizeof r->kernel, "%s", xr_kernel_impl_name(impl));
-  if (work_inputs(e, w) != XR_OK) {
-    fail(r, XR_OP_FAILED, "");
+  xr_status_t ready = work_inputs(e, w);
+  if (ready != XR_OK) {
+    fail(r, ready == XR_RESOURCE_EXHAUSTED ? XR_OP_UNSUPPORTED : XR_OP_FAILED, "");
+    return;
+  }
+  const xr_hal_device_properties_t *props = &d->info->properties;
+  if (!props->host_addressable &&
+      check_fits("device", device_need(e, w), props->memory_bytes) != XR_OK) {
+    fail(r, XR_OP_UNSUPPORTED, "");
     return;
   }
   snprintf(r->init_policy, sizeof r->init_policy, "%s", w->policy);

@@ -451,3 +451,20 @@ Test(engine, default_inputs_follow_the_documented_stream) {
   }
   xr_bundle_destroy(b);
 }
+
+/* An op whose tensors exceed the host's memory is reported before anything is allocated, and
+ * the run goes on: overcommitted memory would otherwise end in the OOM killer. 2^40 floats are
+ * 4 TiB, held twice on the cpu (initial contents and the device copy). */
+Test(engine, ops_too_large_for_the_machine_are_unsupported_not_killed) {
+  xr_bundle_t *b = bundle(MM(1048576, 1048576, 1) ", " MM(2, 3, 2));
+  xr_replay_options_t o = quick();
+  seen_t s = {0};
+  xr_replay_summary_t sum;
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(s.r[0].outcome, XR_OP_UNSUPPORTED);
+  cr_assert(strstr(s.r[0].message, "does not fit: its tensors need 8192.02 GiB of host memory, "),
+            "%s", s.r[0].message);
+  cr_assert_eq(s.r[1].outcome, XR_OP_SUCCEEDED);
+  xr_bundle_destroy(b);
+}

@@ -6,6 +6,7 @@
  * thread over ops sorted by start; (4) group by (name, argument text, iteration hints); (5) build
  * bundle ops, parsing each unique argument text once. */
 #include "formats/trace_extract.h"
+#include "formats/trace_extract_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -21,16 +22,6 @@
 
 /* ------------------------------------------------------------------------------------------ */
 /* string interning                                                                            */
-
-typedef struct strtab {
-  char **strs;
-  size_t *lens;
-  size_t count, cap;
-  uint32_t *slots; /* id + 1; 0 empty */
-  size_t slot_cap;
-  char *chunk;     /* strings live in 1 MiB chunks chained through their first pointer */
-  size_t chunk_used, chunk_cap;
-} strtab_t;
 
 static uint64_t hash_bytes(const char *s, size_t n, uint64_t h) {
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
@@ -85,8 +76,7 @@ static bool strtab_grow(strtab_t *t) {
   return true;
 }
 
-/* Returns the id of `s`, adding it; -1 on exhaustion. */
-static int64_t strtab_intern(strtab_t *t, const char *s, size_t n) {
+int64_t xr_extract_intern(strtab_t *t, const char *s, size_t n) {
   if ((t->count + 1) * 2 > t->slot_cap && !strtab_grow(t)) return -1;
   size_t j = hash_bytes(s, n, HASH_SEED) & (t->slot_cap - 1);
   while (t->slots[j]) {
@@ -112,76 +102,7 @@ static int64_t strtab_intern(strtab_t *t, const char *s, size_t n) {
   return (int64_t)t->count++;
 }
 
-/* ------------------------------------------------------------------------------------------ */
-/* records                                                                                     */
-
-typedef struct cpu_op {
-  int64_t pid, tid, ts, end; /* ns */
-  uint32_t name;
-  int32_t args;              /* interned argument text, -1 when the event recorded none */
-  int32_t group;             /* -1 none yet, -2 excluded */
-} cpu_op_t;
-
-typedef struct launch {
-  int64_t corr, pid, tid, ts;
-} launch_t;
-
-typedef struct gpu_event {
-  int64_t ts, dur, corr;
-  uint32_t name;
-  int32_t op;
-} gpu_event_t;
-
-typedef struct annotation {
-  int64_t pid, ts, end;
-  int32_t hints; /* interned "N,T,M,U,KN,KM" */
-} annotation_t;
-
-typedef struct kern {
-  uint32_t name;
-  int64_t dur, count;
-} kern_t;
-
-typedef struct group {
-  uint32_t name;
-  int32_t args, hints;
-  int64_t count, gpu_ns;
-  size_t first;   /* order of appearance, for stable sorting */
-  kern_t *k;
-  size_t nk, capk;
-  bool kept;
-} group_t;
-
-#define VEC(T)      \
-  struct {          \
-    T *v;           \
-    size_t n, cap;  \
-  }
-
-typedef struct ctx {
-  const char *name;
-  const xr_extract_options_t *opt;
-  strtab_t strs;
-  VEC(cpu_op_t) ops;
-  VEC(launch_t) launches;
-  VEC(launch_t) flows;
-  VEC(gpu_event_t) gpu;
-  VEC(annotation_t) anns;
-  VEC(group_t) groups;
-  uint32_t *gslots;
-  size_t gslot_cap;
-  char *device_name;
-  char *runtime_version;
-  char *capture_date;
-  int vendor_hint; /* 1 AMD, 2 NVIDIA */
-  bool saw_trace_events;
-  bool any_concrete_missing;
-  xr_extract_summary_t sum;
-  /* distinct warnings */
-  strtab_t warn;
-} ctx_t;
-
-static bool vec_reserve(void **v, size_t *cap, size_t n, size_t elem) {
+bool xr_extract_reserve(void **v, size_t *cap, size_t n, size_t elem) {
   if (n < *cap) return true;
   size_t c = *cap ? *cap * 2 : 256;
   void *p = realloc(*v, c * elem);
@@ -190,23 +111,18 @@ static bool vec_reserve(void **v, size_t *cap, size_t n, size_t elem) {
   *cap = c;
   return true;
 }
-#define VEC_PUSH(ctx, vec, item)                                                           \
-  (vec_reserve((void **)&(vec).v, &(vec).cap, (vec).n, sizeof *(vec).v)                   \
-       ? ((vec).v[(vec).n++] = (item), true)                                              \
-       : false)
 
-static xr_status_t oom(const ctx_t *c) {
+xr_status_t xr_extract_oom(const ctx_t *c) {
   return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory while extracting", c->name);
 }
 
-static void warnf(ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warnf(ctx_t *c, const char *fmt, ...) {
+void xr_extract_warn(ctx_t *c, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  strtab_intern(&c->warn, msg, strlen(msg)); /* a lost warning is no reason to fail */
+  xr_extract_intern(&c->warn, msg, strlen(msg)); /* a lost warning is no reason to fail */
 }
 
 static int64_t to_ns(double us) { return (int64_t)llround(us * 1000.0); }
@@ -217,13 +133,14 @@ static int64_t to_ns(double us) { return (int64_t)llround(us * 1000.0); }
 enum { CAT_UNKNOWN, CAT_OTHER, CAT_CPU_OP, CAT_ANNOT, CAT_GPU, CAT_RUNTIME, CAT_FLOW };
 
 typedef struct event {
-  xr_jbuf_t name, d, t, s, c, tmp;
+  xr_jbuf_t name, d, t, s, c, kernel, tmp;
   int cat;
   char ph;
   int64_t pid, tid, id, corr;
+  int64_t dims[6]; /* grid, block */
   double ts, dur;
   bool has_pid, has_tid, has_ts, has_dur, has_id, has_corr;
-  bool has_d, has_t, has_s, has_c;
+  bool has_d, has_t, has_s, has_c, has_kernel, has_grid, has_block;
 } event_t;
 
 static int classify_cat(const char *cat) {
@@ -296,6 +213,33 @@ static xr_status_t read_string_into(xr_jreader_t *r, xr_jbuf_t *out, bool *ok) {
   return XR_OK;
 }
 
+/* "grid": [x, y, z] (or "block"): three non-negative integers, else not recorded. */
+static xr_status_t read_dim3(xr_jreader_t *r, int64_t out[3], bool *has) {
+  xr_jtok_t t;
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) return st;
+  if (t == XR_JTOK_OBJECT_BEGIN) return xr_jreader_skip_rest(r);
+  if (t != XR_JTOK_ARRAY_BEGIN) return XR_OK;
+  size_t n = 0;
+  bool ok = true;
+  for (;;) {
+    if ((st = xr_jreader_next(r, &t)) != XR_OK) return st;
+    if (t == XR_JTOK_ARRAY_END) break;
+    if (t == XR_JTOK_OBJECT_BEGIN || t == XR_JTOK_ARRAY_BEGIN) {
+      if ((st = xr_jreader_skip_rest(r)) != XR_OK) return st;
+      ok = false;
+      continue;
+    }
+    char *end;
+    long long v = t == XR_JTOK_NUMBER ? strtoll(xr_jreader_text(r, NULL), &end, 10) : -1;
+    if (t != XR_JTOK_NUMBER || *end != '\0' || v < 0 || n >= 3) ok = false;
+    else out[n] = v;
+    n++;
+  }
+  *has = ok && n == 3;
+  return XR_OK;
+}
+
 static xr_status_t read_args(xr_jreader_t *r, event_t *e) {
   xr_jtok_t t;
   xr_status_t st = xr_jreader_next(r, &t);
@@ -306,8 +250,15 @@ static xr_status_t read_args(xr_jreader_t *r, event_t *e) {
     if ((st = xr_jreader_next(r, &t)) != XR_OK) return st;
     if (t == XR_JTOK_OBJECT_END) return XR_OK;
     const char *k = xr_jreader_text(r, NULL);
+    bool launch_info = e->cat == CAT_GPU || e->cat == CAT_RUNTIME || e->cat == CAT_UNKNOWN;
     if (strcmp(k, "correlation") == 0) {
       st = read_int_like(r, &e->corr, &e->has_corr);
+    } else if (launch_info && strcmp(k, "grid") == 0) {
+      st = read_dim3(r, e->dims, &e->has_grid);
+    } else if (launch_info && strcmp(k, "block") == 0) {
+      st = read_dim3(r, e->dims + 3, &e->has_block);
+    } else if (launch_info && strcmp(k, "kernel") == 0) { /* the kernel a runtime call launched */
+      st = read_string_into(r, &e->kernel, &e->has_kernel);
     } else if (e->cat == CAT_CPU_OP || e->cat == CAT_UNKNOWN) {
       xr_jbuf_t *dst = NULL;
       bool *flag = NULL;
@@ -366,14 +317,87 @@ static bool is_hinted_op(const char *name) {
          strstr(name, "attention_with_output");
 }
 
+/* The hint key of an iteration's values: "N,T,M,U,KN,KM". */
+int32_t xr_extract_intern_hints(ctx_t *c, const int64_t v[6]) {
+  char key[160];
+  snprintf(key, sizeof key, "%lld,%lld,%lld,%lld,%lld,%lld", (long long)v[0], (long long)v[1],
+           (long long)v[2], (long long)v[3], (long long)v[4], (long long)v[5]);
+  return (int32_t)xr_extract_intern(&c->strs, key, strlen(key));
+}
+
+/* SGLang's profiler wraps ops as "sglang_profiler::<name>_<layer index>": one op per name, as
+ * TraceLens reads them. */
+static size_t op_name_length(const char *name, size_t n) {
+  static const char prefix[] = "sglang_profiler::";
+  if (n <= sizeof prefix || strncmp(name, prefix, sizeof prefix - 1) != 0) return n;
+  size_t i = n;
+  while (i > sizeof prefix - 1 && isdigit((unsigned char)name[i - 1])) i--;
+  return i < n && name[i - 1] == '_' && i - 1 > sizeof prefix - 1 ? i - 1 : n;
+}
+
+/* Grid and block as one hash (never 0), or 0 when either was not recorded. */
+static uint64_t dims_hash(const event_t *e) {
+  if (!e->has_grid || !e->has_block) return 0;
+  uint64_t h = HASH_SEED;
+  for (int i = 0; i < 6; i++) h = (h ^ (uint64_t)e->dims[i]) * 1099511628211ull;
+  return h | 1;
+}
+
+static gpu_kind_t launch_kind(const char *name) {
+  if (strstr(name, "Memcpy")) return GPU_MEMCPY;
+  if (strstr(name, "Memset")) return GPU_MEMSET;
+  return GPU_KERNEL;
+}
+
+static gpu_kind_t gpu_event_kind(const char *name) {
+  if (strncmp(name, "Memcpy", 6) == 0) return GPU_MEMCPY;
+  if (strncmp(name, "Memset", 6) == 0 || strstr(name, "fillBuffer")) return GPU_MEMSET;
+  return GPU_KERNEL;
+}
+
+/* A capture trace's runtime event: the stream capture's begin or end, or a launch, memcpy or
+ * memset issued while capturing. */
+static xr_status_t store_capture_runtime(ctx_t *c, const event_t *e) {
+  const char *name = e->name.data ? e->name.data : "";
+  if (!e->has_ts || !e->has_pid || !e->has_tid) return XR_OK;
+  int64_t ts = to_ns(e->ts), end = ts + (e->has_dur ? to_ns(e->dur) : 0);
+  bool begin = strstr(name, "BeginCapture") != NULL;
+  if (begin || strstr(name, "EndCapture")) {
+    capture_mark_t m = {.pid = e->pid, .tid = e->tid, .ts = ts, .end = end, .source = c->source,
+                        .begin = begin};
+    return VEC_PUSH(c->marks, m) ? XR_OK : xr_extract_oom(c);
+  }
+  bool launch = strstr(name, "Launch") && !strstr(name, "GraphLaunch") && !strstr(name, "HostFunc");
+  if (!launch && !strstr(name, "Memcpy") && !strstr(name, "Memset")) return XR_OK;
+  capture_launch_t l = {.pid = e->pid, .tid = e->tid, .ts = ts, .dims = dims_hash(e), .op = -1,
+                        .source = c->source, .kind = (uint8_t)launch_kind(name)};
+  const char *kernel = e->has_kernel && e->kernel.data ? e->kernel.data : "";
+  int64_t id = xr_extract_intern(&c->strs, kernel, strlen(kernel));
+  if (id < 0) return xr_extract_oom(c);
+  l.kernel = (uint32_t)id;
+  return VEC_PUSH(c->claunches, l) ? XR_OK : xr_extract_oom(c);
+}
+
+/* "capture_<N>_<mode>", the annotation vLLM / SGLang profiling hooks put around a capture. */
+static void note_capture_annotation(ctx_t *c, const char *name) {
+  capture_t *cap = &c->captures[c->source - 1];
+  if (cap->batch_size || strncmp(name, "capture_", 8) != 0) return;
+  char *end;
+  long long n = strtoll(name + 8, &end, 10);
+  if (end != name + 8 && *end == '_' && n > 0) cap->batch_size = n;
+}
+
 static xr_status_t store_event(ctx_t *c, event_t *e) {
+  bool capture = c->source > 0;
   switch (e->cat) {
     case CAT_CPU_OP: {
       if (e->ph != 'X' || !e->has_ts || !e->has_pid || !e->has_tid) return XR_OK;
-      cpu_op_t op = {.pid = e->pid, .tid = e->tid, .ts = to_ns(e->ts), .args = -1, .group = -1};
+      cpu_op_t op = {.pid = e->pid, .tid = e->tid, .ts = to_ns(e->ts), .args = -1, .group = -1,
+                     .source = c->source, .last_replay = -1};
       op.end = op.ts + (e->has_dur ? to_ns(e->dur) : 0);
-      int64_t name = strtab_intern(&c->strs, e->name.data ? e->name.data : "", e->name.len);
-      if (name < 0) return oom(c);
+      const char *n = e->name.data ? e->name.data : "";
+      int64_t name = xr_extract_intern(&c->strs, n, op_name_length(n, e->name.len));
+      if (name < 0) return xr_extract_oom(c);
       op.name = (uint32_t)name;
       if (e->has_d && e->has_t) {
         /* One text per distinct argument list: {"d":..,"t":..,"s":..,"c":..}. */
@@ -386,51 +410,63 @@ static xr_status_t store_event(ctx_t *c, event_t *e) {
         if (ok && e->has_c)
           ok = xr_jbuf_append(b, ",\"c\":", 5) && xr_jbuf_append(b, e->c.data, e->c.len);
         ok = ok && xr_jbuf_append(b, "}", 1);
-        int64_t id = ok ? strtab_intern(&c->strs, b->data, b->len) : -1;
-        if (id < 0) return oom(c);
+        int64_t id = ok ? xr_extract_intern(&c->strs, b->data, b->len) : -1;
+        if (id < 0) return xr_extract_oom(c);
         op.args = (int32_t)id;
       }
-      if (!VEC_PUSH(c, c->ops, op)) return oom(c);
+      if (!VEC_PUSH(c->ops, op)) return xr_extract_oom(c);
       c->sum.cpu_ops++;
       return XR_OK;
     }
     case CAT_GPU: {
-      if (e->ph != 'X' || !e->has_ts) return XR_OK;
+      /* A capture trace's own GPU work ran eagerly around the capture: not the workload. */
+      if (capture || e->ph != 'X' || !e->has_ts) return XR_OK;
       gpu_event_t g = {.ts = to_ns(e->ts), .dur = e->has_dur ? to_ns(e->dur) : 0,
-                       .corr = e->has_corr ? e->corr : INT64_MIN, .op = -1};
-      int64_t name = strtab_intern(&c->strs, e->name.data ? e->name.data : "", e->name.len);
-      if (name < 0) return oom(c);
+                       .corr = e->has_corr ? e->corr : INT64_MIN, .dims = dims_hash(e), .op = -1,
+                       .replay = -1, .group = -1};
+      const char *n = e->name.data ? e->name.data : "";
+      int64_t name = xr_extract_intern(&c->strs, n, e->name.len);
+      if (name < 0) return xr_extract_oom(c);
       g.name = (uint32_t)name;
-      if (!VEC_PUSH(c, c->gpu, g)) return oom(c);
+      g.kind = (uint8_t)gpu_event_kind(n);
+      if (!VEC_PUSH(c->gpu, g)) return xr_extract_oom(c);
       c->sum.gpu_events++;
       return XR_OK;
     }
     case CAT_RUNTIME: {
+      if (capture) return store_capture_runtime(c, e);
       if (!e->has_corr || !e->has_ts || !e->has_pid || !e->has_tid) return XR_OK;
+      if (e->name.data && strstr(e->name.data, "GraphLaunch")) {
+        int64_t ts = to_ns(e->ts);
+        graph_launch_t gl = {.corr = e->corr, .pid = e->pid, .tid = e->tid, .ts = ts,
+                             .end = ts + (e->has_dur ? to_ns(e->dur) : 0), .hints = -1};
+        if (!VEC_PUSH(c->graphs, gl)) return xr_extract_oom(c);
+        c->sum.graph_launches++;
+        return XR_OK;
+      }
       launch_t l = {.corr = e->corr, .pid = e->pid, .tid = e->tid, .ts = to_ns(e->ts)};
-      if (!VEC_PUSH(c, c->launches, l)) return oom(c);
+      if (!VEC_PUSH(c->launches, l)) return xr_extract_oom(c);
       c->sum.launches++;
       return XR_OK;
     }
     case CAT_FLOW: {
-      if (e->ph != 's' || !e->has_id || !e->has_ts || !e->has_pid || !e->has_tid) return XR_OK;
+      if (capture || e->ph != 's' || !e->has_id || !e->has_ts || !e->has_pid || !e->has_tid)
+        return XR_OK;
       launch_t l = {.corr = e->id, .pid = e->pid, .tid = e->tid, .ts = to_ns(e->ts)};
-      if (!VEC_PUSH(c, c->flows, l)) return oom(c);
+      if (!VEC_PUSH(c->flows, l)) return xr_extract_oom(c);
       return XR_OK;
     }
     case CAT_ANNOT: {
+      if (capture && e->name.data) note_capture_annotation(c, e->name.data);
       int64_t v[6];
-      if (!e->has_ts || !e->has_pid || !e->name.data || !parse_iteration(e->name.data, v))
+      if (capture || !e->has_ts || !e->has_pid || !e->name.data ||
+          !parse_iteration(e->name.data, v))
         return XR_OK;
-      char key[160];
-      snprintf(key, sizeof key, "%lld,%lld,%lld,%lld,%lld,%lld", (long long)v[0],
-               (long long)v[1], (long long)v[2], (long long)v[3], (long long)v[4],
-               (long long)v[5]);
-      int64_t id = strtab_intern(&c->strs, key, strlen(key));
-      if (id < 0) return oom(c);
-      annotation_t a = {.pid = e->pid, .ts = to_ns(e->ts), .hints = (int32_t)id};
+      annotation_t a = {.pid = e->pid, .ts = to_ns(e->ts)};
+      memcpy(a.v, v, sizeof a.v);
+      if ((a.hints = xr_extract_intern_hints(c, v)) < 0) return xr_extract_oom(c);
       a.end = a.ts + (e->has_dur ? to_ns(e->dur) : 0);
-      if (!VEC_PUSH(c, c->anns, a)) return oom(c);
+      if (!VEC_PUSH(c->anns, a)) return xr_extract_oom(c);
       return XR_OK;
     }
     default:
@@ -452,6 +488,7 @@ static xr_status_t read_event(ctx_t *c, xr_jreader_t *r, event_t *e, xr_jtok_t t
   e->ph = 0;
   e->has_pid = e->has_tid = e->has_ts = e->has_dur = e->has_id = e->has_corr = false;
   e->has_d = e->has_t = e->has_s = e->has_c = false;
+  e->has_kernel = e->has_grid = e->has_block = false;
   xr_jbuf_clear(&e->name);
   for (;;) {
     if ((st = xr_jreader_next(r, &t)) != XR_OK) return st;
@@ -632,16 +669,16 @@ done:
   xr_jbuf_free(&e.t);
   xr_jbuf_free(&e.s);
   xr_jbuf_free(&e.c);
+  xr_jbuf_free(&e.kernel);
   xr_jbuf_free(&e.tmp);
-  c->sum.bytes = xr_jreader_offset(r);
+  c->sum.bytes += xr_jreader_offset(r);
   return st;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* linking and attribution                                                                     */
 
-/* qsort that accepts an empty (NULL) array, which C's qsort does not. */
-static void sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+void xr_extract_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
   if (n > 1) qsort(base, n, size, cmp);
 }
 
@@ -660,17 +697,35 @@ static const launch_t *find_launch(const launch_t *v, size_t n, int64_t corr) {
   return lo < n && v[lo].corr == corr ? &v[lo] : NULL;
 }
 
+static int cmp_graph_corr(const void *a, const void *b) {
+  const graph_launch_t *x = a, *y = b;
+  return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static int32_t find_graph(const ctx_t *c, int64_t corr) {
+  size_t lo = 0, hi = c->graphs.n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->graphs.v[mid].corr < corr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < c->graphs.n && c->graphs.v[lo].corr == corr ? (int32_t)lo : -1;
+}
+
+/* A launch point to attribute: an eager GPU event's launch, or a launch inside a stream
+ * capture. */
 typedef struct query {
-  int64_t pid, tid, ts;
-  size_t gpu;
+  int64_t source, pid, tid, ts;
+  int32_t *slot; /* receives the op index */
+  bool gpu;      /* counts in gpu_without_op when no op encloses it */
 } query_t;
 
 static int cmp_query(const void *a, const void *b) {
   const query_t *x = a, *y = b;
-  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
-  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  int t = xr_extract_cmp_thread(x->source, x->pid, x->tid, y->source, y->pid, y->tid);
+  if (t) return t;
   if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
-  return x->gpu < y->gpu ? -1 : x->gpu > y->gpu;
+  return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
 /* Parents before children: by thread, start, then longer first (qsort_r: no global state). */
@@ -678,40 +733,64 @@ static int cmp_op_index(const void *a, const void *b, void *base) {
   const cpu_op_t *ops = base;
   uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
   const cpu_op_t *x = &ops[i], *y = &ops[j];
-  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
-  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  int t = xr_extract_cmp_thread(x->source, x->pid, x->tid, y->source, y->pid, y->tid);
+  if (t) return t;
   if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
   if (x->end != y->end) return x->end > y->end ? -1 : 1;
   return i < j ? -1 : i > j;
 }
 
-static bool same_thread(const cpu_op_t *o, const query_t *q) {
-  return o->pid == q->pid && o->tid == q->tid;
+static int op_vs_query(const cpu_op_t *o, const query_t *q) {
+  return xr_extract_cmp_thread(o->source, o->pid, o->tid, q->source, q->pid, q->tid);
 }
 
-static xr_status_t attribute(ctx_t *c) {
-  sort(c->launches.v, c->launches.n, sizeof *c->launches.v, cmp_launch);
-  sort(c->flows.v, c->flows.n, sizeof *c->flows.v, cmp_launch);
-  query_t *qs = malloc((c->gpu.n ? c->gpu.n : 1) * sizeof *qs);
-  uint32_t *order = malloc((c->ops.n ? c->ops.n : 1) * sizeof *order);
-  uint32_t *stack = malloc((c->ops.n ? c->ops.n : 1) * sizeof *stack);
-  if (!qs || !order || !stack) {
-    free(qs), free(order), free(stack);
-    return oom(c);
-  }
+/* Links each GPU event to its launch: a graph launch (replay set, matched later) or an eager
+ * launch, which becomes a query. */
+static size_t link_gpu_events(ctx_t *c, query_t *qs) {
   size_t nq = 0;
   for (size_t i = 0; i < c->gpu.n; i++) {
-    const gpu_event_t *g = &c->gpu.v[i];
-    const launch_t *l = g->corr == INT64_MIN ? NULL
-                                             : find_launch(c->launches.v, c->launches.n, g->corr);
-    if (!l && g->corr != INT64_MIN) l = find_launch(c->flows.v, c->flows.n, g->corr);
+    gpu_event_t *g = &c->gpu.v[i];
+    if (g->corr == INT64_MIN) {
+      c->sum.gpu_unlinked++;
+      continue;
+    }
+    int32_t graph = find_graph(c, g->corr);
+    if (graph >= 0) {
+      g->replay = graph;
+      c->sum.graph_kernels++;
+      continue;
+    }
+    const launch_t *l = find_launch(c->launches.v, c->launches.n, g->corr);
+    if (!l) l = find_launch(c->flows.v, c->flows.n, g->corr);
     if (!l) {
       c->sum.gpu_unlinked++;
       continue;
     }
-    qs[nq++] = (query_t){.pid = l->pid, .tid = l->tid, .ts = l->ts, .gpu = i};
+    qs[nq++] = (query_t){.pid = l->pid, .tid = l->tid, .ts = l->ts, .slot = &g->op, .gpu = true};
   }
-  sort(qs, nq, sizeof *qs, cmp_query);
+  return nq;
+}
+
+static xr_status_t attribute(ctx_t *c) {
+  xr_extract_sort(c->launches.v, c->launches.n, sizeof *c->launches.v, cmp_launch);
+  xr_extract_sort(c->flows.v, c->flows.n, sizeof *c->flows.v, cmp_launch);
+  xr_extract_sort(c->graphs.v, c->graphs.n, sizeof *c->graphs.v, cmp_graph_corr);
+  size_t max_queries = c->gpu.n + c->claunches.n;
+  query_t *qs = malloc((max_queries ? max_queries : 1) * sizeof *qs);
+  uint32_t *order = malloc((c->ops.n ? c->ops.n : 1) * sizeof *order);
+  uint32_t *stack = malloc((c->ops.n ? c->ops.n : 1) * sizeof *stack);
+  if (!qs || !order || !stack) {
+    free(qs), free(order), free(stack);
+    return xr_extract_oom(c);
+  }
+  size_t nq = link_gpu_events(c, qs);
+  for (size_t i = 0; i < c->claunches.n; i++) {
+    capture_launch_t *l = &c->claunches.v[i];
+    if (l->in_segment)
+      qs[nq++] = (query_t){.source = l->source, .pid = l->pid, .tid = l->tid, .ts = l->ts,
+                           .slot = &l->op};
+  }
+  xr_extract_sort(qs, nq, sizeof *qs, cmp_query);
   for (size_t i = 0; i < c->ops.n; i++) order[i] = (uint32_t)i;
   if (c->ops.n > 1) qsort_r(order, c->ops.n, sizeof *order, cmp_op_index, c->ops.v);
 
@@ -720,21 +799,23 @@ static xr_status_t attribute(ctx_t *c) {
   size_t oi = 0, depth = 0;
   for (size_t qi = 0; qi < nq; qi++) {
     const query_t *q = &qs[qi];
-    if (qi > 0 && (qs[qi - 1].pid != q->pid || qs[qi - 1].tid != q->tid)) depth = 0;
+    const query_t *p = qi > 0 ? &qs[qi - 1] : NULL;
+    if (p && xr_extract_cmp_thread(p->source, p->pid, p->tid, q->source, q->pid, q->tid) != 0)
+      depth = 0;
     while (oi < c->ops.n) {
       const cpu_op_t *o = &c->ops.v[order[oi]];
-      int before = o->pid < q->pid || (o->pid == q->pid && o->tid < q->tid);
-      if (before) {
+      int rel = op_vs_query(o, q);
+      if (rel < 0) {
         oi++;
         continue;
       }
-      if (!same_thread(o, q) || o->ts > q->ts) break;
-      while (depth > 0 && (!same_thread(&c->ops.v[stack[depth - 1]], q) ||
+      if (rel > 0 || o->ts > q->ts) break;
+      while (depth > 0 && (op_vs_query(&c->ops.v[stack[depth - 1]], q) != 0 ||
                            c->ops.v[stack[depth - 1]].end < o->ts))
         depth--;
       stack[depth++] = order[oi++];
     }
-    while (depth > 0 && (!same_thread(&c->ops.v[stack[depth - 1]], q) ||
+    while (depth > 0 && (op_vs_query(&c->ops.v[stack[depth - 1]], q) != 0 ||
                          c->ops.v[stack[depth - 1]].end < q->ts))
       depth--;
     /* Entries below the top may have ended while a sibling was pushed over them; skip those. */
@@ -752,8 +833,8 @@ static xr_status_t attribute(ctx_t *c) {
       const cpu_op_t *o = &c->ops.v[stack[d - 1]];
       if (o->ts <= q->ts && o->end >= q->ts) pick = stack[d - 1];
     }
-    if (pick < 0) c->sum.gpu_without_op++;
-    else c->gpu.v[q->gpu].op = (int32_t)pick;
+    if (pick >= 0) *q->slot = (int32_t)pick;
+    else if (q->gpu) c->sum.gpu_without_op++;
   }
   free(qs);
   free(order);
@@ -764,21 +845,26 @@ static xr_status_t attribute(ctx_t *c) {
 /* ------------------------------------------------------------------------------------------ */
 /* grouping                                                                                    */
 
-static int32_t find_hints(const ctx_t *c, const cpu_op_t *o) {
-  /* Annotations are few and sorted by start; the last one starting before the op that also
-   * ends after it is the iteration. */
+const annotation_t *xr_extract_iteration_at(const ctx_t *c, int64_t pid, int64_t ts, int64_t end) {
+  /* Annotations are few and sorted by start; the last one starting before `ts` that also ends
+   * after `end` is the iteration. */
   size_t lo = 0, hi = c->anns.n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (c->anns.v[mid].ts <= o->ts) lo = mid + 1;
+    if (c->anns.v[mid].ts <= ts) lo = mid + 1;
     else hi = mid;
   }
   for (size_t i = lo; i > 0; i--) {
     const annotation_t *a = &c->anns.v[i - 1];
-    if (a->pid == o->pid && a->end >= o->end) return a->hints;
+    if (a->pid == pid && a->end >= end) return a;
     if (lo - i > 64) break;
   }
-  return -1;
+  return NULL;
+}
+
+static int32_t find_hints(const ctx_t *c, const cpu_op_t *o) {
+  const annotation_t *a = xr_extract_iteration_at(c, o->pid, o->ts, o->end);
+  return a ? a->hints : -1;
 }
 
 static int cmp_ann(const void *a, const void *b) {
@@ -794,16 +880,22 @@ static bool name_passes(const ctx_t *c, const char *name) {
   return target && strstr(target, f);
 }
 
-static int64_t group_lookup(ctx_t *c, uint32_t name, int32_t args, int32_t hints) {
+static size_t group_slot(const group_t *g, size_t cap) {
+  uint64_t h = ((uint64_t)g->name * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)g->args << 20) ^
+               (uint64_t)(uint32_t)g->hints * 0xC2B2AE3D27D4EB4Full ^
+               (uint64_t)(uint32_t)g->source << 44;
+  return (h ^ (h >> 29)) & (cap - 1);
+}
+
+/* The group of ops with this name, argument text, iteration hints and source (eager, or the
+ * capture trace that recorded them); a new one when there is none. */
+static int64_t group_lookup(ctx_t *c, uint32_t name, int32_t args, int32_t hints, int32_t source) {
   if ((c->groups.n + 1) * 2 > c->gslot_cap) {
     size_t cap = c->gslot_cap ? c->gslot_cap * 2 : 256;
     uint32_t *slots = calloc(cap, sizeof *slots);
     if (!slots) return -1;
     for (size_t i = 0; i < c->groups.n; i++) {
-      const group_t *g = &c->groups.v[i];
-      uint64_t h = ((uint64_t)g->name * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)g->args << 20) ^
-                   (uint64_t)(uint32_t)g->hints * 0xC2B2AE3D27D4EB4Full;
-      size_t j = (h ^ (h >> 29)) & (cap - 1);
+      size_t j = group_slot(&c->groups.v[i], cap);
       while (slots[j]) j = (j + 1) & (cap - 1);
       slots[j] = (uint32_t)i + 1;
     }
@@ -811,60 +903,84 @@ static int64_t group_lookup(ctx_t *c, uint32_t name, int32_t args, int32_t hints
     c->gslots = slots;
     c->gslot_cap = cap;
   }
-  uint64_t h = ((uint64_t)name * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)args << 20) ^
-               (uint64_t)(uint32_t)hints * 0xC2B2AE3D27D4EB4Full;
-  size_t j = (h ^ (h >> 29)) & (c->gslot_cap - 1);
+  group_t key = {.name = name, .args = args, .hints = hints, .source = source,
+                 .first = c->groups.n};
+  size_t j = group_slot(&key, c->gslot_cap);
   while (c->gslots[j]) {
     const group_t *g = &c->groups.v[c->gslots[j] - 1];
-    if (g->name == name && g->args == args && g->hints == hints) return c->gslots[j] - 1;
+    if (g->name == name && g->args == args && g->hints == hints && g->source == source)
+      return c->gslots[j] - 1;
     j = (j + 1) & (c->gslot_cap - 1);
   }
-  group_t g = {.name = name, .args = args, .hints = hints, .first = c->groups.n};
-  if (!VEC_PUSH(c, c->groups, g)) return -1;
+  if (!VEC_PUSH(c->groups, key)) return -1;
   c->gslots[j] = (uint32_t)c->groups.n;
   return (int64_t)c->groups.n - 1;
 }
 
+/* Credits one GPU event to its op's group. An eager op is one occurrence of one group. A
+ * captured op occurs once per graph launch that replays it, and takes its iteration hints from
+ * that launch: its group is looked up per event (graph events come launch by launch). */
+static xr_status_t credit(ctx_t *c, gpu_event_t *g, size_t *filtered_ops) {
+  cpu_op_t *o = &c->ops.v[g->op];
+  const char *name = c->strs.strs[o->name];
+  if (o->group == -1) {
+    if (o->args < 0) {
+      o->group = -2;
+    } else if (!name_passes(c, name)) {
+      o->group = -3;
+      (*filtered_ops)++;
+    } else if (o->source > 0) {
+      o->group = GROUP_PER_REPLAY;
+    } else {
+      int32_t hints = is_hinted_op(name) ? find_hints(c, o) : -1;
+      int64_t gi = group_lookup(c, o->name, o->args, hints, 0);
+      if (gi < 0) return xr_extract_oom(c);
+      o->group = (int32_t)gi;
+      c->groups.v[gi].count++;
+    }
+  }
+  if (o->group == -2) {
+    c->sum.gpu_op_no_args++;
+    return XR_OK;
+  }
+  if (o->group == -3) return XR_OK;
+  int64_t gi = o->group;
+  if (gi == GROUP_PER_REPLAY) {
+    int32_t hints = is_hinted_op(name) ? c->graphs.v[g->replay].hints : -1;
+    if ((gi = group_lookup(c, o->name, o->args, hints, o->source)) < 0) return xr_extract_oom(c);
+    if (o->last_replay != g->replay) {
+      o->last_replay = g->replay;
+      c->groups.v[gi].count++;
+    }
+  }
+  g->group = (int32_t)gi;
+  group_t *gr = &c->groups.v[gi];
+  gr->gpu_ns += g->dur;
+  size_t k = 0;
+  while (k < gr->nk && gr->k[k].name != g->name) k++;
+  if (k == gr->nk) {
+    if (!xr_extract_reserve((void **)&gr->k, &gr->capk, gr->nk, sizeof *gr->k))
+      return xr_extract_oom(c);
+    gr->k[gr->nk++] = (kern_t){.name = g->name};
+  }
+  gr->k[k].dur += g->dur;
+  gr->k[k].count++;
+  return XR_OK;
+}
+
 static xr_status_t group_ops(ctx_t *c) {
-  sort(c->anns.v, c->anns.n, sizeof *c->anns.v, cmp_ann);
   size_t filtered_ops = 0;
-  for (size_t i = 0; i < c->gpu.n; i++) {
+  xr_status_t st = XR_OK;
+  for (size_t i = 0; st == XR_OK && i < c->gpu.n; i++) {
     gpu_event_t *g = &c->gpu.v[i];
-    if (g->op < 0) continue;
-    cpu_op_t *o = &c->ops.v[g->op];
-    if (o->group == -1) {
-      const char *name = c->strs.strs[o->name];
-      if (o->args < 0) {
-        o->group = -2;
-      } else if (!name_passes(c, name)) {
-        o->group = -3;
-        filtered_ops++;
-      } else {
-        int32_t hints = is_hinted_op(name) ? find_hints(c, o) : -1;
-        int64_t gi = group_lookup(c, o->name, o->args, hints);
-        if (gi < 0) return oom(c);
-        o->group = (int32_t)gi;
-        c->groups.v[gi].count++;
-      }
-    }
-    if (o->group == -2) {
-      c->sum.gpu_op_no_args++;
-      continue;
-    }
-    if (o->group < 0) continue;
-    group_t *gr = &c->groups.v[o->group];
-    gr->gpu_ns += g->dur;
-    size_t k = 0;
-    while (k < gr->nk && gr->k[k].name != g->name) k++;
-    if (k == gr->nk) {
-      if (!vec_reserve((void **)&gr->k, &gr->capk, gr->nk, sizeof *gr->k)) return oom(c);
-      gr->k[gr->nk++] = (kern_t){.name = g->name};
-    }
-    gr->k[k].dur += g->dur;
-    gr->k[k].count++;
+    if (g->op >= 0 && g->replay < 0) st = credit(c, g, &filtered_ops);
+  }
+  for (size_t i = 0; st == XR_OK && i < c->graph_order_count; i++) {
+    gpu_event_t *g = &c->gpu.v[c->graph_order[i]];
+    if (g->op >= 0) st = credit(c, g, &filtered_ops);
   }
   c->sum.ops_filtered += filtered_ops; /* op occurrences dropped by op_filter */
-  return XR_OK;
+  return st;
 }
 
 static int cmp_group_ptr(const void *a, const void *b) {
@@ -914,7 +1030,7 @@ static xr_status_t dom_parse(xr_jreader_t *r, xr_jtok_t t, jnode_t *out) {
         return st != XR_OK ? st : XR_RESOURCE_EXHAUSTED;
       }
     }
-    if (!vec_reserve((void **)&out->items, &cap, out->n, sizeof *out->items)) {
+    if (!xr_extract_reserve((void **)&out->items, &cap, out->n, sizeof *out->items)) {
       free(key);
       return XR_RESOURCE_EXHAUSTED;
     }
@@ -1195,8 +1311,9 @@ static xr_status_t build_value(build_t *B, const recorded_t *rec, size_t i,
     for (size_t j = 0; j < rec->n && dtype == XR_DTYPE_INVALID; j++)
       if (recorded_kind(rec, j) == K_TENSOR) dtype = xr_dtype_parse(rec->t->items[j].text);
     if (dtype == XR_DTYPE_INVALID) dtype = XR_DTYPE_F32;
-    warnf(B->c, "%s: dtype of Tensor[] elements not recorded by the profiler; assuming %s",
-          B->op_name, xr_dtype_name(dtype));
+    xr_extract_warn(B->c,
+                    "%s: dtype of Tensor[] elements not recorded by the profiler; assuming %s",
+                    B->op_name, xr_dtype_name(dtype));
     arg->defaulted = true;
     xr_status_t st = xr_value_make_list(b->arena, &arg->value, dims->n);
     for (size_t j = 0; st == XR_OK && j < dims->n; j++) {
@@ -1224,8 +1341,8 @@ static xr_status_t build_value(build_t *B, const recorded_t *rec, size_t i,
     if (!fallback) fallback = "";
     arg->defaulted = true;
     B->c->sum.defaulted_args++;
-    warnf(B->c, "%s: string argument '%s' not recorded by the profiler; using '%s'", B->op_name,
-          a->name, fallback);
+    xr_extract_warn(B->c, "%s: string argument '%s' not recorded by the profiler; using '%s'",
+                    B->op_name, a->name, fallback);
     return xr_value_make_string(b->arena, &arg->value, fallback);
   }
   if (!rec->c && a && a->has_default) {
@@ -1233,6 +1350,11 @@ static xr_status_t build_value(build_t *B, const recorded_t *rec, size_t i,
     return parse_text_value(b, &arg->value, a->default_text, strlen(a->default_text), a, 0);
   }
   return XR_OK; /* None */
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
 }
 
 static xr_status_t build_op(build_t *B, const group_t *g, const recorded_t *rec,
@@ -1269,6 +1391,12 @@ static xr_status_t build_op(build_t *B, const group_t *g, const recorded_t *rec,
   op->timing->gpu_time_us = (double)g->gpu_ns / 1000.0;
   if (c->device_name && !(op->timing->device = xr_arena_strdup(b->arena, c->device_name)))
     return XR_RESOURCE_EXHAUSTED;
+  if (g->source > 0) {
+    const capture_t *cap = &c->captures[g->source - 1];
+    if (!(op->timing->graph_capture = xr_arena_strdup(b->arena, base_name(cap->path))))
+      return XR_RESOURCE_EXHAUSTED;
+    op->timing->graph_batch_size = cap->batch_size;
+  }
   op->timing->kernel_count = g->nk;
   op->timing->kernels = xr_arena_alloc(b->arena, (g->nk ? g->nk : 1) * sizeof *op->timing->kernels);
   if (!op->timing->kernels) return XR_RESOURCE_EXHAUSTED;
@@ -1312,7 +1440,7 @@ static int cmp_interval(const void *x, const void *y) {
 
 /* Length of the union of intervals (sorts `v`). */
 static int64_t union_length(interval_t *v, size_t n) {
-  sort(v, n, sizeof *v, cmp_interval);
+  xr_extract_sort(v, n, sizeof *v, cmp_interval);
   int64_t total = 0, cs = 0, ce = 0;
   bool open = false;
   for (size_t i = 0; i < n; i++) {
@@ -1331,11 +1459,6 @@ static xr_status_t set_meta(xr_bundle_t *b, char **slot, const char *s) {
   if (!s) return XR_OK;
   *slot = xr_arena_strdup(b->arena, s);
   return *slot ? XR_OK : XR_RESOURCE_EXHAUSTED;
-}
-
-static const char *base_name(const char *path) {
-  const char *slash = strrchr(path, '/');
-  return slash ? slash + 1 : path;
 }
 
 static xr_status_t fill_metadata(ctx_t *c, xr_bundle_t *b) {
@@ -1357,21 +1480,32 @@ static xr_status_t fill_metadata(ctx_t *c, xr_bundle_t *b) {
       (st = set_meta(b, &m->runtime_version, c->runtime_version)) != XR_OK ||
       (st = set_meta(b, &m->capture_date, c->capture_date)) != XR_OK)
     return st;
-  m->extra_count = 4;
+  bool graphs = c->sum.graph_launches || c->capture_count;
+  m->extra_count = graphs ? 9 : 4;
   m->extra = xr_arena_alloc(b->arena, m->extra_count * sizeof *m->extra);
   if (!m->extra) return XR_RESOURCE_EXHAUSTED;
-  const char *names[4] = {"gpu_busy_us", "extracted_gpu_share", "attribution", "gpu_events"};
-  for (size_t i = 0; i < 4; i++)
+  static const char *const names[9] = {
+      "gpu_busy_us",    "extracted_gpu_share",    "attribution",
+      "gpu_events",     "graph_launches",         "graph_launches_matched",
+      "graph_kernels",  "graph_kernels_matched",  "graph_gpu_share"};
+  for (size_t i = 0; i < m->extra_count; i++)
     if (!(m->extra[i].name = xr_arena_strdup(b->arena, names[i]))) return XR_RESOURCE_EXHAUSTED;
-  m->extra[0].value.kind = XR_VALUE_FLOAT;
-  m->extra[0].value.as.f = c->sum.gpu_busy_us;
-  m->extra[1].value.kind = XR_VALUE_FLOAT;
-  m->extra[1].value.as.f = c->sum.gpu_busy_us > 0 ? c->sum.gpu_covered_us / c->sum.gpu_busy_us : 0;
+  double busy = c->sum.gpu_busy_us;
+  m->extra[0].value = (xr_value_t){.kind = XR_VALUE_FLOAT, .as.f = busy};
+  m->extra[1].value = (xr_value_t){.kind = XR_VALUE_FLOAT,
+                                   .as.f = busy > 0 ? c->sum.gpu_covered_us / busy : 0};
   if ((st = xr_value_make_string(b->arena, &m->extra[2].value,
                                  c->opt->outermost ? "outermost" : "innermost")) != XR_OK)
     return st;
-  m->extra[3].value.kind = XR_VALUE_INT;
-  m->extra[3].value.as.i = (int64_t)c->sum.gpu_events;
+  m->extra[3].value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = (int64_t)c->sum.gpu_events};
+  if (graphs) {
+    const size_t counts[4] = {c->sum.graph_launches, c->sum.graph_launches_matched,
+                              c->sum.graph_kernels, c->sum.graph_kernels_matched};
+    for (size_t i = 0; i < 4; i++)
+      m->extra[4 + i].value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = (int64_t)counts[i]};
+    m->extra[8].value = (xr_value_t){.kind = XR_VALUE_FLOAT,
+                                     .as.f = busy > 0 ? c->sum.graph_covered_us / busy : 0};
+  }
   return XR_OK;
 }
 
@@ -1382,12 +1516,12 @@ static xr_status_t build_bundle(ctx_t *c, xr_bundle_t *b) {
   group_t **sorted = malloc((c->groups.n ? c->groups.n : 1) * sizeof *sorted);
   if (!schemas || !sorted) {
     free(schemas), free(sorted);
-    return oom(c);
+    return xr_extract_oom(c);
   }
   xr_status_t st = XR_OK;
   for (size_t i = 0; st == XR_OK && i < nschemas; i++) st = xr_schema_parse(texts[i], &schemas[i]);
   for (size_t i = 0; i < c->groups.n; i++) sorted[i] = &c->groups.v[i];
-  sort(sorted, c->groups.n, sizeof *sorted, cmp_group_ptr);
+  xr_extract_sort(sorted, c->groups.n, sizeof *sorted, cmp_group_ptr);
   size_t limit = c->opt->top ? c->opt->top : SIZE_MAX, kept = 0;
   build_t B = {.c = c, .b = b};
   for (size_t gi = 0; st == XR_OK && gi < c->groups.n; gi++) {
@@ -1413,7 +1547,7 @@ static xr_status_t build_bundle(ctx_t *c, xr_bundle_t *b) {
     recorded_t rec;
     char why[256];
     if (!check_recorded(&root, &rec, why, sizeof why)) {
-      warnf(c, "%s: skipped: %s", name, why);
+      xr_extract_warn(c, "%s: skipped: %s", name, why);
       c->sum.ops_bad_args++;
       dom_free(&root);
       continue;
@@ -1425,7 +1559,7 @@ static xr_status_t build_bundle(ctx_t *c, xr_bundle_t *b) {
     if (!rec.c) c->any_concrete_missing = true;
     st = build_op(&B, g, &rec, sc, alias);
     dom_free(&root);
-    if (st == XR_RESOURCE_EXHAUSTED) st = oom(c);
+    if (st == XR_RESOURCE_EXHAUSTED) st = xr_extract_oom(c);
     if (st != XR_OK) break;
     g->kept = true;
     kept++;
@@ -1434,8 +1568,8 @@ static xr_status_t build_bundle(ctx_t *c, xr_bundle_t *b) {
   }
   c->sum.unique_ops = kept;
   if (c->any_concrete_missing)
-    warnf(c, "the trace has no \"Concrete Inputs\" (older PyTorch): scalar arguments set from "
-             "schema defaults or None");
+    xr_extract_warn(c, "the trace has no \"Concrete Inputs\" (older PyTorch): scalar arguments "
+                       "set from schema defaults or None");
   free(schemas);
   free(sorted);
   return st;
@@ -1443,18 +1577,22 @@ static xr_status_t build_bundle(ctx_t *c, xr_bundle_t *b) {
 
 static xr_status_t compute_busy(ctx_t *c) {
   interval_t *iv = malloc((c->gpu.n ? c->gpu.n : 1) * sizeof *iv);
-  if (!iv) return oom(c);
+  if (!iv) return xr_extract_oom(c);
   size_t n = 0, m = 0;
   for (size_t i = 0; i < c->gpu.n; i++)
     iv[n++] = (interval_t){c->gpu.v[i].ts, c->gpu.v[i].ts + c->gpu.v[i].dur};
   c->sum.gpu_busy_us = (double)union_length(iv, n) / 1000.0;
-  for (size_t i = 0; i < c->gpu.n; i++) {
-    const gpu_event_t *g = &c->gpu.v[i];
-    if (g->op < 0) continue;
-    int32_t gr = c->ops.v[g->op].group;
-    if (gr >= 0 && c->groups.v[gr].kept) iv[m++] = (interval_t){g->ts, g->ts + g->dur};
+  for (int graph = 0; graph < 2; graph++) { /* all kept GPU work, then that inside graphs */
+    m = 0;
+    for (size_t i = 0; i < c->gpu.n; i++) {
+      const gpu_event_t *g = &c->gpu.v[i];
+      if (g->group >= 0 && c->groups.v[g->group].kept && (!graph || g->replay >= 0))
+        iv[m++] = (interval_t){g->ts, g->ts + g->dur};
+    }
+    double us = (double)union_length(iv, m) / 1000.0;
+    if (graph) c->sum.graph_covered_us = us;
+    else c->sum.gpu_covered_us = us;
   }
-  c->sum.gpu_covered_us = (double)union_length(iv, m) / 1000.0;
   free(iv);
   return XR_OK;
 }
@@ -1467,6 +1605,12 @@ static void ctx_free(ctx_t *c) {
   free(c->flows.v);
   free(c->gpu.v);
   free(c->anns.v);
+  free(c->graphs.v);
+  free(c->claunches.v);
+  free(c->marks.v);
+  free(c->segments.v);
+  free(c->captures);
+  free(c->graph_order);
   for (size_t i = 0; i < c->groups.n; i++) free(c->groups.v[i].k);
   free(c->groups.v);
   free(c->gslots);
@@ -1483,23 +1627,61 @@ void xr_extract_summary_free(xr_extract_summary_t *s) {
   s->warning_count = 0;
 }
 
+/* Each capture trace, read into the same records as source 1, 2, ... */
+static xr_status_t read_captures(ctx_t *c) {
+  size_t n = c->opt->capture_count;
+  if (!n) return XR_OK;
+  if (!c->opt->captures)
+    return xr_error(XR_INVALID_ARGUMENT, "xr_trace_extract: capture_count %zu without captures", n);
+  if (n > INT32_MAX) return xr_error(XR_INVALID_ARGUMENT, "xr_trace_extract: %zu captures", n);
+  if (!(c->captures = calloc(n, sizeof *c->captures))) return xr_extract_oom(c);
+  c->capture_count = n;
+  xr_status_t st = XR_OK;
+  for (size_t i = 0; st == XR_OK && i < n; i++) {
+    const xr_extract_capture_t *in = &c->opt->captures[i];
+    if (!in->path || !*in->path)
+      return xr_error(XR_INVALID_ARGUMENT, "xr_trace_extract: capture %zu has no path", i);
+    if (in->batch_size < 0)
+      return xr_error(XR_INVALID_ARGUMENT, "%s: batch size %lld is negative", in->path,
+                      (long long)in->batch_size);
+    c->captures[i] = (capture_t){.path = in->path, .batch_size = in->batch_size, .mode = in->mode};
+    xr_jreader_t *r;
+    if ((st = xr_jreader_open_path(in->path, &r)) != XR_OK) return st;
+    c->source = (int32_t)(i + 1);
+    c->name = in->path;
+    c->saw_trace_events = false;
+    st = read_trace(c, r);
+    xr_jreader_close(r);
+  }
+  c->source = 0;
+  c->name = c->trace_name;
+  return st;
+}
+
 static xr_status_t run(ctx_t *c, xr_jreader_t *r, xr_bundle_t **out_bundle,
                        xr_extract_summary_t *out_summary) {
   xr_bundle_t *b = NULL;
+  c->trace_name = c->name;
   xr_status_t st = read_trace(c, r);
+  if (st == XR_OK) st = read_captures(c);
+  if (st == XR_OK) {
+    xr_extract_sort(c->anns.v, c->anns.n, sizeof *c->anns.v, cmp_ann);
+    st = xr_extract_find_captures(c);
+  }
   if (st == XR_OK) st = attribute(c);
+  if (st == XR_OK) st = xr_extract_match_graphs(c);
   if (st == XR_OK) st = group_ops(c);
   if (st == XR_OK) st = xr_bundle_create(&b);
   if (st == XR_OK) st = build_bundle(c, b);
   if (st == XR_OK) st = compute_busy(c);
   if (st == XR_OK) st = fill_metadata(c, b);
-  if (st == XR_RESOURCE_EXHAUSTED) st = oom(c);
+  if (st == XR_RESOURCE_EXHAUSTED) st = xr_extract_oom(c);
   if (st == XR_OK && out_summary) {
     c->sum.warning_count = 0;
     c->sum.warnings = calloc(c->warn.count ? c->warn.count : 1, sizeof *c->sum.warnings);
-    if (!c->sum.warnings) st = oom(c);
+    if (!c->sum.warnings) st = xr_extract_oom(c);
     for (size_t i = 0; st == XR_OK && i < c->warn.count; i++) {
-      if (!(c->sum.warnings[i] = strdup(c->warn.strs[i]))) st = oom(c);
+      if (!(c->sum.warnings[i] = strdup(c->warn.strs[i]))) st = xr_extract_oom(c);
       else c->sum.warning_count++;
     }
     if (st == XR_OK) *out_summary = c->sum;

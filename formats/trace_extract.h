@@ -14,6 +14,13 @@
  * which the profiler drops, get their schema default or a known fallback, marked `defaulted`,
  * with a warning in the summary.
  *
+ * Graph-mode traces: kernels replayed from a CUDA/HIP graph hang off one cudaGraphLaunch /
+ * hipGraphLaunch and carry no op. Given the capture traces (profiles taken while the graphs were
+ * captured, where each op ran once and launched the same kernels in the same order), each
+ * graph launch is aligned, kernel by kernel, with one stream capture of the right capture
+ * trace, and each replayed kernel's time is credited to the captured op that launched it. See
+ * docs/extract.md "Graph-mode traces".
+ *
  * Memory: the records and the unique argument texts; a few tens of bytes per kept event. */
 #ifndef XR_FORMATS_TRACE_EXTRACT_H
 #define XR_FORMATS_TRACE_EXTRACT_H
@@ -28,10 +35,20 @@
 extern "C" {
 #endif
 
+/* A trace profiled while CUDA/HIP graphs were captured. */
+typedef struct xr_extract_capture {
+  const char *path;
+  int64_t batch_size; /* the batch the graphs were captured for; 0: from the trace's
+                         capture_<N>_<mode> annotation, else unknown */
+  const char *mode;   /* "FULL" or "PIECEWISE" (execution_details.json), or NULL */
+} xr_extract_capture_t;
+
 typedef struct xr_extract_options {
   bool outermost;         /* attribute GPU work to the outermost namespaced op */
   size_t top;             /* keep the N heaviest ops by GPU time; 0 keeps all */
   const char *op_filter;  /* keep ops whose name (recorded or mapped) contains this; or NULL */
+  const xr_extract_capture_t *captures; /* capture traces for the graph launches; or NULL */
+  size_t capture_count;
 } xr_extract_options_t;
 
 typedef struct xr_extract_summary {
@@ -48,9 +65,15 @@ typedef struct xr_extract_summary {
   size_t op_instances;         /* op occurrences behind the bundle's ops */
   size_t unique_ops;           /* ops in the bundle */
   size_t defaulted_args;       /* string arguments filled from defaults */
+  size_t graph_launches;       /* cudaGraphLaunch / hipGraphLaunch events */
+  size_t graph_launches_matched; /* aligned with a stream capture of a capture trace */
+  size_t graph_kernels;        /* GPU events under graph launches */
+  size_t graph_kernels_matched; /* credited to a captured launch */
+  size_t capture_segments;     /* stream captures found in the capture traces */
   double gpu_busy_us;          /* union of all GPU event intervals */
   double gpu_covered_us;       /* union of the intervals of the kept ops' GPU events */
   double ops_gpu_time_us;      /* sum of the kept ops' GPU time */
+  double graph_covered_us;     /* the part of gpu_covered_us measured inside graph replays */
   size_t warning_count;        /* distinct warnings (each line ends without '\n') */
   char **warnings;
 } xr_extract_summary_t;
@@ -63,7 +86,16 @@ void xr_extract_summary_free(xr_extract_summary_t *summary);
 xr_status_t xr_trace_extract(const char *path, const xr_extract_options_t *options,
                              xr_bundle_t **out_bundle, xr_extract_summary_t *out_summary);
 
-/* The same from a trace held in memory; `name` is used in messages and metadata. */
+/* The capture traces listed in DIR/execution_details.json, as TraceLens' inference tooling
+ * writes it: [{"file": "capture_trace_bs_32.json.gz", "batch_size": 32, "mode": "FULL"}, ...].
+ * Paths are DIR/file. Errors name the file, the entry and the field, and a listed file that does
+ * not exist. Free with xr_extract_captures_free. */
+xr_status_t xr_extract_read_capture_dir(const char *dir, xr_extract_capture_t **out_captures,
+                                        size_t *out_count);
+void xr_extract_captures_free(xr_extract_capture_t *captures, size_t count);
+
+/* The same from a trace held in memory; `name` is used in messages and metadata. Capture traces
+ * in `options` are read from their paths. */
 xr_status_t xr_trace_extract_memory(const char *data, size_t size, const char *name,
                                     const xr_extract_options_t *options, xr_bundle_t **out_bundle,
                                     xr_extract_summary_t *out_summary);

@@ -9,6 +9,7 @@
 #include "replay/replay.h"
 
 #define TRACES "tests/data/fixtures/traces/"
+#define GRAPHS "tests/data/fixtures/graph_traces/"
 
 typedef struct tally {
   size_t ran, unsupported;
@@ -26,11 +27,20 @@ static void report_failure(void *ctx, const xr_op_result_t *r, size_t position, 
   }
 }
 
-/* Extracts `trace` and replays the ops whose names contain `filter` (NULL: all) once each. */
-static tally_t replay_trace(const char *trace, const char *filter) {
+/* Extracts `trace` (with the capture traces listed in `capture_dir`, or NULL) and replays the
+ * ops whose names contain `filter` (NULL: all) once each. */
+static tally_t replay_trace_with(const char *trace, const char *capture_dir, const char *filter) {
   xr_bundle_t *b;
   xr_extract_options_t eo = {0};
+  xr_extract_capture_t *caps = NULL;
+  size_t ncaps = 0;
+  if (capture_dir)
+    cr_assert_eq(xr_extract_read_capture_dir(capture_dir, &caps, &ncaps), XR_OK, "%s",
+                 xr_last_error());
+  eo.captures = caps;
+  eo.capture_count = ncaps;
   cr_assert_eq(xr_trace_extract(trace, &eo, &b, NULL), XR_OK, "%s", xr_last_error());
+  xr_extract_captures_free(caps, ncaps);
   xr_replay_options_t o;
   xr_replay_options_default(&o);
   o.device = "cpu";
@@ -44,6 +54,10 @@ static tally_t replay_trace(const char *trace, const char *filter) {
   cr_assert_eq(s.failed, 0, "%s: %zu ops failed", trace, s.failed);
   xr_bundle_destroy(b);
   return t;
+}
+
+static tally_t replay_trace(const char *trace, const char *filter) {
+  return replay_trace_with(trace, NULL, filter);
 }
 
 Test(traces, bert_on_h100_replays_on_the_cpu) {
@@ -67,4 +81,20 @@ Test(traces, torch_compile_triton_ops_are_unsupported_with_a_reason) {
   tally_t t = replay_trace(TRACES "mi300_torch_compile_sdpa.json.gz", "triton_");
   cr_assert_eq(t.ran, 0);
   cr_assert_eq(t.unsupported, 4);
+}
+
+/* Graph-mode traces with their capture traces: the ops credited from the graph replays run or
+ * are reported unsupported (a KV cache larger than the machine's memory is "does not fit"). */
+Test(traces, sglang_graph_decode_with_its_capture_replays_on_the_cpu) {
+  tally_t t = replay_trace_with(GRAPHS "sglang_decode/graph_execution.json.gz",
+                                GRAPHS "sglang_decode", NULL);
+  cr_assert_geq(t.ran, 10, "the GEMMs and elementwise ops (%zu ran, %zu unsupported)", t.ran,
+                t.unsupported);
+}
+
+Test(traces, vllm_piecewise_with_its_capture_replays_on_the_cpu) {
+  tally_t t = replay_trace_with(GRAPHS "vllm_prefilldecode_piecewise/graph_execution.json.gz",
+                                GRAPHS "vllm_prefilldecode_piecewise", NULL);
+  cr_assert_geq(t.ran, 10, "GEMMs, attention, rotary, copies (%zu ran, %zu unsupported)", t.ran,
+                t.unsupported);
 }

@@ -422,11 +422,13 @@ xr_status_t xr_tensor_storage_bytes(const xr_tensor_spec_t *t, size_t *out_bytes
   return XR_OK;
 }
 
+/* Exactly the strides xr_tensor_set_contiguous writes (size-1 dims take any stride). */
 bool xr_tensor_is_contiguous(const xr_tensor_spec_t *t) {
   int64_t expected = 1;
   for (int32_t i = t->rank - 1; i >= 0; i--) {
     if (t->shape[i] != 1 && t->strides[i] != expected) return false;
-    expected *= t->shape[i];
+    if (t->shape[i] > 0 && __builtin_mul_overflow(expected, t->shape[i], &expected))
+      expected = INT64_MAX;
   }
   return true;
 }

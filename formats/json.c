@@ -7,6 +7,7 @@
  * NaN, Infinity and -Infinity that Python's json module writes, blanking them to 0 for cJSON
  * and remembering what they were. */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -64,6 +65,20 @@ static int add_token(json_decoder_t *d, size_t offset, size_t length, int specia
   return 1;
 }
 
+/* Where cJSON stopped (or the scan found a malformed number), as "line L, column C". */
+static void describe_position(const char *text, size_t size, const char *at, char *out, size_t n) {
+  if (!at || at < text || at > text + size) {
+    snprintf(out, n, "unknown position");
+    return;
+  }
+  size_t line = 1, col = 1;
+  for (const char *p = text; p < at; p++) {
+    if (*p == '\n') line++, col = 1;
+    else col++;
+  }
+  snprintf(out, n, "line %zu, column %zu", line, col);
+}
+
 /* Records every number token; blanks NaN/Infinity in `mutable_text` (a copy made on demand). */
 static xr_status_t scan_numbers(json_decoder_t *d, const char *text, size_t size,
                                 char **mutable_text) {
@@ -91,6 +106,13 @@ static xr_status_t scan_numbers(json_decoder_t *d, const char *text, size_t size
         char k = text[j];
         if (k == '.' || k == 'e' || k == 'E') integer = 0;
         else if (!((k >= '0' && k <= '9') || k == '+' || k == '-')) break;
+      }
+      /* "-NaN", "1NaN", "2Infinity": not JSON, and blanking the word would make them numbers. */
+      if ((c == '-' && j == i + 1) || (j < size && isalpha((unsigned char)text[j]))) {
+        char where[64];
+        describe_position(text, size, text + j, where, sizeof where);
+        return xr_error(XR_DATA_LOSS, "%s: not valid JSON near %s: a malformed number", d->name,
+                        where);
       }
       if (!add_token(d, i, j - i, TOKEN_FINITE, integer)) goto oom;
       i = j;
@@ -349,7 +371,8 @@ static xr_status_t decode_value(json_decoder_t *d, const cJSON *j, xr_value_t *o
   return XR_OK;
 }
 
-/* One argument object; key names differ between our schema and TraceLens'. */
+/* One argument object; key names differ between our schema and TraceLens' ("arg_name",
+ * "arg_type"). */
 static xr_status_t decode_arg(json_decoder_t *d, const cJSON *obj, const char *name_key,
                               const char *type_key, xr_arg_t *out) {
   xr_status_t st;
@@ -362,6 +385,13 @@ static xr_status_t decode_arg(json_decoder_t *d, const cJSON *obj, const char *n
   out->defaulted = cJSON_IsTrue(def);
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, "value");
   if (!v) return expect(d, v, 0, "value", "a value (use null for None)");
+  /* TraceLens writes "" for a string the profiler dropped (aten::gelu's approximate): the
+   * argument is then left to its default, as extraction does, and marked defaulted. */
+  if (type_key[0] == 'a' && out->type && strstr(out->type, "str") && cJSON_IsString(v) &&
+      !v->valuestring[0]) {
+    out->defaulted = true;
+    return XR_OK;
+  }
   size_t mark = xr_path_push(&d->path, ".value");
   st = decode_value(d, v, &out->value, 0);
   if (st == XR_OK) xr_path_pop(&d->path, mark);
@@ -576,20 +606,6 @@ static xr_status_t decode_root(json_decoder_t *d, const cJSON *root) {
   const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
   if (meta && (st = decode_metadata(d, meta)) != XR_OK) return st;
   return decode_ops(d, ops, 0);
-}
-
-/* Where cJSON stopped, as "line L, column C". */
-static void describe_position(const char *text, size_t size, const char *at, char *out, size_t n) {
-  if (!at || at < text || at > text + size) {
-    snprintf(out, n, "unknown position");
-    return;
-  }
-  size_t line = 1, col = 1;
-  for (const char *p = text; p < at; p++) {
-    if (*p == '\n') line++, col = 1;
-    else col++;
-  }
-  snprintf(out, n, "line %zu, column %zu", line, col);
 }
 
 xr_status_t xr_bundle_decode_json(const char *text, size_t size, const char *name,

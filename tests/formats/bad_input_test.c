@@ -91,6 +91,13 @@ Test(bad_input, malformed_and_empty_json) {
   assert_decode_error("   ", "t.json: not a bundle");
   assert_decode_error("[{\"op_name\": \"a\",", "t.json: not valid JSON");
   assert_decode_error("{\"ops\": [1, 2,]}", "not valid JSON");
+  /* NaN and Infinity are read as Python writes them, but glued to a number they are no JSON:
+   * an error at their position, not a number. */
+  assert_decode_error("{\"ops\": [{\"name\": \"a::b\", \"args\": [{\"value\": [1NaN]}]}]}",
+                      "t.json: not valid JSON near line 1, column 48: a malformed number");
+  assert_decode_error("{\"ops\": [{\"name\": \"a::b\", \"args\": [{\"value\": -NaN}]}]}",
+                      "t.json: not valid JSON near line 1, column 47: a malformed number");
+  assert_decode_error("[2Infinity]", "a malformed number");
 }
 
 Test(bad_input, json_nesting_bomb) {

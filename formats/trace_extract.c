@@ -125,7 +125,21 @@ void xr_extract_warn(ctx_t *c, const char *fmt, ...) {
   xr_extract_intern(&c->warn, msg, strlen(msg)); /* a lost warning is no reason to fail */
 }
 
-static int64_t to_ns(double us) { return (int64_t)llround(us * 1000.0); }
+/* Times beyond +-146 years saturate: a trace is data, and no conversion may overflow. Within
+ * the limit, ts + dur (each at most the limit) is exact. */
+#define NS_LIMIT 4.6e18
+
+static int64_t to_ns(double us) {
+  double ns = us * 1000.0;
+  if (!(ns > -NS_LIMIT)) return -(int64_t)NS_LIMIT; /* also NaN */
+  if (ns >= NS_LIMIT) return (int64_t)NS_LIMIT;
+  return (int64_t)llround(ns);
+}
+
+static int64_t add_ns(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* streaming: one event                                                                        */
@@ -142,6 +156,12 @@ typedef struct event {
   bool has_pid, has_tid, has_ts, has_dur, has_id, has_corr;
   bool has_d, has_t, has_s, has_c, has_kernel, has_grid, has_block;
 } event_t;
+
+/* The event's end: ts + dur, saturating; a negative duration counts as none. */
+static int64_t end_ns(int64_t ts, const event_t *e) {
+  int64_t dur = e->has_dur ? to_ns(e->dur) : 0;
+  return add_ns(ts, dur > 0 ? dur : 0);
+}
 
 static int classify_cat(const char *cat) {
   if (strcmp(cat, "cpu_op") == 0) return CAT_CPU_OP;
@@ -171,7 +191,7 @@ static xr_status_t read_int_like(xr_jreader_t *r, int64_t *out, bool *has) {
   errno = 0;
   double v = strtod(s, &end);
   if (n && *end == '\0' && isfinite(v)) {
-    *out = (int64_t)v;
+    *out = v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : (int64_t)v;
     if (fabs(v) < 9e15) { /* exact for integers written as such */
       long long i = strtoll(s, &end, 10);
       if (*end == '\0') *out = i;
@@ -360,7 +380,7 @@ static gpu_kind_t gpu_event_kind(const char *name) {
 static xr_status_t store_capture_runtime(ctx_t *c, const event_t *e) {
   const char *name = e->name.data ? e->name.data : "";
   if (!e->has_ts || !e->has_pid || !e->has_tid) return XR_OK;
-  int64_t ts = to_ns(e->ts), end = ts + (e->has_dur ? to_ns(e->dur) : 0);
+  int64_t ts = to_ns(e->ts), end = end_ns(ts, e);
   bool begin = strstr(name, "BeginCapture") != NULL;
   if (begin || strstr(name, "EndCapture")) {
     capture_mark_t m = {.pid = e->pid, .tid = e->tid, .ts = ts, .end = end, .source = c->source,
@@ -392,9 +412,13 @@ static xr_status_t store_event(ctx_t *c, event_t *e) {
   switch (e->cat) {
     case CAT_CPU_OP: {
       if (e->ph != 'X' || !e->has_ts || !e->has_pid || !e->has_tid) return XR_OK;
+      if (!e->name.len) { /* no name, no op: its launches belong to the op around it */
+        c->sum.ops_unnamed++;
+        return XR_OK;
+      }
       cpu_op_t op = {.pid = e->pid, .tid = e->tid, .ts = to_ns(e->ts), .args = -1, .group = -1,
                      .source = c->source, .last_replay = -1};
-      op.end = op.ts + (e->has_dur ? to_ns(e->dur) : 0);
+      op.end = end_ns(op.ts, e);
       const char *n = e->name.data ? e->name.data : "";
       int64_t name = xr_extract_intern(&c->strs, n, op_name_length(n, e->name.len));
       if (name < 0) return xr_extract_oom(c);
@@ -421,7 +445,8 @@ static xr_status_t store_event(ctx_t *c, event_t *e) {
     case CAT_GPU: {
       /* A capture trace's own GPU work ran eagerly around the capture: not the workload. */
       if (capture || e->ph != 'X' || !e->has_ts) return XR_OK;
-      gpu_event_t g = {.ts = to_ns(e->ts), .dur = e->has_dur ? to_ns(e->dur) : 0,
+      int64_t ts = to_ns(e->ts);
+      gpu_event_t g = {.ts = ts, .dur = end_ns(ts, e) - ts,
                        .corr = e->has_corr ? e->corr : INT64_MIN, .dims = dims_hash(e), .op = -1,
                        .replay = -1, .group = -1};
       const char *n = e->name.data ? e->name.data : "";
@@ -439,7 +464,7 @@ static xr_status_t store_event(ctx_t *c, event_t *e) {
       if (e->name.data && strstr(e->name.data, "GraphLaunch")) {
         int64_t ts = to_ns(e->ts);
         graph_launch_t gl = {.corr = e->corr, .pid = e->pid, .tid = e->tid, .ts = ts,
-                             .end = ts + (e->has_dur ? to_ns(e->dur) : 0), .hints = -1};
+                             .end = end_ns(ts, e), .hints = -1};
         if (!VEC_PUSH(c->graphs, gl)) return xr_extract_oom(c);
         c->sum.graph_launches++;
         return XR_OK;
@@ -465,7 +490,7 @@ static xr_status_t store_event(ctx_t *c, event_t *e) {
       annotation_t a = {.pid = e->pid, .ts = to_ns(e->ts)};
       memcpy(a.v, v, sizeof a.v);
       if ((a.hints = xr_extract_intern_hints(c, v)) < 0) return xr_extract_oom(c);
-      a.end = a.ts + (e->has_dur ? to_ns(e->dur) : 0);
+      a.end = end_ns(a.ts, e);
       if (!VEC_PUSH(c->anns, a)) return xr_extract_oom(c);
       return XR_OK;
     }
@@ -581,7 +606,7 @@ static xr_status_t read_device_properties(ctx_t *c, xr_jreader_t *r) {
 }
 
 static void format_runtime(ctx_t *c, const char *key, double v) {
-  if (c->runtime_version) return;
+  if (c->runtime_version || !(v > 0 && v < 1e12)) return; /* not a version number */
   char buf[64];
   long long x = (long long)v;
   if (strcmp(key, "hip_runtime_version") == 0) /* HIP_VERSION: major*1e7 + minor*1e5 + patch */
@@ -647,7 +672,7 @@ static xr_status_t read_trace(ctx_t *c, xr_jreader_t *r) {
         double v = 0;
         bool has = false;
         st = read_double(r, &v, &has);
-        if (has && v > 0 && !c->capture_date) {
+        if (has && v > 0 && v < 1e19 && !c->capture_date) {
           time_t secs = (time_t)(v / 1e9);
           struct tm tm;
           char buf[32];
@@ -1567,6 +1592,8 @@ static xr_status_t build_bundle(ctx_t *c, xr_bundle_t *b) {
     c->sum.ops_gpu_time_us += (double)g->gpu_ns / 1000.0;
   }
   c->sum.unique_ops = kept;
+  if (c->sum.ops_unnamed)
+    xr_extract_warn(c, "%zu cpu_op events have no name: not ops, skipped", c->sum.ops_unnamed);
   if (c->any_concrete_missing)
     xr_extract_warn(c, "the trace has no \"Concrete Inputs\" (older PyTorch): scalar arguments "
                        "set from schema defaults or None");

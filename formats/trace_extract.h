@@ -61,6 +61,7 @@ typedef struct xr_extract_summary {
   size_t gpu_without_op;       /* linked to a launch outside any cpu_op (e.g. graph replays) */
   size_t gpu_op_no_args;       /* attributed to an op whose event has no recorded inputs */
   size_t ops_bad_args;         /* unique ops skipped: malformed argument arrays */
+  size_t ops_unnamed;          /* cpu_op events without a name, skipped */
   size_t ops_filtered;         /* ops dropped: unique ops beyond top, op occurrences by op_filter */
   size_t op_instances;         /* op occurrences behind the bundle's ops */
   size_t unique_ops;           /* ops in the bundle */

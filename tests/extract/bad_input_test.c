@@ -169,3 +169,50 @@ Test(bad_input, null_arguments_are_rejected) {
   cr_assert_eq(xr_trace_extract(NULL, NULL, &b, NULL), XR_INVALID_ARGUMENT);
   cr_assert_eq(xr_trace_extract_memory(NULL, 0, "x", NULL, &b, NULL), XR_INVALID_ARGUMENT);
 }
+
+/* Numbers out of any integer's range (a ts of 1.7e22 us, a dur of 6e35, a correlation id of
+ * 1e300) saturate instead of overflowing (the ASan/UBSan run fails on undefined behaviour); a
+ * runtime version that is no version is not written. */
+Test(bad_input, numbers_out_of_range_saturate) {
+  uint8_t *text;
+  size_t size;
+  cr_assert_eq(xr_read_file("tests/fuzz/corpus/trace/regress-huge-numbers.json", &text, &size),
+               XR_OK, "%s", xr_last_error());
+  xr_bundle_t *b;
+  xr_extract_summary_t s;
+  cr_assert_eq(xr_trace_extract_memory((char *)text, size, "huge.json", NULL, &b, &s), XR_OK, "%s",
+               xr_last_error());
+  free(text);
+  cr_assert_null(b->meta.runtime_version, "%s", b->meta.runtime_version);
+  cr_assert_null(b->meta.capture_date);
+  cr_assert_eq(s.gpu_events, 2);
+  cr_assert_geq(s.gpu_busy_us, 0);
+  cr_assert_eq(xr_bundle_validate(b, false, NULL), XR_OK, "%s", xr_last_error());
+  xr_bundle_destroy(b);
+  xr_extract_summary_free(&s);
+}
+
+/* A cpu_op without a name is not an op: its kernels go to the op around it, and the bundle
+ * validates (it used to hold an op with an empty name). */
+Test(bad_input, unnamed_cpu_ops_are_skipped_and_counted) {
+  const char *t =
+      "{\"traceEvents\": ["
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::relu\", \"pid\": 1, \"tid\": 1, "
+      "\"ts\": 0, \"dur\": 10, \"args\": {\"Input Dims\": [[4]], \"Input type\": [\"float\"]}},"
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"\", \"pid\": 1, \"tid\": 1, \"ts\": 1, "
+      "\"dur\": 5, \"args\": {\"Input Dims\": [[4]], \"Input type\": [\"float\"]}},"
+      "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "
+      "\"tid\": 1, \"ts\": 2, \"dur\": 1, \"args\": {\"correlation\": 3}},"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 4, "
+      "\"dur\": 2, \"args\": {\"correlation\": 3}}]}";
+  xr_bundle_t *b;
+  xr_extract_summary_t s;
+  cr_assert_eq(extract_string(t, NULL, &b, &s), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(s.ops_unnamed, 1);
+  cr_assert_eq(b->op_count, 1);
+  cr_assert_str_eq(b->ops[0].name, "aten::relu");
+  cr_assert(summary_has_warning(&s, "1 cpu_op events have no name"));
+  cr_assert_eq(xr_bundle_validate(b, false, NULL), XR_OK, "%s", xr_last_error());
+  xr_bundle_destroy(b);
+  xr_extract_summary_free(&s);
+}

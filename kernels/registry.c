@@ -58,10 +58,24 @@ static void collect_inputs(const xr_op_t *op, const xr_tensor_spec_t **specs, bo
     collect(&op->kwargs[i].value, type_is_written(op->kwargs[i].type), specs, w, n);
 }
 
+/* A Tensor[] argument whose list was not recorded (TraceLens writes null when it could not
+ * record it, e.g. aten::cat's tensors): the op's shapes are unknown, so no kernel can run it. */
+static const xr_arg_t *unrecorded_list(const xr_op_t *op) {
+  for (size_t i = 0; i < op->arg_count + op->kwarg_count; i++) {
+    const xr_arg_t *a = i < op->arg_count ? &op->args[i] : &op->kwargs[i - op->arg_count];
+    if (a->type && strcmp(a->type, "Tensor[]") == 0 && a->value.kind == XR_VALUE_NULL) return a;
+  }
+  return NULL;
+}
+
 xr_status_t xr_kernel_plan(const xr_op_t *op, xr_op_plan_t *out_plan) {
   memset(out_plan, 0, sizeof *out_plan);
   const xr_op_family_t *family = find_family(op->name);
   if (!family) return xr_error(XR_NOT_FOUND, "no kernel for op '%s'", op->name);
+  const xr_arg_t *list = unrecorded_list(op);
+  if (list)
+    return xr_error(XR_NOT_FOUND, "%s: argument '%s' (Tensor[]) was not recorded (null): its "
+                    "shapes are unknown", op->name, list->name ? list->name : "?");
   out_plan->family = family;
   if (family->complete) {
     xr_op_t *completed = NULL;

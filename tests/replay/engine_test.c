@@ -468,3 +468,50 @@ Test(engine, ops_too_large_for_the_machine_are_unsupported_not_killed) {
   cr_assert_eq(s.r[1].outcome, XR_OP_SUCCEEDED);
   xr_bundle_destroy(b);
 }
+
+/* TraceLens IR as TraceLens writes it: "" for a string the profiler dropped runs with the op's
+ * default (marked defaulted), and a Tensor[] it could not record (null) is unsupported with the
+ * reason, not failed. */
+Test(engine, tracelens_dropped_strings_default_and_unrecorded_lists_are_unsupported) {
+  const char *ir =
+      "[{\"op_name\": \"aten::gelu\", \"replay_ir\": {\"list_pos_args\": [{\"arg_name\": \"self\", "
+      "\"arg_type\": \"Tensor\", \"value\": {\"shape\": [4, 8], \"dtype\": \"float\", "
+      "\"strides\": [8, 1]}}], \"list_kwargs\": [{\"arg_name\": \"approximate\", \"arg_type\": "
+      "\"str\", \"value\": \"\"}]}},"
+      "{\"op_name\": \"aten::cat\", \"replay_ir\": {\"list_pos_args\": [{\"arg_name\": "
+      "\"tensors\", \"arg_type\": \"Tensor[]\", \"value\": null}, {\"arg_name\": \"dim\", "
+      "\"arg_type\": \"int\", \"value\": 1}], \"list_kwargs\": []}}]";
+  xr_bundle_t *b;
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)ir, strlen(ir), "tl.json", ".", NULL, &b), XR_OK,
+               "%s", xr_last_error());
+  cr_assert(b->ops[0].kwargs[0].defaulted);
+  cr_assert_eq(b->ops[0].kwargs[0].value.kind, XR_VALUE_NULL);
+  xr_replay_options_t o = quick();
+  seen_t s = {0};
+  xr_replay_summary_t sum;
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(s.r[0].outcome, XR_OP_SUCCEEDED, "%s", s.r[0].message);
+  cr_assert_eq(s.r[1].outcome, XR_OP_UNSUPPORTED);
+  cr_assert(strstr(s.r[1].message, "argument 'tensors' (Tensor[]) was not recorded (null)"), "%s",
+            s.r[1].message);
+  xr_bundle_destroy(b);
+}
+
+/* --max-memory: the same check against an explicit cap. */
+Test(engine, max_memory_caps_what_an_op_may_take) {
+  xr_bundle_t *b = bundle(MM(64, 64, 64) ", " MM(2, 3, 2));
+  xr_replay_options_t o = quick();
+  o.max_memory_bytes = 8192;
+  seen_t s = {0};
+  xr_replay_summary_t sum;
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(s.r[0].outcome, XR_OP_UNSUPPORTED);
+  /* 3 x 16 KiB of initial contents, as much on the cpu device, and the 16 KiB output read back */
+  cr_assert(strstr(s.r[0].message, "does not fit: its tensors need 114688 bytes of host memory, "
+                                   "8192 bytes allowed by --max-memory"),
+            "%s", s.r[0].message);
+  cr_assert_eq(s.r[1].outcome, XR_OP_SUCCEEDED, "%s", s.r[1].message);
+  xr_bundle_destroy(b);
+}

@@ -231,13 +231,26 @@ static uint64_t work_bytes(const op_work_t *w) {
   return total;
 }
 
+static const char *format_bytes(uint64_t bytes, char *out, size_t n) {
+  if (bytes >= (1ull << 30)) snprintf(out, n, "%.2f GiB", (double)bytes / 1073741824.0);
+  else if (bytes >= (1ull << 20)) snprintf(out, n, "%.1f MiB", (double)bytes / 1048576.0);
+  else snprintf(out, n, "%llu bytes", (unsigned long long)bytes);
+  return out;
+}
+
 /* An op whose tensors cannot fit is reported as such (RESOURCE_EXHAUSTED: unsupported here)
- * before anything is allocated: overcommitted memory would fail later, in the OOM killer. */
-static xr_status_t check_fits(const char *where, uint64_t need, uint64_t available) {
+ * before anything is allocated: overcommitted memory would fail later, in the OOM killer.
+ * --max-memory caps what counts as available. */
+static xr_status_t check_fits(const engine_t *e, const char *where, uint64_t need,
+                              uint64_t available) {
+  uint64_t cap = e->o->max_memory_bytes;
+  bool capped = cap && (!available || cap < available);
+  if (capped) available = cap;
   if (!available || need <= available) return XR_OK;
-  return xr_error(XR_RESOURCE_EXHAUSTED,
-                  "does not fit: its tensors need %.2f GiB of %s memory, %.2f GiB available",
-                  (double)need / 1073741824.0, where, (double)available / 1073741824.0);
+  char n[32], a[32];
+  return xr_error(XR_RESOURCE_EXHAUSTED, "does not fit: its tensors need %s of %s memory, %s %s",
+                  format_bytes(need, n, sizeof n), where, format_bytes(available, a, sizeof a),
+                  capped ? "allowed by --max-memory" : "available");
 }
 
 /* What one device holds of an op at once: every rotation copy, then the outputs read back. */
@@ -270,7 +283,7 @@ static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
     xr_status_t st = tensor_layout(plan, i, &w->layout[i], &w->bytes[i]);
     if (st != XR_OK) return xr_error_prefix(st, "tensor %zu: ", i);
   }
-  xr_status_t fits = check_fits("host", host_need(e, w), xr_host_memory_available());
+  xr_status_t fits = check_fits(e, "host", host_need(e, w), xr_host_memory_available());
   if (fits != XR_OK) return fits;
   for (size_t i = 0; i < w->count; i++) {
     xr_status_t st;
@@ -548,7 +561,7 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
   }
   const xr_hal_device_properties_t *props = &d->info->properties;
   if (!props->host_addressable &&
-      check_fits("device", device_need(e, w), props->memory_bytes) != XR_OK) {
+      check_fits(e, "device", device_need(e, w), props->memory_bytes) != XR_OK) {
     fail(r, XR_OP_UNSUPPORTED, "");
     return;
   }

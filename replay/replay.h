@@ -51,6 +51,8 @@ typedef struct xr_replay_options {
   const char *op_filter;     /* only ops whose name contains this substring */
   int64_t op_limit;          /* at most this many ops (after filtering); < 0: all */
   bool stop_on_error;        /* stop at the first failed op */
+  uint64_t max_memory_bytes; /* an op whose tensors need more host (or device) memory than this
+                                is unsupported ("does not fit"); 0: what is available */
   /* Write the outputs of the first execution as .npy files here (op<i>_<target>.npy); with
    * several devices, in one folder per device under it (named after the device string, ':'
    * turned into '-'). */

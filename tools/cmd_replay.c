@@ -1,6 +1,7 @@
 /* `replay [OPTIONS] BUNDLE`: replays every op on one or more HALs through the engine, one line
  * per op and device, a summary per device, a report per device written as the run goes, and,
  * for several HALs, the side-by-side table the engine's comparison fills. */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +33,8 @@ static const char usage[] =
     "  --dump-outputs=DIR  write each op's outputs (first execution) as op<i>_<target>.npy\n"
     "  --op-filter=TEXT    only ops whose name contains TEXT\n"
     "  --op-limit=N        at most N ops\n"
+    "  --max-memory=BYTES  an op needing more memory than this (K, M, G suffixes) is unsupported;\n"
+    "                      default: what the host and device have available\n"
     "  --stop-on-error     stop at the first failed op\n"
     "  -v, --verbose       print arguments, initializer policies and per-output check results\n"
     "exit: 0 all ops succeeded or unsupported, 1 some failed, 2 usage or input error,\n"
@@ -212,6 +215,21 @@ static bool parse_int(const char *s, long long lo, long long *out) {
   return true;
 }
 
+/* "1048576", "512M", "24G", "64K": a positive byte count. */
+static bool parse_bytes(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || errno || s[0] == '-') return false;
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10, end++;
+  else if (*end == 'M' || *end == 'm') shift = 20, end++;
+  else if (*end == 'G' || *end == 'g') shift = 30, end++;
+  if (*end || v == 0 || v > (UINT64_MAX >> shift)) return false;
+  *out = (uint64_t)v << shift;
+  return true;
+}
+
 int xr_cmd_replay(int argc, char **argv) {
   xr_replay_options_t o;
   xr_replay_options_default(&o);
@@ -223,10 +241,12 @@ int xr_cmd_replay(int argc, char **argv) {
     const char *a = argv[i];
     const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : NULL;
     long long n;
+    uint64_t bytes;
     /* Accept "--flag value" as well as "--flag=value" for flags that take a value. */
     static const char *const valued[] = {"--hal", "--warmup", "--iters", "--min-time", "--seed",
                                          "--cache", "--rotate", "--init", "--report",
-                                         "--dump-outputs", "--op-filter", "--op-limit", NULL};
+                                         "--dump-outputs", "--op-filter", "--op-limit",
+                                         "--max-memory", NULL};
     for (const char *const *f = valued; *f && !v; f++)
       if (!strcmp(a, *f) && i + 1 < argc) v = argv[++i];
 #define IS(flag) (!strncmp(a, flag, strlen(flag)) && (a[strlen(flag)] == '=' || a[strlen(flag)] == '\0'))
@@ -248,6 +268,7 @@ int xr_cmd_replay(int argc, char **argv) {
     else if (IS("--op-filter") && v) o.op_filter = v;
     else if (IS("--op-limit") && v && parse_int(v, 0, &n)) o.op_limit = n;
     else if (!strcmp(a, "--stop-on-error")) o.stop_on_error = true;
+    else if (IS("--max-memory") && v && parse_bytes(v, &bytes)) o.max_memory_bytes = bytes;
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = true;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(usage, stdout);

@@ -212,8 +212,8 @@ static bool pairs_up(aligner_t *a, const gpu_event_t *g, const capture_launch_t 
 static size_t align(aligner_t *a, const uint32_t *kernels, size_t n, const segment_t *seg,
                     int64_t *pair) {
   const gpu_event_t *gpu = a->c->gpu.v;
-  const capture_launch_t *cl = a->c->claunches.v + seg->first;
   size_t m = seg->count, i = 0, j = 0, paired = 0;
+  const capture_launch_t *cl = m ? a->c->claunches.v + seg->first : NULL; /* none: may be NULL */
   while (i < n && j < m) {
     if ((i - paired) * 10 > n) return paired;
     if (pairs_up(a, &gpu[kernels[i]], &cl[j])) {

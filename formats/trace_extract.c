@@ -325,6 +325,11 @@ static bool parse_iteration(const char *name, int64_t v[6]) {
       tokens = strtoll(p, &end, 10);
       if (end == p) return false;
     }
+    /* Counts no server reaches (2^40) mean the name is not an iteration; below that, sums of
+     * them cannot overflow. */
+    const long long limit = 1ll << 40;
+    if (seqs < 0 || seqs > limit || tokens < 0 || tokens > limit || kv < -1 || kv > limit)
+      return false;
     v[i * 2] = seqs;
     v[i * 2 + 1] = tokens;
     v[4 + i] = kv;
@@ -404,7 +409,7 @@ static void note_capture_annotation(ctx_t *c, const char *name) {
   if (cap->batch_size || strncmp(name, "capture_", 8) != 0) return;
   char *end;
   long long n = strtoll(name + 8, &end, 10);
-  if (end != name + 8 && *end == '_' && n > 0) cap->batch_size = n;
+  if (end != name + 8 && *end == '_' && n > 0 && n <= (1ll << 40)) cap->batch_size = n;
 }
 
 static xr_status_t store_event(ctx_t *c, event_t *e) {
@@ -1668,8 +1673,8 @@ static xr_status_t read_captures(ctx_t *c) {
     const xr_extract_capture_t *in = &c->opt->captures[i];
     if (!in->path || !*in->path)
       return xr_error(XR_INVALID_ARGUMENT, "xr_trace_extract: capture %zu has no path", i);
-    if (in->batch_size < 0)
-      return xr_error(XR_INVALID_ARGUMENT, "%s: batch size %lld is negative", in->path,
+    if (in->batch_size < 0 || in->batch_size > (1ll << 40))
+      return xr_error(XR_INVALID_ARGUMENT, "%s: batch size %lld is out of range", in->path,
                       (long long)in->batch_size);
     c->captures[i] = (capture_t){.path = in->path, .batch_size = in->batch_size, .mode = in->mode};
     xr_jreader_t *r;

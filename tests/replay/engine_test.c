@@ -515,3 +515,16 @@ Test(engine, max_memory_caps_what_an_op_may_take) {
   cr_assert_eq(s.r[1].outcome, XR_OP_SUCCEEDED, "%s", s.r[1].message);
   xr_bundle_destroy(b);
 }
+
+/* A report from elsewhere whose op position is no position is rejected, naming the field. */
+Test(engine, reports_with_impossible_positions_are_rejected) {
+  const char *path = tmp_path("bad_report.json");
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("{\"ops\": [{\"index\": 1e300, \"name\": \"aten::mm\", \"outcome\": \"ok\"}]}", f);
+  fclose(f);
+  xr_report_contents_t *c = NULL;
+  cr_assert_eq(xr_report_read(path, &c), XR_INVALID_ARGUMENT);
+  cr_assert_null(c);
+  cr_assert(strstr(xr_last_error(), "ops[0].index: not an op position"), "%s", xr_last_error());
+}

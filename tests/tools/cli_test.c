@@ -309,3 +309,25 @@ Test(cli, interrupt_keeps_what_was_measured) {
   cr_assert(strstr(out_text, "\"name\":\"aten::mm\"") && strstr(out_text, "\"iterations\":"),
             "%s", out_text);
 }
+
+/* Graph-mode extraction from the command line: the capture directory, the summary line, and the
+ * usage errors of the new flags. */
+Test(cli, extract_with_a_capture_dir_credits_the_graph_kernels) {
+  char cmd[2048];
+  const char *dir = "tests/data/fixtures/graph_traces/sglang_decode";
+  snprintf(cmd, sizeof cmd, "extract %s/graph_execution.json.gz --capture-dir %s -o %s/g.msgpack",
+           dir, dir, tmpdir());
+  cr_assert_eq(replay(cmd), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "graph launches: 1, 1 matched to the 1 stream captures; 544 of their "
+                             "544 kernels credited to captured ops (98.8% of GPU busy time)"),
+            "%s", out_text);
+  cr_assert(strstr(out_text, "99.8% of GPU busy time"), "%s", out_text);
+  snprintf(cmd, sizeof cmd, "extract %s/graph_execution.json.gz --capture-dir %s --capture x "
+           "-o %s/g.msgpack", dir, dir, tmpdir());
+  cr_assert_eq(replay(cmd), 2);
+  cr_assert(strstr(err_text, "--capture and --capture-dir do not mix"), "%s", err_text);
+  snprintf(cmd, sizeof cmd, "extract %s/graph_execution.json.gz --capture-dir %s/nowhere -o "
+           "%s/g.msgpack", dir, tmpdir(), tmpdir());
+  cr_assert_eq(replay(cmd), 2);
+  cr_assert(strstr(err_text, "nowhere/execution_details.json"), "%s", err_text);
+}

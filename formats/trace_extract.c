@@ -1107,6 +1107,21 @@ static bool int_array(const jnode_t *a, bool allow_negative) {
   return true;
 }
 
+/* Whether the tensor a recorded shape and strides (contiguous when absent) describe has element
+ * and byte counts that fit 64 bits, as the bundle's validator requires. */
+static bool geometry_fits(const jnode_t *dims, const jnode_t *strides, xr_dtype_t dtype) {
+  int64_t shape[XR_MAX_RANK], st[XR_MAX_RANK];
+  xr_tensor_spec_t t = {.rank = (int32_t)dims->n, .shape = shape, .strides = st,
+                        .storage_size = -1, .dtype = dtype};
+  for (size_t i = 0; i < dims->n; i++) shape[i] = strtoll(dims->items[i].text, NULL, 10);
+  if (int_array(strides, false) && strides->n == dims->n)
+    for (size_t i = 0; i < dims->n; i++) st[i] = strtoll(strides->items[i].text, NULL, 10);
+  else
+    xr_tensor_set_contiguous(&t);
+  size_t bytes;
+  return xr_tensor_storage_bytes(&t, &bytes) == XR_OK;
+}
+
 static bool check_recorded(const jnode_t *root, recorded_t *rec, char *why, size_t why_size) {
   rec->d = dom_get(root, "d");
   rec->t = dom_get(root, "t");
@@ -1147,16 +1162,30 @@ static bool check_recorded(const jnode_t *root, recorded_t *rec, char *why, size
         snprintf(why, why_size, "Input Dims[%zu]: rank %zu above %d", i, dims->n, XR_MAX_RANK);
         return false;
       }
+      const jnode_t *strides = rec->s ? &rec->s->items[i] : NULL;
+      if (!geometry_fits(dims, strides, xr_dtype_parse(ty->text))) {
+        snprintf(why, why_size, "Input Dims[%zu]: the tensor's size overflows 64 bits", i);
+        return false;
+      }
     } else if (k == K_TENSORLIST) {
       if (!is_array(dims)) {
         snprintf(why, why_size, "Input Dims[%zu] is not a list of shapes", i);
         return false;
       }
-      for (size_t j = 0; j < dims->n; j++)
+      for (size_t j = 0; j < dims->n; j++) {
         if (!int_array(&dims->items[j], false) || dims->items[j].n > XR_MAX_RANK) {
           snprintf(why, why_size, "Input Dims[%zu][%zu] is not a shape", i, j);
           return false;
         }
+        /* the element dtype is decided later: checked at the widest */
+        const jnode_t *ls = rec->s ? &rec->s->items[i] : NULL;
+        const jnode_t *sj = is_array(ls) && ls->n == dims->n ? &ls->items[j] : NULL;
+        if (!geometry_fits(&dims->items[j], sj, XR_DTYPE_F64)) {
+          snprintf(why, why_size, "Input Dims[%zu][%zu]: the tensor's size overflows 64 bits", i,
+                   j);
+          return false;
+        }
+      }
     }
   }
   return true;

@@ -216,3 +216,26 @@ Test(bad_input, unnamed_cpu_ops_are_skipped_and_counted) {
   xr_bundle_destroy(b);
   xr_extract_summary_free(&s);
 }
+
+/* Dimensions each fine but whose product overflows: the op is skipped as malformed (it used to
+ * make a bundle its own validator rejected). */
+Test(bad_input, shapes_whose_size_overflows_are_skipped) {
+  const char *t =
+      "{\"traceEvents\": ["
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::relu\", \"pid\": 1, \"tid\": 1, "
+      "\"ts\": 0, \"dur\": 10, \"args\": {\"Input Dims\": [[4294967296, 4294967296]], "
+      "\"Input type\": [\"float\"]}},"
+      "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "
+      "\"tid\": 1, \"ts\": 2, \"dur\": 1, \"args\": {\"correlation\": 3}},"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 4, "
+      "\"dur\": 2, \"args\": {\"correlation\": 3}}]}";
+  xr_bundle_t *b;
+  xr_extract_summary_t s;
+  cr_assert_eq(extract_string(t, NULL, &b, &s), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(b->op_count, 0);
+  cr_assert_eq(s.ops_bad_args, 1);
+  cr_assert(summary_has_warning(&s, "aten::relu: skipped: Input Dims[0]: the tensor's size "
+                                    "overflows 64 bits"));
+  xr_bundle_destroy(b);
+  xr_extract_summary_free(&s);
+}

@@ -225,9 +225,14 @@ static const char *init_params(const char *overrides, const char *name, char *bu
   return params;
 }
 
+/* Byte counts add and multiply saturating: an absurd bundle must read as "does not fit". */
+static uint64_t add_bytes(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 static uint64_t work_bytes(const op_work_t *w) {
   uint64_t total = 0;
-  for (size_t i = 0; i < w->count; i++) total += w->bytes[i];
+  for (size_t i = 0; i < w->count; i++) total = add_bytes(total, w->bytes[i]);
   return total;
 }
 
@@ -255,9 +260,9 @@ static xr_status_t check_fits(const engine_t *e, const char *where, uint64_t nee
 
 /* What one device holds of an op at once: every rotation copy, then the outputs read back. */
 static uint64_t device_need(const engine_t *e, const op_work_t *w) {
-  int copies = e->o->rotate > 0 ? e->o->rotate : 1;
-  uint64_t need = (uint64_t)copies * work_bytes(w);
-  for (size_t k = 0; k < w->out_count; k++) need += w->bytes[w->out[k]];
+  uint64_t copies = e->o->rotate > 0 ? (uint64_t)e->o->rotate : 1, need;
+  if (__builtin_mul_overflow(copies, work_bytes(w), &need)) need = UINT64_MAX;
+  for (size_t k = 0; k < w->out_count; k++) need = add_bytes(need, w->bytes[w->out[k]]);
   return need;
 }
 
@@ -266,7 +271,7 @@ static uint64_t host_need(const engine_t *e, const op_work_t *w) {
   bool host_device = false;
   for (size_t d = 0; d < e->device_count; d++)
     host_device |= e->devices[d].info->properties.host_addressable;
-  return work_bytes(w) + (host_device ? device_need(e, w) : 0);
+  return add_bytes(work_bytes(w), host_device ? device_need(e, w) : 0);
 }
 
 static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {

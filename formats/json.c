@@ -37,6 +37,7 @@ typedef struct json_decoder {
   xr_bundle_t *bundle;
   xr_path_t path;
   const char *op_name, *arg_name; /* for messages about the value being decoded */
+  bool tracelens;                 /* the document is TraceLens IR */
 } json_decoder_t;
 
 static xr_status_t fail(json_decoder_t *d, xr_status_t st, const char *fmt, ...)
@@ -371,8 +372,7 @@ static xr_status_t decode_value(json_decoder_t *d, const cJSON *j, xr_value_t *o
   return XR_OK;
 }
 
-/* One argument object; key names differ between our schema and TraceLens' ("arg_name",
- * "arg_type"). */
+/* One argument object; key names differ between our schema and TraceLens'. */
 static xr_status_t decode_arg(json_decoder_t *d, const cJSON *obj, const char *name_key,
                               const char *type_key, xr_arg_t *out) {
   xr_status_t st;
@@ -387,7 +387,7 @@ static xr_status_t decode_arg(json_decoder_t *d, const cJSON *obj, const char *n
   if (!v) return expect(d, v, 0, "value", "a value (use null for None)");
   /* TraceLens writes "" for a string the profiler dropped (aten::gelu's approximate): the
    * argument is then left to its default, as extraction does, and marked defaulted. */
-  if (type_key[0] == 'a' && out->type && strstr(out->type, "str") && cJSON_IsString(v) &&
+  if (d->tracelens && out->type && strstr(out->type, "str") && cJSON_IsString(v) &&
       !v->valuestring[0]) {
     out->defaulted = true;
     return XR_OK;
@@ -520,6 +520,7 @@ static xr_status_t decode_our_op(json_decoder_t *d, const cJSON *obj, xr_op_t *o
 
 /* TraceLens: {"op_name", "replay_ir": {"list_pos_args", "list_kwargs"}, "count"?}. */
 static xr_status_t decode_tracelens_op(json_decoder_t *d, const cJSON *obj, xr_op_t *op) {
+  d->tracelens = true;
   xr_status_t st;
   if ((st = expect(d, obj, cJSON_IsObject(obj), "", "an IR entry object")) != XR_OK) return st;
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(obj, "op_name");

@@ -194,20 +194,33 @@ Test(bad_input, numbers_out_of_range_saturate) {
 
 /* A cpu_op without a name is not an op: its kernels go to the op around it, and the bundle
  * validates (it used to hold an op with an empty name). */
+/* The cpu_op events given (a thread of pid 1, tid 1, enclosing ts 2) and one kernel launched at
+ * ts 2. */
+static xr_status_t extract_one_kernel(const char *cpu_ops, xr_bundle_t **b,
+                                      xr_extract_summary_t *s) {
+  static char t[4096];
+  snprintf(t, sizeof t,
+           "{\"traceEvents\": [%s,"
+           "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+           "\"pid\": 1, \"tid\": 1, \"ts\": 2, \"dur\": 1, \"args\": {\"correlation\": 3}},"
+           "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, "
+           "\"ts\": 4, \"dur\": 2, \"args\": {\"correlation\": 3}}]}",
+           cpu_ops);
+  return extract_string(t, NULL, b, s);
+}
+
 Test(bad_input, unnamed_cpu_ops_are_skipped_and_counted) {
-  const char *t =
-      "{\"traceEvents\": ["
-      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::relu\", \"pid\": 1, \"tid\": 1, "
-      "\"ts\": 0, \"dur\": 10, \"args\": {\"Input Dims\": [[4]], \"Input type\": [\"float\"]}},"
-      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"\", \"pid\": 1, \"tid\": 1, \"ts\": 1, "
-      "\"dur\": 5, \"args\": {\"Input Dims\": [[4]], \"Input type\": [\"float\"]}},"
-      "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "
-      "\"tid\": 1, \"ts\": 2, \"dur\": 1, \"args\": {\"correlation\": 3}},"
-      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 4, "
-      "\"dur\": 2, \"args\": {\"correlation\": 3}}]}";
   xr_bundle_t *b;
   xr_extract_summary_t s;
-  cr_assert_eq(extract_string(t, NULL, &b, &s), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(extract_one_kernel(
+                   "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::relu\", \"pid\": 1, "
+                   "\"tid\": 1, \"ts\": 0, \"dur\": 10, \"args\": {\"Input Dims\": [[4]], "
+                   "\"Input type\": [\"float\"]}},"
+                   "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"\", \"pid\": 1, \"tid\": 1, "
+                   "\"ts\": 1, \"dur\": 5, \"args\": {\"Input Dims\": [[4]], \"Input type\": "
+                   "[\"float\"]}}",
+                   &b, &s),
+               XR_OK, "%s", xr_last_error());
   cr_assert_eq(s.ops_unnamed, 1);
   cr_assert_eq(b->op_count, 1);
   cr_assert_str_eq(b->ops[0].name, "aten::relu");
@@ -220,18 +233,14 @@ Test(bad_input, unnamed_cpu_ops_are_skipped_and_counted) {
 /* Dimensions each fine but whose product overflows: the op is skipped as malformed (it used to
  * make a bundle its own validator rejected). */
 Test(bad_input, shapes_whose_size_overflows_are_skipped) {
-  const char *t =
-      "{\"traceEvents\": ["
-      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::relu\", \"pid\": 1, \"tid\": 1, "
-      "\"ts\": 0, \"dur\": 10, \"args\": {\"Input Dims\": [[4294967296, 4294967296]], "
-      "\"Input type\": [\"float\"]}},"
-      "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "
-      "\"tid\": 1, \"ts\": 2, \"dur\": 1, \"args\": {\"correlation\": 3}},"
-      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 4, "
-      "\"dur\": 2, \"args\": {\"correlation\": 3}}]}";
   xr_bundle_t *b;
   xr_extract_summary_t s;
-  cr_assert_eq(extract_string(t, NULL, &b, &s), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(extract_one_kernel(
+                   "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::relu\", \"pid\": 1, "
+                   "\"tid\": 1, \"ts\": 0, \"dur\": 10, \"args\": {\"Input Dims\": "
+                   "[[4294967296, 4294967296]], \"Input type\": [\"float\"]}}",
+                   &b, &s),
+               XR_OK, "%s", xr_last_error());
   cr_assert_eq(b->op_count, 0);
   cr_assert_eq(s.ops_bad_args, 1);
   cr_assert(summary_has_warning(&s, "aten::relu: skipped: Input Dims[0]: the tensor's size "

@@ -43,6 +43,8 @@ static const struct {
     {"float8_e5m2", XR_DTYPE_F8E5M2},
     {"float8_e4m3fnuz", XR_DTYPE_F8E4M3FNUZ},
     {"float8_e5m2fnuz", XR_DTYPE_F8E5M2FNUZ},
+    {"float4_e2m1fn_x2", XR_DTYPE_F4E2M1X2},
+    {"float8_e8m0fnu", XR_DTYPE_F8E8M0},
     {"int8", XR_DTYPE_I8},
     {"char", XR_DTYPE_I8},
     {"short", XR_DTYPE_I16},

@@ -25,6 +25,7 @@ typedef enum xr_dtype_class {
   XR_DTYPE_CLASS_SIGNED,
   XR_DTYPE_CLASS_UNSIGNED,
   XR_DTYPE_CLASS_BOOL,
+  XR_DTYPE_CLASS_MX, /* packed fp4 pairs and e8m0 scales: parts of a block-scaled tensor */
 } xr_dtype_class_t;
 
 /* Parses any spelling seen in profiler traces ("c10::BFloat16", "long int", "float") or the

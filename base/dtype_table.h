@@ -7,7 +7,10 @@
  * code:      the value of XR_DTYPE_<NAME> (0 is XR_DTYPE_INVALID); device code receives it as is.
  * spelling:  how PyTorch's profiler writes the type in a trace ("c10::BFloat16"), and what
  *            bundles store.
- * class:     FLOAT, FLOAT8 (the four 8-bit float formats), SIGNED, UNSIGNED or BOOL.
+ * class:     FLOAT, FLOAT8 (the four 8-bit float formats), SIGNED, UNSIGNED, BOOL or MX (the
+ *            parts of microscaling formats: fp4 e2m1 codes packed two per byte, low nibble
+ *            first, the element with the lower index, and e8m0 power-of-two scales; torch's
+ *            float4_e2m1fn_x2 and float8_e8m0fnu, whose shapes count bytes).
  * torch:     c10::ScalarType's number, as traces record a `dtype` argument.
  * No include guard: included once per expansion. */
 XR_DTYPE(F32, 1, "float", "f32", 4, FLOAT, 6)
@@ -27,3 +30,5 @@ XR_DTYPE(U16, 14, "unsigned short", "u16", 2, UNSIGNED, 27)
 XR_DTYPE(U32, 15, "unsigned int", "u32", 4, UNSIGNED, 28)
 XR_DTYPE(U64, 16, "unsigned long", "u64", 8, UNSIGNED, 29)
 XR_DTYPE(BOOL, 17, "bool", "bool", 1, BOOL, 11)
+XR_DTYPE(F4E2M1X2, 18, "c10::Float4_e2m1fn_x2", "f4e2m1x2", 1, MX, 45)
+XR_DTYPE(F8E8M0, 19, "c10::Float8_e8m0fnu", "f8e8m0", 1, MX, 44)

@@ -41,7 +41,10 @@ void xr_poison(void *host, xr_dtype_t dtype, size_t bytes) {
 }
 
 const char *xr_fill_policy(const xr_tensor_spec_t *t, bool written) {
-  bool floating = xr_dtype_is_floating(t->dtype);
+  /* e8m0 scales: powers of two near 1 (N(0, 1) rounded in log2); fp4 pairs: any two codes */
+  bool floating = xr_dtype_is_floating(t->dtype) || t->dtype == XR_DTYPE_F8E8M0;
+  if (t->dtype == XR_DTYPE_F4E2M1X2 && t->init != XR_INIT_NONE && t->init != XR_INIT_ZEROS)
+    return "bytes";
   switch (t->init) {
     case XR_INIT_NONE: return "poison";
     case XR_INIT_ZEROS: return "zeros";
@@ -56,7 +59,15 @@ const char *xr_fill_policy(const xr_tensor_spec_t *t, bool written) {
   return floating ? "normal" : t->dtype == XR_DTYPE_BOOL ? "bool" : "uniform-int";
 }
 
-typedef enum fill_kind { FILL_ZEROS, FILL_ONES, FILL_NORMAL, FILL_UNIFORM, FILL_BOOL, FILL_SMALL_INT } fill_kind_t;
+typedef enum fill_kind {
+  FILL_ZEROS,
+  FILL_ONES,
+  FILL_NORMAL,
+  FILL_UNIFORM,
+  FILL_BOOL,
+  FILL_SMALL_INT,
+  FILL_BYTES,
+} fill_kind_t;
 
 typedef struct fill_job {
   void *host;
@@ -85,6 +96,7 @@ static void *fill_range(void *arg) {
         case FILL_UNIFORM: v[k] = 2.0 * xr_rng_uniform(&s) - 1.0; break;
         case FILL_BOOL: v[k] = (double)(xr_rng_next(&s) & 1); break;
         case FILL_SMALL_INT: v[k] = (double)(xr_rng_next(&s) % 16); break; /* valid as most indices */
+        case FILL_BYTES: v[k] = (double)(xr_rng_next(&s) & 0xff); break;
       }
     }
     /* the common dtypes without xr_store_element's per-element switch (same conversions) */
@@ -111,6 +123,7 @@ void xr_fill(void *host, const xr_tensor_spec_t *t, size_t bytes, uint64_t seed)
                      : !strcmp(policy, "normal")  ? FILL_NORMAL
                      : !strcmp(policy, "uniform") ? FILL_UNIFORM
                      : !strcmp(policy, "bool")    ? FILL_BOOL
+                     : !strcmp(policy, "bytes")   ? FILL_BYTES
                                                   : FILL_SMALL_INT;
   /* Large tensors (expert weights: hundreds of millions of elements) on every core. */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -180,6 +180,7 @@ Test(golden, every_case_through_the_replay_engine) {
   cJSON_ArrayForEach(c, manifest) {
     const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
     const char *op = cJSON_GetObjectItem(c, "op_name")->valuestring;
+    if (!cJSON_GetObjectItem(c, "ir")) continue; /* format vectors: tests/kernels:mx_test */
     const xr_op_result_t *r = &rs.r[i];
     if (!implemented(op)) {
       cr_log_info("%s: %s (%s)", name, xr_op_outcome_name(r->outcome), r->message);

@@ -1,5 +1,6 @@
 /* The golden cases (tests/data/golden) as one bundle: every case's TraceLens IR entry (the
- * manifest's "ir" fields) in manifest order, with .npy paths resolved in the golden folder. */
+ * manifest's "ir" fields) in manifest order, with .npy paths resolved in the golden folder.
+ * Format vectors (the mx cases) have no IR and no op in the bundle. */
 #ifndef XR_TESTS_SUPPORT_GOLDEN_H
 #define XR_TESTS_SUPPORT_GOLDEN_H
 
@@ -24,7 +25,8 @@ static inline xr_bundle_t *golden_bundle(const xr_load_options_t *options, cJSON
   cr_assert_not_null(manifest, "manifest.json is not JSON");
   cJSON *list = cJSON_CreateArray(), *c;
   cJSON_ArrayForEach(c, manifest) {
-    cJSON_AddItemToArray(list, cJSON_Duplicate(cJSON_GetObjectItem(c, "ir"), 1));
+    const cJSON *ir = cJSON_GetObjectItem(c, "ir");
+    if (ir) cJSON_AddItemToArray(list, cJSON_Duplicate(ir, 1));
   }
   char *text = cJSON_PrintUnformatted(list);
   cJSON_Delete(list);

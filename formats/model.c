@@ -184,18 +184,31 @@ xr_op_t *xr_bundle_add_op(xr_bundle_t *bundle, const char *name) {
 
 /* Appends a named positional argument with a null value and returns it (valid until the next
  * append: the argument array is copied to grow). */
-static xr_arg_t *append_arg(xr_arena_t *arena, xr_op_t *op, const char *name) {
-  if (op->arg_count >= SIZE_MAX / sizeof(xr_arg_t) - 1) {
+/* A new last entry of args (or kwargs), named, value null. */
+static xr_arg_t *append_to(xr_arena_t *arena, const xr_op_t *op, xr_arg_t **list, size_t *count,
+                           const char *name) {
+  if (*count >= SIZE_MAX / sizeof(xr_arg_t) - 1) {
     xr_error(XR_OUT_OF_RANGE, "%s: too many arguments", op->name ? op->name : "op");
     return NULL;
   }
-  xr_arg_t *args = xr_arena_alloc(arena, (op->arg_count + 1) * sizeof *args);
+  xr_arg_t *args = xr_arena_alloc(arena, (*count + 1) * sizeof *args);
   char *copy = xr_arena_strdup(arena, name);
   if (!args || (name && !copy)) return NULL;
-  if (op->arg_count) memcpy(args, op->args, op->arg_count * sizeof *args);
-  op->args = args;
-  xr_arg_t *a = &args[op->arg_count++];
+  if (*count) memcpy(args, *list, *count * sizeof *args);
+  *list = args;
+  xr_arg_t *a = &args[(*count)++];
+  memset(a, 0, sizeof *a);
   a->name = copy;
+  return a;
+}
+
+static xr_arg_t *append_arg(xr_arena_t *arena, xr_op_t *op, const char *name) {
+  return append_to(arena, op, &op->args, &op->arg_count, name);
+}
+
+xr_arg_t *xr_op_add_kwarg(xr_arena_t *arena, xr_op_t *op, const char *name, const char *type) {
+  xr_arg_t *a = append_to(arena, op, &op->kwargs, &op->kwarg_count, name);
+  if (a && type && !(a->type = xr_arena_strdup(arena, type))) return NULL;
   return a;
 }
 

@@ -186,6 +186,11 @@ xr_status_t xr_op_add_string(xr_arena_t *arena, xr_op_t *op, const char *name, c
 xr_status_t xr_op_add_int_list(xr_arena_t *arena, xr_op_t *op, const char *name,
                                const int64_t *values, size_t count);
 
+/* Appends a keyword argument with a null value (fill in arg->value, allocating in `arena`) and
+ * the schema type `type` (may be NULL); NULL when memory runs out. Pointers to the op's earlier
+ * kwargs do not survive the call. */
+xr_arg_t *xr_op_add_kwarg(xr_arena_t *arena, xr_op_t *op, const char *name, const char *type);
+
 /* Looks an argument up by name among args then kwargs; NULL if absent. */
 const xr_arg_t *xr_op_find_arg(const xr_op_t *op, const char *name);
 

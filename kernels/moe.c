@@ -178,9 +178,16 @@ static double expert_flops(const xr_moe_problem_t *p) {
   return 6.0 * (double)p->M * (double)p->topk * (double)p->K * (double)p->N;
 }
 
+/* Each routed expert's weights once (at most every expert; all of them when the routing sends
+ * M * topk rows over E experts and balanced routing leaves none out), in their storage (mxfp4:
+ * half a byte per weight plus a scale byte per 32), plus the activations. */
 static double expert_bytes(const xr_moe_problem_t *p) {
-  double es = (double)xr_dtype_size(p->dtype);
-  return es * (3.0 * (double)p->E * (double)p->N * (double)p->K + 2.0 * (double)p->M * (double)p->K);
+  double es = (double)xr_dtype_size(p->dtype), routed = (double)p->E;
+  if ((double)(p->M * p->topk) < routed) routed = (double)(p->M * p->topk);
+  double per_weight = p->weights == XR_MOE_W_MXFP4 ? 0.5 + 1.0 / 32 : es;
+  double bias = (p->w1_bias >= 0 ? 2.0 * (double)p->N : 0) + (p->w2_bias >= 0 ? (double)p->K : 0);
+  return routed * (3.0 * (double)p->N * (double)p->K * per_weight + bias * es) +
+         es * 2.0 * (double)p->M * (double)p->K;
 }
 
 static xr_status_t analyze_fused(xr_op_plan_t *plan, xr_moe_problem_t *p, bool inplace) {
@@ -224,16 +231,81 @@ static xr_status_t analyze_fused(xr_op_plan_t *plan, xr_moe_problem_t *p, bool i
   return XR_OK;
 }
 
+/* What the trace itself says about a moe_forward layer whose weights are missing, for the
+ * unsupported sentence: the experts (router_logits), the hidden size (hidden_states) and the
+ * weight format where a recorded kernel names it. */
+static void describe_missing(const xr_op_plan_t *plan, xr_moe_problem_t *p, bool have_topk) {
+  const xr_op_t *op = plan->op;
+  const char *format = NULL;
+  for (size_t i = 0; op->timing && i < op->timing->kernel_count && !format; i++) {
+    const char *k = op->timing->kernels[i].name;
+    if (!k) continue;
+    if (strstr(k, "mxfp4") || strstr(k, "MxE2m1") || strstr(k, "mxf4")) format = "mxfp4";
+    else if (strstr(k, "fp8") || strstr(k, "Fp8") || strstr(k, "E4m3")) format = "fp8";
+  }
+  char known[160];
+  int n = snprintf(known, sizeof known, "%lld experts from router_logits, hidden size %lld from hidden_states",
+                   (long long)spec(plan, p->logits)->shape[1], (long long)p->K);
+  if (format && n > 0 && (size_t)n < sizeof known)
+    snprintf(known + n, sizeof known - (size_t)n, ", %s weights from the recorded kernels", format);
+  const char *missing = have_topk ? (format ? "the intermediate size is" : "the intermediate size and the weight format are")
+                                   : (format ? "the intermediate size and top_k are"
+                                             : "the intermediate size, top_k and the weight format are");
+  snprintf(p->unsupported, sizeof p->unsupported,
+           "%s: the layer's weights are not in the trace: %s unknown (the trace gives %s); pass the "
+           "model's config.json with --model-config FILE, or add w1, w2 and top_k to the op",
+           op->name, missing, known);
+}
+
+static bool is_e8m0(xr_dtype_t d) { return d == XR_DTYPE_F8E8M0; }
+
+/* An expert weight w [E, rows, cols] (mxfp4: [E, rows, cols / 2] bytes with a scale
+ * [E, rows, cols / 32]) and its optional bias [E, rows]. */
+static xr_status_t check_expert_weight(const xr_op_plan_t *plan, const xr_moe_problem_t *p, int w, int scale,
+                                       int bias, const char *name, int64_t rows, int64_t cols) {
+  char what[32];
+  xr_status_t st;
+  if (p->weights == XR_MOE_W_MXFP4) {
+    if (cols % 32)
+      return xr_plan_error(plan, "%s: mxfp4 needs a multiple of 32 along K, got %lld", name, (long long)cols);
+    snprintf(what, sizeof what, "%s_scale", name);
+    if (scale < 0) return xr_plan_error(plan, "%s: mxfp4 weights need %s (e8m0, one per 32)", name, what);
+    if ((st = need_shape(plan, w, name, 3, p->E, rows, cols / 2)) ||
+        (st = need_shape(plan, scale, what, 3, p->E, rows, cols / 32)) ||
+        (st = need_dtype(plan, scale, what, is_e8m0, xr_dtype_name(XR_DTYPE_F8E8M0))))
+      return st;
+  } else {
+    if ((st = need_shape(plan, w, name, 3, p->E, rows, cols))) return st;
+    if (spec(plan, w)->dtype != p->dtype)
+      return xr_plan_error(plan, "%s: %s, expected the hidden states' %s (or mxfp4)", name,
+                           xr_dtype_name(spec(plan, w)->dtype), xr_dtype_name(p->dtype));
+  }
+  snprintf(what, sizeof what, "%s_bias", name);
+  if (bias >= 0 && ((st = need_shape(plan, bias, what, 2, p->E, rows, -1)) ||
+                    (st = need_dtype(plan, bias, what, is_float, "a float dtype"))))
+    return st;
+  return XR_OK;
+}
+
 static xr_status_t analyze_forward(xr_op_plan_t *plan, xr_moe_problem_t *p) {
   const xr_op_t *op = plan->op;
   xr_status_t st;
+  const char *activation = "silu";
   p->renormalize = true;
+  p->swiglu_alpha = 1.702, p->swiglu_limit = 7.0;
   if ((st = xr_arg_tensor(plan, 0, "hidden_states", true, &p->hidden)) ||
       (st = xr_arg_tensor(plan, 1, "router_logits", true, &p->logits)) ||
       (st = xr_arg_tensor(plan, -1, "w1", false, &p->w1)) ||
       (st = xr_arg_tensor(plan, -1, "w2", false, &p->w2)) ||
+      (st = xr_arg_tensor(plan, -1, "w1_scale", false, &p->w1_scale)) ||
+      (st = xr_arg_tensor(plan, -1, "w2_scale", false, &p->w2_scale)) ||
+      (st = xr_arg_tensor(plan, -1, "w1_bias", false, &p->w1_bias)) ||
+      (st = xr_arg_tensor(plan, -1, "w2_bias", false, &p->w2_bias)) ||
       (st = xr_arg_int(op, -1, "top_k", false, &p->topk)) ||
       (st = xr_arg_bool(op, -1, "renormalize", false, &p->renormalize)) ||
+      (st = xr_arg_string(op, -1, "activation", false, &activation)) ||
+      (st = xr_arg_double(op, -1, "swiglu_alpha", false, &p->swiglu_alpha)) ||
+      (st = xr_arg_double(op, -1, "swiglu_limit", false, &p->swiglu_limit)) ||
       (st = need_shape(plan, p->hidden, "hidden_states", 2, -1, -1, -1)) ||
       (st = need_dtype(plan, p->hidden, "hidden_states", is_float, "fp32, fp16 or bf16")))
     return st;
@@ -248,16 +320,31 @@ static xr_status_t analyze_forward(xr_op_plan_t *plan, xr_moe_problem_t *p) {
     return st;
   if (p->w1 < 0 || p->w2 < 0 || p->topk < 1) {
     /* A trace holds only the layer's name: its weights live in the serving process. */
-    unsupported(p, "%s: the layer's weights are not in the trace (add w1, w2 and top_k)",
-                op->name);
+    describe_missing(plan, p, p->topk >= 1);
     return XR_OK;
   }
-  if ((st = analyze_weights(plan, p))) return st;
+  if (!strcmp(activation, "swigluoai")) p->act = XR_MOE_ACT_SWIGLUOAI;
+  else if (strcmp(activation, "silu"))
+    unsupported(p, "activation '%s' (silu or swigluoai)", activation);
+  if ((st = need_shape(plan, p->w1, "w1", 3, -1, -1, -1))) return st;
+  const xr_tensor_spec_t *w1 = spec(plan, p->w1);
+  p->weights = w1->dtype == XR_DTYPE_F4E2M1X2 ? XR_MOE_W_MXFP4 : XR_MOE_W_PLAIN;
+  p->E = w1->shape[0];
+  if (w1->shape[1] % 2)
+    return xr_plan_error(plan, "w1: %lld rows, expected 2 x the intermediate size (gate, up)",
+                         (long long)w1->shape[1]);
+  p->N = w1->shape[1] / 2;
+  if (p->weights == XR_MOE_W_MXFP4 && spec(plan, p->w2)->dtype != XR_DTYPE_F4E2M1X2)
+    return xr_plan_error(plan, "w1 is mxfp4 but w2 is %s", xr_dtype_name(spec(plan, p->w2)->dtype));
+  if ((st = check_expert_weight(plan, p, p->w1, p->w1_scale, p->w1_bias, "w1", 2 * p->N, p->K)) ||
+      (st = check_expert_weight(plan, p, p->w2, p->w2_scale, p->w2_bias, "w2", p->K, p->N)))
+    return st;
   if (spec(plan, p->logits)->shape[1] != p->E)
     return xr_plan_error(plan, "router_logits: %lld experts, w1 has %lld",
                          (long long)spec(plan, p->logits)->shape[1], (long long)p->E);
   if (p->topk > p->E)
     return xr_plan_error(plan, "top_k %lld exceeds %lld experts", (long long)p->topk, (long long)p->E);
+  if (!(p->swiglu_limit > 0)) return xr_plan_error(plan, "swiglu_limit %g: expected > 0", p->swiglu_limit);
   plan->flops = expert_flops(p);
   plan->bytes = expert_bytes(p);
   return XR_OK;
@@ -395,6 +482,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   p->hidden = p->w1 = p->w2 = p->topk_weights = p->topk_ids = p->out = p->logits = -1;
   p->token_expert_indices = p->sorted_ids = p->sorted_weights = p->expert_ids = -1;
   p->num_valid = p->moe_buf = -1;
+  p->w1_scale = p->w2_scale = p->w1_bias = p->w2_bias = -1;
   const char *name = plan->op->name;
   if (!strcmp(name, "_moe_C::moe_align_block_size")) {
     p->kind = XR_MOE_ALIGN;
@@ -423,6 +511,17 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
 xr_status_t xr_moe_check_supported(const xr_op_plan_t *plan, const char *impl) {
   const xr_moe_problem_t *p = plan->problem;
   if (p->unsupported[0]) return xr_error(XR_UNIMPLEMENTED, "%s: %s", impl, p->unsupported);
+  return XR_OK;
+}
+
+xr_status_t xr_moe_check_plain_layer(const xr_op_plan_t *plan, const char *impl) {
+  const xr_moe_problem_t *p = plan->problem;
+  if (p->weights != XR_MOE_W_PLAIN)
+    return xr_error(XR_UNIMPLEMENTED, "%s: mxfp4 expert weights are not supported", impl);
+  if (p->act != XR_MOE_ACT_SILU)
+    return xr_error(XR_UNIMPLEMENTED, "%s: activation swigluoai is not supported", impl);
+  if (p->w1_bias >= 0 || p->w2_bias >= 0)
+    return xr_error(XR_UNIMPLEMENTED, "%s: expert biases are not supported", impl);
   return XR_OK;
 }
 
@@ -550,20 +649,34 @@ static void ref_topk_softmax(void *ctx, size_t begin, size_t end) {
   free(ids);
 }
 
-/* One expert's MLP on one row: y[K] = w2[e] @ (silu(g) * u), [g; u] = w1[e] @ x. */
+/* Weight (e, r, c) of w1 (which 0) or w2 (1), decoded from its storage. */
+static double expert_weight(const ref_state_t *s, int which, int64_t e, int64_t r, int64_t c) {
+  const xr_moe_problem_t *p = s->p;
+  int w = which ? p->w2 : p->w1;
+  if (p->weights == XR_MOE_W_PLAIN) return load(s, w, e, r, c);
+  uint8_t pair = (uint8_t)load(s, w, e, r, c / 2); /* f4e2m1x2 loads as its byte */
+  return xr_e2m1_to_f32(c % 2 ? pair >> 4 : pair & 15) * load(s, which ? p->w2_scale : p->w1_scale, e, r, c / 32);
+}
+
+static double bias(const ref_state_t *s, int index, int64_t e, int64_t r) {
+  return index >= 0 ? load(s, index, e, r, 0) : 0.0;
+}
+
+/* One expert's MLP on one row: y[K] = w2[e] @ act(g, u) + b2[e], [g; u] = w1[e] @ x + b1[e]. */
 static void expert_mlp(const ref_state_t *s, int64_t e, const double *x, double *h, double *y) {
   const xr_moe_problem_t *p = s->p;
   for (int64_t n = 0; n < p->N; n++) {
-    double g = 0, u = 0;
+    int64_t gr = xr_moe_gate_row(p, n), ur = xr_moe_up_row(p, n);
+    double g = bias(s, p->w1_bias, e, gr), u = bias(s, p->w1_bias, e, ur);
     for (int64_t k = 0; k < p->K; k++) {
-      g += load(s, p->w1, e, n, k) * x[k];
-      u += load(s, p->w1, e, p->N + n, k) * x[k];
+      g += expert_weight(s, 0, e, gr, k) * x[k];
+      u += expert_weight(s, 0, e, ur, k) * x[k];
     }
-    h[n] = xr_moe_silu(g) * u;
+    h[n] = xr_moe_activate(p, g, u);
   }
   for (int64_t k = 0; k < p->K; k++) {
-    double acc = 0;
-    for (int64_t n = 0; n < p->N; n++) acc += load(s, p->w2, e, k, n) * h[n];
+    double acc = bias(s, p->w2_bias, e, k);
+    for (int64_t n = 0; n < p->N; n++) acc += expert_weight(s, 1, e, k, n) * h[n];
     y[k] = acc;
   }
 }

@@ -15,7 +15,16 @@
  *       output (or x when apply_router_weight_on_input).
  *   vllm::moe_forward             router (softmax top-k of router_logits, renormalised unless
  *       renormalize=False) plus the fused experts; the layer's weights are not arguments of the
- *       op, so it runs only when the bundle adds w1, w2 and top_k.
+ *       op, so it runs only when the bundle adds w1, w2 and top_k (replay --model-config or
+ *       extract --model-config write them from a model's config.json). Its layer may also have:
+ *       - mxfp4 weights: w1 f4e2m1x2 [E, 2N, K/2] with w1_scale f8e8m0 [E, 2N, K/32], w2
+ *         f4e2m1x2 [E, K, N/2] with w2_scale [E, K, N/32] (vLLM's Mxfp4MoEMethod layout);
+ *       - w1_bias [E, 2N] added to GEMM-1's output, w2_bias [E, K] to GEMM-2's (before the
+ *         routing weight);
+ *       - activation "swigluoai" (GPT-OSS): gate and up interleaved in w1's rows (gate n = row
+ *         2n, up n = row 2n + 1), g = min(g, limit), u = clamp(u, -limit, limit),
+ *         act = g * sigmoid(alpha * g) * (u + 1); swiglu_limit (7.0) and swiglu_alpha (1.702)
+ *         kwargs. "silu" (default): gate rows [0, N), up rows [N, 2N), act = silu(g) * u.
  *   aiter::moe_sorting_fwd        CK sorting: sorted ids packed as token | slot << 24, every
  *       expert at least one block of unit_size, padding token | topk << 24 with weight 0,
  *       sorted_weights, sorted_expert_ids, num_valid_ids = {padded total, M}, moe_buf zeroed.
@@ -53,10 +62,21 @@ typedef enum xr_moe_kind {
 /* CK's packed sorted id. */
 #define XR_MOE_CK_ID(token, slot) ((int32_t)(((uint32_t)(token) & 0xffffffu) | ((uint32_t)(slot) << 24)))
 
+/* How the experts' weights are stored. */
+typedef enum xr_moe_weights {
+  XR_MOE_W_PLAIN = 0, /* the activations' dtype */
+  XR_MOE_W_MXFP4,     /* e2m1 pairs with an e8m0 scale per 32 along the reduction dim */
+} xr_moe_weights_t;
+
+typedef enum xr_moe_act {
+  XR_MOE_ACT_SILU = 0, /* silu(g) * u, gate rows first */
+  XR_MOE_ACT_SWIGLUOAI /* GPT-OSS's clamped swiglu, gate and up interleaved */
+} xr_moe_act_t;
+
 typedef struct xr_moe_problem {
   xr_moe_kind_t kind;
   /* Non-empty: a variant no implementation runs (quantised weights, expert maps, ...). */
-  char unsupported[192];
+  char unsupported[512];
   int64_t M;          /* tokens */
   int64_t K;          /* hidden size (model_dim) */
   int64_t N;          /* intermediate size: w1 has 2N rows */
@@ -72,7 +92,20 @@ typedef struct xr_moe_problem {
    * hidden_states (in place) or the out argument (aiter stages). */
   int hidden, w1, w2, topk_weights, topk_ids, out, logits, token_expert_indices;
   int sorted_ids, sorted_weights, expert_ids, num_valid, moe_buf;
+  /* moe_forward's layer (see above); indices -1 when absent */
+  xr_moe_weights_t weights;
+  xr_moe_act_t act;
+  double swiglu_alpha, swiglu_limit;
+  int w1_scale, w2_scale, w1_bias, w2_bias;
 } xr_moe_problem_t;
+
+/* w1's rows holding gate and up column n. */
+static inline int64_t xr_moe_gate_row(const xr_moe_problem_t *p, int64_t n) {
+  return p->act == XR_MOE_ACT_SWIGLUOAI ? 2 * n : n;
+}
+static inline int64_t xr_moe_up_row(const xr_moe_problem_t *p, int64_t n) {
+  return p->act == XR_MOE_ACT_SWIGLUOAI ? 2 * n + 1 : p->N + n;
+}
 
 /* Implementations defined in kernels/cpu, kernels/opencl and kernels/gpu, listed by
  * kernels/moe.c. */
@@ -82,6 +115,9 @@ extern const xr_kernel_impl_t xr_moe_gpu; /* gpu.moe (kernels/gpu/moe_gpu.c) */
 
 /* OK when the problem is a variant someone implements; else UNIMPLEMENTED with the reason. */
 xr_status_t xr_moe_check_supported(const xr_op_plan_t *plan, const char *impl);
+/* UNIMPLEMENTED, naming what, for a moe_forward layer with mxfp4 weights, biases or swigluoai
+ * (for implementations that run only the plain layer). */
+xr_status_t xr_moe_check_plain_layer(const xr_op_plan_t *plan, const char *impl);
 
 /* Storage index of element (a, b, c) of a tensor of rank <= 3 (missing dims ignored). */
 static inline int64_t xr_moe_at(const xr_tensor_t *t, int64_t a, int64_t b, int64_t c) {
@@ -92,5 +128,13 @@ static inline int64_t xr_moe_at(const xr_tensor_t *t, int64_t a, int64_t b, int6
 
 /* silu(x) = x / (1 + e^-x) */
 static inline double xr_moe_silu(double x) { return x / (1.0 + exp(-x)); }
+
+/* The activation of GEMM-1's gate and up outputs (biases included). */
+static inline double xr_moe_activate(const xr_moe_problem_t *p, double g, double u) {
+  if (p->act == XR_MOE_ACT_SILU) return xr_moe_silu(g) * u;
+  g = g < p->swiglu_limit ? g : p->swiglu_limit;
+  u = u < -p->swiglu_limit ? -p->swiglu_limit : u > p->swiglu_limit ? p->swiglu_limit : u;
+  return g / (1.0 + exp(-p->swiglu_alpha * g)) * (u + 1.0);
+}
 
 #endif

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "formats/model.h"
+
 enum { XR_EXIT_OK = 0, XR_EXIT_FAILED = 1, XR_EXIT_USAGE = 2, XR_EXIT_UNAVAILABLE = 3 };
 
 int xr_cmd_replay(int argc, char **argv);    /* tools/cmd_replay.c: replay [OPTIONS] BUNDLE */
@@ -18,5 +20,10 @@ int xr_cmd_validate(int argc, char **argv);  /* tools/cmd_formats.c */
 /* A path from the command line. Under `bazel run` the working directory is the runfiles tree,
  * so a relative path is taken from BUILD_WORKING_DIRECTORY (where the user typed the command). */
 const char *xr_cli_path(const char *arg, char *buf, size_t size);
+
+/* --model-config FILE: writes the layer state the config gives into the bundle's ops that need
+ * it (formats/model_config.h), printing what came from where on stderr, as `prog`. XR_EXIT_OK,
+ * or XR_EXIT_USAGE after printing the error. */
+int xr_cli_apply_model_config(const char *prog, const char *path, xr_bundle_t *bundle);
 
 #endif

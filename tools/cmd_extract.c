@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "formats/trace_extract.h"
+#include "tools/cli.h"
 
 enum { EXIT_OK_ = 0, EXIT_FAILED_ = 1, EXIT_USAGE_ = 2 }; /* as in tools/cli.h */
 
@@ -21,6 +22,8 @@ static const char usage_text[] =
     "  --capture PATH        a trace profiled while the graphs were captured (repeatable):\n"
     "                        credits the kernels of CUDA/HIP graph launches to the captured ops\n"
     "  --capture-dir DIR     the capture traces listed in DIR/execution_details.json\n"
+    "  --model-config FILE   a model's config.json: writes the layer state the trace lacks\n"
+    "                        (vllm::moe_forward's expert weight shapes, top-k, ...) into the bundle\n"
     "  -q, --quiet           no summary, no warnings\n";
 
 static int usage(const char *problem) {
@@ -84,7 +87,7 @@ static void print_summary(const char *in, const char *out, const xr_extract_summ
 }
 
 int xr_cmd_extract(int argc, char **argv) {
-  const char *in = NULL, *out = NULL, *v;
+  const char *in = NULL, *out = NULL, *v, *model_config = NULL;
   bool quiet = false;
   xr_extract_options_t opt = {0};
   static captures_t caps;
@@ -103,6 +106,8 @@ int xr_cmd_extract(int argc, char **argv) {
       opt.top = (size_t)n;
     } else if ((v = option_value(argc, argv, &i, "--op-filter"))) {
       opt.op_filter = v;
+    } else if ((v = option_value(argc, argv, &i, "--model-config"))) {
+      model_config = v;
     } else if ((v = option_value(argc, argv, &i, "--capture-dir"))) {
       caps.dir = v;
     } else if ((v = option_value(argc, argv, &i, "--capture"))) {
@@ -151,6 +156,13 @@ int xr_cmd_extract(int argc, char **argv) {
   }
   if (!quiet)
     for (size_t i = 0; i < s.warning_count; i++) fprintf(stderr, "warning: %s\n", s.warnings[i]);
+  char cfgbuf[PATH_CAP];
+  if (model_config &&
+      xr_cli_apply_model_config("replay extract", user_path(model_config, cfgbuf, sizeof cfgbuf), b)) {
+    xr_bundle_destroy(b);
+    xr_extract_summary_free(&s);
+    return EXIT_USAGE_;
+  }
   st = xr_bundle_save(b, out, format);
   if (st != XR_OK) {
     fprintf(stderr, "replay extract: %s\n", xr_last_error());

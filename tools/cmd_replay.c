@@ -33,6 +33,8 @@ static const char usage[] =
     "  --dump-outputs=DIR  write each op's outputs (first execution) as op<i>_<target>.npy\n"
     "  --op-filter=TEXT    only ops whose name contains TEXT\n"
     "  --op-limit=N        at most N ops\n"
+    "  --model-config=FILE a model's config.json for layer state the bundle lacks (the expert\n"
+    "                      weights, top-k, ... of vllm::moe_forward); the bundle's own win\n"
     "  --max-memory=BYTES  an op needing more memory than this (K, M, G suffixes) is unsupported;\n"
     "                      default: what the host and device have available\n"
     "  --stop-on-error     stop at the first failed op\n"
@@ -234,7 +236,7 @@ int xr_cmd_replay(int argc, char **argv) {
   xr_replay_options_t o;
   xr_replay_options_default(&o);
   o.calibrate = true;
-  const char *path = NULL, *report_path = NULL, *dump = NULL;
+  const char *path = NULL, *report_path = NULL, *dump = NULL, *model_config = NULL;
   bool verbose = false;
   char inits[4096] = "";
   for (int i = 1; i < argc; i++) {
@@ -246,7 +248,7 @@ int xr_cmd_replay(int argc, char **argv) {
     static const char *const valued[] = {"--hal", "--warmup", "--iters", "--min-time", "--seed",
                                          "--cache", "--rotate", "--init", "--report",
                                          "--dump-outputs", "--op-filter", "--op-limit",
-                                         "--max-memory", NULL};
+                                         "--max-memory", "--model-config", NULL};
     for (const char *const *f = valued; *f && !v; f++)
       if (!strcmp(a, *f) && i + 1 < argc) v = argv[++i];
 #define IS(flag) (!strncmp(a, flag, strlen(flag)) && (a[strlen(flag)] == '=' || a[strlen(flag)] == '\0'))
@@ -268,6 +270,7 @@ int xr_cmd_replay(int argc, char **argv) {
     else if (IS("--op-filter") && v) o.op_filter = v;
     else if (IS("--op-limit") && v && parse_int(v, 0, &n)) o.op_limit = n;
     else if (!strcmp(a, "--stop-on-error")) o.stop_on_error = true;
+    else if (IS("--model-config") && v) model_config = v;
     else if (IS("--max-memory") && v && parse_bytes(v, &bytes)) o.max_memory_bytes = bytes;
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = true;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -305,6 +308,12 @@ int xr_cmd_replay(int argc, char **argv) {
   xr_bundle_t *b;
   if (xr_bundle_load(path, &b) != XR_OK) {
     fprintf(stderr, "replay: %s\n", xr_last_error());
+    return XR_EXIT_USAGE;
+  }
+  char cbuf[4096];
+  if (model_config &&
+      xr_cli_apply_model_config("replay", xr_cli_path(model_config, cbuf, sizeof cbuf), b) != XR_EXIT_OK) {
+    xr_bundle_destroy(b);
     return XR_EXIT_USAGE;
   }
   o.cancel = &cancel_flag;

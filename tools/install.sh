@@ -26,7 +26,7 @@ esac
 [ -f hal/hal.h ] || cd "$0.runfiles/xreplay"
 libraries="hal/libxreplay-hal.so.0 kernels/libxreplay-kernels.so.0 replay/libxreplay.so.0"
 headers="base/status.h base/dtype.h base/dtype_table.h base/file.h hal/hal.h formats/model.h
-  formats/bundle.h formats/trace_extract.h kernels/kernels.h replay/replay.h replay/report.h
+  formats/bundle.h formats/model_config.h formats/trace_extract.h kernels/kernels.h replay/replay.h replay/report.h
   replay/report_read.h"
 
 mkdir -p "$prefix/lib/pkgconfig" "$prefix/include/xreplay"

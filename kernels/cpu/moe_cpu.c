@@ -916,7 +916,8 @@ static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *devic
   const xr_moe_problem_t *p = plan->problem;
   if (p->kind != XR_MOE_FUSED && p->kind != XR_MOE_FORWARD)
     return xr_error(XR_UNIMPLEMENTED, "cpu.moe_fused: only the fused-experts ops have a fast CPU path");
-  return xr_moe_check_supported(plan, "cpu.moe_fused");
+  xr_status_t st = xr_moe_check_supported(plan, "cpu.moe_fused");
+  return st != XR_OK ? st : xr_moe_check_plain_layer(plan, "cpu.moe_fused");
 }
 
 static void cpu_release(void *state) {

@@ -299,7 +299,7 @@ static bool contiguous(const xr_tensor_spec_t *t) {
 static xr_status_t gpu_supports(const xr_op_plan_t *plan, const char *impl) {
   const xr_moe_problem_t *p = plan->problem;
   xr_status_t st = xr_moe_check_supported(plan, impl);
-  if (st != XR_OK) return st;
+  if (st != XR_OK || (st = xr_moe_check_plain_layer(plan, impl)) != XR_OK) return st;
   const int outs[] = {p->sorted_ids, p->sorted_weights, p->expert_ids, p->num_valid, p->moe_buf};
   for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
     if (outs[i] >= 0 && !contiguous(plan->inputs[outs[i]]))

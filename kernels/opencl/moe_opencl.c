@@ -296,7 +296,7 @@ static xr_status_t cl_supports(const xr_op_plan_t *plan, xr_hal_device_t *device
   (void)device;
   const xr_moe_problem_t *p = plan->problem;
   xr_status_t st = xr_moe_check_supported(plan, "opencl.moe");
-  if (st != XR_OK) return st;
+  if (st != XR_OK || (st = xr_moe_check_plain_layer(plan, "opencl.moe")) != XR_OK) return st;
   const int outs[] = {p->sorted_ids, p->sorted_weights, p->expert_ids, p->num_valid, p->moe_buf};
   for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
     if (outs[i] >= 0 && !contiguous(plan->inputs[outs[i]]))

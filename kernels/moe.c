@@ -978,7 +978,38 @@ static xr_status_t init_moe_routing(xr_init_context_t *c) {
   return status;
 }
 
+/* moe_forward: mxfp4 scales sized so that the GEMMs' outputs are of unit scale (a weight is an
+ * e2m1 value, RMS 2.9 over random codes, times 2^e with 2^e near 1 / (2.9 sqrt(depth)), e
+ * jittered by one either way), so that GPT-OSS's clamp at 7 sees values on both sides of it;
+ * and the layer's source named. */
+static void init_mx_scales(xr_init_context_t *c, const char *name, int64_t depth, uint64_t *rng) {
+  int i = xr_init_input(c, name);
+  if (i < 0 || c->has_data[i] || c->plan->inputs[i]->dtype != XR_DTYPE_F8E8M0 || depth < 1) return;
+  int base = 127 + (int)lround(log2(1.0 / (2.9 * sqrt((double)depth))));
+  uint8_t *b = c->host[i];
+  for (size_t k = 0; k < c->sizes[i]; k++) b[k] = (uint8_t)(base - 1 + (int)(xr_rng_next(rng) % 3));
+}
+
+static xr_status_t init_moe_forward(xr_init_context_t *c) {
+  int w1 = xr_init_input(c, "w1"), hidden = xr_init_input(c, "hidden_states");
+  if (w1 < 0 || hidden < 0 || c->plan->inputs[w1]->rank != 3) return XR_OK;
+  uint64_t rng = c->seed;
+  int64_t K = c->plan->inputs[hidden]->shape[1], N = c->plan->inputs[w1]->shape[1] / 2;
+  init_mx_scales(c, "w1_scale", K, &rng);
+  init_mx_scales(c, "w2_scale", N, &rng);
+  if (c->plan->inputs[w1]->dtype == XR_DTYPE_F4E2M1X2)
+    xr_init_describe(c, "mxfp4 scales near 1/(2.9 sqrt(K)) (GEMM outputs of unit scale)");
+  const xr_value_t *source = xr_op_arg(c->op, -1, "layer_source");
+  if (source && source->kind == XR_VALUE_STRING) {
+    char what[1100];
+    snprintf(what, sizeof what, "layer: %s", source->as.s);
+    xr_init_describe(c, what);
+  }
+  return XR_OK;
+}
+
 static const struct xr_op_initializer moe_initializers[] = {
+    {"vllm::moe_forward", init_moe_forward},
     {"_moe_C::moe_align_block_size", init_moe_routing},
     {"vllm::outplace_fused_experts", init_moe_routing},
     {"vllm::inplace_fused_experts", init_moe_routing},

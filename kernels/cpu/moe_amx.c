@@ -4,6 +4,7 @@
  * kernel's epilogue. */
 #include "kernels/cpu/moe_amx.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,23 @@ void xr_amx_pack(const uint16_t *w, int64_t col_stride, int64_t k_stride, int64_
             out[p * 32 + c * 2 + 1] = from[k_stride];
           }
         }
+}
+
+void xr_amx_pack_mxfp4(const uint8_t *codes, int64_t col_stride, const uint8_t *scales, int64_t scale_stride,
+                       int64_t cols, int64_t depth, uint16_t *out) {
+  static const float value[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  for (int64_t c0 = 0; c0 < cols; c0 += 16)
+    for (int64_t k0 = 0; k0 < depth; k0 += 32, out += TILE)
+      for (int64_t c = 0; c < 16; c++) {
+        const uint8_t *pairs = codes + (c0 + c) * col_stride + k0 / 2;
+        float scale = ldexpf(1.0f, (int)scales[(c0 + c) * scale_stride + k0 / 32] - 127);
+        for (int64_t p = 0; p < 16; p++) { /* one byte is the VNNI pair (k0 + 2p, k0 + 2p + 1) */
+          uint32_t lo, hi;
+          float a = value[pairs[p] & 15] * scale, b = value[pairs[p] >> 4] * scale;
+          memcpy(&lo, &a, 4), memcpy(&hi, &b, 4);
+          out[p * 32 + c * 2] = (uint16_t)(lo >> 16), out[p * 32 + c * 2 + 1] = (uint16_t)(hi >> 16);
+        }
+      }
 }
 
 /* Denormals flushed (MXCSR FTZ and DAZ) while a kernel runs, as TDPBF16PS always does: each
@@ -166,47 +184,67 @@ XR_AMX_INLINE void gemm_blocks(const uint16_t *A, int64_t rows, int64_t depth, c
 typedef struct gate_up_out {
   uint16_t *H;
   int64_t h_depth, h_col0;
+  const xr_amx_act_t *act;
 } gate_up_out_t;
 
-/* Pair j is gate and up of the same 16 columns: H = bf16(silu(bf16 g) * bf16 u). */
+/* 16 biases from `at`, or zeros. */
+XR_AVX512_INLINE __m512 bias16(const float *bias, int64_t at) {
+  return bias ? _mm512_loadu_ps(bias + at) : _mm512_setzero_ps();
+}
+
+/* Pair j is gate and up of the same 16 columns: H = bf16(act(bf16 g, bf16 u)). */
 XR_AMX_INLINE void gate_up_epilogue(const void *ctx, int64_t m, bool two, int64_t j, float acc[4][16][16]) {
   const gate_up_out_t *o = ctx;
+  const xr_amx_act_t *act = o->act;
+  __m512 gb = bias16(act->gate_bias, 16 * j), ub = bias16(act->up_bias, 16 * j);
+  __m512 limit = _mm512_set1_ps(act->limit), alpha = _mm512_set1_ps(act->alpha);
+  __m512 inv_alpha = _mm512_set1_ps(1.0f / act->alpha), one = _mm512_set1_ps(1.0f);
   for (int64_t r = 0; r < (two ? 32 : 16); r++) {
     const float *g_row = acc[r < 16 ? 0 : 2][r & 15], *u_row = acc[r < 16 ? 1 : 3][r & 15];
-    __m512 g = bf16_rounded(_mm512_load_ps(g_row)), u = bf16_rounded(_mm512_load_ps(u_row));
-    __m256i h = xr_avx512_bf16_encode(_mm512_mul_ps(xr_avx512_silu(g), u));
-    _mm256_storeu_si256((__m256i *)(o->H + xr_amx_tiled_at(o->h_depth, m + r, o->h_col0 + 16 * j)), h);
+    __m512 g = bf16_rounded(_mm512_add_ps(_mm512_load_ps(g_row), gb));
+    __m512 u = bf16_rounded(_mm512_add_ps(_mm512_load_ps(u_row), ub)), h;
+    if (act->swiglu) { /* g * sigmoid(alpha g) = silu(alpha g) / alpha */
+      g = _mm512_min_ps(g, limit);
+      u = _mm512_max_ps(_mm512_min_ps(u, limit), _mm512_sub_ps(_mm512_setzero_ps(), limit));
+      h = _mm512_mul_ps(_mm512_mul_ps(xr_avx512_silu(_mm512_mul_ps(alpha, g)), inv_alpha), _mm512_add_ps(u, one));
+    } else {
+      h = _mm512_mul_ps(xr_avx512_silu(g), u);
+    }
+    _mm256_storeu_si256((__m256i *)(o->H + xr_amx_tiled_at(o->h_depth, m + r, o->h_col0 + 16 * j)),
+                        xr_avx512_bf16_encode(h));
   }
 }
 
 XR_AMX void xr_amx_gate_up(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *gate_up,
-                           int64_t cols, uint16_t *H, int64_t h_depth, int64_t h_col0, xr_amx_ahead_t ahead) {
-  const gate_up_out_t out = {H, h_depth, h_col0};
+                           int64_t cols, uint16_t *H, int64_t h_depth, int64_t h_col0, const xr_amx_act_t *act,
+                           xr_amx_ahead_t ahead) {
+  const gate_up_out_t out = {H, h_depth, h_col0, act};
   gemm_blocks(A, rows, depth, gate_up, cols / 16, ahead, gate_up_epilogue, &out);
 }
 
 typedef struct scaled_out {
-  const float *scale;
+  const float *scale, *bias;
   uint16_t *Y;
   int64_t ldy;
 } scaled_out_t;
 
-/* Pair j is columns 32 j .. 32 j + 31: Y = bf16(scale * acc). */
+/* Pair j is columns 32 j .. 32 j + 31: Y = bf16(scale * (acc + bias)). */
 XR_AMX_INLINE void scaled_epilogue(const void *ctx, int64_t m, bool two, int64_t j, float acc[4][16][16]) {
   const scaled_out_t *o = ctx;
+  __m512 bl = bias16(o->bias, 32 * j), br = bias16(o->bias, 32 * j + 16);
   for (int64_t r = 0; r < (two ? 32 : 16); r++) {
     __m512 s = _mm512_set1_ps(o->scale[m + r]);
     const float *left = acc[r < 16 ? 0 : 2][r & 15], *right = acc[r < 16 ? 1 : 3][r & 15];
     __m512i y = _mm512_inserti64x4(
-        _mm512_castsi256_si512(xr_avx512_bf16_encode(_mm512_mul_ps(_mm512_load_ps(left), s))),
-        xr_avx512_bf16_encode(_mm512_mul_ps(_mm512_load_ps(right), s)), 1);
+        _mm512_castsi256_si512(xr_avx512_bf16_encode(_mm512_mul_ps(_mm512_add_ps(_mm512_load_ps(left), bl), s))),
+        xr_avx512_bf16_encode(_mm512_mul_ps(_mm512_add_ps(_mm512_load_ps(right), br), s)), 1);
     _mm512_storeu_si512(o->Y + (m + r) * o->ldy + 32 * j, y);
   }
 }
 
 XR_AMX void xr_amx_scaled(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *w, int64_t cols,
-                          const float *scale, uint16_t *Y, int64_t ldy, xr_amx_ahead_t ahead) {
-  const scaled_out_t out = {scale, Y, ldy};
+                          const float *scale, const float *bias, uint16_t *Y, int64_t ldy, xr_amx_ahead_t ahead) {
+  const scaled_out_t out = {scale, bias, Y, ldy};
   gemm_blocks(A, rows, depth, w, cols / 32, ahead, scaled_epilogue, &out);
 }
 
@@ -219,14 +257,21 @@ void xr_amx_pack(const uint16_t *w, int64_t col_stride, int64_t k_stride, int64_
   (void)w, (void)col_stride, (void)k_stride, (void)cols, (void)depth, (void)out;
 }
 
+void xr_amx_pack_mxfp4(const uint8_t *codes, int64_t col_stride, const uint8_t *scales, int64_t scale_stride,
+                       int64_t cols, int64_t depth, uint16_t *out) {
+  (void)codes, (void)col_stride, (void)scales, (void)scale_stride, (void)cols, (void)depth, (void)out;
+}
+
 void xr_amx_gate_up(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *gate_up,
-                    int64_t cols, uint16_t *H, int64_t h_depth, int64_t h_col0, xr_amx_ahead_t ahead) {
-  (void)A, (void)rows, (void)depth, (void)gate_up, (void)cols, (void)H, (void)h_depth, (void)h_col0, (void)ahead;
+                    int64_t cols, uint16_t *H, int64_t h_depth, int64_t h_col0, const xr_amx_act_t *act,
+                    xr_amx_ahead_t ahead) {
+  (void)A, (void)rows, (void)depth, (void)gate_up, (void)cols, (void)H, (void)h_depth, (void)h_col0, (void)act,
+      (void)ahead;
 }
 
 void xr_amx_scaled(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *w, int64_t cols,
-                   const float *scale, uint16_t *Y, int64_t ldy, xr_amx_ahead_t ahead) {
-  (void)A, (void)rows, (void)depth, (void)w, (void)cols, (void)scale, (void)Y, (void)ldy, (void)ahead;
+                   const float *scale, const float *bias, uint16_t *Y, int64_t ldy, xr_amx_ahead_t ahead) {
+  (void)A, (void)rows, (void)depth, (void)w, (void)cols, (void)scale, (void)bias, (void)Y, (void)ldy, (void)ahead;
 }
 
 #endif

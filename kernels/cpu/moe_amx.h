@@ -40,17 +40,33 @@ typedef struct xr_amx_ahead {
   size_t bytes;
 } xr_amx_ahead_t;
 
+/* Packs like xr_amx_pack from mxfp4 weights, decoded to bf16 (exactly: an e2m1 value times a
+ * power of two): column c's code pair for k, k + 1 (k even) is the byte codes[c * col_stride +
+ * k / 2], its scale the e8m0 byte scales[c * scale_stride + k / 32]. */
+void xr_amx_pack_mxfp4(const uint8_t *codes, int64_t col_stride, const uint8_t *scales, int64_t scale_stride,
+                       int64_t cols, int64_t depth, uint16_t *out);
+
+/* GEMM-1's epilogue: biases (the slice's gate and up columns from its first, or NULL) added to
+ * the accumulators before the bf16 rounding, then silu(g) * u, or with `swiglu` GPT-OSS's
+ * min(g, limit) * sigmoid(alpha * min(g, limit)) * (clamp(u, -limit, limit) + 1). */
+typedef struct xr_amx_act {
+  bool swiglu;
+  float alpha, limit;
+  const float *gate_bias, *up_bias;
+} xr_amx_act_t;
+
 /* GEMM-1 of one slice: for every row r < rows and column c < cols (cols a multiple of 16),
- * g = bf16(A[r] . gate[c]), u = bf16(A[r] . up[c]) (vLLM stores GEMM-1's output in bf16), and
- * H(r, h_col0 + c) = bf16(silu(g) * u). A: tiled rows x depth; gate_up: packed, per 16 columns
+ * g = bf16(A[r] . gate[c] + gate_bias[c]), u likewise (vLLM stores GEMM-1's output in bf16), and
+ * H(r, h_col0 + c) = bf16(act(g, u)). A: tiled rows x depth; gate_up: packed, per 16 columns
  * the gate tile column then the up tile column (2 * cols * depth elements); H: tiled rows x h_depth. */
 void xr_amx_gate_up(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *gate_up,
-                    int64_t cols, uint16_t *H, int64_t h_depth, int64_t h_col0, xr_amx_ahead_t ahead);
+                    int64_t cols, uint16_t *H, int64_t h_depth, int64_t h_col0, const xr_amx_act_t *act,
+                    xr_amx_ahead_t ahead);
 
-/* GEMM-2 of one slice: Y[r * ldy + c] = bf16(scale[r] * (A[r] . w[c])) for r < rows and
- * c < cols (a multiple of 32). A: tiled rows x depth; w: packed (cols * depth elements); Y plain
- * row-major, the slice's first column at Y. */
+/* GEMM-2 of one slice: Y[r * ldy + c] = bf16(scale[r] * (A[r] . w[c] + bias[c])) for r < rows
+ * and c < cols (a multiple of 32); bias the slice's columns from its first, or NULL. A: tiled
+ * rows x depth; w: packed (cols * depth elements); Y plain row-major, the slice's first column at Y. */
 void xr_amx_scaled(const uint16_t *A, int64_t rows, int64_t depth, const uint16_t *w, int64_t cols,
-                   const float *scale, uint16_t *Y, int64_t ldy, xr_amx_ahead_t ahead);
+                   const float *scale, const float *bias, uint16_t *Y, int64_t ldy, xr_amx_ahead_t ahead);
 
 #endif

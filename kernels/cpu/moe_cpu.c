@@ -201,17 +201,6 @@ CLONES static void store_row(xr_dtype_t d, const float *acc, void *out, int64_t 
   }
 }
 
-/* P[k][n] = W[row0 + n][k0 + k] for n < rows (zero beyond), k < kc; W addressed by storage
- * index `at` of (row0, k0) and its row/col strides. */
-static void pack_panel(const void *w, xr_dtype_t d, int64_t at, int64_t rs, int64_t cs,
-                       int64_t rows, int64_t kc, float *P) {
-  float line[KC];
-  for (int64_t n = 0; n < NR; n++) {
-    if (n < rows) load_f32(w, d, at + n * rs, cs, kc, line);
-    else memset(line, 0, sizeof(float) * (size_t)kc);
-    for (int64_t k = 0; k < kc; k++) P[k * NR + n] = line[k];
-  }
-}
 
 #ifdef XR_HAVE_DNNL_H
 /* One primitive per (GEMM, rows, columns), shared by every slice of that size. */
@@ -263,10 +252,20 @@ typedef struct dnnl_path {
 } dnnl_path_t;
 #endif
 
+/* Scratch of one thread running AMX tasks on mxfp4 weights: the slice decoded to bf16. */
+typedef struct amx_slot {
+  atomic_bool busy;
+  uint16_t *weights;
+} amx_slot_t;
+
 typedef struct cpu_state {
   const xr_moe_problem_t *p;
-  xr_tensor_t hidden, w1, w2, weights, ids, logits, out;
-  void *hb, *w1b, *w2b, *wb, *ib, *lb, *ob;
+  xr_tensor_t hidden, w1, w2, weights, ids, logits, out, w1s, w2s;
+  void *hb, *w1b, *w2b, *wb, *ib, *lb, *ob, *w1sb, *w2sb;
+  bool mxfp4;
+  int64_t gate_step;       /* w1 rows between gate (and up) columns n and n + 1 */
+  float *bias1;            /* [E][2N]: the gate biases of columns 0 .. N-1, then the up ones; or NULL */
+  float *bias2;            /* [E][K], or NULL */
   micro_fn micro;
   int64_t rows_cap;        /* M*topk + (MR-1)*E */
   int64_t *row_start;      /* [E+1] first gathered row of each expert (multiples of MR) */
@@ -292,10 +291,41 @@ typedef struct cpu_state {
   xr_hal_buffer_t *amx_buffer;
   uint16_t *amx_w1, *amx_w2;
   int64_t amx_slice[2];    /* columns per task: GEMM-1 (gate and up each), GEMM-2 */
+  amx_slot_t *amx_slots;   /* mxfp4: a slice decoded per task, one slot per pool thread */
+  size_t amx_slot_count;
 #ifdef XR_HAVE_DNNL_H
   dnnl_path_t dnnl;
 #endif
 } cpu_state_t;
+
+/* n weights of row `row` of expert e's w1 (which 0) or w2 from column k0, as fp32. */
+static void weight_row(const cpu_state_t *s, int which, int64_t e, int64_t row, int64_t k0, int64_t n, float *dst) {
+  const xr_tensor_t *w = which ? &s->w2 : &s->w1;
+  const void *wb = which ? s->w2b : s->w1b;
+  if (!s->mxfp4) {
+    load_f32(wb, w->dtype, xr_moe_at(w, e, row, k0), w->strides[2], n, dst);
+    return;
+  }
+  const xr_tensor_t *sc = which ? &s->w2s : &s->w1s;
+  const uint8_t *codes = wb, *scales = which ? s->w2sb : s->w1sb;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t k = k0 + i;
+    uint8_t pair = codes[xr_moe_at(w, e, row, k / 2)];
+    dst[i] = xr_e2m1_to_f32(k % 2 ? pair >> 4 : pair & 15) * xr_e8m0_to_f32(scales[xr_moe_at(sc, e, row, k / 32)]);
+  }
+}
+
+/* P[k][n] = W[row0 + n * row_step][k0 + k] of expert e's w1 (which 0) or w2, for n < rows (zero
+ * beyond), k < kc. */
+static void pack_panel(const cpu_state_t *s, int which, int64_t e, int64_t row0, int64_t row_step, int64_t k0,
+                       int64_t rows, int64_t kc, float *P) {
+  float line[KC];
+  for (int64_t n = 0; n < NR; n++) {
+    if (n < rows) weight_row(s, which, e, row0 + n * row_step, k0, kc, line);
+    else memset(line, 0, sizeof(float) * (size_t)kc);
+    for (int64_t k = 0; k < kc; k++) P[k * NR + n] = line[k];
+  }
+}
 
 /* Softmax top-k of one token's router logits in fp32, as vLLM's topk_softmax does; experts are
  * picked by logit (the softmax is monotonic), ties going to the lower index. */
@@ -441,14 +471,14 @@ static void gather_rows(const cpu_state_t *s, size_t begin, size_t end) {
 
 static void step_gather(void *ctx, size_t begin, size_t end) { gather_rows(ctx, begin, end); }
 
-/* out[rows][NR] (ldc) = A[rows][kdim] @ W[row0 .. row0+NR)^T for one expert; W rows are
- * addressed from storage index `at` with row/col strides. `scratch` holds KC*NR floats. */
-static void expert_panel(const cpu_state_t *s, const float *A, int64_t lda, int64_t rows,
-                         int64_t kdim, const xr_tensor_t *w, const void *wb, int64_t at,
-                         int64_t wrows, float *scratch, float *out, int64_t ldc) {
+/* out[rows][NR] (ldc) = A[rows][kdim] @ W[row0, row0 + row_step, ...]^T (wrows of them) of
+ * expert e's w1 (which 0) or w2. `scratch` holds KC*NR floats. */
+static void expert_panel(const cpu_state_t *s, const float *A, int64_t lda, int64_t rows, int64_t kdim,
+                         int which, int64_t e, int64_t row0, int64_t row_step, int64_t wrows, float *scratch,
+                         float *out, int64_t ldc) {
   for (int64_t k0 = 0; k0 < kdim; k0 += KC) {
     int64_t kc = kdim - k0 < KC ? kdim - k0 : KC;
-    pack_panel(wb, w->dtype, at + k0 * w->strides[2], w->strides[1], w->strides[2], wrows, kc, scratch);
+    pack_panel(s, which, e, row0, row_step, k0, wrows, kc, scratch);
     for (int64_t r = 0; r < rows; r += MR)
       s->micro(kc, A + r * lda + k0, lda, scratch, out + r * ldc, ldc, k0 > 0);
   }
@@ -467,16 +497,16 @@ static void step_gemm1(void *ctx, size_t begin, size_t end) {
     if (!buf) continue; /* H keeps stale values: the check reports it */
     float *C = buf + KC * NR;
     const float *A = s->A + r0 * p->K;
-    expert_panel(s, A, p->K, rows, p->K, &s->w1, s->w1b, xr_moe_at(&s->w1, e, n0, 0), cols, buf, C,
-                 2 * NR);
-    expert_panel(s, A, p->K, rows, p->K, &s->w1, s->w1b, xr_moe_at(&s->w1, e, p->N + n0, 0), cols,
-                 buf, C + NR, 2 * NR);
+    expert_panel(s, A, p->K, rows, p->K, 0, e, xr_moe_gate_row(p, n0), s->gate_step, cols, buf, C, 2 * NR);
+    expert_panel(s, A, p->K, rows, p->K, 0, e, xr_moe_up_row(p, n0), s->gate_step, cols, buf, C + NR, 2 * NR);
+    const float *gb = s->bias1 ? s->bias1 + e * 2 * p->N + n0 : NULL, *ub = gb ? gb + p->N : NULL;
     for (int64_t r = 0; r < rows; r++) {
       float *h = s->H + (r0 + r) * p->N + n0;
       const float *g = C + r * 2 * NR, *u = g + NR;
       for (int64_t c = 0; c < cols; c++) {
-        float gv = round_to(p->dtype, g[c]), uv = round_to(p->dtype, u[c]);
-        h[c] = round_to(p->dtype, gv / (1.0f + expf(-gv)) * uv);
+        float gv = round_to(p->dtype, g[c] + (gb ? gb[c] : 0.0f)), uv = round_to(p->dtype, u[c] + (ub ? ub[c] : 0.0f));
+        h[c] = round_to(p->dtype, p->act == XR_MOE_ACT_SILU ? gv / (1.0f + expf(-gv)) * uv
+                                                             : (float)xr_moe_activate(p, gv, uv));
       }
     }
     free(buf);
@@ -495,14 +525,14 @@ static void step_gemm2(void *ctx, size_t begin, size_t end) {
     float *buf = malloc(sizeof(float) * (size_t)(KC * NR + rows * NR));
     if (!buf) continue;
     float *C = buf + KC * NR;
-    expert_panel(s, s->H + r0 * p->N, p->N, rows, p->N, &s->w2, s->w2b, xr_moe_at(&s->w2, e, k0, 0),
-                 cols, buf, C, NR);
+    expert_panel(s, s->H + r0 * p->N, p->N, rows, p->N, 1, e, k0, 1, cols, buf, C, NR);
+    const float *b2 = s->bias2 ? s->bias2 + e * p->K + k0 : NULL;
     for (int64_t r = 0; r < rows; r++) {
       int32_t pair = s->row_pair[r0 + r];
       if (pair < 0) continue;
       float w = p->weight_on_input ? 1.0f : s->route_w[pair];
       float *y = s->Y + (int64_t)pair * p->K + k0;
-      for (int64_t c = 0; c < cols; c++) y[c] = round_to(p->dtype, C[r * NR + c] * w);
+      for (int64_t c = 0; c < cols; c++) y[c] = round_to(p->dtype, (C[r * NR + c] + (b2 ? b2[c] : 0.0f)) * w);
     }
     free(buf);
   }
@@ -743,8 +773,9 @@ static xr_status_t dnnl_prepare(cpu_state_t *s, xr_hal_device_t *device, size_t 
   xr_status_t st = xr_dnnl_get(&dp->d);
   if (st != XR_OK) return st;
   if (s->hidden.rank != 2 || s->w1.rank != 3 || s->w2.rank != 3 || s->w1.dtype != p->dtype ||
+      p->act != XR_MOE_ACT_SILU || s->bias1 || s->bias2 ||
       s->w2.dtype != p->dtype || (p->dtype != XR_DTYPE_BF16 && p->dtype != XR_DTYPE_F32))
-    return xr_error(XR_UNIMPLEMENTED, "weights of another dtype than the activations, or fp16");
+    return xr_error(XR_UNIMPLEMENTED, "weights of another dtype than the activations, fp16, biases or swigluoai");
   if (!(dp->rows_prepared = calloc((size_t)p->E + 1, sizeof(int64_t))))
     return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
   step_route(s);
@@ -783,8 +814,9 @@ static void amx_pack_expert(const cpu_state_t *s, int64_t e) {
   const uint16_t *w1 = s->w1b, *w2 = s->w2b;
   for (int64_t c = 0; c < p->N; c += 16)
     for (int part = 0; part < 2; part++)
-      xr_amx_pack(w1 + xr_moe_at(&s->w1, e, part * p->N + c, 0), s->w1.strides[1], s->w1.strides[2], 16,
-                  p->K, s->amx_w1 + e * per_expert1 + (2 * (c / 16) + part) * KT * 16 * 32);
+      xr_amx_pack(w1 + xr_moe_at(&s->w1, e, part ? xr_moe_up_row(p, c) : xr_moe_gate_row(p, c), 0),
+                  s->w1.strides[1] * s->gate_step, s->w1.strides[2], 16, p->K,
+                  s->amx_w1 + e * per_expert1 + (2 * (c / 16) + part) * KT * 16 * 32);
   xr_amx_pack(w2 + xr_moe_at(&s->w2, e, 0, 0), s->w2.strides[1], s->w2.strides[2], p->K, p->N,
               s->amx_w2 + e * per_expert2);
 }
@@ -798,6 +830,20 @@ static void step_pack(void *ctx, size_t begin, size_t end) {
  * 1.6 s here, 2.9 s on one thread (a new buffer's first touches included). */
 static xr_status_t amx_prepare(cpu_state_t *s, xr_hal_device_t *device) {
   const xr_moe_problem_t *p = s->p;
+  /* GEMM-1: gate and up, 16-column tiles; GEMM-2: the kernel's pairs of tiles (bf16 weights) */
+  s->amx_slice[0] = slice_columns(2 * p->K * 2, 16, p->N);
+  s->amx_slice[1] = slice_columns(p->N * 2, 32, p->K);
+  if (s->mxfp4) { /* decoded per task, a slice at a time, into the slot of the thread running it */
+    xr_hal_device_properties_t properties;
+    size_t width = xr_hal_device_properties(device, &properties) == XR_OK ? properties.max_work_group_size : 1;
+    size_t per1 = (size_t)(2 * s->amx_slice[0] * p->K), per2 = (size_t)(s->amx_slice[1] * p->N);
+    s->amx_slot_count = width ? width : 1;
+    s->amx_slots = calloc(s->amx_slot_count, sizeof *s->amx_slots);
+    for (size_t i = 0; s->amx_slots && i < s->amx_slot_count; i++)
+      if (!(s->amx_slots[i].weights = aligned_alloc(64, (per1 > per2 ? per1 : per2) * sizeof(uint16_t))))
+        return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", "cpu.moe_fused");
+    return s->amx_slots ? XR_OK : xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", "cpu.moe_fused");
+  }
   size_t bytes = (size_t)(p->E * 3 * p->N * p->K) * sizeof(uint16_t);
   xr_status_t st;
   void *host;
@@ -814,9 +860,6 @@ static xr_status_t amx_prepare(cpu_state_t *s, xr_hal_device_t *device) {
     return st;
   }
   xr_hal_stream_destroy(stream);
-  /* GEMM-1: gate and up, 16-column tiles; GEMM-2: the kernel's pairs of tiles (bf16 weights) */
-  s->amx_slice[0] = slice_columns(2 * p->K * 2, 16, p->N);
-  s->amx_slice[1] = slice_columns(p->N * 2, 32, p->K);
   return XR_OK;
 }
 
@@ -835,31 +878,71 @@ static bool amx_task(const cpu_state_t *s, int which, size_t t, int64_t *e, int6
   *e = (int64_t)t / per;
   *col0 = (int64_t)t % per * s->amx_slice[which];
   *cols = width - *col0 < s->amx_slice[which] ? width - *col0 : s->amx_slice[which];
-  const uint16_t *base = which ? s->amx_w2 + *e * p->K * p->N : s->amx_w1 + *e * 2 * p->N * p->K;
-  *weights = (xr_amx_ahead_t){base + parts * *col0 * depth, (size_t)(parts * *cols * depth) * sizeof(uint16_t)};
+  *weights = (xr_amx_ahead_t){NULL, 0};
+  if (!s->mxfp4) {
+    const uint16_t *base = which ? s->amx_w2 + *e * p->K * p->N : s->amx_w1 + *e * 2 * p->N * p->K;
+    *weights = (xr_amx_ahead_t){base + parts * *col0 * depth, (size_t)(parts * *cols * depth) * sizeof(uint16_t)};
+  }
   return s->row_start[*e + 1] > s->row_start[*e];
+}
+
+/* Decodes a task's mxfp4 weights into `out` in the packed layout (as amx_w1 / amx_w2 hold). */
+static void amx_decode_slice(const cpu_state_t *s, int which, int64_t e, int64_t col0, int64_t cols, uint16_t *out) {
+  const xr_moe_problem_t *p = s->p;
+  const uint8_t *codes = which ? s->w2b : s->w1b, *scales = which ? s->w2sb : s->w1sb;
+  if (which) {
+    xr_amx_pack_mxfp4(codes + xr_moe_at(&s->w2, e, col0, 0), s->w2.strides[1],
+                      scales + xr_moe_at(&s->w2s, e, col0, 0), s->w2s.strides[1], cols, p->N, out);
+    return;
+  }
+  int64_t KT = p->K / 32;
+  for (int64_t c = col0; c < col0 + cols; c += 16)
+    for (int part = 0; part < 2; part++) {
+      int64_t row = part ? xr_moe_up_row(p, c) : xr_moe_gate_row(p, c);
+      xr_amx_pack_mxfp4(codes + xr_moe_at(&s->w1, e, row, 0), s->w1.strides[1] * s->gate_step,
+                        scales + xr_moe_at(&s->w1s, e, row, 0), s->w1s.strides[1] * s->gate_step, 16, p->K,
+                        out + (2 * ((c - col0) / 16) + part) * KT * 16 * 32);
+    }
+}
+
+static amx_slot_t *claim_amx_slot(const cpu_state_t *s) {
+  for (;;)
+    for (size_t i = 0; i < s->amx_slot_count; i++)
+      if (!atomic_exchange_explicit(&s->amx_slots[i].busy, true, memory_order_acquire)) return &s->amx_slots[i];
 }
 
 /* Tasks [begin, end) of GEMM `which` (one expert's: a chunk is an expert's tasks), each fetching
  * the next one's weights while it computes. */
 static void amx_run(const cpu_state_t *s, int which, size_t begin, size_t end) {
   const xr_moe_problem_t *p = s->p;
+  amx_slot_t *slot = NULL;
   for (size_t t = begin; t < end; t++) {
     int64_t e, col0, cols;
     xr_amx_ahead_t weights, next = {NULL, 0};
-    if (!amx_task(s, which, t, &e, &col0, &cols, &weights)) return; /* an expert without rows */
+    if (!amx_task(s, which, t, &e, &col0, &cols, &weights)) break; /* an expert without rows */
     if (t + 1 < end) {
       int64_t next_e, next_col0, next_cols;
       amx_task(s, which, t + 1, &next_e, &next_col0, &next_cols, &next);
     }
+    if (s->mxfp4) {
+      if (!slot) slot = claim_amx_slot(s);
+      amx_decode_slice(s, which, e, col0, cols, slot->weights);
+      weights.at = slot->weights;
+    }
     int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
-    if (which == 0)
+    if (which == 0) {
+      const float *gb = s->bias1 ? s->bias1 + e * 2 * p->N + col0 : NULL;
+      xr_amx_act_t act = {p->act == XR_MOE_ACT_SWIGLUOAI, (float)p->swiglu_alpha, (float)p->swiglu_limit, gb,
+                          gb ? gb + p->N : NULL};
       xr_amx_gate_up((const uint16_t *)s->A + xr_amx_tiled_at(p->K, r0, 0), rows, p->K, weights.at, cols,
-                     (uint16_t *)s->H + xr_amx_tiled_at(p->N, r0, 0), p->N, col0, next);
-    else
+                     (uint16_t *)s->H + xr_amx_tiled_at(p->N, r0, 0), p->N, col0, &act, next);
+    } else {
       xr_amx_scaled((const uint16_t *)s->H + xr_amx_tiled_at(p->N, r0, 0), rows, p->N, weights.at, cols,
-                    s->row_scale + r0, (uint16_t *)s->A + r0 * p->K + col0, p->K, next);
+                    s->row_scale + r0, s->bias2 ? s->bias2 + e * p->K + col0 : NULL,
+                    (uint16_t *)s->A + r0 * p->K + col0, p->K, next);
+    }
   }
+  if (slot) atomic_store_explicit(&slot->busy, false, memory_order_release);
 }
 
 static void step_amx1(void *ctx, size_t begin, size_t end) { amx_run(ctx, 0, begin, end); }
@@ -916,8 +999,7 @@ static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *devic
   const xr_moe_problem_t *p = plan->problem;
   if (p->kind != XR_MOE_FUSED && p->kind != XR_MOE_FORWARD)
     return xr_error(XR_UNIMPLEMENTED, "cpu.moe_fused: only the fused-experts ops have a fast CPU path");
-  xr_status_t st = xr_moe_check_supported(plan, "cpu.moe_fused");
-  return st != XR_OK ? st : xr_moe_check_plain_layer(plan, "cpu.moe_fused");
+  return xr_moe_check_supported(plan, "cpu.moe_fused");
 }
 
 static void cpu_release(void *state) {
@@ -933,6 +1015,10 @@ static void cpu_release(void *state) {
   free(s->pair_row);
   free(s->G);
   free(s->row_scale);
+  free(s->bias1);
+  free(s->bias2);
+  for (size_t i = 0; s->amx_slots && i < s->amx_slot_count; i++) free(s->amx_slots[i].weights);
+  free(s->amx_slots);
   xr_hal_buffer_free(s->amx_buffer);
 #ifdef XR_HAVE_DNNL_H
   dnnl_release(&s->dnnl);
@@ -944,6 +1030,34 @@ static xr_status_t bind(const xr_tensor_t *tensors, int index, xr_tensor_t *t, v
   if (index < 0) return XR_OK;
   *t = tensors[index];
   return xr_tensor_host(t, base);
+}
+
+/* The layer's biases as fp32, once at prepare (like the weights' packing): bias1 holds gate
+ * columns then up columns, whichever rows of w1 they are. */
+static xr_status_t load_biases(cpu_state_t *s, const xr_tensor_t *tensors) {
+  const xr_moe_problem_t *p = s->p;
+  xr_tensor_t t;
+  void *base;
+  xr_status_t st;
+  if (p->w1_bias >= 0) {
+    if ((st = bind(tensors, p->w1_bias, &t, &base))) return st;
+    if (!(s->bias1 = malloc(sizeof(float) * (size_t)(p->E * 2 * p->N))))
+      return xr_error(XR_RESOURCE_EXHAUSTED, "cpu.moe_fused: out of host memory");
+    for (int64_t e = 0; e < p->E; e++)
+      for (int64_t n = 0; n < p->N; n++) {
+        s->bias1[e * 2 * p->N + n] = (float)xr_load_element(base, t.dtype, xr_moe_at(&t, e, xr_moe_gate_row(p, n), 0));
+        s->bias1[e * 2 * p->N + p->N + n] =
+            (float)xr_load_element(base, t.dtype, xr_moe_at(&t, e, xr_moe_up_row(p, n), 0));
+      }
+  }
+  if (p->w2_bias >= 0) {
+    if ((st = bind(tensors, p->w2_bias, &t, &base))) return st;
+    if (!(s->bias2 = malloc(sizeof(float) * (size_t)(p->E * p->K))))
+      return xr_error(XR_RESOURCE_EXHAUSTED, "cpu.moe_fused: out of host memory");
+    for (int64_t e = 0; e < p->E; e++)
+      for (int64_t k = 0; k < p->K; k++) s->bias2[e * p->K + k] = (float)xr_load_element(base, t.dtype, xr_moe_at(&t, e, k, 0));
+  }
+  return XR_OK;
 }
 
 static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
@@ -958,17 +1072,23 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
       (st = bind(tensors, p->topk_weights, &s->weights, &s->wb)) ||
       (st = bind(tensors, p->topk_ids, &s->ids, &s->ib)) ||
       (st = bind(tensors, p->logits, &s->logits, &s->lb)) ||
-      (st = bind(tensors, p->out, &s->out, &s->ob))) {
+      (st = bind(tensors, p->out, &s->out, &s->ob)) || (st = bind(tensors, p->w1_scale, &s->w1s, &s->w1sb)) ||
+      (st = bind(tensors, p->w2_scale, &s->w2s, &s->w2sb)) || (st = load_biases(s, tensors))) {
     cpu_release(s);
     return st;
   }
+  s->mxfp4 = p->weights == XR_MOE_W_MXFP4;
+  s->gate_step = p->act == XR_MOE_ACT_SWIGLUOAI ? 2 : 1;
   __builtin_cpu_init();
   s->micro = __builtin_cpu_supports("avx512f") ? micro_avx512 : micro_generic;
   size_t pairs = (size_t)(p->M * p->topk);
   /* AMX: bf16 weights whose GEMMs come in whole tiles (K and N multiples of 32). */
-  s->use_amx = xr_amx_usable() && p->dtype == XR_DTYPE_BF16 && s->w1.dtype == p->dtype &&
-               s->w2.dtype == p->dtype && s->hidden.rank == 2 && s->w1.rank == 3 && s->w2.rank == 3 &&
-               p->K % 32 == 0 && p->N % 32 == 0 && p->K > 0 && p->N > 0;
+  /* mxfp4 codes and scales decode a row's k at a time: contiguous along k */
+  bool mx_rows = s->mxfp4 && s->w1.strides[2] == 1 && s->w2.strides[2] == 1 && s->w1s.strides[2] == 1 &&
+                 s->w2s.strides[2] == 1;
+  s->use_amx = xr_amx_usable() && p->dtype == XR_DTYPE_BF16 &&
+               ((s->w1.dtype == p->dtype && s->w2.dtype == p->dtype) || mx_rows) && s->hidden.rank == 2 &&
+               s->w1.rank == 3 && s->w2.rank == 3 && p->K % 32 == 0 && p->N % 32 == 0 && p->K > 0 && p->N > 0;
   s->row_pad = s->use_amx ? 16 : MR;
   s->rows_cap = p->M * p->topk + (s->row_pad - 1) * p->E;
   size_t rows = (size_t)s->rows_cap ? (size_t)s->rows_cap : 1;

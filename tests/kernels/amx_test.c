@@ -65,7 +65,7 @@ Test(amx, gate_up_silu_into_tiled_columns) {
       xr_amx_pack(W + (part * COLS + c) * DEPTH, DEPTH, 1, 16, DEPTH, packed + (2 * (c / 16) + part) * 16 * DEPTH);
   for (int64_t i = 0; i < ROWS * H_DEPTH; i++) H[i] = 0x7fc1; /* a NaN that must survive outside the slice */
   unsigned before = _mm_getcsr();
-  xr_amx_gate_up(At, ROWS, DEPTH, packed, COLS, H, H_DEPTH, H_COL0, (xr_amx_ahead_t){W, sizeof(uint16_t) * 2 * COLS * DEPTH});
+  xr_amx_gate_up(At, ROWS, DEPTH, packed, COLS, H, H_DEPTH, H_COL0, &(xr_amx_act_t){false, 1.0f, 0.0f, NULL, NULL}, (xr_amx_ahead_t){W, sizeof(uint16_t) * 2 * COLS * DEPTH});
   cr_assert_eq(_mm_getcsr(), before, "MXCSR changed: %#x, was %#x", _mm_getcsr(), before);
   int large = 0;
   for (int64_t r = 0; r < ROWS; r++)
@@ -100,7 +100,7 @@ Test(amx, scaled_rows_into_row_major_columns) {
   for (int64_t r = 0; r < ROWS; r++) scale[r] = r % 7 == 3 ? 0.0f : 0.25f + 0.01f * (float)r;
   for (int64_t i = 0; i < ROWS * LDY; i++) Y[i] = 0x7fc1;
   unsigned before = _mm_getcsr();
-  xr_amx_scaled(At, ROWS, D, packed, C, scale, Y, LDY, (xr_amx_ahead_t){NULL, 0});
+  xr_amx_scaled(At, ROWS, D, packed, C, scale, NULL, Y, LDY, (xr_amx_ahead_t){NULL, 0});
   cr_assert_eq(_mm_getcsr(), before);
   for (int64_t r = 0; r < ROWS; r++)
     for (int64_t c = 0; c < LDY; c++) {

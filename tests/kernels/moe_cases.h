@@ -241,6 +241,60 @@ static inline void sweep_fused(const char *device, const char *kernel) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* vllm::moe_forward with its layer as --model-config writes it: mxfp4 or plain weights, biases,
+ * GPT-OSS's swigluoai (gate and up interleaved, clamped)                                      */
+
+static inline void sarg(json_t *j, const char *name, const char *v) {
+  sep(j);
+  put(j, "{\"arg_name\": \"%s\", \"arg_type\": \"str\", \"value\": \"%s\"}", name, v);
+}
+static inline void farg(json_t *j, const char *name, double v) {
+  sep(j);
+  put(j, "{\"arg_name\": \"%s\", \"arg_type\": \"float\", \"value\": %.17g}", name, v);
+}
+
+/* K and N multiples of 32 (mxfp4 blocks); gpt_oss adds the biases and swigluoai. */
+static inline void forward_layer_case(json_t *j, int64_t M, int64_t topk, int64_t E, int64_t K, int64_t N,
+                                      bool mxfp4, bool gpt_oss, const char *dt) {
+  begin(j, "vllm::moe_forward");
+  t2(j, "hidden_states", "Tensor", dt, M, K);
+  t2(j, "router_logits", "Tensor", dt, M, E);
+  const char *wd = mxfp4 ? "c10::Float4_e2m1fn_x2" : dt;
+  int64_t div = mxfp4 ? 2 : 1;
+  t3(j, "w1", "Tensor", wd, E, 2 * N, K / div);
+  if (mxfp4) t3(j, "w1_scale", "Tensor", "c10::Float8_e8m0fnu", E, 2 * N, K / 32);
+  if (gpt_oss) t2(j, "w1_bias", "Tensor", dt, E, 2 * N);
+  t3(j, "w2", "Tensor", wd, E, K, N / div);
+  if (mxfp4) t3(j, "w2_scale", "Tensor", "c10::Float8_e8m0fnu", E, K, N / 32);
+  if (gpt_oss) t2(j, "w2_bias", "Tensor", dt, E, K);
+  iarg(j, "top_k", topk);
+  if (gpt_oss) {
+    sarg(j, "activation", "swigluoai");
+    farg(j, "swiglu_limit", 7.0);
+  }
+  end(j);
+}
+
+/* Every combination of mxfp4/plain weights and silu/GPT-OSS layers, over token counts that
+ * leave experts empty and ones that do not. */
+static inline void sweep_forward_layers(const char *device, const char *kernel) {
+  static const int64_t tokens[] = {1, 5, 33};
+  json_t j;
+  int n = 0;
+  for (int layer = 0; layer < 4; layer++)
+    for (size_t m = 0; m < 3; m++) {
+      bool mxfp4 = layer & 1, gpt_oss = layer & 2;
+      int64_t E = m == 2 ? 8 : 4, topk = m == 0 ? 1 : 2;
+      const char *dt = n % 3 == 2 ? "float" : "c10::BFloat16";
+      forward_layer_case(&j, tokens[m], topk, E, 64 + 32 * (int64_t)m, 96 - 32 * (int64_t)(m % 2), mxfp4,
+                         gpt_oss, dt);
+      expect_match(&j, device, kernel, (uint64_t)n, NULL);
+      n++;
+    }
+  cr_assert_eq(n, 12);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* aiter::ck_moe_stage1 / ck_moe_stage2 on sorted ids the initializer derives from its routing */
 
 static inline void stage_case(json_t *j, int stage, int64_t M, int64_t topk, int64_t E, int64_t block,

@@ -56,6 +56,16 @@ Test(moe_fused, amx_tiles_on_cpu_without_amx) {
   amx_cases();
 }
 
+/* moe_forward with the layers --model-config writes (mxfp4 weights, GPT-OSS's biases and
+ * swigluoai) on the fast path. */
+Test(moe_forward, layers_on_cpu) { sweep_forward_layers("cpu", "cpu.moe_fused"); }
+
+/* The same on the micro-kernel path, which CPUs without AMX take for them. */
+Test(moe_forward, layers_on_cpu_without_amx) {
+  setenv("XR_CPU_AMX", "off", 1);
+  sweep_forward_layers("cpu", "cpu.moe_fused");
+}
+
 Test(moe_fused, moe_forward_without_weights_is_unsupported) {
   expect_forward_without_weights_unsupported("cpu");
 }

@@ -991,7 +991,8 @@ static void init_mx_scales(xr_init_context_t *c, const char *name, int64_t depth
 }
 
 static xr_status_t init_moe_forward(xr_init_context_t *c) {
-  int w1 = xr_init_input(c, "w1"), hidden = xr_init_input(c, "hidden_states");
+  int w1 = xr_init_input(c, "w1"), hidden = -1;
+  xr_arg_tensor(c->plan, 0, "hidden_states", false, &hidden); /* traces leave it unnamed */
   if (w1 < 0 || hidden < 0 || c->plan->inputs[w1]->rank != 3) return XR_OK;
   uint64_t rng = c->seed;
   int64_t K = c->plan->inputs[hidden]->shape[1], N = c->plan->inputs[w1]->shape[1] / 2;

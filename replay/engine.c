@@ -86,7 +86,7 @@ typedef struct op_work {
   size_t *bytes;               /* per tensor: storage bytes */
   void **host;                 /* per tensor: initial contents (outputs poisoned) */
   bool *has_data;
-  char policy[256];
+  char policy[1024];
   size_t out_count, out[XR_MAX_CHECKED_OUTPUTS]; /* returns, then the inputs it writes */
   void *reference[XR_MAX_CHECKED_OUTPUTS];
   bool have_first;

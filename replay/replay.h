@@ -85,7 +85,7 @@ typedef struct xr_op_result {
   xr_op_outcome_t outcome;
   char message[1024];             /* why it failed or is unsupported; "" on success */
   char kernel[64];                /* implementation used */
-  char init_policy[256];          /* custom initializer policy used, "" for none */
+  char init_policy[1024];         /* custom initializer policy used, "" for none */
   char device[256];               /* device name */
   int iterations;
   double min_us, median_us, mean_us, p10_us, p90_us;

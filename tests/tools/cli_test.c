@@ -331,3 +331,50 @@ Test(cli, extract_with_a_capture_dir_credits_the_graph_kernels) {
   cr_assert_eq(replay(cmd), 2);
   cr_assert(strstr(err_text, "nowhere/execution_details.json"), "%s", err_text);
 }
+
+/* --model-config on both commands: extraction writes the layer and says where it came from; a
+ * replay given a contradicting config stops before running anything; one given the right
+ * config runs the op and names the layer's source in its init line. */
+Test(cli, model_config_supplies_moe_forward_layers) {
+  char cmd[4096], bundle[1024];
+  const char *dir = "tests/data/fixtures/graph_traces/vllm_prefilldecode_piecewise";
+  const char *configs = "tests/data/fixtures/model_configs";
+  snprintf(bundle, sizeof bundle, "%s/oss.json", tmpdir());
+  snprintf(cmd, sizeof cmd, "extract %s/graph_execution.json.gz --capture-dir %s --op-filter vllm::moe_forward "
+           "--model-config %s/gpt-oss-20b.json -o %s", dir, dir, configs, bundle);
+  cr_assert_eq(replay(cmd), 0, "%s", err_text);
+  cr_assert(strstr(err_text, "replay extract: ops[0] vllm::moe_forward: w1, w1_scale, w1_bias, w2, w2_scale, "
+                             "w2_bias, top_k, renormalize, activation, swiglu_limit from gpt-oss-20b.json"),
+            "%s", err_text);
+  static char text[1 << 16];
+  slurp(bundle, text, sizeof text);
+  cr_assert(strstr(text, "\"c10::Float4_e2m1fn_x2\"") && strstr(text, "\"layer_source\""), "%s", text);
+
+  snprintf(cmd, sizeof cmd, "--hal=cpu --model-config %s/gpt-oss-120b.json %s", configs, bundle);
+  cr_assert_eq(replay(cmd), 2, "%s", out_text);
+  cr_assert(strstr(err_text, "router_logits has 32 experts (its last dim), gpt-oss-120b.json says 128"), "%s",
+            err_text);
+
+  /* a small layer with no weights in the bundle: --model-config supplies them */
+  snprintf(bundle, sizeof bundle, "%s/small_moe.json", tmpdir());
+  write_text(bundle, "[{\"op_name\": \"vllm::moe_forward\", \"replay_ir\": {\"list_pos_args\": ["
+             "{\"arg_name\": \"hidden_states\", \"arg_type\": \"Tensor\", \"value\": {\"dtype\": \"c10::BFloat16\", "
+             "\"shape\": [8, 128], \"strides\": [128, 1]}}, {\"arg_name\": \"router_logits\", \"arg_type\": "
+             "\"Tensor\", \"value\": {\"dtype\": \"c10::BFloat16\", \"shape\": [8, 4], \"strides\": [4, 1]}}], "
+             "\"list_kwargs\": []}}]");
+  char config[1024];
+  snprintf(config, sizeof config, "%s/small_config.json", tmpdir());
+  write_text(config, "{\"model_type\": \"gpt_oss\", \"hidden_size\": 128, \"intermediate_size\": 64, "
+             "\"num_local_experts\": 4, \"num_experts_per_tok\": 2, \"swiglu_limit\": 7.0, "
+             "\"quantization_config\": {\"quant_method\": \"mxfp4\"}}");
+  snprintf(cmd, sizeof cmd, "--hal=cpu --check --iters=1 --warmup=0 %s", bundle);
+  cr_assert_eq(replay(cmd), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "unsupported") && strstr(out_text, "--model-config FILE"), "%s", out_text);
+  snprintf(cmd, sizeof cmd, "--hal=cpu --check --iters=1 --warmup=0 --model-config %s %s", config, bundle);
+  cr_assert_eq(replay(cmd), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "cpu.moe_fused") && strstr(out_text, "init: mxfp4 scales") &&
+                strstr(out_text, "layer: w1, w1_scale, w1_bias, w2, w2_scale, w2_bias, top_k, renormalize, "
+                                 "activation, swiglu_limit from small_config.json"),
+            "%s", out_text);
+  cr_assert(strstr(out_text, "1 succeeded, 0 failed"), "%s", out_text);
+}

@@ -7,6 +7,7 @@
  * 4-8 prefill chunks (256-512 rows per expert).
  *
  *   bazel run -c opt //tools:moe_bench -- [--devices cpu,opencl] [--iters N] [--quick] [--shape I]
+ *                                          [--gpt-oss]  (the second table alone)
  *
  * The fused op must read every routed expert's weights where the baseline GEMM reads one
  * matrix, so at a few rows per expert it is bound by memory, not by the GEMM rate. The last
@@ -16,7 +17,11 @@
  * weights are; a 64 MiB copy stays partly in L3 and overstated the memory's rate by a third).
  *
  * A device whose only GEMM is the plain-C reference gets no ratio (that would flatter the MoE
- * path); its fused figure is still printed. */
+ * path); its fused figure is still printed.
+ *
+ * A second table runs vllm::moe_forward with GPT-OSS-20B's layer (32 experts, top-4, hidden and
+ * intermediate 2880, biases, swigluoai) twice in one run, with mxfp4 and with bf16 expert
+ * weights: the same FLOPs, so the ratio is mxfp4's rate over bf16's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +106,93 @@ static char *bundle_json(const shape_t *s, const char *dtype) {
   return text;
 }
 
+/* vllm::moe_forward with GPT-OSS's layer (biases, swigluoai), mxfp4 weights then bf16. */
+static char *gpt_oss_json(const shape_t *s) {
+  char *text = malloc(16384), *p = text;
+  for (int mx = 1; mx >= 0; mx--) {
+    const char *wd = mx ? "c10::Float4_e2m1fn_x2" : "c10::BFloat16";
+    int64_t div = mx ? 2 : 1;
+    p += sprintf(p, "%s{\"op_name\": \"vllm::moe_forward\", \"replay_ir\": {\"list_pos_args\": [", mx ? "[" : ", ");
+    tensor(&p, "hidden_states", "c10::BFloat16", s->M, s->K, 0, 2);
+    p += sprintf(p, ", ");
+    tensor(&p, "router_logits", "c10::BFloat16", s->M, s->E, 0, 2);
+    p += sprintf(p, ", ");
+    tensor(&p, "w1", wd, s->E, 2 * s->N, s->K / div, 3);
+    p += sprintf(p, ", ");
+    tensor(&p, "w1_bias", "c10::BFloat16", s->E, 2 * s->N, 0, 2);
+    p += sprintf(p, ", ");
+    tensor(&p, "w2", wd, s->E, s->K, s->N / div, 3);
+    p += sprintf(p, ", ");
+    tensor(&p, "w2_bias", "c10::BFloat16", s->E, s->K, 0, 2);
+    if (mx) {
+      p += sprintf(p, ", ");
+      tensor(&p, "w1_scale", "c10::Float8_e8m0fnu", s->E, 2 * s->N, s->K / 32, 3);
+      p += sprintf(p, ", ");
+      tensor(&p, "w2_scale", "c10::Float8_e8m0fnu", s->E, s->K, s->N / 32, 3);
+    }
+    p += sprintf(p, ", {\"arg_name\": \"top_k\", \"arg_type\": \"int\", \"value\": %lld}, {\"arg_name\": "
+                    "\"activation\", \"arg_type\": \"str\", \"value\": \"swigluoai\"}], \"list_kwargs\": []}}",
+                 (long long)s->topk);
+  }
+  p += sprintf(p, "]");
+  return text;
+}
+
+static const shape_t gpt_oss_shapes[] = {
+    {"GPT-OSS-20B", 1024, 2880, 2880, 32, 4},
+    {"GPT-OSS-20B", 4096, 2880, 2880, 32, 4},
+};
+static const shape_t gpt_oss_quick[] = {
+    {"small", 64, 512, 256, 8, 2},
+};
+
+/* mxfp4 against bf16 weights, per device. */
+static int run_gpt_oss(const char *devices, int iters, bool quick) {
+  const shape_t *shapes = quick ? gpt_oss_quick : gpt_oss_shapes;
+  size_t count = quick ? 1 : sizeof gpt_oss_shapes / sizeof *gpt_oss_shapes;
+  printf("\n%-26s %5s %5s %6s %4s %4s %-7s | %-14s %9s %8s | %9s %8s | %6s\n", "moe_forward layer", "M", "K",
+         "N", "E", "top", "device", "kernel", "mxfp4 ms", "GFLOP/s", "bf16 ms", "GFLOP/s", "ratio");
+  char list[256];
+  for (size_t i = 0; i < count; i++) {
+    const shape_t *s = &shapes[i];
+    char *json = gpt_oss_json(s);
+    xr_bundle_t *b;
+    if (xr_bundle_decode((const uint8_t *)json, strlen(json), "moe_bench", ".", NULL, &b) != XR_OK) {
+      fprintf(stderr, "moe_bench: %s\n", xr_last_error());
+      free(json);
+      return 1;
+    }
+    free(json);
+    snprintf(list, sizeof list, "%s", devices);
+    for (char *save = NULL, *dev = strtok_r(list, ",", &save); dev; dev = strtok_r(NULL, ",", &save)) {
+      xr_replay_options_t o;
+      xr_replay_options_default(&o);
+      o.device = dev;
+      o.warmup = 1;
+      o.iters = iters;
+      collected_t c = {.n = 0};
+      xr_replay_observer_t observer = {.result = collect, .context = &c};
+      printf("%-26s %5lld %5lld %6lld %4lld %4lld %-7s | ", s->model, (long long)s->M, (long long)s->K,
+             (long long)s->N, (long long)s->E, (long long)s->topk, dev);
+      if (xr_replay_run(b, &o, &observer, NULL) != XR_OK || c.n != 2) {
+        printf("unavailable: %s\n", xr_last_error());
+        continue;
+      }
+      if (c.r[0].outcome != XR_OP_SUCCEEDED || c.r[1].outcome != XR_OP_SUCCEEDED) {
+        const xr_op_result_t *bad = c.r[0].outcome != XR_OP_SUCCEEDED ? &c.r[0] : &c.r[1];
+        printf("%s: %s\n", xr_op_outcome_name(bad->outcome), bad->message);
+        continue;
+      }
+      double mx = c.r[0].flops / (c.r[0].median_us * 1e-6) / 1e9, bf = c.r[1].flops / (c.r[1].median_us * 1e-6) / 1e9;
+      printf("%-14s %9.2f %8.1f | %9.2f %8.1f | %5.0f%%\n", c.r[0].kernel, c.r[0].median_us / 1e3, mx,
+             c.r[1].median_us / 1e3, bf, 100.0 * mx / bf);
+      fflush(stdout);
+    }
+    xr_bundle_destroy(b);
+  }
+  return 0;
+}
+
 /* The GEMM implementation the registry picks for op 1 on `device`, or NULL. */
 static const char *gemm_kernel(const xr_bundle_t *b, const char *device) {
   static char name[64];
@@ -125,16 +217,19 @@ int main(int argc, char **argv) {
   int iters = 5;
   bool quick = false;
   int only = -1;
+  bool gpt_oss_only = false;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--devices") && i + 1 < argc) devices = argv[++i];
     else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--quick")) quick = true;
     else if (!strcmp(argv[i], "--shape") && i + 1 < argc) only = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--gpt-oss")) gpt_oss_only = true;
     else {
-      fprintf(stderr, "usage: moe_bench [--devices cpu,opencl] [--iters N] [--quick] [--shape I]\n");
+      fprintf(stderr, "usage: moe_bench [--devices cpu,opencl] [--iters N] [--quick] [--shape I] [--gpt-oss]\n");
       return 2;
     }
   }
+  if (gpt_oss_only) return run_gpt_oss(devices, iters, quick);
   const shape_t *shapes = quick ? quick_shapes : full_shapes;
   size_t count = quick ? sizeof quick_shapes / sizeof *quick_shapes : sizeof full_shapes / sizeof *full_shapes;
   printf("%-26s %5s %5s %6s %4s %4s %-7s | %-14s %9s %8s | %-18s %9s %8s | %6s | %5s %7s\n", "model",
@@ -201,5 +296,5 @@ int main(int argc, char **argv) {
     snprintf(list, sizeof list, "%s", devices);
     xr_bundle_destroy(b);
   }
-  return 0;
+  return only >= 0 ? 0 : run_gpt_oss(devices, iters, quick);
 }

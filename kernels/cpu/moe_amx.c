@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/cpu/avx512.h"
+#include "kernels/dtype.h"
 
 #if defined(XR_HAVE_AVX512_PATHS) && defined(__linux__)
 #include <cpuid.h>
@@ -56,21 +57,75 @@ void xr_amx_pack(const uint16_t *w, int64_t col_stride, int64_t k_stride, int64_
         }
 }
 
-void xr_amx_pack_mxfp4(const uint8_t *codes, int64_t col_stride, const uint8_t *scales, int64_t scale_stride,
-                       int64_t cols, int64_t depth, uint16_t *out) {
-  static const float value[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+/* bf16 bits of the e2m1 magnitudes' codes 0..15 (the sign in bit 3) */
+static const uint32_t e2m1_bf16[16] = {0x0000, 0x3f00, 0x3f80, 0x3fc0, 0x4000, 0x4040, 0x4080, 0x40c0,
+                                       0x8000, 0xbf00, 0xbf80, 0xbfc0, 0xc000, 0xc040, 0xc080, 0xc0c0};
+
+/* A tile column's 16 code pairs and their scale byte, as 16 bf16 pairs (low half: even k). The
+ * scale is a power of two, added to the exponent of every non-zero value: exact while the
+ * results stay normal (scales 2^-125 to 2^125; the caller decodes others one by one). */
+XR_AVX512_INLINE __m512i decode_pairs(const uint8_t *pairs, uint8_t scale) {
+  const __m512i lut = _mm512_loadu_si512(e2m1_bf16), seven = _mm512_set1_epi32(7), low = _mm512_set1_epi32(15);
+  __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)pairs));
+  __m512i lo = _mm512_and_si512(b, low), hi = _mm512_srli_epi32(b, 4);
+  __m512i delta = _mm512_set1_epi32(((int)scale - 127) * 128);
+  __m512i vlo = _mm512_permutexvar_epi32(lo, lut), vhi = _mm512_permutexvar_epi32(hi, lut);
+  vlo = _mm512_mask_add_epi32(vlo, _mm512_test_epi32_mask(lo, seven), vlo, delta);
+  vhi = _mm512_mask_add_epi32(vhi, _mm512_test_epi32_mask(hi, seven), vhi, delta);
+  return _mm512_or_si512(vlo, _mm512_slli_epi32(vhi, 16));
+}
+
+/* A 16 x 16 matrix of 32-bit elements transposed in registers: row k of the result holds lane
+ * k of every input row, in row order. */
+XR_AVX512_INLINE void transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 16; i += 8)
+    for (int j = 0; j < 4; j++) {
+      t[i + j] = _mm512_shuffle_i32x4(r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_shuffle_i32x4(r[i + j], r[i + j + 4], 0xdd);
+    }
+  for (int j = 0; j < 8; j++) {
+    r[j] = _mm512_shuffle_i32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_i32x4(t[j], t[j + 8], 0xdd);
+  }
+}
+
+/* One column's pairs with an extreme scale, through float (flushing as bf16 does). */
+static __m512i XR_AMX decode_pairs_slowly(const uint8_t *pairs, uint8_t scale) {
+  uint32_t v[16];
+  float f = ldexpf(1.0f, (int)scale - 127);
+  for (int p = 0; p < 16; p++) {
+    float a = xr_bits_to_f32(e2m1_bf16[pairs[p] & 15] << 16) * f, b = xr_bits_to_f32(e2m1_bf16[pairs[p] >> 4] << 16) * f;
+    v[p] = (xr_f32_to_bits(a) >> 16) | (xr_f32_to_bits(b) >> 16 << 16);
+  }
+  return _mm512_loadu_si512(v);
+}
+
+XR_AMX void xr_amx_pack_mxfp4(const uint8_t *codes, int64_t col_stride, const uint8_t *scales, int64_t scale_stride,
+                              int64_t cols, int64_t depth, uint16_t *out) {
+  /* tile element (p, c) pair: the 32 bits at out + p * 32 + 2 c; a column decodes to its 16
+   * pairs, so 16 columns make the tile transposed */
+  __m512i r[16];
   for (int64_t c0 = 0; c0 < cols; c0 += 16)
-    for (int64_t k0 = 0; k0 < depth; k0 += 32, out += TILE)
+    for (int64_t k0 = 0; k0 < depth; k0 += 32, out += TILE) {
       for (int64_t c = 0; c < 16; c++) {
         const uint8_t *pairs = codes + (c0 + c) * col_stride + k0 / 2;
-        float scale = ldexpf(1.0f, (int)scales[(c0 + c) * scale_stride + k0 / 32] - 127);
-        for (int64_t p = 0; p < 16; p++) { /* one byte is the VNNI pair (k0 + 2p, k0 + 2p + 1) */
-          uint32_t lo, hi;
-          float a = value[pairs[p] & 15] * scale, b = value[pairs[p] >> 4] * scale;
-          memcpy(&lo, &a, 4), memcpy(&hi, &b, 4);
-          out[p * 32 + c * 2] = (uint16_t)(lo >> 16), out[p * 32 + c * 2 + 1] = (uint16_t)(hi >> 16);
-        }
+        uint8_t scale = scales[(c0 + c) * scale_stride + k0 / 32];
+        r[c] = scale >= 2 && scale <= 252 ? decode_pairs(pairs, scale) : decode_pairs_slowly(pairs, scale);
       }
+      transpose16(r);
+      for (int p = 0; p < 16; p++) _mm512_storeu_si512(out + p * 32, r[p]);
+    }
 }
 
 /* Denormals flushed (MXCSR FTZ and DAZ) while a kernel runs, as TDPBF16PS always does: each

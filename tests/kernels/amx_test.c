@@ -114,3 +114,26 @@ Test(amx, scaled_rows_into_row_major_columns) {
     }
   free(A), free(At), free(W), free(packed), free(Y);
 }
+
+/* mxfp4 weights decode into the same tiles xr_amx_pack makes of their bf16 values: every code in
+ * every position, scales across the range (the extremes go through the slow path, which must
+ * flush as bf16 rounding does), a column stride wider than the row. */
+Test(amx, mxfp4_packs_as_its_decoded_bf16) {
+  require_amx();
+  enum { C = 32, D = 128, STRIDE = D / 2 + 8 };
+  static uint8_t codes[C * STRIDE], scales[C * (D / 32)];
+  static uint16_t plain[C * D], want[C * D], got[C * D];
+  static const uint8_t scale_values[] = {0, 1, 2, 90, 120, 127, 130, 200, 252, 253, 254};
+  for (int c = 0; c < C; c++) {
+    for (int i = 0; i < D / 2; i++) codes[c * STRIDE + i] = (uint8_t)(c * 37 + i * 11);
+    for (int b = 0; b < D / 32; b++) scales[c * (D / 32) + b] = scale_values[(c + 3 * b) % 11];
+    for (int k = 0; k < D; k++) {
+      uint8_t pair = codes[c * STRIDE + k / 2];
+      float v = xr_e2m1_to_f32(k % 2 ? pair >> 4 : pair & 15) * xr_e8m0_to_f32(scales[c * (D / 32) + k / 32]);
+      plain[c * D + k] = (uint16_t)(xr_f32_to_bits(v) >> 16); /* exact or flushed like the kernel */
+    }
+  }
+  xr_amx_pack(plain, D, 1, C, D, want);
+  xr_amx_pack_mxfp4(codes, STRIDE, scales, D / 32, C, D, got);
+  for (int i = 0; i < C * D; i++) cr_assert_eq(got[i], want[i], "element %d: 0x%04x, expected 0x%04x", i, got[i], want[i]);
+}

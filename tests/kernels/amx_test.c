@@ -2,13 +2,16 @@
  * tiled layouts, a 16-row block after the 32-row ones, columns written at an offset and nothing
  * else, rows of large |g| whose silu passes through denormals, the routing factor per row
  * (0 for padding), and the caller's MXCSR left as it was. Skipped where the CPU has no AMX-BF16;
- * the fused-experts cases of moe_test run through whichever path the CPU takes. */
+ * the fused-experts cases of moe_test run through whichever path the CPU takes. mxfp4 weights:
+ * their decoding into tiles, and the golden mxfp4 GEMM through it. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xmmintrin.h>
 
+#include "formats/bundle.h"
 #include "kernels/cpu/moe_amx.h"
 #include "kernels/dtype.h"
 
@@ -136,4 +139,44 @@ Test(amx, mxfp4_packs_as_its_decoded_bf16) {
   xr_amx_pack(plain, D, 1, C, D, want);
   xr_amx_pack_mxfp4(codes, STRIDE, scales, D / 32, C, D, got);
   for (int i = 0; i < C * D; i++) cr_assert_eq(got[i], want[i], "element %d: 0x%04x, expected 0x%04x", i, got[i], want[i]);
+}
+
+/* The golden mxfp4 GEMM (tests/data/golden, mx_gemm_mxfp4_M16_N24_K128: a bf16 [16, 128] times
+ * an mxfp4 [24, 128] weight, expected from float64) through what the fused experts run: the
+ * weight decoded into tiles (padded to 32 columns with zero codes) and GEMM-2's kernel with unit
+ * row factors, compared as the manifest says (nmse 1e-4, atol 0.639, rtol 0.02). */
+static void *golden(const char *name, size_t bytes) {
+  char path[256];
+  snprintf(path, sizeof path, "tests/data/golden/mx_gemm_mxfp4_M16_N24_K128__%s.npy", name);
+  xr_npy_t npy;
+  cr_assert_eq(xr_npy_load(path, &npy), XR_OK, "%s", xr_last_error());
+  cr_assert_eq((size_t)npy.numel * npy.item_size, bytes, "%s", path);
+  return npy.data; /* the caller frees it */
+}
+
+Test(amx, golden_mxfp4_gemm) {
+  require_amx();
+  enum { M = 16, N = 24, K = 128, NP = 32 };
+  uint16_t *a = golden("a", M * K * 2), At[M * K];
+  uint8_t *b = golden("b_packed", N * K / 2), *bs = golden("b_scales", N * K / 32);
+  float *want = golden("expected_out", M * N * 4), one[M];
+  static uint8_t codes[NP * K / 2], scales[NP * K / 32];
+  static uint16_t packed[NP * K], Y[M * NP];
+  memcpy(codes, b, N * K / 2);
+  memcpy(scales, bs, N * K / 32);
+  for (int i = N * K / 32; i < NP * K / 32; i++) scales[i] = 127;
+  for (int r = 0; r < M; r++)
+    for (int k = 0; k < K; k++) At[xr_amx_tiled_at(K, r, k)] = a[r * K + k];
+  for (int r = 0; r < M; r++) one[r] = 1.0f;
+  xr_amx_pack_mxfp4(codes, K / 2, scales, K / 32, NP, K, packed);
+  xr_amx_scaled(At, M, K, packed, NP, one, NULL, Y, NP, (xr_amx_ahead_t){NULL, 0});
+  double num = 0, den = 0;
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) {
+      double got = bf16(Y[m * NP + n]), e = want[m * N + n];
+      cr_assert_leq(fabs(got - e), 0.639 + 0.02 * fabs(e), "out[%d, %d]: %g, expected %g", m, n, got, e);
+      num += (got - e) * (got - e), den += e * e;
+    }
+  cr_assert_leq(num / den, 1e-4);
+  free(a), free(b), free(bs), free(want);
 }

@@ -209,6 +209,14 @@ static xr_status_t add_int(layer_t *l, const char *name, int64_t v) {
   return XR_OK;
 }
 
+static xr_status_t add_int_list(layer_t *l, const char *name, const int64_t *v, size_t n) {
+  if (!wanted(l, name)) return XR_OK;
+  xr_arg_t *a = xr_op_add_kwarg(l->arena, l->op, name, "int[]");
+  if (!a || xr_value_make_list(l->arena, &a->value, n) != XR_OK) return XR_RESOURCE_EXHAUSTED;
+  for (size_t i = 0; i < n; i++) a->value.as.list.items[i] = (xr_value_t){.kind = XR_VALUE_INT, .as.i = v[i]};
+  return XR_OK;
+}
+
 static xr_status_t add_bool(layer_t *l, const char *name, bool v) {
   if (!wanted(l, name)) return XR_OK;
   xr_arg_t *a = xr_op_add_kwarg(l->arena, l->op, name, "bool");
@@ -272,19 +280,28 @@ static xr_status_t apply_moe(xr_bundle_t *b, size_t index, const xr_model_config
   if (mxfp4 && (K % 32 || N % 32))
     return xr_error(XR_INVALID_ARGUMENT, "ops[%zu] %s: mxfp4 weights need sizes in blocks of 32; hidden %lld, "
                     "intermediate %lld", index, op->name, (long long)K, (long long)N);
-  if (c->quant == XR_MODEL_QUANT_FP8 || c->quant == XR_MODEL_QUANT_OTHER)
-    return xr_error(XR_UNIMPLEMENTED, "ops[%zu] %s: %s's quant_method '%s': only mxfp4 and unquantized expert "
-                    "weights are modelled", index, op->name, cfg, c->quant_method);
+  if (c->quant == XR_MODEL_QUANT_OTHER)
+    return xr_error(XR_UNIMPLEMENTED, "ops[%zu] %s: %s's quant_method '%s': only mxfp4, fp8 and unquantized "
+                    "expert weights are modelled", index, op->name, cfg, c->quant_method);
+  bool fp8 = c->quant == XR_MODEL_QUANT_FP8;
+  /* vLLM converts fp8 weights to e4m3fnuz on MI300-class GPUs, the only ones whose fp8 that is */
+  const char *device = b->meta.device_name ? b->meta.device_name : "";
+  bool fnuz = fp8 && (strstr(device, "MI300") || strstr(device, "MI325"));
 
   layer_t l = {.arena = b->arena, .op = op};
   xr_status_t st;
-  xr_dtype_t wd = mxfp4 ? XR_DTYPE_F4E2M1X2 : hidden->dtype;
-  int64_t div = mxfp4 ? 2 : 1;
+  xr_dtype_t wd = mxfp4 ? XR_DTYPE_F4E2M1X2 : fnuz ? XR_DTYPE_F8E4M3FNUZ : fp8 ? XR_DTYPE_F8E4M3FN : hidden->dtype;
+  int64_t div = mxfp4 ? 2 : 1, bn = c->weight_block[0], bk = c->weight_block[1];
   if ((st = add_tensor(&l, "w1", wd, 3, (int64_t[]){E, 2 * N, K / div})) ||
       (mxfp4 && (st = add_tensor(&l, "w1_scale", XR_DTYPE_F8E8M0, 3, (int64_t[]){E, 2 * N, K / 32}))) ||
+      (fp8 && bn && (st = add_tensor(&l, "w1_scale", XR_DTYPE_F32, 3, (int64_t[]){E, (2 * N + bn - 1) / bn, (K + bk - 1) / bk}))) ||
+      (fp8 && !bn && (st = add_tensor(&l, "w1_scale", XR_DTYPE_F32, 1, (int64_t[]){E}))) ||
       (gpt_oss && (st = add_tensor(&l, "w1_bias", hidden->dtype, 2, (int64_t[]){E, 2 * N}))) ||
       (st = add_tensor(&l, "w2", wd, 3, (int64_t[]){E, K, N / div})) ||
       (mxfp4 && (st = add_tensor(&l, "w2_scale", XR_DTYPE_F8E8M0, 3, (int64_t[]){E, K, N / 32}))) ||
+      (fp8 && bn && (st = add_tensor(&l, "w2_scale", XR_DTYPE_F32, 3, (int64_t[]){E, (K + bn - 1) / bn, (N + bk - 1) / bk}))) ||
+      (fp8 && !bn && (st = add_tensor(&l, "w2_scale", XR_DTYPE_F32, 1, (int64_t[]){E}))) ||
+      (fp8 && bn && (st = add_int_list(&l, "weight_block_size", c->weight_block, 2))) ||
       (gpt_oss && (st = add_tensor(&l, "w2_bias", hidden->dtype, 2, (int64_t[]){E, K}))) ||
       (st = add_int(&l, "top_k", c->top_k)) ||
       (st = add_bool(&l, "renormalize", c->norm_topk_prob != 0)) ||
@@ -293,8 +310,11 @@ static xr_status_t apply_moe(xr_bundle_t *b, size_t index, const xr_model_config
     return st == XR_RESOURCE_EXHAUSTED ? xr_error(st, "out of memory adding %s's layer", op->name) : st;
 
   text_t s = {0};
-  say(&s, "%s from %s (%s weights, %lld experts, top-%lld, ", l.added.n ? l.added.s : "nothing", cfg,
-      mxfp4 ? "mxfp4" : xr_dtype_short_name(hidden->dtype), (long long)E, (long long)c->top_k);
+  say(&s, "%s from %s (%s weights", l.added.n ? l.added.s : "nothing", cfg,
+      mxfp4 ? "mxfp4" : xr_dtype_short_name(wd));
+  if (fp8 && bn) say(&s, " in %lld x %lld blocks", (long long)bn, (long long)bk);
+  if (fnuz) say(&s, ", fnuz as vLLM makes them on %s", device);
+  say(&s, ", %lld experts, top-%lld, ", (long long)E, (long long)c->top_k);
   if (align > 1)
     say(&s, "hidden %lld -> %lld and intermediate %lld -> %lld: padded to %lld as hidden_states is)",
         (long long)H, (long long)K, (long long)c->intermediate_size, (long long)N, (long long)align);

@@ -184,7 +184,7 @@ static double expert_flops(const xr_moe_problem_t *p) {
 static double expert_bytes(const xr_moe_problem_t *p) {
   double es = (double)xr_dtype_size(p->dtype), routed = (double)p->E;
   if ((double)(p->M * p->topk) < routed) routed = (double)(p->M * p->topk);
-  double per_weight = p->weights == XR_MOE_W_MXFP4 ? 0.5 + 1.0 / 32 : es;
+  double per_weight = p->weights == XR_MOE_W_MXFP4 ? 0.5 + 1.0 / 32 : p->weights == XR_MOE_W_FP8 ? 1.0 : es;
   double bias = (p->w1_bias >= 0 ? 2.0 * (double)p->N : 0) + (p->w2_bias >= 0 ? (double)p->K : 0);
   return routed * (3.0 * (double)p->N * (double)p->K * per_weight + bias * es) +
          es * 2.0 * (double)p->M * (double)p->K;
@@ -259,6 +259,8 @@ static void describe_missing(const xr_op_plan_t *plan, xr_moe_problem_t *p, bool
 
 static bool is_e8m0(xr_dtype_t d) { return d == XR_DTYPE_F8E8M0; }
 
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 /* An expert weight w [E, rows, cols] (mxfp4: [E, rows, cols / 2] bytes with a scale
  * [E, rows, cols / 32]) and its optional bias [E, rows]. */
 static xr_status_t check_expert_weight(const xr_op_plan_t *plan, const xr_moe_problem_t *p, int w, int scale,
@@ -274,10 +276,21 @@ static xr_status_t check_expert_weight(const xr_op_plan_t *plan, const xr_moe_pr
         (st = need_shape(plan, scale, what, 3, p->E, rows, cols / 32)) ||
         (st = need_dtype(plan, scale, what, is_e8m0, xr_dtype_name(XR_DTYPE_F8E8M0))))
       return st;
+  } else if (p->weights == XR_MOE_W_FP8) {
+    snprintf(what, sizeof what, "%s_scale", name);
+    if (scale < 0) return xr_plan_error(plan, "%s: fp8 weights need %s (float32)", name, what);
+    if ((st = need_shape(plan, w, name, 3, p->E, rows, cols)) ||
+        (st = need_dtype(plan, scale, what, is_f32, "float32")) ||
+        (st = p->block_n ? need_shape(plan, scale, what, 3, p->E, ceil_div(rows, p->block_n), ceil_div(cols, p->block_k))
+                         : need_shape(plan, scale, what, 1, p->E, -1, -1)))
+      return st;
+    if (spec(plan, w)->dtype != spec(plan, p->w1)->dtype)
+      return xr_plan_error(plan, "%s: %s, but w1 is %s", name, xr_dtype_name(spec(plan, w)->dtype),
+                           xr_dtype_name(spec(plan, p->w1)->dtype));
   } else {
     if ((st = need_shape(plan, w, name, 3, p->E, rows, cols))) return st;
     if (spec(plan, w)->dtype != p->dtype)
-      return xr_plan_error(plan, "%s: %s, expected the hidden states' %s (or mxfp4)", name,
+      return xr_plan_error(plan, "%s: %s, expected the hidden states' %s (or mxfp4, fp8)", name,
                            xr_dtype_name(spec(plan, w)->dtype), xr_dtype_name(p->dtype));
   }
   snprintf(what, sizeof what, "%s_bias", name);
@@ -328,7 +341,15 @@ static xr_status_t analyze_forward(xr_op_plan_t *plan, xr_moe_problem_t *p) {
     unsupported(p, "activation '%s' (silu or swigluoai)", activation);
   if ((st = need_shape(plan, p->w1, "w1", 3, -1, -1, -1))) return st;
   const xr_tensor_spec_t *w1 = spec(plan, p->w1);
-  p->weights = w1->dtype == XR_DTYPE_F4E2M1X2 ? XR_MOE_W_MXFP4 : XR_MOE_W_PLAIN;
+  p->weights = w1->dtype == XR_DTYPE_F4E2M1X2 ? XR_MOE_W_MXFP4
+               : xr_dtype_is_fp8(w1->dtype)    ? XR_MOE_W_FP8
+                                               : XR_MOE_W_PLAIN;
+  int64_t block[2] = {0, 0};
+  int blocks = 0;
+  if ((st = xr_arg_int_list(op, -1, "weight_block_size", false, block, 2, &blocks))) return st;
+  if (blocks && (blocks != 2 || block[0] < 1 || block[1] < 1))
+    return xr_plan_error(plan, "weight_block_size: expected two positive ints [rows, cols]");
+  p->block_n = block[0], p->block_k = block[1];
   p->E = w1->shape[0];
   if (w1->shape[1] % 2)
     return xr_plan_error(plan, "w1: %lld rows, expected 2 x the intermediate size (gate, up)",
@@ -517,7 +538,8 @@ xr_status_t xr_moe_check_supported(const xr_op_plan_t *plan, const char *impl) {
 xr_status_t xr_moe_check_plain_layer(const xr_op_plan_t *plan, const char *impl) {
   const xr_moe_problem_t *p = plan->problem;
   if (p->weights != XR_MOE_W_PLAIN)
-    return xr_error(XR_UNIMPLEMENTED, "%s: mxfp4 expert weights are not supported", impl);
+    return xr_error(XR_UNIMPLEMENTED, "%s: %s expert weights are not supported", impl,
+                    p->weights == XR_MOE_W_MXFP4 ? "mxfp4" : "fp8");
   if (p->act != XR_MOE_ACT_SILU)
     return xr_error(XR_UNIMPLEMENTED, "%s: activation swigluoai is not supported", impl);
   if (p->w1_bias >= 0 || p->w2_bias >= 0)
@@ -654,6 +676,11 @@ static double expert_weight(const ref_state_t *s, int which, int64_t e, int64_t 
   const xr_moe_problem_t *p = s->p;
   int w = which ? p->w2 : p->w1;
   if (p->weights == XR_MOE_W_PLAIN) return load(s, w, e, r, c);
+  if (p->weights == XR_MOE_W_FP8) {
+    int sc = which ? p->w2_scale : p->w1_scale;
+    double scale = p->block_n ? load(s, sc, e, r / p->block_n, c / p->block_k) : load(s, sc, e, 0, 0);
+    return load(s, w, e, r, c) * scale;
+  }
   uint8_t pair = (uint8_t)load(s, w, e, r, c / 2); /* f4e2m1x2 loads as its byte */
   return xr_e2m1_to_f32(c % 2 ? pair >> 4 : pair & 15) * load(s, which ? p->w2_scale : p->w1_scale, e, r, c / 32);
 }

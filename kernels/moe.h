@@ -19,6 +19,9 @@
  *       extract --model-config write them from a model's config.json). Its layer may also have:
  *       - mxfp4 weights: w1 f4e2m1x2 [E, 2N, K/2] with w1_scale f8e8m0 [E, 2N, K/32], w2
  *         f4e2m1x2 [E, K, N/2] with w2_scale [E, K, N/32] (vLLM's Mxfp4MoEMethod layout);
+ *       - fp8 weights (e4m3fn, e4m3fnuz): w1 [E, 2N, K], w2 [E, K, N] with float32 scales that
+ *         multiply them, per expert (w1_scale [E]) or per block of weight_block_size = [bn, bk]
+ *         (w1_scale [E, ceil(2N / bn), ceil(K / bk)], vLLM's Fp8MoEMethod block layout);
  *       - w1_bias [E, 2N] added to GEMM-1's output, w2_bias [E, K] to GEMM-2's (before the
  *         routing weight);
  *       - activation "swigluoai" (GPT-OSS): gate and up interleaved in w1's rows (gate n = row
@@ -66,6 +69,7 @@ typedef enum xr_moe_kind {
 typedef enum xr_moe_weights {
   XR_MOE_W_PLAIN = 0, /* the activations' dtype */
   XR_MOE_W_MXFP4,     /* e2m1 pairs with an e8m0 scale per 32 along the reduction dim */
+  XR_MOE_W_FP8,       /* fp8 with float32 scales per expert or per [bn, bk] block */
 } xr_moe_weights_t;
 
 typedef enum xr_moe_act {
@@ -97,6 +101,7 @@ typedef struct xr_moe_problem {
   xr_moe_act_t act;
   double swiglu_alpha, swiglu_limit;
   int w1_scale, w2_scale, w1_bias, w2_bias;
+  int64_t block_n, block_k; /* fp8: the scales' block (rows, cols); 0 for one scale per expert */
 } xr_moe_problem_t;
 
 /* w1's rows holding gate and up column n. */

@@ -252,17 +252,19 @@ typedef struct dnnl_path {
 } dnnl_path_t;
 #endif
 
-/* Scratch of one thread running AMX tasks on mxfp4 weights: the slice decoded to bf16. */
+/* Scratch of one thread running AMX tasks on quantized weights: the slice decoded to bf16 and
+ * packed (fp8: decoded into `plain` rows first). */
 typedef struct amx_slot {
   atomic_bool busy;
-  uint16_t *weights;
+  uint16_t *weights, *plain;
 } amx_slot_t;
 
 typedef struct cpu_state {
   const xr_moe_problem_t *p;
   xr_tensor_t hidden, w1, w2, weights, ids, logits, out, w1s, w2s;
   void *hb, *w1b, *w2b, *wb, *ib, *lb, *ob, *w1sb, *w2sb;
-  bool mxfp4;
+  bool mxfp4, fp8;         /* quantized weights, decoded as they are read */
+  float fp8_value[256];    /* fp8: each byte's value */
   int64_t gate_step;       /* w1 rows between gate (and up) columns n and n + 1 */
   float *bias1;            /* [E][2N]: the gate biases of columns 0 .. N-1, then the up ones; or NULL */
   float *bias2;            /* [E][K], or NULL */
@@ -298,15 +300,27 @@ typedef struct cpu_state {
 #endif
 } cpu_state_t;
 
+/* The float32 scale of fp8 weight (row, k) of expert e. */
+static inline float fp8_scale(const cpu_state_t *s, const xr_tensor_t *sc, int which, int64_t e, int64_t row, int64_t k) {
+  const float *scales = which ? s->w2sb : s->w1sb;
+  return s->p->block_n ? scales[xr_moe_at(sc, e, row / s->p->block_n, k / s->p->block_k)] : scales[xr_moe_at(sc, e, 0, 0)];
+}
+
 /* n weights of row `row` of expert e's w1 (which 0) or w2 from column k0, as fp32. */
 static void weight_row(const cpu_state_t *s, int which, int64_t e, int64_t row, int64_t k0, int64_t n, float *dst) {
   const xr_tensor_t *w = which ? &s->w2 : &s->w1;
   const void *wb = which ? s->w2b : s->w1b;
-  if (!s->mxfp4) {
+  if (!s->mxfp4 && !s->fp8) {
     load_f32(wb, w->dtype, xr_moe_at(w, e, row, k0), w->strides[2], n, dst);
     return;
   }
   const xr_tensor_t *sc = which ? &s->w2s : &s->w1s;
+  if (s->fp8) {
+    const uint8_t *bytes = wb;
+    for (int64_t i = 0; i < n; i++)
+      dst[i] = s->fp8_value[bytes[xr_moe_at(w, e, row, k0 + i)]] * fp8_scale(s, sc, which, e, row, k0 + i);
+    return;
+  }
   const uint8_t *codes = wb, *scales = which ? s->w2sb : s->w1sb;
   for (int64_t i = 0; i < n; i++) {
     int64_t k = k0 + i;
@@ -833,14 +847,15 @@ static xr_status_t amx_prepare(cpu_state_t *s, xr_hal_device_t *device) {
   /* GEMM-1: gate and up, 16-column tiles; GEMM-2: the kernel's pairs of tiles (bf16 weights) */
   s->amx_slice[0] = slice_columns(2 * p->K * 2, 16, p->N);
   s->amx_slice[1] = slice_columns(p->N * 2, 32, p->K);
-  if (s->mxfp4) { /* decoded per task, a slice at a time, into the slot of the thread running it */
+  if (s->mxfp4 || s->fp8) { /* decoded per task, a slice at a time, into the slot of the thread running it */
     xr_hal_device_properties_t properties;
     size_t width = xr_hal_device_properties(device, &properties) == XR_OK ? properties.max_work_group_size : 1;
     size_t per1 = (size_t)(2 * s->amx_slice[0] * p->K), per2 = (size_t)(s->amx_slice[1] * p->N);
     s->amx_slot_count = width ? width : 1;
     s->amx_slots = calloc(s->amx_slot_count, sizeof *s->amx_slots);
     for (size_t i = 0; s->amx_slots && i < s->amx_slot_count; i++)
-      if (!(s->amx_slots[i].weights = aligned_alloc(64, (per1 > per2 ? per1 : per2) * sizeof(uint16_t))))
+      if (!(s->amx_slots[i].weights = aligned_alloc(64, (per1 > per2 ? per1 : per2) * sizeof(uint16_t))) ||
+          (s->fp8 && !(s->amx_slots[i].plain = malloc((per1 > per2 ? per1 : per2) * sizeof(uint16_t)))))
         return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", "cpu.moe_fused");
     return s->amx_slots ? XR_OK : xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", "cpu.moe_fused");
   }
@@ -879,16 +894,43 @@ static bool amx_task(const cpu_state_t *s, int which, size_t t, int64_t *e, int6
   *col0 = (int64_t)t % per * s->amx_slice[which];
   *cols = width - *col0 < s->amx_slice[which] ? width - *col0 : s->amx_slice[which];
   *weights = (xr_amx_ahead_t){NULL, 0};
-  if (!s->mxfp4) {
+  if (!s->mxfp4 && !s->fp8) {
     const uint16_t *base = which ? s->amx_w2 + *e * p->K * p->N : s->amx_w1 + *e * 2 * p->N * p->K;
     *weights = (xr_amx_ahead_t){base + parts * *col0 * depth, (size_t)(parts * *cols * depth) * sizeof(uint16_t)};
   }
   return s->row_start[*e + 1] > s->row_start[*e];
 }
 
-/* Decodes a task's mxfp4 weights into `out` in the packed layout (as amx_w1 / amx_w2 hold). */
-static void amx_decode_slice(const cpu_state_t *s, int which, int64_t e, int64_t col0, int64_t cols, uint16_t *out) {
+/* `cols` fp8 weight rows from `row0` (every row_step-th) of expert e's w1 or w2, decoded to bf16
+ * in `plain` and packed into `out`. */
+static void amx_decode_fp8(const cpu_state_t *s, int which, int64_t e, int64_t row0, int64_t row_step,
+                           int64_t cols, uint16_t *plain, uint16_t *out) {
+  int64_t depth = which ? s->p->N : s->p->K;
+  float line[KC];
+  for (int64_t c = 0; c < cols; c++)
+    for (int64_t k0 = 0; k0 < depth; k0 += KC) {
+      int64_t kc = depth - k0 < KC ? depth - k0 : KC;
+      weight_row(s, which, e, row0 + c * row_step, k0, kc, line);
+      for (int64_t k = 0; k < kc; k++) plain[c * depth + k0 + k] = xr_f32_to_bf16(line[k]);
+    }
+  xr_amx_pack(plain, depth, 1, cols, depth, out);
+}
+
+/* Decodes a task's quantized weights into `out` in the packed layout (as amx_w1 / amx_w2 hold). */
+static void amx_decode_slice(const cpu_state_t *s, int which, int64_t e, int64_t col0, int64_t cols, uint16_t *out,
+                             uint16_t *plain) {
   const xr_moe_problem_t *p = s->p;
+  if (s->fp8) {
+    if (which) {
+      amx_decode_fp8(s, 1, e, col0, 1, cols, plain, out);
+      return;
+    }
+    for (int64_t c = col0; c < col0 + cols; c += 16)
+      for (int part = 0; part < 2; part++)
+        amx_decode_fp8(s, 0, e, part ? xr_moe_up_row(p, c) : xr_moe_gate_row(p, c), s->gate_step, 16, plain,
+                       out + (2 * ((c - col0) / 16) + part) * (p->K / 32) * 16 * 32);
+    return;
+  }
   const uint8_t *codes = which ? s->w2b : s->w1b, *scales = which ? s->w2sb : s->w1sb;
   if (which) {
     xr_amx_pack_mxfp4(codes + xr_moe_at(&s->w2, e, col0, 0), s->w2.strides[1],
@@ -924,9 +966,9 @@ static void amx_run(const cpu_state_t *s, int which, size_t begin, size_t end) {
       int64_t next_e, next_col0, next_cols;
       amx_task(s, which, t + 1, &next_e, &next_col0, &next_cols, &next);
     }
-    if (s->mxfp4) {
+    if (s->mxfp4 || s->fp8) {
       if (!slot) slot = claim_amx_slot(s);
-      amx_decode_slice(s, which, e, col0, cols, slot->weights);
+      amx_decode_slice(s, which, e, col0, cols, slot->weights, slot->plain);
       weights.at = slot->weights;
     }
     int64_t r0 = s->row_start[e], rows = s->row_start[e + 1] - r0;
@@ -1017,7 +1059,10 @@ static void cpu_release(void *state) {
   free(s->row_scale);
   free(s->bias1);
   free(s->bias2);
-  for (size_t i = 0; s->amx_slots && i < s->amx_slot_count; i++) free(s->amx_slots[i].weights);
+  for (size_t i = 0; s->amx_slots && i < s->amx_slot_count; i++) {
+    free(s->amx_slots[i].weights);
+    free(s->amx_slots[i].plain);
+  }
   free(s->amx_slots);
   xr_hal_buffer_free(s->amx_buffer);
 #ifdef XR_HAVE_DNNL_H
@@ -1078,6 +1123,8 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
     return st;
   }
   s->mxfp4 = p->weights == XR_MOE_W_MXFP4;
+  s->fp8 = p->weights == XR_MOE_W_FP8;
+  for (int v = 0; s->fp8 && v < 256; v++) s->fp8_value[v] = xr_fp8_to_f32((uint8_t)v, s->w1.dtype);
   s->gate_step = p->act == XR_MOE_ACT_SWIGLUOAI ? 2 : 1;
   __builtin_cpu_init();
   s->micro = __builtin_cpu_supports("avx512f") ? micro_avx512 : micro_generic;
@@ -1087,7 +1134,7 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   bool mx_rows = s->mxfp4 && s->w1.strides[2] == 1 && s->w2.strides[2] == 1 && s->w1s.strides[2] == 1 &&
                  s->w2s.strides[2] == 1;
   s->use_amx = xr_amx_usable() && p->dtype == XR_DTYPE_BF16 &&
-               ((s->w1.dtype == p->dtype && s->w2.dtype == p->dtype) || mx_rows) && s->hidden.rank == 2 &&
+               ((s->w1.dtype == p->dtype && s->w2.dtype == p->dtype) || mx_rows || s->fp8) && s->hidden.rank == 2 &&
                s->w1.rank == 3 && s->w2.rank == 3 && p->K % 32 == 0 && p->N % 32 == 0 && p->K > 0 && p->N > 0;
   s->row_pad = s->use_amx ? 16 : MR;
   s->rows_cap = p->M * p->topk + (s->row_pad - 1) * p->E;

@@ -541,4 +541,45 @@ static inline void expect_mismatched_weights_name_the_argument(const char *devic
   cr_assert(strstr(r.message, "w2"), "%s", r.message);
 }
 
+/* moe_forward with fp8 expert weights and float32 scales, per expert or per [bn, bk] block
+ * (vLLM's Fp8MoEMethod), with and without GPT-OSS's layer. */
+static inline void forward_fp8_case(json_t *j, int64_t M, int64_t topk, int64_t E, int64_t K, int64_t N,
+                                    const char *fp8, int64_t bn, int64_t bk, bool gpt_oss) {
+  begin(j, "vllm::moe_forward");
+  t2(j, "hidden_states", "Tensor", "c10::BFloat16", M, K);
+  t2(j, "router_logits", "Tensor", "c10::BFloat16", M, E);
+  t3(j, "w1", "Tensor", fp8, E, 2 * N, K);
+  t3(j, "w2", "Tensor", fp8, E, K, N);
+  if (bn) {
+    t3(j, "w1_scale", "Tensor", "float", E, (2 * N + bn - 1) / bn, (K + bk - 1) / bk);
+    t3(j, "w2_scale", "Tensor", "float", E, (K + bn - 1) / bn, (N + bk - 1) / bk);
+    sep(j);
+    put(j, "{\"arg_name\": \"weight_block_size\", \"arg_type\": \"int[]\", \"value\": [%lld, %lld]}",
+        (long long)bn, (long long)bk);
+  } else {
+    t1(j, "w1_scale", "Tensor", "float", E);
+    t1(j, "w2_scale", "Tensor", "float", E);
+  }
+  if (gpt_oss) {
+    t2(j, "w1_bias", "Tensor", "c10::BFloat16", E, 2 * N);
+    t2(j, "w2_bias", "Tensor", "c10::BFloat16", E, K);
+    sarg(j, "activation", "swigluoai");
+  }
+  iarg(j, "top_k", topk);
+  end(j);
+}
+
+static inline void sweep_forward_fp8(const char *device, const char *kernel) {
+  static const int64_t blocks[][2] = {{0, 0}, {128, 128}, {32, 64}};
+  json_t j;
+  int n = 0;
+  for (int b = 0; b < 3; b++)
+    for (int m = 0; m < 2; m++) {
+      forward_fp8_case(&j, m ? 33 : 3, 2, 4, 160, 96, b == 1 ? "c10::Float8_e4m3fnuz" : "c10::Float8_e4m3fn",
+                       blocks[b][0], blocks[b][1], m == 1);
+      expect_match(&j, device, kernel, (uint64_t)(70 + n), NULL);
+      n++;
+    }
+}
+
 #endif

@@ -66,6 +66,12 @@ Test(moe_forward, layers_on_cpu_without_amx) {
   sweep_forward_layers("cpu", "cpu.moe_fused");
 }
 
+Test(moe_forward, fp8_weights_on_cpu) { sweep_forward_fp8("cpu", "cpu.moe_fused"); }
+Test(moe_forward, fp8_weights_on_cpu_without_amx) {
+  setenv("XR_CPU_AMX", "off", 1);
+  sweep_forward_fp8("cpu", "cpu.moe_fused");
+}
+
 Test(moe_fused, moe_forward_without_weights_is_unsupported) {
   expect_forward_without_weights_unsupported("cpu");
 }

@@ -170,6 +170,35 @@ Test(model_config, the_ops_own_arguments_win) {
   xr_bundle_destroy(b);
 }
 
+static xr_op_result_t run(xr_bundle_t *b, const char *device);
+
+/* fp8 with block scales (DeepSeek-V3 / Qwen3-FP8 style), replayed with --check on cpu. */
+Test(model_config, fp8_block_weights_replay) {
+  xr_model_config_t c = parse("{\"hidden_size\": 256, \"moe_intermediate_size\": 96, \"n_routed_experts\": 8, "
+                              "\"num_experts_per_tok\": 2, \"norm_topk_prob\": true, \"hidden_act\": \"silu\", "
+                              "\"quantization_config\": {\"quant_method\": \"fp8\", \"weight_block_size\": [128, 128]}}");
+  xr_bundle_t *b = forward_bundle(9, 256, 8);
+  cr_assert_eq(xr_model_config_apply(b, &c, NULL, NULL, NULL), XR_OK, "%s", xr_last_error());
+  const xr_op_t *op = &b->ops[0];
+  expect_shape(kwarg_tensor(op, "w1"), XR_DTYPE_F8E4M3FN, 3, (int64_t[]){8, 192, 256}, "w1");
+  expect_shape(kwarg_tensor(op, "w1_scale"), XR_DTYPE_F32, 3, (int64_t[]){8, 2, 2}, "w1_scale");
+  expect_shape(kwarg_tensor(op, "w2"), XR_DTYPE_F8E4M3FN, 3, (int64_t[]){8, 256, 96}, "w2");
+  expect_shape(kwarg_tensor(op, "w2_scale"), XR_DTYPE_F32, 3, (int64_t[]){8, 2, 1}, "w2_scale");
+  const xr_arg_t *block = xr_op_find_arg(op, "weight_block_size");
+  cr_assert(block && block->value.kind == XR_VALUE_LIST && block->value.as.list.count == 2 &&
+            block->value.as.list.items[0].as.i == 128);
+  xr_op_result_t r = run(b, "cpu");
+  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s", r.message);
+  cr_assert(r.checked && r.check_passed, "nmse %g", r.outputs[0].nmse);
+  xr_bundle_destroy(b);
+  /* on an MI300 trace the weights are e4m3fnuz, as vLLM converts them there */
+  b = forward_bundle(9, 256, 8);
+  b->meta.device_name = xr_arena_strdup(b->arena, "AMD Instinct MI300X");
+  cr_assert_eq(xr_model_config_apply(b, &c, NULL, NULL, NULL), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(kwarg_tensor(&b->ops[0], "w1")->dtype, XR_DTYPE_F8E4M3FNUZ);
+  xr_bundle_destroy(b);
+}
+
 static void expect_apply_error(const char *config, int64_t hidden, int64_t experts, const char *n1, const char *n2) {
   xr_model_config_t c = parse(config);
   xr_bundle_t *b = forward_bundle(4, hidden, experts);

@@ -58,7 +58,7 @@ Test(moe_fused, amx_tiles_on_cpu_without_amx) {
 }
 
 /* moe_forward with the layers --model-config writes (mxfp4 weights, GPT-OSS's biases and
- * swigluoai) on the fast path. */
+ * swigluoai) and the other combinations of those, on the fast path. */
 Test(moe_forward, layers_on_cpu) { sweep_forward_layers("cpu", "cpu.moe_fused"); }
 
 /* The same on the micro-kernel path, which CPUs without AMX take for them. */

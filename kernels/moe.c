@@ -535,18 +535,6 @@ xr_status_t xr_moe_check_supported(const xr_op_plan_t *plan, const char *impl) {
   return XR_OK;
 }
 
-xr_status_t xr_moe_check_plain_layer(const xr_op_plan_t *plan, const char *impl) {
-  const xr_moe_problem_t *p = plan->problem;
-  if (p->weights != XR_MOE_W_PLAIN)
-    return xr_error(XR_UNIMPLEMENTED, "%s: %s expert weights are not supported", impl,
-                    p->weights == XR_MOE_W_MXFP4 ? "mxfp4" : "fp8");
-  if (p->act != XR_MOE_ACT_SILU)
-    return xr_error(XR_UNIMPLEMENTED, "%s: activation swigluoai is not supported", impl);
-  if (p->w1_bias >= 0 || p->w2_bias >= 0)
-    return xr_error(XR_UNIMPLEMENTED, "%s: expert biases are not supported", impl);
-  return XR_OK;
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* references                                                                                  */
 

@@ -120,9 +120,6 @@ extern const xr_kernel_impl_t xr_moe_gpu; /* gpu.moe (kernels/gpu/moe_gpu.c) */
 
 /* OK when the problem is a variant someone implements; else UNIMPLEMENTED with the reason. */
 xr_status_t xr_moe_check_supported(const xr_op_plan_t *plan, const char *impl);
-/* UNIMPLEMENTED, naming what, for a moe_forward layer with mxfp4 weights, biases or swigluoai
- * (for implementations that run only the plain layer). */
-xr_status_t xr_moe_check_plain_layer(const xr_op_plan_t *plan, const char *impl);
 
 /* Storage index of element (a, b, c) of a tensor of rank <= 3 (missing dims ignored). */
 static inline int64_t xr_moe_at(const xr_tensor_t *t, int64_t a, int64_t b, int64_t c) {

@@ -1,8 +1,9 @@
 // Element loads and stores for the GPU kernels, shared by every kernels/gpu/*.cu (include it
 // after hip_compat.h, whose conversions it uses; kernels/embed_sources.sh inlines them).
-// Storage types: float, unsigned short for f16/bf16 bits, unsigned char for fp8 bits. Values
-// travel as float; a store rounds once, to nearest even, exactly as kernels/dtype.c does on the
-// host, so GPU and CPU results can be compared bit for bit where the arithmetic allows.
+// Storage types: float, unsigned short for f16/bf16 bits, unsigned char for fp8 bits (and for
+// the e2m1 pairs and e8m0 scales of MX blocks, which are only decoded). Values travel as float;
+// a store rounds once, to nearest even, exactly as kernels/dtype.c does on the host, so GPU and
+// CPU results can be compared bit for bit where the arithmetic allows.
 #ifndef XR_KERNELS_GPU_DTYPE_IO_H
 #define XR_KERNELS_GPU_DTYPE_IO_H
 
@@ -91,5 +92,20 @@ XR_FP8_IO(f8e5m2, 2, 15, false, true, 57344.0f)
 XR_FP8_IO(f8e4m3fnuz, 3, 8, true, false, 240.0f)
 XR_FP8_IO(f8e5m2fnuz, 2, 16, true, false, 57344.0f)
 #undef XR_FP8_IO
+
+// ---- MX blocks: e2m1 codes and e8m0 scales (kernels/dtype.h) -------------------------------
+// e2m1 code c (its low 4 bits): sign bit 3, magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 (exponent
+// bits 2..1 biased by 1, mantissa bit 0; exponent 0 holds 0 and 0.5). A byte of f4e2m1x2 holds
+// the lower index in its low nibble.
+static __device__ __forceinline__ float xr_e2m1_decode(unsigned int c) {
+  const unsigned int e = (c >> 1) & 3u, m = c & 1u;
+  const unsigned int bits = e ? (e + 126u) << 23 | m << 22 : (m ? 0x3f000000u : 0u);
+  return __uint_as_float(bits | (c & 8u) << 28);
+}
+
+// e8m0 byte b: 2^(b - 127) (b = 0: the subnormal 2^-127); 0xff is NaN.
+static __device__ __forceinline__ float xr_e8m0_decode(unsigned int b) {
+  return b == 255u ? __uint_as_float(0x7fc00000u) : __uint_as_float(b ? b << 23 : 0x00400000u);
+}
 
 #endif  // XR_KERNELS_GPU_DTYPE_IO_H

@@ -9,13 +9,19 @@
 //  - xr_moe_gemm1_* / xr_moe_gemm2_* are grouped GEMMs over the sorted rows: a block takes a
 //    tile of sorted rows of one expert (the tile's row count divides the sorted block size) and
 //    64 output columns, gathers the rows' inputs and the expert's weights through shared memory
-//    and keeps rows-per-thread x 4 accumulators per thread (fp32). GEMM-1 fuses silu_and_mul
-//    (gate and up columns in the same tile); GEMM-2 applies the routing weight;
+//    and keeps rows-per-thread x 4 accumulators per thread (fp32). GEMM-1 fuses the activation
+//    (gate and up columns in the same tile): silu_and_mul, or moe_forward's swigluoai with gate
+//    and up interleaved in w1's rows; GEMM-2 applies the routing weight. moe_forward's biases
+//    join the accumulators (GEMM-1's before its rounding, GEMM-2's before the routing weight).
+//    The weight format is a compile-time variant, as the activations' dtype is: the plain
+//    kernels read the weights in that dtype, the _mxfp4 ones decode e2m1 pairs as the tiles
+//    load (the byte, its nibble, times the e8m0 scale of its 32);
 //  - xr_moe_reduce_* sums each token's top-k rows in fp32 and rounds once;
 //  - xr_moe_topk_softmax is the router (softmax in fp32, top-k by logit, ties to the lower
 //    expert).
 // Intermediate values are rounded where vLLM's kernels store them in the activation dtype:
-// the GEMM-1 outputs, the silu_and_mul output, the weighted GEMM-2 output.
+// the GEMM-1 outputs (bias included), the activation's output, the weighted GEMM-2 output
+// (bias included).
 #include "hip_compat.h"
 #include "dtype_io.h"
 #include "moe_params.h"
@@ -53,6 +59,31 @@ static __device__ __forceinline__ float xr_moe_round(float v) {
   typename IO::storage bits;
   IO::store(&bits, 0, v);
   return IO::load(&bits, 0);
+}
+
+// Weight k of an expert's row, as fp32: plain (MX false), the activations' storage at
+// w[at + k * ks]; mxfp4, nibble k % 2 (the lower k in the low nibble) of byte
+// w[at + (k / 2) * ks] times the e8m0 scale scales[scale_at + (k / 32) * scale_ks]. at and
+// scale_at address the row's element 0.
+template <class IO, bool MX>
+static __device__ __forceinline__ float xr_moe_weight(const void *w, const unsigned char *scales,
+                                                      long long at, long long ks,
+                                                      long long scale_at, long long scale_ks,
+                                                      long long k) {
+  if (!MX) return IO::load((const typename IO::storage *)w, at + k * ks);
+  const unsigned int pair = ((const unsigned char *)w)[at + (k >> 1) * ks];
+  return xr_e2m1_decode(k & 1 ? pair >> 4 : pair) *
+         xr_e8m0_decode(scales[scale_at + (k >> 5) * scale_ks]);
+}
+
+// GEMM-1's activation of its (rounded) gate and up outputs: silu(g) * u, or swigluoai:
+// g = min(g, limit), u = clamp(u, -limit, limit), g * sigmoid(alpha * g) * (u + 1).
+static __device__ __forceinline__ float xr_moe_activate(float g, float u,
+                                                        const xr_moe_gpu_params_t &p) {
+  if (p.act == 0) return g / (1.0f + expf(-g)) * u;
+  g = fminf(g, p.swiglu_limit);
+  u = fminf(fmaxf(u, -p.swiglu_limit), p.swiglu_limit);
+  return g / (1.0f + expf(-p.swiglu_alpha * g)) * (u + 1.0f);
 }
 
 // The expert of flat routing entry i (token i / topk, slot i % topk).
@@ -190,13 +221,16 @@ static __device__ __forceinline__ void xr_moe_tile_rows(const int *sorted, long 
   }
 }
 
-// GEMM-1 + silu_and_mul: for each sorted row (token, slot) of expert e and column n < N,
-// g = x[token] . w1[e, n], u = x[token] . w1[e, N + n], act = silu(g) * u; stored in the
-// scratch h[pos, n] (out_mode 0) or out[token, slot, n] (out_mode 1, CK stage 1).
-template <class IO, int RM>
+// GEMM-1 + activation: for each sorted row (token, slot) of expert e and column n < N,
+// g = x[token] . w1[e, gate row] + b1[e, gate row], u likewise with the up row (gate row
+// n * gate_step, up row up_row0 + n * gate_step: silu's [0, N) and [N, 2N), swigluoai's
+// interleaved pairs), both rounded, then act(g, u); stored in the scratch h[pos, n]
+// (out_mode 0) or out[token, slot, n] (out_mode 1, CK stage 1).
+template <class IO, bool MX, int RM>
 static __device__ void xr_moe_gemm1(const int *sorted, const int *expert_ids, const int *num_valid,
                                     const float *sorted_w, const typename IO::storage *x,
-                                    const typename IO::storage *w1, const void *weights,
+                                    const void *w1, const unsigned char *w1_scale,
+                                    const void *w1_bias, const void *weights,
                                     typename IO::storage *h, typename IO::storage *out,
                                     const xr_moe_gpu_params_t &p) {
   enum { BM = RM * XR_MOE_THREADS_Y, BN = XR_MOE_TILE_N, BK = XR_MOE_TILE_K };
@@ -221,6 +255,7 @@ static __device__ void xr_moe_gemm1(const int *sorted, const int *expert_ids, co
     xr_moe_tile_rows<BM>(sorted, row0, rows, p, row_token, row_slot);
     __syncthreads();
     const long long w_base = p.w1.offset + e * p.w1.s0;
+    const long long s_base = p.w1_scale.offset + e * p.w1_scale.s0;
     float acc_g[RM][4], acc_u[RM][4];
     #pragma unroll
     for (int i = 0; i < RM; i++)
@@ -241,8 +276,15 @@ static __device__ void xr_moe_gemm1(const int *sorted, const int *expert_ids, co
         const int kk = w_k_fast ? i % BK : i / BN;
         const long long n = n0 + nn, k = k0 + kk;
         const bool inside = n < p.N && k < p.K;
-        g_tile[kk][nn] = inside ? IO::load(w1, w_base + n * p.w1.s1 + k * p.w1.s2) : 0.0f;
-        u_tile[kk][nn] = inside ? IO::load(w1, w_base + (p.N + n) * p.w1.s1 + k * p.w1.s2) : 0.0f;
+        const long long gate = n * p.gate_step, up = p.up_row0 + gate;
+        g_tile[kk][nn] = inside ? xr_moe_weight<IO, MX>(w1, w1_scale, w_base + gate * p.w1.s1,
+                                                        p.w1.s2, s_base + gate * p.w1_scale.s1,
+                                                        p.w1_scale.s2, k)
+                                : 0.0f;
+        u_tile[kk][nn] = inside ? xr_moe_weight<IO, MX>(w1, w1_scale, w_base + up * p.w1.s1,
+                                                        p.w1.s2, s_base + up * p.w1_scale.s1,
+                                                        p.w1_scale.s2, k)
+                                : 0.0f;
       }
       __syncthreads();
       #pragma unroll
@@ -286,9 +328,15 @@ static __device__ void xr_moe_gemm1(const int *sorted, const int *expert_ids, co
           g *= scale;
           u *= scale;
         }
+        if (p.w1_bias_dtype >= 0) {
+          const long long at =
+              p.w1_bias.offset + e * p.w1_bias.s0 + n * p.gate_step * p.w1_bias.s1;
+          g += xr_moe_load(w1_bias, at, p.w1_bias_dtype);
+          u += xr_moe_load(w1_bias, at + p.up_row0 * p.w1_bias.s1, p.w1_bias_dtype);
+        }
         g = xr_moe_round<IO>(g);
         u = xr_moe_round<IO>(u);
-        float act = g / (1.0f + expf(-g)) * u;
+        float act = xr_moe_activate(g, u, p);
         if (p.scale_mode == 2) act *= sorted_w[p.sorted_w_off + pos];
         if (p.out_mode == 0) {
           IO::store(h, pos * p.N + n, act);
@@ -301,13 +349,14 @@ static __device__ void xr_moe_gemm1(const int *sorted, const int *expert_ids, co
 }
 
 // GEMM-2: for each sorted row (token, slot) of expert e and column k < K,
-// y = a . w2[e, k] with a = h[pos] (a_mode 0) or x[token, slot] (a_mode 1), scaled per
-// scale_mode, stored rounded in y[(token * topk + slot) * K + k]; mask[token * topk + slot] = 1
-// marks the rows written.
-template <class IO, int RM>
+// y = a . w2[e, k] + b2[e, k] with a = h[pos] (a_mode 0) or x[token, slot] (a_mode 1), scaled
+// per scale_mode, stored rounded in y[(token * topk + slot) * K + k];
+// mask[token * topk + slot] = 1 marks the rows written.
+template <class IO, bool MX, int RM>
 static __device__ void xr_moe_gemm2(const int *sorted, const int *expert_ids, const int *num_valid,
                                     const float *sorted_w, const typename IO::storage *h,
-                                    const typename IO::storage *x, const typename IO::storage *w2,
+                                    const typename IO::storage *x, const void *w2,
+                                    const unsigned char *w2_scale, const void *w2_bias,
                                     const void *weights, typename IO::storage *y, int *mask,
                                     const xr_moe_gpu_params_t &p) {
   enum { BM = RM * XR_MOE_THREADS_Y, BN = XR_MOE_TILE_N, BK = XR_MOE_TILE_K };
@@ -330,6 +379,7 @@ static __device__ void xr_moe_gemm2(const int *sorted, const int *expert_ids, co
     xr_moe_tile_rows<BM>(sorted, row0, rows, p, row_token, row_slot);
     __syncthreads();
     const long long w_base = p.w2.offset + e * p.w2.s0;
+    const long long s_base = p.w2_scale.offset + e * p.w2_scale.s0;
     float acc[RM][4];
     #pragma unroll
     for (int i = 0; i < RM; i++)
@@ -353,8 +403,10 @@ static __device__ void xr_moe_gemm2(const int *sorted, const int *expert_ids, co
         const int kk = w_n_fast ? i / BK : i % BN;
         const int nn = w_n_fast ? i % BK : i / BN;
         const long long k = k0 + kk, n = n0 + nn;
-        w_tile[nn][kk] = k < p.K && n < p.N ? IO::load(w2, w_base + k * p.w2.s1 + n * p.w2.s2)
-                                            : 0.0f;
+        w_tile[nn][kk] = k < p.K && n < p.N
+                             ? xr_moe_weight<IO, MX>(w2, w2_scale, w_base + k * p.w2.s1, p.w2.s2,
+                                                     s_base + k * p.w2_scale.s1, p.w2_scale.s2, n)
+                             : 0.0f;
       }
       __syncthreads();
       #pragma unroll
@@ -388,7 +440,12 @@ static __device__ void xr_moe_gemm2(const int *sorted, const int *expert_ids, co
       for (int j = 0; j < 4; j++) {
         const long long k = k0 + tx + j * XR_MOE_THREADS_X;
         if (k >= p.K) continue;
-        IO::store(y, pair * p.K + k, acc[i][j] * scale);
+        const float bias =
+            p.w2_bias_dtype >= 0
+                ? xr_moe_load(w2_bias, p.w2_bias.offset + e * p.w2_bias.s0 + k * p.w2_bias.s1,
+                              p.w2_bias_dtype)
+                : 0.0f;
+        IO::store(y, pair * p.K + k, (acc[i][j] + bias) * scale);
       }
       if (blockIdx.x == 0 && tx == 0) mask[pair] = 1;
     }
@@ -412,29 +469,39 @@ static __device__ void xr_moe_reduce(const typename IO::storage *y, const int *m
   }
 }
 
-#define XR_MOE_GEMM_KERNELS(suffix, IO, RM)                                                      \
-  extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS_X * XR_MOE_THREADS_Y)              \
-      xr_moe_gemm1_##suffix##_m##RM(const int *sorted, const int *expert_ids,                     \
-                                    const int *num_valid, const float *sorted_w,                  \
-                                    const IO::storage *x, const IO::storage *w1,                  \
-                                    const void *weights, IO::storage *h, IO::storage *out,        \
-                                    xr_moe_gpu_params_t p) {                                      \
-    xr_moe_gemm1<IO, RM>(sorted, expert_ids, num_valid, sorted_w, x, w1, weights, h, out, p);    \
-  }                                                                                               \
-  extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS_X * XR_MOE_THREADS_Y)              \
-      xr_moe_gemm2_##suffix##_m##RM(const int *sorted, const int *expert_ids,                     \
-                                    const int *num_valid, const float *sorted_w,                  \
-                                    const IO::storage *h, const IO::storage *x,                   \
-                                    const IO::storage *w2, const void *weights, IO::storage *y,   \
-                                    int *mask, xr_moe_gpu_params_t p) {                           \
-    xr_moe_gemm2<IO, RM>(sorted, expert_ids, num_valid, sorted_w, h, x, w2, weights, y, mask, p); \
+// The grouped GEMMs of one activation dtype, weight format (name: "" plain, "_mxfp4") and tile
+// height (RM rows per thread).
+#define XR_MOE_GEMM_KERNELS(suffix, IO, MX, format, RM)                                            \
+  extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS_X * XR_MOE_THREADS_Y)                \
+      xr_moe_gemm1_##suffix##format##_m##RM(const int *sorted, const int *expert_ids,              \
+                                            const int *num_valid, const float *sorted_w,           \
+                                            const IO::storage *x, const void *w1,                  \
+                                            const unsigned char *w1_scale, const void *w1_bias,    \
+                                            const void *weights, IO::storage *h, IO::storage *out, \
+                                            xr_moe_gpu_params_t p) {                               \
+    xr_moe_gemm1<IO, MX, RM>(sorted, expert_ids, num_valid, sorted_w, x, w1, w1_scale, w1_bias,    \
+                             weights, h, out, p);                                                  \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS_X * XR_MOE_THREADS_Y)                \
+      xr_moe_gemm2_##suffix##format##_m##RM(const int *sorted, const int *expert_ids,              \
+                                            const int *num_valid, const float *sorted_w,           \
+                                            const IO::storage *h, const IO::storage *x,            \
+                                            const void *w2, const unsigned char *w2_scale,         \
+                                            const void *w2_bias, const void *weights,              \
+                                            IO::storage *y, int *mask, xr_moe_gpu_params_t p) {    \
+    xr_moe_gemm2<IO, MX, RM>(sorted, expert_ids, num_valid, sorted_w, h, x, w2, w2_scale, w2_bias, \
+                             weights, y, mask, p);                                                 \
   }
 
-// Rows per thread 1, 2, 4: tiles of 16, 32, 64 sorted rows (suffix _m1, _m2, _m4).
+// Rows per thread 1, 2, 4: tiles of 16, 32, 64 sorted rows (suffix _m1, _m2, _m4), plain and
+// mxfp4 weights.
 #define XR_MOE_KERNELS(suffix, IO)                                                         \
-  XR_MOE_GEMM_KERNELS(suffix, IO, 1)                                                       \
-  XR_MOE_GEMM_KERNELS(suffix, IO, 2)                                                       \
-  XR_MOE_GEMM_KERNELS(suffix, IO, 4)                                                       \
+  XR_MOE_GEMM_KERNELS(suffix, IO, false, , 1)                                              \
+  XR_MOE_GEMM_KERNELS(suffix, IO, false, , 2)                                              \
+  XR_MOE_GEMM_KERNELS(suffix, IO, false, , 4)                                              \
+  XR_MOE_GEMM_KERNELS(suffix, IO, true, _mxfp4, 1)                                         \
+  XR_MOE_GEMM_KERNELS(suffix, IO, true, _mxfp4, 2)                                         \
+  XR_MOE_GEMM_KERNELS(suffix, IO, true, _mxfp4, 4)                                         \
   extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS)                             \
       xr_moe_reduce_##suffix(const IO::storage *y, const int *mask, IO::storage *out,       \
                              xr_moe_gpu_params_t p) {                                      \

@@ -7,7 +7,9 @@
  *   fused experts                            count -> scan -> scatter (own sort, block = tile
  *                                            rows) -> GEMM-1 + silu_and_mul -> GEMM-2 ->
  *                                            reduce over top-k
- *   moe_forward                              router, then the fused experts
+ *   moe_forward                              router, then the fused experts, its layer whole:
+ *                                            mxfp4 weights (the _mxfp4 GEMM kernels), biases,
+ *                                            silu or swigluoai (run-time parameters)
  *   ck_moe_stage1                            GEMM-1 + silu_and_mul over the given sorted ids
  *   ck_moe_stage2                            GEMM-2 over the given sorted ids -> reduce onto out
  * The same plan as the OpenCL implementation (kernels/opencl/moe_opencl.c); one implementation,
@@ -24,7 +26,7 @@
 enum {
   CHUNK = 64,     /* routing entries per counting thread */
   MAX_STEPS = 8,  /* moe_forward: router, 3 sort launches, mask fill, 2 GEMMs, reduce */
-  MAX_BUFFERS = 10,
+  MAX_BUFFERS = 12,
 };
 
 /* Largest grid dimension y on both vendors (x allows 2^31 - 1). */
@@ -137,31 +139,44 @@ static void gemm_grid(const xr_moe_gpu_params_t *q, int64_t columns, uint32_t *g
   *gy = q->tiles < 1 ? 1 : q->tiles > MAX_GRID_Y ? MAX_GRID_Y : (uint32_t)q->tiles;
 }
 
-/* GEMM-1 + silu_and_mul: x (tensor p->hidden) against w1, into h or out. */
+/* The GEMM kernel for the weights' format: "" plain (the activations' dtype), "_mxfp4". */
+static const char *format_suffix(const xr_moe_problem_t *p) {
+  return p->weights == XR_MOE_W_MXFP4 ? "_mxfp4" : "";
+}
+
+/* Tensor `index`'s buffer, or a stand-in the kernel does not read (absent scales, biases). */
+static xr_hal_buffer_t *buffer_or(const gpu_state_t *s, int index) {
+  return index >= 0 ? s->t[index].buffer : s->counts;
+}
+
+/* GEMM-1 + activation: x (tensor p->hidden) against w1 (+ its scales, bias), into h or out. */
 static xr_status_t add_gemm1(gpu_state_t *s, const xr_moe_gpu_params_t *q, int rm,
                              const rows_io_t *r, xr_hal_buffer_t *weights) {
   const xr_moe_problem_t *p = s->p;
   char name[48];
-  snprintf(name, sizeof name, "xr_moe_gemm1_%s_m%d", s->suffix, rm);
+  snprintf(name, sizeof name, "xr_moe_gemm1_%s%s_m%d", s->suffix, format_suffix(p), rm);
   uint32_t gx, gy;
   gemm_grid(q, p->N, &gx, &gy);
   xr_hal_buffer_t *out = q->out_mode == 1 ? s->t[p->out].buffer : s->counts;
   xr_hal_buffer_t *b[] = {r->sorted, r->expert_ids, r->num_valid, r->sorted_w, s->t[p->hidden].buffer,
-                          s->t[p->w1].buffer, weights, s->h, out};
-  return add_launch(s, name, q, gx, gy, XR_MOE_THREADS_X, XR_MOE_THREADS_Y, b, 9);
+                          s->t[p->w1].buffer, buffer_or(s, p->w1_scale), buffer_or(s, p->w1_bias),
+                          weights, s->h, out};
+  return add_launch(s, name, q, gx, gy, XR_MOE_THREADS_X, XR_MOE_THREADS_Y, b, 11);
 }
 
-/* GEMM-2: h (a_mode 0) or the tensor p->hidden (a_mode 1) against w2, into y and mask. */
+/* GEMM-2: h (a_mode 0) or the tensor p->hidden (a_mode 1) against w2 (+ its scales, bias),
+ * into y and mask. */
 static xr_status_t add_gemm2(gpu_state_t *s, const xr_moe_gpu_params_t *q, int rm,
                              const rows_io_t *r, xr_hal_buffer_t *weights) {
   const xr_moe_problem_t *p = s->p;
   char name[48];
-  snprintf(name, sizeof name, "xr_moe_gemm2_%s_m%d", s->suffix, rm);
+  snprintf(name, sizeof name, "xr_moe_gemm2_%s%s_m%d", s->suffix, format_suffix(p), rm);
   uint32_t gx, gy;
   gemm_grid(q, p->K, &gx, &gy);
   xr_hal_buffer_t *b[] = {r->sorted, r->expert_ids, r->num_valid, r->sorted_w, s->h,
-                          s->t[p->hidden].buffer, s->t[p->w2].buffer, weights, s->y, s->mask};
-  return add_launch(s, name, q, gx, gy, XR_MOE_THREADS_X, XR_MOE_THREADS_Y, b, 10);
+                          s->t[p->hidden].buffer, s->t[p->w2].buffer, buffer_or(s, p->w2_scale),
+                          buffer_or(s, p->w2_bias), weights, s->y, s->mask};
+  return add_launch(s, name, q, gx, gy, XR_MOE_THREADS_X, XR_MOE_THREADS_Y, b, 12);
 }
 
 /* Sum over top-k of y's written rows into out. */
@@ -299,7 +314,9 @@ static bool contiguous(const xr_tensor_spec_t *t) {
 static xr_status_t gpu_supports(const xr_op_plan_t *plan, const char *impl) {
   const xr_moe_problem_t *p = plan->problem;
   xr_status_t st = xr_moe_check_supported(plan, impl);
-  if (st != XR_OK || (st = xr_moe_check_plain_layer(plan, impl)) != XR_OK) return st;
+  if (st != XR_OK) return st;
+  if (p->weights == XR_MOE_W_FP8) /* cpu.moe_fused and the reference run them */
+    return xr_error(XR_UNIMPLEMENTED, "%s: fp8 expert weights are not supported", impl);
   const int outs[] = {p->sorted_ids, p->sorted_weights, p->expert_ids, p->num_valid, p->moe_buf};
   for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
     if (outs[i] >= 0 && !contiguous(plan->inputs[outs[i]]))
@@ -378,6 +395,25 @@ static xr_status_t gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
     q.has_tei = 1;
   }
   q.renormalize = p->renormalize;
+  /* moe_forward's layer (the plain silu layer of every other op: no scales, no biases) */
+  q.w1_bias_dtype = q.w2_bias_dtype = -1;
+  if (p->weights == XR_MOE_W_MXFP4) {
+    q.w1_scale = view_of(&tensors[p->w1_scale]);
+    q.w2_scale = view_of(&tensors[p->w2_scale]);
+  }
+  if (p->w1_bias >= 0) {
+    q.w1_bias = view_of(&tensors[p->w1_bias]);
+    q.w1_bias_dtype = dtype_code(tensors[p->w1_bias].dtype);
+  }
+  if (p->w2_bias >= 0) {
+    q.w2_bias = view_of(&tensors[p->w2_bias]);
+    q.w2_bias_dtype = dtype_code(tensors[p->w2_bias].dtype);
+  }
+  q.gate_step = xr_moe_gate_row(p, 1) - xr_moe_gate_row(p, 0);
+  q.up_row0 = xr_moe_up_row(p, 0);
+  q.act = p->act == XR_MOE_ACT_SWIGLUOAI;
+  q.swiglu_alpha = (float)p->swiglu_alpha;
+  q.swiglu_limit = (float)p->swiglu_limit;
 
   size_t E = (size_t)(p->E > 0 ? p->E : 1), pairs = (size_t)q.numel;
   xr_status_t st = xr_gpu_build(device, "moe.cu", NULL, &s->exe);

@@ -5,7 +5,7 @@
 #ifndef XR_KERNELS_GPU_MOE_PARAMS_H
 #define XR_KERNELS_GPU_MOE_PARAMS_H
 
-/* Run-time dtype codes of the secondary float tensors (routing weights, logits). */
+/* Run-time dtype codes of the secondary float tensors (routing weights, logits, biases). */
 #define XR_MOE_GPU_F32 0
 #define XR_MOE_GPU_F16 1
 #define XR_MOE_GPU_BF16 2
@@ -32,6 +32,11 @@ typedef struct xr_moe_gpu_params {
   xr_moe_gpu_view_t out;     /* [M, K], or [M, topk, N] for GEMM-1's out_mode 1 */
   xr_moe_gpu_view_t logits;  /* router logits [M, E] (logits_dtype) */
   xr_moe_gpu_view_t tei;     /* token_expert_indices [M, topk] */
+  /* moe_forward's layer. mxfp4 weights (the _mxfp4 GEMM kernels): w1 and w2 above are e2m1
+   * pairs [E, 2N, K / 2], [E, K, N / 2] with these e8m0 scales [E, 2N, K / 32], [E, K, N / 32]. */
+  xr_moe_gpu_view_t w1_scale, w2_scale;
+  xr_moe_gpu_view_t w1_bias, w2_bias; /* [E, 2N], [E, K] (offset, s0, s1) */
+  long long gate_step, up_row0; /* gate n is w1's row n * gate_step, up n row up_row0 + that */
   int ck;            /* CK sorting (ids token | slot << 24, every expert a block) vs vLLM's */
   int ids_wide;      /* expert ids are int64 */
   int weights_dtype; /* XR_MOE_GPU_* */
@@ -45,7 +50,9 @@ typedef struct xr_moe_gpu_params {
   int a_mode;     /* GEMM-2's input: 0 the GEMM-1 scratch h, 1 x[token, slot, :] */
   int out_mode;   /* GEMM-1's output: 0 the scratch h[pos, n], 1 out[token, slot, n] */
   int accumulate; /* the reduction adds to out (CK stage 2) instead of overwriting it */
-  int reserved;
+  int w1_bias_dtype, w2_bias_dtype; /* XR_MOE_GPU_*, or -1: no bias */
+  int act;                          /* 0 silu_and_mul, 1 swigluoai (GPT-OSS) */
+  float swiglu_alpha, swiglu_limit;
 } xr_moe_gpu_params_t;
 
 /* Grouped GEMM tiles: (16 * rows per thread) sorted rows x 64 columns per block of 16 x 16

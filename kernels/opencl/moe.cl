@@ -7,6 +7,10 @@
 // moe_scatter writes every chunk's ids in order, so a segment lists ids ascending.
 // The grouped GEMMs tile 16 sorted rows x 16 columns per work-group through local memory; a
 // tile never straddles two experts because the sorted block size is a multiple of 16.
+// moe_forward's layer rides on run-time arguments too: the experts' weight format (plain in the
+// activations' dtype, or mxfp4 decoded on the fly as the tiles load: the byte, its nibble, times
+// the e8m0 scale of its 32), where gate and up rows sit in w1 (silu: [0, N) and [N, 2N);
+// swigluoai: interleaved), the optional biases of both GEMMs and the activation.
 
 #define DT_F32 0
 #define DT_F16 1
@@ -49,6 +53,36 @@ float rnd(float v, int dt) {
   if (dt == DT_BF16) return as_float((uint)to_bf16(v) << 16);
   if (dt == DT_F16) return round_f16(v);
   return v;
+}
+
+// e2m1 code c (its low 4 bits) as a float: sign bit 3, magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6
+// (exponent bits 2..1 biased by 1, mantissa bit 0; exponent 0 is the subnormal 0 / 0.5).
+float e2m1(uint c) {
+  uint e = (c >> 1) & 3u, m = c & 1u;
+  uint bits = e ? (e + 126u) << 23 | m << 22 : (m ? 0x3f000000u : 0u);
+  return as_float(bits | (c & 8u) << 28);
+}
+
+// e8m0 scale byte b: 2^(b - 127); 0xff is NaN.
+float e8m0(uint b) { return b == 255u ? NAN : b ? as_float(b << 23) : as_float(0x00400000u); }
+
+// Weight k of an expert's row: plain (dtype dt) at w[row_at + k * ks]; mxfp4 (mx = 1): nibble
+// k % 2 (the lower k in the low nibble) of byte w[row_at + (k / 2) * ks], times the e8m0 scale
+// sc[sc_at + (k / 32) * sks]. row_at and sc_at address element 0 of the row.
+float ld_w(__global const uchar *w, long row_at, long ks, int dt, int mx, __global const uchar *sc,
+           long sc_at, long sks, long k) {
+  if (!mx) return ld(w, row_at + k * ks, dt);
+  uint pair = w[row_at + (k >> 1) * ks];
+  return e2m1(k & 1 ? pair >> 4 : pair) * e8m0(sc[sc_at + (k >> 5) * sks]);
+}
+
+// act 0: silu(g) * u; 1: moe_forward's swigluoai (GPT-OSS): g clamped above at limit, u on both
+// sides, then g * sigmoid(alpha * g) * (u + 1).
+float activate(int act, float g, float u, float alpha, float limit) {
+  if (act == 0) return g / (1.0f + exp(-g)) * u;
+  g = fmin(g, limit);
+  u = clamp(u, -limit, limit);
+  return g / (1.0f + exp(-alpha * g)) * (u + 1.0f);
 }
 
 // Element i of an int32 (wide = 0) or int64 (wide = 1, little-endian low word) tensor.
@@ -160,14 +194,20 @@ int decode(int id, int ck, int M, int topk, long numel, int *token, int *slot) {
 // input); 2 sorted_w[pos] after the activation (CK stage 1) or on GEMM-2 (stage 2);
 // 3 topk_weights[token, slot] on GEMM-2 (vLLM).
 
-// GEMM-1 + silu_and_mul over the sorted rows. A = x[token] (dtype dt, off, row stride xs0,
-// col stride xs1). w1 [E, 2N, K]. Output: out_mode 0 -> H[pos * N + n] (fp32 scratch),
-// out_mode 1 -> out[token, slot, n] (dtype dt).
+// GEMM-1 + activation over the sorted rows. A = x[token] (dtype dt, off, row stride xs0, col
+// stride xs1). w1 [E, 2N, K] (mx 1: [E, 2N, K / 2] e2m1 pairs with scales w1s [E, 2N, K / 32]);
+// gate n is row n * gate_step, up n row up0 + n * gate_step. The bias b1 [E, 2N] (has_b1,
+// dtype bdt) joins the accumulators before they are rounded to dt; act 0 silu_and_mul,
+// 1 swigluoai (alpha, limit). Output: out_mode 0 -> H[pos * N + n] (fp32 scratch, rounded to
+// dt), out_mode 1 -> out[token, slot, n] (dtype dt).
 __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm1(
     __global const int *sorted, long s_off, __global const int *expert_ids, long e_off,
     __global const int *num_valid, long nv_off, long sorted_len, long blocks_len, int ck, int M, int topk, int E, int block, long numel, int N,
     int K, int dt, __global const uchar *x, long x_off, long xs0, long xs1,
-    __global const uchar *w1, long w_off, long ws0, long ws1, long ws2, int scale_mode,
+    __global const uchar *w1, long w_off, long ws0, long ws1, long ws2, int mx,
+    __global const uchar *w1s, long sc_off, long ss0, long ss1, long ss2, int gate_step, int up0,
+    int has_b1, __global const uchar *b1, int bdt, long b_off, long bs0, long bs1, int act,
+    float alpha, float limit, int scale_mode,
     __global const uchar *weights, int wdt, long tw_off, long tw_s0, long tw_s1,
     __global const float *sorted_w, long sw_off, int out_mode, __global float *H, __global uchar *out,
     long o_off, long os0, long os1, long os2) {
@@ -182,13 +222,17 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm1(
   long pos = row0 + ly;
   int token = 0, slot = 0;
   int valid = pos < rows && decode(sorted[s_off + pos], ck, M, topk, numel, &token, &slot);
+  // this work-item loads the gate and up rows of column n0 + ly
+  long gate_row = (long)(n0 + ly) * gate_step, up_row = up0 + gate_row;
+  long g_at = w_off + e * ws0 + gate_row * ws1, u_at = w_off + e * ws0 + up_row * ws1;
+  long gs_at = sc_off + e * ss0 + gate_row * ss1, us_at = sc_off + e * ss0 + up_row * ss1;
   float g = 0.0f, u = 0.0f;
   for (int k0 = 0; k0 < K; k0 += TS) {
     int k = k0 + lx;
     As[ly][lx] = valid && k < K ? ld(x, x_off + token * xs0 + k * xs1, dt) : 0.0f;
-    int wn = n0 + ly;
-    Gs[ly][lx] = wn < N && k < K ? ld(w1, w_off + e * ws0 + wn * ws1 + k * ws2, dt) : 0.0f;
-    Us[ly][lx] = wn < N && k < K ? ld(w1, w_off + e * ws0 + (N + wn) * ws1 + k * ws2, dt) : 0.0f;
+    int inside = n0 + ly < N && k < K;
+    Gs[ly][lx] = inside ? ld_w(w1, g_at, ws2, dt, mx, w1s, gs_at, ss2, k) : 0.0f;
+    Us[ly][lx] = inside ? ld_w(w1, u_at, ws2, dt, mx, w1s, us_at, ss2, k) : 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = 0; t < TS; t++) {
       g += As[ly][t] * Gs[lx][t];
@@ -203,23 +247,32 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm1(
     g *= w;
     u *= w;
   }
+  if (has_b1) {
+    long at = b_off + e * bs0 + (long)n * gate_step * bs1;
+    g += ld(b1, at, bdt);
+    u += ld(b1, at + up0 * bs1, bdt);
+  }
   g = rnd(g, dt);
   u = rnd(u, dt);
-  float act = g / (1.0f + exp(-g)) * u;
-  if (scale_mode == 2) act *= sorted_w[sw_off + pos];
-  if (out_mode == 0) H[pos * N + n] = rnd(act, dt);
-  else st(out, o_off + token * os0 + slot * os1 + n * os2, dt, act);
+  float a = activate(act, g, u, alpha, limit);
+  if (scale_mode == 2) a *= sorted_w[sw_off + pos];
+  if (out_mode == 0) H[pos * N + n] = rnd(a, dt);
+  else st(out, o_off + token * os0 + slot * os1 + n * os2, dt, a);
 }
 
-// GEMM-2 over the sorted rows: y = a @ w2[e]^T (w2 [E, K, N]) scaled per scale_mode, stored
-// rounded into Y[(token * topk + slot) * K + k] with mask[token * topk + slot] = 1.
-// a_mode 0: a = H[pos] (fp32, N wide); a_mode 1: a = a_src[token, slot, :] (dtype dt).
+// GEMM-2 over the sorted rows: y = a @ w2[e]^T (w2 [E, K, N]; mx 1: [E, K, N / 2] e2m1 pairs
+// with scales w2s [E, K, N / 32]) plus the bias b2 [E, K] (has_b2, dtype bdt), scaled per
+// scale_mode, stored rounded into Y[(token * topk + slot) * K + k] with
+// mask[token * topk + slot] = 1. a_mode 0: a = H[pos] (fp32, N wide); a_mode 1:
+// a = a_src[token, slot, :] (dtype dt).
 __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm2(
     __global const int *sorted, long s_off, __global const int *expert_ids, long e_off,
     __global const int *num_valid, long nv_off, long sorted_len, long blocks_len, int ck, int M, int topk, int E, int block, long numel, int N,
     int K, int dt, int a_mode, __global const float *H, __global const uchar *a_src, long a_off,
     long as0, long as1, long as2, __global const uchar *w2, long w_off, long ws0, long ws1,
-    long ws2, int scale_mode, __global const uchar *weights, int wdt, long tw_off, long tw_s0,
+    long ws2, int mx, __global const uchar *w2s, long sc_off, long ss0, long ss1, long ss2,
+    int has_b2, __global const uchar *b2, int bdt, long b_off, long bs0, long bs1,
+    int scale_mode, __global const uchar *weights, int wdt, long tw_off, long tw_s0,
     long tw_s1, __global const float *sorted_w, long sw_off, __global float *Y,
     __global int *mask) {
   __local float As[TS][TS], Ws[TS][TS + 1];
@@ -233,6 +286,8 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm2(
   long pos = row0 + ly;
   int token = 0, slot = 0;
   int valid = pos < rows && decode(sorted[s_off + pos], ck, M, topk, numel, &token, &slot);
+  int wk = k0 + ly; // this work-item loads weight row wk
+  long w_at = w_off + e * ws0 + wk * ws1, s_at = sc_off + e * ss0 + wk * ss1;
   float acc = 0.0f;
   for (int n0 = 0; n0 < N; n0 += TS) {
     int n = n0 + lx;
@@ -240,14 +295,14 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm2(
     if (valid && n < N)
       a = a_mode == 0 ? H[pos * N + n] : ld(a_src, a_off + token * as0 + slot * as1 + n * as2, dt);
     As[ly][lx] = a;
-    int wk = k0 + ly;
-    Ws[ly][lx] = wk < K && n < N ? ld(w2, w_off + e * ws0 + wk * ws1 + n * ws2, dt) : 0.0f;
+    Ws[ly][lx] = wk < K && n < N ? ld_w(w2, w_at, ws2, dt, mx, w2s, s_at, ss2, n) : 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = 0; t < TS; t++) acc += As[ly][t] * Ws[lx][t];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   int k = k0 + lx;
   if (!valid || k >= K) return;
+  if (has_b2) acc += ld(b2, b_off + e * bs0 + k * bs1, bdt);
   if (scale_mode == 2) acc *= sorted_w[sw_off + pos];
   if (scale_mode == 3) acc *= ld(weights, tw_off + token * tw_s0 + slot * tw_s1, wdt);
   long pair = (long)token * topk + slot;

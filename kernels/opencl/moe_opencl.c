@@ -1,6 +1,8 @@
 /* OpenCL implementation of every MoE op (kernels/opencl/moe.cl): the deterministic two-pass
  * sort (vLLM align, CK sorting, and the fused path's own routing), the tiled grouped GEMMs with
- * fused silu_and_mul, the top-k reduction, and the router. */
+ * the fused activation, the top-k reduction, and the router. moe_forward's layer runs whole:
+ * mxfp4 expert weights (decoded in the GEMMs' tile loads), biases, silu or swigluoai; the
+ * layer's format, row map and flags are run-time arguments, as the dtypes are. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,7 +10,7 @@
 #include "kernels/moe.h"
 #include "kernels/opencl/sources.h"
 
-enum { TS = 16, CHUNK = 64, MAX_ARGS = 48 };
+enum { TS = 16, CHUNK = 64, MAX_ARGS = 64 };
 
 /* An argument list whose by-value bytes live as long as the list. */
 typedef struct args {
@@ -22,6 +24,12 @@ static void arg_buf(args_t *g, xr_hal_buffer_t *b) { g->a[g->n++] = xr_hal_arg_b
 static void arg_int(args_t *g, int64_t v) {
   g->i32[g->n] = (int32_t)v;
   g->a[g->n] = xr_hal_arg_bytes(&g->i32[g->n], sizeof(int32_t));
+  g->n++;
+}
+static void arg_float(args_t *g, double v) {
+  float f = (float)v;
+  memcpy(&g->i32[g->n], &f, sizeof f);
+  g->a[g->n] = xr_hal_arg_bytes(&g->i32[g->n], sizeof(float));
   g->n++;
 }
 static void arg_long(args_t *g, int64_t v) {
@@ -120,6 +128,25 @@ static void arg_tensor3(args_t *g, const xr_tensor_t *t) {
   for (int d = 0; d < 3; d++) arg_long(g, d < t->rank ? t->strides[d] : 0);
 }
 
+/* An expert weight's format (mx) and mxfp4 scales [E, rows, cols / 32], or a stand-in. */
+static void arg_format(args_t *g, const cl_state_t *s, int scale) {
+  arg_int(g, s->p->weights == XR_MOE_W_MXFP4);
+  if (scale >= 0 && s->p->weights == XR_MOE_W_MXFP4) {
+    arg_tensor3(g, T(s, scale));
+    return;
+  }
+  arg_buf(g, s->counts);
+  for (int i = 0; i < 4; i++) arg_long(g, 0);
+}
+
+/* has_bias, a bias [E, rows] (buffer, dtype, offset, strides), or a stand-in. */
+static void arg_bias(args_t *g, const cl_state_t *s, int bias) {
+  arg_int(g, bias >= 0);
+  const xr_tensor_t *b = bias >= 0 ? T(s, bias) : NULL;
+  arg_buf(g, b ? b->buffer : s->counts), arg_int(g, b ? dt_code(b->dtype) : 0);
+  arg_long(g, b ? b->offset : 0), arg_long(g, b ? b->strides[0] : 0), arg_long(g, b ? b->strides[1] : 0);
+}
+
 /* scale_mode as moe.cl documents it; `weights` is a route source's weight tensor. */
 static xr_status_t run_gemm1(cl_state_t *s, xr_hal_stream_t *stream, const sorted_rows_t *r,
                              int scale_mode, const route_src_t *w, int out_mode) {
@@ -129,6 +156,12 @@ static xr_status_t run_gemm1(cl_state_t *s, xr_hal_stream_t *stream, const sorte
   const xr_tensor_t *x = T(s, p->hidden);
   arg_buf(&g, x->buffer), arg_long(&g, x->offset), arg_long(&g, x->strides[0]), arg_long(&g, x->strides[1]);
   arg_tensor3(&g, T(s, p->w1));
+  arg_format(&g, s, p->w1_scale);
+  int64_t gate_step = xr_moe_gate_row(p, 1) - xr_moe_gate_row(p, 0);
+  arg_int(&g, gate_step), arg_int(&g, xr_moe_up_row(p, 0));
+  arg_bias(&g, s, p->w1_bias);
+  arg_int(&g, p->act == XR_MOE_ACT_SWIGLUOAI), arg_float(&g, p->swiglu_alpha);
+  arg_float(&g, p->swiglu_limit);
   arg_int(&g, scale_mode), arg_buf(&g, w->w), arg_int(&g, w->wdt), arg_long(&g, w->w_off);
   arg_long(&g, w->w_s0), arg_long(&g, w->w_s1), arg_buf(&g, r->sorted_w), arg_long(&g, r->sw_off);
   arg_int(&g, out_mode), arg_buf(&g, s->H);
@@ -146,6 +179,8 @@ static xr_status_t run_gemm2(cl_state_t *s, xr_hal_stream_t *stream, const sorte
   arg_int(&g, a_mode), arg_buf(&g, s->H);
   arg_tensor3(&g, T(s, p->hidden));
   arg_tensor3(&g, T(s, p->w2));
+  arg_format(&g, s, p->w2_scale);
+  arg_bias(&g, s, p->w2_bias);
   arg_int(&g, scale_mode), arg_buf(&g, w->w), arg_int(&g, w->wdt), arg_long(&g, w->w_off);
   arg_long(&g, w->w_s0), arg_long(&g, w->w_s1), arg_buf(&g, r->sorted_w), arg_long(&g, r->sw_off);
   arg_buf(&g, s->Y), arg_buf(&g, s->mask);
@@ -296,7 +331,9 @@ static xr_status_t cl_supports(const xr_op_plan_t *plan, xr_hal_device_t *device
   (void)device;
   const xr_moe_problem_t *p = plan->problem;
   xr_status_t st = xr_moe_check_supported(plan, "opencl.moe");
-  if (st != XR_OK || (st = xr_moe_check_plain_layer(plan, "opencl.moe")) != XR_OK) return st;
+  if (st != XR_OK) return st;
+  if (p->weights == XR_MOE_W_FP8) /* cpu.moe_fused and the reference run them */
+    return xr_error(XR_UNIMPLEMENTED, "%s: fp8 expert weights are not supported", "opencl.moe");
   const int outs[] = {p->sorted_ids, p->sorted_weights, p->expert_ids, p->num_valid, p->moe_buf};
   for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
     if (outs[i] >= 0 && !contiguous(plan->inputs[outs[i]]))

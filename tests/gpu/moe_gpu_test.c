@@ -1,8 +1,9 @@
 /* The MoE family's GPU implementation (kernels/gpu/moe.cu via kernels/gpu/moe_gpu.c) on a cuda
  * or hip device (built once per driver, XR_GPU_DRIVER=cuda|hip): the cases of
- * //tests/kernels:moe_test (tests/kernels/moe_cases.h), each replayed with --check against the
- * CPU reference on the same seeded inputs, plus the hand-worked sorting examples compared with
- * their expected values. Skips without such a device. */
+ * //tests/kernels:moe_test (tests/kernels/moe_cases.h), moe_forward's mxfp4, bias and swigluoai
+ * layers included, each replayed with --check against the CPU reference on the same seeded
+ * inputs, plus the hand-worked sorting examples compared with their expected values. Skips
+ * without such a device. */
 #include "tests/kernels/moe_cases.h"
 
 #define STRINGIFY2(x) #x
@@ -26,6 +27,8 @@ Test(moe_gpu, topk_softmax_sweep) { sweep_topk_softmax(DRIVER, KERNEL); }
 Test(moe_gpu, fused_sweep) { sweep_fused(DRIVER, KERNEL); }
 Test(moe_gpu, stages_sweep) { sweep_stages(DRIVER, KERNEL); }
 Test(moe_gpu, wide_problems) { sweep_wide(DRIVER, KERNEL, KERNEL); }
+/* moe_forward's mxfp4 / plain x silu / GPT-OSS (biases, swigluoai) layers */
+Test(moe_gpu, forward_layers) { sweep_forward_layers(DRIVER, KERNEL); }
 
 Test(moe_gpu, moe_forward_without_weights_is_unsupported) {
   expect_forward_without_weights_unsupported(DRIVER);

@@ -3,7 +3,8 @@
  * against the reference, and the case sweeps written once and run per device: E = 1, 4, 8, 64,
  * top-k 1, 2, 4, M = 1, 3, 17, 129, block sizes 4/16/64, experts left without tokens (balanced
  * routing with E > M*topk, Zipf routing), fp32/fp16/bf16, int32/int64 ids, offset and
- * transposed views; the hand-worked sorting examples; the unsupported variants. */
+ * transposed views; moe_forward's layers (mxfp4 or plain weights, biases, silu or swigluoai);
+ * the hand-worked sorting examples; the unsupported variants. */
 #ifndef XR_TESTS_KERNELS_MOE_CASES_H
 #define XR_TESTS_KERNELS_MOE_CASES_H
 
@@ -253,9 +254,10 @@ static inline void farg(json_t *j, const char *name, double v) {
   put(j, "{\"arg_name\": \"%s\", \"arg_type\": \"float\", \"value\": %.17g}", name, v);
 }
 
-/* K and N multiples of 32 (mxfp4 blocks); gpt_oss adds the biases and swigluoai. */
+/* K and N multiples of 32 (mxfp4 blocks). The layer: mxfp4 or plain weights, biases of dtype
+ * bias_dt (NULL: none), silu or swigluoai (GPT-OSS's layer has both biases and swigluoai). */
 static inline void forward_layer_case(json_t *j, int64_t M, int64_t topk, int64_t E, int64_t K, int64_t N,
-                                      bool mxfp4, bool gpt_oss, const char *dt) {
+                                      bool mxfp4, const char *bias_dt, bool swiglu, const char *dt) {
   begin(j, "vllm::moe_forward");
   t2(j, "hidden_states", "Tensor", dt, M, K);
   t2(j, "router_logits", "Tensor", dt, M, E);
@@ -263,12 +265,12 @@ static inline void forward_layer_case(json_t *j, int64_t M, int64_t topk, int64_
   int64_t div = mxfp4 ? 2 : 1;
   t3(j, "w1", "Tensor", wd, E, 2 * N, K / div);
   if (mxfp4) t3(j, "w1_scale", "Tensor", "c10::Float8_e8m0fnu", E, 2 * N, K / 32);
-  if (gpt_oss) t2(j, "w1_bias", "Tensor", dt, E, 2 * N);
+  if (bias_dt) t2(j, "w1_bias", "Tensor", bias_dt, E, 2 * N);
   t3(j, "w2", "Tensor", wd, E, K, N / div);
   if (mxfp4) t3(j, "w2_scale", "Tensor", "c10::Float8_e8m0fnu", E, K, N / 32);
-  if (gpt_oss) t2(j, "w2_bias", "Tensor", dt, E, K);
+  if (bias_dt) t2(j, "w2_bias", "Tensor", bias_dt, E, K);
   iarg(j, "top_k", topk);
-  if (gpt_oss) {
+  if (swiglu) {
     sarg(j, "activation", "swigluoai");
     farg(j, "swiglu_limit", 7.0);
   }
@@ -276,7 +278,9 @@ static inline void forward_layer_case(json_t *j, int64_t M, int64_t topk, int64_
 }
 
 /* Every combination of mxfp4/plain weights and silu/GPT-OSS layers, over token counts that
- * leave experts empty and ones that do not. */
+ * leave experts empty and ones that do not; then, mxfp4 and plain, biases with silu (fp32
+ * biases on bf16 activations: silu's up bias sits N rows on, not one) and swigluoai without
+ * biases. */
 static inline void sweep_forward_layers(const char *device, const char *kernel) {
   static const int64_t tokens[] = {1, 5, 33};
   json_t j;
@@ -287,11 +291,20 @@ static inline void sweep_forward_layers(const char *device, const char *kernel) 
       int64_t E = m == 2 ? 8 : 4, topk = m == 0 ? 1 : 2;
       const char *dt = n % 3 == 2 ? "float" : "c10::BFloat16";
       forward_layer_case(&j, tokens[m], topk, E, 64 + 32 * (int64_t)m, 96 - 32 * (int64_t)(m % 2), mxfp4,
-                         gpt_oss, dt);
+                         gpt_oss ? dt : NULL, gpt_oss, dt);
       expect_match(&j, device, kernel, (uint64_t)n, NULL);
       n++;
     }
-  cr_assert_eq(n, 12);
+  for (int layer = 0; layer < 4; layer++) {
+    bool mxfp4 = layer & 1, biases = !(layer & 2);
+    size_t m = 1 + (size_t)layer % 2;
+    const char *dt = layer == 3 ? "float" : "c10::BFloat16";
+    forward_layer_case(&j, tokens[m], 2, m == 2 ? 8 : 4, 64 + 32 * (int64_t)m, 96 - 32 * (int64_t)(m % 2),
+                       mxfp4, biases ? "float" : NULL, !biases, dt);
+    expect_match(&j, device, kernel, (uint64_t)n, NULL);
+    n++;
+  }
+  cr_assert_eq(n, 16);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -1,5 +1,6 @@
 /* MoE family: every op replayed through the engine with --check on "cpu" (the fast fused path
- * against the reference) and "opencl" (every op against the reference); the cases, shared with
+ * against the reference) and "opencl" (every op against the reference, moe_forward's mxfp4,
+ * bias and swigluoai layers included); the cases, shared with
  * tests/gpu/moe_gpu_test.c, are in tests/kernels/moe_cases.h. The OpenCL sweeps share one Test
  * (one process), so PoCL compiles moe.cl once. */
 #include "tests/kernels/moe_cases.h"
@@ -57,7 +58,7 @@ Test(moe_fused, amx_tiles_on_cpu_without_amx) {
 }
 
 /* moe_forward with the layers --model-config writes (mxfp4 weights, GPT-OSS's biases and
- * swigluoai) on the fast path. */
+ * swigluoai) and the other combinations of those, on the fast path. */
 Test(moe_forward, layers_on_cpu) { sweep_forward_layers("cpu", "cpu.moe_fused"); }
 
 /* The same on the micro-kernel path, which CPUs without AMX take for them. */
@@ -93,6 +94,7 @@ Test(moe_opencl, every_op_against_the_reference) {
   sweep_fused("opencl", "opencl.moe");
   sweep_stages("opencl", "opencl.moe");
   sweep_wide("opencl", "opencl.moe", "opencl.moe");
+  sweep_forward_layers("opencl", "opencl.moe");
   ck_documented_example("opencl");
   vllm_worked_example("opencl");
 }

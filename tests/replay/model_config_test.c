@@ -302,3 +302,7 @@ static void fixture_with_config_on(const char *device, const char *kernel) {
 Test(model_config, fixture_moe_forward_with_gpt_oss_20b_on_cpu, .timeout = 600) {
   fixture_with_config_on("cpu", "cpu.moe_fused");
 }
+
+Test(model_config, fixture_moe_forward_with_gpt_oss_20b_on_opencl, .timeout = 600) {
+  fixture_with_config_on("opencl", "opencl.moe");
+}

@@ -248,6 +248,7 @@ void xr_attn_zero_host_outputs(const xr_attn_problem_t *a, const xr_tensor_t *te
  * kernels/opencl/attention_opencl.c), listed by both families. */
 extern const xr_kernel_impl_t xr_attn_ref_impl, xr_attn_cpu_impl, xr_attn_opencl_impl;
 extern const xr_kernel_impl_t xr_cache_ref_impl, xr_cache_opencl_impl;
+extern const xr_kernel_impl_t xr_cache_cpu_impl; /* fp8 e4m3 caches (kernels/cpu/kv_cache_cpu.c) */
 /* CUDA / HIP (kernels/gpu/attention_gpu.c): one pair per family. */
 extern const xr_kernel_impl_t xr_attn_gpu_impl;
 extern const xr_kernel_impl_t xr_paged_attn_gpu_impl;

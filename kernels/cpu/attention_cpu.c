@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/attention.h"
+#include "kernels/cpu/fp8_cpu.h"
 #include "kernels/family.h"
 
 /* ISO C mode forbids contracting a * b + c into an FMA; the micro-kernels want exactly that,
@@ -320,14 +321,24 @@ HOT void store_row(void *base, xr_dtype_t dt, int64_t index, int64_t stride, con
 }
 
 /* An output row: store_row, or with an output scale (an fp8 output) each value times
- * 1 / output_scale and clamped first. */
+ * 1 / output_scale and clamped first; e4m3 outputs through the branch-free encoder. */
 HOT void store_out(const cpu_state_t *st, int64_t index, int64_t stride, const float *src, int64_t n, float mul) {
+  xr_dtype_t dt = st->a->o_dtype;
   if (st->h.o_max == INFINITY) {
-    store_row(st->h.out, st->a->o_dtype, index, stride, src, n, mul);
+    store_row(st->h.out, dt, index, stride, src, n, mul);
     return;
   }
-  for (int64_t d = 0; d < n; d++)
-    xr_store_element(st->h.out, st->a->o_dtype, index + d * stride, (double)xr_attn_output(&st->h, src[d] * mul));
+  if (dt != XR_DTYPE_F8E4M3FN && dt != XR_DTYPE_F8E4M3FNUZ) {
+    for (int64_t d = 0; d < n; d++)
+      xr_store_element(st->h.out, dt, index + d * stride, (double)xr_attn_output(&st->h, src[d] * mul));
+    return;
+  }
+  xr_cpu_e4m3_t f = xr_cpu_e4m3(dt);
+  uint8_t nan = dt == XR_DTYPE_F8E4M3FNUZ ? 0x80 : 0x7f, *out = st->h.out;
+  for (int64_t d = 0; d < n; d++) {
+    float v = xr_attn_output(&st->h, src[d] * mul);
+    out[index + d * stride] = v != v ? nan : xr_cpu_e4m3_encode(&f, v);
+  }
 }
 
 /* A query block of one sequence and key partition: queries i0 .. i0 + nq, keys plo .. phi. */

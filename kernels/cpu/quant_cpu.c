@@ -2,7 +2,7 @@
  * with ref.quant: each row is loaded in float blocks (xr_ew_cpu_load's vectorised f32 / f16 /
  * bf16 conversion), scaled in float as the CUDA kernels do it, clamped to +-M (a NaN becoming
  * +M, as fminf / fmaxf make it) and rounded to e4m3 by a branch-free encoder the compiler
- * vectorises (the float adder rounds the mantissa to nearest even). Static and dynamic ops split
+ * vectorises (kernels/cpu/fp8_cpu.h). Static and dynamic ops split
  * rows into segments, so a single long row still spreads over the cores; the dynamic op first
  * finds each segment's max|x| (kept from prepare() on), reduces them in a host step and only
  * then quantizes; the per-token op takes one row per item (its scale needs the whole row). */
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "kernels/cpu/elementwise_cpu.h"
+#include "kernels/cpu/fp8_cpu.h"
 #include "kernels/family.h"
 #include "kernels/quant.h"
 
@@ -24,29 +25,16 @@ typedef struct cpu_quant {
   int64_t segments;   /* per row (static, dynamic) */
   float *partial;     /* dynamic: max|x| of each (row, segment) */
   float inv;          /* dynamic: 1 / scale */
-  uint32_t bias;      /* the e4m3 exponent bias: 7 (fn) or 8 (fnuz) */
-  uint32_t fnuz;      /* all ones for e4m3fnuz (no negative zero) */
-  float sub_limit;    /* the smallest normal e4m3 value */
-  float sub_mul;      /* 1 / the subnormal quantum */
+  xr_cpu_e4m3_t e4m3; /* the result's format */
 } cpu_quant_t;
 
-/* One value, already scaled, to e4m3 as ref.quant computes it: fp8(clamp(x, -M, M)). */
+/* One value, already scaled, to e4m3 as ref.quant computes it: fp8(clamp(x, -M, M)), a NaN
+ * becoming +M. */
 static inline uint8_t encode(const cpu_quant_t *s, float x, float m) {
   x = xr_cpu_select_f(xr_cpu_mask_if(x != x), m, x);
   x = x > m ? m : x;
   x = x < -m ? -m : x;
-  uint32_t u = xr_f32_to_bits(x), a = u & 0x7fffffffu, sign = (u >> 24) & 0x80u;
-  /* Normal: round the float's mantissa to 3 bits (nearest even; a carry moves the exponent),
-   * then re-bias the exponent: the code is the float's bits 20.. less (127 - bias) << 3. */
-  uint32_t rounded = a + 0x7ffffu + ((a >> 20) & 1u);
-  uint32_t normal = (rounded >> 20) - ((127u - s->bias) << 3);
-  /* Subnormal: a / quantum rounded to an integer 0..8 (8 is the smallest normal's code) by
-   * adding 2^23, whose ulp is 1. */
-  float t = xr_bits_to_f32(a) * s->sub_mul + 0x1p23f;
-  uint32_t sub = xr_f32_to_bits(t) - 0x4b000000u;
-  uint32_t code = xr_cpu_select_u(xr_cpu_mask_if(xr_bits_to_f32(a) < s->sub_limit), sub, normal);
-  sign &= ~(s->fnuz & xr_cpu_mask_if(code == 0));
-  return (uint8_t)(sign | code);
+  return xr_cpu_e4m3_encode(&s->e4m3, x);
 }
 
 /* n values x[i] * mul[i * mul_step] (mul_step 0: one factor) into dst. */
@@ -173,10 +161,7 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   }
   s->in = in, s->out = out, s->scale = scale, s->ub = ub;
   s->segments = (p->hidden + SEGMENT - 1) / SEGMENT;
-  s->bias = p->out_dtype == XR_DTYPE_F8E4M3FNUZ ? 8 : 7;
-  s->fnuz = p->out_dtype == XR_DTYPE_F8E4M3FNUZ ? 0xffffffffu : 0;
-  s->sub_limit = ldexpf(1.0f, 1 - (int)s->bias);
-  s->sub_mul = ldexpf(1.0f, (int)s->bias + 2);
+  s->e4m3 = xr_cpu_e4m3(p->out_dtype);
   if (p->op == XR_QUANT_DYNAMIC &&
       !(s->partial = malloc(sizeof(float) * (size_t)(p->rows * s->segments > 0 ? p->rows * s->segments : 1)))) {
     free(s);

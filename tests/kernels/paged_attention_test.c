@@ -12,7 +12,7 @@
 
 Test(paged_attention_cpu, decode) { run_paged("cpu", "cpu.flash_attention"); }
 Test(paged_attention_opencl, decode) { run_paged("opencl", "opencl.flash_attention"); }
-Test(kv_cache_cpu, reshape_and_cache) { run_cache("cpu", "ref.reshape_and_cache"); }
+Test(kv_cache_cpu, reshape_and_cache) { run_cache_fp8("cpu", "ref.reshape_and_cache", "cpu.reshape_and_cache"); }
 Test(kv_cache_opencl, reshape_and_cache) { run_cache("opencl", "opencl.reshape_and_cache"); }
 
 /* Ops extracted from a profiler trace that dropped the kv_cache_dtype string, over uint8 caches:

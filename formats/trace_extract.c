@@ -1349,6 +1349,25 @@ typedef struct build {
   const char *op_name;
 } build_t;
 
+/* The kv_cache_dtype an op's cache tensor implies, for traces whose profiler dropped the string:
+ * vLLM keeps fp8 caches as uint8 (or, in newer versions, fp8) tensors, so such a key_cache,
+ * value_cache or kv_cache means "fp8" (e4m3; "fp8_e5m2" for an e5m2 tensor). NULL when the op
+ * has no recorded cache tensor or it holds another dtype (then the usual fallback applies).
+ * *out_cache and *out_type name the tensor and its recorded type. */
+static const char *kv_cache_dtype_of(const recorded_t *rec, const xr_schema_t *sc, const char **out_cache,
+                                     const char **out_type) {
+  static const char *const caches[] = {"key_cache", "value_cache", "kv_cache"};
+  for (size_t j = 0; sc && j < rec->n && j < sc->arg_count; j++)
+    for (size_t k = 0; k < sizeof caches / sizeof caches[0]; k++) {
+      if (strcmp(sc->args[j].name, caches[k]) != 0 || recorded_kind(rec, j) != K_TENSOR) continue;
+      xr_dtype_t d = xr_dtype_parse(rec->t->items[j].text);
+      if (d != XR_DTYPE_U8 && !xr_dtype_is_fp8(d)) return NULL;
+      *out_cache = caches[k], *out_type = rec->t->items[j].text;
+      return d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E5M2FNUZ ? "fp8_e5m2" : "fp8";
+    }
+  return NULL;
+}
+
 static xr_status_t build_value(build_t *B, const recorded_t *rec, size_t i,
                                const xr_schema_t *sc, xr_arg_t *arg) {
   const xr_schema_arg_t *a = sc ? &sc->args[i] : NULL;
@@ -1396,12 +1415,20 @@ static xr_status_t build_value(build_t *B, const recorded_t *rec, size_t i,
     } else {
       fallback = xr_schema_string_fallback(a->name);
     }
+    const char *cache = NULL, *cache_type = NULL, *from_cache = NULL;
+    if (strcmp(a->name, "kv_cache_dtype") == 0 &&
+        (from_cache = kv_cache_dtype_of(rec, sc, &cache, &cache_type)) != NULL)
+      fallback = from_cache;
     if (!fallback && a->is_optional) return XR_OK; /* None */
     if (!fallback) fallback = "";
     arg->defaulted = true;
     B->c->sum.defaulted_args++;
-    xr_extract_warn(B->c, "%s: string argument '%s' not recorded by the profiler; using '%s'",
-                    B->op_name, a->name, fallback);
+    if (from_cache)
+      xr_extract_warn(B->c, "%s: string argument '%s' not recorded by the profiler; using '%s' (%s is %s)",
+                      B->op_name, a->name, fallback, cache, cache_type);
+    else
+      xr_extract_warn(B->c, "%s: string argument '%s' not recorded by the profiler; using '%s'",
+                      B->op_name, a->name, fallback);
     return xr_value_make_string(b->arena, &arg->value, fallback);
   }
   if (!rec->c && a && a->has_default) {

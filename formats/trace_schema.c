@@ -144,6 +144,13 @@ static const char *const builtin[] = {
     "kv_cache_dtype, Tensor k_scale, Tensor v_scale, int tp_rank, int blocksparse_local_blocks, "
     "int blocksparse_vert_stride, int blocksparse_block_size, int "
     "blocksparse_head_sliding_step) -> ()",
+    /* fp8 activation quantization (group_shape: vLLM >= 0.12; older traces record three
+       arguments and take the default) */
+    "_C::static_scaled_fp8_quant(Tensor! result, Tensor input, Tensor scale, int[]? "
+    "group_shape=None) -> ()",
+    "_C::dynamic_scaled_fp8_quant(Tensor! result, Tensor input, Tensor! scale) -> ()",
+    "_C::dynamic_per_token_scaled_fp8_quant(Tensor! result, Tensor input, Tensor! scale, Tensor? "
+    "scale_ub) -> ()",
     /* vLLM csrc/rocm/torch_bindings.cpp */
     "_rocm_C::paged_attention(Tensor! out, Tensor exp_sums, Tensor max_logits, Tensor tmp_out, "
     "Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, float scale, Tensor "
@@ -267,7 +274,7 @@ bool xr_schema_arg_is_pure_output(const xr_schema_t *s, size_t index) {
   static const char *const outputs[] = {
       "out",       "result",          "output",      "exp_sums",           "max_logits",
       "tmp_out",   "sorted_token_ids", "experts_ids", "num_tokens_post_pad", "topk_weights",
-      "topk_indices", "token_expert_indices", "residual_out",
+      "topk_indices", "token_expert_indices", "residual_out", "scale",
   };
   for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
     if (strcmp(a->name, outputs[i]) == 0) return true;

@@ -39,12 +39,13 @@ void xr_attn_init_params(xr_attn_problem_t *a) {
   int64_t *p = a->p;
   p[XR_AP_lse_off] = p[XR_AP_cu_q_off] = p[XR_AP_cu_k_off] = p[XR_AP_lens_off] = -1;
   p[XR_AP_table_off] = p[XR_AP_indptr_off] = p[XR_AP_alibi_off] = p[XR_AP_mask_off] = -1;
-  p[XR_AP_k_scale_off] = p[XR_AP_v_scale_off] = -1;
+  p[XR_AP_k_scale_off] = p[XR_AP_v_scale_off] = p[XR_AP_o_scale_off] = -1;
   p[XR_AP_es_off] = p[XR_AP_ml_off] = p[XR_AP_to_off] = -1;
   p[XR_AP_window_left] = p[XR_AP_window_right] = -1;
   p[XR_AP_page_size] = 1;
   xr_attn_set_float(a, XR_AP_k_scale_bits, 1.0);
   xr_attn_set_float(a, XR_AP_v_scale_bits, 1.0);
+  xr_attn_set_float(a, XR_AP_q_scale_bits, 1.0);
   xr_attn_set_float(a, XR_AP_empty_lse_bits, INFINITY);
 }
 
@@ -551,7 +552,15 @@ xr_status_t xr_attn_host_bind(const xr_attn_problem_t *a, const xr_tensor_t *ten
   h->exp_sums = (void *)h->base[XR_AT_EXP_SUMS];
   h->max_logits = (void *)h->base[XR_AT_MAX_LOGITS];
   h->tmp_out = (void *)h->base[XR_AT_TMP_OUT];
+  h->q_scale = xr_dtype_is_fp8(a->q_dtype) ? xr_attn_float(a, XR_AP_q_scale_bits) : 1.0f;
+  h->o_inv_scale = 1.0f, h->o_max = INFINITY;
   return XR_OK;
+}
+
+void xr_attn_host_begin(const xr_attn_problem_t *a, xr_attn_host_t *h) {
+  if (a->p[XR_AP_o_scale_off] < 0) return;
+  h->o_inv_scale = 1.0f / ((const float *)h->base[XR_AT_O_SCALE])[a->p[XR_AP_o_scale_off]];
+  h->o_max = xr_attn_fp8_max(a->o_dtype);
 }
 
 void xr_attn_zero_host_outputs(const xr_attn_problem_t *a, const xr_tensor_t *tensors) {

@@ -50,9 +50,14 @@
   X(to_off) X(to_sb) X(to_sh) X(to_sp) X(to_sd)                                                \
   /* scalars (float bits) */                                                                   \
   X(scale_bits) X(softcap_bits) X(empty_lse_bits)                                              \
+  /* fp8 queries and outputs (vLLM's quantized attention): queries dequantised as */           \
+  /* value * q_scale; an output scale tensor (float32 [1], o_scale_off >= 0) stores */          \
+  /* fp8(clamp(o / output_scale, -max, +max)), max the output format's largest value */        \
+  X(q_scale_bits) X(o_scale_off)                                                               \
   /* element formats for device kernels: 0 f32, 1 f16, 2 bf16, 3 fp8 (mantissa bits, bias, */  \
-  /* fnuz, has inf) */                                                                         \
-  X(q_kind) X(kv_kind) X(fp8_mbits) X(fp8_bias) X(fp8_fnuz) X(fp8_inf)
+  /* fnuz, has inf; of the cache, and of fp8 queries / outputs: xreplay dtype codes) */        \
+  X(q_kind) X(kv_kind) X(o_kind) X(q_dtype) X(o_dtype) X(fp8_mbits) X(fp8_bias) X(fp8_fnuz)    \
+  X(fp8_inf)
 
 #define XR_ATTN_ENUM(name) XR_AP_##name,
 enum { XR_ATTN_PARAMS(XR_ATTN_ENUM) XR_ATTN_PARAM_COUNT };
@@ -65,13 +70,15 @@ enum { XR_ATTN_MASK_NONE = 0, XR_ATTN_MASK_BOOL = 1, XR_ATTN_MASK_ADD = 2 };
 enum {
   XR_AT_Q, XR_AT_K, XR_AT_V, XR_AT_OUT, XR_AT_LSE, XR_AT_CU_Q, XR_AT_CU_K, XR_AT_LENS,
   XR_AT_TABLE, XR_AT_INDPTR, XR_AT_ALIBI, XR_AT_MASK, XR_AT_K_SCALE, XR_AT_V_SCALE,
-  XR_AT_EXP_SUMS, XR_AT_MAX_LOGITS, XR_AT_TMP_OUT, XR_AT_COUNT
+  XR_AT_EXP_SUMS, XR_AT_MAX_LOGITS, XR_AT_TMP_OUT, XR_AT_O_SCALE, XR_AT_COUNT
 };
 
 typedef struct xr_attn_problem {
   int64_t p[XR_ATTN_PARAM_COUNT];
   int t[XR_AT_COUNT];            /* binding index of each tensor role, -1 when absent */
-  xr_dtype_t q_dtype, kv_dtype, o_dtype; /* kv_dtype: the element format (fp8 for u8 caches) */
+  /* kv_dtype: the element format (fp8 for u8 caches); q_dtype and o_dtype may be fp8 (unified
+   * attention only: q_scale_bits, o_scale_off) */
+  xr_dtype_t q_dtype, kv_dtype, o_dtype;
   int zero_outputs[2];           /* returns the op defines but never fills (rng state): zeroed */
   int zero_count;
   const char *unsupported;       /* why no implementation runs it (dropout), or NULL */
@@ -103,7 +110,21 @@ typedef struct xr_attn_host {
   const void *base[XR_AT_COUNT];
   void *out, *lse, *exp_sums, *max_logits, *tmp_out;
   float k_scale, v_scale;
+  float q_scale;      /* fp8 queries' dequantisation (1 for float queries) */
+  float o_inv_scale;  /* 1 / output_scale of an fp8 output, else 1 */
+  float o_max;        /* an fp8 output's largest value, else INFINITY */
 } xr_attn_host_t;
+
+/* The largest finite value of an fp8 output (as torch.finfo gives it), INFINITY otherwise. */
+static inline float xr_attn_fp8_max(xr_dtype_t d) {
+  switch (d) {
+    case XR_DTYPE_F8E4M3FN: return 448.0f;
+    case XR_DTYPE_F8E4M3FNUZ: return 240.0f;
+    case XR_DTYPE_F8E5M2:
+    case XR_DTYPE_F8E5M2FNUZ: return 57344.0f;
+    default: return INFINITY;
+  }
+}
 
 static inline int64_t xr_attn_index(const void *base, int64_t off, int64_t is64, int64_t i) {
   return is64 ? ((const int64_t *)base)[off + i] : ((const int32_t *)base)[off + i];
@@ -205,6 +226,18 @@ static inline double xr_attn_bias(const xr_attn_problem_t *a, const xr_attn_host
 xr_status_t xr_attn_host_bind(const xr_attn_problem_t *a, const xr_tensor_t *tensors,
                               xr_attn_host_t *out_host);
 
+/* At the start of each execution (the scale tensors' contents are read then): the output
+ * scale's reciprocal and the clamp of an fp8 output. */
+void xr_attn_host_begin(const xr_attn_problem_t *a, xr_attn_host_t *h);
+
+/* An output value as vLLM's fp8 epilogue stores it: v * (1 / output_scale) clamped to the
+ * format's range (a NaN stays NaN); unchanged without an output scale. */
+static inline float xr_attn_output(const xr_attn_host_t *h, float v) {
+  if (h->o_max == INFINITY) return v;
+  v *= h->o_inv_scale;
+  return v > h->o_max ? h->o_max : v < -h->o_max ? -h->o_max : v;
+}
+
 /* The same problem for every implementation: shared `supports` checks. */
 xr_status_t xr_attn_supported(const xr_op_plan_t *plan);
 
@@ -215,6 +248,7 @@ void xr_attn_zero_host_outputs(const xr_attn_problem_t *a, const xr_tensor_t *te
  * kernels/opencl/attention_opencl.c), listed by both families. */
 extern const xr_kernel_impl_t xr_attn_ref_impl, xr_attn_cpu_impl, xr_attn_opencl_impl;
 extern const xr_kernel_impl_t xr_cache_ref_impl, xr_cache_opencl_impl;
+extern const xr_kernel_impl_t xr_cache_cpu_impl; /* fp8 e4m3 caches (kernels/cpu/kv_cache_cpu.c) */
 /* CUDA / HIP (kernels/gpu/attention_gpu.c): one pair per family. */
 extern const xr_kernel_impl_t xr_attn_gpu_impl;
 extern const xr_kernel_impl_t xr_paged_attn_gpu_impl;

@@ -1,5 +1,6 @@
 /* CPU references of the attention families: every logit of a row materialised in double,
- * softmax and the weighted sum in double, each output rounded once. Partitioned problems
+ * softmax and the weighted sum in double, each output rounded once (an fp8 query dequantised
+ * with q_scale, an fp8 output scaled by 1 / output_scale and clamped first). Partitioned problems
  * (paged_attention_v2) compute each partition the same way, store it as vLLM does, and combine
  * the stored partials. The cache scatter (reshape_and_cache) converts each element once. */
 #include <stdlib.h>
@@ -17,6 +18,14 @@ typedef struct ref_state {
 static double load_kv(const ref_state_t *s, int role, int64_t index, float scale) {
   double v = xr_load_element(s->h.base[role], s->a->kv_dtype, index);
   return s->a->p[XR_AP_kv_fp8] ? v * scale : v;
+}
+
+/* An output value: times 1 / output_scale and clamped to the fp8 output's range when there is
+ * an output scale (vLLM's fp8 epilogue), in double. */
+static double output(const ref_state_t *s, double v) {
+  if (s->h.o_max == INFINITY) return v;
+  v *= (double)s->h.o_inv_scale;
+  return v > s->h.o_max ? s->h.o_max : v < -s->h.o_max ? -s->h.o_max : v;
 }
 
 /* Softmax over keys [lo, hi) of one row into o (Dv doubles); returns the max logit (or -inf
@@ -86,7 +95,8 @@ static void ref_rows(void *ctx, size_t begin, size_t end) {
       int64_t qrow = b * p[XR_AP_q_sb] + (seq.qstart + i) * p[XR_AP_q_ss] + head * p[XR_AP_q_sh];
       int64_t orow = p[XR_AP_o_off] + b * p[XR_AP_o_sb] + (seq.qstart + i) * p[XR_AP_o_ss] + head * p[XR_AP_o_sh];
       for (int64_t d = 0; d < D; d++)
-        q[d] = xr_load_element(s->h.base[XR_AT_Q], a->q_dtype, p[XR_AP_q_off] + qrow + d * p[XR_AP_q_sd]);
+        q[d] = xr_load_element(s->h.base[XR_AT_Q], a->q_dtype, p[XR_AP_q_off] + qrow + d * p[XR_AP_q_sd]) *
+               (double)s->h.q_scale;
       int64_t lo, hi;
       xr_attn_key_range(a, &seq, i, &lo, &hi);
       if (p[XR_AP_part_size] > 0) {
@@ -121,13 +131,13 @@ static void ref_rows(void *ctx, size_t begin, size_t end) {
             acc[d] += w * xr_load_element(s->h.tmp_out, a->o_dtype, to + d * p[XR_AP_to_sd]);
         }
         for (int64_t d = 0; d < Dv; d++)
-          xr_store_element(s->h.out, a->o_dtype, orow + d * p[XR_AP_o_sd], gsum > 0 ? acc[d] / gsum : 0);
+          xr_store_element(s->h.out, a->o_dtype, orow + d * p[XR_AP_o_sd], output(s, gsum > 0 ? acc[d] / gsum : 0));
         continue;
       }
       double sum, m = lo < hi ? row_softmax(s, b, &seq, head, i, lo, hi, q, logits, o, &sum) : -INFINITY;
       if (m == -INFINITY)
         for (int64_t d = 0; d < Dv; d++) o[d] = 0;
-      for (int64_t d = 0; d < Dv; d++) xr_store_element(s->h.out, a->o_dtype, orow + d * p[XR_AP_o_sd], o[d]);
+      for (int64_t d = 0; d < Dv; d++) xr_store_element(s->h.out, a->o_dtype, orow + d * p[XR_AP_o_sd], output(s, o[d]));
       if (p[XR_AP_lse_off] >= 0) {
         double lse = m == -INFINITY ? xr_attn_float(a, XR_AP_empty_lse_bits) : m + log(sum);
         xr_store_element(s->h.lse, XR_DTYPE_F32,
@@ -152,6 +162,7 @@ static void ref_begin(void *ctx) {
   ref_state_t *s = ctx;
   const int64_t *p = s->a->p;
   xr_attn_zero_host_outputs(s->a, s->bound);
+  xr_attn_host_begin(s->a, &s->h);
   s->h.k_scale = p[XR_AP_k_scale_off] >= 0 ? ((const float *)s->h.base[XR_AT_K_SCALE])[p[XR_AP_k_scale_off]]
                                            : xr_attn_float(s->a, XR_AP_k_scale_bits);
   s->h.v_scale = p[XR_AP_v_scale_off] >= 0 ? ((const float *)s->h.base[XR_AT_V_SCALE])[p[XR_AP_v_scale_off]]

@@ -490,7 +490,8 @@ const xr_op_family_t xr_family_paged_attention = {
 };
 
 
-/* The cache scatter is a strided copy: the reference is already the fast CPU path. */
+/* The cache scatter is a strided copy: the reference is the fast CPU path, but for fp8 e4m3
+ * caches (cpu.reshape_and_cache, kernels/cpu/kv_cache_cpu.c). */
 /* ------------------------------------------------------------------------------------------ */
 /* custom initializers                                                                         */
 
@@ -523,6 +524,7 @@ static const struct xr_op_initializer cache_initializers[] = {
 };
 
 static const xr_kernel_impl_t *const cache_impls[] = {
+    &xr_cache_cpu_impl,
     &xr_cache_opencl_impl,
     &xr_cache_gpu_impl,
     &xr_cache_ref_impl,

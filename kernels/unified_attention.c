@@ -10,6 +10,11 @@
  *   causal = True): query i of a sequence sees keys j <= i + seq_len - query_len;
  * - scale 1 / sqrt(head_size) (the layer's scale for standard attention; kwarg scale overrides);
  * - kv_cache_dtype fp8 / fp8_e4m3 / fp8_e5m2 with k_scale = v_scale = 1 (the layer default);
+ *   without the kwarg a uint8 / fp8 kv_cache or an fp8 query means an fp8 cache;
+ * - fp8 queries (Attention.query_quant over an fp8 cache): key, value and output in the model's
+ *   dtype, queries dequantised by the layer's _q_scale (kwarg q_scale, default 1);
+ * - an fp8 output with output_scale (the attention + quant fusion): fp8(clamp(o / scale)), as
+ *   TritonAttentionImpl does; output_block_scale (NVFP4) is not implemented;
  * - the cache write was part of this op up to vLLM 0.11 and is what the op's key/value
  *   arguments are for; newer vLLM moved it to vllm::unified_kv_cache_update.
  * The work is two existing kernels over the same bindings: the kv_cache family's scatter and
@@ -61,8 +66,39 @@ static bool has_contents(const xr_tensor_spec_t *t) { return t->data || t->data_
 typedef struct geometry {
   const xr_tensor_spec_t *q, *k, *v, *kv_cache;
   int64_t tokens, heads, kv_heads, head_size, block_size, num_blocks, kv_block_dim;
-  xr_dtype_t dtype, cache_dtype;
+  xr_dtype_t dtype;       /* the model's: key and value (an fp8 query was quantized from it) */
+  xr_dtype_t cache_dtype; /* the cache's element format */
 } geometry_t;
+
+static bool is_fnuz(xr_dtype_t d) { return d == XR_DTYPE_F8E4M3FNUZ || d == XR_DTYPE_F8E5M2FNUZ; }
+
+/* The cache's element format. kv_cache_dtype "fp8" / "fp8_e4m3" / "fp8_e5m2" is OCP e4m3fn /
+ * e5m2, or AMD's fnuz variant where the query or output is an fnuz type (vLLM on MI300); a given
+ * fp8 kv_cache tensor is its own format. Without the kwarg (the layer attribute a trace does not
+ * record) a uint8 or fp8 kv_cache, or an fp8 query, means an fp8 cache: vLLM quantizes queries
+ * only over an fp8 cache; the format is the cache tensor's, else the fp8 query's (e4m3 for a
+ * uint8 cache). */
+static xr_status_t cache_format(const xr_op_t *op, geometry_t *g, const char *kv_dtype, bool given) {
+  const xr_tensor_spec_t *c = g->kv_cache, *out = tensor_arg(op, 3, "output");
+  bool fnuz = is_fnuz(g->q->dtype) || (out && is_fnuz(out->dtype));
+  bool bytes = c && (c->dtype == XR_DTYPE_U8 || c->dtype == XR_DTYPE_I8), fp8_tensor = c && xr_dtype_is_fp8(c->dtype);
+  if (!given) {
+    if (fp8_tensor) g->cache_dtype = c->dtype;
+    else if (xr_dtype_is_fp8(g->q->dtype) && !bytes) g->cache_dtype = g->q->dtype;
+    else if (bytes || xr_dtype_is_fp8(g->q->dtype))
+      g->cache_dtype = fnuz ? XR_DTYPE_F8E4M3FNUZ : XR_DTYPE_F8E4M3FN;
+    else g->cache_dtype = g->dtype;
+    return XR_OK;
+  }
+  if (!strcmp(kv_dtype, "auto")) g->cache_dtype = g->dtype;
+  else if (!strcmp(kv_dtype, "fp8") || !strcmp(kv_dtype, "fp8_e4m3"))
+    g->cache_dtype = fnuz ? XR_DTYPE_F8E4M3FNUZ : XR_DTYPE_F8E4M3FN;
+  else if (!strcmp(kv_dtype, "fp8_e5m2")) g->cache_dtype = fnuz ? XR_DTYPE_F8E5M2FNUZ : XR_DTYPE_F8E5M2;
+  else return xr_error(XR_INVALID_ARGUMENT, "%s: kv_cache_dtype '%s': expected auto, fp8, fp8_e4m3 or fp8_e5m2",
+                       op->name, kv_dtype);
+  if (fp8_tensor && xr_dtype_is_fp8(g->cache_dtype)) g->cache_dtype = c->dtype;
+  return XR_OK;
+}
 
 /* Heads of a [T, heads, D] or [T, heads * D] tensor. */
 static xr_status_t heads_of(const xr_op_t *op, const char *name, const xr_tensor_spec_t *t, int64_t D,
@@ -88,13 +124,20 @@ static xr_status_t read_geometry(const xr_op_t *op, geometry_t *g) {
     if (t[i]->rank != 2 && t[i]->rank != 3)
       return op_error(op, "%s: expected [num_tokens, heads, head_size] or [num_tokens, heads * head_size], got "
                           "%d-D", names[i], t[i]->rank);
-    if (!is_float(t[i]->dtype) || t[i]->dtype != g->q->dtype)
-      return xr_error(XR_INVALID_ARGUMENT, "%s: %s: expected float32, float16 or bfloat16 like query, got %s",
-                      op->name, names[i], xr_dtype_name(t[i]->dtype));
     if (t[i]->shape[0] != g->q->shape[0])
       return op_error(op, "%s: %lld tokens, query has %lld", names[i], (long long)t[i]->shape[0], (long long)g->q->shape[0]);
   }
-  g->dtype = g->q->dtype;
+  /* query: the model's float type, or fp8 (quantized by the layer, vLLM's fp8 attention);
+   * key and value: the model's float type */
+  bool fp8_query = xr_dtype_is_fp8(g->q->dtype);
+  if (!is_float(g->q->dtype) && !fp8_query)
+    return op_error(op, "%s: expected float32, float16, bfloat16 or an fp8 type, got %s", "query",
+                    xr_dtype_name(g->q->dtype));
+  for (int i = 1; i < 3; i++)
+    if (!is_float(t[i]->dtype) || t[i]->dtype != (fp8_query ? g->k->dtype : g->q->dtype))
+      return xr_error(XR_INVALID_ARGUMENT, "%s: %s: expected float32, float16 or bfloat16 like %s, got %s", op->name,
+                      names[i], fp8_query ? "key" : "query", xr_dtype_name(t[i]->dtype));
+  g->dtype = g->k->dtype;
   g->tokens = g->q->shape[0];
   if (g->tokens < 1) return op_error(op, "%s: no tokens (a serving step has at least one)", "query");
   int64_t D = g->k->rank == 3 ? g->k->shape[2] : g->q->rank == 3 ? g->q->shape[2] : 0;
@@ -113,14 +156,8 @@ static xr_status_t read_geometry(const xr_op_t *op, geometry_t *g) {
   if (g->kv_heads < 1 || g->heads % g->kv_heads)
     return op_error(op, "%s: %lld kv heads do not divide the query's %lld heads", "key", (long long)g->kv_heads, (long long)g->heads);
   g->head_size = D;
-  /* The cache's element format. */
-  const char *kv_dtype = "auto";
+  const char *kv_dtype = NULL;
   if ((st = xr_arg_string(op, -1, "kv_cache_dtype", false, &kv_dtype)) != XR_OK) return st;
-  if (!strcmp(kv_dtype, "auto")) g->cache_dtype = g->dtype;
-  else if (!strcmp(kv_dtype, "fp8") || !strcmp(kv_dtype, "fp8_e4m3")) g->cache_dtype = XR_DTYPE_F8E4M3FN;
-  else if (!strcmp(kv_dtype, "fp8_e5m2")) g->cache_dtype = XR_DTYPE_F8E5M2;
-  else return xr_error(XR_INVALID_ARGUMENT, "%s: kv_cache_dtype '%s': expected auto, fp8, fp8_e4m3 or fp8_e5m2",
-                       op->name, kv_dtype);
   /* block_size and num_blocks: a given kv_cache fixes them, else the kwargs. */
   g->block_size = DEFAULT_BLOCK_SIZE;
   g->num_blocks = -1;
@@ -132,7 +169,10 @@ static xr_status_t read_geometry(const xr_op_t *op, geometry_t *g) {
   const xr_value_t *kvv = xr_op_arg(op, -1, "kv_cache");
   if (kvv && kvv->kind != XR_VALUE_NULL && kvv->kind != XR_VALUE_TENSOR)
     return op_error(op, "%s: expected a tensor", "kv_cache");
-  if ((g->kv_cache = tensor_arg(op, -1, "kv_cache"))) {
+  g->kv_cache = tensor_arg(op, -1, "kv_cache");
+  if ((st = cache_format(op, g, kv_dtype, kv_dtype != NULL)) != XR_OK) return st;
+  if (!kv_dtype) kv_dtype = xr_dtype_is_fp8(g->cache_dtype) ? "fp8 (implied)" : "auto";
+  if (g->kv_cache) {
     const xr_tensor_spec_t *c = g->kv_cache;
     if (c->rank != 5 || (c->shape[0] != 2 && c->shape[1] != 2) || c->shape[3] != g->kv_heads ||
         c->shape[4] != D)
@@ -441,28 +481,44 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   if (!has_contents(tab) && u->num_blocks < l->blocks_needed)
     return xr_plan_error(plan, "num_blocks: %lld cache blocks cannot hold the %lld the sequences need",
                          (long long)u->num_blocks, (long long)l->blocks_needed);
-  /* The output: given (with_output) or returned, like the query. */
+  /* The output: given (with_output) or returned, in the model's dtype (key's; the query's
+   * unless it is fp8), or fp8 with an output_scale (vLLM's fused output quantization). */
   const xr_tensor_spec_t *out = NULL;
+  xr_dtype_t o_dtype = g.dtype;
   if (with_output) {
     out = plan->inputs[u->output];
-    if (out->dtype != q->dtype) return xr_plan_error(plan, "output: expected %s like query", xr_dtype_name(q->dtype));
+    o_dtype = out->dtype;
+    if (oscale >= 0) {
+      const xr_tensor_spec_t *os = plan->inputs[oscale];
+      if (os->dtype != XR_DTYPE_F32 || xr_spec_numel(os) != 1)
+        return xr_plan_error(plan, "output_scale: expected a float32 tensor with one element, got %s",
+                             xr_dtype_name(os->dtype));
+      if (!xr_dtype_is_fp8(out->dtype))
+        return xr_plan_error(plan, "output_scale: given, but output is %s (vLLM quantizes into an fp8 output)",
+                             xr_dtype_name(out->dtype));
+    } else if (xr_dtype_is_fp8(out->dtype)) {
+      return xr_plan_error(plan, "output: an fp8 output (%s) needs output_scale, as vLLM's fused quantization "
+                                 "passes it", xr_dtype_name(out->dtype));
+    } else if (out->dtype != g.dtype) {
+      return xr_plan_error(plan, "output: expected %s like %s, or fp8 with output_scale", xr_dtype_name(g.dtype),
+                           xr_dtype_is_fp8(q->dtype) ? "key" : "query");
+    }
     if (out->rank != q->rank || out->shape[0] != T || out->shape[1] != q->shape[1] ||
         (q->rank == 3 && out->shape[2] != q->shape[2]))
       return xr_plan_error(plan, "output: expected the query's shape");
   } else {
     plan->return_count = 1;
-    xr_desc_set(&plan->returns[0], q->dtype, q->rank, q->shape);
+    xr_desc_set(&plan->returns[0], g.dtype, q->rank, q->shape);
     u->output = (int)plan->input_count;
   }
-  if (oscale >= 0 || oblock >= 0)
-    u->attn.unsupported = "a quantized output (output_scale / output_block_scale) is not implemented";
+  if (oblock >= 0) u->attn.unsupported = "a block-scaled output (output_block_scale, NVFP4) is not implemented";
 
   /* The cache write: reshape_and_cache_flash over the key and value halves of kv_cache. */
   xr_cache_problem_t *c = &u->cache;
   int64_t half = kv->strides[u->kv_block_dim ? 0 : 1], blk = kv->strides[u->kv_block_dim];
   c->key = u->key, c->value = u->value, c->key_cache = c->value_cache = u->kv_cache;
   c->slots = u->slot_mapping, c->k_scale = c->v_scale = -1;
-  c->src_dtype = q->dtype, c->cache_dtype = g.cache_dtype;
+  c->src_dtype = k->dtype, c->cache_dtype = g.cache_dtype;
   c->slots_64 = slots->dtype == XR_DTYPE_I64;
   c->tokens = slots->shape[0], c->kv_heads = Hk, c->head_dim = D, c->block_size = g.block_size;
   head_strides(k, D, &c->key_st, &c->key_sh, &c->key_sd);
@@ -479,16 +535,20 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   xr_attn_init_params(a);
   a->unsupported = unsupported;
   int64_t *p = a->p;
-  double scale = 1.0 / sqrt((double)D), softcap = 0;
+  double scale = 1.0 / sqrt((double)D), softcap = 0, q_scale = 1.0;
   if ((st = xr_arg_double(op, -1, "scale", false, &scale)) ||
-      (st = xr_arg_double(op, -1, "logits_soft_cap", false, &softcap)))
+      (st = xr_arg_double(op, -1, "logits_soft_cap", false, &softcap)) ||
+      (st = xr_arg_double(op, -1, "q_scale", false, &q_scale)))
     return st;
   p[XR_AP_batch] = S, p[XR_AP_heads] = H, p[XR_AP_kv_heads] = Hk, p[XR_AP_group] = H / Hk;
   p[XR_AP_head_dim] = p[XR_AP_head_dim_v] = D;
   p[XR_AP_max_q] = has_contents(qsl) ? T : l->max_q;
   p[XR_AP_max_k] = has_contents(lens) ? u->max_blocks * g.block_size : l->max_k;
-  a->q_dtype = a->o_dtype = q->dtype;
+  a->q_dtype = q->dtype, a->o_dtype = o_dtype;
   a->kv_dtype = g.cache_dtype;
+  xr_attn_set_float(a, XR_AP_q_scale_bits, q_scale); /* fp8 queries: the layer's _q_scale */
+  u->output_scale = oscale;
+  if (oscale >= 0) a->t[XR_AT_O_SCALE] = oscale, p[XR_AP_o_scale_off] = plan->inputs[oscale]->storage_offset;
   p[XR_AP_kv_fp8] = xr_dtype_is_fp8(g.cache_dtype);
   a->t[XR_AT_Q] = u->query, a->t[XR_AT_K] = a->t[XR_AT_V] = u->kv_cache, a->t[XR_AT_OUT] = u->output;
   a->t[XR_AT_CU_Q] = u->query_start_loc, a->t[XR_AT_LENS] = u->seq_lens, a->t[XR_AT_TABLE] = u->block_table;
@@ -524,9 +584,10 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
     keys += qn * (kn - qn) + qn * (qn + 1) / 2;
     kv_tokens += kn;
   }
-  double esz = (double)xr_dtype_size(q->dtype), csz = (double)xr_dtype_size(kv->dtype);
+  double qsz = (double)xr_dtype_size(q->dtype), osz = (double)xr_dtype_size(o_dtype);
+  double esz = (double)xr_dtype_size(k->dtype), csz = (double)xr_dtype_size(kv->dtype);
   plan->flops = 2.0 * (double)H * keys * (double)(2 * D);
-  plan->bytes = 2.0 * kv_tokens * (double)(Hk * D) * csz + 2.0 * (double)(T * H * D) * esz +
+  plan->bytes = 2.0 * kv_tokens * (double)(Hk * D) * csz + (double)(T * H * D) * (qsz + osz) +
                 2.0 * (double)(l->tokens * Hk * D) * (esz + csz);
   return XR_OK;
 }
@@ -696,6 +757,23 @@ static xr_status_t init_unified_attention(xr_init_context_t *c) {
   snprintf(what, sizeof what, "%s; %lld cached tokens in %lld blocks of %lld, every other cache slot NaN",
            l->text, (long long)cached, (long long)nb, (long long)bs);
   xr_init_describe(c, what);
+  /* An fp8 output's scale is the next layer's calibration, which the trace lacks (N(0, 1) would
+   * flip and saturate the output): max|value| / the format's maximum, so that outputs, averages
+   * of values, fill the fp8 range. */
+  if (u->output_scale >= 0 && !c->has_data[u->output_scale]) {
+    const xr_tensor_spec_t *v = c->plan->inputs[u->value], *os = c->plan->inputs[u->output_scale];
+    double m = 0;
+    for (int64_t i = 0; i < xr_spec_numel(v); i++) {
+      int64_t t = i, index = v->storage_offset;
+      for (int d = v->rank - 1; d >= 0; d--) index += (t % v->shape[d]) * v->strides[d], t /= v->shape[d];
+      m = fmax(m, fabs(xr_load_element(c->host[u->value], v->dtype, index)));
+    }
+    double scale = m > 0 ? m / (double)xr_attn_fp8_max(c->plan->inputs[u->output]->dtype) : 1.0;
+    xr_store_element(c->host[u->output_scale], XR_DTYPE_F32, os->storage_offset, scale);
+    snprintf(what, sizeof what, "output_scale = max|value| / %g = %.6g",
+             (double)xr_attn_fp8_max(c->plan->inputs[u->output]->dtype), scale);
+    xr_init_describe(c, what);
+  }
   return XR_OK;
 }
 

@@ -17,7 +17,10 @@
  * Which sequences there are (the layout) is decided at analysis from, in order: the int-list
  * kwargs query_lens / context_lens (tokens already cached), the trace's vLLM iteration hints (prefill_seqs,
  * prefill_tokens, decode_seqs, decode_tokens, prefill/decode_context_tokens), or the default:
- * one sequence whose queries are all the tokens (a fresh prompt). docs/replay.md has the rules. */
+ * one sequence whose queries are all the tokens (a fresh prompt). docs/replay.md has the rules.
+ * fp8: the cache may hold fp8 (kv_cache_dtype, implied by a uint8 / fp8 kv_cache or an fp8
+ * query); the query may be fp8 (dequantised by kwarg q_scale, default 1) with key, value and
+ * output in the model's dtype; the output may be fp8 with output_scale (o / scale, clamped). */
 #ifndef XR_KERNELS_UNIFIED_ATTENTION_H
 #define XR_KERNELS_UNIFIED_ATTENTION_H
 
@@ -51,6 +54,7 @@ typedef struct xr_ua_problem {
   int64_t num_tokens, heads, kv_heads, head_size, block_size, num_blocks, max_blocks;
   /* binding indices */
   int query, key, value, output, kv_cache, block_table, seq_lens, query_start_loc, slot_mapping;
+  int output_scale; /* an fp8 output's scale, -1 when None */
   int64_t kv_block_dim;     /* 1 for [2, blocks, ...], 0 for [blocks, 2, ...] */
 } xr_ua_problem_t;
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/attention.h"
+#include "kernels/cpu/fp8_cpu.h"
 #include "kernels/family.h"
 
 /* ISO C mode forbids contracting a * b + c into an FMA; the micro-kernels want exactly that,
@@ -121,6 +122,7 @@ typedef struct cpu_state {
   int64_t rows; /* q / acc rows of the scratch: a query block of one head, or hc decode heads */
   bool bias;    /* ALiBi or a mask: per-logit additive terms */
   float lut_k[256], lut_v[256];
+  float lut_q[256]; /* fp8 queries: decoded times q_scale */
 } cpu_state_t;
 
 /* Per-thread scratch. */
@@ -318,6 +320,27 @@ HOT void store_row(void *base, xr_dtype_t dt, int64_t index, int64_t stride, con
   for (; d < n; d++) xr_store_element(base, dt, index + d * stride, (double)(src[d] * mul));
 }
 
+/* An output row: store_row, or with an output scale (an fp8 output) each value times
+ * 1 / output_scale and clamped first; e4m3 outputs through the branch-free encoder. */
+HOT void store_out(const cpu_state_t *st, int64_t index, int64_t stride, const float *src, int64_t n, float mul) {
+  xr_dtype_t dt = st->a->o_dtype;
+  if (st->h.o_max == INFINITY) {
+    store_row(st->h.out, dt, index, stride, src, n, mul);
+    return;
+  }
+  if (dt != XR_DTYPE_F8E4M3FN && dt != XR_DTYPE_F8E4M3FNUZ) {
+    for (int64_t d = 0; d < n; d++)
+      xr_store_element(st->h.out, dt, index + d * stride, (double)xr_attn_output(&st->h, src[d] * mul));
+    return;
+  }
+  xr_cpu_e4m3_t f = xr_cpu_e4m3(dt);
+  uint8_t nan = dt == XR_DTYPE_F8E4M3FNUZ ? 0x80 : 0x7f, *out = st->h.out;
+  for (int64_t d = 0; d < n; d++) {
+    float v = xr_attn_output(&st->h, src[d] * mul);
+    out[index + d * stride] = v != v ? nan : xr_cpu_e4m3_encode(&f, v);
+  }
+}
+
 /* A query block of one sequence and key partition: queries i0 .. i0 + nq, keys plo .. phi. */
 typedef struct qblock {
   int64_t b, i0, nq, plo, phi, part;
@@ -357,7 +380,7 @@ CLONES static void run_heads(const cpu_state_t *st, scratch_t *w, const qblock_t
       }
       int64_t head = (kvh0 + hh) * G + r / nq, i = i0 + r % nq;
       int64_t qi = p[XR_AP_q_off] + b * p[XR_AP_q_sb] + (seq->qstart + i) * p[XR_AP_q_ss] + head * p[XR_AP_q_sh];
-      cvt_run(qr, st->h.base[XR_AT_Q], a->q_dtype, qi, D, p[XR_AP_q_sd], NULL);
+      cvt_run(qr, st->h.base[XR_AT_Q], a->q_dtype, qi, D, p[XR_AP_q_sd], st->lut_q);
       for (int64_t d = 0; d < D; d++) qr[d] *= scale;
     }
   for (int64_t j0 = lo; j0 < hi; j0 += BK) {
@@ -428,8 +451,7 @@ CLONES static void run_heads(const cpu_state_t *st, scratch_t *w, const qblock_t
                   p[XR_AP_to_sd], w->acc + row * Dvp, Dv, inv);
         continue;
       }
-      store_row(st->h.out, a->o_dtype,
-                p[XR_AP_o_off] + b * p[XR_AP_o_sb] + (seq->qstart + i) * p[XR_AP_o_ss] + head * p[XR_AP_o_sh],
+      store_out(st, p[XR_AP_o_off] + b * p[XR_AP_o_sb] + (seq->qstart + i) * p[XR_AP_o_ss] + head * p[XR_AP_o_sh],
                 p[XR_AP_o_sd], w->acc + row * Dvp, Dv, inv);
       if (p[XR_AP_lse_off] >= 0)
         ((float *)st->h.lse)[p[XR_AP_lse_off] + b * p[XR_AP_lse_sb] + head * p[XR_AP_lse_sh] +
@@ -506,8 +528,8 @@ static void combine_rows(void *ctx, size_t begin, size_t end) {
       for (int64_t d = 0; d < Dv; d++)
         acc[d] += wk * (float)xr_load_element(st->h.tmp_out, a->o_dtype, to + d * p[XR_AP_to_sd]);
     }
-    store_row(st->h.out, a->o_dtype, p[XR_AP_o_off] + b * p[XR_AP_o_sb] + head * p[XR_AP_o_sh], p[XR_AP_o_sd],
-              acc, Dv, gsum > 0 ? 1.0f / gsum : 0.0f);
+    store_out(st, p[XR_AP_o_off] + b * p[XR_AP_o_sb] + head * p[XR_AP_o_sh], p[XR_AP_o_sd], acc, Dv,
+              gsum > 0 ? 1.0f / gsum : 0.0f);
   }
   free(acc);
 }
@@ -517,6 +539,9 @@ static void begin_run(void *ctx) {
   const xr_attn_problem_t *a = st->a;
   const int64_t *p = a->p;
   xr_attn_zero_host_outputs(a, st->bound);
+  xr_attn_host_begin(a, &st->h);
+  if (xr_dtype_is_fp8(a->q_dtype))
+    for (int i = 0; i < 256; i++) st->lut_q[i] = xr_fp8_to_f32((uint8_t)i, a->q_dtype) * st->h.q_scale;
   float ks = p[XR_AP_k_scale_off] >= 0 ? ((const float *)st->h.base[XR_AT_K_SCALE])[p[XR_AP_k_scale_off]]
                                         : xr_attn_float(a, XR_AP_k_scale_bits);
   float vs = p[XR_AP_v_scale_off] >= 0 ? ((const float *)st->h.base[XR_AT_V_SCALE])[p[XR_AP_v_scale_off]]

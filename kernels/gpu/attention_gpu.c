@@ -43,6 +43,22 @@ static long long fp8_format(xr_dtype_t d) {
                                     : XR_ATTN_GPU_F8E4M3FN;
 }
 
+/* Element kinds of the run-time typed kernels' queries, outputs and float caches; -1: none. */
+static long long elem_of(xr_dtype_t d) {
+  if (xr_dtype_is_fp8(d)) return XR_ATTN_GPU_ELEM_FP8;
+  return is_float(d) ? (d == XR_DTYPE_F32 ? XR_ATTN_GPU_ELEM_F32 : d == XR_DTYPE_F16 ? XR_ATTN_GPU_ELEM_F16
+                                                                                    : XR_ATTN_GPU_ELEM_BF16)
+                     : -1;
+}
+
+/* Whether the typed kernels (xr_attention_<q>[_fp8]: queries and outputs of one float type, keys
+ * of that type or an fp8 cache) take the problem; otherwise the run-time typed ones of
+ * paged_attention.cu (xr_attention_any[_fp8]) do: fp8 queries, fp8 outputs with their scale. */
+static bool typed_kernels(const xr_attn_problem_t *a, bool fp8_cache) {
+  return is_float(a->q_dtype) && a->o_dtype == a->q_dtype && a->p[XR_AP_o_scale_off] < 0 &&
+         (a->kv_dtype == a->q_dtype || (fp8_cache && xr_dtype_is_fp8(a->kv_dtype)));
+}
+
 /* Mask and ALiBi element kinds the kernel reads; -1: none of them. */
 static long long elem_kind(xr_dtype_t d) {
   switch (d) {
@@ -76,7 +92,7 @@ typedef struct attn_gpu_state {
   xr_hal_executable_t *executable;
   xr_hal_kernel_t *main, *combine;
   xr_attn_gpu_params_t params;
-  xr_hal_kernel_arg_t args[18], cargs[9];
+  xr_hal_kernel_arg_t args[19], cargs[9];
   xr_hal_dispatch_t dispatch, combine_dispatch;
   xr_hal_buffer_t *zero[2];
   int zero_count;
@@ -97,11 +113,17 @@ static xr_status_t attn_gpu_supports_common(const xr_op_plan_t *plan, xr_hal_dev
   if (p[XR_AP_head_dim] > XR_ATTN_GPU_DMAX || p[XR_AP_head_dim_v] > XR_ATTN_GPU_DMAX)
     return xr_error(XR_UNIMPLEMENTED, "%s: %s: head size %lld / %lld above %d", impl, plan->op->name,
                     (long long)p[XR_AP_head_dim], (long long)p[XR_AP_head_dim_v], XR_ATTN_GPU_DMAX);
-  if (!is_float(a->q_dtype) || a->o_dtype != a->q_dtype ||
-      (a->kv_dtype != a->q_dtype && !(fp8_cache && xr_dtype_is_fp8(a->kv_dtype))))
-    return xr_error(XR_UNIMPLEMENTED, "%s: %s: %s queries and outputs over %s keys and values: the kernels take "
-                    "f32, f16 or bf16 queries over keys of the same type%s", impl, plan->op->name,
-                    xr_dtype_name(a->q_dtype), xr_dtype_name(a->kv_dtype), fp8_cache ? " or an fp8 cache" : "");
+  if (!typed_kernels(a, fp8_cache)) {
+    if (!fp8_cache)
+      return xr_error(XR_UNIMPLEMENTED, "%s: %s: %s queries, %s outputs over %s keys and values: the kernels take "
+                      "f32, f16 or bf16 queries and outputs over keys of the same type", impl, plan->op->name,
+                      xr_dtype_name(a->q_dtype), xr_dtype_name(a->o_dtype), xr_dtype_name(a->kv_dtype));
+    if (elem_of(a->q_dtype) < 0 || elem_of(a->o_dtype) < 0 || elem_of(a->kv_dtype) < 0 || p[XR_AP_part_size] > 0)
+      return xr_error(XR_UNIMPLEMENTED, "%s: %s: %s queries, %s outputs over %s keys and values%s: the kernels "
+                      "take f32, f16, bf16 or fp8 queries and outputs over float or fp8 keys, unpartitioned", impl,
+                      plan->op->name, xr_dtype_name(a->q_dtype), xr_dtype_name(a->o_dtype),
+                      xr_dtype_name(a->kv_dtype), p[XR_AP_part_size] > 0 ? " in partitions" : "");
+  }
   if (p[XR_AP_alibi_off] >= 0 && (elem_kind((xr_dtype_t)p[XR_AP_alibi_dtype]) < 0 ||
                                   elem_kind((xr_dtype_t)p[XR_AP_alibi_dtype]) == XR_ATTN_GPU_ELEM_BYTE))
     return xr_error(XR_UNIMPLEMENTED, "%s: %s: %s ALiBi slopes (the kernels read f32, f16, bf16)", impl,
@@ -142,6 +164,11 @@ static void attn_fill_params(const xr_attn_problem_t *a, xr_attn_gpu_params_t *q
   q->alibi_elem = p[XR_AP_alibi_off] >= 0 ? elem_kind((xr_dtype_t)p[XR_AP_alibi_dtype]) : 0;
   q->mask_elem = p[XR_AP_mask_kind] != XR_ATTN_MASK_NONE ? elem_kind((xr_dtype_t)p[XR_AP_mask_dtype]) : 0;
   q->fp8_format = fp8_format(a->kv_dtype);
+  q->q_elem = elem_of(a->q_dtype), q->q_fp8 = fp8_format(a->q_dtype);
+  q->o_elem = elem_of(a->o_dtype), q->o_fp8 = fp8_format(a->o_dtype);
+  q->kv_elem = xr_dtype_is_fp8(a->kv_dtype) ? 0 : elem_of(a->kv_dtype);
+  q->q_scale = xr_dtype_is_fp8(a->q_dtype) ? xr_attn_float(a, XR_AP_q_scale_bits) : 1.0f;
+  q->o_max = xr_attn_fp8_max(a->o_dtype);
   q->scale = xr_attn_float(a, XR_AP_scale_bits);
   q->softcap = xr_attn_float(a, XR_AP_softcap_bits);
   q->empty_lse = xr_attn_float(a, XR_AP_empty_lse_bits);
@@ -170,7 +197,9 @@ static xr_status_t attn_gpu_prepare_source(const xr_op_plan_t *plan, xr_hal_devi
   xr_status_t st = warp_width(source, device, &warp);
   if (st == XR_OK) st = xr_gpu_build(device, source, NULL, &s->executable);
   char name[64];
-  snprintf(name, sizeof name, "xr_attention_%s%s", suffix(a->q_dtype), xr_dtype_is_fp8(a->kv_dtype) ? "_fp8" : "");
+  bool typed = typed_kernels(a, xr_dtype_is_fp8(a->kv_dtype));
+  snprintf(name, sizeof name, "xr_attention_%s%s", typed ? suffix(a->q_dtype) : "any",
+           xr_dtype_is_fp8(a->kv_dtype) ? "_fp8" : "");
   if (st == XR_OK) st = xr_hal_kernel_lookup(s->executable, name, &s->main);
   if (st == XR_OK && s->partitioned) {
     snprintf(name, sizeof name, "xr_attention_combine_%s", suffix(a->q_dtype));
@@ -189,7 +218,9 @@ static xr_status_t attn_gpu_prepare_source(const xr_op_plan_t *plan, xr_hal_devi
                                 XR_AT_ALIBI,   XR_AT_MASK,    XR_AT_K_SCALE,  XR_AT_V_SCALE,    XR_AT_EXP_SUMS,
                                 XR_AT_MAX_LOGITS, XR_AT_TMP_OUT};
   for (int i = 0; i < 17; i++) s->args[i] = xr_hal_arg_buffer(buf[order[i]]);
-  s->args[17] = xr_hal_arg_bytes(&s->params, sizeof s->params);
+  int n_args = 17;
+  if (!typed) s->args[n_args++] = xr_hal_arg_buffer(buf[XR_AT_O_SCALE]); /* the run-time typed kernels' */
+  s->args[n_args++] = xr_hal_arg_bytes(&s->params, sizeof s->params);
   /* One warp per row; up to MAX_THREADS / warp rows share a block's key and value tiles. */
   int64_t rows_per_block = XR_ATTN_GPU_MAX_THREADS / warp;
   if (rows < rows_per_block) rows_per_block = rows;
@@ -200,7 +231,7 @@ static xr_status_t attn_gpu_prepare_source(const xr_op_plan_t *plan, xr_hal_devi
       .shared_memory_bytes =
           (uint32_t)(sizeof(float) * XR_ATTN_GPU_BK * (size_t)(p[XR_AP_head_dim] + p[XR_AP_head_dim_v])),
       .args = s->args,
-      .arg_count = 18};
+      .arg_count = (size_t)n_args};
   static const int combine_order[8] = {XR_AT_CU_Q,     XR_AT_CU_K,       XR_AT_LENS,   XR_AT_INDPTR,
                                        XR_AT_OUT,      XR_AT_EXP_SUMS,   XR_AT_MAX_LOGITS, XR_AT_TMP_OUT};
   for (int i = 0; i < 8; i++) s->cargs[i] = xr_hal_arg_buffer(buf[combine_order[i]]);

@@ -97,21 +97,84 @@ static __device__ __forceinline__ float xr_attn_warp_max(float value) {
   return value;
 }
 
-// Keys and values of storage IO, or (FP8) bytes of an 8-bit float format decoded through a
-// 256-entry table the block fills once (one kernel serves the four formats).
-template <class IO, bool FP8>
-static __device__ __forceinline__ float xr_attn_load_kv(const void *base, long long i, const float *fp8_table) {
+// The storage of the run-time typed kernels (xr_attention_any*, ANY): bytes whose element kind
+// and format the parameters give (p.q_elem, p.o_elem, p.kv_elem). Its load and store are never
+// called: those kernels go through xr_attn_load_elem_kind / xr_attn_store_elem_kind.
+struct xr_io_any {
+  typedef unsigned char storage;
+  static __device__ __forceinline__ float load(const unsigned char *, long long) { return 0.0f; }
+  static __device__ __forceinline__ void store(unsigned char *, long long, float) {}
+};
+
+// Element i of an array of kind `elem` (XR_ATTN_GPU_ELEM_F32/F16/BF16/FP8, fp8 in format `fp8`).
+static __device__ __forceinline__ float xr_attn_load_elem_kind(const void *base, long long elem, long long fp8,
+                                                               long long i) {
+  if (elem == XR_ATTN_GPU_ELEM_FP8) {
+    const unsigned char *b = (const unsigned char *)base;
+    return fp8 == XR_ATTN_GPU_F8E4M3FN     ? xr_io_f8e4m3fn::load(b, i)
+           : fp8 == XR_ATTN_GPU_F8E5M2     ? xr_io_f8e5m2::load(b, i)
+           : fp8 == XR_ATTN_GPU_F8E4M3FNUZ ? xr_io_f8e4m3fnuz::load(b, i)
+                                           : xr_io_f8e5m2fnuz::load(b, i);
+  }
+  return xr_attn_load_elem(base, elem, i);
+}
+
+static __device__ __forceinline__ void xr_attn_store_elem_kind(void *base, long long elem, long long fp8, long long i,
+                                                               float v) {
+  if (elem == XR_ATTN_GPU_ELEM_F32) {
+    xr_io_f32::store((float *)base, i, v);
+  } else if (elem == XR_ATTN_GPU_ELEM_F16) {
+    xr_io_f16::store((unsigned short *)base, i, v);
+  } else if (elem == XR_ATTN_GPU_ELEM_BF16) {
+    xr_io_bf16::store((unsigned short *)base, i, v);
+  } else {
+    unsigned char *b = (unsigned char *)base;
+    if (fp8 == XR_ATTN_GPU_F8E4M3FN) xr_io_f8e4m3fn::store(b, i, v);
+    else if (fp8 == XR_ATTN_GPU_F8E5M2) xr_io_f8e5m2::store(b, i, v);
+    else if (fp8 == XR_ATTN_GPU_F8E4M3FNUZ) xr_io_f8e4m3fnuz::store(b, i, v);
+    else xr_io_f8e5m2fnuz::store(b, i, v);
+  }
+}
+
+// A query element: of storage QIO, or (ANY) of p.q_elem, an fp8 query dequantised by q_scale.
+template <class QIO, bool ANY>
+static __device__ __forceinline__ float xr_attn_load_q(const typename QIO::storage *q, long long i,
+                                                       const xr_attn_gpu_params_t &p) {
+  if (ANY) return xr_attn_load_elem_kind(q, p.q_elem, p.q_fp8, i) * p.q_scale;
+  return QIO::load(q, i);
+}
+
+// An out / tmp_out element; `o_inv` (ANY with an output scale): 1 / output_scale, then the
+// value is clamped to the fp8 output's range, as vLLM's fp8 epilogue does.
+template <class QIO, bool ANY>
+static __device__ __forceinline__ void xr_attn_store_o(typename QIO::storage *o, long long i, float v,
+                                                       const xr_attn_gpu_params_t &p, bool scaled, float o_inv) {
+  if (!ANY) {
+    QIO::store(o, i, v);
+    return;
+  }
+  if (scaled) v = fmaxf(-p.o_max, fminf(v * o_inv, p.o_max));
+  xr_attn_store_elem_kind(o, p.o_elem, p.o_fp8, i, v);
+}
+
+// Keys and values of storage IO (ANY: of kind p.kv_elem), or (FP8) bytes of an 8-bit float
+// format decoded through a 256-entry table the block fills once (one kernel serves the four
+// formats).
+template <class IO, bool FP8, bool ANY = false>
+static __device__ __forceinline__ float xr_attn_load_kv(const void *base, long long i, const float *fp8_table,
+                                                        const xr_attn_gpu_params_t &p) {
   if (FP8) return fp8_table[((const unsigned char *)base)[i]];
+  if (ANY) return xr_attn_load_elem_kind(base, p.kv_elem, 0, i);
   return IO::load((const typename IO::storage *)base, i);
 }
 
-template <class QIO, bool FP8>
+template <class QIO, bool FP8, bool ANY = false>
 static __device__ void xr_attention(const typename QIO::storage *q, const void *k, const void *v,
                                     typename QIO::storage *out, float *lse, const void *cu_q, const void *cu_k,
                                     const void *lens, const void *table, const void *indptr, const void *alibi,
                                     const void *mask, const float *k_scale, const float *v_scale, float *exp_sums,
                                     float *max_logits, typename QIO::storage *tmp_out,
-                                    const xr_attn_gpu_params_t &p) {
+                                    const xr_attn_gpu_params_t &p, const float *o_scale = nullptr) {
   const int BK = XR_ATTN_GPU_BK, PER_LANE = XR_ATTN_GPU_PER_LANE;
   extern __shared__ float xr_attn_tiles[];  // BK x D keys, then BK x Dv values
   __shared__ long long token_k[XR_ATTN_GPU_BK], token_v[XR_ATTN_GPU_BK];
@@ -171,7 +234,7 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
 #pragma unroll
       for (int r = 0; r < PER_LANE; r++) {
         const int d = lane + r * warpSize;
-        if (d < D) qv[r] = QIO::load(q, qi + d * p.q_sd) * p.scale;
+        if (d < D) qv[r] = xr_attn_load_q<QIO, ANY>(q, qi + d * p.q_sd, p) * p.scale;
       }
       xr_attn_key_range(p, s, i, &lo, &hi);
       lo = xr_attn_max(lo, plo);
@@ -191,11 +254,11 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
       for (int e = threadIdx.x; e < n * D; e += blockDim.x) {
         const int j = e / D, d = e % D;
         const long long index = token_k[j] + (long long)(d / kx) * p.k_sdx + (long long)(d % kx) * p.k_sd;
-        ktile[e] = xr_attn_load_kv<QIO, FP8>(k, index, fp8_table) * ks;
+        ktile[e] = xr_attn_load_kv<QIO, FP8, ANY>(k, index, fp8_table, p) * ks;
       }
       for (int e = threadIdx.x; e < n * Dv; e += blockDim.x) {
         const int j = e / Dv, d = e % Dv;
-        vtile[e] = xr_attn_load_kv<QIO, FP8>(v, token_v[j] + d * p.v_sd, fp8_table) * vs;
+        vtile[e] = xr_attn_load_kv<QIO, FP8, ANY>(v, token_v[j] + d * p.v_sd, fp8_table, p) * vs;
       }
       __syncthreads();
       if (valid) {
@@ -253,15 +316,17 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
 #pragma unroll
       for (int r = 0; r < PER_LANE; r++) {
         const int d = lane + r * warpSize;
-        if (d < Dv) QIO::store(tmp_out, to + d * p.to_sd, acc[r] * inv);
+        if (d < Dv) xr_attn_store_o<QIO, ANY>(tmp_out, to + d * p.to_sd, acc[r] * inv, p, false, 1.0f);
       }
       continue;
     }
     const long long oi = p.o_off + b * p.o_sb + (s.qstart + i) * p.o_ss + head * p.o_sh;
+    const bool scaled = ANY && p.o_scale_off >= 0;
+    const float o_inv = scaled ? 1.0f / o_scale[p.o_scale_off] : 1.0f;
 #pragma unroll
     for (int r = 0; r < PER_LANE; r++) {
       const int d = lane + r * warpSize;
-      if (d < Dv) QIO::store(out, oi + d * p.o_sd, acc[r] * inv);
+      if (d < Dv) xr_attn_store_o<QIO, ANY>(out, oi + d * p.o_sd, acc[r] * inv, p, scaled, o_inv);
     }
     if (p.lse_off >= 0 && lane == 0)
       lse[p.lse_off + b * p.lse_sb + head * p.lse_sh + (s.qstart + i) * p.lse_ss] =
@@ -292,6 +357,19 @@ static __device__ void xr_attention_combine(const void *cu_q, const void *cu_k, 
     QIO::store(out, p.o_off + b * p.o_sb + head * p.o_sh + d * p.o_sd, gsum > 0.0f ? acc / gsum : 0.0f);
   }
 }
+
+// The run-time typed entries (xr_attention_any, xr_attention_any_fp8): queries, outputs and a
+// float cache of any kind the parameters give (fp8 queries and outputs among them), with an
+// output scale tensor; FP8: the cache holds 8-bit floats (p.fp8_format).
+#define XR_ATTENTION_ANY_KERNEL(suffix, FP8)                                                                  \
+  extern "C" __global__ void __launch_bounds__(XR_ATTN_GPU_MAX_THREADS) xr_attention_##suffix(                \
+      const unsigned char *q, const void *k, const void *v, unsigned char *out, float *lse, const void *cu_q,   \
+      const void *cu_k, const void *lens, const void *table, const void *indptr, const void *alibi,           \
+      const void *mask, const float *k_scale, const float *v_scale, float *exp_sums, float *max_logits,       \
+      unsigned char *tmp_out, const float *o_scale, xr_attn_gpu_params_t p) {                                 \
+    xr_attention<xr_io_any, FP8, true>(q, k, v, out, lse, cu_q, cu_k, lens, table, indptr, alibi, mask,        \
+                                       k_scale, v_scale, exp_sums, max_logits, tmp_out, p, o_scale);          \
+  }
 
 // The extern "C" entry for queries of storage QIO: xr_attention_<suffix>; FP8: the cache holds
 // 8-bit floats (p.fp8_format), else the queries' type.

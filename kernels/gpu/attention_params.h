@@ -17,7 +17,8 @@
   X(paged) X(table_off) X(table_64) X(table_sb) X(table_sp) X(page_size) X(indptr_off)          \
   X(indptr_64) X(causal) X(bottom_right) X(window_left) X(window_right)                         \
   X(alibi_off) X(alibi_sb) X(alibi_sh) X(mask_kind) X(mask_off) X(mask_sb) X(mask_sh)           \
-  X(mask_sq) X(mask_sk) X(kv_fp8) X(k_scale_off) X(v_scale_off) X(part_size) X(part_count)      \
+  X(mask_sq) X(mask_sk) X(kv_fp8) X(k_scale_off) X(v_scale_off) X(o_scale_off) X(part_size)     \
+  X(part_count)                                                                                  \
   X(es_off) X(es_sb) X(es_sh) X(es_sp) X(ml_off) X(ml_sb) X(ml_sh) X(ml_sp)                     \
   X(to_off) X(to_sb) X(to_sh) X(to_sp) X(to_sd)
 
@@ -26,6 +27,9 @@
 #define XR_ATTN_GPU_ELEM_F16 1
 #define XR_ATTN_GPU_ELEM_BF16 2
 #define XR_ATTN_GPU_ELEM_BYTE 3 /* bool / uint8 */
+/* ... and of the queries, outputs and a float cache of the run-time typed kernels
+ * (xr_attention_any*): f32, f16, bf16 or an 8-bit float in a format below. */
+#define XR_ATTN_GPU_ELEM_FP8 4
 
 /* fp8 cache formats (kernels/dtype.h): OCP e4m3fn / e5m2, AMD's fnuz variants. */
 #define XR_ATTN_GPU_F8E4M3FN 0
@@ -39,9 +43,13 @@ typedef struct xr_attn_gpu_params {
 #undef XR_ATTN_GPU_FIELD
   long long alibi_elem, mask_elem; /* XR_ATTN_GPU_ELEM_* */
   long long fp8_format;            /* XR_ATTN_GPU_F8* when kv_fp8 */
+  /* xr_attention_any*: element kinds (XR_ATTN_GPU_ELEM_F32/F16/BF16/FP8) and fp8 formats of the
+   * queries, the outputs (out, tmp_out) and a float cache */
+  long long q_elem, q_fp8, o_elem, o_fp8, kv_elem;
   float scale, softcap, empty_lse; /* softcap 0: none; empty_lse: a row that sees no key */
   float k_scale, v_scale;          /* fp8 dequantisation when no scale tensor is bound */
-  int reserved;
+  float q_scale;                   /* fp8 queries: value * q_scale (xr_attention_any*) */
+  float o_max;                     /* with an output scale (o_scale_off >= 0): the clamp */
 } xr_attn_gpu_params_t;
 
 /* The xr_cache_problem_t fields the cache kernel reads. */

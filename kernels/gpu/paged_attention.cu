@@ -5,7 +5,9 @@
 // (kv_cache_dtype "auto") or one of the four fp8 formats (decoded through a 256-entry table),
 // dequantised with k_scale / v_scale.
 // v2 writes each 512-token partition's max_logits, exp_sums and tmp_out, then
-// xr_attention_combine_* reduces them into out.
+// xr_attention_combine_* reduces them into out. xr_attention_any / xr_attention_any_fp8 serve
+// vLLM's unified attention with fp8 queries (dequantised by q_scale) or fp8 outputs (scaled by
+// 1 / output_scale and clamped).
 #include "hip_compat.h"
 #include "dtype_io.h"
 #include "attention_params.h"
@@ -26,3 +28,8 @@
 XR_PAGED_KERNELS(f32, xr_io_f32)
 XR_PAGED_KERNELS(f16, xr_io_f16)
 XR_PAGED_KERNELS(bf16, xr_io_bf16)
+
+// vLLM's unified attention with fp8 queries or fp8 outputs (kernels/gpu/attention_gpu.c picks
+// these when the kernels above do not fit): element kinds read at run time.
+XR_ATTENTION_ANY_KERNEL(any, false)
+XR_ATTENTION_ANY_KERNEL(any_fp8, true)

@@ -7,9 +7,13 @@
 // running max, running sum and fp32 accumulators (online softmax): only BK scores per row exist
 // at any time, never the score matrix. Grid: (row blocks, sequences x kv heads, partitions).
 //
-// Element formats are parameters (q_kind, kv_kind: 0 f32, 1 f16, 2 bf16, 3 fp8), so one build
-// serves every op. Build options: DT_* (xreplay dtype codes for masks and slopes), WG, BK,
-// DMAX (largest head size).
+// Element formats are parameters (q_kind, kv_kind, o_kind: 0 f32, 1 f16, 2 bf16, 3 fp8; an fp8
+// cache's layout in fp8_*, fp8 queries' and outputs' in q_dtype / o_dtype), so one build serves
+// every op. fp8 queries are dequantised with q_scale; with an output scale (o_scale_off >= 0) an
+// output is o / output_scale, clamped to its fp8 range. Build options: DT_* (xreplay dtype codes
+// for masks and slopes), WG, BK, DMAX (largest head size).
+
+#include "dtype_codes.h"
 
 #define P(name) prm[AP_##name]
 
@@ -58,6 +62,42 @@ inline float fp8_to_float(uchar v, long mbits, long bias, long fnuz, long has_in
   return sign ? -f : f;
 }
 
+/* The layout of an fp8 dtype code: mantissa bits, bias, fnuz, has inf; and its largest value. */
+inline void fp8_layout(long dt, long *mbits, long *bias, long *fnuz, long *inf) {
+  const bool e5m2 = dt == XR_F8E5M2 || dt == XR_F8E5M2FNUZ;
+  *fnuz = dt == XR_F8E4M3FNUZ || dt == XR_F8E5M2FNUZ;
+  *mbits = e5m2 ? 2 : 3;
+  *bias = e5m2 ? (*fnuz ? 16 : 15) : (*fnuz ? 8 : 7);
+  *inf = dt == XR_F8E5M2;
+}
+
+inline float fp8_max_of(long dt) {
+  return (dt == XR_F8E5M2 || dt == XR_F8E5M2FNUZ) ? 57344.0f : dt == XR_F8E4M3FNUZ ? 240.0f : 448.0f;
+}
+
+/* The nearest value of the format (ties to the even code), saturating at max: as xr_f32_to_fp8. */
+inline uchar fp8_from_float(float v, long mbits, long bias, long fnuz, long has_inf, float max) {
+  if (isnan(v)) return fnuz ? 0x80 : 0x7f;
+  uchar code = 0, sign = signbit(v) ? 0x80 : 0;
+  float a = fmin(fabs(v), max), best_err = INFINITY;
+  for (int c = 0; c < 128; c++) {
+    float m = fp8_to_float((uchar)c, mbits, bias, fnuz, has_inf);
+    if (isnan(m) || isinf(m) || m > max) continue;
+    float err = fabs(m - a);
+    if (err < best_err || (err == best_err && (c & 1) == 0)) code = (uchar)c, best_err = err;
+  }
+  if (code == 0 && fnuz) sign = 0;
+  return code | sign;
+}
+
+/* A query element: typed, or an fp8 query decoded (its format from q_dtype) times q_scale. */
+inline float load_q(const __global long *prm, const __global uchar *base, long i) {
+  if (P(q_kind) != 3) return load_typed(base, (int)P(q_kind), i);
+  long mbits, bias, fnuz, inf;
+  fp8_layout(P(q_dtype), &mbits, &bias, &fnuz, &inf);
+  return fp8_to_float(base[i], mbits, bias, fnuz, inf) * as_float((uint)P(q_scale_bits));
+}
+
 inline float load_kv(const __global long *prm, const __global uchar *base, long i, float scale) {
   if (P(kv_kind) == 3) return fp8_to_float(base[i], P(fp8_mbits), P(fp8_bias), P(fp8_fnuz), P(fp8_inf)) * scale;
   return load_typed(base, (int)P(kv_kind), i);
@@ -67,6 +107,23 @@ inline void store_typed(__global uchar *base, long kind, long i, float v) {
   if (kind == 0) ((__global float *)base)[i] = v;
   else if (kind == 1) vstore_half_rte(v, i, (__global half *)base);
   else ((__global ushort *)base)[i] = float_to_bf16(v);
+}
+
+/* An output element (out or tmp_out: o_kind; fp8 in o_dtype's format). `inv`: 1 / the output
+ * scale when there is one (then the value is clamped to the format's range first). */
+inline void store_out(const __global long *prm, __global uchar *base, long i, float v, float inv) {
+  if (P(o_scale_off) >= 0) {
+    const float max = fp8_max_of(P(o_dtype));
+    v *= inv;
+    v = v > max ? max : v < -max ? -max : v;
+  }
+  if (P(o_kind) != 3) {
+    store_typed(base, P(o_kind), i, v);
+    return;
+  }
+  long mbits, bias, fnuz, inf;
+  fp8_layout(P(o_dtype), &mbits, &bias, &fnuz, &inf);
+  base[i] = fp8_from_float(v, mbits, bias, fnuz, inf, fp8_max_of(P(o_dtype)));
 }
 
 typedef struct seq {
@@ -128,7 +185,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_attention(
     __global const uchar *lens, __global const uchar *table, __global const uchar *indptr,
     __global const uchar *alibi, __global const uchar *mask, __global const float *k_scale,
     __global const float *v_scale, __global float *exp_sums, __global float *max_logits,
-    __global uchar *tmp_out, __local float *ktile, __local float *vtile) {
+    __global uchar *tmp_out, __global const float *o_scale, __local float *ktile, __local float *vtile) {
   __local long tk[BK], tv[BK];
   const long G = P(group), D = P(head_dim), Dv = P(head_dim_v);
   const long b = get_group_id(1) / P(kv_heads), kvh = get_group_id(1) % P(kv_heads);
@@ -164,7 +221,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_attention(
   long lo = 0, hi = 0;
   if (valid) {
     long qi = P(q_off) + b * P(q_sb) + (s.qstart + i) * P(q_ss) + head * P(q_sh);
-    for (long d = 0; d < D; d++) qv[d] = load_typed(q, (int)P(q_kind), qi + d * P(q_sd)) * scale;
+    for (long d = 0; d < D; d++) qv[d] = load_q(prm, q, qi + d * P(q_sd)) * scale;
     for (long d = 0; d < Dv; d++) acc[d] = 0.0f;
     key_range(prm, &s, i, &lo, &hi);
     lo = max(lo, plo);
@@ -232,11 +289,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_attention(
     max_logits[P(ml_off) + b * P(ml_sb) + head * P(ml_sh) + part * P(ml_sp)] = m;
     exp_sums[P(es_off) + b * P(es_sb) + head * P(es_sh) + part * P(es_sp)] = l;
     long to = P(to_off) + b * P(to_sb) + head * P(to_sh) + part * P(to_sp);
-    for (long d = 0; d < Dv; d++) store_typed(tmp_out, P(q_kind), to + d * P(to_sd), acc[d] * inv);
+    for (long d = 0; d < Dv; d++) store_typed(tmp_out, P(o_kind), to + d * P(to_sd), acc[d] * inv);
     return;
   }
   long oi = P(o_off) + b * P(o_sb) + (s.qstart + i) * P(o_ss) + head * P(o_sh);
-  for (long d = 0; d < Dv; d++) store_typed(out, P(q_kind), oi + d * P(o_sd), acc[d] * inv);
+  const float o_inv = P(o_scale_off) >= 0 ? 1.0f / o_scale[P(o_scale_off)] : 1.0f;
+  for (long d = 0; d < Dv; d++) store_out(prm, out, oi + d * P(o_sd), acc[d] * inv, o_inv);
   if (P(lse_off) >= 0)
     lse[P(lse_off) + b * P(lse_sb) + head * P(lse_sh) + (s.qstart + i) * P(lse_ss)] =
         l > 0.0f ? m + log(l) : param_float(P(empty_lse_bits));
@@ -258,9 +316,9 @@ __kernel void xr_attention_combine(__global const long *prm, __global const ucha
   for (long p = 0; p < parts; p++) {
     float w = parts == 1 ? 1.0f : es[p * P(es_sp)] * exp(ml[p * P(ml_sp)] - gmax);
     gsum += w;
-    acc += w * load_typed(tmp_out, (int)P(q_kind), P(to_off) + b * P(to_sb) + head * P(to_sh) + p * P(to_sp) + d * P(to_sd));
+    acc += w * load_typed(tmp_out, (int)P(o_kind), P(to_off) + b * P(to_sb) + head * P(to_sh) + p * P(to_sp) + d * P(to_sd));
   }
-  store_typed(out, P(q_kind), P(o_off) + b * P(o_sb) + head * P(o_sh) + d * P(o_sd), gsum > 0.0f ? acc / gsum : 0.0f);
+  store_typed(out, P(o_kind), P(o_off) + b * P(o_sb) + head * P(o_sh) + d * P(o_sd), gsum > 0.0f ? acc / gsum : 0.0f);
 }
 
 // reshape_and_cache(_flash): token t's key/value for every (head, dim) into the cache slot
@@ -273,24 +331,7 @@ inline void store_cache(const __global long *prm, __global uchar *base, long i, 
     store_typed(base, C(cache_kind), i, v);
     return;
   }
-  /* Nearest fp8 value (ties to the even code), saturating: as xr_f32_to_fp8. */
-  uchar code = 0;
-  if (isnan(v)) {
-    code = C(fp8_fnuz) ? 0x80 : 0x7f;
-  } else {
-    const float max = as_float((uint)C(fp8_max_bits));
-    uchar sign = signbit(v) ? 0x80 : 0;
-    float a = fmin(fabs(v), max), best_err = INFINITY;
-    for (int c = 0; c < 128; c++) {
-      float m = fp8_to_float((uchar)c, C(fp8_mbits), C(fp8_bias), C(fp8_fnuz), C(fp8_inf));
-      if (isnan(m) || isinf(m) || m > max) continue;
-      float err = fabs(m - a);
-      if (err < best_err || (err == best_err && (c & 1) == 0)) code = (uchar)c, best_err = err;
-    }
-    if (code == 0 && C(fp8_fnuz)) sign = 0;
-    code |= sign;
-  }
-  base[i] = code;
+  base[i] = fp8_from_float(v, C(fp8_mbits), C(fp8_bias), C(fp8_fnuz), C(fp8_inf), as_float((uint)C(fp8_max_bits)));
 }
 
 __kernel void xr_reshape_and_cache(__global const long *prm, __global const uchar *key, __global const uchar *value,

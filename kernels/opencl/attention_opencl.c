@@ -80,7 +80,7 @@ typedef struct ocl_state {
   xr_hal_kernel_t *main, *combine;
   xr_hal_buffer_t *params, *dummy;
   xr_hal_buffer_t *zero[2];
-  xr_hal_kernel_arg_t args[20], cargs[9];
+  xr_hal_kernel_arg_t args[21], cargs[9];
   xr_hal_dispatch_t d, cd;
   bool run, partitioned;
 } ocl_state_t;
@@ -101,9 +101,9 @@ static xr_status_t ocl_supports(const xr_op_plan_t *plan, xr_hal_device_t *devic
   if (p[XR_AP_head_dim] > DMAX || p[XR_AP_head_dim_v] > DMAX)
     return xr_error(XR_UNIMPLEMENTED, "opencl.flash_attention: head size %lld above %d",
                     (long long)(p[XR_AP_head_dim] > p[XR_AP_head_dim_v] ? p[XR_AP_head_dim] : p[XR_AP_head_dim_v]), DMAX);
-  if (kind_of(a->q_dtype) < 0 || kind_of(a->q_dtype) == 3 || kind_of(a->kv_dtype) < 0)
-    return xr_error(XR_UNIMPLEMENTED, "opencl.flash_attention: %s queries over a %s cache", xr_dtype_name(a->q_dtype),
-                    xr_dtype_name(a->kv_dtype));
+  if (kind_of(a->q_dtype) < 0 || kind_of(a->kv_dtype) < 0 || kind_of(a->o_dtype) < 0)
+    return xr_error(XR_UNIMPLEMENTED, "opencl.flash_attention: %s queries over a %s cache into %s outputs",
+                    xr_dtype_name(a->q_dtype), xr_dtype_name(a->kv_dtype), xr_dtype_name(a->o_dtype));
   return xr_attn_supported(plan);
 }
 
@@ -118,6 +118,8 @@ static xr_status_t ocl_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   memcpy(prm, a->p, sizeof prm);
   prm[XR_AP_q_kind] = kind_of(a->q_dtype);
   prm[XR_AP_kv_kind] = kind_of(a->kv_dtype);
+  prm[XR_AP_o_kind] = kind_of(a->o_dtype);
+  prm[XR_AP_q_dtype] = a->q_dtype, prm[XR_AP_o_dtype] = a->o_dtype;
   float max;
   fp8_format(a->kv_dtype, &prm[XR_AP_fp8_mbits], &prm[XR_AP_fp8_bias], &prm[XR_AP_fp8_fnuz], &prm[XR_AP_fp8_inf], &max);
   xr_status_t st = build(device, &s->exe);
@@ -134,11 +136,12 @@ static xr_status_t ocl_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   for (int r = 0; r < XR_AT_COUNT; r++) buf[r] = a->t[r] >= 0 ? tensors[a->t[r]].buffer : s->dummy;
   static const int order[] = {XR_AT_Q,      XR_AT_K,     XR_AT_V,     XR_AT_OUT,       XR_AT_LSE,       XR_AT_CU_Q,
                               XR_AT_CU_K,   XR_AT_LENS,  XR_AT_TABLE, XR_AT_INDPTR,    XR_AT_ALIBI,     XR_AT_MASK,
-                              XR_AT_K_SCALE, XR_AT_V_SCALE, XR_AT_EXP_SUMS, XR_AT_MAX_LOGITS, XR_AT_TMP_OUT};
+                              XR_AT_K_SCALE, XR_AT_V_SCALE, XR_AT_EXP_SUMS, XR_AT_MAX_LOGITS, XR_AT_TMP_OUT,
+                              XR_AT_O_SCALE};
   s->args[0] = xr_hal_arg_buffer(s->params);
-  for (int i = 0; i < 17; i++) s->args[1 + i] = xr_hal_arg_buffer(buf[order[i]]);
-  s->args[18] = xr_hal_arg_local(sizeof(float) * BK * (size_t)p[XR_AP_head_dim]);
-  s->args[19] = xr_hal_arg_local(sizeof(float) * BK * (size_t)p[XR_AP_head_dim_v]);
+  for (int i = 0; i < 18; i++) s->args[1 + i] = xr_hal_arg_buffer(buf[order[i]]);
+  s->args[19] = xr_hal_arg_local(sizeof(float) * BK * (size_t)p[XR_AP_head_dim]);
+  s->args[20] = xr_hal_arg_local(sizeof(float) * BK * (size_t)p[XR_AP_head_dim_v]);
   int64_t rows = p[XR_AP_max_q] > p[XR_AP_lse_rows] ? p[XR_AP_max_q] : p[XR_AP_lse_rows];
   int64_t blocks = (rows * p[XR_AP_group] + WG - 1) / WG;
   int64_t parts = p[XR_AP_part_size] > 0 ? p[XR_AP_part_count] : 1;
@@ -146,7 +149,7 @@ static xr_status_t ocl_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   s->d = (xr_hal_dispatch_t){.grid = {(uint32_t)blocks, (uint32_t)(p[XR_AP_batch] * p[XR_AP_kv_heads]), (uint32_t)parts},
                              .block = {WG, 1, 1},
                              .args = s->args,
-                             .arg_count = 20};
+                             .arg_count = 21};
   s->partitioned = p[XR_AP_part_size] > 0;
   xr_hal_kernel_arg_t *c = s->cargs;
   c[0] = xr_hal_arg_buffer(s->params), c[1] = xr_hal_arg_buffer(buf[XR_AT_CU_Q]);

@@ -277,6 +277,72 @@ Test(extract, vllm_paged_attention_gets_iteration_hints_and_string_defaults) {
   free(text);
 }
 
+/* reshape_and_cache_flash with the kv_cache_dtype string dropped: the cache tensors' dtype
+ * decides it (uint8 or fp8: "fp8", e5m2: "fp8_e5m2", the model's dtype: the usual "auto"), with
+ * the defaulted warning naming the choice and the tensor. */
+static const xr_op_t *extract_cache_op(const char *name, const char *cache_type, xr_bundle_t **b,
+                                       xr_extract_summary_t *s) {
+  char args[1024];
+  snprintf(args, sizeof args,
+           "{\"Input Dims\": [[3, 8, 128], [3, 8, 128], [100, 16, 8, 128], [100, 16, 8, 128], [3],"
+           " [], [], []],"
+           " \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\", \"%s\", \"%s\", \"long int\","
+           " \"\", \"float\", \"float\"],"
+           " \"Concrete Inputs\": [\"\", \"\", \"\", \"\", \"\", \"\", \"\", \"\"]}",
+           cache_type, cache_type);
+  char *text = one_op_trace(name, args, "");
+  cr_assert_eq(extract_string(text, NULL, b, s), XR_OK, "%s", xr_last_error());
+  free(text);
+  cr_assert_eq((*b)->op_count, 1);
+  return &(*b)->ops[0];
+}
+
+Test(extract, kv_cache_dtype_follows_the_cache_tensor_when_not_recorded) {
+  static const struct {
+    const char *type, *expect, *warning;
+  } cases[] = {
+      {"unsigned char", "fp8", "using 'fp8' (key_cache is unsigned char)"},
+      {"c10::Float8_e4m3fn", "fp8", "using 'fp8' (key_cache is c10::Float8_e4m3fn)"},
+      {"c10::Float8_e5m2", "fp8_e5m2", "using 'fp8_e5m2' (key_cache is c10::Float8_e5m2)"},
+      {"c10::BFloat16", "auto", "using 'auto'"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    xr_bundle_t *b;
+    xr_extract_summary_t s;
+    const xr_op_t *op = extract_cache_op("_C_cache_ops::reshape_and_cache_flash", cases[i].type, &b, &s);
+    const xr_arg_t *kv = xr_op_find_arg(op, "kv_cache_dtype");
+    cr_assert_not_null(kv);
+    cr_assert_eq(kv->value.kind, XR_VALUE_STRING);
+    cr_assert_str_eq(kv->value.as.s, cases[i].expect, "%s cache", cases[i].type);
+    cr_assert(kv->defaulted);
+    cr_assert_geq(s.defaulted_args, 1);
+    cr_assert(summary_has_warning(&s, cases[i].warning), "%s: no warning \"%s\"", cases[i].type,
+              cases[i].warning);
+    cr_assert(summary_has_warning(&s, "kv_cache_dtype"));
+    round_trip_both_codecs(b);
+    xr_bundle_destroy(b);
+    xr_extract_summary_free(&s);
+  }
+}
+
+/* A recorded kv_cache_dtype is kept whatever the cache holds. */
+Test(extract, a_recorded_kv_cache_dtype_is_kept) {
+  const char *args =
+      "{\"Input Dims\": [[3, 8, 128], [3, 8, 128], [100, 16, 8, 128], [100, 16, 8, 128], [3], [], [],"
+      " []],"
+      " \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\", \"unsigned char\", \"unsigned char\","
+      " \"long int\", \"\", \"float\", \"float\"],"
+      " \"Concrete Inputs\": [\"\", \"\", \"\", \"\", \"\", \"fp8_e4m3\", \"\", \"\"]}";
+  char *text = one_op_trace("_C_cache_ops::reshape_and_cache", args, "");
+  xr_bundle_t *b;
+  cr_assert_eq(extract_string(text, NULL, &b, NULL), XR_OK, "%s", xr_last_error());
+  const xr_arg_t *kv = xr_op_find_arg(&b->ops[0], "kv_cache_dtype");
+  cr_assert_str_eq(kv->value.as.s, "fp8_e4m3");
+  cr_assert_not(kv->defaulted);
+  xr_bundle_destroy(b);
+  free(text);
+}
+
 Test(extract, aliases_map_to_registry_names) {
   const char *args =
       "{\"Input Dims\": [[64, 8], [], [], [600], [40], [1]],"

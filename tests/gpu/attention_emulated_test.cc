@@ -233,6 +233,112 @@ Test(attention_emulated, paged_fp8_partitions_and_v1) {
   expect_matches("paged v1 fp8 alibi", P);
 }
 
+// The run-time typed kernel (xr_attention_any*, vLLM's unified attention with fp8 queries and
+// outputs) over a paged flash-layout cache [blocks, bs, Hk, D], packed causal queries: e4m3fn
+// queries dequantised by q_scale 0.5 over an e4m3fn cache (k_scale 0.5) into an e4m3fn output
+// with output_scale 0.01 (within one fp8 step of o / 0.01, clamped); then f32 queries over an
+// f32 cache into a bf16 output (the typed loads of the same kernel without an fp8 table).
+Test(attention_emulated, run_time_typed_fp8_queries_and_outputs) {
+  const long long S = 2, H = 4, Hk = 2, D = 64, bs = 16, per_seq = 2, blocks = S * per_seq + 1;
+  const std::vector<int> cu_q{0, 3, 4}, lens{20, 9};
+  std::vector<int> table{3, 0, 4, 1};
+  const long long total_q = 4, cache = blocks * bs * Hk * D;
+  for (int fp8 = 1; fp8 >= 0; fp8--) {
+    xr_attn_gpu_params_t p;
+    memset(&p, 0, sizeof p);
+    p.lse_off = p.cu_k_off = p.indptr_off = p.alibi_off = p.mask_off = -1;
+    p.es_off = p.ml_off = p.to_off = -1;
+    p.window_left = p.window_right = -1;
+    p.batch = S, p.heads = H, p.kv_heads = Hk, p.group = H / Hk, p.head_dim = D, p.head_dim_v = D;
+    p.max_q = 3, p.max_k = 20;
+    p.q_ss = H * D, p.q_sh = D, p.q_sd = 1, p.o_ss = H * D, p.o_sh = D, p.o_sd = 1;
+    p.k_sp = bs * Hk * D, p.k_ss = Hk * D, p.k_sh = D, p.k_sd = 1, p.k_x = D;
+    p.v_off = 0, p.v_sp = bs * Hk * D, p.v_ss = Hk * D, p.v_sh = D, p.v_sd = 1;
+    p.cu_q_off = 0, p.lens_off = 0, p.paged = 1, p.page_size = bs, p.table_off = 0, p.table_sb = per_seq,
+    p.table_sp = 1;
+    p.causal = 1, p.bottom_right = 1, p.scale = 0.125f, p.empty_lse = INFINITY;
+    p.k_scale = p.v_scale = 1, p.q_scale = 1, p.o_max = INFINITY;
+    std::vector<float> qf(total_q * H * D), kf(cache, NAN), vf(cache, NAN), scales{0.5f}, o_scale{0.01f};
+    std::vector<unsigned char> q8(total_q * H * D), k8(cache, 0x7f), v8(cache, 0x7f), out8(total_q * H * D, 0x7f);
+    std::vector<unsigned short> out16(total_q * H * D, 0x7fc0);  // bf16 NaN
+    for (size_t i = 0; i < qf.size(); i++) {
+      q8[i] = xr_fp8_encode<3, 7, false, false>(3 * uniform(), 448.0f);
+      qf[i] = fp8 ? xr_io_f8e4m3fn::load(q8.data(), i) * 0.5f : uniform();
+    }
+    for (long long b = 0; b < S; b++)
+      for (long long t = 0; t < lens[b]; t++)
+        for (long long e = 0; e < Hk * D; e++) {
+          const long long i = (table[b * per_seq + t / bs] * bs + t % bs) * Hk * D + e;
+          k8[i] = xr_fp8_encode<3, 7, false, false>(2 * uniform(), 448.0f);
+          v8[i] = xr_fp8_encode<3, 7, false, false>(2 * uniform(), 448.0f);
+          kf[i] = fp8 ? xr_io_f8e4m3fn::load(k8.data(), i) * 0.5f : uniform();
+          vf[i] = fp8 ? xr_io_f8e4m3fn::load(v8.data(), i) * 0.5f : uniform();
+        }
+    if (fp8) {
+      p.q_elem = XR_ATTN_GPU_ELEM_FP8, p.q_fp8 = XR_ATTN_GPU_F8E4M3FN, p.q_scale = 0.5f;
+      p.kv_fp8 = 1, p.fp8_format = XR_ATTN_GPU_F8E4M3FN, p.k_scale_off = p.v_scale_off = 0;
+      p.o_elem = XR_ATTN_GPU_ELEM_FP8, p.o_fp8 = XR_ATTN_GPU_F8E4M3FN, p.o_scale_off = 0, p.o_max = 448.0f;
+    } else {
+      p.q_elem = XR_ATTN_GPU_ELEM_F32, p.kv_elem = XR_ATTN_GPU_ELEM_F32, p.o_elem = XR_ATTN_GPU_ELEM_BF16;
+      p.k_scale_off = p.v_scale_off = p.o_scale_off = -1;
+    }
+    const long long rows = p.max_q * p.group, rows_per_block = std::min((long long)XR_ATTN_GPU_MAX_THREADS / warpSize, rows);
+    const xr_emu_dim grid{(unsigned)((rows + rows_per_block - 1) / rows_per_block), (unsigned)(S * Hk), 1};
+    const unsigned char *q = fp8 ? q8.data() : (const unsigned char *)qf.data();
+    const void *k = fp8 ? (const void *)k8.data() : (const void *)kf.data();
+    const void *v = fp8 ? (const void *)v8.data() : (const void *)vf.data();
+    unsigned char *out = fp8 ? out8.data() : (unsigned char *)out16.data();
+    xr_emu_launch(grid, (unsigned)(rows_per_block * warpSize), [&] {
+      if (fp8)
+        xr_attention<xr_io_any, true, true>(q, k, v, out, nullptr, cu_q.data(), nullptr, lens.data(), table.data(),
+                                            nullptr, nullptr, nullptr, scales.data(), scales.data(), nullptr, nullptr,
+                                            nullptr, p, o_scale.data());
+      else
+        xr_attention<xr_io_any, false, true>(q, k, v, out, nullptr, cu_q.data(), nullptr, lens.data(), table.data(),
+                                             nullptr, nullptr, nullptr, scales.data(), scales.data(), nullptr, nullptr,
+                                             nullptr, p, o_scale.data());
+    });
+    int checked = 0;
+    for (long long b = 0; b < S; b++)
+      for (long long i = 0; i < cu_q[b + 1] - cu_q[b]; i++)
+        for (long long h = 0; h < H; h++) {
+          const long long hk = h / p.group, last = lens[b] - (cu_q[b + 1] - cu_q[b]) + i, row = cu_q[b] + i;
+          std::vector<double> logits(last + 1), o(D, 0.0);
+          double m = -INFINITY, sum = 0;
+          for (long long t = 0; t <= last; t++) {
+            const long long base = (table[b * per_seq + t / bs] * bs + t % bs) * Hk * D + hk * D;
+            double dot = 0;
+            for (long long d = 0; d < D; d++) dot += (double)qf[(row * H + h) * D + d] * kf[base + d];
+            logits[t] = 0.125 * dot, m = std::max(m, logits[t]);
+          }
+          for (long long t = 0; t <= last; t++) {
+            const long long base = (table[b * per_seq + t / bs] * bs + t % bs) * Hk * D + hk * D;
+            const double w = exp(logits[t] - m);
+            sum += w;
+            for (long long d = 0; d < D; d++) o[d] += w * vf[base + d];
+          }
+          for (long long d = 0; d < D; d++) {
+            const long long at = (row * H + h) * D + d;
+            double e = o[d] / sum;
+            if (fp8) {
+              e = std::max(-448.0, std::min(448.0, e / 0.01));
+              const double a = xr_io_f8e4m3fn::load(out8.data(), at);
+              const double step = fabs(e) >= 0x1p-6 ? ldexp(1.0, (int)floor(log2(fabs(e))) - 3) : 0x1p-9;
+              cr_assert(fabs(a - e) <= step, "fp8: seq %lld row %lld head %lld dim %lld: %g, expected %g", b, i, h, d,
+                        a, e);
+            } else {
+              const double a = xr_io_bf16::load(out16.data(), at);
+              cr_assert(fabs(a - e) <= 0x1p-8 * fabs(e) + 1e-6, "bf16: seq %lld row %lld head %lld dim %lld: %g, "
+                        "expected %g", b, i, h, d, a, e);
+            }
+            checked++;
+          }
+        }
+    cr_assert_eq(checked, total_q * H * D);
+    cr_log_info("run-time typed kernel, %s (warp %d): %d outputs", fp8 ? "fp8" : "f32 / bf16", warpSize, checked);
+  }
+}
+
 // reshape_and_cache into vLLM's 5-D key / 4-D value fp8 caches (value / 0.5) with int64 slots,
 // one of them padding, and reshape_and_cache_flash's [blocks, bs, Hk, D] f32 cache: every
 // written element lands at its slot's address, every other element keeps its sentinel.

@@ -115,9 +115,11 @@ static void kernels_i_define_every_kernel_looked_up(const char *target) {
   static const char *const elementwise[] = {"xr_elementwise", "xr_argmax"};
   static const char *const norm[] = {"xr_softmax", "xr_layer_norm", "xr_rms_norm",
                                      "xr_add_rms_norm", "xr_rotary"};
+  static const char *const quant[] = {"xr_quant_absmax", "xr_quant_reduce", "xr_quant_rows"};
   expect_kernels(target, "gemm.cu", gemm, sizeof gemm / sizeof *gemm);
   expect_kernels(target, "elementwise.cu", elementwise, sizeof elementwise / sizeof *elementwise);
   expect_kernels(target, "norm.cu", norm, sizeof norm / sizeof *norm);
+  expect_kernels(target, "quant.cu", quant, sizeof quant / sizeof *quant);
 }
 
 Test(compile, sources_define_every_kernel_looked_up_sm_80) {
@@ -133,8 +135,9 @@ Test(compile, attention_images_have_every_kernel_the_impls_launch) {
   static const char *const paged[] = {
       "xr_attention_f32",         "xr_attention_f16",         "xr_attention_bf16",
       "xr_attention_f32_fp8",     "xr_attention_f16_fp8",     "xr_attention_bf16_fp8",
-      "xr_attention_combine_f32", "xr_attention_combine_f16", "xr_attention_combine_bf16"};
-  expect_kernels("sm_80", "paged_attention.cu", paged, 9);
+      "xr_attention_combine_f32", "xr_attention_combine_f16", "xr_attention_combine_bf16",
+      "xr_attention_any",         "xr_attention_any_fp8"};
+  expect_kernels("sm_80", "paged_attention.cu", paged, 11);
   static const char *const sources[] = {"f32", "f16", "bf16"};
   static const char *const caches[] = {"", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz"};
   char names[15][64];

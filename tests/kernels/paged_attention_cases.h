@@ -138,14 +138,19 @@ static inline const char *cache_json(jbuf_t *b, bool flash, const char *dtype, c
   return op_end(b);
 }
 
-static inline void run_cache(const char *device, const char *prefix) {
+/* `prefix`: the kernel expected for every case; `fp8_prefix` (NULL: prefix) for the fp8 cache. */
+static inline void run_cache_fp8(const char *device, const char *prefix, const char *fp8_prefix) {
   jbuf_t b;
   expect_match("reshape_and_cache f16", cache_json(&b, false, F16, F16, "\"auto\"", 37, 2, 128, 16, 8), device,
                prefix, 1, NULL);
   expect_match("reshape_and_cache bf16 -> fp8", cache_json(&b, false, BF16, U8, "\"fp8\"", 17, 2, 64, 16, 4),
-               device, prefix, 2, NULL);
+               device, fp8_prefix ? fp8_prefix : prefix, 2, NULL);
   expect_match("reshape_and_cache_flash f32", cache_json(&b, true, "float", "float", "\"auto\"", 129, 1, 64, 32, 5),
                device, prefix, 3, NULL);
+  expect_match("reshape_and_cache_flash f16 -> fp8", cache_json(&b, true, F16, U8, "\"fp8\"", 40, 4, 64, 16, 6),
+               device, fp8_prefix ? fp8_prefix : prefix, 4, NULL);
 }
+
+static inline void run_cache(const char *device, const char *prefix) { run_cache_fp8(device, prefix, NULL); }
 
 #endif

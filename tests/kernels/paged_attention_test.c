@@ -3,12 +3,84 @@
  * reference through the replay engine. Block sizes 8/16/32, head sizes 64/128/256, GQA/MQA,
  * ALiBi, fp8 caches (e4m3, e5m2) with a k_scale of 0.5, v2 partitions, multi-token queries
  * (query_start_loc), strided queries, random sequence lengths. The engine's initializer makes
- * every cache slot no sequence uses NaN, so reading past seq_lens fails the check. */
+ * every cache slot no sequence uses NaN, so reading past seq_lens fails the check. Ops extracted
+ * from a trace without kv_cache_dtype over uint8 caches replay as fp8. */
 #include <criterion/criterion.h>
 
+#include "formats/trace_extract.h"
 #include "tests/kernels/paged_attention_cases.h"
 
 Test(paged_attention_cpu, decode) { run_paged("cpu", "cpu.flash_attention"); }
 Test(paged_attention_opencl, decode) { run_paged("opencl", "opencl.flash_attention"); }
-Test(kv_cache_cpu, reshape_and_cache) { run_cache("cpu", "ref.reshape_and_cache"); }
+Test(kv_cache_cpu, reshape_and_cache) { run_cache_fp8("cpu", "ref.reshape_and_cache", "cpu.reshape_and_cache"); }
 Test(kv_cache_opencl, reshape_and_cache) { run_cache("opencl", "opencl.reshape_and_cache"); }
+
+/* Ops extracted from a profiler trace that dropped the kv_cache_dtype string, over uint8 caches:
+ * extraction takes "fp8" from the cache tensors' dtype, so the ops replay (and pass --check)
+ * instead of failing on kv_cache_dtype 'auto' with a uint8 cache. */
+static void extracted_fp8_caches_replay(const char *device) {
+  static const struct {
+    const char *name, *args, *kernel;
+  } ops[] = {
+      {"_C_cache_ops::reshape_and_cache_flash",
+       "{\"Input Dims\": [[5, 2, 64], [5, 2, 64], [40, 16, 2, 64], [40, 16, 2, 64], [5], [], [], []],"
+       " \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\", \"unsigned char\", \"unsigned char\","
+       " \"long int\", \"\", \"float\", \"float\"],"
+       " \"Concrete Inputs\": [\"\", \"\", \"\", \"\", \"\", \"\", \"\", \"\"]}",
+       ".reshape_and_cache"},
+      {"_C_cache_ops::reshape_and_cache",
+       "{\"Input Dims\": [[5, 2, 64], [5, 2, 64], [40, 2, 4, 16, 16], [40, 2, 64, 16], [5], [], [], []],"
+       " \"Input type\": [\"c10::Half\", \"c10::Half\", \"unsigned char\", \"unsigned char\","
+       " \"long int\", \"\", \"float\", \"float\"],"
+       " \"Concrete Inputs\": [\"\", \"\", \"\", \"\", \"\", \"\", \"\", \"\"]}",
+       ".reshape_and_cache"},
+      {"_C::paged_attention_v1",
+       "{\"Input Dims\": [[3, 8, 64], [3, 8, 64], [40, 2, 4, 16, 16], [40, 2, 64, 16],"
+       " [], [], [3, 4], [3], [], [], [], [], [], [], [], [], [], [], []],"
+       " \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\", \"unsigned char\", \"unsigned char\","
+       " \"Scalar\", \"Scalar\", \"int\", \"int\", \"Scalar\", \"Scalar\", \"\", \"\", \"float\", \"float\","
+       " \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"],"
+       " \"Concrete Inputs\": [\"\", \"\", \"\", \"\", \"2\", \"0.125\", \"\", \"\", \"16\", \"60\", \"\", \"\","
+       " \"\", \"\", \"0\", \"0\", \"0\", \"64\", \"0\"]}",
+       ".flash_attention"},
+  };
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+    char trace[4096];
+    snprintf(trace, sizeof trace,
+             "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 1, \"tid\": 1,"
+             " \"ts\": 100.0, \"dur\": 50.0, \"args\": %s},"
+             " {\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1,"
+             " \"ts\": 120.0, \"dur\": 5.0, \"args\": {\"correlation\": 7}},"
+             " {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 2, \"tid\": 0, \"ts\": 200.0,"
+             " \"dur\": 3.0, \"args\": {\"correlation\": 7}}]}",
+             ops[i].name, ops[i].args);
+    xr_bundle_t *b;
+    xr_extract_summary_t s;
+    cr_assert_eq(xr_trace_extract_memory(trace, strlen(trace), "t.json", NULL, &b, &s), XR_OK, "%s",
+                 xr_last_error());
+    cr_assert_eq(b->op_count, 1, "%s", ops[i].name);
+    const xr_arg_t *kv = xr_op_find_arg(&b->ops[0], "kv_cache_dtype");
+    cr_assert(kv && kv->value.kind == XR_VALUE_STRING && !strcmp(kv->value.as.s, "fp8") && kv->defaulted,
+              "%s: kv_cache_dtype", ops[i].name);
+    xr_replay_options_t o;
+    xr_replay_options_default(&o);
+    o.device = device;
+    o.check = true;
+    o.warmup = 0;
+    o.iters = 1;
+    static check_result_t c;
+    memset(&c, 0, sizeof c);
+    xr_replay_observer_t observer = {.result = check_collect, .context = &c};
+    xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
+    xr_bundle_destroy(b);
+    xr_extract_summary_free(&s);
+    if (st == XR_UNAVAILABLE) cr_skip_test("%s unavailable: %s", device, xr_last_error());
+    cr_assert_eq(st, XR_OK, "%s", xr_last_error());
+    cr_assert_eq(c.r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", ops[i].name, device, c.r.message);
+    cr_assert(c.r.checked && c.r.check_passed, "%s on %s", ops[i].name, device);
+    cr_assert(strstr(c.r.kernel, ops[i].kernel), "%s ran %s", ops[i].name, c.r.kernel);
+  }
+}
+
+Test(kv_cache_cpu, extracted_fp8_caches_replay) { extracted_fp8_caches_replay("cpu"); }
+Test(kv_cache_opencl, extracted_fp8_caches_replay) { extracted_fp8_caches_replay("opencl"); }

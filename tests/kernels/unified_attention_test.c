@@ -327,6 +327,140 @@ Test(unified_attention_dense, reference) { dense_case("cpu", XR_KERNEL_REFERENCE
 Test(unified_attention_dense, cpu) { dense_case("cpu", XR_KERNEL_BEST); }
 Test(unified_attention_dense, opencl) { dense_case("opencl", XR_KERNEL_BEST); }
 
+/* The same batch in vLLM's fp8 attention: an e4m3fn query (q_scale 0.5) over a uint8 cache of
+ * e4m3fn bytes (no kv_cache_dtype: the fp8 query and the uint8 cache imply it), an e4m3fn output
+ * with output_scale 0.004. Expected, computed here with this file's own e4m3fn model: the cache
+ * with the new tokens' fp8(key), fp8(value) at their slots; the output fp8(clamp(o / 0.004, 448))
+ * of o = softmax(0.5 q . k / 4) v over the decoded cache, within one fp8 step. */
+static double e4m3_value(uint8_t v) {
+  int e = (v >> 3) & 15, m = v & 7;
+  if ((v & 0x7f) == 0x7f) return NAN;
+  double mag = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m / 8.0, -6);
+  return v & 0x80 ? -mag : mag;
+}
+
+static uint8_t e4m3_code(double x) { /* nearest, ties to even, saturating at 448 */
+  if (x > 448) x = 448;
+  if (x < -448) x = -448;
+  int best = 0;
+  double err = INFINITY;
+  for (int c = 0; c < 256; c++) {
+    double v = e4m3_value((uint8_t)c), e = fabs(v - x);
+    if (isnan(v)) continue;
+    if (e < err || (e == err && (c & 1) == 0)) best = c, err = e;
+  }
+  return (uint8_t)best;
+}
+
+static void dense_fp8_case(const char *device, xr_kernel_choice_t choice) {
+  static uint8_t q[DT][DH][DD], kv[2][DNB][DBS][DHK][DD];
+  static float k[DT][DHK][DD], v[DT][DHK][DD];
+  const int32_t qsl[DS + 1] = {0, 1, 5, 7}, lens[DS] = {9, 4, 20}, table[DS][DW] = {{4, 0}, {1, 0}, {5, 2}};
+  const float out_scale = 0.004f;
+  int64_t slots[DT];
+  rng = 777;
+  for (size_t i = 0; i < sizeof q; i++) ((uint8_t *)q)[i] = e4m3_code(2.0 * frand());
+  for (size_t i = 0; i < sizeof k / sizeof(float); i++) ((float *)k)[i] = frand(), ((float *)v)[i] = frand();
+  for (size_t i = 0; i < sizeof kv; i++) ((uint8_t *)kv)[i] = e4m3_code(frand());
+  for (int s = 0; s < DS; s++)
+    for (int t = qsl[s]; t < qsl[s + 1]; t++) {
+      int pos = lens[s] - (qsl[s + 1] - qsl[s]) + (t - qsl[s]);
+      slots[t] = table[s][pos / DBS] * DBS + pos % DBS;
+    }
+  dbuf_t b = {0};
+  dput(&b, "%s%s%s", "{\"format\": \"xreplay-bundle\", \"format_version\": 1, \"ops\": [{\"name\": \"",
+       WITH_OUTPUT, "\", \"args\": [");
+  static uint8_t out0[DT][DH][DD];
+  dtensor(&b, "query", "Tensor", "[7, 4, 16]", FP8_FN, q, sizeof q);
+  dtensor(&b, "key", "Tensor", "[7, 2, 16]", "float", k, sizeof k);
+  dtensor(&b, "value", "Tensor", "[7, 2, 16]", "float", v, sizeof v);
+  dtensor(&b, "output", "Tensor(a!)", "[7, 4, 16]", FP8_FN, out0, sizeof out0);
+  dput(&b, "%s%s%s", ", {\"name\": \"layer_name\", \"type\": \"str\", \"value\": \"l0\"}", "", "");
+  dtensor(&b, "output_scale", "Tensor?", "[1]", "float", &out_scale, sizeof out_scale);
+  dput(&b, "%s%s%s", "], \"kwargs\": [", "", "");
+  dtensor(&b, "kv_cache", "Tensor(a!)", "[2, 6, 16, 2, 16]", "unsigned char", kv, sizeof kv);
+  dtensor(&b, "block_table", "Tensor", "[3, 2]", "int", table, sizeof table);
+  dtensor(&b, "seq_lens", "Tensor", "[3]", "int", lens, sizeof lens);
+  dtensor(&b, "query_start_loc", "Tensor", "[4]", "int", qsl, sizeof qsl);
+  dtensor(&b, "slot_mapping", "Tensor", "[7]", "long int", slots, sizeof slots);
+  dput(&b, "%s%s%s", ", " KW_LIST("query_lens", "[1, 4, 2]") ", " KW_FLOAT("q_scale", 0.5) "]}]}", "", "");
+  xr_bundle_t *bundle;
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)b.s, b.n, "dense", ".", NULL, &bundle), XR_OK, "%s",
+               xr_last_error());
+  free(b.s);
+  xr_replay_options_t o;
+  xr_replay_options_default(&o);
+  o.device = device;
+  o.choice = choice;
+  o.warmup = 0;
+  o.iters = 1;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/ua_dense_fp8_%s_%d", getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", device,
+           (int)choice);
+  o.dump_dir = dir;
+  static check_result_t r;
+  memset(&r, 0, sizeof r);
+  xr_replay_observer_t observer = {.result = check_collect, .context = &r};
+  xr_status_t st = xr_replay_run(bundle, &o, &observer, NULL);
+  if (st == XR_UNAVAILABLE) cr_skip_test("%s unavailable", device);
+  cr_assert_eq(st, XR_OK, "%s", xr_last_error());
+  cr_assert_eq(r.r.outcome, XR_OP_SUCCEEDED, "%s", r.r.message);
+  for (int t = 0; t < DT; t++)
+    for (int h = 0; h < DHK; h++)
+      for (int d = 0; d < DD; d++) {
+        kv[0][slots[t] / DBS][slots[t] % DBS][h][d] = e4m3_code(k[t][h][d]);
+        kv[1][slots[t] / DBS][slots[t] % DBS][h][d] = e4m3_code(v[t][h][d]);
+      }
+  char path[4200];
+  snprintf(path, sizeof path, "%s/op0_kv_cache.npy", dir);
+  xr_npy_t got;
+  cr_assert_eq(xr_npy_load(path, &got), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(got.numel, (int64_t)sizeof kv);
+  cr_assert(!memcmp(got.data, kv, sizeof kv), "the cache after the op differs");
+  xr_npy_free(&got);
+  snprintf(path, sizeof path, "%s/op0_output.npy", dir);
+  cr_assert_eq(xr_npy_load(path, &got), XR_OK, "%s", xr_last_error());
+  int saturated = 0, exact = 0;
+  for (int s = 0; s < DS; s++) {
+    int ql = qsl[s + 1] - qsl[s];
+    for (int i = 0; i < ql; i++)
+      for (int h = 0; h < DH; h++) {
+        int hk = h / (DH / DHK), last = lens[s] - ql + i;
+        double logit[32], m = -INFINITY, sum = 0, acc[DD] = {0};
+        for (int j = 0; j <= last; j++) {
+          int blk = table[s][j / DBS], slot = j % DBS;
+          double dot = 0;
+          for (int d = 0; d < DD; d++) dot += 0.5 * e4m3_value(q[qsl[s] + i][h][d]) * e4m3_value(kv[0][blk][slot][hk][d]);
+          logit[j] = dot / 4.0;
+          if (logit[j] > m) m = logit[j];
+        }
+        for (int j = 0; j <= last; j++) {
+          double w = exp(logit[j] - m);
+          sum += w;
+          for (int d = 0; d < DD; d++) acc[d] += w * e4m3_value(kv[1][table[s][j / DBS]][j % DBS][hk][d]);
+        }
+        for (int d = 0; d < DD; d++) {
+          double e = acc[d] / sum / (double)out_scale;
+          e = e > 448 ? 448 : e < -448 ? -448 : e;
+          double a = e4m3_value(got.data[((qsl[s] + i) * DH + h) * DD + d]);
+          double step = fabs(e) >= 0x1p-6 ? ldexp(1.0, (int)floor(log2(fabs(e))) - 3) : 0x1p-9;
+          cr_assert(fabs(a - e) <= step, "seq %d row %d head %d dim %d: %g vs %g", s, i, h, d, a, e);
+          saturated += fabs(a) == 448, exact += a == e4m3_value(e4m3_code(e));
+        }
+      }
+  }
+  cr_log_info("dense fp8 on %s: %d of %d outputs the nearest fp8 value, %d saturated", device, exact, DT * DH * DD,
+              saturated);
+  cr_assert_gt(exact, DT * DH * DD * 9 / 10, "most outputs are the nearest fp8 value");
+  cr_assert_lt(saturated, DT * DH * DD / 4, "the output scale keeps most outputs in range");
+  xr_npy_free(&got);
+  xr_bundle_destroy(bundle);
+}
+
+Test(unified_attention_dense, fp8_reference) { dense_fp8_case("cpu", XR_KERNEL_REFERENCE); }
+Test(unified_attention_dense, fp8_cpu) { dense_fp8_case("cpu", XR_KERNEL_BEST); }
+Test(unified_attention_dense, fp8_opencl) { dense_fp8_case("opencl", XR_KERNEL_BEST); }
+
 /* ------------------------------------------------------------------------------------------ */
 /* bad input                                                                                   */
 
@@ -422,21 +556,45 @@ Test(unified_attention_errors, bad_index_contents) {
   }
 }
 
-Test(unified_attention_errors, quantized_output_is_unsupported) {
-  ua_case_t c = {"", WITH_OUTPUT, "float", 2, 4, 2, 64, 0, NULL, NULL};
-  jbuf_t b;
-  char *json = strdup(ua_json(&b, &c));
-  char *os = strstr(json, "\"Tensor?\", \"value\": null");
-  cr_assert_not_null(os);
-  const char *scale = "\"Tensor?\", \"value\": {\"shape\": [1], \"dtype\": \"float\"}}";
-  size_t n = strlen(json) + strlen(scale) + 1;
-  char *edited = malloc(n);
-  snprintf(edited, n, "%.*s%s%s", (int)(os - json), json, scale, os + strlen("\"Tensor?\", \"value\": null}"));
-  xr_op_result_t r = run_case(edited, "cpu", 1, NULL);
-  cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
-  cr_assert(strstr(r.message, "output_scale"), "%s", r.message);
-  free(json);
-  free(edited);
+/* fp8 outputs go with an output_scale (and only they do); a block-scaled output is unsupported;
+ * the query is the model's float type or fp8, key and value a float type. */
+Test(unified_attention_errors, quantized_inputs_and_outputs) {
+  const struct {
+    ua_fp8_case_t c;
+    const char *from, *to, *needle;
+    xr_op_outcome_t outcome;
+  } bad[] = {
+      {{{"", WITH_OUTPUT, "float", 2, 4, 2, 64, 0, NULL, NULL}, NULL, NULL}, "\"Tensor?\", \"value\": null",
+       "\"Tensor?\", \"value\": {\"shape\": [1], \"dtype\": \"float\"}", "output_scale", XR_OP_FAILED},
+      {{{"", WITH_OUTPUT, "float", 2, 4, 2, 64, 0, NULL, NULL}, NULL, FP8_FN}, "\"value\": {\"shape\": [1], \"strides\": [1], \"dtype\": \"float\"",
+       "\"value\": {\"shape\": [1], \"strides\": [1], \"dtype\": \"c10::Half\"", "output_scale", XR_OP_FAILED},
+      {{{"", WITH_OUTPUT, "float", 2, 4, 2, 64, 0, NULL, NULL}, NULL, FP8_FN}, "{\"name\": \"output_scale\", \"type\": \"Tensor?\", \"value\": {",
+       "{\"name\": \"output_scalex\", \"type\": \"Tensor?\", \"value\": {", "output", XR_OP_FAILED},
+      {{{"", WITH_OUTPUT, "float", 2, 4, 2, 64, 0, NULL, NULL}, NULL, NULL}, "{\"name\": \"output_block_scale\", \"type\": \"Tensor?\", \"value\": null",
+       "{\"name\": \"output_block_scale\", \"type\": \"Tensor?\", \"value\": {\"shape\": [2, 16], \"dtype\": \"float\"}",
+       "output_block_scale", XR_OP_UNSUPPORTED},
+      {{{"", WITH_OUTPUT, BF16, 2, 4, 2, 64, 0, NULL, NULL}, "int", NULL}, NULL, NULL, "query", XR_OP_FAILED},
+      {{{"", WITH_OUTPUT, BF16, 2, 4, 2, 64, 0, NULL, NULL}, FP8_FN, FP8_FN}, "\"name\": \"key\", \"type\": \"Tensor\", \"value\": {\"shape\": [2, 2, 64], \"strides\": [128, 64, 1], \"dtype\": \"c10::BFloat16\"",
+       "\"name\": \"key\", \"type\": \"Tensor\", \"value\": {\"shape\": [2, 2, 64], \"strides\": [128, 64, 1], \"dtype\": \"" FP8_FN "\"", "key", XR_OP_FAILED},
+      {{{"", WITH_OUTPUT, BF16, 2, 4, 2, 64, 0, NULL, NULL}, FP8_FN, "c10::Half"}, NULL, NULL, "output", XR_OP_FAILED},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    jbuf_t b;
+    char *json = strdup(ua_json_typed(&b, &bad[i].c.c, bad[i].c.q_dtype, bad[i].c.o_dtype));
+    if (bad[i].from) {
+      char *at = strstr(json, bad[i].from);
+      cr_assert_not_null(at, "case %zu: no %s in %s", i, bad[i].from, json);
+      size_t n = strlen(json) + strlen(bad[i].to) + 1;
+      char *edited = malloc(n);
+      snprintf(edited, n, "%.*s%s%s", (int)(at - json), json, bad[i].to, at + strlen(bad[i].from));
+      free(json);
+      json = edited;
+    }
+    xr_op_result_t r = run_case(json, "cpu", 1, NULL);
+    cr_assert_eq(r.outcome, bad[i].outcome, "case %zu: %s: %s", i, xr_op_outcome_name(r.outcome), r.message);
+    cr_assert(strstr(r.message, bad[i].needle), "case %zu: \"%s\" does not name %s", i, r.message, bad[i].needle);
+    free(json);
+  }
 }
 
 /* ------------------------------------------------------------------------------------------ */

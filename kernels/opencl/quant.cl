@@ -1,0 +1,116 @@
+// vLLM's fp8 quantization ops (kernels/quant.h; host side: quant_opencl.c), bit-exact with
+// ref.quant. One work-group of WG work-items per item: a (row, segment of SEGMENT columns) of the
+// static and dynamic ops, a whole row of the per-token op (its scale needs the row's max|x|).
+//   xr_quant_absmax  dynamic, pass 1: each item's max|x| into partial[item]
+//   xr_quant_reduce  dynamic, pass 2: one work-group: scale[0] = max(partial) / M
+//   xr_quant_rows    every op: x * (1 / scale) (static, dynamic) or x / s_t (per token, after
+//                    its own reduction, which writes scale[t]), clamped to +-M, to e4m3
+// Input dtypes are run-time values (uniform across a launch); the build option
+// -cl-fp32-correctly-rounded-divide-sqrt makes the divisions IEEE's, as CUDA's are. Build
+// options: -DWG=<work-group size> -DSEGMENT=<columns per item>.
+
+#include "dtype_codes.h"
+
+#define OP_STATIC 0
+#define OP_DYNAMIC 1
+#define OP_PER_TOKEN 2
+
+typedef struct {  // mirrors cl_quant_geometry in quant_opencl.c: every field 64-bit
+  long rows, hidden, segments, items;
+  long in_off, in_rs, out_off, out_rs, scale_off, scale_si, scale_sj, group_m, group_n, ub_off;
+  long op, in_dtype, grouped, has_ub, fnuz;
+  long max_bits, min_scale_bits;  // M and 1 / (M * 512) as float bits
+} xr_quant_geometry;
+
+inline float load_in(const __global uchar *in, long dtype, long i) {
+  if (dtype == XR_F32) return ((const __global float *)in)[i];
+  if (dtype == XR_F16) return vload_half(i, (const __global half *)in);
+  return as_float((uint)((const __global ushort *)in)[i] << 16);  // bf16
+}
+
+// fp8(clamp(x, -M, M)) in e4m3fn (bias 7) or e4m3fnuz (bias 8), nearest even; a NaN is +M.
+inline uchar encode(float x, float m, long fnuz) {
+  x = isnan(x) ? m : x;
+  x = x > m ? m : x;
+  x = x < -m ? -m : x;
+  const uint bias = fnuz ? 8u : 7u;
+  uint u = as_uint(x), a = u & 0x7fffffffu, sign = (u >> 24) & 0x80u, code;
+  if (as_float(a) < ldexp(1.0f, 1 - (int)bias)) {
+    // subnormal: a / quantum, rounded to an integer 0..8 by adding 2^23 (its ulp is 1)
+    code = as_uint(as_float(a) * ldexp(1.0f, (int)bias + 2) + 0x1p23f) - 0x4b000000u;
+  } else {
+    // round the mantissa to 3 bits (a carry moves the exponent), then re-bias the exponent
+    code = ((a + 0x7ffffu + ((a >> 20) & 1u)) >> 20) - ((127u - bias) << 3);
+  }
+  if (code == 0 && fnuz) sign = 0;
+  return (uchar)(sign | code);
+}
+
+// The work-group's max of v (>= 0, no NaN), returned to every work-item.
+inline float group_max(float v, __local float *red) {
+  const int lid = get_local_id(0);
+  red[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = WG / 2; s > 0; s /= 2) {
+    if (lid < s) red[lid] = fmax(red[lid], red[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  float m = red[0];
+  barrier(CLK_LOCAL_MEM_FENCE);  // red is reused by the caller's next reduction
+  return m;
+}
+
+// max|x| over columns [c0, c1) of row r, this work-item's share (NaN ignored: fmax's rule).
+inline float share_absmax(const __global uchar *in, const xr_quant_geometry g, long r, long c0, long c1) {
+  float m = 0.0f;
+  for (long c = c0 + get_local_id(0); c < c1; c += WG) m = fmax(m, fabs(load_in(in, g.in_dtype, g.in_off + r * g.in_rs + c)));
+  return m;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_absmax(
+    __global float *partial, __global const uchar *in, const xr_quant_geometry g) {
+  __local float red[WG];
+  for (long item = get_group_id(0); item < g.items; item += get_num_groups(0)) {
+    const long r = item / g.segments, c0 = (item % g.segments) * SEGMENT;
+    const float m = group_max(share_absmax(in, g, r, c0, min(c0 + SEGMENT, g.hidden)), red);
+    if (get_local_id(0) == 0) partial[item] = m;
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_reduce(
+    __global float *scale, __global const float *partial, const xr_quant_geometry g) {
+  __local float red[WG];
+  float m = 0.0f;
+  for (long i = get_local_id(0); i < g.items; i += WG) m = fmax(m, partial[i]);
+  m = group_max(m, red);
+  if (get_local_id(0) == 0) scale[g.scale_off] = m / as_float((uint)g.max_bits);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_rows(
+    __global uchar *out, __global const uchar *in, __global float *scale, __global const float *ub,
+    const xr_quant_geometry g) {
+  __local float red[WG];
+  const float m = as_float((uint)g.max_bits);
+  const long lid = get_local_id(0);
+  for (long item = get_group_id(0); item < g.items; item += get_num_groups(0)) {
+    long r = item, c0 = 0, c1 = g.hidden;
+    if (g.op != OP_PER_TOKEN) r = item / g.segments, c0 = (item % g.segments) * SEGMENT, c1 = min(c0 + SEGMENT, g.hidden);
+    const __global uchar *row = in;
+    __global uchar *dst = out + g.out_off + r * g.out_rs;
+    const long base = g.in_off + r * g.in_rs;
+    if (g.op == OP_PER_TOKEN) {
+      float amax = group_max(share_absmax(in, g, r, 0, g.hidden), red);
+      if (g.has_ub) amax = fmin(amax, ub[g.ub_off]);
+      const float ts = fmax(amax / m, as_float((uint)g.min_scale_bits));
+      if (lid == 0) scale[g.scale_off + r * g.scale_si] = ts;
+      for (long c = lid; c < g.hidden; c += WG) dst[c] = encode(load_in(row, g.in_dtype, base + c) / ts, m, g.fnuz);
+      continue;
+    }
+    const __global float *row_scale = scale + g.scale_off + (r / g.group_m) * g.scale_si;
+    const float inv = 1.0f / row_scale[0];
+    for (long c = c0 + lid; c < c1; c += WG) {
+      const float k = g.grouped ? 1.0f / row_scale[(c / g.group_n) * g.scale_sj] : inv;
+      dst[c] = encode(load_in(row, g.in_dtype, base + c) * k, m, g.fnuz);
+    }
+  }
+}

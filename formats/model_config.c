@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,10 @@
 
 /* ------------------------------------------------------------------------------------------ */
 /* reading                                                                                     */
+
+/* Every size a config gives is below this: no model has a dimension near it, and products of
+ * a few such sizes stay far inside int64. */
+#define SIZE_LIMIT 2147483647.0
 
 typedef struct reader {
   const cJSON *text_config, *root;
@@ -38,8 +43,8 @@ static xr_status_t read_int(const reader_t *r, const char *const *aliases, int64
   *out = -1;
   if (!v) return XR_OK;
   if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 1 ||
-      v->valuedouble > 1e15)
-    return xr_error(XR_INVALID_ARGUMENT, "%s: %s: expected a positive integer", r->name, key);
+      v->valuedouble > SIZE_LIMIT)
+    return xr_error(XR_INVALID_ARGUMENT, "%s: %s: expected a positive integer below 2^31", r->name, key);
   *out = (int64_t)v->valuedouble;
   return XR_OK;
 }
@@ -54,6 +59,11 @@ static xr_status_t read_string(const reader_t *r, const char *const *aliases, ch
                     key, size - 1);
   memcpy(out, v->valuestring, strlen(v->valuestring) + 1);
   return XR_OK;
+}
+
+static bool is_size(const cJSON *v) {
+  return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && v->valuedouble >= 1 &&
+         v->valuedouble <= SIZE_LIMIT;
 }
 
 #define ALIASES(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -123,8 +133,7 @@ xr_status_t xr_model_config_parse(const char *text, size_t size, const char *nam
     const cJSON *block = cJSON_GetObjectItemCaseSensitive(q, "weight_block_size");
     if (block && !cJSON_IsNull(block)) {
       if (!cJSON_IsArray(block) || cJSON_GetArraySize(block) != 2 ||
-          !cJSON_IsNumber(cJSON_GetArrayItem(block, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(block, 1)) ||
-          cJSON_GetArrayItem(block, 0)->valuedouble < 1 || cJSON_GetArrayItem(block, 1)->valuedouble < 1) {
+          !is_size(cJSON_GetArrayItem(block, 0)) || !is_size(cJSON_GetArrayItem(block, 1))) {
         st = xr_error(XR_INVALID_ARGUMENT, "%s: quantization_config.weight_block_size: expected two positive "
                       "integers", out->name);
         goto done;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/fuzz.sh SECONDS [TARGET...]: builds the fuzz targets of tests/fuzz with clang's libFuzzer
 # (-fsanitize=fuzzer,address,undefined; a UB report aborts) and runs each for SECONDS, starting
-# from its corpus in tests/fuzz/corpus/TARGET. Targets: bundle npy trace capture details report
+# from its corpus in tests/fuzz/corpus/TARGET. Targets: bundle npy trace capture details report model_config
 # (all by default). The sources of a target are what bazel says //tests/fuzz:TARGET_regression is built
 # from, minus the plain-test main.
 #
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:?usage: tools/fuzz.sh SECONDS [TARGET...]}
 shift
 targets=("$@")
-((${#targets[@]})) || targets=(bundle npy trace capture details report)
+((${#targets[@]})) || targets=(bundle npy trace capture details report model_config)
 work=${XR_FUZZ_DIR:-/var/tmp/xreplay-fuzz}
 mkdir -p "$work/bin"
 

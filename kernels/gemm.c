@@ -1,7 +1,8 @@
 /* The GEMM family: aten::mm, addmm, bmm, baddbmm, matmul, linear, and the same products under
  * the names serving stacks give them (aiter::gemm_a16w16, vllm::rocm_unquantized_gemm, which
  * have linear's semantics: x @ weight^T + bias), and aten::_scaled_mm (fp8 x fp8 with float32
- * scales, see analyze_scaled_mm).
+ * per-tensor / row-wise scales, and the block-scaled mxfp8, mxfp4 and nvfp4 forms: see
+ * analyze_scaled_mm for every accepted form).
  *
  * Every op is reduced to one batched problem: out[b][m][n] = alpha * sum_k A[b][m][k] B[b][k][n]
  * + beta * C[b][m][n], each operand addressed through its own strides (0 where it broadcasts),
@@ -96,15 +97,67 @@ static xr_status_t set_scale(const xr_op_plan_t *plan, int index, const char *na
   return XR_OK;
 }
 
+static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/* The block scales of one operand of a block-scaled _scaled_mm: `rows` rows (M for scale_a, N
+ * for scale_b) of kb = ceil(K / block) scales, bytes of `dtype`, contiguous, of any shape whose
+ * element count is rows * kb (read row-major, [rows][kb]) or torch's count for the swizzled
+ * layout, round_up(rows, 128) * round_up(kb, 4) (read row-major too, [round_up(rows, 128)]
+ * [round_up(kb, 4)], the first rows x kb used: see analyze_scaled_mm). */
+static xr_status_t set_block_scale(const xr_op_plan_t *plan, int index, const char *name,
+                                   const char *format, int64_t rows, const xr_gemm_problem_t *p,
+                                   xr_gemm_scale_t *s) {
+  const xr_tensor_spec_t *t = plan->inputs[index];
+  s->index = index;
+  if (t->dtype != p->scale_dtype)
+    return xr_plan_error(plan, "%s: %s takes %s block scales, got %s", name, format,
+                         xr_dtype_name(p->scale_dtype), xr_dtype_name(t->dtype));
+  int64_t kb = (p->K + p->block - 1) / p->block, numel = xr_spec_numel(t);
+  int64_t padded = round_up(rows, 128) * round_up(kb, 4);
+  if (numel == rows * kb) {
+    s->stride = kb;
+  } else if (numel == padded) {
+    s->stride = round_up(kb, 4);
+  } else {
+    return xr_plan_error(plan, "%s: %s with %lld rows and K = %lld takes one scale per %d K "
+                         "elements: %lld x %lld = %lld values (row-major), or %lld (torch's count "
+                         "for swizzled scales, padded to 128 x 4 blocks); got %lld", name, format,
+                         (long long)rows, (long long)p->K, p->block, (long long)rows, (long long)kb,
+                         (long long)(rows * kb), (long long)padded, (long long)numel);
+  }
+  if (!xr_tensor_is_contiguous(t))
+    return xr_plan_error(plan, "%s: block scales must be contiguous (as torch requires)", name);
+  return XR_OK;
+}
+
 /* aten::_scaled_mm(self, mat2, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None,
  * use_fast_accum=False) (torch >= 2.4; older releases take the same names as keywords):
  *   out = (scale_a * scale_b * (self @ mat2) + bias) * scale_result, rounded once to out_dtype.
- * self [M, K] and mat2 [K, N] are fp8 (e4m3fn, e5m2 and the fnuz variants); scale_a holds 1 or
- * M float32 values ([M, 1], row-wise), scale_b 1 or N ([1, N], column-wise); bias is [N];
- * out_dtype defaults to self's dtype. scale_result is cuBLASLt's D scale: it multiplies the
- * result and, as on CUDA, only applies to fp8 outputs (PyTorch's CPU emulation divides by it
- * instead; GPU traces are what we replay). use_fast_accum changes accumulation precision on
- * NVIDIA only; we always accumulate in fp32 or better. */
+ * bias is a float [N]; use_fast_accum changes accumulation precision on NVIDIA only, we always
+ * accumulate in fp32 or better. The forms, told apart by the operands' and scales' dtypes:
+ *  - per-tensor / row-wise: self [M, K] and mat2 [K, N] fp8 (e4m3fn, e5m2 and the fnuz
+ *    variants); scale_a holds 1 or M float32 values ([M, 1], row-wise), scale_b 1 or N ([1, N],
+ *    column-wise); out_dtype defaults to self's dtype.
+ *  - mxfp8: the same fp8 operands, f8e8m0 scales, one per 32 consecutive K elements of each row
+ *    of self (scale_a) and of each column of mat2 (scale_b): ceil(K / 32) per row, as torch
+ *    counts them (a shorter last block when K is not a multiple of 32); out_dtype as above.
+ *  - mxfp4 / nvfp4: self [M, K/2] and mat2 [K/2, N] f4e2m1x2 (bytes of two e2m1 codes along K,
+ *    the lower k in the low nibble; torch's mat2 is the transpose of an [N, K/2] row-major
+ *    tensor, but any strides are read), K a multiple of 32 (torch: self's trailing dimension
+ *    divisible by 16); f8e8m0 scales per 32 (mxfp4) or f8e4m3fn scales per 16 (nvfp4);
+ *    out_dtype defaults to bfloat16 (torch's default, self's dtype, is no output type). nvfp4's
+ *    per-tensor global scales are not an argument of aten::_scaled_mm (torch's single-level
+ *    recipe): callers apply them to the result, or torch's _scaled_mm_v2 multiplies them into
+ *    alpha.
+ * Block scales are read row-major ([M][ceil(K / block)] for scale_a, [N][...] for scale_b),
+ * whatever their shape. torch on NVIDIA requires them swizzled (to_blocked's 32x4x4 layout, an
+ * element count of round_up(rows, 128) * round_up(kb, 4)); a replay has no pre-swizzled copies
+ * and the FLOPs and bytes are the same, so a tensor of that padded count is accepted too and
+ * read as a row-major [round_up(rows, 128)][round_up(kb, 4)] grid of which the first rows x kb
+ * are used (exactly the plain layout when rows and kb are multiples of 128 and 4, as on ROCm,
+ * which takes them unswizzled). Real swizzled contents in a bundle are thus not unswizzled.
+ * scale_result is cuBLASLt's D scale: it multiplies the result and, as on CUDA, only applies to
+ * fp8 outputs (PyTorch's CPU emulation divides by it instead; GPU traces are what we replay). */
 static xr_status_t analyze_scaled_mm(xr_op_plan_t *plan, xr_gemm_problem_t *p) {
   const xr_op_t *op = plan->op;
   int a = -1, b = -1, sa = -1, sb = -1, bias = -1, sr = -1, out = -1;
@@ -119,18 +172,55 @@ static xr_status_t analyze_scaled_mm(xr_op_plan_t *plan, xr_gemm_problem_t *p) {
       (st = need_rank(plan, a, "self", 2, 2)) || (st = need_rank(plan, b, "mat2", 2, 2)))
     return st;
   const xr_tensor_spec_t *ta = plan->inputs[a], *tb = plan->inputs[b];
-  if (!xr_dtype_is_fp8(ta->dtype) || !xr_dtype_is_fp8(tb->dtype))
-    return xr_plan_error(plan, "self and mat2 must be fp8 (got %s and %s)", xr_dtype_name(ta->dtype),
+  bool fp4 = ta->dtype == XR_DTYPE_F4E2M1X2 || tb->dtype == XR_DTYPE_F4E2M1X2;
+  if (fp4 && ta->dtype != tb->dtype)
+    return xr_plan_error(plan, "self and mat2 must both be %s or both fp8 (got %s and %s)",
+                         xr_dtype_name(XR_DTYPE_F4E2M1X2), xr_dtype_name(ta->dtype),
+                         xr_dtype_name(tb->dtype));
+  if (!fp4 && (!xr_dtype_is_fp8(ta->dtype) || !xr_dtype_is_fp8(tb->dtype)))
+    return xr_plan_error(plan, "self and mat2 must be fp8 or %s (got %s and %s)",
+                         xr_dtype_name(XR_DTYPE_F4E2M1X2), xr_dtype_name(ta->dtype),
                          xr_dtype_name(tb->dtype));
   if (ta->shape[1] != tb->shape[0])
     return xr_plan_error(plan, "self is [%lld, %lld] but mat2 has %lld rows: inner dimensions differ",
                          (long long)ta->shape[0], (long long)ta->shape[1], (long long)tb->shape[0]);
   p->M = ta->shape[0];
-  p->K = ta->shape[1];
+  p->K = fp4 ? 2 * ta->shape[1] : ta->shape[1];
   p->N = tb->shape[1];
   p->a_dtype = ta->dtype;
   p->b_dtype = tb->dtype;
-  p->out_dtype = ta->dtype;
+  p->out_dtype = fp4 ? XR_DTYPE_BF16 : ta->dtype;
+
+  /* The form, from the scales' dtype. */
+  xr_dtype_t sdt = plan->inputs[sa]->dtype;
+  const char *format = NULL;
+  if (fp4) {
+    if (sdt == XR_DTYPE_F8E8M0) {
+      format = "mxfp4";
+      p->block = 32;
+    } else if (sdt == XR_DTYPE_F8E4M3FN) {
+      format = "nvfp4";
+      p->block = 16;
+    } else {
+      return xr_plan_error(plan, "scale_a: %s operands take %s (mxfp4) or %s (nvfp4) block "
+                           "scales, got %s", xr_dtype_name(XR_DTYPE_F4E2M1X2),
+                           xr_dtype_name(XR_DTYPE_F8E8M0), xr_dtype_name(XR_DTYPE_F8E4M3FN),
+                           xr_dtype_name(sdt));
+    }
+    if (p->K % 32)
+      return xr_plan_error(plan, "self: K = %lld (2 x %lld %s bytes) is not a multiple of 32, as "
+                           "torch requires of fp4 operands", (long long)p->K,
+                           (long long)ta->shape[1], xr_dtype_name(XR_DTYPE_F4E2M1X2));
+  } else if (sdt == XR_DTYPE_F8E8M0) {
+    format = "mxfp8";
+    p->block = 32;
+  } else if (sdt != XR_DTYPE_F32) {
+    return xr_plan_error(plan, "scale_a: fp8 operands take float (per-tensor, row-wise) or %s "
+                         "(mxfp8) scales, got %s", xr_dtype_name(XR_DTYPE_F8E8M0),
+                         xr_dtype_name(sdt));
+  }
+  p->scale_dtype = p->block ? sdt : XR_DTYPE_F32;
+
   const xr_value_t *od = xr_op_arg(op, 6, "out_dtype");
   if (od && od->kind == XR_VALUE_INT) {
     p->out_dtype = xr_dtype_from_torch_code(od->as.i);
@@ -145,9 +235,14 @@ static xr_status_t analyze_scaled_mm(xr_op_plan_t *plan, xr_gemm_problem_t *p) {
   }
   p->a = (xr_gemm_operand_t){.index = a, .row_stride = ta->strides[0], .col_stride = ta->strides[1]};
   p->b = (xr_gemm_operand_t){.index = b, .row_stride = tb->strides[0], .col_stride = tb->strides[1]};
-  if ((st = set_scale(plan, sa, "scale_a", p->M, &p->scale_a)) ||
-      (st = set_scale(plan, sb, "scale_b", p->N, &p->scale_b)))
+  if (p->block) {
+    if ((st = set_block_scale(plan, sa, "scale_a", format, p->M, p, &p->scale_a)) ||
+        (st = set_block_scale(plan, sb, "scale_b", format, p->N, p, &p->scale_b)))
+      return st;
+  } else if ((st = set_scale(plan, sa, "scale_a", p->M, &p->scale_a)) ||
+             (st = set_scale(plan, sb, "scale_b", p->N, &p->scale_b))) {
     return st;
+  }
   if (sr >= 0) {
     if (plan->inputs[sr]->dtype != XR_DTYPE_F32 || xr_spec_numel(plan->inputs[sr]) != 1)
       return xr_plan_error(plan, "scale_result: expected one float32 value");
@@ -177,8 +272,12 @@ static xr_status_t analyze_scaled_mm(xr_op_plan_t *plan, xr_gemm_problem_t *p) {
   }
   p->batch = 1;
   plan->flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
-  plan->bytes = (double)p->M * (double)p->K * (double)xr_dtype_size(p->a_dtype) +
-                (double)p->K * (double)p->N * (double)xr_dtype_size(p->b_dtype) +
+  /* Operand bytes as stored (half a byte per fp4 element); block scales as rows x kb bytes,
+   * whichever layout holds them. */
+  double kb = p->block ? (double)((p->K + p->block - 1) / p->block) : 0.0;
+  plan->bytes = (double)p->M * (double)p->K * (fp4 ? 0.5 : (double)xr_dtype_size(p->a_dtype)) +
+                (double)p->K * (double)p->N * (fp4 ? 0.5 : (double)xr_dtype_size(p->b_dtype)) +
+                ((double)p->M + (double)p->N) * kb +
                 (double)p->M * (double)p->N * (double)xr_dtype_size(p->out_dtype) +
                 (bias >= 0 ? (double)p->N * (double)xr_dtype_size(p->c_dtype) : 0.0);
   return XR_OK;
@@ -373,9 +472,52 @@ typedef struct ref_state {
   int64_t offset[XR_GEMM_OPERANDS];
 } ref_state_t;
 
+/* A row (scale_a) or column (scale_b) scale factor; 1 for block scales, applied per element. */
 static double ref_scale(const ref_state_t *s, int which, int64_t stride, int64_t i) {
-  if (!s->base[which]) return 1.0;
+  if (!s->base[which] || s->p->block) return 1.0;
   return xr_load_element(s->base[which], XR_DTYPE_F32, s->offset[which] + i * stride);
+}
+
+/* Element k of row r of a block-scaled operand (A: r = m; B: r = n, its column), dequantized
+ * exactly: the code (an fp8 byte, or e2m1 nibble k % 2 of the byte holding k / 2) times the
+ * scale of block k / block of row r. `at` is the operand's storage offset plus its batch
+ * offset; r_stride and k_stride its strides along r and k, in stored elements (bytes). */
+static double ref_block_element(const ref_state_t *s, int which, int scale, xr_dtype_t dtype,
+                                int64_t at, int64_t r_stride, int64_t k_stride, int64_t r,
+                                int64_t k) {
+  const xr_gemm_problem_t *p = s->p;
+  const uint8_t *codes = s->base[which];
+  double v;
+  if (dtype == XR_DTYPE_F4E2M1X2) {
+    uint8_t byte = codes[at + r * r_stride + (k / 2) * k_stride];
+    v = xr_e2m1_to_f32(k % 2 ? byte >> 4 : byte & 0x0f);
+  } else {
+    v = xr_fp8_to_f32(codes[at + r * r_stride + k * k_stride], dtype);
+  }
+  const xr_gemm_scale_t *sc = scale == XR_GEMM_SCALE_A ? &p->scale_a : &p->scale_b;
+  const uint8_t *scales = s->base[scale];
+  uint8_t sbyte = scales[s->offset[scale] + r * sc->stride + k / p->block];
+  double sv = p->scale_dtype == XR_DTYPE_F8E8M0 ? xr_e8m0_to_f32(sbyte)
+                                                : xr_fp8_to_f32(sbyte, p->scale_dtype);
+  return v * sv;
+}
+
+static double ref_a(const ref_state_t *s, int64_t ao, int64_t m, int64_t k) {
+  const xr_gemm_problem_t *p = s->p;
+  if (p->block)
+    return ref_block_element(s, XR_GEMM_A, XR_GEMM_SCALE_A, p->a_dtype, ao, p->a.row_stride,
+                             p->a.col_stride, m, k);
+  return xr_load_element(s->base[XR_GEMM_A], p->a_dtype,
+                         ao + m * p->a.row_stride + k * p->a.col_stride);
+}
+
+static double ref_b(const ref_state_t *s, int64_t bo, int64_t k, int64_t n) {
+  const xr_gemm_problem_t *p = s->p;
+  if (p->block)
+    return ref_block_element(s, XR_GEMM_B, XR_GEMM_SCALE_B, p->b_dtype, bo, p->b.col_stride,
+                             p->b.row_stride, n, k);
+  return xr_load_element(s->base[XR_GEMM_B], p->b_dtype,
+                         bo + k * p->b.row_stride + n * p->b.col_stride);
 }
 
 static void ref_rows(void *ctx, size_t begin, size_t end) {
@@ -383,20 +525,20 @@ static void ref_rows(void *ctx, size_t begin, size_t end) {
   const xr_gemm_problem_t *p = s->p;
   double *arow = malloc(sizeof(double) * (size_t)(p->K ? p->K : 1));
   if (!arow) return; /* the output stays poisoned; the check reports it */
-  double result_scale = ref_scale(s, XR_GEMM_SCALE_RESULT, 0, 0);
+  double result_scale = s->base[XR_GEMM_SCALE_RESULT]
+                            ? xr_load_element(s->base[XR_GEMM_SCALE_RESULT], XR_DTYPE_F32,
+                                              s->offset[XR_GEMM_SCALE_RESULT])
+                            : 1.0;
   for (size_t row = begin; row < end; row++) {
     int64_t bi = (int64_t)row / p->M, m = (int64_t)row % p->M;
-    int64_t ao = s->offset[XR_GEMM_A] + xr_gemm_offset(&p->a, p, bi) + m * p->a.row_stride;
+    int64_t ao = s->offset[XR_GEMM_A] + xr_gemm_offset(&p->a, p, bi);
     int64_t bo = s->offset[XR_GEMM_B] + xr_gemm_offset(&p->b, p, bi);
     int64_t oo = s->offset[XR_GEMM_OUT] + xr_gemm_offset(&p->out, p, bi) + m * p->out.row_stride;
     double row_scale = p->alpha * ref_scale(s, XR_GEMM_SCALE_A, p->scale_a.stride, m);
-    for (int64_t k = 0; k < p->K; k++)
-      arow[k] = xr_load_element(s->base[XR_GEMM_A], p->a_dtype, ao + k * p->a.col_stride);
+    for (int64_t k = 0; k < p->K; k++) arow[k] = ref_a(s, ao, m, k);
     for (int64_t n = 0; n < p->N; n++) {
       double acc = 0;
-      for (int64_t k = 0; k < p->K; k++)
-        acc += arow[k] * xr_load_element(s->base[XR_GEMM_B], p->b_dtype,
-                                         bo + k * p->b.row_stride + n * p->b.col_stride);
+      for (int64_t k = 0; k < p->K; k++) acc += arow[k] * ref_b(s, bo, k, n);
       double v = row_scale * ref_scale(s, XR_GEMM_SCALE_B, p->scale_b.stride, n) * acc;
       if (s->base[XR_GEMM_C]) {
         int64_t co = s->offset[XR_GEMM_C] + xr_gemm_offset(&p->c, p, bi) + m * p->c.row_stride +

@@ -1,10 +1,13 @@
 /* cpu.gemm_blocked: our own CPU GEMM for what oneDNN does not run (fp16 on oneDNN 2.6, fp8
- * _scaled_mm, layouts it rejects). GotoBLAS-style: each work item owns one MC x NC output tile;
- * per KC slice it packs A and B (any dtype, any strides) into fp32 panels, so one fp32
- * micro-kernel serves every dtype; the epilogue applies alpha, the scales and beta * C and
- * rounds once to the output dtype, written through the output's strides. An AVX-512 micro-kernel
- * is chosen at run time where the CPU has it. Small-M products with K contiguous in both
- * operands (decode: x @ W^T) skip packing and run as blocked dot products instead. */
+ * _scaled_mm and its block-scaled mxfp8 / mxfp4 / nvfp4 forms, layouts it rejects).
+ * GotoBLAS-style: each work item owns one MC x NC output tile; per KC slice it packs A and B
+ * (any dtype, any strides) into fp32 panels, so one fp32 micro-kernel serves every dtype; the
+ * epilogue applies alpha, the scales and beta * C and rounds once to the output dtype, written
+ * through the output's strides. An AVX-512 micro-kernel is chosen at run time where the CPU has
+ * it. Block-scaled operands are dequantized while they are packed (code times its block's scale,
+ * exact in fp32 unless it overflows: scales near 2^127), so the same micro-kernel runs them.
+ * Small-M products with K contiguous in both operands (decode: x @ W^T) skip packing and run as
+ * blocked dot products instead (not block-scaled ones). */
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -28,7 +31,8 @@ typedef struct blocked_state {
   const xr_gemm_problem_t *p;
   uint8_t *base[XR_GEMM_OPERANDS]; /* storage start of each operand; NULL when absent */
   int64_t offset[XR_GEMM_OPERANDS];
-  float lut_a[256], lut_b[256];    /* fp8 decode tables */
+  float lut_a[256], lut_b[256];    /* fp8 decode tables (fp4: indexed by the e2m1 nibble) */
+  float lut_scale[256];            /* block-scaled: the scale byte's value */
   int64_t m_blocks, n_blocks, mc;
   bool dot;                        /* the dot-product path */
   size_t slot_count;
@@ -65,6 +69,38 @@ static inline __attribute__((always_inline)) void load_f32(const uint8_t *base, 
       const uint8_t *s = base + start;
       for (int64_t i = 0; i < n; i++) dst[i * dst_stride] = lut[s[i * stride]];
       break;
+    }
+  }
+}
+
+/* dst[i * dst_stride] = element (r, k0 + i) of a block-scaled operand dequantized, i < n: its
+ * code (fp8: the byte at at + r * r_stride + k * k_stride; fp4: nibble k % 2 of the byte at
+ * at + r * r_stride + (k / 2) * k_stride) times the scale of block k / block of row r. A: r = m;
+ * B: r = n, with its strides swapped. */
+static inline __attribute__((always_inline)) void load_block(const blocked_state_t *s, int which,
+                                                             int scale, const float *lut,
+                                                             int64_t at, int64_t r_stride,
+                                                             int64_t k_stride, int64_t r,
+                                                             int64_t k0, int64_t n, float *dst,
+                                                             int64_t dst_stride) {
+  const xr_gemm_problem_t *p = s->p;
+  const uint8_t *codes = s->base[which] + at + r * r_stride;
+  int64_t pitch = scale == XR_GEMM_SCALE_A ? p->scale_a.stride : p->scale_b.stride;
+  const uint8_t *scales = s->base[scale] + s->offset[scale] + r * pitch;
+  bool fp4 = p->a_dtype == XR_DTYPE_F4E2M1X2;
+  int64_t bs = p->block;
+  for (int64_t i = 0; i < n;) {
+    int64_t k = k0 + i, end = i + (bs - k % bs);
+    if (end > n) end = n;
+    float sc = s->lut_scale[scales[k / bs]];
+    if (fp4) {
+      for (; i < end; i++) {
+        int64_t kk = k0 + i;
+        uint8_t byte = codes[(kk >> 1) * k_stride];
+        dst[i * dst_stride] = lut[kk & 1 ? byte >> 4 : byte & 0x0f] * sc;
+      }
+    } else {
+      for (; i < end; i++) dst[i * dst_stride] = lut[codes[(k0 + i) * k_stride]] * sc;
     }
   }
 }
@@ -128,8 +164,9 @@ static micro_fn pick_micro(void) {
   return __builtin_cpu_supports("avx512f") ? micro_avx512 : micro_generic;
 }
 
+/* A row / column scale factor or the result scale; block scales are applied while packing. */
 static float scale_at(const blocked_state_t *s, int which, int64_t stride, int64_t i) {
-  if (!s->base[which]) return 1.0f;
+  if (!s->base[which] || (s->p->block && which != XR_GEMM_SCALE_RESULT)) return 1.0f;
   return ((const float *)s->base[which])[s->offset[which] + i * stride];
 }
 
@@ -410,6 +447,9 @@ static xr_status_t blocked_prepare(const xr_op_plan_t *plan, xr_hal_device_t *de
   for (int v = 0; v < 256; v++) {
     if (xr_dtype_is_fp8(p->a_dtype)) s->lut_a[v] = xr_fp8_to_f32((uint8_t)v, p->a_dtype);
     if (xr_dtype_is_fp8(p->b_dtype)) s->lut_b[v] = xr_fp8_to_f32((uint8_t)v, p->b_dtype);
+    if (xr_gemm_fp4(p)) s->lut_a[v] = s->lut_b[v] = xr_e2m1_to_f32((uint8_t)(v & 0x0f));
+    if (p->block && p->scale_dtype == XR_DTYPE_F8E8M0) s->lut_scale[v] = xr_e8m0_to_f32((uint8_t)v);
+    else if (p->block) s->lut_scale[v] = xr_fp8_to_f32((uint8_t)v, p->scale_dtype);
   }
   s->avx512 = __builtin_cpu_supports("avx512f");
   s->plain_epilogue = p->alpha == 1 && !s->base[XR_GEMM_C] && !s->base[XR_GEMM_SCALE_A] &&
@@ -417,7 +457,8 @@ static xr_status_t blocked_prepare(const xr_op_plan_t *plan, xr_hal_device_t *de
                       p->out.col_stride == 1 &&
                       (p->out_dtype == XR_DTYPE_F32 || p->out_dtype == XR_DTYPE_BF16 ||
                        p->out_dtype == XR_DTYPE_F16);
-  s->dot = p->M <= DOT_MAX_M && p->K > 0 && p->a.col_stride == 1 && p->b.row_stride == 1;
+  s->dot = !p->block && p->M <= DOT_MAX_M && p->K > 0 && p->a.col_stride == 1 &&
+           p->b.row_stride == 1;
   s->mc = p->M < MC ? (p->M + MR - 1) / MR * MR : MC;
   if (s->mc == 0) s->mc = MR;
   s->m_blocks = (p->M + s->mc - 1) / s->mc;

@@ -92,6 +92,14 @@ static bool lt_dtype(xr_dtype_t dtype) {
 static xr_status_t map_problem(const xr_op_plan_t *plan, xr_blaslt_vendor_t vendor,
                                xr_blas_gemm_t *out) {
   const xr_gemm_problem_t *p = plan->problem;
+  if (p->block) {
+    /* cuBLASLt's block-scaled matmul (CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 / VEC16_UE4M3,
+     * sm_100+) and hipBLASLt's (gfx950) want their own scale layouts and are not wired. */
+    return xr_error(XR_UNIMPLEMENTED, "%s: block-scaled (%s, %s scales per %d) products are not "
+                    "mapped onto the Lt libraries (their block-scaled matmul needs sm_100+ or "
+                    "gfx950 and swizzled scales); gpu.gemm_tiled runs them", plan->op->name,
+                    xr_dtype_name(p->a_dtype), xr_dtype_name(p->scale_dtype), p->block);
+  }
   if (!lt_dtype(p->a_dtype) || p->b_dtype != p->a_dtype || p->out_dtype != p->a_dtype) {
     return xr_error(XR_UNIMPLEMENTED, "%s: %s x %s -> %s: the Lt path takes f32, f16 or bf16 "
                     "operands of one dtype", plan->op->name, xr_dtype_name(p->a_dtype),
@@ -276,10 +284,12 @@ static xr_status_t allocate_workspace(blaslt_state_t *s, xr_hal_device_t *device
 
 static xr_status_t blaslt_supports(const xr_op_plan_t *plan, xr_hal_device_t *device,
                                    xr_blaslt_vendor_t vendor) {
+  xr_blas_gemm_t g;
+  /* Block-scaled products are declined with their reason whether the library loads or not. */
+  if (((const xr_gemm_problem_t *)plan->problem)->block) return map_problem(plan, vendor, &g);
   const xr_blaslt_t *lib;
   xr_status_t status = xr_blaslt_get(vendor, &lib);
   if (status != XR_OK) return status;
-  xr_blas_gemm_t g;
   if ((status = map_problem(plan, vendor, &g)) != XR_OK) return status;
   void *handle;
   int version;

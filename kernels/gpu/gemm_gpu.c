@@ -36,9 +36,18 @@ static bool scaled_product(const xr_gemm_problem_t *p) {
 }
 
 /* aten::_scaled_mm: fp8 operands (any mix of the four), float32 scales, and a bias and an
- * output the kernels store in float (f32, f16, bf16, fp8). */
+ * output the kernels store in float (f32, f16, bf16, fp8); block-scaled (the _block kernels):
+ * fp8 or f4e2m1x2 operands with e8m0 / e4m3fn block scales. */
 static xr_status_t scaled_supports(const xr_op_plan_t *plan, const xr_gemm_problem_t *p) {
-  if (!fp8_dtype(p->a_dtype) || !fp8_dtype(p->b_dtype))
+  bool fp4 = p->a_dtype == XR_DTYPE_F4E2M1X2 && p->b_dtype == XR_DTYPE_F4E2M1X2;
+  if (p->block && !fp4 && (!fp8_dtype(p->a_dtype) || !fp8_dtype(p->b_dtype)))
+    return xr_error(XR_UNIMPLEMENTED, "%s: %s x %s: the block-scaled GPU kernels take fp8 or "
+                    "f4e2m1x2 operands", plan->op->name, xr_dtype_name(p->a_dtype),
+                    xr_dtype_name(p->b_dtype));
+  if (p->block && p->scale_dtype != XR_DTYPE_F8E8M0 && p->scale_dtype != XR_DTYPE_F8E4M3FN)
+    return xr_error(XR_UNIMPLEMENTED, "%s: %s block scales: the block-scaled GPU kernels read "
+                    "f8e8m0 or f8e4m3fn", plan->op->name, xr_dtype_name(p->scale_dtype));
+  if (!p->block && (!fp8_dtype(p->a_dtype) || !fp8_dtype(p->b_dtype)))
     return xr_error(XR_UNIMPLEMENTED, "%s: %s x %s: the scaled GPU kernels take fp8 operands",
                     plan->op->name, xr_dtype_name(p->a_dtype), xr_dtype_name(p->b_dtype));
   if (p->scale_a.index < 0 || p->scale_b.index < 0)
@@ -97,6 +106,7 @@ static void copy_operand(const xr_gemm_problem_t *p, const xr_gemm_operand_t *o,
 }
 
 static const char *kernel_suffix(const xr_gemm_problem_t *p) {
+  if (p->block) return "block";
   if (scaled_product(p)) return "scaled";
   return p->out_dtype == XR_DTYPE_F32 ? "f32" : p->out_dtype == XR_DTYPE_F16 ? "f16" : "bf16";
 }
@@ -142,6 +152,8 @@ static xr_status_t gemm_gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *d
     q->scale_b_stride = p->scale_b.stride;
     q->has_scale_result = p->scale_result >= 0;
     if (q->has_scale_result) q->scale_result_offset = tensors[p->scale_result].offset;
+    q->block = p->block;
+    q->scale_dtype = (int)p->scale_dtype;
   }
   s->empty = p->M == 0 || p->N == 0 || p->batch == 0;
   if (s->empty) {

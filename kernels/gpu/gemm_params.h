@@ -30,6 +30,10 @@ typedef struct xr_gemm_gpu_params {
   int has_scale_result;
   float alpha, beta;
   int has_c;
+  /* Block-scaled _scaled_mm (the *_block kernels): K elements per scale (32, or 16 for nvfp4),
+   * the scales' dtype (XR_GPU_F8E8M0 or XR_GPU_F8E4M3FN); scale_*_stride is then the scales'
+   * row pitch, and a_dtype / b_dtype may be XR_GPU_F4E2M1X2 (two e2m1 codes per byte along K). */
+  int block, scale_dtype;
 } xr_gemm_gpu_params_t;
 
 /* Tile of the tiled kernel: TILE_M x TILE_N outputs per block of 16 x 16 threads (4 x 4 per

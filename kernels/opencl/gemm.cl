@@ -4,7 +4,10 @@
  * need no sub-buffers and transposed weights no copies) and read in its own dtype, chosen at
  * run time: fp32, fp16 (vload_half: no cl_khr_fp16 needed), bf16 (ushort bits), fp8 (OCP
  * e4m3fn / e5m2 and AMD fnuz). out = result_scale * (alpha * scale_a[m] * scale_b[n] * A.B
- * + beta * C), rounded once. */
+ * + beta * C), rounded once. Block-scaled _scaled_mm (blk > 0: mxfp8, mxfp4, nvfp4) instead
+ * dequantizes each element of A and B as the tile is loaded: its code (fp8, or e2m1 nibbles two
+ * per byte along K, the lower k in the low nibble) times the e8m0 / e4m3fn scale of its block of
+ * blk K elements (kernels/gemm.h). */
 
 /* Dtype codes: the host's enum in gemm_opencl.c. */
 #define DT_F32 0
@@ -14,6 +17,8 @@
 #define DT_E5M2 4
 #define DT_E4M3FNUZ 5
 #define DT_E5M2FNUZ 6
+#define DT_F4 7   /* f4e2m1x2: two e2m1 codes per byte (operands of block-scaled products) */
+#define DT_E8M0 8 /* e8m0 block scales */
 
 #define TS 64
 #define TK 16
@@ -29,6 +34,7 @@ typedef struct gemm_params {
   long M, N, K;
   long a_dt, b_dt, c_dt, o_dt;
   long has_c, has_sa, has_sb, has_sr;
+  long blk, s_dt; /* block-scaled: K elements per scale (0: not), the scales' dtype */
   float alpha, beta;
 } gemm_params;
 
@@ -68,6 +74,28 @@ static uchar fp8_encode(float f, long dt) {
   return (uchar)(sign | c);
 }
 
+__constant float e2m1_magnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+
+/* Element (r, k) of a block-scaled operand (A: r = m; B: r = n, its strides swapped),
+ * dequantized: code times the scale of block k / blk of row r (scales row-major, `pitch` apart). */
+static float load_block(__global const uchar *X, long dt, long at, long r_stride, long k_stride,
+                        long r, long k, __global const uchar *S, long s_at, long pitch, long blk,
+                        long s_dt) {
+  float v;
+  if (dt == DT_F4) {
+    uint byte = X[at + r * r_stride + (k >> 1) * k_stride];
+    uint code = (k & 1) ? byte >> 4 : byte & 0x0fu;
+    v = (code & 8u) ? -e2m1_magnitude[code & 7u] : e2m1_magnitude[code & 7u];
+  } else {
+    v = fp8_decode(X[at + r * r_stride + k * k_stride], dt);
+  }
+  uint sb = S[s_at + r * pitch + k / blk];
+  float scale = s_dt != DT_E8M0 ? fp8_decode(sb, s_dt)
+                : sb == 0xffu  ? NAN
+                               : ldexp(1.0f, (int)sb - 127);
+  return v * scale;
+}
+
 static float load_elem(__global const uchar *base, long dt, long i) {
   if (dt == DT_F32) return ((__global const float *)base)[i];
   if (dt == DT_F16) return vload_half(i, (__global const half *)base);
@@ -94,7 +122,7 @@ static void store_elem(__global uchar *base, long dt, long i, float v) {
  * the element offsets of A, B, C and the output (broadcast dims have offset 0). */
 __kernel __attribute__((reqd_work_group_size(LS, LS, 1))) void xr_gemm_tiled(
     __global const uchar *A, __global const uchar *B, __global const uchar *C, __global uchar *O,
-    __global const float *SA, __global const float *SB, __global const float *SR,
+    __global const uchar *SA, __global const uchar *SB, __global const float *SR,
     __global const long *batch_off, const gemm_params p) {
   __local float As[TK][TS + 1];
   __local float Bs[TK][TS + 1];
@@ -111,10 +139,16 @@ __kernel __attribute__((reqd_work_group_size(LS, LS, 1))) void xr_gemm_tiled(
       int e = lid + r * LS * LS;
       int mm = e / TK, kk = e % TK; /* consecutive work-items walk K: A is usually K-major */
       long m = m0 + mm, k = k0 + kk;
-      As[kk][mm] = (m < p.M && k < p.K) ? load_elem(A, p.a_dt, ao + m * p.a_rs + k * p.a_cs) : 0.0f;
+      As[kk][mm] = !(m < p.M && k < p.K) ? 0.0f
+                   : p.blk ? load_block(A, p.a_dt, ao, p.a_rs, p.a_cs, m, k, SA, p.sa_off,
+                                        p.sa_stride, p.blk, p.s_dt)
+                           : load_elem(A, p.a_dt, ao + m * p.a_rs + k * p.a_cs);
       int kb = p.b_rs == 1 ? e % TK : e / TS, nb = p.b_rs == 1 ? e / TK : e % TS;
       long n = n0 + nb, kq = k0 + kb;
-      Bs[kb][nb] = (n < p.N && kq < p.K) ? load_elem(B, p.b_dt, bo + kq * p.b_rs + n * p.b_cs) : 0.0f;
+      Bs[kb][nb] = !(n < p.N && kq < p.K) ? 0.0f
+                   : p.blk ? load_block(B, p.b_dt, bo, p.b_cs, p.b_rs, n, kq, SB, p.sb_off,
+                                        p.sb_stride, p.blk, p.s_dt)
+                           : load_elem(B, p.b_dt, bo + kq * p.b_rs + n * p.b_cs);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int kk = 0; kk < TK; kk++) {
@@ -131,11 +165,12 @@ __kernel __attribute__((reqd_work_group_size(LS, LS, 1))) void xr_gemm_tiled(
   for (int i = 0; i < WPT; i++) {
     long m = m0 + ty + LS * i;
     if (m >= p.M) continue;
-    float row_scale = p.alpha * (p.has_sa ? SA[p.sa_off + m * p.sa_stride] : 1.0f);
+    __global const float *sa = (__global const float *)SA, *sb = (__global const float *)SB;
+    float row_scale = p.alpha * (p.has_sa ? sa[p.sa_off + m * p.sa_stride] : 1.0f);
     for (int j = 0; j < WPT; j++) {
       long n = n0 + tx + LS * j;
       if (n >= p.N) continue;
-      float v = row_scale * (p.has_sb ? SB[p.sb_off + n * p.sb_stride] : 1.0f) * acc[i][j];
+      float v = row_scale * (p.has_sb ? sb[p.sb_off + n * p.sb_stride] : 1.0f) * acc[i][j];
       if (p.has_c) v += p.beta * load_elem(C, p.c_dt, co + m * p.c_rs + n * p.c_cs);
       store_elem(O, p.o_dt, oo + m * p.o_rs + n * p.o_cs, v * result_scale);
     }

@@ -1,5 +1,6 @@
 /* opencl.gemm_tiled: the GEMM family on our own OpenCL kernel (gemm.cl), for every layout and
- * dtype the family has except float64; the fallback behind CLBlast. */
+ * dtype the family has except float64, block-scaled _scaled_mm included; the fallback behind
+ * CLBlast. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,8 @@ int xr_gemm_cl_dtype(xr_dtype_t dtype) {
     case XR_DTYPE_F8E5M2: return 4;
     case XR_DTYPE_F8E4M3FNUZ: return 5;
     case XR_DTYPE_F8E5M2FNUZ: return 6;
+    case XR_DTYPE_F4E2M1X2: return 7;
+    case XR_DTYPE_F8E8M0: return 8;
     default: return -1;
   }
 }
@@ -52,9 +55,11 @@ xr_status_t xr_gemm_cl_init(const xr_op_plan_t *plan, xr_hal_device_t *device,
       .M = p->M, .N = p->N, .K = p->K,
       .a_dt = xr_gemm_cl_dtype(p->a_dtype), .b_dt = xr_gemm_cl_dtype(p->b_dtype),
       .c_dt = xr_gemm_cl_dtype(p->c_dtype), .o_dt = xr_gemm_cl_dtype(p->out_dtype),
-      .has_c = out->buffer[XR_GEMM_C] != NULL, .has_sa = out->buffer[XR_GEMM_SCALE_A] != NULL,
-      .has_sb = out->buffer[XR_GEMM_SCALE_B] != NULL,
+      .has_c = out->buffer[XR_GEMM_C] != NULL,
+      .has_sa = !p->block && out->buffer[XR_GEMM_SCALE_A] != NULL,
+      .has_sb = !p->block && out->buffer[XR_GEMM_SCALE_B] != NULL,
       .has_sr = out->buffer[XR_GEMM_SCALE_RESULT] != NULL,
+      .blk = p->block, .s_dt = p->block ? xr_gemm_cl_dtype(p->scale_dtype) : 0,
       .alpha = (float)p->alpha, .beta = (float)p->beta};
   size_t bytes = sizeof(int64_t) * 4 * (size_t)(p->batch ? p->batch : 1);
   out->host_offsets = calloc(1, bytes);

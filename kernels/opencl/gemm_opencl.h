@@ -14,7 +14,8 @@ typedef struct xr_gemm_cl_params {
   int64_t sa_off, sa_stride, sb_off, sb_stride, sr_off;
   int64_t M, N, K;
   int64_t a_dt, b_dt, c_dt, o_dt;
-  int64_t has_c, has_sa, has_sb, has_sr;
+  int64_t has_c, has_sa, has_sb, has_sr; /* has_sa / has_sb: row / column scale factors */
+  int64_t blk, s_dt;                     /* block-scaled: K elements per scale, scales' dtype */
   float alpha, beta;
 } xr_gemm_cl_params_t;
 
@@ -29,7 +30,8 @@ typedef struct xr_gemm_cl {
   xr_gemm_cl_params_t params;
 } xr_gemm_cl_t;
 
-/* The gemm.cl code of a dtype, or -1 when gemm.cl cannot read it. */
+/* The gemm.cl code of a dtype, or -1 when gemm.cl cannot read it (f4e2m1x2 and f8e8m0 only as
+ * the operands and scales of block-scaled products). */
 int xr_gemm_cl_dtype(xr_dtype_t dtype);
 
 xr_status_t xr_gemm_cl_init(const xr_op_plan_t *plan, xr_hal_device_t *device,

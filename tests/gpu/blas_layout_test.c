@@ -308,3 +308,37 @@ Test(blas_supports, declined_problems_and_foreign_devices) {
   blas_case_close(&c);
   xr_hal_device_destroy(cpu);
 }
+
+/* Block-scaled _scaled_mm (mxfp8, mxfp4, nvfp4) is declined by both Lt implementations with the
+ * reason, whether their library loads or not, and whatever the device: gpu.gemm_tiled runs it. */
+Test(blas_supports, block_scaled_mm_is_declined_with_the_reason) {
+  xr_hal_device_t *cpu;
+  cr_assert_eq(xr_hal_device_create("cpu", &cpu), XR_OK);
+  const char *forms[][3] = {{"c10::Float8_e4m3fn", "c10::Float8_e8m0fnu", "32"},
+                            {"c10::Float4_e2m1fn_x2", "c10::Float8_e8m0fnu", "32"},
+                            {"c10::Float4_e2m1fn_x2", "c10::Float8_e4m3fn", "16"}};
+  for (size_t f = 0; f < 3; f++) {
+    bool fp4 = strstr(forms[f][0], "Float4") != NULL;
+    int64_t kb = 64 / atoi(forms[f][2]);
+    tensor_t a = mat(forms[f][0], 16, fp4 ? 32 : 64), b = mat_t(forms[f][0], fp4 ? 32 : 64, 16);
+    tensor_t sa = mat(forms[f][1], 16, kb), sb = mat(forms[f][1], 16, kb);
+    arg_t args[] = {{"self", "Tensor", &a, NULL}, {"mat2", "Tensor", &b, NULL},
+                    {"scale_a", "Tensor", &sa, NULL}, {"scale_b", "Tensor", &sb, NULL},
+                    {"out_dtype", "ScalarType?", NULL, "15"}};
+    json_t j;
+    blas_case_t c;
+    blas_case_open(op_json(&j, "aten::_scaled_mm", args, 5), NULL, &c);
+    const xr_kernel_impl_t *impls[] = {&xr_gemm_cublaslt_impl, &xr_gemm_hipblaslt_impl};
+    for (size_t i = 0; i < 2; i++) {
+      cr_assert_eq(impls[i]->supports(&c.plan, cpu), XR_UNIMPLEMENTED, "%s: %s", impls[i]->name,
+                   xr_last_error());
+      char want[128];
+      snprintf(want, sizeof want, "block-scaled (%s, %s scales per %s)", forms[f][0], forms[f][1],
+               forms[f][2]);
+      cr_assert(strstr(xr_last_error(), want) && strstr(xr_last_error(), "gpu.gemm_tiled"),
+                "%s: %s", impls[i]->name, xr_last_error());
+    }
+    blas_case_close(&c);
+  }
+  xr_hal_device_destroy(cpu);
+}

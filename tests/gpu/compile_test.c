@@ -182,6 +182,19 @@ Test(compile, moe_image_has_every_kernel_the_impl_launches_gfx90a) {
   moe_image_has_every_kernel_the_impl_launches("gfx90a");
 }
 
+/* gemm_gpu.c looks its kernels up as xr_gemm_tiled_<suffix> and xr_gemv_<suffix>. */
+Test(compile, gemm_image_has_every_kernel_the_impl_launches_sm_80) {
+  static const char *const suffixes[] = {"f32", "f16", "bf16", "scaled", "block"};
+  char names[10][40];
+  const char *list[10];
+  for (size_t i = 0; i < 5; i++) {
+    snprintf(names[2 * i], sizeof names[0], "xr_gemm_tiled_%s", suffixes[i]);
+    snprintf(names[2 * i + 1], sizeof names[0], "xr_gemv_%s", suffixes[i]);
+  }
+  for (size_t i = 0; i < 10; i++) list[i] = names[i];
+  expect_kernels("sm_80", "gemm.cu", list, 10);
+}
+
 static const char broken[] =
     "extern \"C\" __global__ void broken(float *y) { y[0] = undefined_identifier_xyz; }\n";
 

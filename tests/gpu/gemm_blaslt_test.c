@@ -56,3 +56,11 @@ Test(gemm_blaslt, f16_cases_on_the_vendor_library) {
   target_t t = target();
   products(&t, "c10::Half");
 }
+
+/* Block-scaled _scaled_mm (mxfp8, mxfp4, nvfp4) is declined by the Lt path (blaslt_gemm.c):
+ * with the library present, each case runs on our tiled kernel. */
+Test(gemm_blaslt, block_scaled_cases_run_on_the_tiled_kernel) {
+  require_library();
+  target_t t = {.device = DRIVER, .fp8 = "gpu.gemm_tiled"};
+  block_scaled_products(&t);
+}

@@ -3,7 +3,8 @@
  * the CPU reference on the same seeded inputs through the real engine (tests/kernels/check.h).
  * Sizes 1, 3, 17, 129 and 1000; transposed, broadcast and offset views; the tiled kernel and
  * the M == 1 warp-per-column kernel; f32, f16, bf16; then the cases the cpu and opencl suites
- * run (tests/kernels/gemm_cases.h), aten::_scaled_mm with fp8 operands included. Skips without
+ * run (tests/kernels/gemm_cases.h), aten::_scaled_mm with fp8 operands and its block-scaled
+ * mxfp8 / mxfp4 / nvfp4 forms included. Skips without
  * such a device. */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -93,3 +94,5 @@ Test(gemm_gpu, shared_products_f32) { products(&gpu, "float"); }
 Test(gemm_gpu, shared_products_bf16) { products(&gpu, "c10::BFloat16"); }
 Test(gemm_gpu, shared_products_f16) { products(&gpu, "c10::Half"); }
 Test(gemm_gpu, scaled_mm_fp8) { scaled_products(&gpu); }
+/* Block-scaled _scaled_mm (mxfp8, mxfp4, nvfp4): the _block kernels, the M == 1 one included. */
+Test(gemm_gpu, scaled_mm_block_scaled) { block_scaled_products(&gpu); }

@@ -272,4 +272,65 @@ static inline void scaled_products(const target_t *t) {
   }
 }
 
+/* Block-scaled _scaled_mm (mxfp8, mxfp4, nvfp4; kernels/gemm.c analyze_scaled_mm): fresh
+ * random codes and scales (e8m0 powers of two near 1, e4m3fn normal), K a multiple of the
+ * block (and one mxfp8 K with a shorter last block, as torch counts scales), odd M and N,
+ * torch's transposed mat2 and other layouts, biases, out_dtype variants, plain and padded
+ * (swizzled-size) scale tensors, the M == 1 decode shape. Cases expect the `fp8` kernel. */
+#define BS_F8 "c10::Float8_e4m3fn"
+#define BS_F8E5 "c10::Float8_e5m2"
+#define BS_F4 "c10::Float4_e2m1fn_x2"
+#define BS_E8M0 "c10::Float8_e8m0fnu"
+
+static inline void block_case(const target_t *t, tensor_t *a, tensor_t *b, tensor_t *sa,
+                              tensor_t *sb, const tensor_t *bias, const char *out_dtype) {
+  arg_t args[] = {{"self", "Tensor", a, NULL},
+                  {"mat2", "Tensor", b, NULL},
+                  {"scale_a", "Tensor", sa, NULL},
+                  {"scale_b", "Tensor", sb, NULL},
+                  {"bias", "Tensor?", bias, bias ? NULL : "null"},
+                  {"scale_result", "Tensor?", NULL, "null"},
+                  {"out_dtype", "ScalarType?", NULL, out_dtype ? out_dtype : "null"}};
+  run_case(t, "fp8", "aten::_scaled_mm", args, 7);
+}
+
+static inline void block_scaled_products(const target_t *t) {
+  { /* mxfp8 e4m3fn, torch's layout (mat2 the transpose of [N, K]), bf16 bias and output */
+    tensor_t a = mat(BS_F8, 17, 96), b = mat_t(BS_F8, 96, 33);
+    tensor_t sa = mat(BS_E8M0, 17, 3), sb = mat(BS_E8M0, 33, 3), bias = vec("c10::BFloat16", 33);
+    block_case(t, &a, &b, &sa, &sb, &bias, "15");
+  }
+  { /* mxfp8 e5m2 x e4m3fn, K = 80 (a last block of 16), flattened scales, fp32 output */
+    tensor_t a = mat(BS_F8E5, 3, 80), b = mat_t(BS_F8, 80, 129);
+    tensor_t sa = vec(BS_E8M0, 3 * 3), sb = mat(BS_E8M0, 129, 3);
+    block_case(t, &a, &b, &sa, &sb, NULL, "6");
+  }
+  { /* mxfp8, scales of torch's swizzled count (128 x 4 per operand, 1-D as to_blocked returns
+     * them), row-major mat2, out_dtype omitted: self's dtype (fp8 output) */
+    tensor_t a = mat(BS_F8, 5, 64), b = mat(BS_F8, 64, 7);
+    tensor_t sa = vec(BS_E8M0, 128 * 4), sb = vec(BS_E8M0, 128 * 4);
+    block_case(t, &a, &b, &sa, &sb, NULL, NULL);
+  }
+  { /* mxfp4: self [M, K/2], mat2 [K/2, N] the transpose of [N, K/2]; out_dtype omitted: bf16 */
+    tensor_t a = mat(BS_F4, 17, 64), b = mat_t(BS_F4, 64, 33);
+    tensor_t sa = mat(BS_E8M0, 17, 4), sb = mat(BS_E8M0, 33, 4), bias = vec("c10::BFloat16", 33);
+    block_case(t, &a, &b, &sa, &sb, &bias, NULL);
+  }
+  { /* mxfp4 with a padded, pitched self view, a row-major mat2, padded 2-D scales [128, 4] */
+    tensor_t a = mat_view(BS_F4, 9, 32), b = mat(BS_F4, 32, 17);
+    tensor_t sa = mat(BS_E8M0, 128, 4), sb = mat(BS_E8M0, 128, 4);
+    block_case(t, &a, &b, &sa, &sb, NULL, "6");
+  }
+  { /* nvfp4: e4m3fn scales per 16, fp16 output and bias */
+    tensor_t a = mat(BS_F4, 9, 48), b = mat_t(BS_F4, 48, 65);
+    tensor_t sa = mat(BS_F8, 9, 6), sb = mat(BS_F8, 65, 6), bias = vec("c10::Half", 65);
+    block_case(t, &a, &b, &sa, &sb, &bias, "5");
+  }
+  { /* nvfp4, decode-shaped (M = 1), K = 256, fp32 output */
+    tensor_t a = mat(BS_F4, 1, 128), b = mat_t(BS_F4, 128, 129);
+    tensor_t sa = mat(BS_F8, 1, 16), sb = mat(BS_F8, 129, 16);
+    block_case(t, &a, &b, &sa, &sb, NULL, "6");
+  }
+}
+
 #endif

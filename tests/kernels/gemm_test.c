@@ -22,6 +22,7 @@ Test(gemm_cpu, onednn_f32) { products(&cpu, "float"); }
 Test(gemm_cpu, onednn_bf16) { products(&cpu, "c10::BFloat16"); }
 Test(gemm_cpu, blocked_f16) { products(&cpu, "c10::Half"); }
 Test(gemm_cpu, blocked_scaled_mm) { scaled_products(&cpu); }
+Test(gemm_cpu, blocked_block_scaled_mm) { block_scaled_products(&cpu); }
 
 Test(gemm_cpu, blocked_f32_bf16_without_onednn) {
   setenv("XR_ONEDNN_LIBRARY", "off", 1);
@@ -78,6 +79,102 @@ Test(gemm_plan, scaled_mm_errors_name_the_argument) {
   xr_bundle_destroy(bundle);
 }
 
+/* Plans `op` with `args` and expects INVALID_ARGUMENT naming every one of `words`. */
+static void expect_plan_error(const arg_t *args, int count, const char *const *words) {
+  json_t j;
+  op_json(&j, "aten::_scaled_mm", args, count);
+  xr_bundle_t *bundle;
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)j.text, strlen(j.text), "case", ".", NULL, &bundle),
+               XR_OK, "%s", xr_last_error());
+  xr_op_plan_t plan;
+  cr_assert_eq(xr_kernel_plan(&bundle->ops[0], &plan), XR_INVALID_ARGUMENT, "%s: planned", j.text);
+  for (const char *const *w = words; *w; w++)
+    cr_assert(strstr(xr_last_error(), *w), "%s: \"%s\" lacks \"%s\"", j.text, xr_last_error(), *w);
+  xr_bundle_destroy(bundle);
+}
+
+#define PLAN_ERROR(a, b, sa, sb, ...)                                                          \
+  do {                                                                                         \
+    arg_t args_[] = {{"self", "Tensor", &(a), NULL}, {"mat2", "Tensor", &(b), NULL},            \
+                     {"scale_a", "Tensor", &(sa), NULL}, {"scale_b", "Tensor", &(sb), NULL}};   \
+    const char *const words_[] = {__VA_ARGS__, NULL};                                          \
+    expect_plan_error(args_, 4, words_);                                                       \
+  } while (0)
+
+Test(gemm_plan, block_scaled_mm_errors_name_the_argument) {
+  tensor_t a8 = mat(BS_F8, 17, 96), b8 = mat_t(BS_F8, 96, 33);
+  tensor_t a4 = mat(BS_F4, 17, 48), b4 = mat_t(BS_F4, 48, 33);
+  tensor_t sa = mat(BS_E8M0, 17, 3), sb = mat(BS_E8M0, 33, 3);
+  tensor_t sa4 = mat(BS_E8M0, 17, 3), sb4 = mat(BS_E8M0, 33, 3);
+  tensor_t f32 = {.dtype = "float", .rank = 0};
+  /* operands of two kinds */
+  PLAN_ERROR(a4, b8, sa, sb, "self and mat2", "Float4_e2m1fn_x2");
+  /* fp4 operands with float32 scales; fp8 operands with e4m3fn scales */
+  PLAN_ERROR(a4, b4, f32, f32, "scale_a", "Float8_e8m0fnu (mxfp4) or c10::Float8_e4m3fn (nvfp4)");
+  tensor_t e4 = mat(BS_F8, 17, 3);
+  PLAN_ERROR(a8, b8, e4, sb, "scale_a", "Float8_e8m0fnu (mxfp8)");
+  /* scale_b of another dtype than scale_a's */
+  tensor_t sb_e4 = mat(BS_F8, 33, 3);
+  PLAN_ERROR(a8, b8, sa, sb_e4, "scale_b", "mxfp8", "Float8_e8m0fnu");
+  PLAN_ERROR(a8, b8, sa, f32, "scale_b", "Float8_e8m0fnu");
+  /* wrong scale counts: 17 x 2 instead of 17 x 3 (or 128 x 4); 33 x 4 for scale_b */
+  tensor_t sa_short = mat(BS_E8M0, 17, 2), sb_long = mat(BS_E8M0, 33, 4);
+  PLAN_ERROR(a8, b8, sa_short, sb, "scale_a", "17 x 3 = 51", "512", "got 34");
+  PLAN_ERROR(a8, b8, sa, sb_long, "scale_b", "33 x 3 = 99", "got 132");
+  /* nvfp4 scales per 16: 17 x 6 */
+  tensor_t nv_a = mat(BS_F8, 17, 3), nv_b = mat(BS_F8, 33, 6);
+  PLAN_ERROR(a4, b4, nv_a, nv_b, "scale_a", "nvfp4", "17 x 6 = 102");
+  /* fp4 K (2 x bytes) not a multiple of 32 */
+  tensor_t a4k = mat(BS_F4, 17, 24), b4k = mat_t(BS_F4, 24, 33);
+  tensor_t sak = mat(BS_E8M0, 17, 2), sbk = mat(BS_E8M0, 33, 2);
+  PLAN_ERROR(a4k, b4k, sak, sbk, "self", "K = 48", "multiple of 32");
+  /* transposed (non-contiguous) block scales */
+  tensor_t sa_t = mat_t(BS_E8M0, 17, 3);
+  PLAN_ERROR(a8, b8, sa_t, sb, "scale_a", "contiguous");
+  /* an fp4 output */
+  {
+    arg_t args[] = {{"self", "Tensor", &a4, NULL}, {"mat2", "Tensor", &b4, NULL},
+                    {"scale_a", "Tensor", &sa4, NULL}, {"scale_b", "Tensor", &sb4, NULL},
+                    {"out_dtype", "ScalarType?", NULL, "45"}};
+    const char *const words[] = {"out_dtype", "45", NULL};
+    expect_plan_error(args, 5, words);
+  }
+}
+
+/* The block-scaled forms plan with torch's FLOPs and their bytes as stored (fp4: half a byte
+ * per element; one byte per scale), whichever scale layout the bundle holds. */
+Test(gemm_plan, block_scaled_mm_flops_and_bytes) {
+  const struct {
+    tensor_t a, b, sa, sb;
+    double bytes;
+  } cases[] = {
+      {mat(BS_F4, 17, 64), mat_t(BS_F4, 64, 33), mat(BS_E8M0, 17, 4), mat(BS_E8M0, 33, 4),
+       17 * 64 + 64 * 33 + (17 + 33) * 4 + 17 * 33 * 2},
+      {mat(BS_F4, 17, 64), mat_t(BS_F4, 64, 33), vec(BS_E8M0, 512), vec(BS_E8M0, 512),
+       17 * 64 + 64 * 33 + (17 + 33) * 4 + 17 * 33 * 2},
+      {mat(BS_F8, 17, 96), mat_t(BS_F8, 96, 33), mat(BS_E8M0, 17, 3), mat(BS_E8M0, 33, 3),
+       17 * 96 + 96 * 33 + (17 + 33) * 3 + 17 * 33 * 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    arg_t args[] = {{"self", "Tensor", &cases[i].a, NULL}, {"mat2", "Tensor", &cases[i].b, NULL},
+                    {"scale_a", "Tensor", &cases[i].sa, NULL}, {"scale_b", "Tensor", &cases[i].sb, NULL}};
+    json_t j;
+    op_json(&j, "aten::_scaled_mm", args, 4);
+    xr_bundle_t *bundle;
+    cr_assert_eq(xr_bundle_decode((const uint8_t *)j.text, strlen(j.text), "case", ".", NULL, &bundle),
+                 XR_OK);
+    xr_op_plan_t plan;
+    cr_assert_eq(xr_kernel_plan(&bundle->ops[0], &plan), XR_OK, "%s", xr_last_error());
+    double K = i < 2 ? 128 : 96;
+    cr_assert_eq(plan.flops, 2.0 * 17 * 33 * K, "case %zu: %g flops", i, plan.flops);
+    cr_assert_eq(plan.bytes, cases[i].bytes, "case %zu: %g bytes, expected %g", i, plan.bytes,
+                 cases[i].bytes);
+    cr_assert_eq(plan.returns[0].dtype, i < 2 ? XR_DTYPE_BF16 : XR_DTYPE_F8E4M3FN, "case %zu", i);
+    xr_kernel_plan_free(&plan);
+    xr_bundle_destroy(bundle);
+  }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* opencl                                                                                     */
 
@@ -99,6 +196,9 @@ Test(gemm_opencl, tiled_all_dtypes, .init = opencl_setup) {
   products(&ocl_own, "c10::Half");
   scaled_products(&ocl_own);
 }
+
+/* Block-scaled _scaled_mm goes to the tiled kernel whether CLBlast is there or not. */
+Test(gemm_opencl, tiled_block_scaled_mm, .init = opencl_setup) { block_scaled_products(&ocl); }
 
 /* Which OpenCL implementation takes which problem, without running CLBlast (whose kernels take
  * minutes to compile on PoCL in a fresh process; gemm_clblast_test runs them). */

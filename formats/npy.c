@@ -82,7 +82,9 @@ static bool descr_matches(const char *descr, xr_dtype_t dtype) {
     case XR_DTYPE_F8E4M3FN:
     case XR_DTYPE_F8E5M2:
     case XR_DTYPE_F8E4M3FNUZ:
-    case XR_DTYPE_F8E5M2FNUZ: return strcmp(code, "u1") == 0 || strcmp(code, "i1") == 0;
+    case XR_DTYPE_F8E5M2FNUZ:
+    case XR_DTYPE_F4E2M1X2: /* two e2m1 codes a byte */
+    case XR_DTYPE_F8E8M0: return strcmp(code, "u1") == 0 || strcmp(code, "i1") == 0;
     case XR_DTYPE_I8: return strcmp(code, "i1") == 0;
     case XR_DTYPE_I16: return strcmp(code, "i2") == 0;
     case XR_DTYPE_I32: return strcmp(code, "i4") == 0;

@@ -158,3 +158,29 @@ Test(data, npy_files_that_disagree_with_the_spec) {
   cr_assert_eq(load_with_npy(dir, "float", "[4, 8]", "[8, 1]"), XR_INVALID_ARGUMENT);
   cr_assert(strstr(xr_last_error(), "x.npy: cannot open: No such file"), "%s", xr_last_error());
 }
+
+/* Microscaling parts have no numpy dtype: their .npy files hold raw bytes (|u1), as the golden
+ * mxfp4 weight does, and read as f4e2m1x2 / f8e8m0 tensors. */
+Test(data, mx_parts_read_from_u1_npy_files) {
+  xr_bundle_t *b;
+  cr_assert_eq(xr_bundle_create(&b), XR_OK);
+  b->base_dir = xr_arena_strdup(b->arena, GOLDEN_DIR);
+  b->read_data_file = xr_npy_read_data_file;
+  xr_op_t *op = xr_bundle_add_op(b, "vllm::moe_forward");
+  xr_tensor_spec_t *w = xr_op_add_tensor(b->arena, op, "w1", XR_DTYPE_F4E2M1X2, 2, (int64_t[]){24, 64}, NULL);
+  xr_tensor_spec_t *s = xr_op_add_tensor(b->arena, op, "w1_scale", XR_DTYPE_F8E8M0, 2, (int64_t[]){24, 4}, NULL);
+  w->data_file = xr_arena_strdup(b->arena, "mx_gemm_mxfp4_M16_N24_K128__b_packed.npy");
+  s->data_file = xr_arena_strdup(b->arena, "mx_gemm_mxfp4_M16_N24_K128__b_scales.npy");
+  uint8_t *bytes;
+  size_t n;
+  cr_assert_eq(xr_tensor_read_data(b, w, &bytes, &n), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(n, 24 * 64);
+  free(bytes);
+  cr_assert_eq(xr_tensor_read_data(b, s, &bytes, &n), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(n, 24 * 4);
+  free(bytes);
+  s->shape[1] = 8; /* the wrong shape is still an error naming the file */
+  cr_assert_neq(xr_tensor_read_data(b, s, &bytes, &n), XR_OK);
+  cr_assert(strstr(xr_last_error(), "b_scales.npy"), "%s", xr_last_error());
+  xr_bundle_destroy(b);
+}

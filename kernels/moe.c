@@ -993,28 +993,73 @@ static xr_status_t init_moe_routing(xr_init_context_t *c) {
   return status;
 }
 
-/* moe_forward: mxfp4 scales sized so that the GEMMs' outputs are of unit scale (a weight is an
- * e2m1 value, RMS 2.9 over random codes, times 2^e with 2^e near 1 / (2.9 sqrt(depth)), e
- * jittered by one either way), so that GPT-OSS's clamp at 7 sees values on both sides of it;
- * and the layer's source named. */
-static void init_mx_scales(xr_init_context_t *c, const char *name, int64_t depth, uint64_t *rng) {
+/* moe_forward's initializer.
+ * - Routing: router_logits made so that its softmax top-k is a routing the MoE policies draw
+ *   (balanced by default, --init=vllm::moe_forward:uniform or zipf:S): the chosen experts' logits
+ *   are log(weight), the others 30 lower (a probability under 1e-12), so the renormalised
+ *   top-k weights are the drawn ones.
+ * - Scales sized so that the GEMMs' outputs are of unit scale, so that GPT-OSS's clamp at 7 sees
+ *   values on both sides of it: mxfp4's e8m0 near 1 / (2.9 sqrt(depth)) (2.9 is the RMS of
+ *   random e2m1 codes), jittered by one power of two either way; fp8's float32 scales in
+ *   [0.5, 1.5) / sqrt(depth).
+ * - The layer's source named in the policy line. */
+static void init_weight_scales(xr_init_context_t *c, const char *name, int64_t depth, uint64_t *rng) {
   int i = xr_init_input(c, name);
-  if (i < 0 || c->has_data[i] || c->plan->inputs[i]->dtype != XR_DTYPE_F8E8M0 || depth < 1) return;
-  int base = 127 + (int)lround(log2(1.0 / (2.9 * sqrt((double)depth))));
-  uint8_t *b = c->host[i];
-  for (size_t k = 0; k < c->sizes[i]; k++) b[k] = (uint8_t)(base - 1 + (int)(xr_rng_next(rng) % 3));
+  if (i < 0 || c->has_data[i] || depth < 1) return;
+  const xr_tensor_spec_t *t = c->plan->inputs[i];
+  size_t n = c->sizes[i] / xr_dtype_size(t->dtype);
+  if (t->dtype == XR_DTYPE_F8E8M0) {
+    int base = 127 + (int)lround(log2(1.0 / (2.9 * sqrt((double)depth))));
+    uint8_t *b = c->host[i];
+    for (size_t k = 0; k < n; k++) b[k] = (uint8_t)(base - 1 + (int)(xr_rng_next(rng) % 3));
+  } else if (t->dtype == XR_DTYPE_F32) {
+    float *f = c->host[i];
+    for (size_t k = 0; k < n; k++) f[k] = (float)((0.5 + xr_rng_uniform(rng)) / sqrt((double)depth));
+  }
+}
+
+static xr_status_t init_forward_routing(xr_init_context_t *c) {
+  int logits = -1;
+  xr_arg_tensor(c->plan, 1, "router_logits", false, &logits);
+  int64_t topk = xr_init_int_arg(c, "top_k", -1);
+  if (logits < 0 || c->has_data[logits] || c->plan->inputs[logits]->rank != 2 || topk < 1) return XR_OK;
+  const xr_tensor_spec_t *t = c->plan->inputs[logits];
+  int64_t tokens = t->shape[0], experts = t->shape[1];
+  if (topk > experts) return XR_OK; /* the plan reports it */
+  int64_t *ids = malloc(sizeof(int64_t) * (size_t)(tokens * topk + 1));
+  double *weights = malloc(sizeof(double) * (size_t)(tokens * topk + 1));
+  const char *mode;
+  xr_status_t st = ids && weights ? XR_OK : xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  if (st == XR_OK) st = draw_routing(c, tokens, topk, experts, ids, weights, &mode);
+  for (int64_t m = 0; st == XR_OK && m < tokens; m++) {
+    int64_t row = t->storage_offset + m * t->strides[0];
+    for (int64_t e = 0; e < experts; e++) xr_store_element(c->host[logits], t->dtype, row + e * t->strides[1], -30.0);
+    for (int64_t j = 0; j < topk; j++)
+      xr_store_element(c->host[logits], t->dtype, row + ids[m * topk + j] * t->strides[1], log(weights[m * topk + j]));
+  }
+  if (st == XR_OK) {
+    char what[128];
+    snprintf(what, sizeof what, "router_logits routing top-%lld %s over %lld experts", (long long)topk, mode,
+             (long long)experts);
+    xr_init_describe(c, what);
+  }
+  free(ids);
+  free(weights);
+  return st;
 }
 
 static xr_status_t init_moe_forward(xr_init_context_t *c) {
+  xr_status_t st = init_forward_routing(c);
   int w1 = xr_init_input(c, "w1"), hidden = -1;
   xr_arg_tensor(c->plan, 0, "hidden_states", false, &hidden); /* traces leave it unnamed */
-  if (w1 < 0 || hidden < 0 || c->plan->inputs[w1]->rank != 3) return XR_OK;
+  if (st != XR_OK || w1 < 0 || hidden < 0 || c->plan->inputs[w1]->rank != 3) return st;
   uint64_t rng = c->seed;
   int64_t K = c->plan->inputs[hidden]->shape[1], N = c->plan->inputs[w1]->shape[1] / 2;
-  init_mx_scales(c, "w1_scale", K, &rng);
-  init_mx_scales(c, "w2_scale", N, &rng);
-  if (c->plan->inputs[w1]->dtype == XR_DTYPE_F4E2M1X2)
-    xr_init_describe(c, "mxfp4 scales near 1/(2.9 sqrt(K)) (GEMM outputs of unit scale)");
+  init_weight_scales(c, "w1_scale", K, &rng);
+  init_weight_scales(c, "w2_scale", N, &rng);
+  xr_dtype_t wd = c->plan->inputs[w1]->dtype;
+  if (wd == XR_DTYPE_F4E2M1X2) xr_init_describe(c, "mxfp4 scales near 1/(2.9 sqrt(K)) (GEMM outputs of unit scale)");
+  else if (xr_dtype_is_fp8(wd)) xr_init_describe(c, "fp8 scales in [0.5, 1.5)/sqrt(K) (GEMM outputs of unit scale)");
   const xr_value_t *source = xr_op_arg(c->op, -1, "layer_source");
   if (source && source->kind == XR_VALUE_STRING) {
     char what[1100];

@@ -98,3 +98,21 @@ Test(moe_opencl, every_op_against_the_reference) {
   ck_documented_example("opencl");
   vllm_worked_example("opencl");
 }
+
+/* moe_forward's router logits follow the MoE routing policies: the policy line says which, and
+ * every policy replays against the reference; a zipf routing leaves some experts idle, which
+ * the sums over routed experts must survive. */
+Test(moe_forward, routing_policies_shape_the_router_logits) {
+  static const char *const policies_given[] = {NULL, "uniform", "zipf:1.5"};
+  static const char *const named[] = {"balanced", "uniform", "zipf:1.5"};
+  json_t j;
+  for (int i = 0; i < 3; i++) {
+    forward_layer_case(&j, 40, 2, 8, 64, 64, i != 1, "c10::BFloat16", true, "c10::BFloat16");
+    xr_op_result_t r = run(j.text, "cpu", (uint64_t)(90 + i), policies_given[i]);
+    cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s", r.message);
+    cr_assert(r.checked && r.check_passed, "%s", named[i]);
+    char want[64];
+    snprintf(want, sizeof want, "routing top-2 %s over 8 experts", named[i]);
+    cr_assert(strstr(r.init_policy, want), "%s", r.init_policy);
+  }
+}

@@ -15,7 +15,10 @@
 //    join the accumulators (GEMM-1's before its rounding, GEMM-2's before the routing weight).
 //    The weight format is a compile-time variant, as the activations' dtype is: the plain
 //    kernels read the weights in that dtype, the _mxfp4 ones decode e2m1 pairs as the tiles
-//    load (the byte, its nibble, times the e8m0 scale of its 32);
+//    load (the byte, its nibble, times the e8m0 scale of its 32), the _fp8 ones fp8 codes of
+//    any of the four formats (through a table of the 256 codes' values that each block decodes
+//    first with dtype_io.h's decoders, the format a run-time parameter) times the float32
+//    scale of the weight's [bn, bk] block or of its expert;
 //  - xr_moe_reduce_* sums each token's top-k rows in fp32 and rounds once;
 //  - xr_moe_topk_softmax is the router (softmax in fp32, top-k by logit, ties to the lower
 //    expert).
@@ -23,8 +26,12 @@
 // the GEMM-1 outputs (bias included), the activation's output, the weighted GEMM-2 output
 // (bias included).
 #include "hip_compat.h"
+#include "dtype_codes.h"
 #include "dtype_io.h"
 #include "moe_params.h"
+
+// Expert weight formats, the GEMM kernels' compile-time variants.
+enum { XR_MOE_PLAIN = 0, XR_MOE_MXFP4 = 1, XR_MOE_FP8 = 2 };
 
 static __device__ __forceinline__ long long xr_moe_min(long long a, long long b) {
   return a < b ? a : b;
@@ -61,16 +68,57 @@ static __device__ __forceinline__ float xr_moe_round(float v) {
   return IO::load(&bits, 0);
 }
 
-// Weight k of an expert's row, as fp32: plain (MX false), the activations' storage at
-// w[at + k * ks]; mxfp4, nibble k % 2 (the lower k in the low nibble) of byte
-// w[at + (k / 2) * ks] times the e8m0 scale scales[scale_at + (k / 32) * scale_ks]. at and
-// scale_at address the row's element 0.
-template <class IO, bool MX>
+// n / d for 0 <= n < 2^31 (moe_params.h).
+static __device__ __forceinline__ long long xr_moe_div(long long n, xr_moe_gpu_divisor_t d) {
+  const unsigned int u = (unsigned int)n;
+  const unsigned int t = (unsigned int)(((unsigned long long)u * d.mul) >> 32);
+  return (long long)((t + u) >> d.shift);
+}
+
+// The value of fp8 code c of dtype `dtype` (XR_GPU_F8*), by dtype_io.h's decoders.
+static __device__ __forceinline__ float xr_moe_fp8_value(unsigned char c, int dtype) {
+  if (dtype == XR_GPU_F8E4M3FNUZ) return xr_io_f8e4m3fnuz::load(&c, 0);
+  if (dtype == XR_GPU_F8E5M2) return xr_io_f8e5m2::load(&c, 0);
+  if (dtype == XR_GPU_F8E5M2FNUZ) return xr_io_f8e5m2fnuz::load(&c, 0);
+  return xr_io_f8e4m3fn::load(&c, 0);
+}
+
+// fp8 weights: table[c] = the value of code c, filled by the block's threads (read after the
+// next __syncthreads); nothing for the other formats.
+template <int FORMAT>
+static __device__ __forceinline__ void xr_moe_fp8_table(float *table,
+                                                        const xr_moe_gpu_params_t &p) {
+  if (FORMAT == XR_MOE_FP8) {
+    for (int c = threadIdx.y * XR_MOE_THREADS_X + threadIdx.x; c < 256;
+         c += XR_MOE_THREADS_X * XR_MOE_THREADS_Y)
+      table[c] = xr_moe_fp8_value((unsigned char)c, p.w_fp8_dtype);
+  }
+}
+
+// The row of a weight's scales: the weight's own row (mxfp4), or its block of bn rows (fp8;
+// one scale per expert has no row stride).
+template <int FORMAT>
+static __device__ __forceinline__ long long xr_moe_scale_row(long long row,
+                                                            const xr_moe_gpu_params_t &p) {
+  return FORMAT == XR_MOE_FP8 ? xr_moe_div(row, p.scale_rows) : row;
+}
+
+// Weight k of an expert's row, as fp32: plain, the activations' storage at w[at + k * ks];
+// mxfp4, nibble k % 2 (the lower k in the low nibble) of byte w[at + (k / 2) * ks] times the
+// e8m0 scale scales[scale_at + (k / 32) * scale_ks]; fp8, table[w[at + k * ks]] times the
+// float32 scale scales[scale_at + (k / bk) * scale_ks]. at and scale_at address the row's
+// element 0 and its scales' row (xr_moe_scale_row).
+template <class IO, int FORMAT>
 static __device__ __forceinline__ float xr_moe_weight(const void *w, const unsigned char *scales,
-                                                      long long at, long long ks,
-                                                      long long scale_at, long long scale_ks,
-                                                      long long k) {
-  if (!MX) return IO::load((const typename IO::storage *)w, at + k * ks);
+                                                      const float *table, long long at,
+                                                      long long ks, long long scale_at,
+                                                      long long scale_ks, long long k,
+                                                      const xr_moe_gpu_params_t &p) {
+  if (FORMAT == XR_MOE_PLAIN) return IO::load((const typename IO::storage *)w, at + k * ks);
+  if (FORMAT == XR_MOE_FP8) {
+    return table[((const unsigned char *)w)[at + k * ks]] *
+           ((const float *)scales)[scale_at + xr_moe_div(k, p.scale_cols) * scale_ks];
+  }
   const unsigned int pair = ((const unsigned char *)w)[at + (k >> 1) * ks];
   return xr_e2m1_decode(k & 1 ? pair >> 4 : pair) *
          xr_e8m0_decode(scales[scale_at + (k >> 5) * scale_ks]);
@@ -226,7 +274,7 @@ static __device__ __forceinline__ void xr_moe_tile_rows(const int *sorted, long 
 // n * gate_step, up row up_row0 + n * gate_step: silu's [0, N) and [N, 2N), swigluoai's
 // interleaved pairs), both rounded, then act(g, u); stored in the scratch h[pos, n]
 // (out_mode 0) or out[token, slot, n] (out_mode 1, CK stage 1).
-template <class IO, bool MX, int RM>
+template <class IO, int FORMAT, int RM>
 static __device__ void xr_moe_gemm1(const int *sorted, const int *expert_ids, const int *num_valid,
                                     const float *sorted_w, const typename IO::storage *x,
                                     const void *w1, const unsigned char *w1_scale,
@@ -238,6 +286,7 @@ static __device__ void xr_moe_gemm1(const int *sorted, const int *expert_ids, co
   __shared__ float a_tile[BK][BM + 1];
   __shared__ float g_tile[BK][BN + 1];
   __shared__ float u_tile[BK][BN + 1];
+  __shared__ float fp8_table[FORMAT == XR_MOE_FP8 ? 256 : 1];
   __shared__ int row_token[BM], row_slot[BM];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int thread = ty * XR_MOE_THREADS_X + tx;
@@ -245,6 +294,7 @@ static __device__ void xr_moe_gemm1(const int *sorted, const int *expert_ids, co
   const long long n0 = (long long)blockIdx.x * BN;
   const long long rows = xr_moe_rows(num_valid, p);
   const bool w_k_fast = p.w1.s2 == 1 && p.w1.s1 != 1;
+  xr_moe_fp8_table<FORMAT>(fp8_table, p);
 
   for (long long tile = blockIdx.y; tile < p.tiles; tile += gridDim.y) {
     const long long row0 = tile * BM;
@@ -277,14 +327,18 @@ static __device__ void xr_moe_gemm1(const int *sorted, const int *expert_ids, co
         const long long n = n0 + nn, k = k0 + kk;
         const bool inside = n < p.N && k < p.K;
         const long long gate = n * p.gate_step, up = p.up_row0 + gate;
-        g_tile[kk][nn] = inside ? xr_moe_weight<IO, MX>(w1, w1_scale, w_base + gate * p.w1.s1,
-                                                        p.w1.s2, s_base + gate * p.w1_scale.s1,
-                                                        p.w1_scale.s2, k)
-                                : 0.0f;
-        u_tile[kk][nn] = inside ? xr_moe_weight<IO, MX>(w1, w1_scale, w_base + up * p.w1.s1,
-                                                        p.w1.s2, s_base + up * p.w1_scale.s1,
-                                                        p.w1_scale.s2, k)
-                                : 0.0f;
+        g_tile[kk][nn] =
+            inside ? xr_moe_weight<IO, FORMAT>(
+                         w1, w1_scale, fp8_table, w_base + gate * p.w1.s1, p.w1.s2,
+                         s_base + xr_moe_scale_row<FORMAT>(gate, p) * p.w1_scale.s1,
+                         p.w1_scale.s2, k, p)
+                   : 0.0f;
+        u_tile[kk][nn] =
+            inside ? xr_moe_weight<IO, FORMAT>(
+                         w1, w1_scale, fp8_table, w_base + up * p.w1.s1, p.w1.s2,
+                         s_base + xr_moe_scale_row<FORMAT>(up, p) * p.w1_scale.s1,
+                         p.w1_scale.s2, k, p)
+                   : 0.0f;
       }
       __syncthreads();
       #pragma unroll
@@ -352,7 +406,7 @@ static __device__ void xr_moe_gemm1(const int *sorted, const int *expert_ids, co
 // y = a . w2[e, k] + b2[e, k] with a = h[pos] (a_mode 0) or x[token, slot] (a_mode 1), scaled
 // per scale_mode, stored rounded in y[(token * topk + slot) * K + k];
 // mask[token * topk + slot] = 1 marks the rows written.
-template <class IO, bool MX, int RM>
+template <class IO, int FORMAT, int RM>
 static __device__ void xr_moe_gemm2(const int *sorted, const int *expert_ids, const int *num_valid,
                                     const float *sorted_w, const typename IO::storage *h,
                                     const typename IO::storage *x, const void *w2,
@@ -362,6 +416,7 @@ static __device__ void xr_moe_gemm2(const int *sorted, const int *expert_ids, co
   enum { BM = RM * XR_MOE_THREADS_Y, BN = XR_MOE_TILE_N, BK = XR_MOE_TILE_K };
   __shared__ float a_tile[BK][BM + 1];
   __shared__ float w_tile[BK][BN + 1];
+  __shared__ float fp8_table[FORMAT == XR_MOE_FP8 ? 256 : 1];
   __shared__ int row_token[BM], row_slot[BM];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int thread = ty * XR_MOE_THREADS_X + tx;
@@ -369,6 +424,7 @@ static __device__ void xr_moe_gemm2(const int *sorted, const int *expert_ids, co
   const long long k0 = (long long)blockIdx.x * BN;
   const long long rows = xr_moe_rows(num_valid, p);
   const bool w_n_fast = p.w2.s2 == 1 && p.w2.s1 != 1;
+  xr_moe_fp8_table<FORMAT>(fp8_table, p);
 
   for (long long tile = blockIdx.y; tile < p.tiles; tile += gridDim.y) {
     const long long row0 = tile * BM;
@@ -403,10 +459,12 @@ static __device__ void xr_moe_gemm2(const int *sorted, const int *expert_ids, co
         const int kk = w_n_fast ? i / BK : i % BN;
         const int nn = w_n_fast ? i % BK : i / BN;
         const long long k = k0 + kk, n = n0 + nn;
-        w_tile[nn][kk] = k < p.K && n < p.N
-                             ? xr_moe_weight<IO, MX>(w2, w2_scale, w_base + k * p.w2.s1, p.w2.s2,
-                                                     s_base + k * p.w2_scale.s1, p.w2_scale.s2, n)
-                             : 0.0f;
+        w_tile[nn][kk] =
+            k < p.K && n < p.N
+                ? xr_moe_weight<IO, FORMAT>(
+                      w2, w2_scale, fp8_table, w_base + k * p.w2.s1, p.w2.s2,
+                      s_base + xr_moe_scale_row<FORMAT>(k, p) * p.w2_scale.s1, p.w2_scale.s2, n, p)
+                : 0.0f;
       }
       __syncthreads();
       #pragma unroll
@@ -469,9 +527,9 @@ static __device__ void xr_moe_reduce(const typename IO::storage *y, const int *m
   }
 }
 
-// The grouped GEMMs of one activation dtype, weight format (name: "" plain, "_mxfp4") and tile
-// height (RM rows per thread).
-#define XR_MOE_GEMM_KERNELS(suffix, IO, MX, format, RM)                                            \
+// The grouped GEMMs of one activation dtype, weight format (FORMAT; name: "" plain, "_mxfp4",
+// "_fp8") and tile height (RM rows per thread).
+#define XR_MOE_GEMM_KERNELS(suffix, IO, FORMAT, format, RM)                                        \
   extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS_X * XR_MOE_THREADS_Y)                \
       xr_moe_gemm1_##suffix##format##_m##RM(const int *sorted, const int *expert_ids,              \
                                             const int *num_valid, const float *sorted_w,           \
@@ -479,8 +537,8 @@ static __device__ void xr_moe_reduce(const typename IO::storage *y, const int *m
                                             const unsigned char *w1_scale, const void *w1_bias,    \
                                             const void *weights, IO::storage *h, IO::storage *out, \
                                             xr_moe_gpu_params_t p) {                               \
-    xr_moe_gemm1<IO, MX, RM>(sorted, expert_ids, num_valid, sorted_w, x, w1, w1_scale, w1_bias,    \
-                             weights, h, out, p);                                                  \
+    xr_moe_gemm1<IO, FORMAT, RM>(sorted, expert_ids, num_valid, sorted_w, x, w1, w1_scale,         \
+                                 w1_bias, weights, h, out, p);                                     \
   }                                                                                                \
   extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS_X * XR_MOE_THREADS_Y)                \
       xr_moe_gemm2_##suffix##format##_m##RM(const int *sorted, const int *expert_ids,              \
@@ -489,19 +547,22 @@ static __device__ void xr_moe_reduce(const typename IO::storage *y, const int *m
                                             const void *w2, const unsigned char *w2_scale,         \
                                             const void *w2_bias, const void *weights,              \
                                             IO::storage *y, int *mask, xr_moe_gpu_params_t p) {    \
-    xr_moe_gemm2<IO, MX, RM>(sorted, expert_ids, num_valid, sorted_w, h, x, w2, w2_scale, w2_bias, \
-                             weights, y, mask, p);                                                 \
+    xr_moe_gemm2<IO, FORMAT, RM>(sorted, expert_ids, num_valid, sorted_w, h, x, w2, w2_scale,      \
+                                 w2_bias, weights, y, mask, p);                                    \
   }
 
-// Rows per thread 1, 2, 4: tiles of 16, 32, 64 sorted rows (suffix _m1, _m2, _m4), plain and
-// mxfp4 weights.
+// Rows per thread 1, 2, 4: tiles of 16, 32, 64 sorted rows (suffix _m1, _m2, _m4), plain,
+// mxfp4 and fp8 weights.
 #define XR_MOE_KERNELS(suffix, IO)                                                         \
-  XR_MOE_GEMM_KERNELS(suffix, IO, false, , 1)                                              \
-  XR_MOE_GEMM_KERNELS(suffix, IO, false, , 2)                                              \
-  XR_MOE_GEMM_KERNELS(suffix, IO, false, , 4)                                              \
-  XR_MOE_GEMM_KERNELS(suffix, IO, true, _mxfp4, 1)                                         \
-  XR_MOE_GEMM_KERNELS(suffix, IO, true, _mxfp4, 2)                                         \
-  XR_MOE_GEMM_KERNELS(suffix, IO, true, _mxfp4, 4)                                         \
+  XR_MOE_GEMM_KERNELS(suffix, IO, XR_MOE_PLAIN, , 1)                                       \
+  XR_MOE_GEMM_KERNELS(suffix, IO, XR_MOE_PLAIN, , 2)                                       \
+  XR_MOE_GEMM_KERNELS(suffix, IO, XR_MOE_PLAIN, , 4)                                       \
+  XR_MOE_GEMM_KERNELS(suffix, IO, XR_MOE_MXFP4, _mxfp4, 1)                                 \
+  XR_MOE_GEMM_KERNELS(suffix, IO, XR_MOE_MXFP4, _mxfp4, 2)                                 \
+  XR_MOE_GEMM_KERNELS(suffix, IO, XR_MOE_MXFP4, _mxfp4, 4)                                 \
+  XR_MOE_GEMM_KERNELS(suffix, IO, XR_MOE_FP8, _fp8, 1)                                     \
+  XR_MOE_GEMM_KERNELS(suffix, IO, XR_MOE_FP8, _fp8, 2)                                     \
+  XR_MOE_GEMM_KERNELS(suffix, IO, XR_MOE_FP8, _fp8, 4)                                     \
   extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS)                             \
       xr_moe_reduce_##suffix(const IO::storage *y, const int *mask, IO::storage *out,       \
                              xr_moe_gpu_params_t p) {                                      \

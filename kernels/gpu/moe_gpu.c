@@ -8,8 +8,10 @@
  *                                            rows) -> GEMM-1 + silu_and_mul -> GEMM-2 ->
  *                                            reduce over top-k
  *   moe_forward                              router, then the fused experts, its layer whole:
- *                                            mxfp4 weights (the _mxfp4 GEMM kernels), biases,
- *                                            silu or swigluoai (run-time parameters)
+ *                                            mxfp4 or fp8 weights (the _mxfp4 and _fp8 GEMM
+ *                                            kernels; fp8's format, scale blocks and scales
+ *                                            per block or per expert are run-time
+ *                                            parameters), biases, silu or swigluoai
  *   ck_moe_stage1                            GEMM-1 + silu_and_mul over the given sorted ids
  *   ck_moe_stage2                            GEMM-2 over the given sorted ids -> reduce onto out
  * The same plan as the OpenCL implementation (kernels/opencl/moe_opencl.c); one implementation,
@@ -139,9 +141,10 @@ static void gemm_grid(const xr_moe_gpu_params_t *q, int64_t columns, uint32_t *g
   *gy = q->tiles < 1 ? 1 : q->tiles > MAX_GRID_Y ? MAX_GRID_Y : (uint32_t)q->tiles;
 }
 
-/* The GEMM kernel for the weights' format: "" plain (the activations' dtype), "_mxfp4". */
+/* The GEMM kernel for the weights' format: "" plain (the activations' dtype), "_mxfp4",
+ * "_fp8". */
 static const char *format_suffix(const xr_moe_problem_t *p) {
-  return p->weights == XR_MOE_W_MXFP4 ? "_mxfp4" : "";
+  return p->weights == XR_MOE_W_MXFP4 ? "_mxfp4" : p->weights == XR_MOE_W_FP8 ? "_fp8" : "";
 }
 
 /* Tensor `index`'s buffer, or a stand-in the kernel does not read (absent scales, biases). */
@@ -315,8 +318,10 @@ static xr_status_t gpu_supports(const xr_op_plan_t *plan, const char *impl) {
   const xr_moe_problem_t *p = plan->problem;
   xr_status_t st = xr_moe_check_supported(plan, impl);
   if (st != XR_OK) return st;
-  if (p->weights == XR_MOE_W_FP8) /* cpu.moe_fused and the reference run them */
-    return xr_error(XR_UNIMPLEMENTED, "%s: fp8 expert weights are not supported", impl);
+  if (p->weights == XR_MOE_W_FP8 && (2 * p->N > INT32_MAX || p->K > INT32_MAX))
+    return xr_error(XR_UNIMPLEMENTED, "%s: fp8 expert weights of %lld rows by %lld columns: the "
+                    "scale blocks' indices are 32-bit", impl, (long long)(2 * p->N),
+                    (long long)p->K);
   const int outs[] = {p->sorted_ids, p->sorted_weights, p->expert_ids, p->num_valid, p->moe_buf};
   for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
     if (outs[i] >= 0 && !contiguous(plan->inputs[outs[i]]))
@@ -397,9 +402,14 @@ static xr_status_t gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   q.renormalize = p->renormalize;
   /* moe_forward's layer (the plain silu layer of every other op: no scales, no biases) */
   q.w1_bias_dtype = q.w2_bias_dtype = -1;
-  if (p->weights == XR_MOE_W_MXFP4) {
+  if (p->weights != XR_MOE_W_PLAIN) {
     q.w1_scale = view_of(&tensors[p->w1_scale]);
     q.w2_scale = view_of(&tensors[p->w2_scale]);
+  }
+  if (p->weights == XR_MOE_W_FP8) { /* per expert: the [E] views have no row or column stride */
+    q.w_fp8_dtype = (int)tensors[p->w1].dtype;
+    q.scale_rows = xr_moe_gpu_divisor(p->block_n ? p->block_n : 1);
+    q.scale_cols = xr_moe_gpu_divisor(p->block_k ? p->block_k : 1);
   }
   if (p->w1_bias >= 0) {
     q.w1_bias = view_of(&tensors[p->w1_bias]);

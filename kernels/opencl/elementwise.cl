@@ -5,9 +5,10 @@
 // One work-item per output element over a 3-D range: x walks the innermost dimension, y the
 // next one, z every outer dimension (decomposed with the shape). Offsets and strides are in
 // elements of each operand's own dtype. bf16 travels as ushort bits, f16 through vload_half /
-// vstore_half_rte, fp8 through the helpers below (saturating, ties to even, as kernels/dtype.c).
+// vstore_half_rte, fp8 through fp8.h (saturating, ties to even, as kernels/dtype.c).
 
 #include "dtype_codes.h"
+#include "fp8.h"
 
 #define EW_ADD 0
 #define EW_SUB 1
@@ -36,49 +37,6 @@ typedef struct {
   float alpha, scalar;
   int rank, pad;
 } xr_ew_geometry;
-
-// fp8 parameters: mantissa bits, exponent bias, largest finite value, fnuz.
-#define FP8_PARAMS(dt, mb, bias, maxv, fnuz)                                     \
-  int mb = (dt == XR_F8E4M3FN || dt == XR_F8E4M3FNUZ) ? 3 : 2;                   \
-  int bias = dt == XR_F8E4M3FN ? 7 : dt == XR_F8E5M2 ? 15 : dt == XR_F8E4M3FNUZ ? 8 : 16; \
-  float maxv = dt == XR_F8E4M3FN ? 448.0f : dt == XR_F8E4M3FNUZ ? 240.0f : 57344.0f; \
-  int fnuz = dt == XR_F8E4M3FNUZ || dt == XR_F8E5M2FNUZ;
-
-float fp8_decode(uchar v, int dt) {
-  FP8_PARAMS(dt, mb, bias, maxv, fnuz)
-  (void)maxv;
-  int eb = 7 - mb;
-  uint sign = v >> 7, e = (v >> mb) & ((1u << eb) - 1), m = v & ((1u << mb) - 1);
-  if (fnuz && v == 0x80) return NAN;
-  if (!fnuz && e == (1u << eb) - 1) {
-    if (dt == XR_F8E5M2) return m ? NAN : (sign ? -INFINITY : INFINITY);
-    if (m == (1u << mb) - 1) return NAN;  // e4m3fn: only S.1111.111 is NaN
-  }
-  float f = e ? ldexp(1.0f + (float)m / (float)(1 << mb), (int)e - bias)
-              : ldexp((float)m / (float)(1 << mb), 1 - bias);
-  return sign ? -f : f;
-}
-
-uchar fp8_encode(float f, int dt) {
-  FP8_PARAMS(dt, mb, bias, maxv, fnuz)
-  if (isnan(f)) return fnuz ? 0x80 : 0x7f;
-  uint sign = signbit(f) ? 0x80 : 0;
-  float a = fmin(fabs(f), maxv);
-  int emin = 1 - bias, e = emin;
-  if (a > 0.0f) {
-    int fe;
-    frexp(a, &fe);
-    e = max(fe - 1, emin);
-  }
-  float r = rint(ldexp(a, mb - e));  // the significand in units of the quantum
-  if (r >= (float)(2 << mb)) {
-    r *= 0.5f;
-    e++;
-  }
-  uint code = r < (float)(1 << mb) ? (uint)r : (((uint)(e - emin + 1)) << mb) | ((uint)r - (1u << mb));
-  if (code == 0 && fnuz) sign = 0;
-  return (uchar)(sign | code);
-}
 
 // f64 read as its bits (no cl_khr_fp64 needed); the mantissa is truncated to float's.
 float f64_bits_to_float(ulong u) {

@@ -8,10 +8,15 @@
 // The grouped GEMMs tile 16 sorted rows x 16 columns per work-group through local memory; a
 // tile never straddles two experts because the sorted block size is a multiple of 16.
 // moe_forward's layer rides on run-time arguments too: the experts' weight format (plain in the
-// activations' dtype, or mxfp4 decoded on the fly as the tiles load: the byte, its nibble, times
-// the e8m0 scale of its 32), where gate and up rows sit in w1 (silu: [0, N) and [N, 2N);
-// swigluoai: interleaved), the optional biases of both GEMMs and the activation.
+// activations' dtype; mxfp4, decoded on the fly as the tiles load: the byte, its nibble, times
+// the e8m0 scale of its 32; or fp8 of any of the four formats, decoded as the tiles load by
+// fp8.h's decoder, times the float32 scale of the weight's [bn, bk] block or of its expert),
+// where gate and up rows sit in w1 (silu: [0, N) and [N, 2N); swigluoai: interleaved), the
+// optional biases of both GEMMs and the activation.
 
+#include "fp8.h"
+
+// Activation dtypes (the host's dt_code); fp8 weights carry their xreplay dtype code (XR_*).
 #define DT_F32 0
 #define DT_F16 1
 #define DT_BF16 2
@@ -66,15 +71,29 @@ float e2m1(uint c) {
 // e8m0 scale byte b: 2^(b - 127); 0xff is NaN.
 float e8m0(uint b) { return b == 255u ? NAN : b ? as_float(b << 23) : as_float(0x00400000u); }
 
-// Weight k of an expert's row: plain (dtype dt) at w[row_at + k * ks]; mxfp4 (mx = 1): nibble
-// k % 2 (the lower k in the low nibble) of byte w[row_at + (k / 2) * ks], times the e8m0 scale
-// sc[sc_at + (k / 32) * sks]. row_at and sc_at address element 0 of the row.
-float ld_w(__global const uchar *w, long row_at, long ks, int dt, int mx, __global const uchar *sc,
-           long sc_at, long sks, long k) {
-  if (!mx) return ld(w, row_at + k * ks, dt);
-  uint pair = w[row_at + (k >> 1) * ks];
-  return e2m1(k & 1 ? pair >> 4 : pair) * e8m0(sc[sc_at + (k >> 5) * sks]);
+// Weight formats (fmt).
+#define W_PLAIN 0
+#define W_MXFP4 1
+#define W_FP8 2
+
+// Weight k of an expert's row: plain (dtype dt) at w[row_at + k * ks]; mxfp4: nibble k % 2 (the
+// lower k in the low nibble) of byte w[row_at + (k / 2) * ks], times the e8m0 scale
+// sc[sc_at + (k / 32) * sks]; fp8 (format fp8_dt): byte w[row_at + k * ks] decoded, times the
+// float32 scale sc[sc_at + (k / sbk) * sks]. row_at and sc_at address element 0 of the row and of
+// its scales' row (see scale_row).
+float ld_w(__global const uchar *w, long row_at, long ks, int dt, int fmt, int fp8_dt,
+           __global const uchar *sc, long sc_at, long sks, long sbk, long k) {
+  if (fmt == W_PLAIN) return ld(w, row_at + k * ks, dt);
+  if (fmt == W_MXFP4) {
+    uint pair = w[row_at + (k >> 1) * ks];
+    return e2m1(k & 1 ? pair >> 4 : pair) * e8m0(sc[sc_at + (k >> 5) * sks]);
+  }
+  return fp8_decode(w[row_at + k * ks], fp8_dt) * ((__global const float *)sc)[sc_at + (k / sbk) * sks];
 }
+
+// The row of a weight's scales: the weight's own row (mxfp4), or its block of sbn rows (fp8; one
+// scale per expert has a scale row stride of 0).
+long scale_row(int fmt, long row, long sbn) { return fmt == W_FP8 ? row / sbn : row; }
 
 // act 0: silu(g) * u; 1: moe_forward's swigluoai (GPT-OSS): g clamped above at limit, u on both
 // sides, then g * sigmoid(alpha * g) * (u + 1).
@@ -195,7 +214,8 @@ int decode(int id, int ck, int M, int topk, long numel, int *token, int *slot) {
 // 3 topk_weights[token, slot] on GEMM-2 (vLLM).
 
 // GEMM-1 + activation over the sorted rows. A = x[token] (dtype dt, off, row stride xs0, col
-// stride xs1). w1 [E, 2N, K] (mx 1: [E, 2N, K / 2] e2m1 pairs with scales w1s [E, 2N, K / 32]);
+// stride xs1). w1 [E, 2N, K] in format fmt (see ld_w; mxfp4: [E, 2N, K / 2] e2m1 pairs with
+// scales w1s [E, 2N, K / 32]; fp8: w1s float32 [E, ceil(2N / sbn), ceil(K / sbk)] or [E]);
 // gate n is row n * gate_step, up n row up0 + n * gate_step. The bias b1 [E, 2N] (has_b1,
 // dtype bdt) joins the accumulators before they are rounded to dt; act 0 silu_and_mul,
 // 1 swigluoai (alpha, limit). Output: out_mode 0 -> H[pos * N + n] (fp32 scratch, rounded to
@@ -204,8 +224,9 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm1(
     __global const int *sorted, long s_off, __global const int *expert_ids, long e_off,
     __global const int *num_valid, long nv_off, long sorted_len, long blocks_len, int ck, int M, int topk, int E, int block, long numel, int N,
     int K, int dt, __global const uchar *x, long x_off, long xs0, long xs1,
-    __global const uchar *w1, long w_off, long ws0, long ws1, long ws2, int mx,
-    __global const uchar *w1s, long sc_off, long ss0, long ss1, long ss2, int gate_step, int up0,
+    __global const uchar *w1, long w_off, long ws0, long ws1, long ws2, int fmt, int fp8_dt,
+    __global const uchar *w1s, long sc_off, long ss0, long ss1, long ss2, long sbn, long sbk,
+    int gate_step, int up0,
     int has_b1, __global const uchar *b1, int bdt, long b_off, long bs0, long bs1, int act,
     float alpha, float limit, int scale_mode,
     __global const uchar *weights, int wdt, long tw_off, long tw_s0, long tw_s1,
@@ -225,14 +246,15 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm1(
   // this work-item loads the gate and up rows of column n0 + ly
   long gate_row = (long)(n0 + ly) * gate_step, up_row = up0 + gate_row;
   long g_at = w_off + e * ws0 + gate_row * ws1, u_at = w_off + e * ws0 + up_row * ws1;
-  long gs_at = sc_off + e * ss0 + gate_row * ss1, us_at = sc_off + e * ss0 + up_row * ss1;
+  long gs_at = sc_off + e * ss0 + scale_row(fmt, gate_row, sbn) * ss1;
+  long us_at = sc_off + e * ss0 + scale_row(fmt, up_row, sbn) * ss1;
   float g = 0.0f, u = 0.0f;
   for (int k0 = 0; k0 < K; k0 += TS) {
     int k = k0 + lx;
     As[ly][lx] = valid && k < K ? ld(x, x_off + token * xs0 + k * xs1, dt) : 0.0f;
     int inside = n0 + ly < N && k < K;
-    Gs[ly][lx] = inside ? ld_w(w1, g_at, ws2, dt, mx, w1s, gs_at, ss2, k) : 0.0f;
-    Us[ly][lx] = inside ? ld_w(w1, u_at, ws2, dt, mx, w1s, us_at, ss2, k) : 0.0f;
+    Gs[ly][lx] = inside ? ld_w(w1, g_at, ws2, dt, fmt, fp8_dt, w1s, gs_at, ss2, sbk, k) : 0.0f;
+    Us[ly][lx] = inside ? ld_w(w1, u_at, ws2, dt, fmt, fp8_dt, w1s, us_at, ss2, sbk, k) : 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = 0; t < TS; t++) {
       g += As[ly][t] * Gs[lx][t];
@@ -260,9 +282,10 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm1(
   else st(out, o_off + token * os0 + slot * os1 + n * os2, dt, a);
 }
 
-// GEMM-2 over the sorted rows: y = a @ w2[e]^T (w2 [E, K, N]; mx 1: [E, K, N / 2] e2m1 pairs
-// with scales w2s [E, K, N / 32]) plus the bias b2 [E, K] (has_b2, dtype bdt), scaled per
-// scale_mode, stored rounded into Y[(token * topk + slot) * K + k] with
+// GEMM-2 over the sorted rows: y = a @ w2[e]^T (w2 [E, K, N] in format fmt; mxfp4:
+// [E, K, N / 2] e2m1 pairs with scales w2s [E, K, N / 32]; fp8: w2s float32
+// [E, ceil(K / sbn), ceil(N / sbk)] or [E]) plus the bias b2 [E, K] (has_b2, dtype bdt), scaled
+// per scale_mode, stored rounded into Y[(token * topk + slot) * K + k] with
 // mask[token * topk + slot] = 1. a_mode 0: a = H[pos] (fp32, N wide); a_mode 1:
 // a = a_src[token, slot, :] (dtype dt).
 __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm2(
@@ -270,8 +293,9 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm2(
     __global const int *num_valid, long nv_off, long sorted_len, long blocks_len, int ck, int M, int topk, int E, int block, long numel, int N,
     int K, int dt, int a_mode, __global const float *H, __global const uchar *a_src, long a_off,
     long as0, long as1, long as2, __global const uchar *w2, long w_off, long ws0, long ws1,
-    long ws2, int mx, __global const uchar *w2s, long sc_off, long ss0, long ss1, long ss2,
-    int has_b2, __global const uchar *b2, int bdt, long b_off, long bs0, long bs1,
+    long ws2, int fmt, int fp8_dt, __global const uchar *w2s, long sc_off, long ss0, long ss1,
+    long ss2, long sbn, long sbk, int has_b2, __global const uchar *b2, int bdt, long b_off,
+    long bs0, long bs1,
     int scale_mode, __global const uchar *weights, int wdt, long tw_off, long tw_s0,
     long tw_s1, __global const float *sorted_w, long sw_off, __global float *Y,
     __global int *mask) {
@@ -287,7 +311,7 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm2(
   int token = 0, slot = 0;
   int valid = pos < rows && decode(sorted[s_off + pos], ck, M, topk, numel, &token, &slot);
   int wk = k0 + ly; // this work-item loads weight row wk
-  long w_at = w_off + e * ws0 + wk * ws1, s_at = sc_off + e * ss0 + wk * ss1;
+  long w_at = w_off + e * ws0 + wk * ws1, s_at = sc_off + e * ss0 + scale_row(fmt, wk, sbn) * ss1;
   float acc = 0.0f;
   for (int n0 = 0; n0 < N; n0 += TS) {
     int n = n0 + lx;
@@ -295,7 +319,7 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm2(
     if (valid && n < N)
       a = a_mode == 0 ? H[pos * N + n] : ld(a_src, a_off + token * as0 + slot * as1 + n * as2, dt);
     As[ly][lx] = a;
-    Ws[ly][lx] = wk < K && n < N ? ld_w(w2, w_at, ws2, dt, mx, w2s, s_at, ss2, n) : 0.0f;
+    Ws[ly][lx] = wk < K && n < N ? ld_w(w2, w_at, ws2, dt, fmt, fp8_dt, w2s, s_at, ss2, sbk, n) : 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = 0; t < TS; t++) acc += As[ly][t] * Ws[lx][t];
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -1,8 +1,9 @@
 /* OpenCL implementation of every MoE op (kernels/opencl/moe.cl): the deterministic two-pass
  * sort (vLLM align, CK sorting, and the fused path's own routing), the tiled grouped GEMMs with
  * the fused activation, the top-k reduction, and the router. moe_forward's layer runs whole:
- * mxfp4 expert weights (decoded in the GEMMs' tile loads), biases, silu or swigluoai; the
- * layer's format, row map and flags are run-time arguments, as the dtypes are. */
+ * mxfp4 or fp8 expert weights (decoded in the GEMMs' tile loads; fp8 times the float32 scale of
+ * the weight's block or expert), biases, silu or swigluoai; the layer's format, row map and
+ * flags are run-time arguments, as the dtypes are. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,15 +129,22 @@ static void arg_tensor3(args_t *g, const xr_tensor_t *t) {
   for (int d = 0; d < 3; d++) arg_long(g, d < t->rank ? t->strides[d] : 0);
 }
 
-/* An expert weight's format (mx) and mxfp4 scales [E, rows, cols / 32], or a stand-in. */
+/* An expert weight's format as moe.cl's ld_w reads it: fmt (W_PLAIN, W_MXFP4, W_FP8) and the
+ * fp8 dtype, the scales (mxfp4 [E, rows, cols / 32]; fp8 [E, ceil(rows / bn), ceil(cols / bk)]
+ * or [E]) or a stand-in, and the rows and columns per scale (fp8; 1 for one per expert, whose
+ * rank-1 view has no row or column stride). */
 static void arg_format(args_t *g, const cl_state_t *s, int scale) {
-  arg_int(g, s->p->weights == XR_MOE_W_MXFP4);
-  if (scale >= 0 && s->p->weights == XR_MOE_W_MXFP4) {
+  const xr_moe_problem_t *p = s->p;
+  bool fp8 = p->weights == XR_MOE_W_FP8;
+  arg_int(g, p->weights == XR_MOE_W_MXFP4 ? 1 : fp8 ? 2 : 0);
+  arg_int(g, fp8 ? (int)T(s, p->w1)->dtype : 0);
+  if (scale >= 0 && p->weights != XR_MOE_W_PLAIN) {
     arg_tensor3(g, T(s, scale));
-    return;
+  } else {
+    arg_buf(g, s->counts);
+    for (int i = 0; i < 4; i++) arg_long(g, 0);
   }
-  arg_buf(g, s->counts);
-  for (int i = 0; i < 4; i++) arg_long(g, 0);
+  arg_long(g, fp8 && p->block_n ? p->block_n : 1), arg_long(g, fp8 && p->block_k ? p->block_k : 1);
 }
 
 /* has_bias, a bias [E, rows] (buffer, dtype, offset, strides), or a stand-in. */
@@ -332,8 +340,6 @@ static xr_status_t cl_supports(const xr_op_plan_t *plan, xr_hal_device_t *device
   const xr_moe_problem_t *p = plan->problem;
   xr_status_t st = xr_moe_check_supported(plan, "opencl.moe");
   if (st != XR_OK) return st;
-  if (p->weights == XR_MOE_W_FP8) /* cpu.moe_fused and the reference run them */
-    return xr_error(XR_UNIMPLEMENTED, "%s: fp8 expert weights are not supported", "opencl.moe");
   const int outs[] = {p->sorted_ids, p->sorted_weights, p->expert_ids, p->num_valid, p->moe_buf};
   for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
     if (outs[i] >= 0 && !contiguous(plan->inputs[outs[i]]))

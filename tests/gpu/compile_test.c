@@ -153,20 +153,20 @@ Test(compile, attention_images_have_every_kernel_the_impls_launch) {
 }
 
 /* moe.cu: the sort, the router, and per activation dtype the reduction and the grouped GEMMs
- * for plain and mxfp4 weights ("" / "_mxfp4") at 1, 2 and 4 rows per thread. */
+ * for plain, mxfp4 and fp8 weights ("" / "_mxfp4" / "_fp8") at 1, 2 and 4 rows per thread. */
 static void moe_image_has_every_kernel_the_impl_launches(const char *target) {
-  char names[48][40];
-  const char *list[48];
+  char names[64][40];
+  const char *list[64];
   size_t n = 0;
   static const char *const fixed[] = {"xr_moe_count", "xr_moe_scan", "xr_moe_scatter",
                                       "xr_moe_topk_softmax"};
   static const char *const dtypes[] = {"f32", "f16", "bf16"};
-  static const char *const formats[] = {"", "_mxfp4"};
+  static const char *const formats[] = {"", "_mxfp4", "_fp8"};
   for (int i = 0; i < 4; i++) snprintf(names[n++], sizeof names[0], "%s", fixed[i]);
   for (int d = 0; d < 3; d++) {
     snprintf(names[n++], sizeof names[0], "xr_moe_reduce_%s", dtypes[d]);
     for (int gemm = 1; gemm <= 2; gemm++)
-      for (int f = 0; f < 2; f++)
+      for (int f = 0; f < 3; f++)
         for (int rows = 1; rows <= 4; rows *= 2)
           snprintf(names[n++], sizeof names[0], "xr_moe_gemm%d_%s%s_m%d", gemm, dtypes[d],
                    formats[f], rows);

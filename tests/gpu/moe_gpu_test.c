@@ -1,9 +1,9 @@
 /* The MoE family's GPU implementation (kernels/gpu/moe.cu via kernels/gpu/moe_gpu.c) on a cuda
  * or hip device (built once per driver, XR_GPU_DRIVER=cuda|hip): the cases of
- * //tests/kernels:moe_test (tests/kernels/moe_cases.h), moe_forward's mxfp4, bias and swigluoai
- * layers included, each replayed with --check against the CPU reference on the same seeded
- * inputs, plus the hand-worked sorting examples compared with their expected values. Skips
- * without such a device. */
+ * //tests/kernels:moe_test (tests/kernels/moe_cases.h), moe_forward's mxfp4 and fp8 weights,
+ * bias and swigluoai layers included, each replayed with --check against the CPU reference on
+ * the same seeded inputs, plus the hand-worked sorting examples compared with their expected
+ * values. Skips without such a device. */
 #include "tests/kernels/moe_cases.h"
 
 #define STRINGIFY2(x) #x
@@ -29,6 +29,9 @@ Test(moe_gpu, stages_sweep) { sweep_stages(DRIVER, KERNEL); }
 Test(moe_gpu, wide_problems) { sweep_wide(DRIVER, KERNEL, KERNEL); }
 /* moe_forward's mxfp4 / plain x silu / GPT-OSS (biases, swigluoai) layers */
 Test(moe_gpu, forward_layers) { sweep_forward_layers(DRIVER, KERNEL); }
+/* moe_forward's fp8 weights: per-expert scales, [128, 128] blocks (e4m3fnuz), [32, 64] blocks,
+ * plain and GPT-OSS layers */
+Test(moe_gpu, forward_fp8) { sweep_forward_fp8(DRIVER, KERNEL); }
 
 Test(moe_gpu, moe_forward_without_weights_is_unsupported) {
   expect_forward_without_weights_unsupported(DRIVER);

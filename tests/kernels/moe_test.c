@@ -1,6 +1,6 @@
 /* MoE family: every op replayed through the engine with --check on "cpu" (the fast fused path
- * against the reference) and "opencl" (every op against the reference, moe_forward's mxfp4,
- * bias and swigluoai layers included); the cases, shared with
+ * against the reference) and "opencl" (every op against the reference, moe_forward's mxfp4
+ * and fp8 weights, bias and swigluoai layers included); the cases, shared with
  * tests/gpu/moe_gpu_test.c, are in tests/kernels/moe_cases.h. The OpenCL sweeps share one Test
  * (one process), so PoCL compiles moe.cl once. */
 #include "tests/kernels/moe_cases.h"
@@ -95,6 +95,7 @@ Test(moe_opencl, every_op_against_the_reference) {
   sweep_stages("opencl", "opencl.moe");
   sweep_wide("opencl", "opencl.moe", "opencl.moe");
   sweep_forward_layers("opencl", "opencl.moe");
+  sweep_forward_fp8("opencl", "opencl.moe");
   ck_documented_example("opencl");
   vllm_worked_example("opencl");
 }

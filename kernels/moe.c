@@ -252,9 +252,9 @@ static void describe_missing(const xr_op_plan_t *plan, xr_moe_problem_t *p, bool
                                    : (format ? "the intermediate size and top_k are"
                                              : "the intermediate size, top_k and the weight format are");
   snprintf(p->unsupported, sizeof p->unsupported,
-           "%s: the layer's weights are not in the trace: %s unknown (the trace gives %s); pass the "
+           "the layer's weights are not in the trace: %s unknown (the trace gives %s); pass the "
            "model's config.json with --model-config FILE, or add w1, w2 and top_k to the op",
-           op->name, missing, known);
+           missing, known);
 }
 
 static bool is_e8m0(xr_dtype_t d) { return d == XR_DTYPE_F8E8M0; }

@@ -123,10 +123,35 @@ static bool driver_matches(const xr_kernel_impl_t *impl, xr_hal_device_t *device
   return strcmp(impl->driver, p.driver) == 0;
 }
 
+/* Why the candidates declined, one entry per distinct reason: implementations giving the same
+ * one share it ("cpu.moe_fused, ref.moe: the layer's weights ..."), and a reason that repeats
+ * the implementation's own name in front loses it. */
+enum { MAX_REASONS = 8 };
+typedef struct reasons {
+  size_t count;
+  char names[MAX_REASONS][128];
+  char text[MAX_REASONS][1024];
+} reasons_t;
+
+static void add_reason(reasons_t *r, const char *impl, const char *why) {
+  size_t n = strlen(impl);
+  if (!strncmp(why, impl, n) && !strncmp(why + n, ": ", 2)) why += n + 2;
+  for (size_t i = 0; i < r->count; i++)
+    if (!strcmp(r->text[i], why)) {
+      size_t len = strlen(r->names[i]);
+      snprintf(r->names[i] + len, sizeof r->names[i] - len, ", %s", impl);
+      return;
+    }
+  if (r->count == MAX_REASONS) return;
+  snprintf(r->names[r->count], sizeof r->names[0], "%s", impl);
+  snprintf(r->text[r->count], sizeof r->text[0], "%s", why);
+  r->count++;
+}
+
 xr_status_t xr_kernel_select(const xr_op_plan_t *plan, xr_hal_device_t *device,
                              xr_kernel_choice_t choice, const xr_kernel_impl_t **out_impl) {
-  char reasons[1536] = "";
-  size_t len = 0;
+  static _Thread_local reasons_t r; /* large: kept off the stack */
+  r.count = 0;
   for (const xr_kernel_impl_t *const *i = plan->family->impls; *i; i++) {
     const xr_kernel_impl_t *impl = *i;
     if (choice == XR_KERNEL_REFERENCE && !impl->reference) continue;
@@ -136,16 +161,18 @@ xr_status_t xr_kernel_select(const xr_op_plan_t *plan, xr_hal_device_t *device,
       *out_impl = impl;
       return XR_OK;
     }
-    if (len < sizeof reasons)
-      len += (size_t)snprintf(reasons + len, sizeof reasons - len, "%s%s: %s", len ? "; " : "",
-                              impl->name, xr_last_error());
+    add_reason(&r, impl->name, xr_last_error());
   }
   xr_hal_device_properties_t p;
   xr_hal_device_properties(device, &p);
-  if (!len)
+  if (!r.count)
     return xr_error(XR_UNIMPLEMENTED, "%s: no %s%s implementation of the %s family", plan->op->name,
                     choice == XR_KERNEL_REFERENCE ? "reference " : "", p.driver, plan->family->name);
-  return xr_error(XR_UNIMPLEMENTED, "%s on %s: %s", plan->op->name, p.driver, reasons);
+  char all[1536];
+  size_t len = 0;
+  for (size_t i = 0; i < r.count && len < sizeof all; i++)
+    len += (size_t)snprintf(all + len, sizeof all - len, "%s%s: %s", i ? "; " : "", r.names[i], r.text[i]);
+  return xr_error(XR_UNIMPLEMENTED, "%s on %s: %s", plan->op->name, p.driver, all);
 }
 
 const char *xr_kernel_impl_name(const xr_kernel_impl_t *impl) { return impl->name; }

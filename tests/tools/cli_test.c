@@ -378,3 +378,12 @@ Test(cli, model_config_supplies_moe_forward_layers) {
             "%s", out_text);
   cr_assert(strstr(out_text, "1 succeeded, 0 failed"), "%s", out_text);
 }
+
+/* The shipped GPT-OSS example: unsupported without its config, replayed with it. */
+Test(cli, gpt_oss_example_runs_with_its_config) {
+  cr_assert_eq(replay("--hal=cpu --iters=1 --warmup=0 examples/gpt_oss_moe.json"), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "cpu.moe_fused, ref.moe: the layer's weights are not in the trace"), "%s", out_text);
+  cr_assert_eq(replay("--hal=cpu --iters=1 --warmup=0 --model-config examples/gpt-oss-20b.json "
+                      "examples/gpt_oss_moe.json"), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "f4e2m1x2[32,5760,1440]") && strstr(out_text, "1 succeeded, 0 failed"), "%s", out_text);
+}

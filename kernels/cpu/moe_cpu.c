@@ -34,7 +34,14 @@
  *   5. reduce: out[m] = sum over the token's top-k rows, rounded once.
  * Steps 2-5 are parallel-for jobs on the device's thread pool. Intermediates are rounded to
  * fp16/bf16 where vLLM stores them (GEMM-1 output, act, weighted GEMM-2 output); accumulation
- * is fp32. The 8x32 micro-kernel uses AVX-512 FMAs where the CPU has them, plain C otherwise. */
+ * is fp32. The 8x32 micro-kernel uses AVX-512 FMAs where the CPU has them, plain C otherwise.
+ *
+ * moe_forward's layers (kernels/moe.h): biases enter GEMM-1's and GEMM-2's epilogues (read as
+ * fp32 at prepare), swigluoai's interleaved gate/up rows are read with a row step of 2, and
+ * quantized weights (mxfp4, fp8 with float32 scales) are decoded as they are read: the AMX path
+ * decodes each task's slice into its thread's scratch in the tile layout on every run (nothing
+ * packed at prepare), the micro-kernel path into its fp32 panels. The oneDNN path takes only
+ * plain silu layers. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,7 +300,7 @@ typedef struct cpu_state {
   xr_hal_buffer_t *amx_buffer;
   uint16_t *amx_w1, *amx_w2;
   int64_t amx_slice[2];    /* columns per task: GEMM-1 (gate and up each), GEMM-2 */
-  amx_slot_t *amx_slots;   /* mxfp4: a slice decoded per task, one slot per pool thread */
+  amx_slot_t *amx_slots;   /* quantized weights: a slice decoded per task, one slot per pool thread */
   size_t amx_slot_count;
 #ifdef XR_HAVE_DNNL_H
   dnnl_path_t dnnl;

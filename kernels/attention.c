@@ -557,6 +557,17 @@ xr_status_t xr_attn_host_bind(const xr_attn_problem_t *a, const xr_tensor_t *ten
   return XR_OK;
 }
 
+xr_status_t xr_cache_host_bind(const xr_cache_problem_t *c, const xr_tensor_t *tensors, xr_cache_host_t *h) {
+  void *p[7] = {0};
+  const int idx[7] = {c->key, c->value, c->slots, c->k_scale, c->v_scale, c->key_cache, c->value_cache};
+  for (int i = 0; i < 7; i++) {
+    xr_status_t st = idx[i] >= 0 ? xr_tensor_host(&tensors[idx[i]], &p[i]) : XR_OK;
+    if (st != XR_OK) return st;
+  }
+  *h = (xr_cache_host_t){p[0], p[1], p[2], p[3], p[4], p[5], p[6]};
+  return XR_OK;
+}
+
 void xr_attn_host_begin(const xr_attn_problem_t *a, xr_attn_host_t *h) {
   if (a->p[XR_AP_o_scale_off] < 0) return;
   h->o_inv_scale = 1.0f / ((const float *)h->base[XR_AT_O_SCALE])[a->p[XR_AP_o_scale_off]];

@@ -223,6 +223,14 @@ static inline double xr_attn_bias(const xr_attn_problem_t *a, const xr_attn_host
 }
 
 /* Fills the host view from bound tensors (cpu devices). */
+/* The cache writers' host storage, by role (NULL for an absent scale). */
+typedef struct xr_cache_host {
+  const void *key, *value, *slots, *k_scale, *v_scale;
+  void *key_cache, *value_cache;
+} xr_cache_host_t;
+
+xr_status_t xr_cache_host_bind(const xr_cache_problem_t *c, const xr_tensor_t *tensors, xr_cache_host_t *out_host);
+
 xr_status_t xr_attn_host_bind(const xr_attn_problem_t *a, const xr_tensor_t *tensors,
                               xr_attn_host_t *out_host);
 

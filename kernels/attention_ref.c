@@ -215,30 +215,30 @@ const xr_kernel_impl_t xr_attn_ref_impl = {
 
 typedef struct cache_state {
   const xr_cache_problem_t *c;
-  const void *key, *value, *slots, *k_scale, *v_scale;
-  void *key_cache, *value_cache;
+  xr_cache_host_t h;
 } cache_state_t;
 
 static void cache_tokens(void *ctx, size_t begin, size_t end) {
   const cache_state_t *s = ctx;
   const xr_cache_problem_t *c = s->c;
+  const xr_cache_host_t *m = &s->h;
   bool fp8 = c->k_scale >= 0 || c->v_scale >= 0;
-  double ks = c->k_scale >= 0 ? ((const float *)s->k_scale)[c->k_scale_off] : 1.0;
-  double vs = c->v_scale >= 0 ? ((const float *)s->v_scale)[c->v_scale_off] : 1.0;
+  double ks = c->k_scale >= 0 ? ((const float *)m->k_scale)[c->k_scale_off] : 1.0;
+  double vs = c->v_scale >= 0 ? ((const float *)m->v_scale)[c->v_scale_off] : 1.0;
   for (size_t t = begin; t < end; t++) {
-    int64_t slot = xr_attn_index(s->slots, c->slots_off, c->slots_64, (int64_t)t);
+    int64_t slot = xr_attn_index(m->slots, c->slots_off, c->slots_64, (int64_t)t);
     if (slot < 0) continue; /* padding token */
     int64_t blk = slot / c->block_size, off = slot % c->block_size;
     for (int64_t h = 0; h < c->kv_heads; h++) {
       for (int64_t d = 0; d < c->head_dim; d++) {
-        double k = xr_load_element(s->key, c->src_dtype, c->key_off + (int64_t)t * c->key_st + h * c->key_sh + d * c->key_sd);
-        double v = xr_load_element(s->value, c->src_dtype,
+        double k = xr_load_element(m->key, c->src_dtype, c->key_off + (int64_t)t * c->key_st + h * c->key_sh + d * c->key_sd);
+        double v = xr_load_element(m->value, c->src_dtype,
                                    c->value_off + (int64_t)t * c->value_st + h * c->value_sh + d * c->value_sd);
         int64_t ki = c->kc_off + blk * c->kc_sb + off * c->kc_ss + h * c->kc_sh + (d / c->kc_x) * c->kc_sdx +
                      (d % c->kc_x) * c->kc_sd;
         int64_t vi = c->vc_off + blk * c->vc_sb + off * c->vc_ss + h * c->vc_sh + d * c->vc_sd;
-        xr_store_element(s->key_cache, c->cache_dtype, ki, fp8 ? k / ks : k);
-        xr_store_element(s->value_cache, c->cache_dtype, vi, fp8 ? v / vs : v);
+        xr_store_element(m->key_cache, c->cache_dtype, ki, fp8 ? k / ks : k);
+        xr_store_element(m->value_cache, c->cache_dtype, vi, fp8 ? v / vs : v);
       }
     }
   }
@@ -251,17 +251,11 @@ static xr_status_t cache_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devi
   cache_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   s->c = c;
-  void *p[7] = {0};
-  const int idx[7] = {c->key, c->value, c->slots, c->k_scale, c->v_scale, c->key_cache, c->value_cache};
-  for (int i = 0; i < 7; i++) {
-    xr_status_t st = idx[i] >= 0 ? xr_tensor_host(&tensors[idx[i]], &p[i]) : XR_OK;
-    if (st != XR_OK) {
-      free(s);
-      return st;
-    }
+  xr_status_t st = xr_cache_host_bind(c, tensors, &s->h);
+  if (st != XR_OK) {
+    free(s);
+    return st;
   }
-  s->key = p[0], s->value = p[1], s->slots = p[2], s->k_scale = p[3], s->v_scale = p[4];
-  s->key_cache = p[5], s->value_cache = p[6];
   *out_state = s;
   return XR_OK;
 }

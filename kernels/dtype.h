@@ -69,11 +69,12 @@ int xr_mx_block_size(xr_mx_format_t f); /* 32, or 16 for nvfp4 */
  * global_scale may be NULL for the MX formats. */
 void xr_mx_quantize(xr_mx_format_t f, const float *x, int64_t rows, int64_t k, uint8_t *codes,
                     uint8_t *scales, float *global_scale);
-/* Element i of row `row` decoded: codes and scales as xr_mx_quantize writes them (row strides
- * in bytes: codes_stride, scales_stride); global = the nvfp4 tensor scale (1 for MX). */
+/* Bytes of codes in a row of k elements. */
 static inline int64_t xr_mx_code_bytes(xr_mx_format_t f, int64_t k) {
   return f == XR_MX_FP4 || f == XR_MX_NVFP4 ? k / 2 : k;
 }
+/* Element i of one row, decoded: `codes` and `scales` point at the row's first code byte and
+ * first scale as xr_mx_quantize writes them; global = the nvfp4 tensor scale (1 for MX). */
 float xr_mx_dequant(xr_mx_format_t f, const uint8_t *codes, const uint8_t *scales, int64_t i,
                     float global);
 

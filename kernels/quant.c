@@ -200,6 +200,17 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   return XR_OK;
 }
 
+xr_status_t xr_quant_host(const xr_quant_problem_t *p, const xr_tensor_t *tensors, xr_quant_host_t *h) {
+  void *in, *out, *scale, *ub = NULL;
+  xr_status_t st;
+  if ((st = xr_tensor_host(&tensors[p->input], &in)) || (st = xr_tensor_host(&tensors[p->result], &out)) ||
+      (st = xr_tensor_host(&tensors[p->scale], &scale)) ||
+      (p->scale_ub >= 0 && (st = xr_tensor_host(&tensors[p->scale_ub], &ub))))
+    return st;
+  *h = (xr_quant_host_t){in, out, scale, ub};
+  return XR_OK;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* the reference                                                                               */
 
@@ -270,15 +281,13 @@ static xr_status_t ref_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   ref_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   s->p = p;
-  void *in, *out, *scale, *ub = NULL;
-  xr_status_t st;
-  if ((st = xr_tensor_host(&tensors[p->input], &in)) || (st = xr_tensor_host(&tensors[p->result], &out)) ||
-      (st = xr_tensor_host(&tensors[p->scale], &scale)) ||
-      (p->scale_ub >= 0 && (st = xr_tensor_host(&tensors[p->scale_ub], &ub)))) {
+  xr_quant_host_t h;
+  xr_status_t st = xr_quant_host(p, tensors, &h);
+  if (st != XR_OK) {
     free(s);
     return st;
   }
-  s->in = in, s->out = out, s->scale = scale, s->ub = ub;
+  s->in = h.in, s->out = h.out, s->scale = h.scale, s->ub = h.ub;
   *out_state = s;
   return XR_OK;
 }

@@ -50,6 +50,16 @@ typedef struct xr_quant_problem {
   float min_scale;                         /* per token: 1 / (M * 512), in float */
 } xr_quant_problem_t;
 
+/* The host storage of a problem's tensors (cpu implementations); ub NULL when absent. */
+typedef struct xr_quant_host {
+  const void *in;
+  uint8_t *out;
+  float *scale;
+  const float *ub;
+} xr_quant_host_t;
+
+xr_status_t xr_quant_host(const xr_quant_problem_t *p, const xr_tensor_t *tensors, xr_quant_host_t *out_host);
+
 /* M for a result dtype (448 or 224). */
 float xr_quant_fp8_max(xr_dtype_t result_dtype);
 

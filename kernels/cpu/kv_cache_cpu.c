@@ -70,17 +70,14 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   cpu_cache_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   s->c = c;
-  void *p[7] = {0};
-  const int idx[7] = {c->key, c->value, c->slots, c->k_scale, c->v_scale, c->key_cache, c->value_cache};
-  for (int i = 0; i < 7; i++) {
-    xr_status_t st = idx[i] >= 0 ? xr_tensor_host(&tensors[idx[i]], &p[i]) : XR_OK;
-    if (st != XR_OK) {
-      free(s);
-      return st;
-    }
+  xr_cache_host_t h;
+  xr_status_t st = xr_cache_host_bind(c, tensors, &h);
+  if (st != XR_OK) {
+    free(s);
+    return st;
   }
-  s->key = p[0], s->value = p[1], s->slots = p[2], s->k_scale = p[3], s->v_scale = p[4];
-  s->key_cache = p[5], s->value_cache = p[6];
+  s->key = h.key, s->value = h.value, s->slots = h.slots, s->k_scale = h.k_scale, s->v_scale = h.v_scale;
+  s->key_cache = h.key_cache, s->value_cache = h.value_cache;
   s->e4m3 = xr_cpu_e4m3(c->cache_dtype);
   s->max = xr_attn_fp8_max(c->cache_dtype);
   s->nan = c->cache_dtype == XR_DTYPE_F8E4M3FNUZ ? 0x80 : 0x7f;

@@ -307,12 +307,6 @@ typedef struct cpu_state {
 #endif
 } cpu_state_t;
 
-/* The float32 scale of fp8 weight (row, k) of expert e. */
-static inline float fp8_scale(const cpu_state_t *s, const xr_tensor_t *sc, int which, int64_t e, int64_t row, int64_t k) {
-  const float *scales = which ? s->w2sb : s->w1sb;
-  return s->p->block_n ? scales[xr_moe_at(sc, e, row / s->p->block_n, k / s->p->block_k)] : scales[xr_moe_at(sc, e, 0, 0)];
-}
-
 /* n weights of row `row` of expert e's w1 (which 0) or w2 from column k0, as fp32. */
 static void weight_row(const cpu_state_t *s, int which, int64_t e, int64_t row, int64_t k0, int64_t n, float *dst) {
   const xr_tensor_t *w = which ? &s->w2 : &s->w1;
@@ -322,10 +316,13 @@ static void weight_row(const cpu_state_t *s, int which, int64_t e, int64_t row, 
     return;
   }
   const xr_tensor_t *sc = which ? &s->w2s : &s->w1s;
-  if (s->fp8) {
+  if (s->fp8) { /* the row's scales: one per block of block_k columns, or the expert's one */
     const uint8_t *bytes = wb;
+    const float *scale = (const float *)(which ? s->w2sb : s->w1sb) +
+                         xr_moe_at(sc, e, s->p->block_n ? row / s->p->block_n : 0, 0);
+    int64_t block = s->p->block_n ? s->p->block_k : n + k0, step = s->p->block_n ? sc->strides[2] : 0;
     for (int64_t i = 0; i < n; i++)
-      dst[i] = s->fp8_value[bytes[xr_moe_at(w, e, row, k0 + i)]] * fp8_scale(s, sc, which, e, row, k0 + i);
+      dst[i] = s->fp8_value[bytes[xr_moe_at(w, e, row, k0 + i)]] * scale[(k0 + i) / block * step];
     return;
   }
   const uint8_t *codes = wb, *scales = which ? s->w2sb : s->w1sb;

@@ -151,15 +151,13 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   cpu_quant_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   s->p = p;
-  void *in, *out, *scale, *ub = NULL;
-  xr_status_t st;
-  if ((st = xr_tensor_host(&tensors[p->input], &in)) || (st = xr_tensor_host(&tensors[p->result], &out)) ||
-      (st = xr_tensor_host(&tensors[p->scale], &scale)) ||
-      (p->scale_ub >= 0 && (st = xr_tensor_host(&tensors[p->scale_ub], &ub)))) {
+  xr_quant_host_t h;
+  xr_status_t st = xr_quant_host(p, tensors, &h);
+  if (st != XR_OK) {
     free(s);
     return st;
   }
-  s->in = in, s->out = out, s->scale = scale, s->ub = ub;
+  s->in = h.in, s->out = h.out, s->scale = h.scale, s->ub = h.ub;
   s->segments = (p->hidden + SEGMENT - 1) / SEGMENT;
   s->e4m3 = xr_cpu_e4m3(p->out_dtype);
   if (p->op == XR_QUANT_DYNAMIC &&

@@ -10,6 +10,7 @@
  * results are computed in float (f16, bf16, fp8, f32) or double (f64) and rounded once; integer
  * results in int64 with wrap-around. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,15 @@ static const char *const ew_ops[] = {
     "sgl_kernel::silu_and_mul", "sgl_kernel::gelu_and_mul", "sgl_kernel::gelu_tanh_and_mul",
     "aiter::silu_and_mul",
     "aten::copy_", "aten::to", "aten::_to_copy", "aten::fill_", "aten::zero_",
-    "aten::cat", "aten::index_select", "aten::embedding", NULL,
+    "aten::cat", "aten::index_select", "aten::embedding",
+    "aten::_foreach_add", "aten::_foreach_add_", "aten::_foreach_sub", "aten::_foreach_sub_",
+    "aten::_foreach_mul", "aten::_foreach_mul_", "aten::_foreach_div", "aten::_foreach_div_",
+    "aten::_foreach_copy_", "aten::_foreach_zero_",
+#define XR_PW(ID, NAME, ...) \
+    "aten::" NAME, "aten::" NAME "_", "aten::_foreach_" NAME, "aten::_foreach_" NAME "_",
+#include "kernels/pointwise_ops.h"
+#undef XR_PW
+    NULL,
 };
 
 bool xr_ew_op_binary(xr_ew_op_t op) {
@@ -33,8 +42,20 @@ bool xr_ew_op_binary(xr_ew_op_t op) {
 
 bool xr_ew_float_compute(xr_dtype_t d) { return xr_dtype_is_floating(d) && d != XR_DTYPE_F64; }
 
+bool xr_ew_float_pipeline(const xr_ew_step_t *s) {
+  bool out_ok = xr_ew_float_compute(s->out.dtype) || s->out.dtype == XR_DTYPE_BOOL;
+  if (!xr_ew_is_table_op(s->op)) return xr_ew_float_compute(s->out.dtype);
+  /* Truth values and NaN tests are exact in float whatever the operand dtype. */
+  bool exact_any = s->op == XR_EW_ISNAN || s->op == XR_EW_ISINF || s->op == XR_EW_ISFINITE ||
+                   s->op == XR_EW_LOGICAL_NOT || s->op == XR_EW_LOGICAL_AND ||
+                   s->op == XR_EW_LOGICAL_OR || s->op == XR_EW_LOGICAL_XOR;
+  return out_ok && (exact_any || xr_ew_float_compute(s->compute));
+}
+
 xr_ew_problem_t *xr_ew_problem_alloc(size_t steps) {
-  return calloc(1, sizeof(xr_ew_problem_t) + steps * sizeof(xr_ew_step_t));
+  xr_ew_problem_t *p = calloc(1, sizeof(xr_ew_problem_t) + steps * sizeof(xr_ew_step_t));
+  for (size_t i = 0; p && i < steps; i++) p->steps[i].c.index = -1;
+  return p;
 }
 
 
@@ -54,7 +75,7 @@ static xr_dtype_t signed_of_size(size_t size) {
 
 /* torch.promote_types for the dtypes we model; INVALID where torch refuses (fp8 mixed with
  * another float type). */
-static xr_dtype_t promote(xr_dtype_t a, xr_dtype_t b) {
+xr_dtype_t xr_ew_promote(xr_dtype_t a, xr_dtype_t b) {
   if (a == XR_DTYPE_INVALID) return b;
   if (b == XR_DTYPE_INVALID || a == b) return a;
   category_t ca = category(a), cb = category(b);
@@ -75,11 +96,11 @@ static xr_dtype_t promote(xr_dtype_t a, xr_dtype_t b) {
 
 /* torch's result_type over the three priority classes: dimensioned tensors, 0-d tensors,
  * Scalars (a Python float counts as the default dtype, float32). */
-static xr_dtype_t combine(xr_dtype_t higher, xr_dtype_t lower) {
+xr_dtype_t xr_ew_combine(xr_dtype_t higher, xr_dtype_t lower) {
   if (higher == XR_DTYPE_INVALID) return lower;
   if (lower == XR_DTYPE_INVALID) return higher;
   if (category(higher) >= category(lower)) return higher;
-  return promote(higher, lower);
+  return xr_ew_promote(higher, lower);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -97,7 +118,7 @@ static int64_t shape_numel(int rank, const int64_t *shape) {
 }
 
 /* Grows (rank, shape) so that tensor t broadcasts onto it. */
-static xr_status_t broadcast_shape(const xr_op_plan_t *plan, const char *name,
+xr_status_t xr_ew_broadcast_shape(const xr_op_plan_t *plan, const char *name,
                                    const xr_tensor_spec_t *t, int *rank, int64_t *shape) {
   int r = t->rank > *rank ? t->rank : *rank;
   int64_t out[XR_MAX_RANK];
@@ -115,7 +136,7 @@ static xr_status_t broadcast_shape(const xr_op_plan_t *plan, const char *name,
 }
 
 /* Operand strides of tensor t broadcast onto (rank, shape): 0 where it is stretched. */
-static void set_operand(const xr_op_plan_t *plan, int index, int rank, const int64_t *shape,
+void xr_ew_set_operand(const xr_op_plan_t *plan, int index, int rank, const int64_t *shape,
                         xr_ew_operand_t *o) {
   const xr_tensor_spec_t *t = plan->inputs[index];
   o->index = index;
@@ -128,7 +149,7 @@ static void set_operand(const xr_op_plan_t *plan, int index, int rank, const int
 }
 
 /* The step's output: a return tensor (contiguous) or the written tensor `index`. */
-static void set_output(xr_op_plan_t *plan, int index, xr_dtype_t dtype, xr_ew_step_t *s) {
+void xr_ew_set_output(xr_op_plan_t *plan, int index, xr_dtype_t dtype, xr_ew_step_t *s) {
   if (index < 0) {
     s->out.index = (int)plan->input_count;
     s->out.dtype = dtype;
@@ -136,12 +157,12 @@ static void set_output(xr_op_plan_t *plan, int index, xr_dtype_t dtype, xr_ew_st
     plan->return_count = 1;
     xr_desc_set(&plan->returns[0], dtype, s->rank, s->shape);
   } else {
-    set_operand(plan, index, s->rank, s->shape, &s->out);
+    xr_ew_set_operand(plan, index, s->rank, s->shape, &s->out);
   }
 }
 
 /* A written tensor must have the iteration's shape exactly (it cannot broadcast). */
-static xr_status_t check_written_shape(const xr_op_plan_t *plan, const char *name, int index,
+xr_status_t xr_ew_check_written(const xr_op_plan_t *plan, const char *name, int index,
                                        const xr_ew_step_t *s) {
   const xr_tensor_spec_t *t = plan->inputs[index];
   bool same = t->rank == s->rank;
@@ -188,16 +209,16 @@ static xr_status_t analyze_binary(xr_op_plan_t *plan, xr_ew_step_t *s) {
 
   const xr_tensor_spec_t *ts = plan->inputs[self];
   s->rank = 0;
-  if ((st = broadcast_shape(plan, "self", ts, &s->rank, s->shape))) return st;
+  if ((st = xr_ew_broadcast_shape(plan, "self", ts, &s->rank, s->shape))) return st;
   xr_dtype_t dim_type = XR_DTYPE_INVALID, zero_type = XR_DTYPE_INVALID, scalar_type = XR_DTYPE_INVALID;
   *(ts->rank ? &dim_type : &zero_type) = ts->dtype;
   int other_index = -1;
   if (other->kind == XR_VALUE_TENSOR) {
     if ((st = xr_arg_tensor(plan, 1, "other", true, &other_index))) return st;
     const xr_tensor_spec_t *to = plan->inputs[other_index];
-    if ((st = broadcast_shape(plan, "other", to, &s->rank, s->shape))) return st;
+    if ((st = xr_ew_broadcast_shape(plan, "other", to, &s->rank, s->shape))) return st;
     xr_dtype_t *slot = to->rank ? &dim_type : &zero_type;
-    *slot = *slot == XR_DTYPE_INVALID ? to->dtype : promote(*slot, to->dtype);
+    *slot = *slot == XR_DTYPE_INVALID ? to->dtype : xr_ew_promote(*slot, to->dtype);
   } else if (other->kind == XR_VALUE_FLOAT || other->kind == XR_VALUE_INT ||
              other->kind == XR_VALUE_BOOL) {
     s->b_scalar = true;
@@ -211,7 +232,7 @@ static xr_status_t analyze_binary(xr_op_plan_t *plan, xr_ew_step_t *s) {
     return xr_error(XR_INVALID_ARGUMENT, "%s: argument 'other': expected a tensor or a number",
                     op->name);
   }
-  xr_dtype_t result = combine(dim_type, combine(zero_type, scalar_type));
+  xr_dtype_t result = xr_ew_combine(dim_type, xr_ew_combine(zero_type, scalar_type));
   if (result == XR_DTYPE_INVALID)
     return xr_plan_error(plan, "self (%s) and other do not promote to a common dtype "
                                "(torch refuses to mix fp8 with other float types)",
@@ -219,13 +240,13 @@ static xr_status_t analyze_binary(xr_op_plan_t *plan, xr_ew_step_t *s) {
   if (s->op == XR_EW_DIV && category(result) != CAT_FLOAT) result = XR_DTYPE_F32;
   int written = inplace ? self : out;
   if (written >= 0) {
-    if ((st = check_written_shape(plan, inplace ? "self" : "out", written, s))) return st;
+    if ((st = xr_ew_check_written(plan, inplace ? "self" : "out", written, s))) return st;
     result = plan->inputs[written]->dtype;
   }
-  set_operand(plan, self, s->rank, s->shape, &s->a);
-  if (other_index >= 0) set_operand(plan, other_index, s->rank, s->shape, &s->b);
+  xr_ew_set_operand(plan, self, s->rank, s->shape, &s->a);
+  if (other_index >= 0) xr_ew_set_operand(plan, other_index, s->rank, s->shape, &s->b);
   else s->b.index = -1;
-  set_output(plan, written, result, s);
+  xr_ew_set_output(plan, written, result, s);
   return XR_OK;
 }
 
@@ -247,9 +268,9 @@ static xr_status_t analyze_activation(xr_op_plan_t *plan, xr_ew_step_t *s) {
   }
   s->rank = t->rank;
   memcpy(s->shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
-  set_operand(plan, self, s->rank, s->shape, &s->a);
+  xr_ew_set_operand(plan, self, s->rank, s->shape, &s->a);
   s->b.index = -1;
-  set_output(plan, -1, t->dtype, s);
+  xr_ew_set_output(plan, -1, t->dtype, s);
   return XR_OK;
 }
 
@@ -279,7 +300,7 @@ static xr_status_t analyze_gated(xr_op_plan_t *plan, xr_ew_step_t *s) {
                          out_name, (long long)d);
   s->rank = to->rank;
   memcpy(s->shape, to->shape, sizeof(int64_t) * (size_t)to->rank);
-  set_operand(plan, out, s->rank, s->shape, &s->out);
+  xr_ew_set_operand(plan, out, s->rank, s->shape, &s->out);
   s->a = (xr_ew_operand_t){.index = in, .dtype = ti->dtype};
   for (int k = 0; k < s->rank; k++) s->a.strides[k] = ti->strides[k];
   s->b = s->a;
@@ -320,8 +341,8 @@ static xr_status_t analyze_copy(xr_op_plan_t *plan, xr_ew_step_t *s) {
       fits = tsrc->shape[d] == want || tsrc->shape[d] == 1;
     }
     if (!fits) return xr_plan_error(plan, "src: does not broadcast to self's shape");
-    set_operand(plan, src, s->rank, s->shape, &s->a);
-    set_operand(plan, self, s->rank, s->shape, &s->out);
+    xr_ew_set_operand(plan, src, s->rank, s->shape, &s->a);
+    xr_ew_set_operand(plan, self, s->rank, s->shape, &s->out);
     return XR_OK;
   }
   /* aten::to / _to_copy: `dtype` by name; unnamed, the ScalarType follows self (to.dtype,
@@ -339,8 +360,8 @@ static xr_status_t analyze_copy(xr_op_plan_t *plan, xr_ew_step_t *s) {
   if ((st = read_dtype(plan, v, ts->dtype, &dtype))) return st;
   s->rank = ts->rank;
   memcpy(s->shape, ts->shape, sizeof(int64_t) * (size_t)ts->rank);
-  set_operand(plan, self, s->rank, s->shape, &s->a);
-  set_output(plan, -1, dtype, s);
+  xr_ew_set_operand(plan, self, s->rank, s->shape, &s->a);
+  xr_ew_set_output(plan, -1, dtype, s);
   return XR_OK;
 }
 
@@ -351,7 +372,7 @@ static xr_status_t analyze_fill(xr_op_plan_t *plan, xr_ew_step_t *s) {
   const xr_tensor_spec_t *ts = plan->inputs[self];
   s->rank = ts->rank;
   memcpy(s->shape, ts->shape, sizeof(int64_t) * (size_t)ts->rank);
-  set_operand(plan, self, s->rank, s->shape, &s->out);
+  xr_ew_set_operand(plan, self, s->rank, s->shape, &s->out);
   s->a.index = s->b.index = -1;
   s->op = XR_EW_FILL;
   s->b_scalar = true;
@@ -364,7 +385,7 @@ static xr_status_t analyze_fill(xr_op_plan_t *plan, xr_ew_step_t *s) {
       return xr_plan_error(plan, "value: expected a 0-d tensor, got %d-D", plan->inputs[value]->rank);
     s->op = XR_EW_COPY;
     s->b_scalar = false;
-    set_operand(plan, value, s->rank, s->shape, &s->a);
+    xr_ew_set_operand(plan, value, s->rank, s->shape, &s->a);
     return XR_OK;
   }
   return xr_arg_double(plan->op, 1, "value", true, &s->scalar);
@@ -374,9 +395,9 @@ void xr_ew_step_cost(const xr_ew_step_t *s, double *bytes, double *flops) {
   double n = (double)s->numel;
   double out_size = (double)xr_dtype_size(s->out.dtype);
   double b = n * out_size;
-  const xr_ew_operand_t *ops[2] = {&s->a, &s->b};
+  const xr_ew_operand_t *ops[3] = {&s->a, &s->b, &s->c};
   bool gated = s->op >= XR_EW_SILU_AND_MUL && s->op <= XR_EW_GELU_TANH_AND_MUL;
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < 3; k++) {
     const xr_ew_operand_t *o = ops[k];
     if (o->index < 0) continue;
     if (s->op == XR_EW_GATHER && k == 0) {
@@ -391,16 +412,86 @@ void xr_ew_step_cost(const xr_ew_step_t *s, double *bytes, double *flops) {
       b += distinct * (double)xr_dtype_size(o->dtype);
     }
   }
-  static const double per_element[XR_EW_OP_COUNT] = {
+  static const double per_element[XR_EW_PW_FIRST] = {
       [XR_EW_ADD] = 1, [XR_EW_SUB] = 1, [XR_EW_MUL] = 1, [XR_EW_DIV] = 1,
       [XR_EW_DIV_TRUNC] = 2, [XR_EW_DIV_FLOOR] = 2,
       [XR_EW_GELU] = 5, [XR_EW_GELU_TANH] = 9, [XR_EW_SILU] = 4,
       [XR_EW_SILU_AND_MUL] = 5, [XR_EW_GELU_AND_MUL] = 6, [XR_EW_GELU_TANH_AND_MUL] = 10,
   };
-  double f = per_element[s->op];
+  double f = xr_ew_is_table_op(s->op) ? xr_ew_pointwise_flops(s->op) : per_element[s->op];
+  if (xr_ew_is_table_op(s->op) && !xr_dtype_is_floating(s->compute)) f = 0;
   if ((s->op == XR_EW_ADD || s->op == XR_EW_SUB) && s->alpha != 1.0) f += 1;
   *bytes += b;
   *flops += f * n;
+}
+
+/* One step of every op but the indexing ones and the _foreach_ lists. */
+static xr_status_t analyze_step(xr_op_plan_t *plan, xr_ew_step_t *s) {
+  const char *name = plan->op->name;
+  if (name_is(name, "add") || name_is(name, "add_") || name_is(name, "sub") ||
+      name_is(name, "sub_") || name_is(name, "mul") || name_is(name, "mul_") ||
+      name_is(name, "div") || name_is(name, "div_"))
+    return analyze_binary(plan, s);
+  if (name_is(name, "gelu") || name_is(name, "silu")) return analyze_activation(plan, s);
+  if (strstr(name, "_and_mul")) return analyze_gated(plan, s);
+  if (name_is(name, "fill_") || name_is(name, "zero_")) return analyze_fill(plan, s);
+  if (xr_ew_is_pointwise_op(name)) return xr_ew_analyze_pointwise(plan, s);
+  return analyze_copy(plan, s);
+}
+
+/* aten::_foreach_NAME_(Tensor(a!)[] self, ...): one step per list item, each planned as
+ * aten::NAME_ on the items at that position (a list of Scalars gives one each; a single Tensor
+ * or Scalar is shared). The out-of-place forms return lists, which the op model cannot hold. */
+static xr_status_t analyze_foreach(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  const xr_op_t *op = plan->op;
+  const char *base = strstr(op->name, "_foreach_") + 9;
+  size_t n = strlen(base);
+  if (n == 0 || base[n - 1] != '_')
+    return xr_error(XR_UNIMPLEMENTED, "%s: the out-of-place _foreach_ forms return a list of "
+                    "tensors, which a replay cannot hold; only the in-place forms replay", op->name);
+  const xr_value_t *self = xr_op_arg(op, 0, "self");
+  if (!self || self->kind != XR_VALUE_LIST)
+    return xr_plan_error(plan, "self: expected a list of tensors");
+  size_t items = self->as.list.count;
+  size_t arg_total = op->arg_count + op->kwarg_count;
+  xr_ew_problem_t *p = xr_ew_problem_alloc(items ? items : 1);
+  xr_arg_t *args = calloc(arg_total ? arg_total : 1, sizeof *args);
+  if (!p || !args) {
+    free(p), free(args);
+    return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", op->name);
+  }
+  plan->problem = p; /* freed by the registry on error */
+  *out_problem = p;
+  p->step_count = items;
+  char name[64];
+  snprintf(name, sizeof name, "aten::%s", base);
+  xr_op_t item_op = *op;
+  item_op.name = name;
+  item_op.args = args;
+  item_op.kwargs = args + op->arg_count;
+  xr_op_plan_t item_plan = *plan;
+  item_plan.op = &item_op;
+  xr_status_t st = XR_OK;
+  for (size_t i = 0; i < items && st == XR_OK; i++) {
+    for (size_t k = 0; k < arg_total; k++) {
+      const xr_arg_t *a = k < op->arg_count ? &op->args[k] : &op->kwargs[k - op->arg_count];
+      args[k] = *a;
+      if (a->value.kind != XR_VALUE_LIST) continue;
+      if (a->value.as.list.count != items) {
+        st = xr_plan_error(plan, "%s: a list of %zu items, self has %zu",
+                           a->name ? a->name : "argument", a->value.as.list.count, items);
+        break;
+      }
+      args[k].value = a->value.as.list.items[i];
+    }
+    if (st == XR_OK) st = analyze_step(&item_plan, &p->steps[i]);
+    if (st == XR_OK && p->steps[i].out.index >= (int)plan->input_count)
+      st = xr_plan_error(plan, "item %zu: expected an in-place form", i);
+    if (st != XR_OK && strncmp(xr_last_error(), op->name, strlen(op->name)))
+      st = xr_error_prefix(st, "%s: self[%zu]: ", op->name, i);
+  }
+  free(args);
+  return st;
 }
 
 static xr_status_t analyze(xr_op_plan_t *plan) {
@@ -409,25 +500,14 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   xr_status_t st;
   if (xr_ew_is_indexing_op(name)) {
     if ((st = xr_ew_analyze_indexing(plan, &p)) != XR_OK) return st;
+  } else if (strstr(name, "::_foreach_")) {
+    if ((st = analyze_foreach(plan, &p)) != XR_OK) return st;
   } else {
     p = xr_ew_problem_alloc(1);
     if (!p) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", name);
     plan->problem = p; /* freed by the registry on error */
     p->step_count = 1;
-    xr_ew_step_t *s = &p->steps[0];
-    if (name_is(name, "add") || name_is(name, "add_") || name_is(name, "sub") ||
-        name_is(name, "sub_") || name_is(name, "mul") || name_is(name, "mul_") ||
-        name_is(name, "div") || name_is(name, "div_"))
-      st = analyze_binary(plan, s);
-    else if (name_is(name, "gelu") || name_is(name, "silu"))
-      st = analyze_activation(plan, s);
-    else if (strstr(name, "_and_mul"))
-      st = analyze_gated(plan, s);
-    else if (name_is(name, "fill_") || name_is(name, "zero_"))
-      st = analyze_fill(plan, s);
-    else
-      st = analyze_copy(plan, s);
-    if (st != XR_OK) return st;
+    if ((st = analyze_step(plan, &p->steps[0])) != XR_OK) return st;
   }
   plan->flops = plan->bytes = 0;
   for (size_t i = 0; i < p->step_count; i++) {
@@ -440,22 +520,22 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
 
 void xr_ew_coalesce(const xr_ew_step_t *in, xr_ew_step_t *out) {
   *out = *in;
-  const xr_ew_operand_t *src[3] = {&in->out, &in->a, &in->b};
-  xr_ew_operand_t *dst[3] = {&out->out, &out->a, &out->b};
+  const xr_ew_operand_t *src[4] = {&in->out, &in->a, &in->b, &in->c};
+  xr_ew_operand_t *dst[4] = {&out->out, &out->a, &out->b, &out->c};
   int r = 0;
   for (int d = 0; d < in->rank; d++) {
     if (in->shape[d] == 1) continue;
     /* Merge dim d into the previous kept dim when, for every operand, stepping the previous
      * dim equals stepping d across its whole extent. */
     bool merge = r > 0;
-    for (int k = 0; merge && k < 3; k++)
+    for (int k = 0; merge && k < 4; k++)
       merge = src[k]->strides[d] * in->shape[d] == dst[k]->strides[r - 1];
     if (merge) {
       out->shape[r - 1] *= in->shape[d];
-      for (int k = 0; k < 3; k++) dst[k]->strides[r - 1] = src[k]->strides[d];
+      for (int k = 0; k < 4; k++) dst[k]->strides[r - 1] = src[k]->strides[d];
     } else {
       out->shape[r] = in->shape[d];
-      for (int k = 0; k < 3; k++) dst[k]->strides[r] = src[k]->strides[d];
+      for (int k = 0; k < 4; k++) dst[k]->strides[r] = src[k]->strides[d];
       r++;
     }
   }
@@ -472,8 +552,8 @@ void xr_ew_coalesce(const xr_ew_step_t *in, xr_ew_step_t *out) {
 /* One step bound to storage: what the parallel workers read. */
 typedef struct ref_step {
   const xr_ew_step_t *s;
-  void *base[3];     /* out, a, b storage */
-  int64_t first[3];  /* their first elements */
+  void *base[4];     /* out, a, b, c storage */
+  int64_t first[4];  /* their first elements */
 } ref_step_t;
 
 typedef struct ref_state {
@@ -537,9 +617,61 @@ static int64_t ref_int_op(const xr_ew_step_t *s, int64_t a, int64_t b) {
     case XR_EW_ADD: return (int64_t)(ua + alpha * ub);
     case XR_EW_SUB: return (int64_t)(ua - alpha * ub);
     case XR_EW_MUL: return (int64_t)(ua * ub);
+    case XR_EW_DIV_TRUNC:
+    case XR_EW_DIV_FLOOR: {
+      /* A zero divisor gives 0 where torch raises (seeded inputs hold zeros); INT64_MIN / -1
+       * wraps. */
+      if (b == 0) return 0;
+      if (b == -1) return (int64_t)(0 - ua);
+      int64_t q = a / b;
+      return s->op == XR_EW_DIV_FLOOR && (a % b != 0) && ((a < 0) != (b < 0)) ? q - 1 : q;
+    }
     case XR_EW_FILL: return b;
     default: return a; /* COPY */
   }
+}
+
+/* An operand's element as a double (a Scalar's value, 0 when absent). */
+static double ref_load(const ref_step_t *rs, const xr_ew_operand_t *o, int k, bool scalar,
+                       double value, int64_t at) {
+  if (scalar) return value;
+  return o->index >= 0 ? xr_load_element(rs->base[k], o->dtype, at) : 0;
+}
+
+/* The same as an int64, exact for 64-bit integers (xr_load_element goes through double). */
+static int64_t ref_load_int(const ref_step_t *rs, const xr_ew_operand_t *o, int k, bool scalar,
+                            double value, int64_t at) {
+  if (scalar || o->index < 0) return to_int64(scalar ? value : 0);
+  const void *p = rs->base[k];
+  switch (o->dtype) {
+    case XR_DTYPE_I64: return ((const int64_t *)p)[at];
+    case XR_DTYPE_U64: return (int64_t)((const uint64_t *)p)[at];
+    case XR_DTYPE_I32: return ((const int32_t *)p)[at];
+    case XR_DTYPE_U32: return ((const uint32_t *)p)[at];
+    default: return to_int64(xr_load_element(p, o->dtype, at));
+  }
+}
+
+static void ref_table_element(const ref_step_t *rs, int64_t io, int64_t ia, int64_t ib,
+                              int64_t ic) {
+  const xr_ew_step_t *s = rs->s;
+  if (xr_dtype_is_floating(s->compute)) {
+    double a = ref_load(rs, &s->a, 1, s->a_scalar, s->a_value, ia);
+    double b = ref_load(rs, &s->b, 2, s->b_scalar, s->scalar, ib);
+    double c = ref_load(rs, &s->c, 3, s->c_scalar, s->c_value, ic);
+    double v = xr_ew_pointwise_float(s, a, b, c);
+    if (xr_dtype_is_floating(s->out.dtype) || s->out.dtype == XR_DTYPE_BOOL)
+      xr_store_element(rs->base[0], s->out.dtype, io, v);
+    else
+      store_int(rs->base[0], s->out.dtype, io, to_int64(v));
+    return;
+  }
+  int64_t a = ref_load_int(rs, &s->a, 1, s->a_scalar, s->a_value, ia);
+  int64_t b = ref_load_int(rs, &s->b, 2, s->b_scalar, s->scalar, ib);
+  int64_t c = ref_load_int(rs, &s->c, 3, s->c_scalar, s->c_value, ic);
+  int64_t v = xr_ew_pointwise_int(s, a, b, c);
+  if (xr_dtype_is_floating(s->out.dtype)) xr_store_element(rs->base[0], s->out.dtype, io, (double)v);
+  else store_int(rs->base[0], s->out.dtype, io, v);
 }
 
 static void ref_elements(void *ctx, size_t begin, size_t end) {
@@ -549,13 +681,19 @@ static void ref_elements(void *ctx, size_t begin, size_t end) {
   bool float_out = xr_dtype_is_floating(s->out.dtype);
   size_t esize = xr_dtype_size(s->out.dtype);
   for (size_t e = begin; e < end; e++) {
-    int64_t io = rs->first[0], ia = rs->first[1], ib = rs->first[2], rest = (int64_t)e;
+    int64_t io = rs->first[0], ia = rs->first[1], ib = rs->first[2], ic = rs->first[3];
+    int64_t rest = (int64_t)e;
     for (int d = s->rank - 1; d >= 0; d--) {
       int64_t x = rest % s->shape[d];
       rest /= s->shape[d];
       io += x * s->out.strides[d];
       ia += x * s->a.strides[d];
       ib += x * s->b.strides[d];
+      ic += x * s->c.strides[d];
+    }
+    if (xr_ew_is_table_op(s->op)) {
+      ref_table_element(rs, io, ia, ib, ic);
+      continue;
     }
     if (s->op == XR_EW_GATHER) {
       int64_t idx = to_int64(xr_load_element(base[2], s->b.dtype, ib));
@@ -571,24 +709,12 @@ static void ref_elements(void *ctx, size_t begin, size_t end) {
     bool bool_value = s->out.dtype == XR_DTYPE_BOOL && (s->op == XR_EW_COPY || s->op == XR_EW_FILL);
     if (float_out || bool_value) xr_store_element(base[0], s->out.dtype, io, ref_float_op(s, a, b));
     else if (s->op == XR_EW_COPY || s->op == XR_EW_FILL || s->op == XR_EW_ADD ||
-             s->op == XR_EW_SUB || s->op == XR_EW_MUL)
+             s->op == XR_EW_SUB || s->op == XR_EW_MUL || s->op == XR_EW_DIV_TRUNC ||
+             s->op == XR_EW_DIV_FLOOR)
       store_int(base[0], s->out.dtype, io, ref_int_op(s, to_int64(a), to_int64(b)));
     else
       store_int(base[0], s->out.dtype, io, to_int64(ref_float_op(s, a, b)));
   }
-}
-
-static xr_status_t ref_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
-  (void)device;
-  const xr_ew_problem_t *p = plan->problem;
-  for (size_t i = 0; i < p->step_count; i++) {
-    const xr_ew_step_t *s = &p->steps[i];
-    if ((s->op == XR_EW_DIV_TRUNC || s->op == XR_EW_DIV_FLOOR) &&
-        !xr_dtype_is_floating(s->out.dtype))
-      return xr_error(XR_UNIMPLEMENTED, "integer division with a rounding mode is not implemented "
-                                        "(torch raises on a zero divisor, which seeded inputs hold)");
-  }
-  return XR_OK;
 }
 
 static xr_status_t ref_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
@@ -601,8 +727,8 @@ static xr_status_t ref_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   for (size_t i = 0; i < p->step_count; i++) {
     ref_step_t *rs = &s->steps[i];
     rs->s = &p->steps[i];
-    const xr_ew_operand_t *ops[3] = {&rs->s->out, &rs->s->a, &rs->s->b};
-    for (int k = 0; k < 3; k++) {
+    const xr_ew_operand_t *ops[4] = {&rs->s->out, &rs->s->a, &rs->s->b, &rs->s->c};
+    for (int k = 0; k < 4; k++) {
       if (ops[k]->index < 0) continue;
       const xr_tensor_t *t = &tensors[ops[k]->index];
       xr_status_t st = xr_tensor_host(t, &rs->base[k]);
@@ -632,7 +758,6 @@ static const xr_kernel_impl_t ref_elementwise = {
     .name = "ref.elementwise",
     .driver = "cpu",
     .reference = true,
-    .supports = ref_supports,
     .prepare = ref_prepare,
     .enqueue = ref_enqueue,
     .release = free,

@@ -25,8 +25,15 @@ typedef enum xr_ew_op {
   XR_EW_GELU_AND_MUL,      /* gelu(a) * b */
   XR_EW_GELU_TANH_AND_MUL, /* gelu_tanh(a) * b */
   XR_EW_GATHER,            /* a[.., clamp(b), ..]: b holds integer indices along one dim of a */
+  /* The pointwise table (kernels/pointwise_ops.h): XR_EW_ABS, XR_EW_NEG, ... */
+#define XR_PW(ID, ...) XR_EW_##ID,
+#include "kernels/pointwise_ops.h"
+#undef XR_PW
   XR_EW_OP_COUNT
 } xr_ew_op_t;
+
+#define XR_EW_PW_FIRST XR_EW_ABS /* the table's first op; every op from it on is a table op */
+#define XR_EW_MAX_PARAMS 3
 
 /* One operand addressed through strides over the step's iteration shape. */
 typedef struct xr_ew_operand {
@@ -47,6 +54,13 @@ typedef struct xr_ew_step {
   double alpha;                  /* ADD and SUB */
   int64_t gather_stride;         /* GATHER: a's stride along the indexed dim */
   int64_t gather_size;           /* GATHER: a's size along it (indices are clamped to it) */
+  /* Table ops: a third operand (where, lerp, addcmul ...); a and c may be Scalars too, as b
+   * is with b_scalar and scalar. */
+  xr_ew_operand_t c;
+  bool a_scalar, c_scalar;
+  double a_value, c_value;
+  double param[XR_EW_MAX_PARAMS]; /* the row's Scalar arguments, p0.. (None: NaN) */
+  xr_dtype_t compute;            /* the dtype the row's formula computes in */
 } xr_ew_step_t;
 
 typedef struct xr_ew_problem {
@@ -56,6 +70,11 @@ typedef struct xr_ew_problem {
 
 /* Whether an op reads b (a tensor or the scalar). */
 bool xr_ew_op_binary(xr_ew_op_t op);
+static inline bool xr_ew_is_table_op(xr_ew_op_t op) { return op >= XR_EW_PW_FIRST; }
+/* Whether a step's results are exact when computed in float from its operands loaded as float
+ * (what the cpu fast path and the OpenCL and GPU kernels do): float results but f64, and for
+ * table ops a float compute dtype (integer comparisons and arithmetic are the reference's). */
+bool xr_ew_float_pipeline(const xr_ew_step_t *step);
 /* Whether the output dtype is computed through float (every float dtype but f64). */
 bool xr_ew_float_compute(xr_dtype_t dtype);
 
@@ -63,12 +82,34 @@ bool xr_ew_float_compute(xr_dtype_t dtype);
  * both are identical), size-1 dimensions dropped; rank 0 stays rank 0 (one element). */
 void xr_ew_coalesce(const xr_ew_step_t *step, xr_ew_step_t *out_flat);
 
+/* The pointwise table's ops (kernels/pointwise.c): `aten::NAME`, `aten::NAME_` (in place) and
+ * out= forms of each row. */
+bool xr_ew_is_pointwise_op(const char *name);
+xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *step);
+/* The table's formulas in the reference: in double, and in int64 for integer compute. */
+double xr_ew_pointwise_float(const xr_ew_step_t *step, double a, double b, double c);
+int64_t xr_ew_pointwise_int(const xr_ew_step_t *step, int64_t a, int64_t b, int64_t c);
+/* Per-element cost of a table op. */
+double xr_ew_pointwise_flops(xr_ew_op_t op);
+
 /* Analysis of the indexing ops (kernels/indexing.c): aten::cat, index_select, embedding. */
 bool xr_ew_is_indexing_op(const char *name);
 xr_status_t xr_ew_analyze_indexing(xr_op_plan_t *plan, xr_ew_problem_t **out_problem);
 /* The indexing ops' initializers (their index tensors stay inside the table they index). */
 extern const struct xr_op_initializer xr_indexing_initializers[];
-/* Allocates a problem of `steps` zeroed steps. */
+/* Analysis helpers shared by the family's files (kernels/elementwise.c). */
+xr_dtype_t xr_ew_promote(xr_dtype_t a, xr_dtype_t b);          /* torch.promote_types */
+xr_dtype_t xr_ew_combine(xr_dtype_t higher, xr_dtype_t lower); /* across priority classes */
+xr_status_t xr_ew_broadcast_shape(const xr_op_plan_t *plan, const char *name,
+                                  const xr_tensor_spec_t *t, int *rank, int64_t *shape);
+void xr_ew_set_operand(const xr_op_plan_t *plan, int index, int rank, const int64_t *shape,
+                       xr_ew_operand_t *operand);
+/* The step's output: a new contiguous return tensor (index < 0) or the written input `index`. */
+void xr_ew_set_output(xr_op_plan_t *plan, int index, xr_dtype_t dtype, xr_ew_step_t *step);
+xr_status_t xr_ew_check_written(const xr_op_plan_t *plan, const char *name, int index,
+                                const xr_ew_step_t *step);
+
+/* Allocates a problem of `steps` zeroed steps (operand c absent). */
 xr_ew_problem_t *xr_ew_problem_alloc(size_t steps);
 /* Bytes (at least) and floating-point operations one execution of the step moves and does. */
 void xr_ew_step_cost(const xr_ew_step_t *step, double *bytes, double *flops);

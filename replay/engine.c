@@ -182,6 +182,13 @@ static void output_target(const xr_op_plan_t *plan, size_t index, char *out, siz
       snprintf(out, n, "%s", a->name ? a->name : "arg");
       return;
     }
+    for (size_t i = 0; a->value.kind == XR_VALUE_LIST && i < a->value.as.list.count; i++) {
+      const xr_value_t *item = &a->value.as.list.items[i];
+      if (item->kind == XR_VALUE_TENSOR && item->as.tensor == spec) { /* "self.0" */
+        snprintf(out, n, "%s.%zu", a->name ? a->name : "arg", i);
+        return;
+      }
+    }
   }
   snprintf(out, n, "input%zu", index);
 }
@@ -547,7 +554,10 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     r->trace_us = op->timing->gpu_time_us / (double)(op->count > 0 ? op->count : 1);
   if (w->planned.status != XR_OK) {
     snprintf(r->message, sizeof r->message, "%s", w->planned.message);
-    r->outcome = w->planned.status == XR_NOT_FOUND ? XR_OP_UNSUPPORTED : XR_OP_FAILED;
+    /* No kernel for the name, or for this form of it: unsupported; malformed: failed. */
+    r->outcome = w->planned.status == XR_NOT_FOUND || w->planned.status == XR_UNIMPLEMENTED
+                     ? XR_OP_UNSUPPORTED
+                     : XR_OP_FAILED;
     return;
   }
   const xr_op_plan_t *plan = &w->plan;

@@ -38,12 +38,12 @@ enum { BLOCK = XR_EW_CPU_BLOCK, RAW_BLOCK = 16384, MIN_ELEMENTS_PER_CHUNK = 3276
 
 /* Runs `body` (using i) for i in [0, n), with a constant trip count for full blocks so that the
  * compiler's cheap vectoriser takes the loop. */
-#define FOR_N(n, body)                                         \
+#define FOR_N(n, ...)                                          \
   do {                                                         \
     if ((n) == BLOCK) {                                        \
-      for (int64_t i = 0; i < BLOCK; i++) { body; }            \
+      for (int64_t i = 0; i < BLOCK; i++) { __VA_ARGS__; }     \
     } else {                                                   \
-      for (int64_t i = 0; i < (n); i++) { body; }              \
+      for (int64_t i = 0; i < (n); i++) { __VA_ARGS__; }       \
     }                                                          \
   } while (0)
 
@@ -161,6 +161,11 @@ XR_CPU_CLONES static void store_block(char *dst, xr_dtype_t dt, int64_t stride, 
       else FOR_N(n, d[i * stride] = v[i]);
       return;
     }
+    case XR_DTYPE_BOOL: { /* the table's truth values */
+      uint8_t *restrict d = (uint8_t *)dst;
+      FOR_N(n, d[i * stride] = v[i] != 0.0f);
+      return;
+    }
     case XR_DTYPE_BF16: {
       uint16_t *restrict d = (uint16_t *)dst;
       if (stride == 1) FOR_N(n, d[i] = xr_cpu_bf16_encode(v[i]));
@@ -223,6 +228,42 @@ MATH float gelu_approx(float x) {
                 t * (-1.453152027f + t * 1.061405429f)))) * exp_approx(-z * z);
   return 0.5f * x * xr_cpu_select_f(xr_cpu_mask_if(x >= 0), 2.0f - y, y);
 }
+
+/* The pointwise table (kernels/pointwise_ops.h) in float, through libm. */
+#define K(x) ((float)(x))
+#define B(c) ((c) ? 1.0f : 0.0f)
+#define XR_PW_MATH1(fn) MATH float pw_##fn(float x) { return fn##f(x); }
+#define XR_PW_MATH2(fn) MATH float pw_##fn(float x, float y) { return fn##f(x, y); }
+#define XR_PW_HELPER MATH
+#define XR_PW_T float
+#include "kernels/pointwise_ops.h"
+#undef XR_PW_MATH1
+#undef XR_PW_MATH2
+#undef XR_PW_HELPER
+#undef XR_PW_T
+#define pw_erfinv pw_erfinv_approx
+
+XR_CPU_CLONES static void table_block(const xr_ew_step_t *s, float *restrict r,
+                                      const float *restrict A, const float *restrict B_,
+                                      const float *restrict C, int64_t n) {
+  const float p0 = (float)s->param[0], p1 = (float)s->param[1], p2 = (float)s->param[2];
+  (void)p0, (void)p1, (void)p2;
+  switch (s->op) {
+#define XR_PW(ID, NAME, KIND, OPERANDS, PARAMS, FLOPS, FLOAT_EXPR, INT_EXPR)   \
+  case XR_EW_##ID:                                                             \
+    FOR_N(n, {                                                                 \
+      __attribute__((unused)) const float a = A[i], b = B_[i], c = C[i];       \
+      r[i] = (FLOAT_EXPR);                                                     \
+    });                                                                        \
+    return;
+#include "kernels/pointwise_ops.h"
+#undef XR_PW
+    default: return;
+  }
+}
+#undef K
+#undef B
+#undef pw_erfinv
 
 XR_CPU_CLONES static void compute_block(const xr_ew_step_t *s, float *restrict r, const float *restrict a,
                           const float *restrict b, int64_t n) {
@@ -378,11 +419,11 @@ typedef struct cpu_step {
   path_t path;
   bool stream;             /* large output, contiguous rows: streaming stores */
   bool avx512;             /* FLOAT rows, TRANSPOSE tiles: the AVX-512 path (elementwise_avx512.c) */
-  char *base[3];           /* out, a, b: byte address of the first element */
-  size_t esize[3];
+  char *base[4];           /* out, a, b, c: byte address of the first element */
+  size_t esize[4];
   int64_t inner, block, blocks_per_row, items;
   int64_t tile_rows, tile_cols; /* TRANSPOSE: tiles along the two last dims */
-  float scalar;
+  float scalar, a_value, c_value;
   uint8_t pattern[8];      /* FILL: the value in the output dtype */
 } cpu_step_t;
 
@@ -391,15 +432,16 @@ typedef struct cpu_state {
   cpu_step_t steps[];
 } cpu_state_t;
 
-/* Element offsets of out, a and b for index `outer` over the dims before `dims`. */
+/* Element offsets of out, a, b and c for index `outer` over the dims before `dims`. */
 static void outer_offsets(const xr_ew_step_t *s, int dims, int64_t outer, int64_t *oo,
-                          int64_t *oa, int64_t *ob) {
+                          int64_t *oa, int64_t *ob, int64_t *oc) {
   for (int d = dims - 1; d >= 0; d--) {
     int64_t x = outer % s->shape[d];
     outer /= s->shape[d];
     *oo += x * s->out.strides[d];
     *oa += x * s->a.strides[d];
     *ob += x * s->b.strides[d];
+    *oc += x * s->c.strides[d];
   }
 }
 
@@ -414,8 +456,8 @@ static void run_tiles(const cpu_step_t *c, size_t begin, size_t end) {
     int64_t r0 = tr * TILE, c0 = tc * TILE;
     int64_t nr = s->shape[r - 2] - r0 < TILE ? s->shape[r - 2] - r0 : TILE;
     int64_t nc = s->shape[r - 1] - c0 < TILE ? s->shape[r - 1] - c0 : TILE;
-    int64_t oo = r0 * s->out.strides[r - 2] + c0, oa = r0 + c0 * s->a.strides[r - 1], ob = 0;
-    outer_offsets(s, r - 2, outer, &oo, &oa, &ob);
+    int64_t oo = r0 * s->out.strides[r - 2] + c0, oa = r0 + c0 * s->a.strides[r - 1], ob = 0, oc = 0;
+    outer_offsets(s, r - 2, outer, &oo, &oa, &ob, &oc);
     transpose_tile(c->base[0] + oo * (int64_t)c->esize[0], s->out.strides[r - 2],
                    c->base[1] + oa * (int64_t)c->esize[1], s->a.strides[r - 1], c->esize[0], nr,
                    nc, c->stream, c->avx512);
@@ -439,19 +481,24 @@ static void run_items(void *ctx, size_t begin, size_t end) {
   }
   int outer = s->rank - 1;
   const int64_t so = s->out.strides[outer], sa = s->a.strides[outer], sb = s->b.strides[outer];
+  const int64_t sc = s->c.strides[outer];
+  const bool table = xr_ew_is_table_op(s->op);
   /* Aligned to cache lines: a vector access that straddles two lines costs two. */
-  _Alignas(64) float A[BLOCK], B[BLOCK], R[BLOCK];
+  _Alignas(64) float A[BLOCK], B[BLOCK], C[BLOCK], R[BLOCK];
   _Alignas(64) uint32_t encoded[BLOCK]; /* a streamed block in the output dtype */
   if (c->path == PATH_FLOAT && s->b_scalar) FOR_N(BLOCK, B[i] = c->scalar);
+  if (c->path == PATH_FLOAT && s->a_scalar) FOR_N(BLOCK, A[i] = c->a_value);
+  if (c->path == PATH_FLOAT && table && !c->base[3]) FOR_N(BLOCK, C[i] = c->c_value);
   for (size_t item = begin; item < end; item++) {
     int64_t row = (int64_t)item / c->blocks_per_row;
     int64_t j0 = ((int64_t)item % c->blocks_per_row) * c->block;
     int64_t n = c->inner - j0 < c->block ? c->inner - j0 : c->block;
-    int64_t oo = j0 * so, oa = j0 * sa, ob = j0 * sb;
-    outer_offsets(s, outer, row, &oo, &oa, &ob);
+    int64_t oo = j0 * so, oa = j0 * sa, ob = j0 * sb, oc = j0 * sc;
+    outer_offsets(s, outer, row, &oo, &oa, &ob, &oc);
     char *out = c->base[0] + oo * (int64_t)c->esize[0];
     const char *pa = c->base[1] ? c->base[1] + oa * (int64_t)c->esize[1] : NULL;
     const char *pb = c->base[2] ? c->base[2] + ob * (int64_t)c->esize[2] : NULL;
+    const char *pc = c->base[3] ? c->base[3] + oc * (int64_t)c->esize[3] : NULL;
     if (c->path == PATH_FILL) {
       if (c->stream) stream_fill(out, c->pattern, c->esize[0], n);
       else raw_fill(out, so, c->pattern, c->esize[0], n);
@@ -472,12 +519,14 @@ static void run_items(void *ctx, size_t begin, size_t end) {
       xr_ew_avx512_row(s, out, pa, pb, c->scalar, n, c->stream);
     } else {
       if (c->stream) { /* the block after next, while this one computes */
-        prefetch_run(pa + PREFETCH_BLOCKS * BLOCK * sa * (int64_t)c->esize[1], sa == 1 ? n * (int64_t)c->esize[1] : 0);
+        if (pa) prefetch_run(pa + PREFETCH_BLOCKS * BLOCK * sa * (int64_t)c->esize[1], sa == 1 ? n * (int64_t)c->esize[1] : 0);
         if (pb) prefetch_run(pb + PREFETCH_BLOCKS * BLOCK * sb * (int64_t)c->esize[2], sb == 1 ? n * (int64_t)c->esize[2] : 0);
       }
-      xr_ew_cpu_load(A, pa, s->a.dtype, sa, n);
+      if (pa) xr_ew_cpu_load(A, pa, s->a.dtype, sa, n);
       if (pb) xr_ew_cpu_load(B, pb, s->b.dtype, sb, n);
-      if (s->op != XR_EW_COPY) compute_block(s, R, A, B, n);
+      if (pc) xr_ew_cpu_load(C, pc, s->c.dtype, sc, n);
+      if (table) table_block(s, R, A, B, C, n);
+      else if (s->op != XR_EW_COPY) compute_block(s, R, A, B, n);
       const float *result = s->op == XR_EW_COPY ? A : R;
       if (c->stream) {
         store_block((char *)encoded, s->out.dtype, 1, result, n);
@@ -489,8 +538,6 @@ static void run_items(void *ctx, size_t begin, size_t end) {
   }
   if (c->stream) xr_cpu_stream_fence();
 }
-
-static bool float_pipeline_dtype(xr_dtype_t d) { return xr_ew_float_compute(d); }
 
 static path_t step_path(const xr_ew_step_t *s) {
   if (s->op == XR_EW_FILL) return PATH_FILL;
@@ -509,9 +556,10 @@ static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *devic
   const xr_ew_problem_t *p = plan->problem;
   for (size_t i = 0; i < p->step_count; i++) {
     const xr_ew_step_t *s = &p->steps[i];
-    if (step_path(s) == PATH_FLOAT && !float_pipeline_dtype(s->out.dtype))
-      return xr_error(XR_UNIMPLEMENTED, "%s results are computed by the reference only (the fast "
-                                        "path computes in float)", xr_dtype_name(s->out.dtype));
+    if (step_path(s) == PATH_FLOAT && !xr_ew_float_pipeline(s))
+      return xr_error(XR_UNIMPLEMENTED, "%s results computed in %s are the reference's (the fast "
+                                        "path computes in float)", xr_dtype_name(s->out.dtype),
+                      xr_dtype_name(xr_ew_is_table_op(s->op) ? s->compute : s->out.dtype));
   }
   return XR_OK;
 }
@@ -530,13 +578,13 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
     if (f->rank == 0) { /* one element */
       f->rank = 1;
       f->shape[0] = 1;
-      f->out.strides[0] = f->a.strides[0] = f->b.strides[0] = 0;
+      f->out.strides[0] = f->a.strides[0] = f->b.strides[0] = f->c.strides[0] = 0;
     }
     c->path = step_path(f);
     c->avx512 = (c->path == PATH_FLOAT && xr_ew_avx512_takes(f)) ||
                 (c->path == PATH_TRANSPOSE && xr_cpu_avx512());
-    xr_ew_operand_t *ops[3] = {&f->out, &f->a, &f->b};
-    for (int k = 0; k < 3; k++) {
+    xr_ew_operand_t *ops[4] = {&f->out, &f->a, &f->b, &f->c};
+    for (int k = 0; k < 4; k++) {
       if (ops[k]->index < 0) continue;
       const xr_tensor_t *t = &tensors[ops[k]->index];
       void *host;
@@ -549,6 +597,8 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
       c->base[k] = (char *)host + (t->offset + ops[k]->offset) * (int64_t)c->esize[k];
     }
     c->scalar = (float)f->scalar;
+    c->a_value = (float)f->a_value;
+    c->c_value = (float)f->c_value;
     if (c->path == PATH_FILL) {
       if (xr_dtype_is_floating(f->out.dtype) || f->out.dtype == XR_DTYPE_BOOL) {
         xr_store_element(c->pattern, f->out.dtype, 0, f->scalar);

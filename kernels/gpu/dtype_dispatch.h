@@ -30,8 +30,8 @@ static __device__ __forceinline__ float xr_load_as_float(const void *p, int dtyp
   }
 }
 
-// Stores v rounded once to a float dtype (f32, f16, bf16, fp8; fp8 saturates). Callers check
-// that the dtype is one of these on the host: other codes store nothing.
+// Stores v rounded once to a float dtype (f32, f16, bf16, fp8; fp8 saturates), or as a bool
+// (v != 0). Callers check that the dtype is one of these on the host: others store nothing.
 static __device__ __forceinline__ void xr_store_float(void *p, int dtype, long long i, float v) {
   switch (dtype) {
     case XR_GPU_F32: xr_io_f32::store((float *)p, i, v); break;
@@ -41,6 +41,7 @@ static __device__ __forceinline__ void xr_store_float(void *p, int dtype, long l
     case XR_GPU_F8E5M2: xr_io_f8e5m2::store((unsigned char *)p, i, v); break;
     case XR_GPU_F8E4M3FNUZ: xr_io_f8e4m3fnuz::store((unsigned char *)p, i, v); break;
     case XR_GPU_F8E5M2FNUZ: xr_io_f8e5m2fnuz::store((unsigned char *)p, i, v); break;
+    case XR_GPU_BOOL: ((unsigned char *)p)[i] = v != 0.0f; break;
     default: break;
   }
 }

@@ -4,8 +4,8 @@
 // (uniform across a launch), so a replay compiles this file once per device, not once per
 // combination.
 //  - xr_elementwise: a grid-stride loop over the step's elements; each decomposes its index
-//    over the merged shape and reads up to two operands through their own strides (0 where
-//    they broadcast). Float results (f32, f16, bf16, fp8) are computed in float from inputs of
+//    over the merged shape and reads up to three operands through their own strides (0 where
+//    they broadcast); the pointwise table's formulas are one switch. Float results (f32, f16, bf16, fp8) are computed in float from inputs of
 //    any dtype and rounded once; copies and gathers of one dtype move raw elements; fills store
 //    the value's bits.
 //  - xr_argmax: one block per output element; threads stride over the reduced positions, each
@@ -24,6 +24,39 @@ static __device__ __forceinline__ float xr_gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 static __device__ __forceinline__ float xr_silu(float x) { return x / (1.0f + expf(-x)); }
+
+// The pointwise table (kernels/pointwise_ops.h) in float, through the CUDA math library.
+enum {
+  XR_EW_GPU_TABLE_BEFORE = XR_EW_GPU_TABLE_FIRST - 1,
+#define XR_PW(ID, ...) XR_EW_GPU_##ID,
+#include "pointwise_ops.h"
+#undef XR_PW
+};
+#define K(x) ((float)(x))
+#define B(c) ((c) ? 1.0f : 0.0f)
+#define XR_PW_MATH1(fn) \
+  static __device__ __forceinline__ float pw_##fn(float x) { return fn##f(x); }
+#define XR_PW_MATH2(fn) \
+  static __device__ __forceinline__ float pw_##fn(float x, float y) { return fn##f(x, y); }
+#define XR_PW_HELPER static __device__ __forceinline__
+#define XR_PW_T float
+#include "pointwise_ops.h"
+#undef XR_PW_MATH1
+#undef XR_PW_MATH2
+#undef XR_PW_HELPER
+#undef XR_PW_T
+#define pw_erfinv erfinvf
+
+static __device__ float xr_ew_table(int op, float a, float b, float c, const float *param) {
+  const float p0 = param[0], p1 = param[1], p2 = param[2];
+  switch (op) {
+#define XR_PW(ID, NAME, KIND, OPERANDS, PARAMS, FLOPS, FLOAT_EXPR, INT_EXPR) \
+  case XR_EW_GPU_##ID: return (FLOAT_EXPR);
+#include "pointwise_ops.h"
+#undef XR_PW
+    default: return a;
+  }
+}
 
 static __device__ __forceinline__ float xr_ew_apply(int op, float a, float b, float alpha) {
   switch (op) {
@@ -69,16 +102,17 @@ static __device__ __forceinline__ void xr_store_pattern(unsigned char *dst, long
 
 extern "C" __global__ void __launch_bounds__(XR_EW_GPU_THREADS)
     xr_elementwise(unsigned char *out, const unsigned char *a, const unsigned char *b,
-                   xr_ew_gpu_params_t p) {
+                   const unsigned char *c, xr_ew_gpu_params_t p) {
   const long long step = (long long)gridDim.x * blockDim.x;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < p.numel; e += step) {
-    long long o = p.offset[0], ia = p.offset[1], ib = p.offset[2], rest = e;
+    long long o = p.offset[0], ia = p.offset[1], ib = p.offset[2], ic = p.offset[3], rest = e;
     for (int d = p.rank - 1; d >= 0; d--) {
       const long long x = rest % p.shape[d];
       rest /= p.shape[d];
       o += x * p.strides[0][d];
       ia += x * p.strides[1][d];
       ib += x * p.strides[2][d];
+      ic += x * p.strides[3][d];
     }
     if (p.path == XR_EW_GPU_FILL) {
       xr_store_pattern(out, o, p.pattern, p.elem_size);
@@ -91,11 +125,18 @@ extern "C" __global__ void __launch_bounds__(XR_EW_GPU_THREADS)
       }
       xr_move_raw(out, o, a, ia, p.elem_size);
     } else {
-      const float va = xr_load_as_float(a, p.a_dtype, ia);
+      const float va = p.a_kind == 2 ? p.a_value : xr_load_as_float(a, p.a_dtype, ia);
       const float vb = p.b_kind == 1   ? xr_load_as_float(b, p.b_dtype, ib)
                        : p.b_kind == 2 ? p.scalar
                                        : 0.0f;
-      xr_store_float(out, p.out_dtype, o, xr_ew_apply(p.op, va, vb, p.alpha));
+      if (p.op >= XR_EW_GPU_TABLE_FIRST) {
+        const float vc = p.c_kind == 1   ? xr_load_as_float(c, p.c_dtype, ic)
+                         : p.c_kind == 2 ? p.c_value
+                                         : 0.0f;
+        xr_store_float(out, p.out_dtype, o, xr_ew_table(p.op, va, vb, vc, p.param));
+      } else {
+        xr_store_float(out, p.out_dtype, o, xr_ew_apply(p.op, va, vb, p.alpha));
+      }
     }
   }
 }

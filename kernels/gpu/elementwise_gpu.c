@@ -25,7 +25,8 @@ _Static_assert(XR_EW_GPU_ADD == XR_EW_ADD && XR_EW_GPU_SUB == XR_EW_SUB &&
                    XR_EW_GPU_SILU_AND_MUL == XR_EW_SILU_AND_MUL &&
                    XR_EW_GPU_GELU_AND_MUL == XR_EW_GELU_AND_MUL &&
                    XR_EW_GPU_GELU_TANH_AND_MUL == XR_EW_GELU_TANH_AND_MUL &&
-                   XR_EW_GPU_GATHER == XR_EW_GATHER && XR_EW_OP_COUNT == 15,
+                   XR_EW_GPU_GATHER == XR_EW_GATHER &&
+                   XR_EW_GPU_TABLE_FIRST == XR_EW_PW_FIRST,
                "elementwise_params.h mirrors xr_ew_op_t");
 
 /* Blocks of one launch; the grid-stride loops cover any element count. */
@@ -51,9 +52,11 @@ static xr_status_t ew_supports(const xr_op_plan_t *plan, xr_hal_device_t *device
   const xr_ew_problem_t *p = plan->problem;
   for (size_t i = 0; i < p->step_count; i++) {
     const xr_ew_step_t *s = &p->steps[i];
-    if (step_path(s) == XR_EW_GPU_FLOAT && !xr_ew_float_compute(s->out.dtype))
-      return xr_error(XR_UNIMPLEMENTED, "%s: %s results are not implemented (the GPU kernels "
-                      "compute in float)", plan->op->name, xr_dtype_name(s->out.dtype));
+    if (step_path(s) == XR_EW_GPU_FLOAT && !xr_ew_float_pipeline(s))
+      return xr_error(XR_UNIMPLEMENTED, "%s: %s results are not implemented when computed in %s "
+                      "(the GPU kernels compute in float)", plan->op->name,
+                      xr_dtype_name(s->out.dtype),
+                      xr_dtype_name(xr_ew_is_table_op(s->op) ? s->compute : s->out.dtype));
     xr_ew_step_t flat;
     xr_ew_coalesce(s, &flat);
     if (flat.rank > XR_EW_GPU_MAX_DIMS)
@@ -65,7 +68,7 @@ static xr_status_t ew_supports(const xr_op_plan_t *plan, xr_hal_device_t *device
 
 typedef struct ew_gpu_step {
   xr_ew_gpu_params_t params;
-  xr_hal_kernel_arg_t args[4];
+  xr_hal_kernel_arg_t args[5];
   xr_hal_dispatch_t dispatch;
 } ew_gpu_step_t;
 
@@ -105,9 +108,9 @@ static void fill_params(const xr_ew_step_t *step, const xr_tensor_t *tensors,
   memset(q, 0, sizeof *q);
   q->rank = f.rank;
   q->numel = step->numel;
-  const xr_ew_operand_t *ops[3] = {&f.out, &f.a, &f.b};
+  const xr_ew_operand_t *ops[4] = {&f.out, &f.a, &f.b, &f.c};
   for (int d = 0; d < f.rank; d++) q->shape[d] = f.shape[d];
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 4; k++) {
     for (int d = 0; d < f.rank; d++) q->strides[k][d] = ops[k]->strides[d];
     if (ops[k]->index >= 0) q->offset[k] = tensors[ops[k]->index].offset + ops[k]->offset;
   }
@@ -119,7 +122,13 @@ static void fill_params(const xr_ew_step_t *step, const xr_tensor_t *tensors,
   q->out_dtype = (int)f.out.dtype;
   q->a_dtype = f.a.index >= 0 ? (int)f.a.dtype : 0;
   q->b_dtype = f.b.index >= 0 ? (int)f.b.dtype : 0;
+  q->c_dtype = f.c.index >= 0 ? (int)f.c.dtype : 0;
+  q->a_kind = f.a_scalar ? 2 : f.a.index >= 0 ? 1 : 0;
   q->b_kind = f.b_scalar ? 2 : f.b.index >= 0 ? 1 : 0;
+  q->c_kind = f.c_scalar ? 2 : f.c.index >= 0 ? 1 : 0;
+  q->a_value = (float)f.a_value;
+  q->c_value = (float)f.c_value;
+  for (int k = 0; k < 3; k++) q->param[k] = (float)f.param[k];
   q->path = step_path(step);
   q->elem_size = (int)xr_dtype_size(f.out.dtype);
   if (f.op == XR_EW_FILL) q->pattern = fill_pattern(&f);
@@ -146,12 +155,13 @@ static xr_status_t ew_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
     g->args[0] = xr_hal_arg_buffer(out);
     g->args[1] = xr_hal_arg_buffer(step->a.index >= 0 ? tensors[step->a.index].buffer : out);
     g->args[2] = xr_hal_arg_buffer(step->b.index >= 0 ? tensors[step->b.index].buffer : out);
-    g->args[3] = xr_hal_arg_bytes(&g->params, sizeof g->params);
+    g->args[3] = xr_hal_arg_buffer(step->c.index >= 0 ? tensors[step->c.index].buffer : out);
+    g->args[4] = xr_hal_arg_bytes(&g->params, sizeof g->params);
     g->dispatch = (xr_hal_dispatch_t){
         .grid = {blocks_for(step->numel, XR_EW_GPU_THREADS), 1, 1},
         .block = {XR_EW_GPU_THREADS, 1, 1},
         .args = g->args,
-        .arg_count = 4,
+        .arg_count = 5,
     };
   }
   *out_state = s;

@@ -25,6 +25,7 @@
 #define XR_EW_GPU_GELU_AND_MUL 12
 #define XR_EW_GPU_GELU_TANH_AND_MUL 13
 #define XR_EW_GPU_GATHER 14
+#define XR_EW_GPU_TABLE_FIRST 15 /* the pointwise table's rows follow (kernels/pointwise_ops.h) */
 
 /* How a step moves its elements. */
 #define XR_EW_GPU_FLOAT 0 /* load as float, compute, round once to a float output dtype */
@@ -33,16 +34,18 @@
 
 typedef struct xr_ew_gpu_params {
   long long shape[XR_EW_GPU_MAX_DIMS];
-  long long strides[3][XR_EW_GPU_MAX_DIMS]; /* out, a, b; 0 where an operand broadcasts */
-  long long offset[3];
+  long long strides[4][XR_EW_GPU_MAX_DIMS]; /* out, a, b, c; 0 where an operand broadcasts */
+  long long offset[4];
   long long numel;
   long long gather_stride, gather_size;     /* GATHER: a's stride and size along the index */
   long long pattern;
-  float alpha, scalar;
+  float alpha, scalar;                      /* scalar: b's value when b_kind is 2 */
+  float a_value, c_value;                   /* a's and c's values when their kind is 2 */
+  float param[3];                           /* the table row's Scalar arguments */
   int rank;
   int op;                                   /* xr_ew_op_t */
-  int out_dtype, a_dtype, b_dtype;
-  int b_kind;                               /* 0 none, 1 tensor, 2 the scalar */
+  int out_dtype, a_dtype, b_dtype, c_dtype;
+  int a_kind, b_kind, c_kind;               /* 0 none, 1 tensor, 2 a scalar */
   int path;                                 /* XR_EW_GPU_FLOAT, _RAW, _FILL */
   int elem_size;                            /* RAW and FILL: 1, 2, 4 or 8 bytes */
 } xr_ew_gpu_params_t;

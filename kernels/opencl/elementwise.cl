@@ -1,7 +1,9 @@
 // The elementwise family on OpenCL (host side: elementwise_opencl.c). One program per step
 // shape of work, specialised at build time:
-//   -DOP=<xr_ew_op_t> -DDT_OUT=<xr_dtype_t> -DDT_A=.. -DDT_B=.. -DB_KIND=0|1|2 (none, tensor,
-//   scalar) -DPATH=0|1|2 (float pipeline, raw element moves, fill) -DRAW_T=<uchar..ulong>
+//   -DOP=<xr_ew_op_t> -DDT_OUT=<xr_dtype_t> -DDT_A=.. -DDT_B=.. -DDT_C=.. -DA_KIND=0|1|2
+//   -DB_KIND=.. -DC_KIND=.. (none, tensor, scalar) -DPATH=0|1|2 (float pipeline, raw element
+//   moves, fill) -DRAW_T=<uchar..ulong>
+// The pointwise table's ops (kernels/pointwise_ops.h) are the float pipeline's too.
 // One work-item per output element over a 3-D range: x walks the innermost dimension, y the
 // next one, z every outer dimension (decomposed with the shape). Offsets and strides are in
 // elements of each operand's own dtype. bf16 travels as ushort bits, f16 through vload_half /
@@ -25,17 +27,27 @@
 #define EW_GELU_AND_MUL 12
 #define EW_GELU_TANH_AND_MUL 13
 #define EW_GATHER 14
+// The table's ops follow, numbered as xr_ew_op_t numbers them (the host asserts it).
+#define EW_TABLE_FIRST 15
+enum {
+  EW_TABLE_BEFORE = EW_TABLE_FIRST - 1,
+#define XR_PW(ID, ...) EW_##ID,
+#include "pointwise_ops.h"
+#undef XR_PW
+};
 
 #define MAX_DIMS 8
 
 typedef struct {
   long shape[MAX_DIMS];
-  long strides[3][MAX_DIMS];  // out, a, b
-  long offset[3];
+  long strides[4][MAX_DIMS];  // out, a, b, c
+  long offset[4];
   long gather_stride, gather_size;
   ulong pattern;              // FILL: the value's bits in the output dtype
-  float alpha, scalar;
-  int rank, pad;
+  float alpha, scalar;        // scalar: b's value when B_KIND is 2
+  float a_value, c_value;     // a's and c's values when A_KIND / C_KIND is 2
+  float param[3];             // the table row's Scalar arguments
+  int rank;
 } xr_ew_geometry;
 
 // f64 read as its bits (no cl_khr_fp64 needed); the mantissa is truncated to float's.
@@ -75,6 +87,7 @@ ushort bf16_encode(float f) {
 void store_float(__global uchar *p, long i, float v) {
   /* DT_OUT is a build-time constant: the compiler keeps one branch. */
   if (DT_OUT == XR_F32) ((__global float *)p)[i] = v;
+  else if (DT_OUT == XR_BOOL) p[i] = v != 0.0f;
   else if (DT_OUT == XR_F16) vstore_half_rte(v, i, (__global half *)p);
   else if (DT_OUT == XR_BF16) ((__global ushort *)p)[i] = bf16_encode(v);
   else p[i] = fp8_encode(v, DT_OUT);
@@ -85,6 +98,30 @@ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 float silu(float x) { return x / (1.0f + exp(-x)); }
+
+// The table in float, through the built-in math functions.
+#define K(x) ((float)(x))
+#define B(c) ((c) ? 1.0f : 0.0f)
+#define XR_PW_MATH1(f) float pw_##f(float x) { return f(x); }
+#define XR_PW_MATH2(f) float pw_##f(float x, float y) { return f(x, y); }
+#define XR_PW_HELPER
+#define XR_PW_T float
+#include "pointwise_ops.h"
+#undef XR_PW_MATH1
+#undef XR_PW_MATH2
+#undef XR_PW_HELPER
+#undef XR_PW_T
+#define pw_erfinv pw_erfinv_approx
+
+float apply_table(float a, float b, float c, float p0, float p1, float p2) {
+  switch (OP) {
+#define XR_PW(ID, NAME, KIND, OPERANDS, PARAMS, FLOPS, FLOAT_EXPR, INT_EXPR) \
+  case EW_##ID: return (FLOAT_EXPR);
+#include "pointwise_ops.h"
+#undef XR_PW
+    default: return a;
+  }
+}
 
 float apply(float a, float b, float alpha) {
 #if OP == EW_ADD
@@ -117,7 +154,7 @@ float apply(float a, float b, float alpha) {
 }
 
 __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __global const uchar *b,
-                             const xr_ew_geometry g) {
+                             __global const uchar *c, const xr_ew_geometry g) {
   int r = g.rank;
   long i0 = get_global_id(0);
   if (i0 >= g.shape[r - 1]) return;
@@ -125,12 +162,14 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
   long o = g.offset[0] + i0 * g.strides[0][r - 1] + i1 * g.strides[0][r - 2];
   long ia = g.offset[1] + i0 * g.strides[1][r - 1] + i1 * g.strides[1][r - 2];
   long ib = g.offset[2] + i0 * g.strides[2][r - 1] + i1 * g.strides[2][r - 2];
+  long ic = g.offset[3] + i0 * g.strides[3][r - 1] + i1 * g.strides[3][r - 2];
   for (int d = r - 3; d >= 0; d--) {
     long x = z % g.shape[d];
     z /= g.shape[d];
     o += x * g.strides[0][d];
     ia += x * g.strides[1][d];
     ib += x * g.strides[2][d];
+    ic += x * g.strides[3][d];
   }
 #if PATH == 2
   ((__global RAW_T *)out)[o] = (RAW_T)g.pattern;
@@ -142,7 +181,11 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
 #endif
   ((__global RAW_T *)out)[o] = ((__global const RAW_T *)a)[ia];
 #else
+#if A_KIND == 2
+  float va = g.a_value;
+#else
   float va = LOAD_AS_FLOAT(DT_A, a, ia);
+#endif
 #if B_KIND == 1
   float vb = LOAD_AS_FLOAT(DT_B, b, ib);
 #elif B_KIND == 2
@@ -150,7 +193,18 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
 #else
   float vb = 0.0f;
 #endif
+#if C_KIND == 1
+  float vc = LOAD_AS_FLOAT(DT_C, c, ic);
+#elif C_KIND == 2
+  float vc = g.c_value;
+#else
+  float vc = 0.0f;
+#endif
+#if OP >= EW_TABLE_FIRST
+  store_float(out, o, apply_table(va, vb, vc, g.param[0], g.param[1], g.param[2]));
+#else
   store_float(out, o, apply(va, vb, g.alpha));
+#endif
 #endif
 }
 

@@ -2,8 +2,9 @@
  *
  * Each step is coalesced, padded to at least two dimensions, and dispatched as a 3-D range
  * (innermost dim, next dim, the rest) of one program built for its op and dtypes. Float results
- * (f32, f16, bf16, fp8) are computed in float from inputs of any dtype; copies, gathers and
- * fills move raw elements of any dtype. f64 and integer arithmetic are left to the CPU. */
+ * (f32, f16, bf16, fp8, and the table's bools) are computed in float from inputs of any dtype;
+ * copies, gathers and fills move raw elements of any dtype. f64 and integer arithmetic are left
+ * to the CPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +16,19 @@
 
 enum { MAX_DIMS = 8 };
 
+_Static_assert(XR_EW_PW_FIRST == 15, "elementwise.cl's EW_TABLE_FIRST");
+
 /* Mirrors xr_ew_geometry in elementwise.cl (same member order, natural alignment). */
 typedef struct cl_geometry {
   int64_t shape[MAX_DIMS];
-  int64_t strides[3][MAX_DIMS];
-  int64_t offset[3];
+  int64_t strides[4][MAX_DIMS];
+  int64_t offset[4];
   int64_t gather_stride, gather_size;
   uint64_t pattern;
   float alpha, scalar;
-  int32_t rank, pad;
+  float a_value, c_value;
+  float param[XR_EW_MAX_PARAMS];
+  int32_t rank;
 } cl_geometry_t;
 
 typedef enum { PATH_FLOAT = 0, PATH_RAW = 1, PATH_FILL = 2 } path_t;
@@ -32,12 +37,12 @@ typedef struct cl_step {
   xr_hal_executable_t *exe; /* owned unless `shared` */
   bool shared;
   xr_hal_kernel_t *kernel;
-  xr_hal_buffer_t *buffers[3];
+  xr_hal_buffer_t *buffers[4];
   cl_geometry_t g;
   xr_hal_dispatch_t dispatch;
-  xr_hal_kernel_arg_t args[4];
+  xr_hal_kernel_arg_t args[5];
   bool empty;
-  char options[160];
+  char options[200];
 } cl_step_t;
 
 typedef struct cl_state {
@@ -60,9 +65,10 @@ static xr_status_t cl_supports(const xr_op_plan_t *plan, xr_hal_device_t *device
   const xr_ew_problem_t *p = plan->problem;
   for (size_t i = 0; i < p->step_count; i++) {
     const xr_ew_step_t *s = &p->steps[i];
-    if (step_path(s) == PATH_FLOAT && !xr_ew_float_compute(s->out.dtype))
-      return xr_error(XR_UNIMPLEMENTED, "%s results are not implemented (kernels compute in "
-                                        "float)", xr_dtype_name(s->out.dtype));
+    if (step_path(s) == PATH_FLOAT && !xr_ew_float_pipeline(s))
+      return xr_error(XR_UNIMPLEMENTED, "%s results are not implemented when computed in %s "
+                                        "(kernels compute in float)", xr_dtype_name(s->out.dtype),
+                      xr_dtype_name(xr_ew_is_table_op(s->op) ? s->compute : s->out.dtype));
     xr_ew_step_t flat;
     xr_ew_coalesce(s, &flat);
     if (flat.rank > MAX_DIMS)
@@ -91,9 +97,9 @@ static xr_status_t set_geometry(const xr_ew_step_t *step, const xr_tensor_t *ten
   cl_geometry_t *g = &c->g;
   memset(g, 0, sizeof *g);
   g->rank = f.rank + pad;
-  const xr_ew_operand_t *ops[3] = {&f.out, &f.a, &f.b};
+  const xr_ew_operand_t *ops[4] = {&f.out, &f.a, &f.b, &f.c};
   for (int d = 0; d < g->rank; d++) g->shape[d] = d < pad ? 1 : f.shape[d - pad];
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 4; k++) {
     for (int d = pad; d < g->rank; d++) g->strides[k][d] = ops[k]->strides[d - pad];
     if (ops[k]->index >= 0) g->offset[k] = tensors[ops[k]->index].offset + ops[k]->offset;
   }
@@ -101,6 +107,9 @@ static xr_status_t set_geometry(const xr_ew_step_t *step, const xr_tensor_t *ten
   g->gather_size = f.gather_size;
   g->alpha = (float)f.alpha;
   g->scalar = (float)f.scalar;
+  g->a_value = (float)f.a_value;
+  g->c_value = (float)f.c_value;
+  for (int k = 0; k < XR_EW_MAX_PARAMS; k++) g->param[k] = (float)f.param[k];
   if (f.op == XR_EW_FILL) {
     uint8_t bytes[8] = {0};
     if (xr_dtype_is_floating(f.out.dtype) || f.out.dtype == XR_DTYPE_BOOL) {
@@ -140,22 +149,24 @@ static xr_status_t cl_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
     if ((status = set_geometry(s, tensors, c)) != XR_OK) break;
     path_t path = step_path(s);
     snprintf(c->options, sizeof c->options,
-             "-DOP=%d -DDT_OUT=%d -DDT_A=%d -DDT_B=%d -DB_KIND=%d -DPATH=%d -DRAW_T=%s", (int)s->op,
-             (int)s->out.dtype, s->a.index >= 0 ? (int)s->a.dtype : 0,
-             s->b.index >= 0 ? (int)s->b.dtype : 0, s->b_scalar ? 2 : s->b.index >= 0 ? 1 : 0,
+             "-DOP=%d -DDT_OUT=%d -DDT_A=%d -DDT_B=%d -DDT_C=%d -DA_KIND=%d -DB_KIND=%d "
+             "-DC_KIND=%d -DPATH=%d -DRAW_T=%s", (int)s->op, (int)s->out.dtype,
+             s->a.index >= 0 ? (int)s->a.dtype : 0, s->b.index >= 0 ? (int)s->b.dtype : 0,
+             s->c.index >= 0 ? (int)s->c.dtype : 0, s->a_scalar ? 2 : s->a.index >= 0 ? 1 : 0,
+             s->b_scalar ? 2 : s->b.index >= 0 ? 1 : 0, s->c_scalar ? 2 : s->c.index >= 0 ? 1 : 0,
              (int)path, raw_type(xr_dtype_size(s->out.dtype)));
     for (size_t k = 0; k < i && !c->exe; k++) /* cat: parts share one program */
       if (!strcmp(st->steps[k].options, c->options)) c->exe = st->steps[k].exe, c->shared = true;
     if (!c->exe && (status = xr_opencl_build(device, "elementwise.cl", c->options, &c->exe)) != XR_OK)
       break;
     if ((status = xr_hal_kernel_lookup(c->exe, "xr_elementwise", &c->kernel)) != XR_OK) break;
-    const xr_ew_operand_t *ops[3] = {&s->out, &s->a, &s->b};
-    for (int k = 0; k < 3; k++)
+    const xr_ew_operand_t *ops[4] = {&s->out, &s->a, &s->b, &s->c};
+    for (int k = 0; k < 4; k++)
       c->buffers[k] = ops[k]->index >= 0 ? tensors[ops[k]->index].buffer : tensors[s->out.index].buffer;
-    for (int k = 0; k < 3; k++) c->args[k] = xr_hal_arg_buffer(c->buffers[k]);
-    c->args[3] = xr_hal_arg_bytes(&c->g, sizeof c->g);
+    for (int k = 0; k < 4; k++) c->args[k] = xr_hal_arg_buffer(c->buffers[k]);
+    c->args[4] = xr_hal_arg_bytes(&c->g, sizeof c->g);
     c->dispatch.args = c->args;
-    c->dispatch.arg_count = 4;
+    c->dispatch.arg_count = 5;
   }
   if (status != XR_OK) {
     cl_release(st);

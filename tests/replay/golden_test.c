@@ -28,13 +28,13 @@ static bool implemented(const char *op) {
 
 typedef struct results {
   size_t count;
-  xr_op_result_t r[128];
+  xr_op_result_t r[512];
 } results_t;
 
 static void collect(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
   (void)position, (void)count;
   results_t *rs = ctx;
-  if (rs->count < 128) rs->r[rs->count++] = *r;
+  if (rs->count < 512) rs->r[rs->count++] = *r;
 }
 
 /* An .npy file decoded to doubles; bf16 ('<u2' holding bf16 bits) when the IR dtype says so. */
@@ -51,6 +51,9 @@ static double *load_doubles(const char *path, const char *ir_dtype, int64_t *n) 
     else if (!strcmp(d, "u2") && !strcmp(ir_dtype, "c10::BFloat16")) out[i] = xr_bf16_to_f32(*(const uint16_t *)p);
     else if (!strcmp(d, "i4")) out[i] = *(const int32_t *)p;
     else if (!strcmp(d, "i8")) out[i] = (double)*(const int64_t *)p;
+    else if (!strcmp(d, "b1") || !strcmp(d, "u1")) out[i] = *p;
+    else if (!strcmp(d, "i1")) out[i] = *(const int8_t *)p;
+    else if (!strcmp(d, "i2")) out[i] = *(const int16_t *)p;
     else cr_assert_fail("%s: unexpected descr %s", path, npy.descr);
   }
   *n = npy.numel;

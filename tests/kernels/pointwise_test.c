@@ -1,0 +1,112 @@
+/* The pointwise table through the replay engine with --check: cpu.elementwise (and, for integer
+ * compute, ref.elementwise) and opencl.elementwise against the reference on fresh seeded
+ * inputs. The cases live in pointwise_cases.h (tests/gpu/pointwise_gpu_test.c runs them on cuda
+ * and hip). Also plan-level checks: result dtypes by torch's rules, the registry's names, and
+ * errors that name the argument. The reference itself is checked against ../shared/golden's
+ * pointwise cases by tests/replay:golden_test. */
+#include "formats/bundle.h"
+#include "kernels/kernels.h"
+#include "tests/kernels/pointwise_cases.h"
+
+Test(pointwise_cpu, every_row_f32) { pw_every_row_cases("cpu", "float"); }
+Test(pointwise_cpu, every_row_bf16) { pw_every_row_cases("cpu", "c10::BFloat16"); }
+Test(pointwise_cpu, sizes_and_views) { pw_size_and_view_cases("cpu"); }
+Test(pointwise_cpu, scalars_and_arguments) { pw_scalar_cases("cpu"); }
+Test(pointwise_cpu, in_place_out_fp8_and_lists) { pw_form_cases("cpu"); }
+Test(pointwise_cpu, integers_on_the_reference) { pw_integer_cases("cpu"); }
+
+Test(pointwise_opencl, every_row_f32) { pw_every_row_cases("opencl", "float"); }
+Test(pointwise_opencl, sizes_and_views) { pw_size_and_view_cases("opencl"); }
+Test(pointwise_opencl, scalars_and_arguments) { pw_scalar_cases("opencl"); }
+Test(pointwise_opencl, in_place_out_fp8_and_lists) { pw_form_cases("opencl"); }
+Test(pointwise_opencl, integers_are_refused) { pw_integer_cases("opencl"); }
+
+/* Plans the one-op bundle; returns the status, the result dtype in *out_dtype when OK. */
+static xr_status_t plan_dtype(const char *json, xr_dtype_t *out_dtype) {
+  xr_bundle_t *b;
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
+               "%s", xr_last_error());
+  xr_op_plan_t p;
+  xr_status_t st = xr_kernel_plan(&b->ops[0], &p);
+  if (st == XR_OK) {
+    *out_dtype = p.return_count ? p.returns[0].dtype : XR_DTYPE_INVALID;
+    xr_kernel_plan_free(&p);
+  }
+  xr_bundle_destroy(b);
+  return st;
+}
+
+static void expect_dtype(const char *json, xr_dtype_t want) {
+  xr_dtype_t got = XR_DTYPE_INVALID;
+  cr_assert_eq(plan_dtype(json, &got), XR_OK, "%s: %s", json, xr_last_error());
+  cr_assert_eq(got, want, "%s: %s, expected %s", json, xr_dtype_name(got), xr_dtype_name(want));
+}
+
+static void expect_error(const char *json, const char *words) {
+  xr_dtype_t got;
+  cr_assert_eq(plan_dtype(json, &got), XR_INVALID_ARGUMENT, "%s", json);
+  cr_assert(strstr(xr_last_error(), words), "%s: %s", json, xr_last_error());
+}
+
+Test(pointwise_plan, result_dtypes_follow_torch) {
+  text_t a = {0}, b = {0}, c = {0};
+  const char *i32 = tensor(&a, "int", 1, SHAPE(4), NULL, 0);
+  const char *bf16 = tensor(&b, "c10::BFloat16", 1, SHAPE(4), NULL, 0);
+  const char *f32_0d = tensor(&c, "float", 0, NULL, NULL, 0);
+  expect_dtype(pw_op("aten::exp", "self", (const char *[]){i32}, NULL), XR_DTYPE_F32);
+  expect_dtype(pw_op("aten::abs", "self", (const char *[]){i32}, NULL), XR_DTYPE_I32);
+  expect_dtype(pw_op("aten::eq", "self,other", (const char *[]){bf16, i32}, NULL), XR_DTYPE_BOOL);
+  expect_dtype(pw_op("aten::isnan", "self", (const char *[]){bf16}, NULL), XR_DTYPE_BOOL);
+  /* a dimensioned bf16 outranks a 0-d float32 and a Python float */
+  expect_dtype(pw_op("aten::maximum", "self,other", (const char *[]){bf16, f32_0d}, NULL), XR_DTYPE_BF16);
+  expect_dtype(pw_op("aten::pow", "self,exponent", (const char *[]){bf16, "2.5"}, NULL), XR_DTYPE_BF16);
+  /* an int tensor with a float Scalar becomes the default float dtype */
+  expect_dtype(pw_op("aten::pow", "self,exponent", (const char *[]){i32, "0.5"}, NULL), XR_DTYPE_F32);
+  expect_dtype(pw_op("aten::pow", "self,exponent", (const char *[]){i32, "2"}, NULL), XR_DTYPE_I32);
+  /* where's condition takes no part; masked_fill keeps self's dtype */
+  const char *m = tensor(&c, "bool", 1, SHAPE(4), NULL, 0);
+  expect_dtype(pw_op("aten::where", "condition,self,other", (const char *[]){m, bf16, i32}, NULL), XR_DTYPE_BF16);
+  expect_dtype(pw_op("aten::masked_fill", "self,mask,value", (const char *[]){i32, m, "0.5"}, NULL), XR_DTYPE_I32);
+  expect_dtype(pw_op("aten::logical_not", "self", (const char *[]){bf16}, NULL), XR_DTYPE_BOOL);
+  expect_dtype(pw_op("aten::bitwise_and", "self,other", (const char *[]){m, m}, NULL), XR_DTYPE_BOOL);
+}
+
+Test(pointwise_plan, errors_name_the_argument) {
+  text_t a = {0}, b = {0};
+  const char *f32 = tensor(&a, "float", 2, SHAPE(4, 5), NULL, 0);
+  expect_error(pw_op("aten::bitwise_or", "self,other", (const char *[]){f32, f32}, NULL),
+               "expected integer or bool operands");
+  expect_error(pw_op("aten::atan2", "self", (const char *[]){f32}, NULL), "'other'");
+  const char *bad = tensor(&b, "float", 1, SHAPE(3), NULL, 0);
+  expect_error(pw_op("aten::hypot", "self,other", (const char *[]){f32, bad}, NULL), "other");
+  expect_error(pw_op("aten::clamp", "self", (const char *[]){f32}, NULL), "'min' and 'max'");
+  xr_dtype_t got;
+  cr_assert_eq(plan_dtype(pw_op("aten::clamp", "self,min", (const char *[]){f32, bad}, NULL), &got),
+               XR_UNIMPLEMENTED);
+  cr_assert(strstr(xr_last_error(), "a Tensor min is not implemented"), "%s", xr_last_error());
+  expect_error(pw_op("aten::exp_", "self", (const char *[]){"1.0"}, NULL), "in-place");
+  /* an out= that cannot take the broadcast result */
+  b.n = 0;
+  char kw[256];
+  format(kw, sizeof kw, "{\"name\": \"out\", \"type\": \"Tensor(a!)\", \"value\": %s}",
+         tensor(&b, "float", 1, SHAPE(5), NULL, 0));
+  expect_error(pw_op("aten::sin", "self", (const char *[]){f32}, kw), "out");
+}
+
+/* Every row is served in its plain, in-place and _foreach_ spellings. */
+Test(pointwise_plan, every_row_is_registered) {
+  const char *names[4096];
+  size_t n = xr_kernel_op_names(names, 4096);
+  cr_assert_lt(n, 4096);
+  for (size_t r = 0; r < sizeof pw_rows / sizeof *pw_rows; r++) {
+    char want[3][64];
+    format(want[0], sizeof want[0], "aten::%s", pw_rows[r].name);
+    format(want[1], sizeof want[1], "aten::%s_", pw_rows[r].name);
+    format(want[2], sizeof want[2], "aten::_foreach_%s_", pw_rows[r].name);
+    for (int k = 0; k < 3; k++) {
+      bool found = false;
+      for (size_t i = 0; i < n && !found; i++) found = !strcmp(names[i], want[k]);
+      cr_assert(found, "%s is not registered", want[k]);
+    }
+  }
+}

@@ -1,5 +1,6 @@
-/* The replay engine: one op at a time, plan -> inputs -> on each device: select -> tensors ->
- * first run (check, compare, dump) -> warm-up -> timed iterations between device events. */
+/* The replay engine: one op at a time, plan -> on each device: decide (select, memory; the
+ * decision xr_replay_plan makes, replay/plan.c) -> inputs (once) -> tensors -> first run (check,
+ * compare, dump) -> warm-up -> timed iterations between device events. */
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -10,7 +11,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "base/host_memory.h"
 #include "kernels/dtype.h"
 #include "replay/internal.h"
 
@@ -53,41 +53,19 @@ typedef struct engine {
   size_t device_count;
   xr_hal_device_t *cpu;        /* for --check: the reference runs here */
   xr_hal_stream_t *cpu_stream;
+  xr_decide_context_t decide;  /* what xr_decide needs of the run */
 } engine_t;
 
-/* The outcome of a step done once per op, kept so that every device after the first that needs
- * it sees the same status and sentence. */
-typedef struct once {
-  bool done;
-  xr_status_t status;
-  char message[1024];
-} once_t;
-
-static xr_status_t once_keep(once_t *o, xr_status_t status) {
-  o->done = true;
-  o->status = status;
-  if (status != XR_OK) snprintf(o->message, sizeof o->message, "%s", xr_last_error());
-  return status;
-}
-
-static xr_status_t once_replay(const once_t *o) {
-  return o->status == XR_OK ? XR_OK : xr_error(o->status, "%s", o->message);
-}
-
-/* One op's work shared by every device it runs on: its plan, its inputs (initialised once), the
- * reference's outputs (--check, computed once) and the first device's outputs (compared with
- * the others'). Host buffers hold whole storages, as the devices' do. */
+/* One op's work shared by every device it runs on: its plan and layout (what xr_decide decides
+ * from), its inputs (initialised once), the reference's outputs (--check, computed once) and the
+ * first device's outputs (compared with the others'). Host buffers hold whole storages, as the
+ * devices' do. */
 typedef struct op_work {
-  size_t index;
-  xr_op_plan_t plan;
-  once_t planned, inputs, reference_run;
-  size_t count;                /* inputs + returns */
-  xr_tensor_t *layout;         /* per tensor: dtype, shape, strides, offset (no buffer) */
-  size_t *bytes;               /* per tensor: storage bytes */
+  xr_planned_op_t p;
+  xr_once_t inputs, reference_run;
   void **host;                 /* per tensor: initial contents (outputs poisoned) */
   bool *has_data;
   char policy[1024];
-  size_t out_count, out[XR_MAX_CHECKED_OUTPUTS]; /* returns, then the inputs it writes */
   void *reference[XR_MAX_CHECKED_OUTPUTS];
   bool have_first;
   void *first[XR_MAX_CHECKED_OUTPUTS];
@@ -95,34 +73,6 @@ typedef struct op_work {
 
 /* ------------------------------------------------------------------------------------------ */
 /* tensors                                                                                     */
-
-/* The view of tensor i of a plan (an input's spec, or a contiguous return) and its storage. */
-static xr_status_t tensor_layout(const xr_op_plan_t *plan, size_t i, xr_tensor_t *t,
-                                 size_t *bytes) {
-  memset(t, 0, sizeof *t);
-  if (i < plan->input_count) {
-    const xr_tensor_spec_t *s = plan->inputs[i];
-    xr_status_t st = xr_tensor_storage_bytes(s, bytes);
-    if (st != XR_OK) return st;
-    t->dtype = s->dtype;
-    t->rank = s->rank;
-    memcpy(t->shape, s->shape, sizeof(int64_t) * (size_t)s->rank);
-    memcpy(t->strides, s->strides, sizeof(int64_t) * (size_t)s->rank);
-    t->offset = s->storage_offset;
-    return XR_OK;
-  }
-  const xr_tensor_desc_t *d = &plan->returns[i - plan->input_count];
-  t->dtype = d->dtype;
-  t->rank = d->rank;
-  int64_t n = 1;
-  for (int32_t k = d->rank - 1; k >= 0; k--) {
-    t->shape[k] = d->shape[k];
-    t->strides[k] = n;
-    n *= d->shape[k];
-  }
-  *bytes = (size_t)n * xr_dtype_size(d->dtype);
-  return XR_OK;
-}
 
 /* One op's tensors on one device. */
 typedef struct op_tensors {
@@ -139,25 +89,25 @@ static void tensors_free(op_tensors_t *ts) {
 
 /* Buffers for every tensor of the op on `device`, filled with the initial contents. */
 static xr_status_t tensors_upload(const op_work_t *w, xr_hal_device_t *device, op_tensors_t *ts) {
-  ts->count = w->count;
-  ts->t = calloc(w->count ? w->count : 1, sizeof *ts->t);
+  ts->count = w->p.count;
+  ts->t = calloc(w->p.count ? w->p.count : 1, sizeof *ts->t);
   if (!ts->t) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
-  for (size_t i = 0; i < w->count; i++) {
-    ts->t[i] = w->layout[i];
-    xr_status_t st = xr_hal_buffer_alloc(device, w->bytes[i], &ts->t[i].buffer);
+  for (size_t i = 0; i < w->p.count; i++) {
+    ts->t[i] = w->p.layout[i];
+    xr_status_t st = xr_hal_buffer_alloc(device, w->p.bytes[i], &ts->t[i].buffer);
     if (st != XR_OK) return xr_error_prefix(st, "allocating tensor %zu: ", i);
-    if (w->bytes[i] == 0) continue;
-    st = xr_hal_buffer_write(ts->t[i].buffer, 0, w->host[i], w->bytes[i]);
+    if (w->p.bytes[i] == 0) continue;
+    st = xr_hal_buffer_write(ts->t[i].buffer, 0, w->host[i], w->p.bytes[i]);
     if (st != XR_OK) return st;
   }
   return XR_OK;
 }
 
 static xr_status_t read_back(const op_tensors_t *ts, const op_work_t *w, size_t i, void **out) {
-  *out = malloc(w->bytes[i] ? w->bytes[i] : 1);
+  *out = malloc(w->p.bytes[i] ? w->p.bytes[i] : 1);
   if (!*out) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
-  if (!w->bytes[i]) return XR_OK;
-  xr_status_t st = xr_hal_buffer_read(*out, ts->t[i].buffer, 0, w->bytes[i]);
+  if (!w->p.bytes[i]) return XR_OK;
+  xr_status_t st = xr_hal_buffer_read(*out, ts->t[i].buffer, 0, w->p.bytes[i]);
   if (st != XR_OK) {
     free(*out);
     *out = NULL;
@@ -193,27 +143,15 @@ static void output_target(const xr_op_plan_t *plan, size_t index, char *out, siz
   snprintf(out, n, "input%zu", index);
 }
 
-static void work_plan(const engine_t *e, size_t index, op_work_t *w) {
-  memset(w, 0, sizeof *w);
-  w->index = index;
-  if (once_keep(&w->planned, xr_kernel_plan(&e->bundle->ops[index], &w->plan)) != XR_OK) return;
-  for (size_t r = 0; r < w->plan.return_count && w->out_count < XR_MAX_CHECKED_OUTPUTS; r++)
-    w->out[w->out_count++] = w->plan.input_count + r;
-  for (size_t i = 0; i < w->plan.input_count && w->out_count < XR_MAX_CHECKED_OUTPUTS; i++)
-    if (w->plan.input_written[i]) w->out[w->out_count++] = i;
-}
-
 static void work_free(op_work_t *w) {
-  for (size_t i = 0; w->host && i < w->count; i++) free(w->host[i]);
+  for (size_t i = 0; w->host && i < w->p.count; i++) free(w->host[i]);
   free(w->host);
   free(w->has_data);
-  free(w->layout);
-  free(w->bytes);
   for (size_t k = 0; k < XR_MAX_CHECKED_OUTPUTS; k++) {
     free(w->reference[k]);
     free(w->first[k]);
   }
-  if (w->planned.status == XR_OK) xr_kernel_plan_free(&w->plan);
+  xr_planned_op_free(&w->p);
 }
 
 /* The --init "op:policy;op2:policy" entry for this exact op name, or NULL. */
@@ -232,72 +170,15 @@ static const char *init_params(const char *overrides, const char *name, char *bu
   return params;
 }
 
-/* Byte counts add and multiply saturating: an absurd bundle must read as "does not fit". */
-static uint64_t add_bytes(uint64_t a, uint64_t b) {
-  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-static uint64_t work_bytes(const op_work_t *w) {
-  uint64_t total = 0;
-  for (size_t i = 0; i < w->count; i++) total = add_bytes(total, w->bytes[i]);
-  return total;
-}
-
-static const char *format_bytes(uint64_t bytes, char *out, size_t n) {
-  if (bytes >= (1ull << 30)) snprintf(out, n, "%.2f GiB", (double)bytes / 1073741824.0);
-  else if (bytes >= (1ull << 20)) snprintf(out, n, "%.1f MiB", (double)bytes / 1048576.0);
-  else snprintf(out, n, "%llu bytes", (unsigned long long)bytes);
-  return out;
-}
-
-/* An op whose tensors cannot fit is reported as such (RESOURCE_EXHAUSTED: unsupported here)
- * before anything is allocated: overcommitted memory would fail later, in the OOM killer.
- * --max-memory caps what counts as available. */
-static xr_status_t check_fits(const engine_t *e, const char *where, uint64_t need,
-                              uint64_t available) {
-  uint64_t cap = e->o->max_memory_bytes;
-  bool capped = cap && (!available || cap < available);
-  if (capped) available = cap;
-  if (!available || need <= available) return XR_OK;
-  char n[32], a[32];
-  return xr_error(XR_RESOURCE_EXHAUSTED, "does not fit: its tensors need %s of %s memory, %s %s",
-                  format_bytes(need, n, sizeof n), where, format_bytes(available, a, sizeof a),
-                  capped ? "allowed by --max-memory" : "available");
-}
-
-/* What one device holds of an op at once: every rotation copy, then the outputs read back. */
-static uint64_t device_need(const engine_t *e, const op_work_t *w) {
-  uint64_t copies = e->o->rotate > 0 ? (uint64_t)e->o->rotate : 1, need;
-  if (__builtin_mul_overflow(copies, work_bytes(w), &need)) need = UINT64_MAX;
-  for (size_t k = 0; k < w->out_count; k++) need = add_bytes(need, w->bytes[w->out[k]]);
-  return need;
-}
-
-/* The host holds the initial contents throughout, and a host-addressable device's share. */
-static uint64_t host_need(const engine_t *e, const op_work_t *w) {
-  bool host_device = false;
-  for (size_t d = 0; d < e->device_count; d++)
-    host_device |= e->devices[d].info->properties.host_addressable;
-  return add_bytes(work_bytes(w), host_device ? device_need(e, w) : 0);
-}
-
+/* The initial contents, once xr_decide has checked that they fit: the bundle's, else the
+ * default fill (outputs poisoned), then the op's custom initializer. */
 static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
-  const xr_op_plan_t *plan = &w->plan;
-  w->count = plan->input_count + plan->return_count;
-  size_t n = w->count ? w->count : 1;
-  w->layout = calloc(n, sizeof *w->layout);
-  w->bytes = calloc(n, sizeof *w->bytes);
+  const xr_op_plan_t *plan = &w->p.plan;
+  size_t n = w->p.count ? w->p.count : 1;
   w->host = calloc(n, sizeof *w->host);
   w->has_data = calloc(n, sizeof *w->has_data);
-  if (!w->layout || !w->bytes || !w->host || !w->has_data)
-    return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
-  for (size_t i = 0; i < w->count; i++) {
-    xr_status_t st = tensor_layout(plan, i, &w->layout[i], &w->bytes[i]);
-    if (st != XR_OK) return xr_error_prefix(st, "tensor %zu: ", i);
-  }
-  xr_status_t fits = check_fits(e, "host", host_need(e, w), xr_host_memory_available());
-  if (fits != XR_OK) return fits;
-  for (size_t i = 0; i < w->count; i++) {
+  if (!w->host || !w->has_data) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  for (size_t i = 0; i < w->p.count; i++) {
     xr_status_t st;
     const xr_tensor_spec_t *s = i < plan->input_count ? plan->inputs[i] : NULL;
     if (s && (s->data || s->data_file)) {
@@ -308,11 +189,11 @@ static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
       w->has_data[i] = true;
       continue;
     }
-    w->host[i] = malloc(w->bytes[i] ? w->bytes[i] : 1);
+    w->host[i] = malloc(w->p.bytes[i] ? w->p.bytes[i] : 1);
     if (!w->host[i])
-      return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for %zu bytes", w->bytes[i]);
-    if (s) xr_fill(w->host[i], s, w->bytes[i], xr_seed_for(e->o->seed, w->index, i));
-    else xr_poison(w->host[i], w->layout[i].dtype, w->bytes[i]);
+      return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for %zu bytes", w->p.bytes[i]);
+    if (s) xr_fill(w->host[i], s, w->p.bytes[i], xr_seed_for(e->o->seed, w->p.index, i));
+    else xr_poison(w->host[i], w->p.layout[i].dtype, w->p.bytes[i]);
   }
   xr_initializer_fn fn = xr_find_initializer(plan);
   if (!fn) return XR_OK;
@@ -321,9 +202,9 @@ static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
       .op = plan->op,
       .plan = plan,
       .host = w->host,
-      .sizes = w->bytes,
+      .sizes = w->p.bytes,
       .has_data = w->has_data,
-      .seed = xr_seed_for(e->o->seed, w->index, 1000),
+      .seed = xr_seed_for(e->o->seed, w->p.index, 1000),
       .params = init_params(e->o->init_overrides, plan->op->name, buf, sizeof buf),
       .policy = w->policy,
       .policy_size = sizeof w->policy,
@@ -334,7 +215,7 @@ static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
 
 /* The inputs, once per op: the first device that gets this far initialises them. */
 static xr_status_t work_inputs(const engine_t *e, op_work_t *w) {
-  return w->inputs.done ? once_replay(&w->inputs) : once_keep(&w->inputs, init_inputs(e, w));
+  return w->inputs.done ? xr_once_replay(&w->inputs) : xr_once_keep(&w->inputs, init_inputs(e, w));
 }
 
 /* The reference's outputs, once per op (--check). */
@@ -342,22 +223,22 @@ static xr_status_t run_reference(engine_t *e, op_work_t *w) {
   op_tensors_t ref = {0};
   xr_kernel_instance_t *inst = NULL;
   const xr_kernel_impl_t *impl;
-  xr_status_t st = xr_kernel_select(&w->plan, e->cpu, XR_KERNEL_REFERENCE, &impl);
+  xr_status_t st = xr_kernel_select(&w->p.plan, e->cpu, XR_KERNEL_REFERENCE, &impl);
   if (st == XR_OK) st = tensors_upload(w, e->cpu, &ref);
-  if (st == XR_OK) st = xr_kernel_prepare(&w->plan, impl, e->cpu, ref.t, &inst);
+  if (st == XR_OK) st = xr_kernel_prepare(&w->p.plan, impl, e->cpu, ref.t, &inst);
   if (st == XR_OK) st = xr_kernel_enqueue(inst, e->cpu_stream);
   xr_status_t sync = inst ? xr_hal_stream_synchronize(e->cpu_stream) : XR_OK;
   if (st == XR_OK) st = sync;
-  for (size_t k = 0; st == XR_OK && k < w->out_count; k++)
-    st = read_back(&ref, w, w->out[k], &w->reference[k]);
+  for (size_t k = 0; st == XR_OK && k < w->p.out_count; k++)
+    st = read_back(&ref, w, w->p.out[k], &w->reference[k]);
   xr_kernel_instance_destroy(inst);
   tensors_free(&ref);
   return st;
 }
 
 static xr_status_t work_reference(engine_t *e, op_work_t *w) {
-  return w->reference_run.done ? once_replay(&w->reference_run)
-                               : once_keep(&w->reference_run, run_reference(e, w));
+  return w->reference_run.done ? xr_once_replay(&w->reference_run)
+                               : xr_once_keep(&w->reference_run, run_reference(e, w));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -511,10 +392,10 @@ static xr_op_outcome_t fail(xr_op_result_t *r, xr_op_outcome_t outcome, const ch
 
 static void dump_outputs(const device_run_t *d, const op_work_t *w, void *const *outputs,
                          xr_op_result_t *r) {
-  for (size_t k = 0; k < w->out_count; k++) {
+  for (size_t k = 0; k < w->p.out_count; k++) {
     char path[8192];
     snprintf(path, sizeof path, "%s/op%zu_%s.npy", d->dump_dir, r->index, r->outputs[k].target);
-    const xr_tensor_t *t = &w->layout[w->out[k]];
+    const xr_tensor_t *t = &w->p.layout[w->p.out[k]];
     if (xr_npy_write(path, outputs[k], t->dtype, t->rank, t->shape, t->strides, t->offset) !=
             XR_OK &&
         r->outcome == XR_OP_SUCCEEDED)
@@ -526,10 +407,10 @@ static void dump_outputs(const device_run_t *d, const op_work_t *w, void *const 
 static void check_outputs(const op_work_t *w, void *const *outputs, xr_op_result_t *r) {
   r->checked = true;
   r->check_passed = true;
-  for (size_t k = 0; k < w->out_count; k++) {
-    r->outputs[k].nmse = xr_replay_nmse(&w->layout[w->out[k]], outputs[k], w->reference[k],
+  for (size_t k = 0; k < w->p.out_count; k++) {
+    r->outputs[k].nmse = xr_replay_nmse(&w->p.layout[w->p.out[k]], outputs[k], w->reference[k],
                                         &r->outputs[k].nonfinite);
-    r->outputs[k].threshold = xr_check_threshold(w->layout[w->out[k]].dtype);
+    r->outputs[k].threshold = xr_check_threshold(w->p.layout[w->p.out[k]].dtype);
     if (r->outputs[k].nonfinite || !(r->outputs[k].nmse <= r->outputs[k].threshold))
       r->check_passed = false;
   }
@@ -543,49 +424,38 @@ static void check_outputs(const op_work_t *w, void *const *outputs, xr_op_result
 
 static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *r) {
   device_run_t *d = &e->devices[di];
-  const xr_op_t *op = &e->bundle->ops[w->index];
+  const xr_op_t *op = &e->bundle->ops[w->p.index];
   memset(r, 0, sizeof *r);
-  r->index = w->index;
+  r->index = w->p.index;
   r->op = op;
   r->device_index = di;
   r->trace_us = -1;
   snprintf(r->device, sizeof r->device, "%s", d->info->properties.name);
   if (op->timing && op->timing->gpu_time_us >= 0)
     r->trace_us = op->timing->gpu_time_us / (double)(op->count > 0 ? op->count : 1);
-  if (w->planned.status != XR_OK) {
-    snprintf(r->message, sizeof r->message, "%s", w->planned.message);
-    /* No kernel for the name, or for this form of it: unsupported; malformed: failed. */
-    r->outcome = w->planned.status == XR_NOT_FOUND || w->planned.status == XR_UNIMPLEMENTED
-                     ? XR_OP_UNSUPPORTED
-                     : XR_OP_FAILED;
-    return;
+  if (w->p.planned.status == XR_OK) {
+    r->flops = w->p.plan.flops;
+    r->bytes = w->p.plan.bytes;
   }
-  const xr_op_plan_t *plan = &w->plan;
-  r->flops = plan->flops;
-  r->bytes = plan->bytes;
-  const xr_kernel_impl_t *impl;
-  if (xr_kernel_select(plan, d->device, e->o->choice, &impl) != XR_OK) {
-    fail(r, XR_OP_UNSUPPORTED, "");
-    return;
-  }
-  snprintf(r->kernel, sizeof r->kernel, "%s", xr_kernel_impl_name(impl));
+  /* Whether it runs here: the one decision xr_replay_plan makes too. */
+  const xr_kernel_impl_t *impl = NULL;
+  r->outcome = xr_decide(&e->decide, &w->p, d->device, &d->info->properties, &impl, r->message,
+                         sizeof r->message);
+  if (impl) snprintf(r->kernel, sizeof r->kernel, "%s", xr_kernel_impl_name(impl));
+  if (r->outcome != XR_OP_SUCCEEDED) return;
+  const xr_op_plan_t *plan = &w->p.plan;
+  /* What only running finds out: the contents (files), the initializer, the kernel itself. */
   xr_status_t ready = work_inputs(e, w);
   if (ready != XR_OK) {
     fail(r, ready == XR_RESOURCE_EXHAUSTED ? XR_OP_UNSUPPORTED : XR_OP_FAILED, "");
     return;
   }
-  const xr_hal_device_properties_t *props = &d->info->properties;
-  if (!props->host_addressable &&
-      check_fits(e, "device", device_need(e, w), props->memory_bytes) != XR_OK) {
-    fail(r, XR_OP_UNSUPPORTED, "");
-    return;
-  }
   snprintf(r->init_policy, sizeof r->init_policy, "%s", w->policy);
   r->outcome = XR_OP_SUCCEEDED;
-  r->output_count = w->out_count;
-  for (size_t k = 0; k < w->out_count; k++) {
-    output_target(plan, w->out[k], r->outputs[k].target, sizeof r->outputs[k].target);
-    r->outputs[k].dtype = w->layout[w->out[k]].dtype;
+  r->output_count = w->p.out_count;
+  for (size_t k = 0; k < w->p.out_count; k++) {
+    output_target(plan, w->p.out[k], r->outputs[k].target, sizeof r->outputs[k].target);
+    r->outputs[k].dtype = w->p.layout[w->p.out[k]].dtype;
   }
 
   /* Every rotation copy gets the same initial contents. */
@@ -608,8 +478,8 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     fail(r, XR_OP_FAILED, "");
     goto out;
   }
-  for (size_t k = 0; k < w->out_count; k++) {
-    if ((st = read_back(&ts[0], w, w->out[k], &outputs[k])) != XR_OK) {
+  for (size_t k = 0; k < w->p.out_count; k++) {
+    if ((st = read_back(&ts[0], w, w->p.out[k], &outputs[k])) != XR_OK) {
       fail(r, XR_OP_FAILED, "reading outputs: ");
       goto out;
     }
@@ -629,8 +499,8 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     w->have_first = true;
   } else if (w->have_first) {
     r->compared = true;
-    for (size_t k = 0; k < w->out_count; k++)
-      r->outputs[k].nmse_vs_first = xr_replay_nmse(&w->layout[w->out[k]], outputs[k],
+    for (size_t k = 0; k < w->p.out_count; k++)
+      r->outputs[k].nmse_vs_first = xr_replay_nmse(&w->p.layout[w->p.out[k]], outputs[k],
                                                    w->first[k], &r->outputs[k].nonfinite_vs_first);
   }
   if ((st = time_op(e->o, d, inst, rotate, r)) != XR_OK) {
@@ -710,16 +580,9 @@ static xr_status_t device_open(engine_t *e, const char *spec, device_run_t *d) {
 static xr_status_t engine_open(engine_t *e) {
   const xr_replay_options_t *o = e->o;
   char list[512];
-  snprintf(list, sizeof list, "%s", o->device && o->device[0] ? o->device : "auto");
   const char *specs[XR_REPLAY_MAX_DEVICES];
-  for (char *save = NULL, *s = strtok_r(list, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
-    if (e->device_count == XR_REPLAY_MAX_DEVICES)
-      return xr_error(XR_INVALID_ARGUMENT, "replay: more than %d devices in \"%s\"",
-                      XR_REPLAY_MAX_DEVICES, o->device);
-    specs[e->device_count++] = s;
-  }
-  if (e->device_count == 0)
-    return xr_error(XR_INVALID_ARGUMENT, "replay: no device in \"%s\"", o->device);
+  xr_status_t listed = xr_device_specs(o->device, list, sizeof list, specs, &e->device_count);
+  if (listed != XR_OK) return listed;
   if (o->dump_dir && e->device_count > 1) {
     xr_status_t st = make_dump_dir(o->dump_dir);
     if (st != XR_OK) return st;
@@ -729,6 +592,7 @@ static xr_status_t engine_open(engine_t *e) {
     e->devices[i].info = &e->summary->devices[i];
     xr_status_t st = device_open(e, specs[i], &e->devices[i]);
     if (st != XR_OK) return st;
+    e->decide.host_device |= e->summary->devices[i].properties.host_addressable;
   }
   if (o->check || o->choice == XR_KERNEL_REFERENCE) {
     xr_status_t st = xr_hal_device_create("cpu", &e->cpu);
@@ -743,7 +607,7 @@ static xr_status_t engine_open(engine_t *e) {
 static void count(xr_replay_device_t *d, const xr_op_t *op, const xr_op_result_t *r) {
   if (r->outcome == XR_OP_SUCCEEDED) {
     d->succeeded++;
-    if (op->timing && op->timing->gpu_time_us > 0) d->trace_covered_us += op->timing->gpu_time_us;
+    d->trace_covered_us += xr_op_trace_total_us(op);
   } else if (r->outcome == XR_OP_FAILED) {
     d->failed++;
   } else {
@@ -763,7 +627,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   xr_replay_summary_t *summary = calloc(1, sizeof *summary);
   if (!summary) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
   summary->total = bundle->op_count;
-  engine_t e = {.bundle = bundle, .o = o, .summary = summary};
+  engine_t e = {.bundle = bundle, .o = o, .summary = summary, .decide = {.options = o}};
   xr_status_t st = engine_open(&e);
   if (st != XR_OK) {
     engine_close(&e);
@@ -774,9 +638,8 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   size_t selected = 0;
   for (size_t i = 0; i < bundle->op_count; i++) {
     const xr_op_t *op = &bundle->ops[i];
-    if (op->timing && op->timing->gpu_time_us > 0)
-      summary->trace_total_us += op->timing->gpu_time_us;
-    if (o->op_filter && !strstr(op->name, o->op_filter)) continue;
+    summary->trace_total_us += xr_op_trace_total_us(op);
+    if (!xr_op_selected(o, op)) continue;
     if (o->op_limit >= 0 && selected >= (size_t)o->op_limit) continue;
     selected++;
   }
@@ -787,10 +650,10 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   size_t position = 0;
   for (size_t i = 0; i < bundle->op_count && position < selected && !stop; i++) {
     const xr_op_t *op = &bundle->ops[i];
-    if (o->op_filter && !strstr(op->name, o->op_filter)) continue;
+    if (!xr_op_selected(o, op)) continue;
     if (o->cancel && *o->cancel) break;
-    op_work_t w;
-    work_plan(&e, i, &w);
+    op_work_t w = {0};
+    xr_planned_op_init(bundle, i, &w.p);
     summary->attempted++;
     for (size_t d = 0; d < e.device_count && !stop; d++) {
       xr_op_result_t r;

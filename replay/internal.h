@@ -32,4 +32,63 @@ void xr_stats(double *samples_us, int n, xr_op_result_t *result);
 /* NMSE threshold used by --check for an output dtype. */
 double xr_check_threshold(xr_dtype_t dtype);
 
+/* ------------------------------------------------------------------------------------------ */
+/* deciding what runs (replay/plan.c): xr_replay_run and xr_replay_plan decide through these    */
+
+/* The outcome of a step done once per op, kept so that every device after the first that needs
+ * it sees the same status and sentence. */
+typedef struct xr_once {
+  bool done;
+  xr_status_t status;
+  char message[1024];
+} xr_once_t;
+
+xr_status_t xr_once_keep(xr_once_t *once, xr_status_t status);
+xr_status_t xr_once_replay(const xr_once_t *once); /* the kept status, its sentence set again */
+
+/* Splits a --hal list ("cpu,opencl:1") into `specs` (pointers into `buf`) and checks that each
+ * names a known driver or "auto": INVALID_ARGUMENT otherwise, naming the entry. */
+xr_status_t xr_device_specs(const char *list, char *buf, size_t buf_size,
+                            const char *specs[XR_REPLAY_MAX_DEVICES], size_t *out_count);
+
+/* Whether op `op` is among those a run attempts before --op-limit: --op-filter's substring. */
+bool xr_op_selected(const xr_replay_options_t *options, const xr_op_t *op);
+
+/* The op's recorded GPU time (all calls), 0 when the trace has none: what the summaries add. */
+double xr_op_trace_total_us(const xr_op_t *op);
+
+/* One op as every device of a run sees it: planned once (xr_kernel_plan), its tensors laid out
+ * (views and storage sizes, no storage), and the host-memory check done once at the first device
+ * that selects an implementation. */
+typedef struct xr_planned_op {
+  size_t index;
+  xr_op_plan_t plan;
+  xr_once_t planned;           /* xr_kernel_plan */
+  xr_once_t laid_out;          /* the views and storage sizes (after a successful plan) */
+  xr_once_t host_fits;         /* the op's tensors against the host's memory */
+  size_t count;                /* inputs + returns */
+  xr_tensor_t *layout;         /* per tensor: dtype, shape, strides, offset (no buffer) */
+  size_t *bytes;               /* per tensor: storage bytes */
+  size_t out_count, out[XR_MAX_CHECKED_OUTPUTS]; /* returns, then the inputs it writes */
+} xr_planned_op_t;
+
+void xr_planned_op_init(const xr_bundle_t *bundle, size_t index, xr_planned_op_t *out);
+void xr_planned_op_free(xr_planned_op_t *p);
+
+/* What the decisions of one run share. */
+typedef struct xr_decide_context {
+  const xr_replay_options_t *options; /* choice, rotate, max_memory_bytes */
+  bool host_device; /* some device of the run is host-addressable: its copies use host memory */
+} xr_decide_context_t;
+
+/* Whether op `p` runs on `device` (with `properties`): its plan, the implementation
+ * (xr_kernel_select), then whether its tensors fit in the host's and the device's memory.
+ * SUCCEEDED with *out_impl set; otherwise UNSUPPORTED or FAILED with the sentence the run reports
+ * in `message`. Nothing is allocated on the device and nothing runs. What can still go wrong
+ * after it says yes happens only when the op runs: reading the tensors' contents, the custom
+ * initializer, preparing and executing the kernel, the check. */
+xr_op_outcome_t xr_decide(const xr_decide_context_t *context, xr_planned_op_t *p,
+                          xr_hal_device_t *device, const xr_hal_device_properties_t *properties,
+                          const xr_kernel_impl_t **out_impl, char *message, size_t message_size);
+
 #endif

@@ -149,6 +149,58 @@ typedef struct xr_replay_observer {
 xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *options,
                           const xr_replay_observer_t *observer, xr_replay_summary_t *out_summary);
 
+/* ------------------------------------------------------------------------------------------ */
+/* planning: what a run would do, without running                                              */
+
+/* What xr_replay_run would do with one op on one device. */
+typedef struct xr_plan_entry {
+  size_t index;                 /* position in the bundle */
+  const xr_op_t *op;
+  size_t device_index;          /* which of the plan's devices */
+  /* SUCCEEDED: it would run, with `kernel`; UNSUPPORTED or FAILED (planning failed: malformed
+   * arguments): `message` is the sentence the run would report. On a device that could not be
+   * opened: UNSUPPORTED with the device's reason (counted nowhere). */
+  xr_op_outcome_t outcome;
+  char kernel[64];              /* the implementation selected, "" when none was (as the run's) */
+  char message[1024];
+  double flops, bytes;          /* of one execution, from the plan (0 when planning failed) */
+  double trace_us;              /* per-call GPU time recorded in the source trace; < 0 if none */
+} xr_plan_entry_t;
+
+typedef struct xr_plan_device {
+  char spec[64];                         /* as given: "opencl:1", "auto" */
+  xr_status_t status;                    /* XR_OK, or why it could not be opened */
+  char message[1024];                    /* that reason, the HAL's sentence */
+  xr_hal_device_properties_t properties; /* when opened (its spec is the resolved one) */
+  size_t runnable, failed, unsupported;  /* of the attempted ops */
+  double trace_covered_us;               /* recorded GPU time of the ops that would run */
+} xr_plan_device_t;
+
+typedef struct xr_replay_plan {
+  size_t total;          /* ops in the bundle */
+  size_t attempted;      /* after --op-filter and --op-limit */
+  double trace_total_us; /* recorded GPU time of the whole bundle, as xr_replay_summary_t */
+  size_t device_count;
+  xr_plan_device_t devices[XR_REPLAY_MAX_DEVICES];
+  /* attempted * device_count entries, op by op, each op on the devices in order:
+   * entries[position * device_count + device]. */
+  xr_plan_entry_t *entries;
+} xr_replay_plan_t;
+
+/* Decides, for every op `options` selects (device list, --op-filter, --op-limit) and every
+ * device, what xr_replay_run with the same options would do: the same function decides both
+ * (plan, implementation selection, the host- and device-memory checks of --max-memory and
+ * --rotate), so a device's trace_covered_us here is what the run's summary reports, except for
+ * ops that would run and then fail (reading their contents, their initializer, the kernel's
+ * preparation or execution, --check). Opens the devices but allocates no buffer on them and
+ * runs nothing. A device that cannot be opened is kept with its status and reason; UNAVAILABLE
+ * (with every device's reason) only when none can, INVALID_ARGUMENT for a bad list or an
+ * unknown driver.
+ * Release with xr_replay_plan_free. Thread-safe as xr_replay_run. */
+xr_status_t xr_replay_plan(const xr_bundle_t *bundle, const xr_replay_options_t *options,
+                           xr_replay_plan_t **out_plan);
+void xr_replay_plan_free(xr_replay_plan_t *plan); /* accepts NULL */
+
 /* NMSE of `actual` against `expected`, two storages of the same view (dtype, shape, strides,
  * offset): sum (a - e)^2 / sum e^2 over the elements where e is finite, with *out_nonfinite set
  * when a is NaN or Inf where e is finite. What --check and the comparison of devices use. */

@@ -4,13 +4,16 @@
 #ifndef XR_TOOLS_CLI_H
 #define XR_TOOLS_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "formats/model.h"
 
 enum { XR_EXIT_OK = 0, XR_EXIT_FAILED = 1, XR_EXIT_USAGE = 2, XR_EXIT_UNAVAILABLE = 3 };
 
 int xr_cmd_replay(int argc, char **argv);    /* tools/cmd_replay.c: replay [OPTIONS] BUNDLE */
+int xr_cmd_plan(int argc, char **argv);      /* tools/cmd_plan.c: what replay would run, no run */
 int xr_cmd_compare(int argc, char **argv);   /* tools/cmd_compare.c: two reports side by side */
 int xr_cmd_devices(int argc, char **argv);   /* tools/cmd_devices.c */
 int xr_cmd_convert(int argc, char **argv);   /* tools/cmd_formats.c */
@@ -25,5 +28,18 @@ const char *xr_cli_path(const char *arg, char *buf, size_t size);
  * it (formats/model_config.h), printing what came from where on stderr, as `prog`. XR_EXIT_OK,
  * or XR_EXIT_USAGE after printing the error. */
 int xr_cli_apply_model_config(const char *prog, const char *path, xr_bundle_t *bundle);
+
+/* tools/cli_common.c, shared by `replay` and `replay plan`. */
+
+/* A decimal integer of at least `lo`, the whole string. */
+bool xr_cli_parse_int(const char *s, long long lo, long long *out);
+
+/* "1048576", "512M", "24G", "64K": a positive byte count (--max-memory). */
+bool xr_cli_parse_bytes(const char *s, uint64_t *out);
+
+/* Loads the bundle at `path` (already through xr_cli_path) and applies `model_config` (NULL for
+ * none). XR_EXIT_OK, or XR_EXIT_USAGE after printing the error naming the file, as `prog`. */
+int xr_cli_load_bundle(const char *prog, const char *path, const char *model_config,
+                       xr_bundle_t **out_bundle);
 
 #endif

@@ -1,7 +1,6 @@
 /* `replay [OPTIONS] BUNDLE`: replays every op on one or more HALs through the engine, one line
  * per op and device, a summary per device, a report per device written as the run goes, and,
  * for several HALs, the side-by-side table the engine's comparison fills. */
-#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -209,29 +208,6 @@ static void print_side_by_side(const run_ctx_t *c) {
   }
 }
 
-static bool parse_int(const char *s, long long lo, long long *out) {
-  char *end;
-  long long v = strtoll(s, &end, 10);
-  if (end == s || *end || v < lo) return false;
-  *out = v;
-  return true;
-}
-
-/* "1048576", "512M", "24G", "64K": a positive byte count. */
-static bool parse_bytes(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s || errno || s[0] == '-') return false;
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10, end++;
-  else if (*end == 'M' || *end == 'm') shift = 20, end++;
-  else if (*end == 'G' || *end == 'g') shift = 30, end++;
-  if (*end || v == 0 || v > (UINT64_MAX >> shift)) return false;
-  *out = (uint64_t)v << shift;
-  return true;
-}
-
 int xr_cmd_replay(int argc, char **argv) {
   xr_replay_options_t o;
   xr_replay_options_default(&o);
@@ -253,13 +229,13 @@ int xr_cmd_replay(int argc, char **argv) {
       if (!strcmp(a, *f) && i + 1 < argc) v = argv[++i];
 #define IS(flag) (!strncmp(a, flag, strlen(flag)) && (a[strlen(flag)] == '=' || a[strlen(flag)] == '\0'))
     if (IS("--hal") && v) o.device = v;
-    else if (IS("--warmup") && v && parse_int(v, 0, &n)) o.warmup = (int)n;
-    else if (IS("--iters") && v && parse_int(v, 1, &n)) o.iters = (int)n;
+    else if (IS("--warmup") && v && xr_cli_parse_int(v, 0, &n)) o.warmup = (int)n;
+    else if (IS("--iters") && v && xr_cli_parse_int(v, 1, &n)) o.iters = (int)n;
     else if (IS("--min-time") && v && atof(v) >= 0) o.min_time_ms = atof(v);
-    else if (IS("--seed") && v && parse_int(v, 0, &n)) o.seed = (uint64_t)n;
+    else if (IS("--seed") && v && xr_cli_parse_int(v, 0, &n)) o.seed = (uint64_t)n;
     else if (IS("--cache") && v && (!strcmp(v, "warm") || !strcmp(v, "cold")))
       o.cache = !strcmp(v, "cold") ? XR_CACHE_COLD : XR_CACHE_WARM;
-    else if (IS("--rotate") && v && parse_int(v, 1, &n)) o.rotate = (int)n;
+    else if (IS("--rotate") && v && xr_cli_parse_int(v, 1, &n)) o.rotate = (int)n;
     else if (!strcmp(a, "--check")) o.check = true;
     else if (!strcmp(a, "--reference")) o.choice = XR_KERNEL_REFERENCE;
     else if (IS("--init") && v && strchr(v, ':')) {
@@ -268,10 +244,10 @@ int xr_cmd_replay(int argc, char **argv) {
     } else if (IS("--report") && v) report_path = v;
     else if (IS("--dump-outputs") && v) dump = v;
     else if (IS("--op-filter") && v) o.op_filter = v;
-    else if (IS("--op-limit") && v && parse_int(v, 0, &n)) o.op_limit = n;
+    else if (IS("--op-limit") && v && xr_cli_parse_int(v, 0, &n)) o.op_limit = n;
     else if (!strcmp(a, "--stop-on-error")) o.stop_on_error = true;
     else if (IS("--model-config") && v) model_config = v;
-    else if (IS("--max-memory") && v && parse_bytes(v, &bytes)) o.max_memory_bytes = bytes;
+    else if (IS("--max-memory") && v && xr_cli_parse_bytes(v, &bytes)) o.max_memory_bytes = bytes;
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = true;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(usage, stdout);
@@ -306,16 +282,8 @@ int xr_cmd_replay(int argc, char **argv) {
   if (dump) o.dump_dir = xr_cli_path(dump, dbuf, sizeof dbuf);
 
   xr_bundle_t *b;
-  if (xr_bundle_load(path, &b) != XR_OK) {
-    fprintf(stderr, "replay: %s\n", xr_last_error());
-    return XR_EXIT_USAGE;
-  }
-  char cbuf[4096];
-  if (model_config &&
-      xr_cli_apply_model_config("replay", xr_cli_path(model_config, cbuf, sizeof cbuf), b) != XR_EXIT_OK) {
-    xr_bundle_destroy(b);
-    return XR_EXIT_USAGE;
-  }
+  int loaded = xr_cli_load_bundle("replay", path, model_config, &b);
+  if (loaded != XR_EXIT_OK) return loaded;
   o.cancel = &cancel_flag;
   struct sigaction sa = {.sa_handler = on_sigint};
   sigaction(SIGINT, &sa, NULL);

@@ -14,6 +14,9 @@
 static const char usage[] =
     "usage: replay [OPTIONS] BUNDLE       replay a bundle (.msgpack, .json or TraceLens IR);\n"
     "                                     `replay --help-run` lists the options\n"
+    "       replay plan BUNDLE [--hal=LIST] [--json]  which kernel each HAL would take, or why\n"
+    "                                     none, and the share of the trace's GPU time it covers;\n"
+    "                                     runs nothing (`replay plan --help`)\n"
     "       replay devices [--json]         HAL drivers and devices, and why one is unavailable\n"
     "       replay compare A.json B.json [--svg FILE]  two reports side by side\n"
     "       replay inspect BUNDLE [--json]  print the op table\n"
@@ -39,6 +42,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "convert") == 0) return xr_cmd_convert(argc - 1, argv + 1);
   if (strcmp(cmd, "inspect") == 0) return xr_cmd_inspect(argc - 1, argv + 1);
   if (strcmp(cmd, "validate") == 0) return xr_cmd_validate(argc - 1, argv + 1);
+  if (strcmp(cmd, "plan") == 0) return xr_cmd_plan(argc - 1, argv + 1);
   if (strcmp(cmd, "devices") == 0) return xr_cmd_devices(argc - 1, argv + 1);
   if (strcmp(cmd, "compare") == 0) return xr_cmd_compare(argc - 1, argv + 1);
   if (strcmp(cmd, "extract") == 0) return xr_cmd_extract(argc - 1, argv + 1);

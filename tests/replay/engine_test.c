@@ -528,3 +528,99 @@ Test(engine, reports_with_impossible_positions_are_rejected) {
   cr_assert_null(c);
   cr_assert(strstr(xr_last_error(), "ops[0].index: not an op position"), "%s", xr_last_error());
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* xr_replay_plan: the run's decision, made without running                                    */
+
+#define MM_TIMED(m, k, n, count, us)                                                          \
+  "{\"name\": \"aten::mm\", \"args\": [{\"name\": \"self\", \"type\": \"Tensor\", \"value\": " \
+  "{\"shape\": [" #m ", " #k "], \"dtype\": \"float\"}}, {\"name\": \"mat2\", \"type\": "     \
+  "\"Tensor\", \"value\": {\"shape\": [" #k ", " #n "], \"dtype\": \"float\"}}], \"count\": " \
+  #count ", \"timing\": {\"gpu_time_us\": " #us ", \"kernels\": []}}"
+
+/* Every op's outcome, kernel and sentence in the plan are the run's, and so is the share of the
+ * recorded GPU time: an unknown op, a malformed one, one over --max-memory, two that run. */
+Test(engine, plan_decides_what_the_run_does) {
+#define TIMING(us) "\"timing\": {\"gpu_time_us\": " #us ", \"kernels\": []}"
+  xr_bundle_t *b = bundle(MM_TIMED(4, 8, 3, 3, 30.0) ", "
+                          "{\"name\": \"x::no_such_op\", " TIMING(10.0) "}, "
+                          "{\"name\": \"aten::mm\", \"args\": [], " TIMING(5.0) "}, "
+                          MM_TIMED(64, 64, 64, 1, 40.0) ", " MM_TIMED(2, 3, 2, 2, 15.0));
+#undef TIMING
+  xr_replay_options_t o = quick();
+  o.max_memory_bytes = 8192;
+  xr_replay_plan_t *plan;
+  cr_assert_eq(xr_replay_plan(b, &o, &plan), XR_OK, "%s", xr_last_error());
+  seen_t s = {0};
+  xr_replay_summary_t sum;
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(plan->total, 5);
+  cr_assert_eq(plan->attempted, 5);
+  cr_assert_eq(plan->device_count, 1);
+  cr_assert_eq(plan->devices[0].status, XR_OK);
+  cr_assert_str_eq(plan->devices[0].properties.driver, "cpu");
+  for (size_t i = 0; i < 5; i++) {
+    const xr_plan_entry_t *e = &plan->entries[i];
+    cr_assert_eq(e->index, i);
+    cr_assert_eq(e->outcome, s.r[i].outcome, "op %zu: %s / %s", i, e->message, s.r[i].message);
+    cr_assert_str_eq(e->message, s.r[i].message);
+    cr_assert_str_eq(e->kernel, s.r[i].kernel);
+    cr_assert_float_eq(e->flops, s.r[i].flops, 1e-9);
+    cr_assert_float_eq(e->trace_us, s.r[i].trace_us, 1e-9);
+  }
+  cr_assert_eq(plan->entries[0].outcome, XR_OP_SUCCEEDED);
+  cr_assert_float_eq(plan->entries[0].trace_us, 10.0, 1e-9, "per call: 30 us over 3 calls");
+  cr_assert_eq(plan->entries[1].outcome, XR_OP_UNSUPPORTED);
+  cr_assert(strstr(plan->entries[1].message, "no kernel for op 'x::no_such_op'"), "%s",
+            plan->entries[1].message);
+  cr_assert_eq(plan->entries[2].outcome, XR_OP_FAILED);
+  cr_assert(strstr(plan->entries[3].message, "allowed by --max-memory"), "%s",
+            plan->entries[3].message);
+  cr_assert_eq(plan->devices[0].runnable, sum.succeeded);
+  cr_assert_eq(plan->devices[0].unsupported, sum.unsupported);
+  cr_assert_eq(plan->devices[0].failed, sum.failed);
+  cr_assert_float_eq(plan->trace_total_us, 100.0, 1e-9);
+  cr_assert_float_eq(plan->trace_total_us, sum.trace_total_us, 1e-9);
+  cr_assert_float_eq(plan->devices[0].trace_covered_us, 45.0, 1e-9);
+  cr_assert_float_eq(plan->devices[0].trace_covered_us, sum.trace_covered_us, 1e-9);
+  xr_replay_plan_free(plan);
+
+  /* --op-filter and --op-limit select as in the run; the total stays the bundle's. */
+  o.op_filter = "aten::";
+  o.op_limit = 2;
+  cr_assert_eq(xr_replay_plan(b, &o, &plan), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(plan->attempted, 2);
+  cr_assert_eq(plan->entries[1].index, 2);
+  cr_assert_float_eq(plan->trace_total_us, 100.0, 1e-9);
+  xr_replay_plan_free(plan);
+  xr_bundle_destroy(b);
+}
+
+/* A HAL that cannot be opened is kept with its reason while another plans; alone, it is the
+ * run's UNAVAILABLE; an unknown HAL is a bad argument, for the plan and the run alike. */
+Test(engine, plan_keeps_an_unavailable_hal_with_its_reason) {
+  xr_bundle_t *b = bundle(MM_TIMED(4, 8, 3, 1, 30.0));
+  xr_replay_options_t o = quick();
+  o.device = "cpu,hip";
+  xr_replay_plan_t *plan;
+  cr_assert_eq(xr_replay_plan(b, &o, &plan), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(plan->device_count, 2);
+  cr_assert_eq(plan->devices[0].runnable, 1);
+  cr_assert_eq(plan->devices[1].status, XR_UNAVAILABLE);
+  cr_assert(strstr(plan->devices[1].message, "libamdhip64"), "%s", plan->devices[1].message);
+  cr_assert_eq(plan->devices[1].runnable + plan->devices[1].unsupported, 0, "counted nowhere");
+  cr_assert_float_eq(plan->devices[1].trace_covered_us, 0, 1e-9);
+  xr_replay_plan_free(plan);
+  o.device = "hip";
+  cr_assert_eq(xr_replay_plan(b, &o, &plan), XR_UNAVAILABLE);
+  cr_assert_null(plan);
+  cr_assert(strstr(xr_last_error(), "libamdhip64"), "%s", xr_last_error());
+  o.device = "cpu,bogus:1";
+  cr_assert_eq(xr_replay_plan(b, &o, &plan), XR_INVALID_ARGUMENT);
+  cr_assert(strstr(xr_last_error(), "unknown HAL \"bogus:1\""), "%s", xr_last_error());
+  cr_assert_eq(xr_replay_run(b, &o, NULL, NULL), XR_INVALID_ARGUMENT);
+  o.device = ",";
+  cr_assert_eq(xr_replay_plan(b, &o, &plan), XR_INVALID_ARGUMENT);
+  xr_bundle_destroy(b);
+}

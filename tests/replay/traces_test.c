@@ -1,6 +1,7 @@
 /* Real profiler traces, end to end: extract each fixture trace into a bundle and replay it on
  * the cpu driver. Every op must either run or be reported unsupported with a reason; none may
- * fail, and nothing may crash. */
+ * fail, and nothing may crash. `replay plan` (xr_replay_plan) must have said beforehand exactly
+ * what the run then did. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,11 +14,22 @@
 
 typedef struct tally {
   size_t ran, unsupported;
+  const xr_replay_plan_t *plan; /* made before the run, with the same options */
 } tally_t;
 
 static void report_failure(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
-  (void)position, (void)count;
+  (void)count;
   tally_t *t = ctx;
+  /* `replay plan` said so before anything ran: the same outcome and kernel, and the same
+   * sentence (but for the memory available at the time, which moves). */
+  const xr_plan_entry_t *e = &t->plan->entries[position];
+  cr_expect_eq(e->index, r->index);
+  cr_expect_eq(e->outcome, r->outcome, "op %zu %s: planned %s (%s), ran %s (%s)", r->index,
+               r->op->name, xr_op_outcome_name(e->outcome), e->message,
+               xr_op_outcome_name(r->outcome), r->message);
+  cr_expect_str_eq(e->kernel, r->kernel, "op %zu %s", r->index, r->op->name);
+  if (!strstr(r->message, "does not fit"))
+    cr_expect_str_eq(e->message, r->message, "op %zu %s", r->index, r->op->name);
   cr_expect_neq(r->outcome, XR_OP_FAILED, "op %zu %s failed: %s", r->index, r->op->name, r->message);
   if (r->outcome == XR_OP_SUCCEEDED) t->ran++;
   else if (r->outcome == XR_OP_UNSUPPORTED) {
@@ -47,11 +59,21 @@ static tally_t replay_trace_with(const char *trace, const char *capture_dir, con
   o.warmup = 0;
   o.iters = 1;
   o.op_filter = filter;
-  tally_t t = {0};
+  xr_replay_plan_t *plan;
+  cr_assert_eq(xr_replay_plan(b, &o, &plan), XR_OK, "%s", xr_last_error());
+  tally_t t = {.plan = plan};
   xr_replay_summary_t s;
   xr_replay_observer_t observer = {.result = report_failure, .context = &t};
   cr_assert_eq(xr_replay_run(b, &o, &observer, &s), XR_OK, "%s", xr_last_error());
   cr_assert_eq(s.failed, 0, "%s: %zu ops failed", trace, s.failed);
+  /* No op failed at run time, so the plan's share of the trace is the run's, to the bit. */
+  cr_assert_eq(plan->attempted, s.attempted);
+  cr_assert_eq(plan->devices[0].runnable, s.succeeded);
+  cr_assert_eq(plan->trace_total_us, s.trace_total_us);
+  cr_assert_eq(plan->devices[0].trace_covered_us, s.trace_covered_us,
+               "%s: plan %.1f us, run %.1f us", trace, plan->devices[0].trace_covered_us,
+               s.trace_covered_us);
+  xr_replay_plan_free(plan);
   xr_bundle_destroy(b);
   return t;
 }

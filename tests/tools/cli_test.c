@@ -1,5 +1,6 @@
 /* The `replay` command line over formats/: exit codes, messages on stderr, files written.
  * Runs the real binary (a data dependency) the way a user would. */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -386,4 +387,173 @@ Test(cli, gpt_oss_example_runs_with_its_config) {
   cr_assert_eq(replay("--hal=cpu --iters=1 --warmup=0 --model-config examples/gpt-oss-20b.json "
                       "examples/gpt_oss_moe.json"), 0, "%s", err_text);
   cr_assert(strstr(out_text, "f4e2m1x2[32,5760,1440]") && strstr(out_text, "1 succeeded, 0 failed"), "%s", out_text);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* replay plan                                                                                 */
+
+/* The text: one line per op with each HAL's kernel or reason, the coverage line, and the ops that
+ * would not run by name and share. The tiny bundle's mm holds 30 of its 40 recorded us. */
+Test(cli, plan_says_what_would_run_and_what_is_missing) {
+  char args[4096];
+  snprintf(args, sizeof args, "plan --hal=cpu %s", tiny_bundle());
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "2 ops, 2 planned; the source trace records 40.0 us of GPU time"),
+            "%s", out_text);
+  cr_assert(strstr(out_text, "  [cpu] cpu:0: "), "%s", out_text);
+  const char *mm = strstr(out_text, "\n    0  aten::mm ");
+  cr_assert_not_null(mm, "%s", out_text);
+  /* count 3, 30 us in all, 10 per call, 2*8*16*4 FLOPs */
+  cr_assert(strstr(mm, "3       30.00      10.00   1.02K") && strstr(mm, "[cpu] cpu."), "%s",
+            out_text);
+  cr_assert(strstr(out_text, "[cpu] unsupported: no kernel for op 'x::unknown_op'"), "%s",
+            out_text);
+  cr_assert(strstr(out_text, "plan [cpu]: 1 of 2 ops would run, covering 75.0% of the source "
+                             "trace's GPU time (30.0 of 40.0 us)\n"),
+            "%s", out_text);
+  cr_assert(strstr(out_text, "unsupported [cpu], by share of the source trace's GPU time:\n"
+                             "   25.0%       10.0 us    1 op   x::unknown_op  unsupported: "
+                             "no kernel for op 'x::unknown_op'\n"),
+            "%s", out_text);
+  /* --op-filter and --max-memory change the plan as they would the run. */
+  snprintf(args, sizeof args, "plan --hal=cpu --op-filter=unknown %s", tiny_bundle());
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "plan [cpu]: 0 of 1 ops would run, covering 0.0%"), "%s", out_text);
+  snprintf(args, sizeof args, "plan --hal=cpu --max-memory=1K %s", tiny_bundle());
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "[cpu] unsupported: does not fit: its tensors need "), "%s", out_text);
+  cr_assert(strstr(out_text, "0 of 2 ops would run"), "%s", out_text);
+}
+
+Test(cli, plan_json_has_every_op_and_hal) {
+  char args[4096];
+  snprintf(args, sizeof args, "plan --json --hal=cpu,hip %s", tiny_bundle());
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cJSON *root = cJSON_Parse(out_text);
+  cr_assert_not_null(root, "%s", out_text);
+  cr_assert_eq(cJSON_GetObjectItem(root, "total")->valuedouble, 2);
+  cr_assert_eq(cJSON_GetObjectItem(root, "attempted")->valuedouble, 2);
+  cr_assert_float_eq(cJSON_GetObjectItem(root, "trace_total_us")->valuedouble, 40.0, 1e-9);
+  cJSON *hals = cJSON_GetObjectItem(root, "hals");
+  cr_assert_eq(cJSON_GetArraySize(hals), 2);
+  cJSON *cpu = cJSON_GetArrayItem(hals, 0), *hip = cJSON_GetArrayItem(hals, 1);
+  cr_assert_str_eq(cJSON_GetObjectItem(cpu, "hal")->valuestring, "cpu");
+  cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(cpu, "available")));
+  cr_assert_str_eq(cJSON_GetObjectItem(cpu, "driver")->valuestring, "cpu");
+  cr_assert_eq(cJSON_GetObjectItem(cpu, "would_run")->valuedouble, 1);
+  cr_assert_eq(cJSON_GetObjectItem(cpu, "unsupported")->valuedouble, 1);
+  cr_assert_eq(cJSON_GetObjectItem(cpu, "failed")->valuedouble, 0);
+  cr_assert_float_eq(cJSON_GetObjectItem(cpu, "trace_covered_us")->valuedouble, 30.0, 1e-9);
+  cr_assert_float_eq(cJSON_GetObjectItem(cpu, "covered_percent")->valuedouble, 75.0, 1e-9);
+  cJSON *missing = cJSON_GetArrayItem(cJSON_GetObjectItem(cpu, "not_run"), 0);
+  cr_assert_str_eq(cJSON_GetObjectItem(missing, "name")->valuestring, "x::unknown_op");
+  cr_assert_float_eq(cJSON_GetObjectItem(missing, "percent")->valuedouble, 25.0, 1e-9);
+  cr_assert_str_eq(cJSON_GetObjectItem(missing, "outcome")->valuestring, "unsupported");
+  /* hip is absent here: reported, not an error, since cpu plans */
+  cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(hip, "available")));
+  cr_assert_str_eq(cJSON_GetObjectItem(hip, "status")->valuestring, "UNAVAILABLE");
+  cr_assert(strstr(cJSON_GetObjectItem(hip, "reason")->valuestring, "libamdhip64"));
+  cJSON *ops = cJSON_GetObjectItem(root, "ops");
+  cr_assert_eq(cJSON_GetArraySize(ops), 2);
+  cJSON *mm = cJSON_GetArrayItem(ops, 0), *unknown = cJSON_GetArrayItem(ops, 1);
+  cr_assert_str_eq(cJSON_GetObjectItem(mm, "name")->valuestring, "aten::mm");
+  cr_assert_eq(cJSON_GetObjectItem(mm, "index")->valuedouble, 0);
+  cr_assert_eq(cJSON_GetObjectItem(mm, "count")->valuedouble, 3);
+  cr_assert_float_eq(cJSON_GetObjectItem(mm, "trace_us")->valuedouble, 30.0, 1e-9);
+  cr_assert_float_eq(cJSON_GetObjectItem(mm, "per_call_us")->valuedouble, 10.0, 1e-9);
+  cr_assert_float_eq(cJSON_GetObjectItem(mm, "flops")->valuedouble, 2.0 * 8 * 16 * 4, 1e-9);
+  cr_assert_gt(cJSON_GetObjectItem(mm, "bytes")->valuedouble, 0);
+  cJSON *mm_cpu = cJSON_GetArrayItem(cJSON_GetObjectItem(mm, "hals"), 0);
+  cr_assert_str_eq(cJSON_GetObjectItem(mm_cpu, "outcome")->valuestring, "ok");
+  cr_assert(!strncmp(cJSON_GetObjectItem(mm_cpu, "kernel")->valuestring, "cpu.", 4));
+  cJSON *mm_hip = cJSON_GetArrayItem(cJSON_GetObjectItem(mm, "hals"), 1);
+  cr_assert_str_eq(cJSON_GetObjectItem(mm_hip, "outcome")->valuestring, "unavailable");
+  cJSON *unknown_cpu = cJSON_GetArrayItem(cJSON_GetObjectItem(unknown, "hals"), 0);
+  cr_assert_str_eq(cJSON_GetObjectItem(unknown_cpu, "outcome")->valuestring, "unsupported");
+  cr_assert(strstr(cJSON_GetObjectItem(unknown_cpu, "reason")->valuestring, "no kernel for op"));
+  cr_assert_float_eq(cJSON_GetObjectItem(unknown, "trace_us")->valuedouble, 10.0, 1e-9);
+  cJSON_Delete(root);
+}
+
+/* The shipped examples: every op of llm_small plans on the cpu; the GPT-OSS layer plans only
+ * with its config, as it replays. */
+Test(cli, plan_of_the_examples) {
+  cr_assert_eq(replay("plan --hal=cpu " EXAMPLE), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "11 ops, 11 planned; the bundle records no GPU time"), "%s", out_text);
+  cr_assert(strstr(out_text, "plan [cpu]: 11 of 11 ops would run (the bundle records no GPU time)"),
+            "%s", out_text);
+  cr_assert(strstr(out_text, "_C::paged_attention_v1") && !strstr(out_text, "unsupported"), "%s",
+            out_text);
+  cr_assert_eq(replay("plan --hal=cpu examples/gpt_oss_moe.json"), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "plan [cpu]: 0 of 1 ops would run"), "%s", out_text);
+  cr_assert(strstr(out_text, "cpu.moe_fused, ref.moe: the layer's weights are not in the trace"),
+            "%s", out_text);
+  cr_assert_eq(replay("plan --hal=cpu --model-config examples/gpt-oss-20b.json "
+                      "examples/gpt_oss_moe.json"),
+               0, "%s", err_text);
+  cr_assert(strstr(out_text, "[cpu] cpu.moe_fused") && strstr(out_text, "1 of 1 ops would run"),
+            "%s", out_text);
+}
+
+/* The share `replay plan` gives is the one `replay` reports once it has run the ops, on a
+ * bundle extracted from a real trace. */
+Test(cli, plan_coverage_is_what_the_replay_reports) {
+  char cmd[2048], bundle[1024], planned[256], ran[256];
+  snprintf(bundle, sizeof bundle, "%s/bert.%d.msgpack", tmpdir(), (int)getpid());
+  snprintf(cmd, sizeof cmd, "extract tests/data/fixtures/traces/h100_bert_small.json.gz -o %s",
+           bundle);
+  cr_assert_eq(replay(cmd), 0, "%s", err_text);
+  snprintf(cmd, sizeof cmd, "plan --hal=cpu %s", bundle);
+  cr_assert_eq(replay(cmd), 0, "%s", err_text);
+  const char *p = strstr(out_text, "plan [cpu]: ");
+  cr_assert_not_null(p, "%s", out_text);
+  cr_assert_eq(sscanf(p, "plan [cpu]: %*u of %*u ops would run, covering %255[^\n]", planned), 1,
+               "%s", p);
+  snprintf(cmd, sizeof cmd, "--hal=cpu --iters=1 --warmup=0 %s", bundle);
+  cr_assert_eq(replay(cmd), 0, "%s", err_text);
+  const char *r = strstr(out_text, "summary [cpu]: the ops that ran cover ");
+  cr_assert_not_null(r, "%s", out_text);
+  cr_assert_eq(sscanf(r, "summary [cpu]: the ops that ran cover %255[^\n]", ran), 1, "%s", r);
+  cr_assert_str_eq(planned, ran);
+  cr_assert(strstr(ran, "% of the source trace's GPU time ("), "%s", ran);
+}
+
+Test(cli, plan_bad_input_and_unavailable_hals) {
+  char args[4096];
+  snprintf(args, sizeof args, "plan --hal=cpu,warp9 %s", tiny_bundle());
+  cr_assert_eq(replay(args), 2, "%s", out_text);
+  cr_assert(strstr(err_text, "replay plan: --hal=cpu,warp9: unknown HAL \"warp9\""), "%s",
+            err_text);
+  cr_assert_eq(replay("plan --hal=cpu no/such/file.msgpack"), 2);
+  cr_assert(strstr(err_text, "no/such/file.msgpack: cannot open"), "%s", err_text);
+  char bad[1024];
+  snprintf(bad, sizeof bad, "%s/plan_bad.%d.json", tmpdir(), (int)getpid());
+  write_text(bad, "{\"format\": \"xreplay-bundle\", \"ops\": [{\"name\": \"aten::mm\", \"args\": "
+                  "[{\"name\": \"self\", \"type\": \"Tensor\", \"value\": {\"shape\": [3, -4], "
+                  "\"dtype\": \"float\"}}]}]}");
+  snprintf(args, sizeof args, "plan --hal=cpu %s", bad);
+  cr_assert_eq(replay(args), 2);
+  cr_assert(strstr(err_text, "negative dimension -4") && strstr(err_text, "ops[0]"), "%s",
+            err_text);
+  cr_assert_eq(replay("plan"), 2);
+  cr_assert(strstr(err_text, "BUNDLE is required"), "%s", err_text);
+  cr_assert_eq(replay("plan --frobnicate " EXAMPLE), 2);
+  cr_assert_eq(replay("plan --op-limit=-1 " EXAMPLE), 2);
+  /* the only HAL asked for is unavailable: exit 3, as `replay --hal=hip` */
+  snprintf(args, sizeof args, "plan --hal=hip %s", tiny_bundle());
+  cr_assert_eq(replay(args), 3, "%s", out_text);
+  cr_assert(strstr(err_text, "replay plan: --hal=hip: hip unavailable: ") &&
+                strstr(err_text, "libamdhip64"),
+            "%s", err_text);
+  /* one of several: reported, the others planned */
+  snprintf(args, sizeof args, "plan --hal=cpu,cuda:0 %s", tiny_bundle());
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "  [cuda:0] unavailable: "), "%s", out_text);
+  cr_assert(strstr(out_text, "plan [cuda:0]: unavailable: "), "%s", out_text);
+  cr_assert(strstr(out_text, "plan [cpu]: 1 of 2 ops would run"), "%s", out_text);
+  cr_assert(!strstr(out_text, "[cpu,cuda:0]"), "an unavailable HAL shares no answer: %s", out_text);
+  cr_assert_eq(replay("plan --help"), 0);
+  cr_assert(strstr(out_text, "usage: replay plan BUNDLE"), "%s", out_text);
+  cr_assert_eq(replay("--help"), 0);
+  cr_assert(strstr(out_text, "replay plan BUNDLE"), "%s", out_text);
 }

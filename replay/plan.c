@@ -1,0 +1,310 @@
+/* Deciding what runs: one op's plan and tensor layout, then per device the implementation and
+ * the memory checks. xr_replay_run decides each op with xr_decide just before running it, and
+ * xr_replay_plan decides every op with it without running anything, so the two cannot differ. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/host_memory.h"
+#include "kernels/dtype.h"
+#include "replay/internal.h"
+
+xr_status_t xr_once_keep(xr_once_t *o, xr_status_t status) {
+  o->done = true;
+  o->status = status;
+  if (status != XR_OK) snprintf(o->message, sizeof o->message, "%s", xr_last_error());
+  return status;
+}
+
+xr_status_t xr_once_replay(const xr_once_t *o) {
+  return o->status == XR_OK ? XR_OK : xr_error(o->status, "%s", o->message);
+}
+
+xr_status_t xr_device_specs(const char *list, char *buf, size_t buf_size,
+                            const char *specs[XR_REPLAY_MAX_DEVICES], size_t *out_count) {
+  const char *given = list && list[0] ? list : "auto";
+  snprintf(buf, buf_size, "%s", given);
+  size_t n = 0;
+  for (char *save = NULL, *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+    if (n == XR_REPLAY_MAX_DEVICES)
+      return xr_error(XR_INVALID_ARGUMENT, "replay: more than %d devices in \"%s\"",
+                      XR_REPLAY_MAX_DEVICES, given);
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(s, ":"), s);
+    xr_hal_driver_info_t info;
+    if (strcmp(s, "auto") != 0 && xr_hal_driver_info_by_name(name, &info) != XR_OK)
+      return xr_error(XR_INVALID_ARGUMENT,
+                      "unknown HAL \"%s\" (known: cpu, opencl, cuda, hip, auto)", s);
+    specs[n++] = s;
+  }
+  if (n == 0) return xr_error(XR_INVALID_ARGUMENT, "replay: no device in \"%s\"", given);
+  *out_count = n;
+  return XR_OK;
+}
+
+bool xr_op_selected(const xr_replay_options_t *o, const xr_op_t *op) {
+  return !o->op_filter || strstr(op->name, o->op_filter);
+}
+
+double xr_op_trace_total_us(const xr_op_t *op) {
+  return op->timing && op->timing->gpu_time_us > 0 ? op->timing->gpu_time_us : 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the op's plan and layout                                                                    */
+
+/* The view of tensor i of a plan (an input's spec, or a contiguous return) and its storage. */
+static xr_status_t tensor_layout(const xr_op_plan_t *plan, size_t i, xr_tensor_t *t,
+                                 size_t *bytes) {
+  memset(t, 0, sizeof *t);
+  if (i < plan->input_count) {
+    const xr_tensor_spec_t *s = plan->inputs[i];
+    xr_status_t st = xr_tensor_storage_bytes(s, bytes);
+    if (st != XR_OK) return st;
+    t->dtype = s->dtype;
+    t->rank = s->rank;
+    memcpy(t->shape, s->shape, sizeof(int64_t) * (size_t)s->rank);
+    memcpy(t->strides, s->strides, sizeof(int64_t) * (size_t)s->rank);
+    t->offset = s->storage_offset;
+    return XR_OK;
+  }
+  const xr_tensor_desc_t *d = &plan->returns[i - plan->input_count];
+  t->dtype = d->dtype;
+  t->rank = d->rank;
+  int64_t n = 1;
+  for (int32_t k = d->rank - 1; k >= 0; k--) {
+    t->shape[k] = d->shape[k];
+    t->strides[k] = n;
+    n *= d->shape[k];
+  }
+  *bytes = (size_t)n * xr_dtype_size(d->dtype);
+  return XR_OK;
+}
+
+static xr_status_t lay_out(xr_planned_op_t *p) {
+  const xr_op_plan_t *plan = &p->plan;
+  p->count = plan->input_count + plan->return_count;
+  size_t n = p->count ? p->count : 1;
+  p->layout = calloc(n, sizeof *p->layout);
+  p->bytes = calloc(n, sizeof *p->bytes);
+  if (!p->layout || !p->bytes) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  for (size_t i = 0; i < p->count; i++) {
+    xr_status_t st = tensor_layout(plan, i, &p->layout[i], &p->bytes[i]);
+    if (st != XR_OK) return xr_error_prefix(st, "tensor %zu: ", i);
+  }
+  return XR_OK;
+}
+
+void xr_planned_op_init(const xr_bundle_t *bundle, size_t index, xr_planned_op_t *p) {
+  memset(p, 0, sizeof *p);
+  p->index = index;
+  if (xr_once_keep(&p->planned, xr_kernel_plan(&bundle->ops[index], &p->plan)) != XR_OK) return;
+  for (size_t r = 0; r < p->plan.return_count && p->out_count < XR_MAX_CHECKED_OUTPUTS; r++)
+    p->out[p->out_count++] = p->plan.input_count + r;
+  for (size_t i = 0; i < p->plan.input_count && p->out_count < XR_MAX_CHECKED_OUTPUTS; i++)
+    if (p->plan.input_written[i]) p->out[p->out_count++] = i;
+  xr_once_keep(&p->laid_out, lay_out(p));
+}
+
+void xr_planned_op_free(xr_planned_op_t *p) {
+  free(p->layout);
+  free(p->bytes);
+  if (p->planned.status == XR_OK) xr_kernel_plan_free(&p->plan);
+  memset(p, 0, sizeof *p);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* memory                                                                                      */
+
+/* Byte counts add and multiply saturating: an absurd bundle must read as "does not fit". */
+static uint64_t add_bytes(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t op_bytes(const xr_planned_op_t *p) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < p->count; i++) total = add_bytes(total, p->bytes[i]);
+  return total;
+}
+
+static const char *format_bytes(uint64_t bytes, char *out, size_t n) {
+  if (bytes >= (1ull << 30)) snprintf(out, n, "%.2f GiB", (double)bytes / 1073741824.0);
+  else if (bytes >= (1ull << 20)) snprintf(out, n, "%.1f MiB", (double)bytes / 1048576.0);
+  else snprintf(out, n, "%llu bytes", (unsigned long long)bytes);
+  return out;
+}
+
+/* An op whose tensors cannot fit is reported as such (RESOURCE_EXHAUSTED: unsupported here)
+ * before anything is allocated: overcommitted memory would fail later, in the OOM killer.
+ * --max-memory caps what counts as available. */
+static xr_status_t check_fits(const xr_decide_context_t *c, const char *where, uint64_t need,
+                              uint64_t available) {
+  uint64_t cap = c->options->max_memory_bytes;
+  bool capped = cap && (!available || cap < available);
+  if (capped) available = cap;
+  if (!available || need <= available) return XR_OK;
+  char n[32], a[32];
+  return xr_error(XR_RESOURCE_EXHAUSTED, "does not fit: its tensors need %s of %s memory, %s %s",
+                  format_bytes(need, n, sizeof n), where, format_bytes(available, a, sizeof a),
+                  capped ? "allowed by --max-memory" : "available");
+}
+
+/* What one device holds of an op at once: every rotation copy, then the outputs read back. */
+static uint64_t device_need(const xr_decide_context_t *c, const xr_planned_op_t *p) {
+  uint64_t copies = c->options->rotate > 0 ? (uint64_t)c->options->rotate : 1, need;
+  if (__builtin_mul_overflow(copies, op_bytes(p), &need)) need = UINT64_MAX;
+  for (size_t k = 0; k < p->out_count; k++) need = add_bytes(need, p->bytes[p->out[k]]);
+  return need;
+}
+
+/* The host holds the initial contents throughout, and a host-addressable device's share. */
+static uint64_t host_need(const xr_decide_context_t *c, const xr_planned_op_t *p) {
+  return add_bytes(op_bytes(p), c->host_device ? device_need(c, p) : 0);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the decision                                                                                */
+
+static xr_op_outcome_t refuse(xr_op_outcome_t outcome, const char *why, char *message,
+                              size_t size) {
+  snprintf(message, size, "%s", why);
+  return outcome;
+}
+
+xr_op_outcome_t xr_decide(const xr_decide_context_t *c, xr_planned_op_t *p,
+                          xr_hal_device_t *device, const xr_hal_device_properties_t *properties,
+                          const xr_kernel_impl_t **out_impl, char *message, size_t size) {
+  message[0] = '\0';
+  /* No kernel for the name, or for this form of it: unsupported; malformed: failed. */
+  if (p->planned.status != XR_OK)
+    return refuse(p->planned.status == XR_NOT_FOUND || p->planned.status == XR_UNIMPLEMENTED
+                      ? XR_OP_UNSUPPORTED
+                      : XR_OP_FAILED,
+                  p->planned.message, message, size);
+  if (xr_kernel_select(&p->plan, device, c->options->choice, out_impl) != XR_OK)
+    return refuse(XR_OP_UNSUPPORTED, xr_last_error(), message, size);
+  if (p->laid_out.status != XR_OK)
+    return refuse(p->laid_out.status == XR_RESOURCE_EXHAUSTED ? XR_OP_UNSUPPORTED : XR_OP_FAILED,
+                  p->laid_out.message, message, size);
+  if (!p->host_fits.done)
+    xr_once_keep(&p->host_fits, check_fits(c, "host", host_need(c, p), xr_host_memory_available()));
+  if (p->host_fits.status != XR_OK)
+    return refuse(XR_OP_UNSUPPORTED, p->host_fits.message, message, size);
+  if (!properties->host_addressable &&
+      check_fits(c, "device", device_need(c, p), properties->memory_bytes) != XR_OK)
+    return refuse(XR_OP_UNSUPPORTED, xr_last_error(), message, size);
+  return XR_OP_SUCCEEDED;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* xr_replay_plan                                                                              */
+
+void xr_replay_plan_free(xr_replay_plan_t *plan) {
+  if (!plan) return;
+  free(plan->entries);
+  free(plan);
+}
+
+xr_status_t xr_replay_plan(const xr_bundle_t *bundle, const xr_replay_options_t *options,
+                           xr_replay_plan_t **out_plan) {
+  if (!bundle || !out_plan) return xr_error(XR_INVALID_ARGUMENT, "xr_replay_plan: NULL argument");
+  *out_plan = NULL;
+  xr_replay_options_t defaults;
+  xr_replay_options_default(&defaults);
+  const xr_replay_options_t *o = options ? options : &defaults;
+  char list[512];
+  const char *specs[XR_REPLAY_MAX_DEVICES];
+  size_t device_count;
+  xr_status_t st = xr_device_specs(o->device, list, sizeof list, specs, &device_count);
+  if (st != XR_OK) return st;
+  xr_replay_plan_t *plan = calloc(1, sizeof *plan);
+  if (!plan) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  plan->total = bundle->op_count;
+  plan->device_count = device_count;
+
+  xr_hal_device_t *devices[XR_REPLAY_MAX_DEVICES] = {0};
+  xr_decide_context_t context = {.options = o};
+  size_t opened = 0;
+  xr_status_t first_failure = XR_OK;
+  char reasons[2048] = ""; /* every device's, for when none opens */
+  for (size_t d = 0; d < device_count; d++) {
+    xr_plan_device_t *info = &plan->devices[d];
+    snprintf(info->spec, sizeof info->spec, "%s", specs[d]);
+    info->status = xr_hal_device_create(specs[d], &devices[d]);
+    if (info->status == XR_OK)
+      info->status = xr_hal_device_properties(devices[d], &info->properties);
+    if (info->status != XR_OK) {
+      snprintf(info->message, sizeof info->message, "%s", xr_last_error());
+      if (first_failure == XR_OK) first_failure = info->status;
+      size_t len = strlen(reasons);
+      snprintf(reasons + len, sizeof reasons - len, "%s%s", len ? "; " : "", info->message);
+      xr_hal_device_destroy(devices[d]);
+      devices[d] = NULL;
+      continue;
+    }
+    opened++;
+    context.host_device |= info->properties.host_addressable;
+  }
+  if (!opened) {
+    xr_replay_plan_free(plan);
+    return xr_error(first_failure, "%s", reasons);
+  }
+
+  /* Which ops a run attempts: filter, then limit. */
+  for (size_t i = 0; i < bundle->op_count; i++) {
+    const xr_op_t *op = &bundle->ops[i];
+    plan->trace_total_us += xr_op_trace_total_us(op);
+    if (!xr_op_selected(o, op)) continue;
+    if (o->op_limit >= 0 && plan->attempted >= (size_t)o->op_limit) continue;
+    plan->attempted++;
+  }
+  plan->entries = calloc(plan->attempted * device_count + 1, sizeof *plan->entries);
+  st = plan->entries ? XR_OK : xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  size_t position = 0;
+  for (size_t i = 0; st == XR_OK && i < bundle->op_count && position < plan->attempted; i++) {
+    const xr_op_t *op = &bundle->ops[i];
+    if (!xr_op_selected(o, op)) continue;
+    xr_planned_op_t p;
+    xr_planned_op_init(bundle, i, &p);
+    for (size_t d = 0; d < device_count; d++) {
+      xr_plan_entry_t *e = &plan->entries[position * device_count + d];
+      xr_plan_device_t *info = &plan->devices[d];
+      e->index = i;
+      e->op = op;
+      e->device_index = d;
+      e->trace_us = op->timing && op->timing->gpu_time_us >= 0
+                        ? op->timing->gpu_time_us / (double)(op->count > 0 ? op->count : 1)
+                        : -1;
+      if (p.planned.status == XR_OK) {
+        e->flops = p.plan.flops;
+        e->bytes = p.plan.bytes;
+      }
+      if (!devices[d]) {
+        e->outcome = XR_OP_UNSUPPORTED;
+        snprintf(e->message, sizeof e->message, "%s", info->message);
+        continue;
+      }
+      const xr_kernel_impl_t *impl = NULL;
+      e->outcome = xr_decide(&context, &p, devices[d], &info->properties, &impl, e->message,
+                             sizeof e->message);
+      if (impl) snprintf(e->kernel, sizeof e->kernel, "%s", xr_kernel_impl_name(impl));
+      if (e->outcome == XR_OP_SUCCEEDED) {
+        info->runnable++;
+        info->trace_covered_us += xr_op_trace_total_us(op);
+      } else if (e->outcome == XR_OP_FAILED) {
+        info->failed++;
+      } else {
+        info->unsupported++;
+      }
+    }
+    xr_planned_op_free(&p);
+    position++;
+  }
+  for (size_t d = 0; d < device_count; d++) xr_hal_device_destroy(devices[d]);
+  if (st != XR_OK) {
+    xr_replay_plan_free(plan);
+    return st;
+  }
+  *out_plan = plan;
+  return XR_OK;
+}

@@ -42,6 +42,24 @@ bool xr_ew_op_binary(xr_ew_op_t op) {
 
 bool xr_ew_float_compute(xr_dtype_t d) { return xr_dtype_is_floating(d) && d != XR_DTYPE_F64; }
 
+int64_t xr_ew_int_value(double v) {
+  if (isnan(v)) return 0;
+  if (v >= 0x1p63) return INT64_MAX;
+  if (v <= -0x1p63) return INT64_MIN;
+  return (int64_t)v;
+}
+
+bool xr_ew_int_pipeline(const xr_ew_step_t *s) {
+  if (xr_dtype_is_floating(s->out.dtype)) return false;
+  bool op_ok = xr_ew_is_table_op(s->op) ? !xr_dtype_is_floating(s->compute)
+               : s->op == XR_EW_COPY || s->op == XR_EW_ADD || s->op == XR_EW_SUB ||
+                     s->op == XR_EW_MUL || s->op == XR_EW_DIV_TRUNC || s->op == XR_EW_DIV_FLOOR;
+  const xr_ew_operand_t *ops[3] = {&s->a, &s->b, &s->c};
+  for (int k = 0; op_ok && k < 3; k++)
+    op_ok = ops[k]->index < 0 || !xr_dtype_is_floating(ops[k]->dtype);
+  return op_ok;
+}
+
 bool xr_ew_float_pipeline(const xr_ew_step_t *s) {
   bool out_ok = xr_ew_float_compute(s->out.dtype) || s->out.dtype == XR_DTYPE_BOOL;
   if (!xr_ew_is_table_op(s->op)) return xr_ew_float_compute(s->out.dtype);
@@ -611,21 +629,22 @@ static int64_t to_int64(double v) {
   return (int64_t)v;
 }
 
+#define XR_PW_INT_HELPER static inline
+#define XR_PW_I int64_t
+#define XR_PW_U uint64_t
+#include "kernels/pointwise_ops.h"
+#undef XR_PW_INT_HELPER
+#undef XR_PW_I
+#undef XR_PW_U
+
 static int64_t ref_int_op(const xr_ew_step_t *s, int64_t a, int64_t b) {
   uint64_t ua = (uint64_t)a, ub = (uint64_t)b, alpha = (uint64_t)to_int64(s->alpha);
   switch (s->op) {
     case XR_EW_ADD: return (int64_t)(ua + alpha * ub);
     case XR_EW_SUB: return (int64_t)(ua - alpha * ub);
     case XR_EW_MUL: return (int64_t)(ua * ub);
-    case XR_EW_DIV_TRUNC:
-    case XR_EW_DIV_FLOOR: {
-      /* A zero divisor gives 0 where torch raises (seeded inputs hold zeros); INT64_MIN / -1
-       * wraps. */
-      if (b == 0) return 0;
-      if (b == -1) return (int64_t)(0 - ua);
-      int64_t q = a / b;
-      return s->op == XR_EW_DIV_FLOOR && (a % b != 0) && ((a < 0) != (b < 0)) ? q - 1 : q;
-    }
+    case XR_EW_DIV_TRUNC: return pw_idiv(a, b, 0);
+    case XR_EW_DIV_FLOOR: return pw_idiv(a, b, 1);
     case XR_EW_FILL: return b;
     default: return a; /* COPY */
   }

@@ -60,6 +60,7 @@ typedef struct xr_ew_step {
   bool a_scalar, c_scalar;
   double a_value, c_value;
   double param[XR_EW_MAX_PARAMS]; /* the row's Scalar arguments, p0.. (None: NaN) */
+  int64_t iparam[XR_EW_MAX_PARAMS]; /* the same as integers (None: INT64_MIN for p0, else MAX) */
   xr_dtype_t compute;            /* the dtype the row's formula computes in */
 } xr_ew_step_t;
 
@@ -75,6 +76,12 @@ static inline bool xr_ew_is_table_op(xr_ew_op_t op) { return op >= XR_EW_PW_FIRS
  * (what the cpu fast path and the OpenCL and GPU kernels do): float results but f64, and for
  * table ops a float compute dtype (integer comparisons and arithmetic are the reference's). */
 bool xr_ew_float_pipeline(const xr_ew_step_t *step);
+/* Whether a step computes exactly in 64-bit integers from its operands loaded as such (the
+ * OpenCL and GPU kernels' integer path): integer or bool results and compute, every tensor
+ * operand an integer or a bool; copies, add, sub, mul, rounded division and the table. */
+bool xr_ew_int_pipeline(const xr_ew_step_t *step);
+/* A Scalar as the integer pipeline reads it: truncated, NaN 0, saturated at the int64 limits. */
+int64_t xr_ew_int_value(double v);
 /* Whether the output dtype is computed through float (every float dtype but f64). */
 bool xr_ew_float_compute(xr_dtype_t dtype);
 

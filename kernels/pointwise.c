@@ -111,6 +111,13 @@ static xr_dtype_t scalar_dtype(const xr_value_t *v) {
 
 static bool integral(xr_dtype_t d) { return !xr_dtype_is_floating(d); } /* bool included */
 
+static int64_t to_int64(double v) {
+  if (isnan(v)) return 0;
+  if (v >= 0x1p63) return INT64_MAX;
+  if (v <= -0x1p63) return INT64_MIN;
+  return (int64_t)v;
+}
+
 xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *s) {
   const xr_op_t *op = plan->op;
   bool inplace = false;
@@ -223,6 +230,9 @@ xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *s) {
     }
     s->param[j] = p;
   }
+  /* Integer compute reads them as integers; None as no bound (the int64 limits). */
+  for (int j = 0; j < XR_EW_MAX_PARAMS; j++)
+    s->iparam[j] = isnan(s->param[j]) ? (j == 0 ? INT64_MIN : INT64_MAX) : to_int64(s->param[j]);
   if (s->op == XR_EW_NAN_TO_NUM) {
     double big = largest_finite(result);
     if (isnan(s->param[1])) s->param[1] = big;
@@ -277,49 +287,19 @@ double xr_ew_pointwise_float(const xr_ew_step_t *s, double a, double b, double c
   }
 }
 
-/* integer helpers: wrap-around where C would overflow */
-static int64_t pw_ineg(int64_t x) { return (int64_t)(0 - (uint64_t)x); }
-static int64_t pw_imul(int64_t x, int64_t y) { return (int64_t)((uint64_t)x * (uint64_t)y); }
-static int64_t pw_iremainder(int64_t x, int64_t y) {
-  if (y == 0) return 0;
-  if (y == -1) return 0; /* INT64_MIN % -1 overflows in C */
-  int64_t r = x % y;
-  return r != 0 && (r < 0) != (y < 0) ? r + y : r;
-}
-static int64_t pw_ipow(int64_t base, int64_t e) {
-  if (e < 0) return base == 1 ? 1 : base == -1 ? (e % 2 ? -1 : 1) : 0;
-  int64_t r = 1;
-  for (; e; e >>= 1, base = pw_imul(base, base))
-    if (e & 1) r = pw_imul(r, base);
-  return r;
-}
-/* torch: shifts by the width or more give 0 (left) or the sign (right). */
-static int64_t pw_ishl(int64_t x, int64_t y) {
-  return y < 0 || y >= 64 ? 0 : (int64_t)((uint64_t)x << y);
-}
-static int64_t pw_ishr(int64_t x, int64_t y) {
-  return y < 0 || y >= 64 ? (x < 0 ? -1 : 0) : x >> y;
-}
-/* Bounds are doubles (NaN: None), compared exactly against the integer. */
-static int64_t pw_iclamp(int64_t x, double lo, double hi) {
-  if (!isnan(lo) && (double)x < lo) x = lo >= 0x1p63 ? INT64_MAX : (int64_t)ceil(lo);
-  if (!isnan(hi) && (double)x > hi) x = hi < -0x1p63 ? INT64_MIN : (int64_t)floor(hi);
-  return x;
-}
+#define XR_PW_INT_HELPER static inline
+#define XR_PW_I int64_t
+#define XR_PW_U uint64_t
+#include "kernels/pointwise_ops.h"
+#undef XR_PW_INT_HELPER
+#undef XR_PW_I
+#undef XR_PW_U
 
-static int64_t to_int64(double v) {
-  if (isnan(v)) return 0;
-  if (v >= 0x1p63) return INT64_MAX;
-  if (v <= -0x1p63) return INT64_MIN;
-  return (int64_t)v;
-}
 
 int64_t xr_ew_pointwise_int(const xr_ew_step_t *s, int64_t a, int64_t b, int64_t c) {
-  const double p0 = s->param[0], p1 = s->param[1];
-  const int64_t ip0 = to_int64(p0), ip1 = to_int64(p1);
+  const int64_t ip0 = s->iparam[0], ip1 = s->iparam[1];
   const bool boolean = s->compute == XR_DTYPE_BOOL;
-  (void)p1, (void)ip0, (void)ip1, (void)b, (void)c;
-#define pw_inot(x) (boolean ? !(x) : ~(x))
+  (void)ip0, (void)ip1, (void)b, (void)c, (void)boolean;
   switch (s->op) {
 #define XR_PW(ID, NAME, KIND, OPERANDS, PARAMS, FLOPS, FLOAT_EXPR, INT_EXPR) \
   case XR_EW_##ID: return INT_EXPR;
@@ -327,5 +307,4 @@ int64_t xr_ew_pointwise_int(const xr_ew_step_t *s, int64_t a, int64_t b, int64_t
 #undef XR_PW
     default: return 0;
   }
-#undef pw_inot
 }

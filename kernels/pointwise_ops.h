@@ -22,8 +22,9 @@
  *   FLOAT_EXPR  the value, in the compute type T (double in the reference, float elsewhere);
  *               math through pw_<fn>() (the XR_PW_MATH lists below), constants as K(x), truth
  *               values as B(cond)
- *   INT_EXPR    the value for integer compute (the reference only: int64_t a, b, c; ip0 = p0
- *               as int64_t; wrapping helpers of kernels/pointwise.c), or 0 where KIND has none
+ *   INT_EXPR    the value for integer compute, in 64-bit a, b, c with ip0, ip1 (the Scalar
+ *               arguments as integers; None: the int64 limits), `boolean` (the compute dtype is
+ *               bool) and the wrapping pw_i helpers below; 0 where KIND has none
  */
 
 #ifdef XR_PW_MATH1
@@ -70,6 +71,45 @@ XR_PW_HELPER XR_PW_T pw_erfinv_approx(XR_PW_T y) {
     p = K(2.83297682) + p * w;
   }
   return p * y;
+}
+#endif
+
+/* The integer helpers, for a backend that defines XR_PW_INT_HELPER (qualifiers) and XR_PW_I /
+ * XR_PW_U (its signed and unsigned 64-bit types): two's-complement wrap-around where C would
+ * overflow; a zero divisor gives 0 (torch raises; seeded inputs hold zeros). */
+#ifdef XR_PW_INT_HELPER
+XR_PW_INT_HELPER XR_PW_I pw_ineg(XR_PW_I x) { return (XR_PW_I)((XR_PW_U)0 - (XR_PW_U)x); }
+XR_PW_INT_HELPER XR_PW_I pw_imul(XR_PW_I x, XR_PW_I y) {
+  return (XR_PW_I)((XR_PW_U)x * (XR_PW_U)y);
+}
+/* x % -1 is 0, and INT64_MIN % -1 overflows in C */
+XR_PW_INT_HELPER XR_PW_I pw_ifmod(XR_PW_I x, XR_PW_I y) {
+  return y == 0 || y == -1 ? 0 : x % y;
+}
+/* x / y rounded toward zero, or toward -inf (`floor`); INT64_MIN / -1 wraps */
+XR_PW_INT_HELPER XR_PW_I pw_idiv(XR_PW_I x, XR_PW_I y, int floor) {
+  if (y == 0) return 0;
+  if (y == -1) return pw_ineg(x);
+  XR_PW_I q = x / y;
+  return floor && x % y != 0 && (x < 0) != (y < 0) ? q - 1 : q;
+}
+XR_PW_INT_HELPER XR_PW_I pw_iremainder(XR_PW_I x, XR_PW_I y) {
+  XR_PW_I r = pw_ifmod(x, y);
+  return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+}
+XR_PW_INT_HELPER XR_PW_I pw_ipow(XR_PW_I base, XR_PW_I e) {
+  if (e < 0) return base == 1 ? 1 : base == -1 ? (e % 2 ? -1 : 1) : 0;
+  XR_PW_I r = 1;
+  for (; e; e >>= 1, base = pw_imul(base, base))
+    if (e & 1) r = pw_imul(r, base);
+  return r;
+}
+/* torch: shifts by the width or more give 0 (left) or the sign (right) */
+XR_PW_INT_HELPER XR_PW_I pw_ishl(XR_PW_I x, XR_PW_I y) {
+  return y < 0 || y >= 64 ? 0 : (XR_PW_I)((XR_PW_U)x << y);
+}
+XR_PW_INT_HELPER XR_PW_I pw_ishr(XR_PW_I x, XR_PW_I y) {
+  return y < 0 || y >= 64 ? (x < 0 ? -1 : 0) : x >> y;
 }
 #endif
 
@@ -139,19 +179,19 @@ XR_PW(ISFINITE, "isfinite", PRED, "self", "", 1, B(pw_fabs(a) < K(1) / K(0)), 1)
 XR_PW(NAN_TO_NUM, "nan_to_num", SAME, "self", "nan=0,posinf=None,neginf=None", 2,
       XR_PW_NAN(a) ? p0 : a == K(1) / K(0) ? p1 : a == -K(1) / K(0) ? p2 : a, a)
 XR_PW(CLAMP, "clamp", SAME, "self", "min=None,max=None", 2,
-      XR_PW_NAN(a) ? a : pw_clamp(a, p0, p1), pw_iclamp(a, p0, p1))
+      XR_PW_NAN(a) ? a : pw_clamp(a, p0, p1), pw_clamp(a, ip0, ip1))
 XR_PW(CLAMP_MIN, "clamp_min", SAME, "self", "min=None", 1,
-      XR_PW_NAN(a) ? a : pw_clamp(a, p0, K(1) / K(0)), pw_iclamp(a, p0, 1.0 / 0.0))
+      XR_PW_NAN(a) ? a : pw_clamp(a, p0, K(1) / K(0)), a < ip0 ? ip0 : a)
 XR_PW(CLAMP_MAX, "clamp_max", SAME, "self", "max=None", 1,
-      XR_PW_NAN(a) ? a : pw_clamp(a, -K(1) / K(0), p0), pw_iclamp(a, -1.0 / 0.0, p0))
+      XR_PW_NAN(a) ? a : pw_clamp(a, -K(1) / K(0), p0), a > ip0 ? ip0 : a)
 XR_PW(LOGICAL_NOT, "logical_not", LOGIC, "self", "", 1, B(a == K(0)), a == 0)
-XR_PW(BITWISE_NOT, "bitwise_not", BITS, "self", "", 1, 0, pw_inot(a))
+XR_PW(BITWISE_NOT, "bitwise_not", BITS, "self", "", 1, 0, boolean ? !a : ~a)
 /* binary */
 XR_PW(REMAINDER, "remainder", SAME, "self,other", "", 3,
       pw_fmod(a, b) != K(0) && (pw_fmod(a, b) < K(0)) != (b < K(0)) ? pw_fmod(a, b) + b
                                                                      : pw_fmod(a, b),
       pw_iremainder(a, b))
-XR_PW(FMOD, "fmod", SAME, "self,other", "", 2, pw_fmod(a, b), b == 0 ? 0 : a % b)
+XR_PW(FMOD, "fmod", SAME, "self,other", "", 2, pw_fmod(a, b), pw_ifmod(a, b))
 XR_PW(POW, "pow", SAME, "self,exponent", "", 8, pw_pow(a, b), pw_ipow(a, b))
 XR_PW(FLOAT_POWER, "float_power", FLOAT, "self,exponent", "", 8, pw_pow(a, b), 0)
 XR_PW(ATAN2, "atan2", FLOAT, "self,other", "", 8, pw_atan2(a, b), 0)
@@ -182,9 +222,9 @@ XR_PW(BITWISE_LEFT_SHIFT, "bitwise_left_shift", BITS, "self,other", "", 1, 0, pw
 XR_PW(BITWISE_RIGHT_SHIFT, "bitwise_right_shift", BITS, "self,other", "", 1, 0, pw_ishr(a, b))
 /* threshold(self, threshold, value): x <= threshold becomes value. */
 XR_PW(THRESHOLD, "threshold", SAME, "self", "threshold=0,value=0", 1, a > p0 ? a : p1,
-      a > p0 ? a : ip1)
+      a > ip0 ? a : ip1)
 XR_PW(THRESHOLD_BACKWARD, "threshold_backward", SAME, "grad_output,self", "threshold=0", 1,
-      b > p0 ? a : K(0), b > p0 ? a : 0)
+      b > p0 ? a : K(0), b > ip0 ? a : 0)
 XR_PW(TANH_BACKWARD, "tanh_backward", FLOAT, "grad_output,output", "", 3, a * (K(1) - b * b), 0)
 XR_PW(SIGMOID_BACKWARD, "sigmoid_backward", FLOAT, "grad_output,output", "", 3,
       a * b * (K(1) - b), 0)
@@ -198,7 +238,7 @@ XR_PW(MASKED_FILL, "masked_fill", SELF, "self,mask~,value", "", 1, b != K(0) ? c
 XR_PW(LERP, "lerp", FLOAT, "self,end,weight", "", 3,
       pw_fabs(c) < K(0.5) ? a + c * (b - a) : b - (b - a) * (K(1) - c), 0)
 XR_PW(ADDCMUL, "addcmul", SAME, "self,tensor1,tensor2", "value=1", 3, a + p0 * b * c,
-      a + ip0 * b * c)
+      pw_imul(pw_imul(ip0, b), c) + a)
 XR_PW(ADDCDIV, "addcdiv", FLOAT, "self,tensor1,tensor2", "value=1", 3, a + p0 * b / c, 0)
 #undef XR_PW_NAN
 #undef pw_clamp

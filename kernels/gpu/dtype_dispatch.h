@@ -30,6 +30,36 @@ static __device__ __forceinline__ float xr_load_as_float(const void *p, int dtyp
   }
 }
 
+// Element i of an integer or bool array as a 64-bit integer (the integer pipelines).
+static __device__ __forceinline__ long long xr_load_as_long(const void *p, int dtype, long long i) {
+  switch (dtype) {
+    case XR_GPU_I8: return ((const signed char *)p)[i];
+    case XR_GPU_I16: return ((const short *)p)[i];
+    case XR_GPU_I32: return ((const int *)p)[i];
+    case XR_GPU_I64: return ((const long long *)p)[i];
+    case XR_GPU_U16: return ((const unsigned short *)p)[i];
+    case XR_GPU_U32: return ((const unsigned int *)p)[i];
+    case XR_GPU_U64: return (long long)((const unsigned long long *)p)[i];
+    case XR_GPU_BOOL: return ((const unsigned char *)p)[i] != 0;
+    default: return ((const unsigned char *)p)[i];  // XR_GPU_U8
+  }
+}
+
+// Stores the low bytes of v in an integer dtype of `size` bytes, or v != 0 as a bool.
+static __device__ __forceinline__ void xr_store_long(void *p, int dtype, int size, long long i,
+                                                     long long v) {
+  if (dtype == XR_GPU_BOOL) {
+    ((unsigned char *)p)[i] = v != 0;
+    return;
+  }
+  switch (size) {
+    case 1: ((unsigned char *)p)[i] = (unsigned char)v; break;
+    case 2: ((unsigned short *)p)[i] = (unsigned short)v; break;
+    case 4: ((unsigned int *)p)[i] = (unsigned int)v; break;
+    default: ((unsigned long long *)p)[i] = (unsigned long long)v; break;
+  }
+}
+
 // Stores v rounded once to a float dtype (f32, f16, bf16, fp8; fp8 saturates), or as a bool
 // (v != 0). Callers check that the dtype is one of these on the host: others store nothing.
 static __device__ __forceinline__ void xr_store_float(void *p, int dtype, long long i, float v) {

@@ -58,6 +58,36 @@ static __device__ float xr_ew_table(int op, float a, float b, float c, const flo
   }
 }
 
+#define XR_PW_INT_HELPER static __device__ __forceinline__
+#define XR_PW_I long long
+#define XR_PW_U unsigned long long
+#include "pointwise_ops.h"
+#undef XR_PW_INT_HELPER
+#undef XR_PW_I
+#undef XR_PW_U
+
+// The integer pipeline: the table's INT_EXPR, or the arithmetic ops, wrapping.
+static __device__ long long xr_ew_int(const xr_ew_gpu_params_t &p, long long a, long long b,
+                                      long long c) {
+  const long long ip0 = p.iparam[0], ip1 = p.iparam[1];
+  const bool boolean = p.compute_dtype == XR_GPU_BOOL;
+  (void)ip0, (void)ip1, (void)boolean;
+  switch (p.op) {
+#define XR_PW(ID, NAME, KIND, OPERANDS, PARAMS, FLOPS, FLOAT_EXPR, INT_EXPR) \
+  case XR_EW_GPU_##ID: return (long long)(INT_EXPR);
+#include "pointwise_ops.h"
+#undef XR_PW
+    case XR_EW_GPU_ADD:
+      return (long long)((unsigned long long)a + (unsigned long long)p.ialpha * (unsigned long long)b);
+    case XR_EW_GPU_SUB:
+      return (long long)((unsigned long long)a - (unsigned long long)p.ialpha * (unsigned long long)b);
+    case XR_EW_GPU_MUL: return pw_imul(a, b);
+    case XR_EW_GPU_DIV_TRUNC: return pw_idiv(a, b, 0);
+    case XR_EW_GPU_DIV_FLOOR: return pw_idiv(a, b, 1);
+    default: return a;  // COPY between integer dtypes
+  }
+}
+
 static __device__ __forceinline__ float xr_ew_apply(int op, float a, float b, float alpha) {
   switch (op) {
     case XR_EW_GPU_ADD: return a + alpha * b;
@@ -124,6 +154,15 @@ extern "C" __global__ void __launch_bounds__(XR_EW_GPU_THREADS)
         ia += index * p.gather_stride;
       }
       xr_move_raw(out, o, a, ia, p.elem_size);
+    } else if (p.path == XR_EW_GPU_INT) {
+      const long long la = p.a_kind == 2 ? p.ivalue[0] : xr_load_as_long(a, p.a_dtype, ia);
+      const long long lb = p.b_kind == 1   ? xr_load_as_long(b, p.b_dtype, ib)
+                           : p.b_kind == 2 ? p.ivalue[1]
+                                           : 0;
+      const long long lc = p.c_kind == 1   ? xr_load_as_long(c, p.c_dtype, ic)
+                           : p.c_kind == 2 ? p.ivalue[2]
+                                           : 0;
+      xr_store_long(out, p.out_dtype, p.elem_size, o, xr_ew_int(p, la, lb, lc));
     } else {
       const float va = p.a_kind == 2 ? p.a_value : xr_load_as_float(a, p.a_dtype, ia);
       const float vb = p.b_kind == 1   ? xr_load_as_float(b, p.b_dtype, ib)

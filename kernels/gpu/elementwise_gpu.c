@@ -3,8 +3,8 @@
  * twins of kernels/opencl/elementwise_opencl.c and elementwise_argmax.c, covering the same
  * problems: each elementwise step is coalesced (xr_ew_coalesce) and launched as a grid-stride
  * loop; float results (f32, f16, bf16, fp8) are computed in float from inputs of any dtype,
- * copies and gathers of one dtype and fills move raw elements of any dtype; f64 and integer
- * arithmetic are left to the CPU. Two impls per family share the code and differ in .driver. */
+ * integer results from integer operands in 64-bit integers (wrapping); copies and gathers of one
+ * dtype and fills move raw elements of any dtype; f64 arithmetic is left to the CPU. Two impls per family share the code and differ in .driver. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +44,7 @@ static int step_path(const xr_ew_step_t *s) {
   if (s->op == XR_EW_FILL) return XR_EW_GPU_FILL;
   if ((s->op == XR_EW_COPY || s->op == XR_EW_GATHER) && s->a.dtype == s->out.dtype)
     return XR_EW_GPU_RAW;
-  return XR_EW_GPU_FLOAT;
+  return xr_ew_int_pipeline(s) ? XR_EW_GPU_INT : XR_EW_GPU_FLOAT;
 }
 
 static xr_status_t ew_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
@@ -54,7 +54,8 @@ static xr_status_t ew_supports(const xr_op_plan_t *plan, xr_hal_device_t *device
     const xr_ew_step_t *s = &p->steps[i];
     if (step_path(s) == XR_EW_GPU_FLOAT && !xr_ew_float_pipeline(s))
       return xr_error(XR_UNIMPLEMENTED, "%s: %s results are not implemented when computed in %s "
-                      "(the GPU kernels compute in float)", plan->op->name,
+                      "from these operands (the GPU kernels compute in float, or in integers from "
+                      "integer operands)", plan->op->name,
                       xr_dtype_name(s->out.dtype),
                       xr_dtype_name(xr_ew_is_table_op(s->op) ? s->compute : s->out.dtype));
     xr_ew_step_t flat;
@@ -129,6 +130,12 @@ static void fill_params(const xr_ew_step_t *step, const xr_tensor_t *tensors,
   q->a_value = (float)f.a_value;
   q->c_value = (float)f.c_value;
   for (int k = 0; k < 3; k++) q->param[k] = (float)f.param[k];
+  for (int k = 0; k < 3; k++) q->iparam[k] = f.iparam[k];
+  q->ivalue[0] = xr_ew_int_value(f.a_value);
+  q->ivalue[1] = xr_ew_int_value(f.scalar);
+  q->ivalue[2] = xr_ew_int_value(f.c_value);
+  q->ialpha = xr_ew_int_value(f.alpha);
+  q->compute_dtype = (int)f.compute;
   q->path = step_path(step);
   q->elem_size = (int)xr_dtype_size(f.out.dtype);
   if (f.op == XR_EW_FILL) q->pattern = fill_pattern(&f);

@@ -31,6 +31,7 @@
 #define XR_EW_GPU_FLOAT 0 /* load as float, compute, round once to a float output dtype */
 #define XR_EW_GPU_RAW 1   /* copy or gather of elem_size-byte elements, same dtype */
 #define XR_EW_GPU_FILL 2  /* store `pattern`, the value's bits in the output dtype */
+#define XR_EW_GPU_INT 3   /* integer operands as 64-bit integers, wrapping; integer result */
 
 typedef struct xr_ew_gpu_params {
   long long shape[XR_EW_GPU_MAX_DIMS];
@@ -39,14 +40,18 @@ typedef struct xr_ew_gpu_params {
   long long numel;
   long long gather_stride, gather_size;     /* GATHER: a's stride and size along the index */
   long long pattern;
+  long long ivalue[3];                      /* INT: the a, b and c Scalars */
+  long long iparam[3];                      /* INT: the row's arguments as integers */
+  long long ialpha;
   float alpha, scalar;                      /* scalar: b's value when b_kind is 2 */
   float a_value, c_value;                   /* a's and c's values when their kind is 2 */
   float param[3];                           /* the table row's Scalar arguments */
   int rank;
   int op;                                   /* xr_ew_op_t */
+  int compute_dtype;                        /* table ops: the dtype the formula computes in */
   int out_dtype, a_dtype, b_dtype, c_dtype;
   int a_kind, b_kind, c_kind;               /* 0 none, 1 tensor, 2 a scalar */
-  int path;                                 /* XR_EW_GPU_FLOAT, _RAW, _FILL */
+  int path;                                 /* XR_EW_GPU_FLOAT, _RAW, _FILL, _INT */
   int elem_size;                            /* RAW and FILL: 1, 2, 4 or 8 bytes */
 } xr_ew_gpu_params_t;
 

@@ -2,8 +2,9 @@
 // shape of work, specialised at build time:
 //   -DOP=<xr_ew_op_t> -DDT_OUT=<xr_dtype_t> -DDT_A=.. -DDT_B=.. -DDT_C=.. -DA_KIND=0|1|2
 //   -DB_KIND=.. -DC_KIND=.. (none, tensor, scalar) -DPATH=0|1|2 (float pipeline, raw element
-//   moves, fill) -DRAW_T=<uchar..ulong>
-// The pointwise table's ops (kernels/pointwise_ops.h) are the float pipeline's too.
+//   moves, fill, integer pipeline) -DRAW_T=<uchar..ulong> -DDT_COMPUTE=<the table's compute dtype>
+// The pointwise table's ops (kernels/pointwise_ops.h) take the float pipeline, or the integer
+// one (64-bit, wrapping) where they compute in an integer dtype.
 // One work-item per output element over a 3-D range: x walks the innermost dimension, y the
 // next one, z every outer dimension (decomposed with the shape). Offsets and strides are in
 // elements of each operand's own dtype. bf16 travels as ushort bits, f16 through vload_half /
@@ -48,6 +49,9 @@ typedef struct {
   float a_value, c_value;     // a's and c's values when A_KIND / C_KIND is 2
   float param[3];             // the table row's Scalar arguments
   int rank;
+  long ivalue[3];             // the integer pipeline's a, b and c Scalars
+  long iparam[3];             // and the row's arguments as integers
+  long ialpha;
 } xr_ew_geometry;
 
 // f64 read as its bits (no cl_khr_fp64 needed); the mantissa is truncated to float's.
@@ -123,6 +127,58 @@ float apply_table(float a, float b, float c, float p0, float p1, float p2) {
   }
 }
 
+// The integer pipeline: operands loaded as long, the table's INT_EXPR or the arithmetic
+// ops wrapping in two's complement, stored in the output dtype's width.
+#define XR_PW_INT_HELPER
+#define XR_PW_I long
+#define XR_PW_U ulong
+#include "pointwise_ops.h"
+#undef XR_PW_INT_HELPER
+#undef XR_PW_I
+#undef XR_PW_U
+
+#define LOAD_AS_LONG(dt, p, i)                                              \
+  ((dt) == XR_I64 ? ((__global const long *)(p))[i]                        \
+   : (dt) == XR_I32 ? (long)((__global const int *)(p))[i]                 \
+   : (dt) == XR_I16 ? (long)((__global const short *)(p))[i]               \
+   : (dt) == XR_I8 ? (long)((__global const char *)(p))[i]                 \
+   : (dt) == XR_U64 ? (long)((__global const ulong *)(p))[i]               \
+   : (dt) == XR_U32 ? (long)((__global const uint *)(p))[i]                \
+   : (dt) == XR_U16 ? (long)((__global const ushort *)(p))[i]              \
+   : (dt) == XR_BOOL ? (long)(((__global const uchar *)(p))[i] != 0)       \
+                     : (long)((__global const uchar *)(p))[i])
+
+// The low bytes of v in the output's width (RAW_T), or a bool.
+void store_long(__global uchar *p, long i, long v) {
+  if (DT_OUT == XR_BOOL) p[i] = v != 0;
+  else ((__global RAW_T *)p)[i] = (RAW_T)v;
+}
+
+long apply_int(long a, long b, long c, long ip0, long ip1, long alpha) {
+#if OP >= EW_TABLE_FIRST
+  const bool boolean = DT_COMPUTE == XR_BOOL;
+  switch (OP) {
+#define XR_PW(ID, NAME, KIND, OPERANDS, PARAMS, FLOPS, FLOAT_EXPR, INT_EXPR) \
+  case EW_##ID: return (long)(INT_EXPR);
+#include "pointwise_ops.h"
+#undef XR_PW
+    default: return a;
+  }
+#elif OP == EW_ADD
+  return (long)((ulong)a + (ulong)alpha * (ulong)b);
+#elif OP == EW_SUB
+  return (long)((ulong)a - (ulong)alpha * (ulong)b);
+#elif OP == EW_MUL
+  return pw_imul(a, b);
+#elif OP == EW_DIV_TRUNC
+  return pw_idiv(a, b, 0);
+#elif OP == EW_DIV_FLOOR
+  return pw_idiv(a, b, 1);
+#else
+  return a;  // COPY between integer dtypes
+#endif
+}
+
 float apply(float a, float b, float alpha) {
 #if OP == EW_ADD
   return a + alpha * b;
@@ -180,6 +236,27 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
   ia += idx * g.gather_stride;
 #endif
   ((__global RAW_T *)out)[o] = ((__global const RAW_T *)a)[ia];
+#elif PATH == 3
+#if A_KIND == 2
+  long la = g.ivalue[0];
+#else
+  long la = LOAD_AS_LONG(DT_A, a, ia);
+#endif
+#if B_KIND == 1
+  long lb = LOAD_AS_LONG(DT_B, b, ib);
+#elif B_KIND == 2
+  long lb = g.ivalue[1];
+#else
+  long lb = 0;
+#endif
+#if C_KIND == 1
+  long lc = LOAD_AS_LONG(DT_C, c, ic);
+#elif C_KIND == 2
+  long lc = g.ivalue[2];
+#else
+  long lc = 0;
+#endif
+  store_long(out, o, apply_int(la, lb, lc, g.iparam[0], g.iparam[1], g.ialpha));
 #else
 #if A_KIND == 2
   float va = g.a_value;

@@ -3,8 +3,8 @@
  * Each step is coalesced, padded to at least two dimensions, and dispatched as a 3-D range
  * (innermost dim, next dim, the rest) of one program built for its op and dtypes. Float results
  * (f32, f16, bf16, fp8, and the table's bools) are computed in float from inputs of any dtype;
- * copies, gathers and fills move raw elements of any dtype. f64 and integer arithmetic are left
- * to the CPU. */
+ * integer results from integer operands in 64-bit integers (wrapping); copies, gathers and fills
+ * move raw elements of any dtype. f64 arithmetic and integers from floats are left to the CPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +29,12 @@ typedef struct cl_geometry {
   float a_value, c_value;
   float param[XR_EW_MAX_PARAMS];
   int32_t rank;
+  int64_t ivalue[3];
+  int64_t iparam[XR_EW_MAX_PARAMS];
+  int64_t ialpha;
 } cl_geometry_t;
 
-typedef enum { PATH_FLOAT = 0, PATH_RAW = 1, PATH_FILL = 2 } path_t;
+typedef enum { PATH_FLOAT = 0, PATH_RAW = 1, PATH_FILL = 2, PATH_INT = 3 } path_t;
 
 typedef struct cl_step {
   xr_hal_executable_t *exe; /* owned unless `shared` */
@@ -53,7 +56,7 @@ typedef struct cl_state {
 static path_t step_path(const xr_ew_step_t *s) {
   if (s->op == XR_EW_FILL) return PATH_FILL;
   if ((s->op == XR_EW_COPY || s->op == XR_EW_GATHER) && s->a.dtype == s->out.dtype) return PATH_RAW;
-  return PATH_FLOAT;
+  return xr_ew_int_pipeline(s) ? PATH_INT : PATH_FLOAT;
 }
 
 static const char *raw_type(size_t esize) {
@@ -67,7 +70,9 @@ static xr_status_t cl_supports(const xr_op_plan_t *plan, xr_hal_device_t *device
     const xr_ew_step_t *s = &p->steps[i];
     if (step_path(s) == PATH_FLOAT && !xr_ew_float_pipeline(s))
       return xr_error(XR_UNIMPLEMENTED, "%s results are not implemented when computed in %s "
-                                        "(kernels compute in float)", xr_dtype_name(s->out.dtype),
+                                        "from these operands (the kernels compute in float, or "
+                                        "in integers from integer operands)",
+                      xr_dtype_name(s->out.dtype),
                       xr_dtype_name(xr_ew_is_table_op(s->op) ? s->compute : s->out.dtype));
     xr_ew_step_t flat;
     xr_ew_coalesce(s, &flat);
@@ -110,6 +115,11 @@ static xr_status_t set_geometry(const xr_ew_step_t *step, const xr_tensor_t *ten
   g->a_value = (float)f.a_value;
   g->c_value = (float)f.c_value;
   for (int k = 0; k < XR_EW_MAX_PARAMS; k++) g->param[k] = (float)f.param[k];
+  for (int k = 0; k < XR_EW_MAX_PARAMS; k++) g->iparam[k] = f.iparam[k];
+  g->ivalue[0] = xr_ew_int_value(f.a_value);
+  g->ivalue[1] = xr_ew_int_value(f.scalar);
+  g->ivalue[2] = xr_ew_int_value(f.c_value);
+  g->ialpha = xr_ew_int_value(f.alpha);
   if (f.op == XR_EW_FILL) {
     uint8_t bytes[8] = {0};
     if (xr_dtype_is_floating(f.out.dtype) || f.out.dtype == XR_DTYPE_BOOL) {
@@ -150,11 +160,11 @@ static xr_status_t cl_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
     path_t path = step_path(s);
     snprintf(c->options, sizeof c->options,
              "-DOP=%d -DDT_OUT=%d -DDT_A=%d -DDT_B=%d -DDT_C=%d -DA_KIND=%d -DB_KIND=%d "
-             "-DC_KIND=%d -DPATH=%d -DRAW_T=%s", (int)s->op, (int)s->out.dtype,
+             "-DC_KIND=%d -DPATH=%d -DRAW_T=%s -DDT_COMPUTE=%d", (int)s->op, (int)s->out.dtype,
              s->a.index >= 0 ? (int)s->a.dtype : 0, s->b.index >= 0 ? (int)s->b.dtype : 0,
              s->c.index >= 0 ? (int)s->c.dtype : 0, s->a_scalar ? 2 : s->a.index >= 0 ? 1 : 0,
              s->b_scalar ? 2 : s->b.index >= 0 ? 1 : 0, s->c_scalar ? 2 : s->c.index >= 0 ? 1 : 0,
-             (int)path, raw_type(xr_dtype_size(s->out.dtype)));
+             (int)path, raw_type(xr_dtype_size(s->out.dtype)), (int)s->compute);
     for (size_t k = 0; k < i && !c->exe; k++) /* cat: parts share one program */
       if (!strcmp(st->steps[k].options, c->options)) c->exe = st->steps[k].exe, c->shared = true;
     if (!c->exe && (status = xr_opencl_build(device, "elementwise.cl", c->options, &c->exe)) != XR_OK)

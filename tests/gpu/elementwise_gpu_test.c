@@ -19,10 +19,10 @@ Test(elementwise_gpu, fills) { ew_fill_cases(DRIVER); }
 Test(elementwise_gpu, every_op_class) { ew_op_class_cases(DRIVER); }
 
 /* What the GPU kernels leave to the CPU says so instead of running wrongly. */
-Test(elementwise_gpu, integer_arithmetic_is_unimplemented) {
+Test(elementwise_gpu, f64_arithmetic_is_unimplemented) {
   text_t a = {0}, b = {0};
-  xr_op_result_t r = check_op(binary("aten::add", tensor(&a, "long int", 1, SHAPE(100), NULL, 0),
-                                     tensor(&b, "long int", 1, SHAPE(100), NULL, 0), NULL),
+  xr_op_result_t r = check_op(binary("aten::add", tensor(&a, "double", 1, SHAPE(100), NULL, 0),
+                                     tensor(&b, "double", 1, SHAPE(100), NULL, 0), NULL),
                               DRIVER);
   cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
   cr_assert(strstr(r.message, "results are not implemented"), "%s", r.message);

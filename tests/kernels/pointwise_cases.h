@@ -77,17 +77,17 @@ static inline const char *pw_row_case(const pw_row_t *row, const char *dtype, in
   return json;
 }
 
-/* Ops the fast kernels leave to the reference must say so, never run wrongly. */
-static inline void pw_expect_reference_only(const char *json, const char *device) {
-  xr_op_result_t r = check_op(json, device);
-  if (!strcmp(device, "cpu")) {
-    cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s: %s", json, r.message);
-    cr_assert(r.checked && r.check_passed, "%s: check failed", json);
-    cr_assert_str_eq(r.kernel, "ref.elementwise", "%s", json);
-  } else {
-    cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s on %s: %s", json, device, r.message);
-    cr_assert(strstr(r.message, "results are not implemented when computed in"), "%s", r.message);
+/* Integer compute: the reference on cpu (its fast path computes in float), the device's
+ * integer pipeline elsewhere. */
+static inline void pw_expect_integer(const char *json, const char *device) {
+  if (strcmp(device, "cpu")) {
+    ew_expect(json, device);
+    return;
   }
+  xr_op_result_t r = check_op(json, device);
+  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s: %s", json, r.message);
+  cr_assert(r.checked && r.check_passed, "%s: check failed", json);
+  cr_assert_str_eq(r.kernel, "ref.elementwise", "%s", json);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -96,7 +96,7 @@ static inline void pw_expect_reference_only(const char *json, const char *device
 static inline void pw_every_row_cases(const char *device, const char *dtype) {
   for (size_t i = 0; i < sizeof pw_rows / sizeof *pw_rows; i++) {
     const char *json = pw_row_case(&pw_rows[i], dtype, 17, 33);
-    if (!strcmp(pw_rows[i].kind, "BITS")) pw_expect_reference_only(json, device);
+    if (!strcmp(pw_rows[i].kind, "BITS")) pw_expect_integer(json, device);
     else ew_expect(json, device);
   }
 }
@@ -204,20 +204,44 @@ static inline void pw_form_cases(const char *device) {
   cr_assert(strstr(r.message, "only the in-place forms replay"), "%s", r.message);
 }
 
-/* Integer compute: exact on the reference (64-bit values, wrap-around), refused elsewhere. */
+/* Integer compute: exact in 64 bits with wrap-around; integer results from float operands are
+ * the reference's only. */
 static inline void pw_integer_cases(const char *device) {
   text_t a = {0}, b = {0}, c = {0};
   const char *i64 = tensor(&a, "long int", 2, SHAPE(1, 141), NULL, 0);
-  pw_expect_reference_only(pw_op("aten::eq", "self,other", (const char *[]){i64, "0"}, NULL), device);
-  pw_expect_reference_only(pw_op("aten::neg", "self", (const char *[]){i64}, NULL), device);
+  pw_expect_integer(pw_op("aten::eq", "self,other", (const char *[]){i64, "0"}, NULL), device);
+  pw_expect_integer(pw_op("aten::neg", "self", (const char *[]){i64}, NULL), device);
   const char *i32 = tensor(&b, "int", 1, SHAPE(141), NULL, 0);
-  pw_expect_reference_only(pw_op("aten::remainder", "self,other", (const char *[]){i64, i32}, NULL), device);
-  pw_expect_reference_only(pw_op("aten::bitwise_xor", "self,other", (const char *[]){i32, i64}, NULL), device);
+  pw_expect_integer(pw_op("aten::remainder", "self,other", (const char *[]){i64, i32}, NULL), device);
+  pw_expect_integer(pw_op("aten::bitwise_xor", "self,other", (const char *[]){i32, i64}, NULL), device);
+  pw_expect_integer(pw_op("aten::clamp", "self,min,max", (const char *[]){i64, "-3", "1000000"}, NULL), device);
+  pw_expect_integer(pw_op("aten::pow", "self,exponent", (const char *[]){i32, "3"}, NULL), device);
   const char *m = tensor(&c, "bool", 1, SHAPE(141), NULL, 0);
-  pw_expect_reference_only(pw_op("aten::masked_fill_", "self,mask,value", (const char *[]){i64, m, "-1"}, NULL),
-                           device);
-  pw_expect_reference_only(pw_op("aten::where", "condition,self,other", (const char *[]){m, i64, i32}, NULL),
-                           device);
+  pw_expect_integer(pw_op("aten::masked_fill_", "self,mask,value", (const char *[]){i64, m, "-1"}, NULL),
+                    device);
+  pw_expect_integer(pw_op("aten::where", "condition,self,other", (const char *[]){m, i64, i32}, NULL),
+                    device);
+  /* truth values are exact in float: the fast path takes them */
+  ew_expect(pw_op("aten::logical_not", "self", (const char *[]){m}, NULL), device);
+  /* the arithmetic ops and conversions between integer dtypes take the same pipeline */
+  pw_expect_integer(pw_op("aten::mul", "self,other", (const char *[]){i64, i32}, NULL), device);
+  pw_expect_integer(pw_op("aten::div", "self,other", (const char *[]){i64, i32},
+                          "{\"name\": \"rounding_mode\", \"type\": \"str?\", \"value\": \"floor\"}"),
+                    device);
+  b.n = 0;
+  const char *i32_row = tensor(&b, "int", 2, SHAPE(1, 141), NULL, 0);
+  pw_expect_integer(copy_(i32_row, i64), device);
+  /* an integer result from a float operand: truncation the fast kernels do not do */
+  b.n = 0;
+  const char *f32 = tensor(&b, "float", 2, SHAPE(1, 141), NULL, 0);
+  xr_op_result_t r = check_op(copy_(i64, f32), device);
+  if (strcmp(device, "cpu")) {
+    cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "on %s: %s", device, r.message);
+    cr_assert(strstr(r.message, "results are not implemented when computed in"), "%s", r.message);
+  } else {
+    cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s", r.message);
+    cr_assert_str_eq(r.kernel, "ref.elementwise");
+  }
 }
 
 #endif

@@ -19,7 +19,7 @@ Test(pointwise_opencl, every_row_f32) { pw_every_row_cases("opencl", "float"); }
 Test(pointwise_opencl, sizes_and_views) { pw_size_and_view_cases("opencl"); }
 Test(pointwise_opencl, scalars_and_arguments) { pw_scalar_cases("opencl"); }
 Test(pointwise_opencl, in_place_out_fp8_and_lists) { pw_form_cases("opencl"); }
-Test(pointwise_opencl, integers_are_refused) { pw_integer_cases("opencl"); }
+Test(pointwise_opencl, integers_in_64_bits) { pw_integer_cases("opencl"); }
 
 /* Plans the one-op bundle; returns the status, the result dtype in *out_dtype when OK. */
 static xr_status_t plan_dtype(const char *json, xr_dtype_t *out_dtype) {

@@ -28,6 +28,7 @@ static const char *const ew_ops[] = {
     "aten::_foreach_add", "aten::_foreach_add_", "aten::_foreach_sub", "aten::_foreach_sub_",
     "aten::_foreach_mul", "aten::_foreach_mul_", "aten::_foreach_div", "aten::_foreach_div_",
     "aten::_foreach_copy_", "aten::_foreach_zero_",
+    XR_EW_MOVEMENT_OPS,
 #define XR_PW(ID, NAME, ...) \
     "aten::" NAME, "aten::" NAME "_", "aten::_foreach_" NAME, "aten::_foreach_" NAME "_",
 #include "kernels/pointwise_ops.h"
@@ -53,7 +54,8 @@ bool xr_ew_int_pipeline(const xr_ew_step_t *s) {
   if (xr_dtype_is_floating(s->out.dtype)) return false;
   bool op_ok = xr_ew_is_table_op(s->op) ? !xr_dtype_is_floating(s->compute)
                : s->op == XR_EW_COPY || s->op == XR_EW_ADD || s->op == XR_EW_SUB ||
-                     s->op == XR_EW_MUL || s->op == XR_EW_DIV_TRUNC || s->op == XR_EW_DIV_FLOOR;
+                     s->op == XR_EW_MUL || s->op == XR_EW_DIV_TRUNC || s->op == XR_EW_DIV_FLOOR ||
+                     s->op == XR_EW_ARANGE;
   const xr_ew_operand_t *ops[3] = {&s->a, &s->b, &s->c};
   for (int k = 0; op_ok && k < 3; k++)
     op_ok = ops[k]->index < 0 || !xr_dtype_is_floating(ops[k]->dtype);
@@ -409,6 +411,14 @@ static xr_status_t analyze_fill(xr_op_plan_t *plan, xr_ew_step_t *s) {
   return xr_arg_double(plan->op, 1, "value", true, &s->scalar);
 }
 
+double xr_ew_sequence_value(const xr_ew_step_t *s, int64_t i) {
+  if (s->op == XR_EW_ARANGE) return s->a_value + (double)i * s->alpha;
+  /* torch's linspace: from the start for the first half, from the end for the rest */
+  int64_t n = s->numel;
+  double step = n > 1 ? (s->c_value - s->a_value) / (double)(n - 1) : 0;
+  return i < n / 2 ? s->a_value + step * (double)i : s->c_value - step * (double)(n - 1 - i);
+}
+
 void xr_ew_step_cost(const xr_ew_step_t *s, double *bytes, double *flops) {
   double n = (double)s->numel;
   double out_size = (double)xr_dtype_size(s->out.dtype);
@@ -435,6 +445,7 @@ void xr_ew_step_cost(const xr_ew_step_t *s, double *bytes, double *flops) {
       [XR_EW_DIV_TRUNC] = 2, [XR_EW_DIV_FLOOR] = 2,
       [XR_EW_GELU] = 5, [XR_EW_GELU_TANH] = 9, [XR_EW_SILU] = 4,
       [XR_EW_SILU_AND_MUL] = 5, [XR_EW_GELU_AND_MUL] = 6, [XR_EW_GELU_TANH_AND_MUL] = 10,
+      [XR_EW_ARANGE] = 2, [XR_EW_LINSPACE] = 2,
   };
   double f = xr_ew_is_table_op(s->op) ? xr_ew_pointwise_flops(s->op) : per_element[s->op];
   if (xr_ew_is_table_op(s->op) && !xr_dtype_is_floating(s->compute)) f = 0;
@@ -518,6 +529,8 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   xr_status_t st;
   if (xr_ew_is_indexing_op(name)) {
     if ((st = xr_ew_analyze_indexing(plan, &p)) != XR_OK) return st;
+  } else if (xr_ew_is_movement_op(name)) {
+    if ((st = xr_ew_analyze_movement(plan, &p)) != XR_OK) return st;
   } else if (strstr(name, "::_foreach_")) {
     if ((st = analyze_foreach(plan, &p)) != XR_OK) return st;
   } else {
@@ -712,6 +725,15 @@ static void ref_elements(void *ctx, size_t begin, size_t end) {
     }
     if (xr_ew_is_table_op(s->op)) {
       ref_table_element(rs, io, ia, ib, ic);
+      continue;
+    }
+    if (s->op == XR_EW_ARANGE || s->op == XR_EW_LINSPACE) {
+      if (float_out || s->op == XR_EW_LINSPACE || s->out.dtype == XR_DTYPE_BOOL)
+        xr_store_element(base[0], s->out.dtype, io, xr_ew_sequence_value(s, (int64_t)e));
+      else /* integer arange: exact in int64 */
+        store_int(base[0], s->out.dtype, io,
+                  (int64_t)((uint64_t)to_int64(s->a_value) +
+                            (uint64_t)e * (uint64_t)to_int64(s->alpha)));
       continue;
     }
     if (s->op == XR_EW_GATHER) {

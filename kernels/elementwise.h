@@ -25,6 +25,8 @@ typedef enum xr_ew_op {
   XR_EW_GELU_AND_MUL,      /* gelu(a) * b */
   XR_EW_GELU_TANH_AND_MUL, /* gelu_tanh(a) * b */
   XR_EW_GATHER,            /* a[.., clamp(b), ..]: b holds integer indices along one dim of a */
+  XR_EW_ARANGE,            /* a_value + i * alpha, i the element's row-major index */
+  XR_EW_LINSPACE,          /* a_value to c_value in numel evenly spaced steps, as torch */
   /* The pointwise table (kernels/pointwise_ops.h): XR_EW_ABS, XR_EW_NEG, ... */
 #define XR_PW(ID, ...) XR_EW_##ID,
 #include "kernels/pointwise_ops.h"
@@ -89,6 +91,16 @@ bool xr_ew_float_compute(xr_dtype_t dtype);
  * both are identical), size-1 dimensions dropped; rank 0 stays rank 0 (one element). */
 void xr_ew_coalesce(const xr_ew_step_t *step, xr_ew_step_t *out_flat);
 
+/* The creation and data-movement ops (kernels/movement.c): arange, full, zeros, flip, roll,
+ * repeat, constant_pad_nd, stack, ... */
+#define XR_EW_MOVEMENT_OPS                                                                     \
+  "aten::arange", "aten::linspace", "aten::full", "aten::zeros", "aten::ones", "aten::new_full", \
+      "aten::new_zeros", "aten::new_ones", "aten::full_like", "aten::zeros_like",                \
+      "aten::ones_like", "aten::clone", "aten::contiguous", "aten::flip", "aten::roll",          \
+      "aten::repeat", "aten::constant_pad_nd", "aten::stack", "aten::narrow_copy"
+bool xr_ew_is_movement_op(const char *name);
+xr_status_t xr_ew_analyze_movement(xr_op_plan_t *plan, xr_ew_problem_t **out_problem);
+
 /* The pointwise table's ops (kernels/pointwise.c): `aten::NAME`, `aten::NAME_` (in place) and
  * out= forms of each row. */
 bool xr_ew_is_pointwise_op(const char *name);
@@ -118,6 +130,8 @@ xr_status_t xr_ew_check_written(const xr_op_plan_t *plan, const char *name, int 
 
 /* Allocates a problem of `steps` zeroed steps (operand c absent). */
 xr_ew_problem_t *xr_ew_problem_alloc(size_t steps);
+/* A sequence step's value at element i (ARANGE, LINSPACE), in double. */
+double xr_ew_sequence_value(const xr_ew_step_t *step, int64_t i);
 /* Bytes (at least) and floating-point operations one execution of the step moves and does. */
 void xr_ew_step_cost(const xr_ew_step_t *step, double *bytes, double *flops);
 

@@ -556,6 +556,8 @@ static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *devic
   const xr_ew_problem_t *p = plan->problem;
   for (size_t i = 0; i < p->step_count; i++) {
     const xr_ew_step_t *s = &p->steps[i];
+    if (s->op == XR_EW_ARANGE || s->op == XR_EW_LINSPACE)
+      return xr_error(XR_UNIMPLEMENTED, "sequences (arange, linspace) are the reference's on cpu");
     if (step_path(s) == PATH_FLOAT && !xr_ew_float_pipeline(s))
       return xr_error(XR_UNIMPLEMENTED, "%s results computed in %s are the reference's (the fast "
                                         "path computes in float)", xr_dtype_name(s->out.dtype),

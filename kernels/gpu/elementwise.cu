@@ -84,7 +84,7 @@ static __device__ long long xr_ew_int(const xr_ew_gpu_params_t &p, long long a, 
     case XR_EW_GPU_MUL: return pw_imul(a, b);
     case XR_EW_GPU_DIV_TRUNC: return pw_idiv(a, b, 0);
     case XR_EW_GPU_DIV_FLOOR: return pw_idiv(a, b, 1);
-    default: return a;  // COPY between integer dtypes
+    default: return a;  // COPY between integer dtypes; ARANGE's a is its value
   }
 }
 
@@ -154,6 +154,20 @@ extern "C" __global__ void __launch_bounds__(XR_EW_GPU_THREADS)
         ia += index * p.gather_stride;
       }
       xr_move_raw(out, o, a, ia, p.elem_size);
+    } else if (p.op == XR_EW_GPU_ARANGE || p.op == XR_EW_GPU_LINSPACE) {
+      // e is the row-major index of the (contiguous) result
+      if (p.path == XR_EW_GPU_INT) {
+        xr_store_long(out, p.out_dtype, p.elem_size, o,
+                      (long long)((unsigned long long)p.ivalue[0] +
+                                  (unsigned long long)e * (unsigned long long)p.ialpha));
+      } else if (p.op == XR_EW_GPU_ARANGE) {
+        xr_store_float(out, p.out_dtype, o, p.a_value + (float)e * p.alpha);
+      } else {
+        const float n = (float)p.numel, i = (float)e;
+        const float step = p.numel > 1 ? (p.c_value - p.a_value) / (n - 1.0f) : 0.0f;
+        xr_store_float(out, p.out_dtype, o,
+                       e < p.numel / 2 ? p.a_value + step * i : p.c_value - step * (n - 1.0f - i));
+      }
     } else if (p.path == XR_EW_GPU_INT) {
       const long long la = p.a_kind == 2 ? p.ivalue[0] : xr_load_as_long(a, p.a_dtype, ia);
       const long long lb = p.b_kind == 1   ? xr_load_as_long(b, p.b_dtype, ib)

@@ -25,7 +25,8 @@ _Static_assert(XR_EW_GPU_ADD == XR_EW_ADD && XR_EW_GPU_SUB == XR_EW_SUB &&
                    XR_EW_GPU_SILU_AND_MUL == XR_EW_SILU_AND_MUL &&
                    XR_EW_GPU_GELU_AND_MUL == XR_EW_GELU_AND_MUL &&
                    XR_EW_GPU_GELU_TANH_AND_MUL == XR_EW_GELU_TANH_AND_MUL &&
-                   XR_EW_GPU_GATHER == XR_EW_GATHER &&
+                   XR_EW_GPU_GATHER == XR_EW_GATHER && XR_EW_GPU_ARANGE == XR_EW_ARANGE &&
+                   XR_EW_GPU_LINSPACE == XR_EW_LINSPACE &&
                    XR_EW_GPU_TABLE_FIRST == XR_EW_PW_FIRST,
                "elementwise_params.h mirrors xr_ew_op_t");
 

@@ -25,7 +25,9 @@
 #define XR_EW_GPU_GELU_AND_MUL 12
 #define XR_EW_GPU_GELU_TANH_AND_MUL 13
 #define XR_EW_GPU_GATHER 14
-#define XR_EW_GPU_TABLE_FIRST 15 /* the pointwise table's rows follow (kernels/pointwise_ops.h) */
+#define XR_EW_GPU_ARANGE 15
+#define XR_EW_GPU_LINSPACE 16
+#define XR_EW_GPU_TABLE_FIRST 17 /* the pointwise table's rows follow (kernels/pointwise_ops.h) */
 
 /* How a step moves its elements. */
 #define XR_EW_GPU_FLOAT 0 /* load as float, compute, round once to a float output dtype */

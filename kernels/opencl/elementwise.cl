@@ -4,7 +4,9 @@
 //   -DB_KIND=.. -DC_KIND=.. (none, tensor, scalar) -DPATH=0|1|2 (float pipeline, raw element
 //   moves, fill, integer pipeline) -DRAW_T=<uchar..ulong> -DDT_COMPUTE=<the table's compute dtype>
 // The pointwise table's ops (kernels/pointwise_ops.h) take the float pipeline, or the integer
-// one (64-bit, wrapping) where they compute in an integer dtype.
+// one (64-bit, wrapping) where they compute in an integer dtype. They share one program per
+// dtype combination (-DOP=EW_TABLE_FIRST): the row is the geometry's `op`, a run-time switch
+// uniform across the launch, so that a replay builds few programs.
 // One work-item per output element over a 3-D range: x walks the innermost dimension, y the
 // next one, z every outer dimension (decomposed with the shape). Offsets and strides are in
 // elements of each operand's own dtype. bf16 travels as ushort bits, f16 through vload_half /
@@ -28,8 +30,10 @@
 #define EW_GELU_AND_MUL 12
 #define EW_GELU_TANH_AND_MUL 13
 #define EW_GATHER 14
+#define EW_ARANGE 15
+#define EW_LINSPACE 16
 // The table's ops follow, numbered as xr_ew_op_t numbers them (the host asserts it).
-#define EW_TABLE_FIRST 15
+#define EW_TABLE_FIRST 17
 enum {
   EW_TABLE_BEFORE = EW_TABLE_FIRST - 1,
 #define XR_PW(ID, ...) EW_##ID,
@@ -52,6 +56,8 @@ typedef struct {
   long ivalue[3];             // the integer pipeline's a, b and c Scalars
   long iparam[3];             // and the row's arguments as integers
   long ialpha;
+  long numel;
+  int op;                     // the table row (xr_ew_op_t) when OP is EW_TABLE_FIRST
 } xr_ew_geometry;
 
 // f64 read as its bits (no cl_khr_fp64 needed); the mantissa is truncated to float's.
@@ -117,8 +123,8 @@ float silu(float x) { return x / (1.0f + exp(-x)); }
 #undef XR_PW_T
 #define pw_erfinv pw_erfinv_approx
 
-float apply_table(float a, float b, float c, float p0, float p1, float p2) {
-  switch (OP) {
+float apply_table(int op, float a, float b, float c, float p0, float p1, float p2) {
+  switch (op) {
 #define XR_PW(ID, NAME, KIND, OPERANDS, PARAMS, FLOPS, FLOAT_EXPR, INT_EXPR) \
   case EW_##ID: return (FLOAT_EXPR);
 #include "pointwise_ops.h"
@@ -154,10 +160,10 @@ void store_long(__global uchar *p, long i, long v) {
   else ((__global RAW_T *)p)[i] = (RAW_T)v;
 }
 
-long apply_int(long a, long b, long c, long ip0, long ip1, long alpha) {
+long apply_int(int op, long a, long b, long c, long ip0, long ip1, long alpha) {
 #if OP >= EW_TABLE_FIRST
   const bool boolean = DT_COMPUTE == XR_BOOL;
-  switch (OP) {
+  switch (op) {
 #define XR_PW(ID, NAME, KIND, OPERANDS, PARAMS, FLOPS, FLOAT_EXPR, INT_EXPR) \
   case EW_##ID: return (long)(INT_EXPR);
 #include "pointwise_ops.h"
@@ -236,6 +242,9 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
   ia += idx * g.gather_stride;
 #endif
   ((__global RAW_T *)out)[o] = ((__global const RAW_T *)a)[ia];
+#elif PATH == 3 && OP == EW_ARANGE
+  // the result is contiguous: its row-major index is its distance from the first element
+  store_long(out, o, (long)((ulong)g.ivalue[0] + (ulong)(o - g.offset[0]) * (ulong)g.ialpha));
 #elif PATH == 3
 #if A_KIND == 2
   long la = g.ivalue[0];
@@ -256,7 +265,15 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
 #else
   long lc = 0;
 #endif
-  store_long(out, o, apply_int(la, lb, lc, g.iparam[0], g.iparam[1], g.ialpha));
+  store_long(out, o, apply_int(g.op, la, lb, lc, g.iparam[0], g.iparam[1], g.ialpha));
+#elif OP == EW_ARANGE || OP == EW_LINSPACE
+  float i = (float)(o - g.offset[0]);  // contiguous result: the row-major index
+#if OP == EW_ARANGE
+  store_float(out, o, g.a_value + i * g.alpha);
+#else
+  float n = (float)g.numel, step = n > 1.0f ? (g.c_value - g.a_value) / (n - 1.0f) : 0.0f;
+  store_float(out, o, i < (float)(g.numel / 2) ? g.a_value + step * i : g.c_value - step * (n - 1.0f - i));
+#endif
 #else
 #if A_KIND == 2
   float va = g.a_value;
@@ -278,7 +295,7 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
   float vc = 0.0f;
 #endif
 #if OP >= EW_TABLE_FIRST
-  store_float(out, o, apply_table(va, vb, vc, g.param[0], g.param[1], g.param[2]));
+  store_float(out, o, apply_table(g.op, va, vb, vc, g.param[0], g.param[1], g.param[2]));
 #else
   store_float(out, o, apply(va, vb, g.alpha));
 #endif

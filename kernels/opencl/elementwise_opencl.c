@@ -16,7 +16,8 @@
 
 enum { MAX_DIMS = 8 };
 
-_Static_assert(XR_EW_PW_FIRST == 15, "elementwise.cl's EW_TABLE_FIRST");
+_Static_assert(XR_EW_ARANGE == 15 && XR_EW_LINSPACE == 16 && XR_EW_PW_FIRST == 17,
+               "elementwise.cl's EW_ARANGE, EW_LINSPACE and EW_TABLE_FIRST");
 
 /* Mirrors xr_ew_geometry in elementwise.cl (same member order, natural alignment). */
 typedef struct cl_geometry {
@@ -32,6 +33,8 @@ typedef struct cl_geometry {
   int64_t ivalue[3];
   int64_t iparam[XR_EW_MAX_PARAMS];
   int64_t ialpha;
+  int64_t numel;
+  int32_t op;
 } cl_geometry_t;
 
 typedef enum { PATH_FLOAT = 0, PATH_RAW = 1, PATH_FILL = 2, PATH_INT = 3 } path_t;
@@ -120,6 +123,8 @@ static xr_status_t set_geometry(const xr_ew_step_t *step, const xr_tensor_t *ten
   g->ivalue[1] = xr_ew_int_value(f.scalar);
   g->ivalue[2] = xr_ew_int_value(f.c_value);
   g->ialpha = xr_ew_int_value(f.alpha);
+  g->numel = f.numel;
+  g->op = (int32_t)f.op;
   if (f.op == XR_EW_FILL) {
     uint8_t bytes[8] = {0};
     if (xr_dtype_is_floating(f.out.dtype) || f.out.dtype == XR_DTYPE_BOOL) {
@@ -160,7 +165,9 @@ static xr_status_t cl_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
     path_t path = step_path(s);
     snprintf(c->options, sizeof c->options,
              "-DOP=%d -DDT_OUT=%d -DDT_A=%d -DDT_B=%d -DDT_C=%d -DA_KIND=%d -DB_KIND=%d "
-             "-DC_KIND=%d -DPATH=%d -DRAW_T=%s -DDT_COMPUTE=%d", (int)s->op, (int)s->out.dtype,
+             "-DC_KIND=%d -DPATH=%d -DRAW_T=%s -DDT_COMPUTE=%d",
+             /* the table's rows share a program: the row is a geometry field */
+             xr_ew_is_table_op(s->op) ? (int)XR_EW_PW_FIRST : (int)s->op, (int)s->out.dtype,
              s->a.index >= 0 ? (int)s->a.dtype : 0, s->b.index >= 0 ? (int)s->b.dtype : 0,
              s->c.index >= 0 ? (int)s->c.dtype : 0, s->a_scalar ? 2 : s->a.index >= 0 ? 1 : 0,
              s->b_scalar ? 2 : s->b.index >= 0 ? 1 : 0, s->c_scalar ? 2 : s->c.index >= 0 ? 1 : 0,

@@ -14,3 +14,4 @@ Test(pointwise_gpu, sizes_and_views) { pw_size_and_view_cases(DRIVER); }
 Test(pointwise_gpu, scalars_and_arguments) { pw_scalar_cases(DRIVER); }
 Test(pointwise_gpu, in_place_out_fp8_and_lists) { pw_form_cases(DRIVER); }
 Test(pointwise_gpu, integers_in_64_bits) { pw_integer_cases(DRIVER); }
+Test(pointwise_gpu, creation_and_movement) { pw_movement_cases(DRIVER); }

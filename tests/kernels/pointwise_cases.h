@@ -244,4 +244,64 @@ static inline void pw_integer_cases(const char *device) {
   }
 }
 
+/* Creation and data movement (kernels/movement.c): sequences, fills of new tensors, and copies
+ * through rearranged views. Sequences run on the reference on cpu. */
+static inline void pw_movement_cases(const char *device) {
+  const char *sequence_kernel = !strcmp(device, "cpu") ? "ref.elementwise" : NULL;
+  char prefix[64];
+  format(prefix, sizeof prefix, "%s.elementwise", kernel_driver(device));
+  const char *seq = sequence_kernel ? sequence_kernel : prefix;
+  text_t a = {0}, b = {0};
+  /* arange.start_out into a recorded empty out (resized), as SGLang's trace has it */
+  char args[1024];
+  format(args, sizeof args,
+         "{\"name\": null, \"type\": \"Scalar\", \"value\": 238}, "
+         "{\"name\": null, \"type\": \"Scalar\", \"value\": 270}, "
+         "{\"name\": null, \"type\": \"Scalar\", \"value\": 1}, "
+         "{\"name\": null, \"type\": \"Tensor\", \"value\": %s}",
+         tensor(&a, "long int", 1, SHAPE(0), NULL, 0));
+  expect_match(bundle("aten::arange", args, NULL), device, seq);
+  expect_match(bundle("aten::arange", "{\"name\": \"end\", \"type\": \"Scalar\", \"value\": 1000}",
+                      "{\"name\": \"dtype\", \"type\": \"ScalarType\", \"value\": 6}"),
+               device, seq);
+  expect_match(bundle("aten::arange", "{\"name\": \"start\", \"type\": \"Scalar\", \"value\": 0.5}, "
+                      "{\"name\": \"end\", \"type\": \"Scalar\", \"value\": 10.0}, "
+                      "{\"name\": \"step\", \"type\": \"Scalar\", \"value\": 0.25}", NULL),
+               device, seq);
+  expect_match(bundle("aten::linspace", "{\"name\": \"start\", \"type\": \"Scalar\", \"value\": -1.0}, "
+                      "{\"name\": \"end\", \"type\": \"Scalar\", \"value\": 1.0}, "
+                      "{\"name\": \"steps\", \"type\": \"int\", \"value\": 129}", NULL),
+               device, seq);
+  ew_expect(bundle("aten::full", "{\"name\": \"size\", \"type\": \"int[]\", \"value\": [17, 33]}, "
+                   "{\"name\": \"fill_value\", \"type\": \"Scalar\", \"value\": 1.5}",
+                   "{\"name\": \"dtype\", \"type\": \"ScalarType\", \"value\": 15}"),
+            device);
+  ew_expect(bundle("aten::zeros", "{\"name\": \"size\", \"type\": \"int[]\", \"value\": [1000, 3]}", NULL),
+            device);
+  a.n = 0;
+  ew_expect(pw_op("aten::ones_like", "self", (const char *[]){tensor(&a, "c10::Half", 2, SHAPE(3, 4), NULL, 0)}, NULL),
+            device);
+  /* copies through views */
+  a.n = 0;
+  const char *tr = tensor(&a, "c10::BFloat16", 2, SHAPE(129, 17), SHAPE(1, 130), 2);
+  ew_expect(pw_op("aten::clone", "self", (const char *[]){tr}, NULL), device);
+  ew_expect(pw_op("aten::contiguous", "self", (const char *[]){tr}, NULL), device);
+  b.n = 0;
+  const char *x = tensor(&b, "float", 3, SHAPE(3, 17, 5), NULL, 0);
+  ew_expect(pw_op("aten::flip", "self,dims", (const char *[]){x, "[0, -1]"}, NULL), device);
+  ew_expect(pw_op("aten::roll", "self,shifts,dims", (const char *[]){x, "[2, -3]", "[0, 1]"}, NULL), device);
+  ew_expect(pw_op("aten::repeat", "self,repeats", (const char *[]){x, "[2, 1, 3, 1]"}, NULL), device);
+  ew_expect(pw_op("aten::constant_pad_nd", "self,pad,value", (const char *[]){x, "[1, 2, -3, 1]", "-1.5"}, NULL),
+            device);
+  ew_expect(pw_op("aten::narrow_copy", "self,dim,start,length", (const char *[]){x, "1", "-5", "4"}, NULL),
+            device);
+  text_t l = {0};
+  put(&l, "[");
+  tensor(&l, "float", 2, SHAPE(4, 5), NULL, 0);
+  put(&l, ", ");
+  tensor(&l, "float", 2, SHAPE(4, 5), SHAPE(1, 4), 0);
+  put(&l, "]");
+  ew_expect(pw_op("aten::stack", "tensors,dim", (const char *[]){l.s, "-1"}, NULL), device);
+}
+
 #endif

@@ -1,7 +1,7 @@
 /* The pointwise table through the replay engine with --check: cpu.elementwise (and, for integer
- * compute, ref.elementwise) and opencl.elementwise against the reference on fresh seeded
- * inputs. The cases live in pointwise_cases.h (tests/gpu/pointwise_gpu_test.c runs them on cuda
- * and hip). Also plan-level checks: result dtypes by torch's rules, the registry's names, and
+ * compute, ref.elementwise) against the reference on fresh seeded inputs. The cases live in
+ * pointwise_cases.h (pointwise_opencl_test.c runs them on opencl, tests/gpu/pointwise_gpu_test.c
+ * on cuda and hip). Also plan-level checks: result dtypes by torch's rules, the registry's names, and
  * errors that name the argument. The reference itself is checked against ../shared/golden's
  * pointwise cases by tests/replay:golden_test. */
 #include "formats/bundle.h"
@@ -14,12 +14,7 @@ Test(pointwise_cpu, sizes_and_views) { pw_size_and_view_cases("cpu"); }
 Test(pointwise_cpu, scalars_and_arguments) { pw_scalar_cases("cpu"); }
 Test(pointwise_cpu, in_place_out_fp8_and_lists) { pw_form_cases("cpu"); }
 Test(pointwise_cpu, integers_on_the_reference) { pw_integer_cases("cpu"); }
-
-Test(pointwise_opencl, every_row_f32) { pw_every_row_cases("opencl", "float"); }
-Test(pointwise_opencl, sizes_and_views) { pw_size_and_view_cases("opencl"); }
-Test(pointwise_opencl, scalars_and_arguments) { pw_scalar_cases("opencl"); }
-Test(pointwise_opencl, in_place_out_fp8_and_lists) { pw_form_cases("opencl"); }
-Test(pointwise_opencl, integers_in_64_bits) { pw_integer_cases("opencl"); }
+Test(pointwise_cpu, creation_and_movement) { pw_movement_cases("cpu"); }
 
 /* Plans the one-op bundle; returns the status, the result dtype in *out_dtype when OK. */
 static xr_status_t plan_dtype(const char *json, xr_dtype_t *out_dtype) {

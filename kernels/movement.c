@@ -1,0 +1,481 @@
+/* Creation and data-movement ops of the elementwise family, each reduced to fill, copy or
+ * sequence steps over strided views:
+ *   arange, linspace                        a sequence step (start + i * step) into a new tensor
+ *   full, zeros, ones, new_full/zeros/ones, full_like, zeros_like, ones_like
+ *                                           a fill of a new tensor
+ *   clone, contiguous                       a copy into a new contiguous tensor
+ *   flip(self, dims)                        a copy reading self through negated strides
+ *   roll(self, shifts, dims)                two copies per rolled dimension
+ *   repeat(self, repeats)                   one copy reading self with zero strides over the
+ *                                           repeat dimensions
+ *   constant_pad_nd(self, pad, value)       a fill of the padded tensor, then a copy of self
+ *                                           into it (negative pads crop)
+ *   stack(tensors, dim)                     a copy per tensor into its slice
+ *   narrow_copy(self, dim, start, length)   a copy of the slice
+ * An `out=` tensor whose size differs from the result is resized by torch; here the result
+ * then goes to a new tensor of the right size (the recorded out storage is not written). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/elementwise.h"
+#include "kernels/family.h"
+
+static const char *const movement_ops[] = {XR_EW_MOVEMENT_OPS, NULL};
+
+bool xr_ew_is_movement_op(const char *name) {
+  for (size_t i = 0; movement_ops[i]; i++)
+    if (!strcmp(name, movement_ops[i])) return true;
+  return false;
+}
+
+static int binding_index(const xr_op_plan_t *plan, const xr_tensor_spec_t *t) {
+  for (size_t i = 0; i < plan->input_count; i++)
+    if (plan->inputs[i] == t) return (int)i;
+  return -1;
+}
+
+static xr_status_t wrap_dim(const xr_op_plan_t *plan, int64_t dim, int rank, int *out) {
+  int64_t r = rank > 0 ? rank : 1;
+  if (dim < -r || dim >= r)
+    return xr_plan_error(plan, "dim: %lld is out of range for a %d-D tensor", (long long)dim, rank);
+  *out = (int)(dim < 0 ? dim + r : dim);
+  return XR_OK;
+}
+
+static void contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; d--) strides[d] = s, s *= shape[d];
+}
+
+/* A problem of `n` steps owned by the plan. */
+static xr_status_t new_problem(xr_op_plan_t *plan, size_t n, xr_ew_problem_t **out) {
+  xr_ew_problem_t *p = xr_ew_problem_alloc(n ? n : 1);
+  if (!p) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", plan->op->name);
+  plan->problem = p;
+  p->step_count = n;
+  *out = p;
+  return XR_OK;
+}
+
+/* The result: the first return, contiguous. */
+static void set_result(xr_op_plan_t *plan, xr_dtype_t dtype, int rank, const int64_t *shape) {
+  plan->return_count = 1;
+  xr_desc_set(&plan->returns[0], dtype, rank, shape);
+}
+
+/* A step writing the result's region at element `offset` with `shape` and the result's strides. */
+static void result_region(const xr_op_plan_t *plan, xr_ew_step_t *s, int rank,
+                          const int64_t *shape, const int64_t *out_strides, int64_t offset) {
+  s->rank = rank;
+  memcpy(s->shape, shape, sizeof(int64_t) * (size_t)rank);
+  s->out = (xr_ew_operand_t){.index = (int)plan->input_count, .dtype = plan->returns[0].dtype,
+                             .offset = offset};
+  memcpy(s->out.strides, out_strides, sizeof(int64_t) * (size_t)rank);
+  s->a.index = s->b.index = -1;
+}
+
+/* `dtype=` (a ScalarType code or name), else `fallback`. */
+static xr_status_t read_dtype(const xr_op_plan_t *plan, xr_dtype_t fallback, xr_dtype_t *out) {
+  const xr_value_t *v = xr_op_arg(plan->op, -1, "dtype");
+  *out = fallback;
+  if (!v || v->kind == XR_VALUE_NULL) return XR_OK;
+  if (v->kind == XR_VALUE_INT) *out = xr_dtype_from_torch_code(v->as.i);
+  else if (v->kind == XR_VALUE_STRING) *out = xr_dtype_parse(v->as.s);
+  if (*out == XR_DTYPE_INVALID) return xr_plan_error(plan, "dtype: unsupported ScalarType");
+  return XR_OK;
+}
+
+static bool is_number(const xr_value_t *v) {
+  return v && (v->kind == XR_VALUE_INT || v->kind == XR_VALUE_FLOAT || v->kind == XR_VALUE_BOOL);
+}
+
+static double number(const xr_value_t *v) {
+  return v->kind == XR_VALUE_FLOAT ? v->as.f : v->kind == XR_VALUE_INT ? (double)v->as.i
+                                                                        : (double)v->as.b;
+}
+
+/* The `out=` tensor when its shape is the result's; -1 when absent or resized. */
+static int written_out(const xr_op_plan_t *plan, int rank, const int64_t *shape) {
+  int out = -1;
+  for (size_t k = 0; k < plan->op->arg_count + plan->op->kwarg_count; k++) {
+    const xr_arg_t *a = k < plan->op->arg_count ? &plan->op->args[k]
+                                                : &plan->op->kwargs[k - plan->op->arg_count];
+    if (a->value.kind == XR_VALUE_TENSOR && (!a->name || !strcmp(a->name, "out")))
+      out = binding_index(plan, a->value.as.tensor);
+  }
+  if (out < 0) return -1;
+  const xr_tensor_spec_t *t = plan->inputs[out];
+  bool same = t->rank == rank;
+  for (int d = 0; same && d < rank; d++) same = t->shape[d] == shape[d];
+  return same ? out : -1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* creation                                                                                    */
+
+/* arange(end) / arange(start, end, step=1), numbers named or positional; out= may follow. */
+static xr_status_t analyze_arange(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  const xr_op_t *op = plan->op;
+  double v[3] = {0, 0, 1};
+  int count = 0;
+  bool any_float = false;
+  const char *names[3] = {"start", "end", "step"};
+  const xr_value_t *named[3];
+  for (int k = 0; k < 3; k++) named[k] = xr_op_find_arg(op, names[k]) ? xr_op_arg(op, -1, names[k]) : NULL;
+  if (named[1]) {
+    for (int k = 0; k < 3; k++)
+      if (is_number(named[k])) v[k] = number(named[k]), any_float |= named[k]->kind == XR_VALUE_FLOAT;
+    count = 3;
+  } else {
+    double got[3];
+    for (size_t k = 0; k < op->arg_count && count < 3; k++)
+      if (is_number(&op->args[k].value)) {
+        got[count++] = number(&op->args[k].value);
+        any_float |= op->args[k].value.kind == XR_VALUE_FLOAT;
+      }
+    if (count == 0) return xr_plan_error(plan, "end: expected a number");
+    if (count == 1) v[1] = got[0];
+    else memcpy(v, got, sizeof(double) * (size_t)count);
+  }
+  if (v[2] == 0 || !isfinite(v[0]) || !isfinite(v[1]) || !isfinite(v[2]))
+    return xr_plan_error(plan, "step: must be nonzero and the bounds finite");
+  double n = ceil((v[1] - v[0]) / v[2]);
+  if (n < 0) return xr_plan_error(plan, "end: the range from %g by %g never reaches %g", v[0], v[2], v[1]);
+  if (n >= 0x1p62) return xr_plan_error(plan, "the range has too many elements");
+  int64_t shape[1] = {(int64_t)n};
+  xr_dtype_t dtype;
+  xr_status_t st = read_dtype(plan, any_float ? XR_DTYPE_F32 : XR_DTYPE_I64, &dtype);
+  if (st != XR_OK) return st;
+  xr_ew_problem_t *p = NULL;
+  if ((st = new_problem(plan, 1, &p))) return st;
+  *out_problem = p;
+  xr_ew_step_t *s = &p->steps[0];
+  int out = written_out(plan, 1, shape);
+  if (out >= 0) dtype = plan->inputs[out]->dtype;
+  set_result(plan, dtype, 1, shape);
+  int64_t one = 1;
+  result_region(plan, s, 1, shape, &one, 0);
+  if (out >= 0) { /* into the given tensor */
+    plan->return_count = 0;
+    xr_ew_set_operand(plan, out, 1, shape, &s->out);
+  }
+  s->op = XR_EW_ARANGE;
+  s->a_scalar = true;
+  s->a_value = v[0];
+  s->alpha = v[2];
+  return XR_OK;
+}
+
+/* linspace(start, end, steps) */
+static xr_status_t analyze_linspace(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  const xr_op_t *op = plan->op;
+  double start = 0, end = 0;
+  int64_t steps = 0;
+  xr_status_t st;
+  if ((st = xr_arg_double(op, 0, "start", true, &start)) ||
+      (st = xr_arg_double(op, 1, "end", true, &end)) ||
+      (st = xr_arg_int(op, 2, "steps", true, &steps)))
+    return st;
+  if (steps < 0) return xr_plan_error(plan, "steps: must be non-negative, got %lld", (long long)steps);
+  xr_dtype_t dtype;
+  if ((st = read_dtype(plan, XR_DTYPE_F32, &dtype))) return st;
+  xr_ew_problem_t *p = NULL;
+  if ((st = new_problem(plan, 1, &p))) return st;
+  *out_problem = p;
+  int64_t shape[1] = {steps}, one = 1;
+  set_result(plan, dtype, 1, shape);
+  xr_ew_step_t *s = &p->steps[0];
+  result_region(plan, s, 1, shape, &one, 0);
+  s->op = XR_EW_LINSPACE;
+  s->a_scalar = s->c_scalar = true;
+  s->a_value = start;
+  s->c_value = end;
+  return XR_OK;
+}
+
+/* full/zeros/ones and their new_ and _like forms: a fill of a new tensor. */
+static xr_status_t analyze_fill_new(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  const xr_op_t *op = plan->op;
+  const char *base = strstr(op->name, "::") + 2;
+  bool like = strstr(base, "_like") != NULL, from_self = like || !strncmp(base, "new_", 4);
+  xr_status_t st;
+  int64_t shape[XR_MAX_RANK];
+  int rank = 0, self = -1;
+  xr_dtype_t fallback = XR_DTYPE_F32;
+  if (from_self) {
+    if ((st = xr_arg_tensor(plan, 0, "self", true, &self))) return st;
+    fallback = plan->inputs[self]->dtype;
+  }
+  if (like) {
+    rank = plan->inputs[self]->rank;
+    memcpy(shape, plan->inputs[self]->shape, sizeof(int64_t) * (size_t)rank);
+  } else if ((st = xr_arg_int_list(op, from_self ? 1 : 0, "size", true, shape, XR_MAX_RANK, &rank))) {
+    return st;
+  }
+  for (int d = 0; d < rank; d++)
+    if (shape[d] < 0) return xr_plan_error(plan, "size[%d]: negative (%lld)", d, (long long)shape[d]);
+  double value = strstr(base, "ones") ? 1 : 0;
+  if (strstr(base, "full")) {
+    const char *name = "fill_value";
+    const xr_value_t *v = xr_op_arg(op, like ? 1 : from_self ? 2 : 1, name);
+    if (!is_number(v)) return xr_plan_error(plan, "fill_value: expected a number");
+    value = number(v);
+    if (!from_self)
+      fallback = v->kind == XR_VALUE_FLOAT ? XR_DTYPE_F32 : v->kind == XR_VALUE_INT ? XR_DTYPE_I64
+                                                                                    : XR_DTYPE_BOOL;
+  }
+  xr_dtype_t dtype;
+  if ((st = read_dtype(plan, fallback, &dtype))) return st;
+  xr_ew_problem_t *p = NULL;
+  if ((st = new_problem(plan, 1, &p))) return st;
+  *out_problem = p;
+  int out = written_out(plan, rank, shape);
+  if (out >= 0 && out != self) dtype = plan->inputs[out]->dtype;
+  else out = -1;
+  set_result(plan, dtype, rank, shape);
+  int64_t strides[XR_MAX_RANK];
+  contiguous_strides(rank, shape, strides);
+  xr_ew_step_t *s = &p->steps[0];
+  result_region(plan, s, rank, shape, strides, 0);
+  if (out >= 0) {
+    plan->return_count = 0;
+    xr_ew_set_operand(plan, out, rank, shape, &s->out);
+  }
+  s->op = XR_EW_FILL;
+  s->b_scalar = true;
+  s->scalar = value;
+  return XR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* movement                                                                                    */
+
+/* A copy of `self` viewed with (shape, strides, offset) into the result region. */
+static void copy_step(const xr_op_plan_t *plan, xr_ew_step_t *s, int self, int rank,
+                      const int64_t *shape, const int64_t *a_strides, int64_t a_offset,
+                      const int64_t *out_strides, int64_t out_offset) {
+  result_region(plan, s, rank, shape, out_strides, out_offset);
+  s->op = XR_EW_COPY;
+  s->a = (xr_ew_operand_t){.index = self, .dtype = plan->inputs[self]->dtype, .offset = a_offset};
+  memcpy(s->a.strides, a_strides, sizeof(int64_t) * (size_t)rank);
+}
+
+static xr_status_t analyze_self_copy(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  const char *base = strstr(plan->op->name, "::") + 2;
+  xr_status_t st;
+  int self = -1;
+  if ((st = xr_arg_tensor(plan, 0, "self", true, &self))) return st;
+  const xr_tensor_spec_t *t = plan->inputs[self];
+  int rank = t->rank;
+  int64_t shape[XR_MAX_RANK], a_strides[XR_MAX_RANK], out_strides[XR_MAX_RANK];
+  memcpy(shape, t->shape, sizeof(int64_t) * (size_t)rank);
+  memcpy(a_strides, t->strides, sizeof(int64_t) * (size_t)rank);
+  int64_t a_offset = 0;
+  size_t steps = 1;
+  int64_t dims[XR_MAX_RANK], shifts[XR_MAX_RANK];
+  int ndims = 0, nshifts = 0;
+  if (!strcmp(base, "flip") || !strcmp(base, "roll")) {
+    bool roll = base[0] == 'r';
+    if (roll && (st = xr_arg_int_list(plan->op, 1, "shifts", true, shifts, XR_MAX_RANK, &nshifts)))
+      return st;
+    if ((st = xr_arg_int_list(plan->op, roll ? 2 : 1, "dims", !roll, dims, XR_MAX_RANK, &ndims)))
+      return st;
+    if (roll && ndims == 0) {
+      return xr_error(XR_UNIMPLEMENTED, "%s: roll without dims (over the flattened tensor) is "
+                      "not implemented", plan->op->name);
+    }
+    if (roll && nshifts != ndims)
+      return xr_plan_error(plan, "shifts and dims: %d and %d items", nshifts, ndims);
+    for (int k = 0; k < ndims; k++) {
+      int d = 0;
+      if ((st = wrap_dim(plan, dims[k], rank, &d))) return st;
+      dims[k] = d;
+      if (!roll && shape[d] > 0) { /* read backwards */
+        a_offset += (shape[d] - 1) * a_strides[d];
+        a_strides[d] = -a_strides[d];
+      }
+    }
+    if (roll) steps = (size_t)1 << ndims;
+  } else if (!strcmp(base, "narrow_copy")) {
+    int64_t dim = 0, start = 0, length = 0;
+    int d = 0;
+    if ((st = xr_arg_int(plan->op, 1, "dim", true, &dim)) ||
+        (st = xr_arg_int(plan->op, 2, "start", true, &start)) ||
+        (st = xr_arg_int(plan->op, 3, "length", true, &length)) ||
+        (st = wrap_dim(plan, dim, rank, &d)))
+      return st;
+    if (start < 0) start += shape[d];
+    if (start < 0 || length < 0 || start + length > shape[d])
+      return xr_plan_error(plan, "start %lld and length %lld do not fit dimension %d (%lld)",
+                           (long long)start, (long long)length, d, (long long)shape[d]);
+    a_offset = start * a_strides[d];
+    shape[d] = length;
+  }
+  xr_dtype_t dtype = t->dtype;
+  xr_ew_problem_t *p = NULL;
+  if ((st = new_problem(plan, steps, &p))) return st;
+  *out_problem = p;
+  set_result(plan, dtype, rank, shape);
+  contiguous_strides(rank, shape, out_strides);
+  if (steps == 1) {
+    copy_step(plan, &p->steps[0], self, rank, shape, a_strides, a_offset, out_strides, 0);
+    return XR_OK;
+  }
+  /* roll: out[(i + shift) mod n] = self[i]; per rolled dim the source splits in two pieces,
+   * [0, n - r) going to [r, n) and [n - r, n) to [0, r). */
+  for (size_t k = 0; k < steps; k++) {
+    int64_t sub[XR_MAX_RANK], src_off = 0, dst_off = 0;
+    memcpy(sub, shape, sizeof(int64_t) * (size_t)rank);
+    for (int j = 0; j < ndims; j++) {
+      int d = (int)dims[j];
+      int64_t n = shape[d], r = n ? ((shifts[j] % n) + n) % n : 0;
+      bool second = (k >> j) & 1;
+      int64_t len = second ? r : n - r, from = second ? n - r : 0, to = second ? 0 : r;
+      sub[d] = len;
+      src_off += from * a_strides[d];
+      dst_off += to * out_strides[d];
+    }
+    copy_step(plan, &p->steps[k], self, rank, sub, a_strides, src_off, out_strides, dst_off);
+  }
+  return XR_OK;
+}
+
+/* repeat(self, repeats): the result [r0, .., rk * sk, ..] read as [r, s] pairs, self's strides on
+ * the s dims and 0 on the r dims; leading repeats beyond self's rank are new dims. */
+static xr_status_t analyze_repeat(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  xr_status_t st;
+  int self = -1, nrep = 0;
+  int64_t reps[XR_MAX_RANK];
+  if ((st = xr_arg_tensor(plan, 0, "self", true, &self)) ||
+      (st = xr_arg_int_list(plan->op, 1, "repeats", true, reps, XR_MAX_RANK, &nrep)))
+    return st;
+  const xr_tensor_spec_t *t = plan->inputs[self];
+  if (nrep < t->rank)
+    return xr_plan_error(plan, "repeats: %d items for a %d-D tensor (at least as many needed)",
+                         nrep, t->rank);
+  if (2 * nrep > XR_MAX_RANK)
+    return xr_error(XR_UNIMPLEMENTED, "%s: %d repeat dims need %d iteration dims (at most %d)",
+                    plan->op->name, nrep, 2 * nrep, XR_MAX_RANK);
+  int64_t shape[XR_MAX_RANK], pair_shape[XR_MAX_RANK], a_strides[XR_MAX_RANK] = {0},
+          out_strides[XR_MAX_RANK], pair_out[XR_MAX_RANK];
+  int lead = nrep - t->rank;
+  for (int d = 0; d < nrep; d++) {
+    if (reps[d] < 0) return xr_plan_error(plan, "repeats[%d]: negative", d);
+    int64_t size = d >= lead ? t->shape[d - lead] : 1;
+    shape[d] = reps[d] * size;
+    pair_shape[2 * d] = reps[d];
+    pair_shape[2 * d + 1] = size;
+    a_strides[2 * d + 1] = d >= lead ? t->strides[d - lead] : 0;
+  }
+  contiguous_strides(nrep, shape, out_strides);
+  for (int d = 0; d < nrep; d++) {
+    pair_out[2 * d] = pair_shape[2 * d + 1] * out_strides[d];
+    pair_out[2 * d + 1] = out_strides[d];
+  }
+  xr_ew_problem_t *p = NULL;
+  if ((st = new_problem(plan, 1, &p))) return st;
+  *out_problem = p;
+  set_result(plan, t->dtype, nrep, shape);
+  copy_step(plan, &p->steps[0], self, 2 * nrep, pair_shape, a_strides, 0, pair_out, 0);
+  return XR_OK;
+}
+
+/* constant_pad_nd(self, pad, value=0): pad lists (before, after) pairs from the last dim. */
+static xr_status_t analyze_pad(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  xr_status_t st;
+  int self = -1, npad = 0;
+  int64_t pad[2 * XR_MAX_RANK];
+  double value = 0;
+  if ((st = xr_arg_tensor(plan, 0, "self", true, &self)) ||
+      (st = xr_arg_int_list(plan->op, 1, "pad", true, pad, 2 * XR_MAX_RANK, &npad)) ||
+      (st = xr_arg_double(plan->op, 2, "value", false, &value)))
+    return st;
+  const xr_tensor_spec_t *t = plan->inputs[self];
+  if (npad % 2 || npad / 2 > t->rank)
+    return xr_plan_error(plan, "pad: %d items for a %d-D tensor (pairs, at most one per dim)", npad,
+                         t->rank);
+  int rank = t->rank;
+  int64_t shape[XR_MAX_RANK], inner[XR_MAX_RANK], out_strides[XR_MAX_RANK];
+  int64_t a_offset = 0, before[XR_MAX_RANK] = {0};
+  for (int d = 0; d < rank; d++) {
+    int k = rank - 1 - d; /* pair index of dim d */
+    int64_t lo = k < npad / 2 ? pad[2 * k] : 0, hi = k < npad / 2 ? pad[2 * k + 1] : 0;
+    shape[d] = t->shape[d] + lo + hi;
+    if (shape[d] < 0) return xr_plan_error(plan, "pad: dimension %d would be negative", d);
+    /* negative pads crop self */
+    int64_t crop_lo = lo < 0 ? -lo : 0, crop_hi = hi < 0 ? -hi : 0;
+    inner[d] = t->shape[d] - crop_lo - crop_hi;
+    if (inner[d] < 0) inner[d] = 0;
+    a_offset += crop_lo * t->strides[d];
+    before[d] = lo > 0 ? lo : 0;
+  }
+  contiguous_strides(rank, shape, out_strides);
+  int64_t out_offset = 0;
+  for (int d = 0; d < rank; d++) out_offset += before[d] * out_strides[d];
+  xr_ew_problem_t *p = NULL;
+  if ((st = new_problem(plan, 2, &p))) return st;
+  *out_problem = p;
+  set_result(plan, t->dtype, rank, shape);
+  xr_ew_step_t *fill = &p->steps[0];
+  result_region(plan, fill, rank, shape, out_strides, 0);
+  fill->op = XR_EW_FILL;
+  fill->b_scalar = true;
+  fill->scalar = value;
+  copy_step(plan, &p->steps[1], self, rank, inner, t->strides, a_offset, out_strides, out_offset);
+  return XR_OK;
+}
+
+/* stack(tensors, dim): the result has a new dim of size len(tensors) at dim. */
+static xr_status_t analyze_stack(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  const xr_op_t *op = plan->op;
+  const xr_value_t *list = xr_op_arg(op, 0, "tensors");
+  if (!list || list->kind != XR_VALUE_LIST || list->as.list.count == 0)
+    return xr_plan_error(plan, "tensors: expected a non-empty list of tensors");
+  int64_t dim_arg = 0;
+  xr_status_t st = xr_arg_int(op, 1, "dim", false, &dim_arg);
+  if (st != XR_OK) return st;
+  size_t n = list->as.list.count;
+  const xr_tensor_spec_t *first = NULL;
+  for (size_t i = 0; i < n; i++) {
+    const xr_value_t *v = &list->as.list.items[i];
+    if (v->kind != XR_VALUE_TENSOR) return xr_plan_error(plan, "tensors[%zu]: expected a tensor", i);
+    const xr_tensor_spec_t *t = v->as.tensor;
+    if (!first) first = t;
+    bool same = t->rank == first->rank && t->dtype == first->dtype;
+    for (int d = 0; same && d < t->rank; d++) same = t->shape[d] == first->shape[d];
+    if (!same) return xr_plan_error(plan, "tensors[%zu]: shape or dtype differs from tensors[0]", i);
+  }
+  int rank = first->rank + 1, dim = 0;
+  if (rank > XR_MAX_RANK) return xr_plan_error(plan, "the result would have %d dimensions", rank);
+  if ((st = wrap_dim(plan, dim_arg, rank, &dim))) return st;
+  int64_t shape[XR_MAX_RANK], out_strides[XR_MAX_RANK];
+  for (int d = 0, k = 0; d < rank; d++) shape[d] = d == dim ? (int64_t)n : first->shape[k++];
+  contiguous_strides(rank, shape, out_strides);
+  int64_t part_strides[XR_MAX_RANK];
+  for (int d = 0, k = 0; d < rank; d++)
+    if (d != dim) part_strides[k++] = out_strides[d];
+  xr_ew_problem_t *p = NULL;
+  if ((st = new_problem(plan, n, &p))) return st;
+  *out_problem = p;
+  set_result(plan, first->dtype, rank, shape);
+  for (size_t i = 0; i < n; i++) {
+    const xr_tensor_spec_t *t = list->as.list.items[i].as.tensor;
+    copy_step(plan, &p->steps[i], binding_index(plan, t), t->rank, t->shape, t->strides, 0,
+              part_strides, (int64_t)i * out_strides[dim]);
+  }
+  return XR_OK;
+}
+
+xr_status_t xr_ew_analyze_movement(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  const char *base = strstr(plan->op->name, "::") + 2;
+  if (!strcmp(base, "arange")) return analyze_arange(plan, out_problem);
+  if (!strcmp(base, "linspace")) return analyze_linspace(plan, out_problem);
+  if (strstr(base, "full") || strstr(base, "zeros") || strstr(base, "ones"))
+    return analyze_fill_new(plan, out_problem);
+  if (!strcmp(base, "repeat")) return analyze_repeat(plan, out_problem);
+  if (!strcmp(base, "constant_pad_nd")) return analyze_pad(plan, out_problem);
+  if (!strcmp(base, "stack")) return analyze_stack(plan, out_problem);
+  return analyze_self_copy(plan, out_problem); /* clone, contiguous, flip, roll, narrow_copy */
+}

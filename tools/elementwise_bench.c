@@ -62,6 +62,21 @@ static const op_case_t cases[] = {
                                ARG("dtype", "ScalarType?", "5"))},
     {"_to_copy f32 -> fp8 e4m3fn", OP("aten::_to_copy", ARG("self", "Tensor", T_F32("[4096, 4096]")),
                                       ARG("dtype", "ScalarType?", "24"))},
+    /* the pointwise table (kernels/pointwise_ops.h): unary, binary, ternary, comparison, a
+     * row with Scalar arguments, and a binary op on a transposed operand */
+    {"exp f32 (table)", OP("aten::exp", ARG("self", "Tensor", T_F32("[4096, 4096]")), "")},
+    {"rsqrt bf16 (table)", OP("aten::rsqrt", ARG("self", "Tensor", T_BF16("[8192, 4096]")), "")},
+    {"maximum bf16 (table)", OP("aten::maximum", ARG("self", "Tensor", T_BF16("[8192, 4096]")) ", "
+                             ARG("other", "Tensor", T_BF16("[8192, 4096]")), "")},
+    {"where bf16, bool mask (table)", OP("aten::where", ARG("condition", "Tensor", "{\"dtype\": \"bool\", \"shape\": [8192, 4096]}") ", "
+                                      ARG("self", "Tensor", T_BF16("[8192, 4096]")) ", "
+                                      ARG("other", "Tensor", T_BF16("[8192, 4096]")), "")},
+    {"lt f32 -> bool (table)", OP("aten::lt", ARG("self", "Tensor", T_F32("[4096, 4096]")) ", "
+                               ARG("other", "Tensor", T_F32("[4096, 4096]")), "")},
+    {"clamp bf16, min and max (table)", OP("aten::clamp", ARG("self", "Tensor", T_BF16("[8192, 4096]")) ", "
+                                        ARG("min", "Scalar", "-0.5") ", " ARG("max", "Scalar", "0.5"), "")},
+    {"maximum f32, transposed other (table)", OP("aten::maximum", ARG("self", "Tensor", T_F32("[4096, 4096]")) ", "
+                                              ARG("other", "Tensor", "{\"dtype\": \"float\", \"shape\": [4096, 4096], \"strides\": [1, 4096]}"), "")},
     {"fill_ bf16", OP("aten::fill_", ARG("self", "Tensor(a!)", T_BF16("[8192, 4096]")) ", "
                    ARG("value", "Scalar", "1.5"), "")},
     {"cat bf16, 2 x 32 MiB", OP("aten::cat", ARG("tensors", "Tensor[]", "[" T_BF16("[4096, 4096]") ", " T_BF16("[4096, 4096]") "]") ", "

@@ -51,6 +51,7 @@ static double *load_doubles(const char *path, const char *ir_dtype, int64_t *n) 
     else if (!strcmp(d, "u2") && !strcmp(ir_dtype, "c10::BFloat16")) out[i] = xr_bf16_to_f32(*(const uint16_t *)p);
     else if (!strcmp(d, "i4")) out[i] = *(const int32_t *)p;
     else if (!strcmp(d, "i8")) out[i] = (double)*(const int64_t *)p;
+    else if (!strcmp(d, "b1") || !strcmp(d, "u1")) out[i] = *p;
     else cr_assert_fail("%s: unexpected descr %s", path, npy.descr);
   }
   *n = npy.numel;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "formats/bundle.h"
+#include "formats/trace_extract.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/reduce_cases.h"
@@ -547,5 +548,102 @@ Test(reduce_plan, sort_inputs_have_no_ties) {
         cr_assert_neq(host[r * 2000 + a], host[r * 2000 + k], "a tie in row %d", r);
   free(host);
   xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(b);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* profiler traces                                                                             */
+
+/* One cpu_op event as PyTorch's profiler records it, with a kernel launched inside it. */
+static void trace_event(char *buf, size_t size, size_t *len, int i, const char *name,
+                        const char *types, const char *dims, const char *strides,
+                        const char *concrete) {
+  double ts = 1000.0 * (i + 1);
+  *len += (size_t)snprintf(buf + *len, size - *len,
+      "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 1, \"tid\": 1, \"ts\": %.1f, "
+      "\"dur\": 100, \"args\": {\"Input type\": %s, \"Input Dims\": %s, \"Input Strides\": %s, "
+      "\"Concrete Inputs\": %s}},"
+      "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "
+      "\"tid\": 1, \"ts\": %.1f, \"dur\": 1, \"args\": {\"correlation\": %d}},"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k%d\", \"pid\": 0, \"tid\": 7, \"ts\": %.1f, "
+      "\"dur\": 2.5, \"args\": {\"correlation\": %d}}",
+      i ? "," : "", name, ts, types, dims, strides, concrete, ts + 50, 100 + i, i, ts + 100, 100 + i);
+}
+
+typedef struct traced {
+  size_t count;
+  xr_op_result_t r[16];
+} traced_t;
+
+static void collect_traced(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
+  (void)position, (void)count;
+  traced_t *t = ctx;
+  if (t->count < 16) t->r[t->count++] = *r;
+}
+
+static const xr_op_t *op_named(const xr_bundle_t *b, const char *name, const char *arg) {
+  for (size_t i = 0; i < b->op_count; i++)
+    if (!strcmp(b->ops[i].name, name) && (!arg || xr_op_find_arg(&b->ops[i], arg))) return &b->ops[i];
+  cr_assert_fail("no %s with argument %s extracted", name, arg ? arg : "-");
+  return NULL;
+}
+
+/* Overloads told apart by what the profiler recorded; every one extracted runs (max.other is
+ * declined with its reason). */
+Test(reduce, traced_overloads_extract_and_run) {
+  static char text[16384];
+  size_t len = (size_t)snprintf(text, sizeof text, "{\"traceEvents\": [");
+  int i = 0;
+  trace_event(text, sizeof text, &len, i++, "aten::sum", "[\"c10::BFloat16\", \"ScalarList\", \"Scalar\", \"\"]",
+              "[[4, 8], [], [], []]", "[[8, 1], [], [], []]", "[\"\", \"[1]\", \"False\", \"\"]");
+  trace_event(text, sizeof text, &len, i++, "aten::sum", "[\"float\", \"\"]", "[[4, 8], []]",
+              "[[8, 1], []]", "[\"\", \"\"]");
+  trace_event(text, sizeof text, &len, i++, "aten::var", "[\"float\", \"ScalarList\", \"Scalar\", \"Scalar\"]",
+              "[[4, 8], [], [], []]", "[[8, 1], [], [], []]", "[\"\", \"[1]\", \"1\", \"True\"]");
+  trace_event(text, sizeof text, &len, i++, "aten::max", "[\"float\", \"Scalar\", \"Scalar\"]",
+              "[[4, 8], [], []]", "[[8, 1], [], []]", "[\"\", \"1\", \"False\"]");
+  trace_event(text, sizeof text, &len, i++, "aten::max", "[\"float\", \"float\"]", "[[4, 8], [4, 8]]",
+              "[[8, 1], [8, 1]]", "[\"\", \"\"]");
+  trace_event(text, sizeof text, &len, i++, "aten::topk", "[\"float\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]",
+              "[[4, 8], [], [], [], []]", "[[8, 1], [], [], [], []]", "[\"\", \"3\", \"-1\", \"True\", \"True\"]");
+  trace_event(text, sizeof text, &len, i++, "aten::norm", "[\"c10::BFloat16\", \"Scalar\", \"Scalar\"]",
+              "[[4, 8], [], []]", "[[8, 1], [], []]", "[\"\", \"2\", \"6\"]");
+  trace_event(text, sizeof text, &len, i++, "aten::cumsum_", "[\"float\", \"Scalar\", \"\"]",
+              "[[4, 8], [], []]", "[[8, 1], [], []]", "[\"\", \"1\", \"\"]");
+  trace_event(text, sizeof text, &len, i++, "aten::sort", "[\"float\", \"Scalar\", \"Scalar\", \"Scalar\"]",
+              "[[4, 8], [], [], []]", "[[8, 1], [], [], []]", "[\"\", \"True\", \"-1\", \"False\"]");
+  trace_event(text, sizeof text, &len, i++, "aten::all", "[\"bool\"]", "[[1, 141]]", "[[141, 1]]", "[\"\"]");
+  snprintf(text + len, sizeof text - len, "]}");
+  xr_bundle_t *b;
+  cr_assert_eq(xr_trace_extract_memory(text, strlen(text), "t.json", NULL, &b, NULL), XR_OK, "%s",
+               xr_last_error());
+  cr_assert_not_null(xr_op_find_arg(op_named(b, "aten::sum", "dim"), "keepdim"));
+  cr_assert_not_null(op_named(b, "aten::var", "correction"));
+  cr_assert_not_null(op_named(b, "aten::max", "other"));
+  cr_assert_not_null(op_named(b, "aten::max", "dim"));
+  cr_assert_not_null(op_named(b, "aten::norm", "dtype"));
+  cr_assert_not_null(op_named(b, "aten::sort", "stable"));
+  xr_replay_options_t o;
+  xr_replay_options_default(&o);
+  o.device = "cpu";
+  o.check = true;
+  o.warmup = 0;
+  o.iters = 1;
+  static traced_t seen;
+  memset(&seen, 0, sizeof seen);
+  xr_replay_observer_t observer = {.result = collect_traced, .context = &seen};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(seen.count, b->op_count);
+  for (size_t k = 0; k < seen.count; k++) {
+    const xr_op_result_t *r = &seen.r[k];
+    const xr_op_t *op = &b->ops[r->index];
+    if (xr_op_find_arg(op, "other")) {
+      cr_assert_eq(r->outcome, XR_OP_UNSUPPORTED, "%s", r->message);
+      cr_assert(strstr(r->message, "elementwise maximum"), "%s", r->message);
+      continue;
+    }
+    cr_assert_eq(r->outcome, XR_OP_SUCCEEDED, "%s: %s", op->name, r->message);
+    cr_assert(r->checked && r->check_passed, "%s: check failed", op->name);
+  }
   xr_bundle_destroy(b);
 }

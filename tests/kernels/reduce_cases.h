@@ -267,7 +267,7 @@ static inline void reduce_dim_cases(const char *device, const char *prefix) {
       }
     }
     for (int dim = -3; dim < 3; dim++) {
-      char text[8];
+      char text[16];
       snprintf(text, sizeof text, "%d", dim);
       rc_expect(rc_dim_op(&j, "aten::max", dt, v, "int", text, dim % 2 ? "true" : "false"), device, prefix, seed++);
       rc_expect(rc_dim_op(&j, "aten::argmin", dt, v, "int?", text, "false"), device, prefix, seed++);

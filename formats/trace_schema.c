@@ -89,11 +89,97 @@ static const char *const builtin[] = {
     "aten::gelu(Tensor self, *, str approximate='none') -> Tensor",
     "aten::silu(Tensor self) -> Tensor",
     "aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+    /* reductions, scans and sorts (kernels/reduce.c); where overloads share an arity, the one
+     * whose argument kinds are most specific comes first */
     "aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+    "aten::cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> "
+    "Tensor(a!)",
+    "aten::cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)",
+    "aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+    "aten::cumprod.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> "
+    "Tensor(a!)",
+    "aten::cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)",
+    "aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
     "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> "
     "Tensor",
+    "aten::mean.out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, "
+    "Tensor(a!) out) -> Tensor(a!)",
+    "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
     "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? "
     "dtype=None) -> Tensor",
+    "aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? "
+    "dtype=None, Tensor(a!) out) -> Tensor(a!)",
+    "aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) "
+    "-> Tensor",
+    "aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+    "aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> "
+    "Tensor",
+    "aten::prod.int_out(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None, "
+    "Tensor(a!) out) -> Tensor(a!)",
+    "aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
+    "aten::amax.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> "
+    "Tensor(a!)",
+    "aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
+    "aten::amin.out(Tensor self, int[1] dim=[], bool keepdim=False, *, Tensor(a!) out) -> "
+    "Tensor(a!)",
+    "aten::max(Tensor self) -> Tensor",
+    "aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+    "aten::max.other(Tensor self, Tensor other) -> Tensor",
+    "aten::max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) "
+    "max_values) -> (Tensor(a!) values, Tensor(b!) indices)",
+    "aten::min(Tensor self) -> Tensor",
+    "aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+    "aten::min.other(Tensor self, Tensor other) -> Tensor",
+    "aten::min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) "
+    "min_indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    "aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+    "aten::all(Tensor self) -> Tensor",
+    "aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+    "aten::all.dims(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor",
+    "aten::any(Tensor self) -> Tensor",
+    "aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
+    "aten::any.dims(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor",
+    "aten::count_nonzero.dim_IntList(Tensor self, int[] dim) -> Tensor",
+    "aten::count_nonzero(Tensor self, int? dim=None) -> Tensor",
+    "aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
+    "aten::var(Tensor self, bool unbiased=True) -> Tensor",
+    "aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool "
+    "keepdim=False) -> Tensor",
+    "aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
+    "aten::std(Tensor self, bool unbiased=True) -> Tensor",
+    "aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool "
+    "keepdim=False) -> Tensor",
+    "aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
+    "aten::var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)",
+    "aten::var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool "
+    "keepdim=False) -> (Tensor, Tensor)",
+    "aten::var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> "
+    "(Tensor, Tensor)",
+    "aten::std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)",
+    "aten::std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool "
+    "keepdim=False) -> (Tensor, Tensor)",
+    "aten::std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> "
+    "(Tensor, Tensor)",
+    "aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor",
+    "aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor",
+    "aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
+    "aten::norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, "
+    "ScalarType dtype) -> Tensor",
+    "aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
+    "ScalarType? dtype=None) -> Tensor",
+    "aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor "
+    "indices)",
+    "aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> "
+    "(Tensor values, Tensor indices)",
+    "aten::sort.values(Tensor self, int dim=-1, bool descending=False, *, Tensor(a!) values, "
+    "Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    "aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor",
+    "aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> "
+    "Tensor",
+    "aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> "
+    "(Tensor values, Tensor indices)",
+    "aten::topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, "
+    "Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
     /* indexing and layout */
     "aten::cat(Tensor[] tensors, int dim=0) -> Tensor",
     "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor",
@@ -275,6 +361,8 @@ bool xr_schema_arg_is_pure_output(const xr_schema_t *s, size_t index) {
       "out",       "result",          "output",      "exp_sums",           "max_logits",
       "tmp_out",   "sorted_token_ids", "experts_ids", "num_tokens_post_pad", "topk_weights",
       "topk_indices", "token_expert_indices", "residual_out", "scale",
+      "values",    "indices",         "out0",        "out1",               "max",
+      "max_values", "min",            "min_indices",
   };
   for (size_t i = 0; i < sizeof outputs / sizeof outputs[0]; i++)
     if (strcmp(a->name, outputs[i]) == 0) return true;

@@ -6,6 +6,7 @@
 XR_FAMILY(gemm)
 XR_FAMILY(elementwise)
 XR_FAMILY(argmax)
+XR_FAMILY(reduce)
 XR_FAMILY(softmax)
 XR_FAMILY(norm)
 XR_FAMILY(rotary)

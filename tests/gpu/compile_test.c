@@ -116,10 +116,13 @@ static void kernels_i_define_every_kernel_looked_up(const char *target) {
   static const char *const norm[] = {"xr_softmax", "xr_layer_norm", "xr_rms_norm",
                                      "xr_add_rms_norm", "xr_rotary"};
   static const char *const quant[] = {"xr_quant_absmax", "xr_quant_reduce", "xr_quant_rows"};
+  static const char *const reduce[] = {"xr_reduce_groups", "xr_reduce_items", "xr_reduce_scan",
+                                       "xr_reduce_sort"};
   expect_kernels(target, "gemm.cu", gemm, sizeof gemm / sizeof *gemm);
   expect_kernels(target, "elementwise.cu", elementwise, sizeof elementwise / sizeof *elementwise);
   expect_kernels(target, "norm.cu", norm, sizeof norm / sizeof *norm);
   expect_kernels(target, "quant.cu", quant, sizeof quant / sizeof *quant);
+  expect_kernels(target, "reduce.cu", reduce, sizeof reduce / sizeof *reduce);
 }
 
 Test(compile, sources_define_every_kernel_looked_up_sm_80) {

@@ -1,0 +1,395 @@
+// The reduce family (kernels/reduce.h: geometry and semantics) on CUDA and HIP
+// (kernels/gpu/reduce_gpu.c launches these), the twin of kernels/opencl/reduce.cl: f32, f16 and
+// bf16 inputs computed in float, every output rounded once; dtypes and ops are run-time values,
+// so one compile serves every problem. Trees go through shared memory, never warp shuffles, so
+// nothing depends on the warp width (32 lanes on NVIDIA, 64 on AMD Instinct).
+//  - xr_reduce_groups: one block per output (reduced extents of XR_REDUCE_GPU_GROUP_MIN and
+//    more, a grid-stride loop over outputs): each thread folds a strided share into a state,
+//    the block merges the states; var/std and logsumexp take a second pass with the first one's
+//    mean or maximum. Extremes merge by (value, position), NaN first: the first extreme wins.
+//  - xr_reduce_items: one thread per output, both passes in order.
+//  - xr_reduce_scan: one block per row in chunks of the block's width (a shared-memory
+//    Hillis-Steele scan plus the carry of the chunks before).
+//  - xr_reduce_sort: one block per row, (ordered float bits << 32 | position) keys bitonic-sorted
+//    in shared memory: a stable sort, NaN last, -0 equal to 0. Longer rows take topk's path when
+//    k <= XR_REDUCE_GPU_TOPK_MAX: each thread keeps its k best keys, the candidates are sorted.
+#include "hip_compat.h"
+#include "dtype_io.h"
+#include "dtype_codes.h"
+#include "dtype_dispatch.h"
+#include "reduce_params.h"
+
+#define XR_RED_THREADS XR_REDUCE_GPU_THREADS
+#define XR_RED_INF __int_as_float(0x7f800000)
+#define XR_RED_NAN __int_as_float(0x7fc00000)
+#define XR_RED_KEY_PAD 0xffffffffffffffffull
+
+typedef xr_reduce_gpu_params_t xr_rp;
+
+static __device__ __forceinline__ bool xr_red_isnan(float v) { return v != v; }
+
+// Element i as the op sees it: widened, then rounded to dtype='s type when narrower.
+static __device__ __forceinline__ float xr_red_load(const xr_rp &p, const unsigned char *in,
+                                                    long long i) {
+  float v = xr_load_as_float(in, p.in_dtype, i);
+  if (p.round_dtype == XR_GPU_F16) v = xr_half_to_float(xr_float_to_half(v));
+  else if (p.round_dtype == XR_GPU_BF16) v = xr_bf16_to_float(xr_float_to_bf16(v));
+  return v;
+}
+
+// Output slot s's element i: float dtypes rounded once, bool, int64.
+static __device__ __forceinline__ void xr_red_store(const xr_rp &p, int s, unsigned char *out,
+                                                    long long i, float v) {
+  if (p.out_dtype[s] == XR_GPU_BOOL) out[i] = v != 0.0f;
+  else if (p.out_dtype[s] == XR_GPU_I64) ((long long *)out)[i] = (long long)v;
+  else xr_store_float(out, p.out_dtype[s], i, v);
+}
+
+static __device__ __forceinline__ long long xr_red_outer(const xr_rp &p, const long long *strides,
+                                                         long long o) {
+  long long off = 0;
+  for (int d = (int)p.outer_rank - 1; d >= 0; d--) {
+    off += (o % p.outer_shape[d]) * strides[d];
+    o /= p.outer_shape[d];
+  }
+  return off;
+}
+
+static __device__ __forceinline__ long long xr_red_inner(const xr_rp &p, long long k) {
+  long long off = 0;
+  for (int d = (int)p.red_rank - 1; d >= 0; d--) {
+    off += (k % p.red_shape[d]) * p.in_red[d];
+    k /= p.red_shape[d];
+  }
+  return off;
+}
+
+// ---- states -----------------------------------------------------------------------------------
+
+#define XR_RED_NANF 1
+#define XR_RED_POSINF 2
+#define XR_RED_SEEN 4
+
+struct xr_red_state {
+  float a;      // sum, product, squared deviations, exp-sum, norm's sum
+  float m;      // extreme; logsumexp: the finite maximum
+  long long n;  // nonzeros
+  long long at; // the extreme's position
+  int flags;
+};
+
+static __device__ __forceinline__ bool xr_red_extreme(const xr_rp &p) {
+  return p.op == XR_REDUCE_GPU_MAX || p.op == XR_REDUCE_GPU_MIN ||
+         (p.op == XR_REDUCE_GPU_NORM &&
+          (p.norm == XR_REDUCE_GPU_NORM_INF || p.norm == XR_REDUCE_GPU_NORM_NEG_INF));
+}
+
+static __device__ __forceinline__ bool xr_red_wants_max(const xr_rp &p) {
+  return p.op == XR_REDUCE_GPU_MAX || (p.op == XR_REDUCE_GPU_NORM && p.norm == XR_REDUCE_GPU_NORM_INF);
+}
+
+static __device__ __forceinline__ bool xr_red_two_pass(const xr_rp &p) {
+  return p.op == XR_REDUCE_GPU_VAR || p.op == XR_REDUCE_GPU_STD || p.op == XR_REDUCE_GPU_LSE;
+}
+
+static __device__ xr_red_state xr_red_init(const xr_rp &p, int pass) {
+  xr_red_state s;
+  s.a = p.op == XR_REDUCE_GPU_PROD && pass == 0 ? 1.0f : 0.0f;
+  s.m = xr_red_wants_max(p) || p.op == XR_REDUCE_GPU_LSE ? -XR_RED_INF : XR_RED_INF;
+  s.n = 0;
+  s.at = 0;
+  s.flags = 0;
+  return s;
+}
+
+// Folds element v at position k in. Pass 1 of var/std sums deviations from `shift` (the mean),
+// pass 1 of logsumexp sums exp(v - shift) over the finite v.
+static __device__ void xr_red_add(const xr_rp &p, xr_red_state &s, float v, long long k, int pass,
+                                  float shift) {
+  if (pass == 1) {
+    if (p.op == XR_REDUCE_GPU_LSE) {
+      if (fabsf(v) < XR_RED_INF) s.a += expf(v - shift);
+    } else {
+      const float d = v - shift;
+      s.a += d * d;
+    }
+    return;
+  }
+  if (xr_red_extreme(p)) {
+    const float x = p.op == XR_REDUCE_GPU_NORM ? fabsf(v) : v;
+    if (s.flags & XR_RED_NANF) return;
+    const bool max = xr_red_wants_max(p);
+    if (!(s.flags & XR_RED_SEEN) || xr_red_isnan(x) || (max ? x > s.m : x < s.m)) {
+      s.m = x;
+      s.at = k;
+      s.flags = XR_RED_SEEN | (xr_red_isnan(x) ? XR_RED_NANF : 0);
+    }
+    return;
+  }
+  switch (p.op) {
+    case XR_REDUCE_GPU_NANSUM: s.a += xr_red_isnan(v) ? 0.0f : v; break;
+    case XR_REDUCE_GPU_PROD: s.a *= v; break;
+    case XR_REDUCE_GPU_ALL:
+    case XR_REDUCE_GPU_ANY:
+    case XR_REDUCE_GPU_COUNT: s.n += v != 0.0f; break;
+    case XR_REDUCE_GPU_LSE:
+      if (xr_red_isnan(v)) s.flags |= XR_RED_NANF;
+      else if (v == XR_RED_INF) s.flags |= XR_RED_POSINF;
+      else if (v > -XR_RED_INF) {
+        s.flags |= XR_RED_SEEN;
+        s.m = fmaxf(s.m, v);
+      }
+      break;
+    case XR_REDUCE_GPU_NORM:
+      if (p.norm == XR_REDUCE_GPU_NORM_0) s.n += v != 0.0f;
+      else if (p.norm == XR_REDUCE_GPU_NORM_1) s.a += fabsf(v);
+      else if (p.norm == XR_REDUCE_GPU_NORM_2) s.a += v * v;
+      else s.a += powf(fabsf(v), p.p);
+      break;
+    default: s.a += v; break;  // sum, mean, var/std's first pass
+  }
+}
+
+// b into s, in either order.
+static __device__ void xr_red_merge(const xr_rp &p, xr_red_state &s, const xr_red_state &b,
+                                    int pass) {
+  if (pass == 0 && xr_red_extreme(p)) {
+    if (!(b.flags & XR_RED_SEEN)) return;
+    bool take;
+    if (!(s.flags & XR_RED_SEEN)) take = true;
+    else if ((s.flags & XR_RED_NANF) || (b.flags & XR_RED_NANF))
+      take = (b.flags & XR_RED_NANF) && (!(s.flags & XR_RED_NANF) || b.at < s.at);
+    else if (b.m == s.m) take = b.at < s.at;
+    else take = xr_red_wants_max(p) ? b.m > s.m : b.m < s.m;
+    if (take) s = b;
+    return;
+  }
+  if (pass == 0 && p.op == XR_REDUCE_GPU_LSE) {
+    s.flags |= b.flags;
+    s.m = fmaxf(s.m, b.m);
+    return;
+  }
+  if (pass == 0 && p.op == XR_REDUCE_GPU_PROD) s.a *= b.a;
+  else s.a += b.a;
+  s.n += b.n;
+}
+
+// The block's merged state, for every thread.
+static __device__ xr_red_state xr_red_block_merge(const xr_rp &p, xr_red_state s, int pass) {
+  __shared__ float sa[XR_RED_THREADS], sm[XR_RED_THREADS];
+  __shared__ long long sn[XR_RED_THREADS], sat[XR_RED_THREADS];
+  __shared__ int sf[XR_RED_THREADS];
+  const int t = threadIdx.x;
+  sa[t] = s.a, sm[t] = s.m, sn[t] = s.n, sat[t] = s.at, sf[t] = s.flags;
+  __syncthreads();
+  for (int w = XR_RED_THREADS / 2; w > 0; w >>= 1) {
+    if (t < w) {
+      xr_red_state x = {sa[t], sm[t], sn[t], sat[t], sf[t]};
+      const xr_red_state y = {sa[t + w], sm[t + w], sn[t + w], sat[t + w], sf[t + w]};
+      xr_red_merge(p, x, y, pass);
+      sa[t] = x.a, sm[t] = x.m, sn[t] = x.n, sat[t] = x.at, sf[t] = x.flags;
+    }
+    __syncthreads();
+  }
+  const xr_red_state r = {sa[0], sm[0], sn[0], sat[0], sf[0]};
+  __syncthreads();  // the arrays are reused
+  return r;
+}
+
+// The second pass's shift: the mean (var/std) or the finite maximum (logsumexp).
+static __device__ __forceinline__ float xr_red_shift(const xr_rp &p, const xr_red_state &s) {
+  return p.op == XR_REDUCE_GPU_LSE ? s.m : s.a / (float)p.red_numel;
+}
+
+static __device__ void xr_red_finish(const xr_rp &p, const xr_red_state &s, const xr_red_state &s2,
+                                     long long o, unsigned char *out0, unsigned char *out1) {
+  const float n = (float)p.red_numel;
+  float v = s.a;
+  long long index = -1;
+  switch (p.op) {
+    case XR_REDUCE_GPU_MEAN: v = s.a / n; break;
+    case XR_REDUCE_GPU_MAX:
+    case XR_REDUCE_GPU_MIN:
+      v = (s.flags & XR_RED_NANF) ? XR_RED_NAN : s.m;
+      index = s.at;
+      break;
+    case XR_REDUCE_GPU_ALL: v = s.n == p.red_numel ? 1.0f : 0.0f; break;
+    case XR_REDUCE_GPU_ANY: v = s.n > 0 ? 1.0f : 0.0f; break;
+    case XR_REDUCE_GPU_LSE:
+      v = (s.flags & XR_RED_NANF)     ? XR_RED_NAN
+          : (s.flags & XR_RED_POSINF) ? XR_RED_INF
+          : !(s.flags & XR_RED_SEEN)  ? -XR_RED_INF
+                                      : logf(s2.a) + s.m;
+      break;
+    case XR_REDUCE_GPU_VAR:
+    case XR_REDUCE_GPU_STD:
+      v = s2.a / fmaxf(n - p.correction, 0.0f);
+      if (p.op == XR_REDUCE_GPU_STD) v = sqrtf(v);
+      if (p.has_out[1]) xr_red_store(p, 1, out1, p.out_offset[1] + xr_red_outer(p, p.out_outer[1], o), s.a / n);
+      break;
+    case XR_REDUCE_GPU_NORM:
+      if (p.norm == XR_REDUCE_GPU_NORM_INF || p.norm == XR_REDUCE_GPU_NORM_NEG_INF)
+        v = (s.flags & XR_RED_NANF) ? XR_RED_NAN : s.m;
+      else if (p.norm == XR_REDUCE_GPU_NORM_0) v = (float)s.n;
+      else if (p.norm == XR_REDUCE_GPU_NORM_2) v = sqrtf(s.a);
+      else if (p.norm == XR_REDUCE_GPU_NORM_P) v = powf(s.a, 1.0f / p.p);
+      break;
+    default: break;
+  }
+  if (p.has_out[0]) {
+    const long long at = p.out_offset[0] + xr_red_outer(p, p.out_outer[0], o);
+    if (p.op == XR_REDUCE_GPU_COUNT) ((long long *)out0)[at] = s.n;
+    else xr_red_store(p, 0, out0, at, v);
+  }
+  if (p.has_out[1] && index >= 0)
+    ((long long *)out1)[p.out_offset[1] + xr_red_outer(p, p.out_outer[1], o)] = index;
+}
+
+#define XR_RED_ARGS \
+  const unsigned char *in, unsigned char *out0, unsigned char *out1, xr_reduce_gpu_params_t p
+
+extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_groups(XR_RED_ARGS) {
+  for (long long o = blockIdx.x; o < p.outer_numel; o += gridDim.x) {
+    const long long base = p.in_offset + xr_red_outer(p, p.in_outer, o);
+    xr_red_state s = xr_red_init(p, 0), s2 = xr_red_init(p, 1);
+    for (long long k = threadIdx.x; k < p.red_numel; k += blockDim.x)
+      xr_red_add(p, s, xr_red_load(p, in, base + xr_red_inner(p, k)), k, 0, 0.0f);
+    s = xr_red_block_merge(p, s, 0);
+    if (xr_red_two_pass(p)) {
+      const float shift = xr_red_shift(p, s);
+      for (long long k = threadIdx.x; k < p.red_numel; k += blockDim.x)
+        xr_red_add(p, s2, xr_red_load(p, in, base + xr_red_inner(p, k)), k, 1, shift);
+      s2 = xr_red_block_merge(p, s2, 1);
+    }
+    if (threadIdx.x == 0) xr_red_finish(p, s, s2, o, out0, out1);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_items(XR_RED_ARGS) {
+  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < p.outer_numel;
+       o += (long long)gridDim.x * blockDim.x) {
+    const long long base = p.in_offset + xr_red_outer(p, p.in_outer, o);
+    xr_red_state s = xr_red_init(p, 0), s2 = xr_red_init(p, 1);
+    for (long long k = 0; k < p.red_numel; k++)
+      xr_red_add(p, s, xr_red_load(p, in, base + xr_red_inner(p, k)), k, 0, 0.0f);
+    if (xr_red_two_pass(p)) {
+      const float shift = xr_red_shift(p, s);
+      for (long long k = 0; k < p.red_numel; k++)
+        xr_red_add(p, s2, xr_red_load(p, in, base + xr_red_inner(p, k)), k, 1, shift);
+    }
+    xr_red_finish(p, s, s2, o, out0, out1);
+  }
+}
+
+// ---- scans ------------------------------------------------------------------------------------
+
+extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_scan(XR_RED_ARGS) {
+  __shared__ float tmp[XR_RED_THREADS];
+  (void)out1;
+  const int t = threadIdx.x;
+  const bool prod = p.op == XR_REDUCE_GPU_CUMPROD;
+  const float identity = prod ? 1.0f : 0.0f;
+  const long long n = p.red_shape[0], is = p.in_red[0], os = p.out_dim_stride[0];
+  for (long long o = blockIdx.x; o < p.outer_numel; o += gridDim.x) {
+    const long long base = p.in_offset + xr_red_outer(p, p.in_outer, o);
+    const long long at = p.out_offset[0] + xr_red_outer(p, p.out_outer[0], o);
+    float carry = identity;
+    for (long long j0 = 0; j0 < n; j0 += XR_RED_THREADS) {
+      const long long j = j0 + t;
+      tmp[t] = j < n ? xr_red_load(p, in, base + j * is) : identity;
+      __syncthreads();
+      for (int w = 1; w < XR_RED_THREADS; w <<= 1) {
+        const float other = t >= w ? tmp[t - w] : identity;
+        __syncthreads();
+        tmp[t] = prod ? tmp[t] * other : tmp[t] + other;
+        __syncthreads();
+      }
+      if (j < n) xr_red_store(p, 0, out0, at + j * os, prod ? carry * tmp[t] : carry + tmp[t]);
+      carry = prod ? carry * tmp[XR_RED_THREADS - 1] : carry + tmp[XR_RED_THREADS - 1];
+      __syncthreads();
+    }
+  }
+}
+
+// ---- sorts ------------------------------------------------------------------------------------
+
+// (ordered bits of v) << 32 | position: unsigned order is the stable sort's.
+static __device__ __forceinline__ unsigned long long xr_red_key(float v, long long position,
+                                                                int descending) {
+  unsigned int u;
+  if (xr_red_isnan(v)) {
+    u = 0xffffffffu;
+  } else {
+    u = v == 0.0f ? 0u : __float_as_uint(v);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  }
+  if (descending) u = ~u;
+  return ((unsigned long long)u << 32) | (unsigned long long)position;
+}
+
+// Sorts keys[0, n2) ascending (n2 a power of two); every thread of the block calls it.
+static __device__ void xr_red_bitonic(unsigned long long *keys, long long n2) {
+  for (long long size = 2; size <= n2; size <<= 1)
+    for (long long stride = size >> 1; stride > 0; stride >>= 1) {
+      for (long long j = threadIdx.x; j < n2; j += XR_RED_THREADS) {
+        const long long partner = j ^ stride;
+        if (partner > j) {
+          const bool up = (j & size) == 0;
+          const unsigned long long x = keys[j], y = keys[partner];
+          if ((x > y) == up) keys[j] = y, keys[partner] = x;
+        }
+      }
+      __syncthreads();
+    }
+}
+
+static __device__ __forceinline__ long long xr_red_pow2(long long n) {
+  long long q = 1;
+  while (q < n) q <<= 1;
+  return q;
+}
+
+extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_sort(XR_RED_ARGS) {
+  __shared__ unsigned long long keys[XR_REDUCE_GPU_SORT_MAX];
+  const long long t = threadIdx.x, n = p.red_shape[0], is = p.in_red[0];
+  const bool wide = p.in_dtype == XR_GPU_F32;
+  for (long long o = blockIdx.x; o < p.outer_numel; o += gridDim.x) {
+    const long long base = p.in_offset + xr_red_outer(p, p.in_outer, o);
+    long long n2;
+    if (n <= XR_REDUCE_GPU_SORT_MAX) {
+      n2 = xr_red_pow2(n);
+      for (long long j = t; j < n2; j += XR_RED_THREADS)
+        keys[j] = j < n ? xr_red_key(xr_load_as_float(in, p.in_dtype, base + j * is), j, p.descending)
+                        : XR_RED_KEY_PAD;
+    } else {  // topk, k <= XR_REDUCE_GPU_TOPK_MAX: each thread's k best, then all candidates
+      unsigned long long best[XR_REDUCE_GPU_TOPK_MAX];
+      const int k = (int)p.k;
+      for (int i = 0; i < k; i++) best[i] = XR_RED_KEY_PAD;
+      for (long long j = t; j < n; j += XR_RED_THREADS) {
+        const unsigned long long key =
+            xr_red_key(xr_load_as_float(in, p.in_dtype, base + j * is), j, p.descending);
+        if (key >= best[k - 1]) continue;
+        int i = k - 1;
+        for (; i > 0 && best[i - 1] > key; i--) best[i] = best[i - 1];
+        best[i] = key;
+      }
+      for (int i = 0; i < k; i++) keys[t * k + i] = best[i];
+      n2 = xr_red_pow2((long long)XR_RED_THREADS * k);
+      for (long long j = (long long)XR_RED_THREADS * k + t; j < n2; j += XR_RED_THREADS) keys[j] = XR_RED_KEY_PAD;
+    }
+    __syncthreads();
+    xr_red_bitonic(keys, n2);
+    const long long at0 = p.out_offset[0] + xr_red_outer(p, p.out_outer[0], o);
+    const long long at1 = p.out_offset[1] + xr_red_outer(p, p.out_outer[1], o);
+    for (long long j = t; j < p.k; j += XR_RED_THREADS) {
+      const long long position = (long long)(keys[j] & 0xffffffffull);
+      if (p.has_out[0]) {
+        const long long from = base + position * is, to = at0 + j * p.out_dim_stride[0];
+        if (wide) ((unsigned int *)out0)[to] = ((const unsigned int *)in)[from];
+        else ((unsigned short *)out0)[to] = ((const unsigned short *)in)[from];
+      }
+      if (p.has_out[1]) ((long long *)out1)[at1 + j * p.out_dim_stride[1]] = position;
+    }
+    __syncthreads();
+  }
+}

@@ -1,0 +1,412 @@
+// The reduce family (kernels/reduce.h: geometry and semantics) on OpenCL devices, f32, f16 and
+// bf16 inputs computed in float, every output rounded once. reduce_opencl.c fills
+// xr_reduce_args with the same field order (all 64-bit but the two floats at the end).
+//  - xr_reduce_groups: one work-group per output (reduced extents of 128 and more): each
+//    work-item folds a strided share of the elements into a state, the states merge through a
+//    tree in local memory; var/std and logsumexp take a second pass with the first one's mean or
+//    maximum. Extremes carry their position and merge by (value, position), NaN first, so the
+//    first extreme wins whatever the tree's order.
+//  - xr_reduce_items: one work-item per output (short extents), both passes in order.
+//  - xr_scan: one work-group per row, in chunks of the work-group's width: a local
+//    Hillis-Steele scan plus the carry of the chunks before.
+//  - xr_sort: one work-group per row; (ordered float bits << 32 | position) keys bitonic-sorted
+//    in local memory, which is a stable sort (NaN last, -0 equal to 0, descending inverts the
+//    bits only). Rows longer than XR_SORT_MAX take topk's path when k <= XR_TOPK_MAX: each
+//    work-item keeps its k best keys, and the work-group's candidates are sorted together.
+// Barriers stay in code every work-item of the group reaches (loops with uniform trip counts).
+#include "dtype_codes.h"
+
+#define XR_WG 128
+#define XR_MAX_DIMS 6
+#define XR_SORT_MAX 2048
+#define XR_TOPK_MAX 16
+
+// xr_reduce_op_t and xr_reduce_norm_kind_t, in their order.
+enum { OP_SUM, OP_NANSUM, OP_MEAN, OP_PROD, OP_MAX, OP_MIN, OP_ALL, OP_ANY, OP_COUNT, OP_LSE,
+       OP_VAR, OP_STD, OP_NORM, OP_CUMSUM, OP_CUMPROD, OP_SORT };
+enum { NORM_P, NORM_1, NORM_2, NORM_INF, NORM_NEG_INF, NORM_0 };
+
+typedef struct {
+  long outer_shape[XR_MAX_DIMS], in_outer[XR_MAX_DIMS];
+  long out0_outer[XR_MAX_DIMS], out1_outer[XR_MAX_DIMS];
+  long red_shape[XR_MAX_DIMS], in_red[XR_MAX_DIMS];
+  long outer_rank, red_rank, outer_numel, red_numel;
+  long in_offset, in_dtype, round_dtype; // round_dtype: elements rounded to it first; 0 none
+  long out0_offset, out0_dtype, out0_dim_stride, has_out0;
+  long out1_offset, out1_dtype, out1_dim_stride, has_out1;
+  long op, norm, k, descending;
+  float p, correction;
+} xr_reduce_args;
+
+// ---- elements ---------------------------------------------------------------------------------
+
+float ld(__global const uchar *b, long dt, long i) {
+  if (dt == XR_F32) return ((__global const float *)b)[i];
+  if (dt == XR_F16) return vload_half(i, (__global const half *)b);
+  return as_float((uint)((__global const ushort *)b)[i] << 16);
+}
+
+ushort to_bf16(float v) {
+  uint u = as_uint(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); // quiet NaN
+  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+float round_to(long dt, float v) {
+  if (dt == XR_BF16) return as_float((uint)to_bf16(v) << 16);
+  if (dt == XR_F16) {
+    ushort h;
+    vstore_half_rte(v, 0, (__private half *)&h);
+    return vload_half(0, (__private const half *)&h);
+  }
+  return v;
+}
+
+// Element i as the op sees it: widened, then rounded to dtype='s type when narrower.
+float ld_cast(const xr_reduce_args *a, __global const uchar *b, long i) {
+  float v = ld(b, a->in_dtype, i);
+  return a->round_dtype ? round_to(a->round_dtype, v) : v;
+}
+
+void st_float(__global uchar *b, long dt, long i, float v) {
+  if (dt == XR_F32) ((__global float *)b)[i] = v;
+  else if (dt == XR_F16) vstore_half_rte(v, i, (__global half *)b);
+  else if (dt == XR_BF16) ((__global ushort *)b)[i] = to_bf16(v);
+  else if (dt == XR_BOOL) b[i] = v != 0.0f;
+  else if (dt == XR_I64) ((__global long *)b)[i] = (long)v;
+}
+
+long outer_off(const xr_reduce_args *a, const long *strides, long o) {
+  long off = 0;
+  for (int d = (int)a->outer_rank - 1; d >= 0; d--) {
+    off += (o % a->outer_shape[d]) * strides[d];
+    o /= a->outer_shape[d];
+  }
+  return off;
+}
+
+long red_off(const xr_reduce_args *a, long k) {
+  long off = 0;
+  for (int d = (int)a->red_rank - 1; d >= 0; d--) {
+    off += (k % a->red_shape[d]) * a->in_red[d];
+    k /= a->red_shape[d];
+  }
+  return off;
+}
+
+// ---- states -----------------------------------------------------------------------------------
+
+#define F_NAN 1
+#define F_POSINF 2
+#define F_SEEN 4
+
+typedef struct {
+  float a;   // sum, product, squared deviations, exp-sum, norm's sum
+  float m;   // extreme; logsumexp: the finite maximum
+  long n;    // nonzeros
+  long at;   // the extreme's position
+  int flags;
+} state;
+
+bool is_extreme(const xr_reduce_args *a) {
+  return a->op == OP_MAX || a->op == OP_MIN ||
+         (a->op == OP_NORM && (a->norm == NORM_INF || a->norm == NORM_NEG_INF));
+}
+
+bool wants_max(const xr_reduce_args *a) {
+  return a->op == OP_MAX || (a->op == OP_NORM && a->norm == NORM_INF);
+}
+
+state init_state(const xr_reduce_args *a, int pass) {
+  state s;
+  s.a = a->op == OP_PROD && pass == 0 ? 1.0f : 0.0f;
+  s.m = wants_max(a) || a->op == OP_LSE ? -INFINITY : INFINITY;
+  s.n = 0;
+  s.at = 0;
+  s.flags = 0;
+  return s;
+}
+
+// Folds element v at position k in. Pass 1 of var/std sums deviations from `shift` (the mean),
+// pass 1 of logsumexp sums exp(v - shift) over the finite v.
+void add(const xr_reduce_args *a, state *s, float v, long k, int pass, float shift) {
+  const long op = a->op;
+  if (pass == 1) {
+    if (op == OP_LSE) {
+      if (fabs(v) < INFINITY) s->a += exp(v - shift);
+    } else {
+      float d = v - shift;
+      s->a += d * d;
+    }
+    return;
+  }
+  if (is_extreme(a)) {
+    float x = op == OP_NORM ? fabs(v) : v;
+    if (s->flags & F_NAN) return;
+    bool max = wants_max(a);
+    if (!(s->flags & F_SEEN) || isnan(x) || (max ? x > s->m : x < s->m)) {
+      s->m = x, s->at = k;
+      s->flags = F_SEEN | (isnan(x) ? F_NAN : 0);
+    }
+    return;
+  }
+  switch (op) {
+    case OP_NANSUM: s->a += isnan(v) ? 0.0f : v; break;
+    case OP_PROD: s->a *= v; break;
+    case OP_ALL:
+    case OP_ANY:
+    case OP_COUNT: s->n += v != 0.0f; break;
+    case OP_LSE:
+      if (isnan(v)) s->flags |= F_NAN;
+      else if (v == INFINITY) s->flags |= F_POSINF;
+      else if (v > -INFINITY) {
+        s->flags |= F_SEEN;
+        s->m = fmax(s->m, v);
+      }
+      break;
+    case OP_NORM:
+      if (a->norm == NORM_0) s->n += v != 0.0f;
+      else if (a->norm == NORM_1) s->a += fabs(v);
+      else if (a->norm == NORM_2) s->a += v * v;
+      else s->a += pow(fabs(v), a->p);
+      break;
+    default: s->a += v; break; // sum, mean, var/std's first pass
+  }
+}
+
+// b into s, in either order.
+void merge(const xr_reduce_args *a, state *s, const state *b, int pass) {
+  if (pass == 0 && is_extreme(a)) {
+    if (!(b->flags & F_SEEN)) return;
+    bool take;
+    if (!(s->flags & F_SEEN)) take = true;
+    else if ((s->flags & F_NAN) || (b->flags & F_NAN))
+      take = (b->flags & F_NAN) && (!(s->flags & F_NAN) || b->at < s->at);
+    else if (b->m == s->m) take = b->at < s->at;
+    else take = wants_max(a) ? b->m > s->m : b->m < s->m;
+    if (take) *s = *b;
+    return;
+  }
+  if (pass == 0 && a->op == OP_LSE) {
+    s->flags |= b->flags;
+    s->m = fmax(s->m, b->m);
+    return;
+  }
+  if (pass == 0 && a->op == OP_PROD) s->a *= b->a;
+  else s->a += b->a;
+  s->n += b->n;
+}
+
+// The work-group's merged state, for every work-item.
+state group_merge(const xr_reduce_args *a, state s, int pass, __local float *la, __local float *lm,
+                  __local long *ln, __local long *lat, __local int *lf) {
+  const int lid = get_local_id(0);
+  la[lid] = s.a, lm[lid] = s.m, ln[lid] = s.n, lat[lid] = s.at, lf[lid] = s.flags;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int w = XR_WG / 2; w > 0; w >>= 1) {
+    if (lid < w) {
+      state x = {la[lid], lm[lid], ln[lid], lat[lid], lf[lid]};
+      state y = {la[lid + w], lm[lid + w], ln[lid + w], lat[lid + w], lf[lid + w]};
+      merge(a, &x, &y, pass);
+      la[lid] = x.a, lm[lid] = x.m, ln[lid] = x.n, lat[lid] = x.at, lf[lid] = x.flags;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  state r = {la[0], lm[0], ln[0], lat[0], lf[0]};
+  barrier(CLK_LOCAL_MEM_FENCE); // the arrays are reused
+  return r;
+}
+
+bool two_pass(const xr_reduce_args *a) {
+  return a->op == OP_VAR || a->op == OP_STD || a->op == OP_LSE;
+}
+
+// The second pass's shift: the mean (var/std) or the finite maximum (logsumexp).
+float shift_of(const xr_reduce_args *a, const state *s) {
+  return a->op == OP_LSE ? s->m : s->a / (float)a->red_numel;
+}
+
+void finish(const xr_reduce_args *a, const state *s, const state *s2, long o,
+            __global uchar *out0, __global uchar *out1) {
+  const float n = (float)a->red_numel;
+  float v = s->a;
+  long index = -1;
+  switch (a->op) {
+    case OP_MEAN: v = s->a / n; break;
+    case OP_MAX:
+    case OP_MIN: v = (s->flags & F_NAN) ? NAN : s->m, index = s->at; break;
+    case OP_ALL: v = (float)(s->n == a->red_numel); break;
+    case OP_ANY: v = (float)(s->n > 0); break;
+    case OP_LSE:
+      v = (s->flags & F_NAN) ? NAN : (s->flags & F_POSINF) ? INFINITY
+          : !(s->flags & F_SEEN) ? -INFINITY : log(s2->a) + s->m;
+      break;
+    case OP_VAR:
+    case OP_STD: {
+      float divisor = fmax(n - a->correction, 0.0f);
+      v = s2->a / divisor;
+      if (a->op == OP_STD) v = sqrt(v);
+      if (a->has_out1)
+        st_float(out1, a->out1_dtype, a->out1_offset + outer_off(a, a->out1_outer, o), s->a / n);
+      break;
+    }
+    case OP_NORM:
+      if (a->norm == NORM_INF || a->norm == NORM_NEG_INF) v = (s->flags & F_NAN) ? NAN : s->m;
+      else if (a->norm == NORM_0) v = (float)s->n;
+      else if (a->norm == NORM_2) v = sqrt(s->a);
+      else if (a->norm == NORM_P) v = pow(s->a, 1.0f / a->p);
+      break;
+    default: break;
+  }
+  if (a->has_out0) {
+    long at = a->out0_offset + outer_off(a, a->out0_outer, o);
+    if (a->op == OP_COUNT) ((__global long *)out0)[at] = s->n;
+    else st_float(out0, a->out0_dtype, at, v);
+  }
+  if (a->has_out1 && index >= 0)
+    ((__global long *)out1)[a->out1_offset + outer_off(a, a->out1_outer, o)] = index;
+}
+
+#define XR_ARGS xr_reduce_args a, __global const uchar *in, __global uchar *out0, __global uchar *out1
+
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_groups(XR_ARGS) {
+  __local float la[XR_WG], lm[XR_WG];
+  __local long ln[XR_WG], lat[XR_WG];
+  __local int lf[XR_WG];
+  const long lid = get_local_id(0);
+  for (long o = get_group_id(0); o < a.outer_numel; o += get_num_groups(0)) {
+    const long base = a.in_offset + outer_off(&a, a.in_outer, o);
+    state s = init_state(&a, 0), s2 = init_state(&a, 1);
+    for (long k = lid; k < a.red_numel; k += XR_WG) add(&a, &s, ld_cast(&a, in, base + red_off(&a, k)), k, 0, 0.0f);
+    s = group_merge(&a, s, 0, la, lm, ln, lat, lf);
+    if (two_pass(&a)) {
+      const float shift = shift_of(&a, &s);
+      for (long k = lid; k < a.red_numel; k += XR_WG)
+        add(&a, &s2, ld_cast(&a, in, base + red_off(&a, k)), k, 1, shift);
+      s2 = group_merge(&a, s2, 1, la, lm, ln, lat, lf);
+    }
+    if (lid == 0) finish(&a, &s, &s2, o, out0, out1);
+  }
+}
+
+__kernel void xr_reduce_items(XR_ARGS) {
+  for (long o = get_global_id(0); o < a.outer_numel; o += get_global_size(0)) {
+    const long base = a.in_offset + outer_off(&a, a.in_outer, o);
+    state s = init_state(&a, 0), s2 = init_state(&a, 1);
+    for (long k = 0; k < a.red_numel; k++) add(&a, &s, ld_cast(&a, in, base + red_off(&a, k)), k, 0, 0.0f);
+    if (two_pass(&a)) {
+      const float shift = shift_of(&a, &s);
+      for (long k = 0; k < a.red_numel; k++)
+        add(&a, &s2, ld_cast(&a, in, base + red_off(&a, k)), k, 1, shift);
+    }
+    finish(&a, &s, &s2, o, out0, out1);
+  }
+}
+
+// ---- scans ------------------------------------------------------------------------------------
+
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_scan(XR_ARGS) {
+  __local float tmp[XR_WG];
+  const int lid = get_local_id(0);
+  const bool prod = a.op == OP_CUMPROD;
+  const float identity = prod ? 1.0f : 0.0f;
+  const long n = a.red_shape[0], is = a.in_red[0], os = a.out0_dim_stride;
+  for (long o = get_group_id(0); o < a.outer_numel; o += get_num_groups(0)) {
+    const long base = a.in_offset + outer_off(&a, a.in_outer, o);
+    const long at = a.out0_offset + outer_off(&a, a.out0_outer, o);
+    float carry = identity;
+    for (long j0 = 0; j0 < n; j0 += XR_WG) {
+      const long j = j0 + lid;
+      tmp[lid] = j < n ? ld_cast(&a, in, base + j * is) : identity;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int w = 1; w < XR_WG; w <<= 1) {
+        float t = lid >= w ? tmp[lid - w] : identity;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        tmp[lid] = prod ? tmp[lid] * t : tmp[lid] + t;
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      if (j < n) st_float(out0, a.out0_dtype, at + j * os, prod ? carry * tmp[lid] : carry + tmp[lid]);
+      carry = prod ? carry * tmp[XR_WG - 1] : carry + tmp[XR_WG - 1];
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+  }
+}
+
+// ---- sorts ------------------------------------------------------------------------------------
+
+// (ordered bits of v) << 32 | position: unsigned order is the stable sort's.
+ulong sort_key(float v, long position, long descending) {
+  uint u;
+  if (isnan(v)) u = 0xffffffffu;
+  else {
+    u = v == 0.0f ? 0u : as_uint(v);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  }
+  if (descending) u = ~u;
+  return ((ulong)u << 32) | (ulong)position;
+}
+
+// Sorts keys[0, n2) ascending (n2 a power of two); every work-item of the group calls it.
+void bitonic(__local ulong *keys, long n2) {
+  const long lid = get_local_id(0);
+  for (long size = 2; size <= n2; size <<= 1)
+    for (long stride = size >> 1; stride > 0; stride >>= 1) {
+      for (long j = lid; j < n2; j += XR_WG) {
+        long partner = j ^ stride;
+        if (partner > j) {
+          bool up = (j & size) == 0;
+          ulong x = keys[j], y = keys[partner];
+          if ((x > y) == up) keys[j] = y, keys[partner] = x;
+        }
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+long pow2_at_least(long n) {
+  long p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_sort(XR_ARGS) {
+  __local ulong keys[XR_SORT_MAX];
+  const long lid = get_local_id(0), n = a.red_shape[0], is = a.in_red[0];
+  const long esize = a.in_dtype == XR_F32 ? 4 : 2;
+  for (long o = get_group_id(0); o < a.outer_numel; o += get_num_groups(0)) {
+    const long base = a.in_offset + outer_off(&a, a.in_outer, o);
+    long n2;
+    if (n <= XR_SORT_MAX) {
+      n2 = pow2_at_least(n);
+      for (long j = lid; j < n2; j += XR_WG)
+        keys[j] = j < n ? sort_key(ld(in, a.in_dtype, base + j * is), j, a.descending) : 0xfffffffffffffffful;
+    } else { // topk, k <= XR_TOPK_MAX: each work-item's k best, then all candidates sorted
+      ulong best[XR_TOPK_MAX];
+      for (int i = 0; i < a.k; i++) best[i] = 0xfffffffffffffffful;
+      for (long j = lid; j < n; j += XR_WG) {
+        ulong key = sort_key(ld(in, a.in_dtype, base + j * is), j, a.descending);
+        if (key >= best[a.k - 1]) continue;
+        int i = (int)a.k - 1;
+        for (; i > 0 && best[i - 1] > key; i--) best[i] = best[i - 1];
+        best[i] = key;
+      }
+      for (int i = 0; i < a.k; i++) keys[lid * a.k + i] = best[i];
+      n2 = pow2_at_least(XR_WG * a.k);
+      for (long j = XR_WG * a.k + lid; j < n2; j += XR_WG) keys[j] = 0xfffffffffffffffful;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    bitonic(keys, n2);
+    const long at0 = a.out0_offset + outer_off(&a, a.out0_outer, o);
+    const long at1 = a.out1_offset + outer_off(&a, a.out1_outer, o);
+    for (long j = lid; j < a.k; j += XR_WG) {
+      const long position = (long)(keys[j] & 0xffffffffu);
+      if (a.has_out0) {
+        const long from = base + position * is, to = at0 + j * a.out0_dim_stride;
+        if (esize == 4) ((__global uint *)out0)[to] = ((__global const uint *)in)[from];
+        else ((__global ushort *)out0)[to] = ((__global const ushort *)in)[from];
+      }
+      if (a.has_out1) ((__global long *)out1)[at1 + j * a.out1_dim_stride] = position;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}

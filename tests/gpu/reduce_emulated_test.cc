@@ -1,0 +1,167 @@
+// kernels/gpu/reduce.cu's kernels executed on the CPU under tests/gpu/cuda_emulation.h, once
+// per warp width (XR_EMULATED_WARP=32 and 64), launched as kernels/gpu/reduce_gpu.c launches
+// them (256 threads a block): block and thread reductions (sum, max.dim with ties and NaN,
+// var/std with the mean, logsumexp over infinities), the chunked block scan, bitonic sorts
+// (stable, descending, NaN) and topk's candidate path, each against a double-precision or
+// std::stable_sort evaluation here. tests/gpu:reduce_gpu_test_* run the same kernels on
+// devices, against the CPU reference.
+#include <criterion/criterion.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "tests/gpu/cuda_emulation.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#include "tests/gpu/reduce_emulated.inc"
+#pragma GCC diagnostic pop
+
+namespace {
+
+std::mt19937 rng(5);
+float normal() { return std::normal_distribution<float>(0.0f, 1.0f)(rng); }
+
+// Rows of n contiguous f32 elements, outputs contiguous per row (`per_row` each).
+xr_reduce_gpu_params_t rows(int op, long long rows, long long n, long long per_row = 1) {
+  xr_reduce_gpu_params_t p;
+  memset(&p, 0, sizeof p);
+  p.op = op;
+  p.outer_rank = 1, p.outer_shape[0] = rows, p.in_outer[0] = n, p.outer_numel = rows;
+  p.red_rank = 1, p.red_shape[0] = n, p.in_red[0] = 1, p.red_numel = n;
+  p.in_dtype = XR_GPU_F32;
+  for (int s = 0; s < 2; s++) p.out_outer[s][0] = per_row, p.out_dim_stride[s] = 1, p.out_dtype[s] = XR_GPU_F32;
+  p.has_out[0] = 1;
+  p.k = n;
+  return p;
+}
+
+void run(const char *kernel, const xr_reduce_gpu_params_t &p, const void *in, void *out0, void *out1) {
+  const unsigned blocks = (unsigned)std::min<long long>(p.outer_numel, 7);  // grid-stride loops too
+  const unsigned char *x = (const unsigned char *)in;
+  unsigned char *o0 = (unsigned char *)out0, *o1 = (unsigned char *)out1;
+  std::string k = kernel;
+  xr_emu_launch(xr_emu_dim{blocks, 1, 1}, XR_REDUCE_GPU_THREADS, [&] {
+    if (k == "groups") xr_reduce_groups(x, o0, o1, p);
+    else if (k == "items") xr_reduce_items(x, o0, o1, p);
+    else if (k == "scan") xr_reduce_scan(x, o0, o1, p);
+    else xr_reduce_sort(x, o0, o1, p);
+  });
+}
+
+void close(double got, double want, double tol, const char *what, long long i) {
+  if (std::isnan(want)) {
+    cr_assert(std::isnan(got), "%s[%lld]: %g, expected NaN", what, i, got);
+    return;
+  }
+  cr_assert(std::fabs(got - want) <= tol * (1 + std::fabs(want)) || got == want,
+            "%s[%lld]: %.9g, expected %.9g", what, i, got, want);
+}
+
+}  // namespace
+
+Test(reduce_emulated, sums_var_and_logsumexp_by_blocks_and_threads) {
+  for (long long n : {5LL, 300LL, 1000LL}) {
+    const long long r = 9;
+    std::vector<float> x(r * n);
+    for (float &v : x) v = normal();
+    const char *kernel = n >= XR_REDUCE_GPU_GROUP_MIN ? "groups" : "items";
+    std::vector<float> sum(r), var(r), mean(r), lse(r);
+    xr_reduce_gpu_params_t p = rows(XR_REDUCE_GPU_SUM, r, n);
+    run(kernel, p, x.data(), sum.data(), nullptr);
+    p = rows(XR_REDUCE_GPU_VAR, r, n);
+    p.correction = 1, p.has_out[1] = 1;
+    run(kernel, p, x.data(), var.data(), mean.data());
+    p = rows(XR_REDUCE_GPU_LSE, r, n);
+    run(kernel, p, x.data(), lse.data(), nullptr);
+    for (long long i = 0; i < r; i++) {
+      double s = 0, m2 = 0, mx = -INFINITY, e = 0;
+      for (long long j = 0; j < n; j++) s += x[i * n + j], mx = std::max(mx, (double)x[i * n + j]);
+      for (long long j = 0; j < n; j++) {
+        double d = x[i * n + j] - s / n;
+        m2 += d * d, e += std::exp(x[i * n + j] - mx);
+      }
+      close(sum[i], s, 1e-5, "sum", i);
+      close(mean[i], s / n, 1e-5, "mean", i);
+      close(var[i], m2 / (n - 1), 1e-5, "var", i);
+      close(lse[i], std::log(e) + mx, 1e-5, "logsumexp", i);
+    }
+  }
+  // logsumexp over infinities and NaN: +inf, -inf, NaN
+  std::vector<float> s = {INFINITY, 1, -INFINITY, -INFINITY, NAN, 1};
+  std::vector<float> out(3);
+  run("items", rows(XR_REDUCE_GPU_LSE, 3, 2), s.data(), out.data(), nullptr);
+  cr_assert(out[0] == INFINITY && out[1] == -INFINITY && std::isnan(out[2]));
+}
+
+Test(reduce_emulated, extremes_keep_the_first_position_and_nan) {
+  for (long long n : {7LL, 200LL, 3001LL}) {
+    const long long r = 4;
+    std::vector<float> x(r * n, -1.0f);
+    x[0 * n + n / 2] = 5, x[0 * n + n - 1] = 5, x[0 * n + n / 3] = 5;  // ties: the first wins
+    x[1 * n + n - 2] = NAN, x[1 * n + 0] = 100, x[1 * n + n - 1] = NAN;  // the first NaN
+    for (long long j = 0; j < n; j++) x[2 * n + j] = -INFINITY;          // every value -inf
+    for (long long j = 0; j < n; j++) x[3 * n + j] = normal();
+    std::vector<float> values(r);
+    std::vector<long long> index(r, -7);
+    xr_reduce_gpu_params_t p = rows(XR_REDUCE_GPU_MAX, r, n);
+    p.has_out[1] = 1, p.out_dtype[1] = XR_GPU_I64;
+    run(n >= XR_REDUCE_GPU_GROUP_MIN ? "groups" : "items", p, x.data(), values.data(), index.data());
+    cr_assert_eq(values[0], 5.0f);
+    cr_assert_eq(index[0], n / 3, "n %lld: the first maximum is at %lld, got %lld", n, n / 3, index[0]);
+    cr_assert(std::isnan(values[1]) && index[1] == n - 2, "n %lld: NaN at %lld", n, index[1]);
+    cr_assert(values[2] == -INFINITY && index[2] == 0);
+    long long want = std::max_element(x.begin() + 3 * n, x.begin() + 4 * n) - (x.begin() + 3 * n);
+    cr_assert_eq(index[3], want);
+  }
+}
+
+Test(reduce_emulated, scans_in_chunks) {
+  for (long long n : {1LL, 255LL, 700LL}) {
+    const long long r = 3;
+    std::vector<float> x(r * n), y(r * n, NAN);
+    for (float &v : x) v = normal();
+    xr_reduce_gpu_params_t p = rows(XR_REDUCE_GPU_CUMSUM, r, n, n);
+    run("scan", p, x.data(), y.data(), nullptr);
+    for (long long i = 0; i < r; i++) {
+      double acc = 0;
+      for (long long j = 0; j < n; j++) close(y[i * n + j], acc += x[i * n + j], 1e-5, "cumsum", j);
+    }
+  }
+}
+
+Test(reduce_emulated, sorts_are_stable_and_topk_of_long_rows) {
+  for (long long n : {1LL, 33LL, 1000LL, 4096LL, 9000LL}) {
+    for (int descending = 0; descending < 2; descending++) {
+      const long long r = 2, k = n > XR_REDUCE_GPU_SORT_MAX ? 8 : n;
+      std::vector<float> x(r * n);
+      for (float &v : x) v = (float)(int)(normal() * 4);  // many ties
+      x[n / 2] = NAN;
+      std::vector<float> values(r * k, -1);
+      std::vector<long long> index(r * k, -1);
+      xr_reduce_gpu_params_t p = rows(XR_REDUCE_GPU_SORT, r, n, k);
+      p.k = k, p.descending = descending, p.has_out[1] = 1, p.out_dtype[1] = XR_GPU_I64;
+      run("sort", p, x.data(), values.data(), index.data());
+      for (long long i = 0; i < r; i++) {
+        std::vector<long long> order(n);
+        std::iota(order.begin(), order.end(), 0);
+        auto key = [&](long long j) { return x[i * n + j]; };
+        std::stable_sort(order.begin(), order.end(), [&](long long a, long long b) {
+          float u = key(a), v = key(b);
+          if (std::isnan(u) || std::isnan(v)) return descending ? std::isnan(u) && !std::isnan(v)
+                                                                : !std::isnan(u) && std::isnan(v);
+          return descending ? u > v : u < v;
+        });
+        for (long long j = 0; j < k; j++)
+          cr_assert_eq(index[i * k + j], order[j], "n %lld%s row %lld: position %lld is %lld, expected %lld",
+                       n, descending ? " descending" : "", i, j, index[i * k + j], order[j]);
+      }
+    }
+  }
+}

@@ -221,12 +221,11 @@ static const xr_kernel_impl_t ref_rotary = {
 /* ------------------------------------------------------------------------------------------ */
 /* custom initializers                                                                         */
 
-/* Rotary positions index rows of the cos/sin cache. */
+/* Rotary positions index rows of the cos/sin cache. The problem's binding indices, not the
+ * argument names, find them: a traced custom op's arguments have no names. */
 static xr_status_t init_rotary(xr_init_context_t *c) {
-  int cache = xr_init_input(c, "cos_sin_cache");
-  if (cache >= 0)
-    xr_init_indices(c, xr_init_input(c, "positions"), c->plan->inputs[cache]->shape[0],
-                    "positions");
+  const xr_rotary_problem_t *p = c->plan->problem;
+  xr_init_indices(c, p->positions, p->max_position, "positions");
   return XR_OK;
 }
 

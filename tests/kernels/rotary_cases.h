@@ -100,6 +100,8 @@ static inline void expect_match(const rope_t *c, const char *device, const char 
   cr_assert(r.checked && r.check_passed, "%s on %s: check failed", json, device);
   cr_assert(strncmp(r.kernel, prefix, strlen(prefix)) == 0, "%s: ran %s", json, r.kernel);
   cr_assert_eq(r.output_count, c->no_key ? 1u : 2u, "query and key are both checked");
+  cr_assert(strstr(r.init_policy, "positions uniform"), "%s: positions not initialised (%s)", json,
+            r.init_policy);
   for (size_t k = 0; k < r.output_count; k++)
     cr_assert(!r.outputs[k].nonfinite && r.outputs[k].nmse <= r.outputs[k].threshold,
               "%s: %s nmse %g", json, r.outputs[k].target, r.outputs[k].nmse);

@@ -266,12 +266,18 @@ static uint64_t device_need(const engine_t *e, const op_work_t *w) {
   return need;
 }
 
-/* The host holds the initial contents throughout, and a host-addressable device's share. */
+/* The host holds the initial contents throughout, and a host-addressable device's share; with
+ * --check also the reference's tensors (on the cpu device) and its outputs read back. */
 static uint64_t host_need(const engine_t *e, const op_work_t *w) {
   bool host_device = false;
   for (size_t d = 0; d < e->device_count; d++)
     host_device |= e->devices[d].info->properties.host_addressable;
-  return add_bytes(work_bytes(w), host_device ? device_need(e, w) : 0);
+  uint64_t need = add_bytes(work_bytes(w), host_device ? device_need(e, w) : 0);
+  if (e->o->check) {
+    need = add_bytes(need, work_bytes(w));
+    for (size_t k = 0; k < w->out_count; k++) need = add_bytes(need, w->bytes[w->out[k]]);
+  }
+  return need;
 }
 
 static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
@@ -358,25 +364,10 @@ static xr_status_t work_reference(engine_t *e, op_work_t *w) {
 
 double xr_replay_nmse(const xr_tensor_t *view, const void *actual, const void *expected,
                       bool *out_nonfinite) {
-  int64_t n;
-  double *a = xr_gather(actual, view->dtype, view->rank, view->shape, view->strides,
-                        view->offset, &n);
-  double *b = xr_gather(expected, view->dtype, view->rank, view->shape, view->strides,
-                        view->offset, &n);
-  double num = 0, den = 0;
-  bool nonfinite = false;
-  if (a && b) {
-    for (int64_t i = 0; i < n; i++) {
-      if (!isfinite(a[i]) && isfinite(b[i])) nonfinite = true;
-      double d = a[i] - b[i];
-      if (isfinite(d)) num += d * d;
-      if (isfinite(b[i])) den += b[i] * b[i];
-    }
-  } else {
-    nonfinite = true; /* out of memory: say so rather than pass */
-  }
-  free(a);
-  free(b);
+  double num, den;
+  bool nonfinite;
+  xr_compare_views(actual, expected, view->dtype, view->rank, view->shape, view->strides,
+                   view->offset, &num, &den, &nonfinite);
   if (out_nonfinite) *out_nonfinite = nonfinite;
   return den > 0 ? num / den : (num > 0 ? INFINITY : 0);
 }

@@ -78,7 +78,8 @@ static int simplify_dims(xr_rows_problem_t *p, int rank, int64_t *shape, bool in
 xr_status_t xr_rows_check_fast(const xr_op_plan_t *plan, const char *backend) {
   const xr_rows_problem_t *p = plan->problem;
   if (p->unsupported)
-    return xr_error(XR_UNIMPLEMENTED, "%s kernels: %s: %s", backend, plan->op->name, p->unsupported);
+    return xr_error(XR_UNIMPLEMENTED, "%s kernels: %s: %s", backend, plan->op->name,
+                    p->unsupported);
   for (int k = 0; k < XR_ROWS_OPERANDS; k++) {
     if (p->operand[k].index < 0) continue;
     xr_dtype_t d = p->operand[k].dtype;
@@ -286,10 +287,10 @@ static xr_status_t aiter_flag(xr_op_plan_t *plan, xr_rows_problem_t *p, int posi
                               const char *name) {
   bool set = false;
   xr_status_t st = xr_arg_bool(plan->op, position, name, false, &set);
-  if (st == XR_OK && set)
-    p->unsupported = !strcmp(name, "gemma_norm")
-                         ? "gemma_norm=True (weight + 1) is not implemented"
-                         : "use_model_sensitive_rmsnorm != 0 (T5-style rounding) is not implemented";
+  if (st == XR_OK && set && !strcmp(name, "gemma_norm"))
+    p->unsupported = "gemma_norm=True (weight + 1) is not implemented";
+  else if (st == XR_OK && set)
+    p->unsupported = "use_model_sensitive_rmsnorm != 0 (T5-style rounding) is not implemented";
   return st;
 }
 
@@ -372,9 +373,11 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   if (!strcmp(name, "aten::native_layer_norm")) st = analyze_layer_norm(plan, p, true);
   else if (!strcmp(name, "aten::layer_norm")) st = analyze_layer_norm(plan, p, false);
   else if (!strcmp(name, "_C::rms_norm")) st = analyze_rms_norm(plan, p, false, false, false);
-  else if (!strcmp(name, "_C::fused_add_rms_norm")) st = analyze_rms_norm(plan, p, true, false, false);
+  else if (!strcmp(name, "_C::fused_add_rms_norm"))
+    st = analyze_rms_norm(plan, p, true, false, false);
   else if (!strcmp(name, "sgl_kernel::rmsnorm")) st = analyze_rms_norm(plan, p, false, true, false);
-  else if (!strcmp(name, "sgl_kernel::fused_add_rmsnorm")) st = analyze_rms_norm(plan, p, true, true, false);
+  else if (!strcmp(name, "sgl_kernel::fused_add_rmsnorm"))
+    st = analyze_rms_norm(plan, p, true, true, false);
   else if (!strcmp(name, "aiter::rmsnorm")) st = analyze_rms_norm(plan, p, false, false, true);
   else if (!strcmp(name, "aiter::add_rmsnorm")) st = analyze_add_rms_norm(plan, p, "gemma_norm");
   else st = analyze_add_rms_norm(plan, p, "use_model_sensitive_rmsnorm");
@@ -440,7 +443,8 @@ static xr_status_t ref_enqueue(void *state, xr_hal_stream_t *stream) {
 static xr_status_t ref_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
   const xr_rows_problem_t *p = plan->problem;
-  if (p->unsupported) return xr_error(XR_UNIMPLEMENTED, "ref.norm: %s: %s", plan->op->name, p->unsupported);
+  if (p->unsupported)
+    return xr_error(XR_UNIMPLEMENTED, "ref.norm: %s: %s", plan->op->name, p->unsupported);
   return XR_OK;
 }
 

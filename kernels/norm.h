@@ -85,8 +85,9 @@ static inline int64_t xr_rows_inner_offset(const xr_rows_problem_t *p, int k, in
   return off;
 }
 
-/* Rotary embedding (_C::rotary_embedding, sgl_kernel::rotary_embedding): per token t, with p = positions[t], c = cache[p][i],
- * s = cache[p][rot_dim/2 + i] (s negated when inverse), for every head and i < rot_dim/2:
+/* Rotary embedding (_C::rotary_embedding, sgl_kernel::rotary_embedding): per token t, with
+ * p = positions[t], c = cache[p][i], s = cache[p][rot_dim/2 + i] (s negated when inverse), for
+ * every head and i < rot_dim/2:
  * x' = x*c - y*s, y' = y*c + x*s, where (x, y) = (h[i], h[rot_dim/2 + i]) in NeoX style and
  * (h[2i], h[2i+1]) in GPT-J style, h starting rope_dim_offset elements into the head. A
  * position outside [0, max_position) leaves the token unchanged (the cache has no row for it). */

@@ -293,10 +293,12 @@ static void row_avx512(const cpu_rows_t *s, int64_t r, float *sx, float *sy) {
   const float nf = (float)n, eps = (float)p->eps;
   if (p->op == XR_ROWS_ADD_RMS_NORM) { /* every tensor of the input's dtype */
     const int64_t esize = (int64_t)xr_dtype_size(in_dt);
-    const char *res_in = s->base[XR_ROWS_RESIDUAL_IN] +
-                         (s->offset[XR_ROWS_RESIDUAL_IN] + xr_rows_outer_offset(p, XR_ROWS_RESIDUAL_IN, r)) * esize;
-    char *res_out = s->base[XR_ROWS_RESIDUAL_OUT] +
-                    (s->offset[XR_ROWS_RESIDUAL_OUT] + xr_rows_outer_offset(p, XR_ROWS_RESIDUAL_OUT, r)) * esize;
+    const int64_t in_at = s->offset[XR_ROWS_RESIDUAL_IN] +
+                          xr_rows_outer_offset(p, XR_ROWS_RESIDUAL_IN, r);
+    const int64_t out_at = s->offset[XR_ROWS_RESIDUAL_OUT] +
+                           xr_rows_outer_offset(p, XR_ROWS_RESIDUAL_OUT, r);
+    const char *res_in = s->base[XR_ROWS_RESIDUAL_IN] + in_at * esize;
+    char *res_out = s->base[XR_ROWS_RESIDUAL_OUT] + out_at * esize;
     float sq = xr_rows_avx512_add_round(sx, res_out, res_in, in, in_dt, n, !p->fp32_sum);
     float rstd = 1.0f / sqrtf(sq / nf + eps);
     xr_rows_avx512_affine_store(out, out_dt, sx, n, 0.0f, rstd, s->weight, NULL, false);

@@ -41,7 +41,8 @@ struct add_case {
   bool lossy; /* even elements 1 + k/128 + 3/1024 (stored as 1 + k/128), odd ones -1.5 + 0 */
 };
 
-void set_view(xr_rows_gpu_params_t &p, int slot, int dtype, long long offset, long long row_stride) {
+void set_view(xr_rows_gpu_params_t &p, int slot, int dtype, long long offset,
+              long long row_stride) {
   xr_rows_gpu_view_t &v = p.v[slot];
   v.offset = offset;
   v.stride = 1;
@@ -53,7 +54,8 @@ void set_view(xr_rows_gpu_params_t &p, int slot, int dtype, long long offset, lo
 void run(const add_case &c) {
   const long long R = c.rows, n = c.n, xs = c.x_stride ? c.x_stride : n;
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<unsigned short> x(c.x_off + R * xs), res(R * n), w(n), out(R * n, 0xffff), res_out(R * n, 0xffff);
+  std::vector<unsigned short> x(c.x_off + R * xs), res(R * n), w(n), out(R * n, 0xffff),
+      res_out(R * n, 0xffff);
   for (auto &e : x) e = encode(c.dtype, normal(rng));
   for (auto &e : res) e = encode(c.dtype, normal(rng));
   if (c.lossy)
@@ -86,7 +88,8 @@ void run(const add_case &c) {
     xr_add_rms_norm(xb, ob, rb, sb, (const unsigned char *)w.data(), xb, &unused, &unused, p);
   });
 
-  const std::vector<unsigned short> &got_out = c.in_place ? x : out, &got_sum = c.in_place ? res : res_out;
+  const std::vector<unsigned short> &got_out = c.in_place ? x : out,
+                                    &got_sum = c.in_place ? res : res_out;
   const long long out_off = c.in_place ? c.x_off : 0, out_rs = c.in_place ? xs : n;
   long long inexact = 0, discriminating = 0;
   for (long long r = 0; r < R; r++) {
@@ -95,8 +98,8 @@ void run(const add_case &c) {
     for (long long i = 0; i < n; i++) {
       float f = load(c.dtype, x0, c.x_off + r * xs + i) + load(c.dtype, res0, r * n + i);
       unsigned short stored = encode(c.dtype, f);
-      cr_assert_eq(got_sum[r * n + i], stored, "row %lld elem %lld: residual_out %#x, expected %#x", r, i,
-                   got_sum[r * n + i], stored);
+      cr_assert_eq(got_sum[r * n + i], stored, "row %lld elem %lld: residual_out %#x, expected %#x",
+                   r, i, got_sum[r * n + i], stored);
       double rounded = load(c.dtype, got_sum, r * n + i);
       sum[i] = c.fp32_sum ? (double)f : rounded;
       other[i] = c.fp32_sum ? rounded : (double)f;
@@ -110,14 +113,15 @@ void run(const add_case &c) {
       const double want = sum[i] * rstd * load(c.dtype, w, i);
       const unsigned short have_bits = got_out[out_off + r * out_rs + i];
       const double have = load(c.dtype, got_out, out_off + r * out_rs + i);
-      cr_assert(std::fabs(have - want) <= ulp * std::fabs(want) + 1e-6, "row %lld elem %lld: out %g, expected %g",
-                r, i, have, want);
+      cr_assert(std::fabs(have - want) <= ulp * std::fabs(want) + 1e-6,
+                "row %lld elem %lld: out %g, expected %g", r, i, have, want);
       inexact += have_bits != encode(c.dtype, (float)want);
       discriminating += encode(c.dtype, (float)(other[i] * other_rstd * load(c.dtype, w, i))) !=
                         encode(c.dtype, (float)want);
     }
   }
-  cr_assert_leq(inexact * 100, R * n, "%lld of %lld outputs are not the nearest value", inexact, R * n);
+  cr_assert_leq(inexact * 100, R * n, "%lld of %lld outputs are not the nearest value", inexact,
+                R * n);
   if (c.lossy) /* the other form's outputs differ: this case tells the two apart */
     cr_assert_geq(discriminating * 20, R * n, "%lld of %lld", discriminating, R * n);
   if (!c.in_place) { /* the inputs are only read */

@@ -12,8 +12,12 @@
 
 Test(rms_norm, cpu_fast_matches_reference, .timeout = 120) { rms_norm_cases("cpu", "cpu."); }
 Test(rms_norm, opencl_matches_reference, .timeout = 120) { rms_norm_cases("opencl", "opencl."); }
-Test(rms_norm, cpu_fast_aiter_matches_reference, .timeout = 120) { aiter_norm_cases("cpu", "cpu."); }
-Test(rms_norm, opencl_aiter_matches_reference, .timeout = 120) { aiter_norm_cases("opencl", "opencl."); }
+Test(rms_norm, cpu_fast_aiter_matches_reference, .timeout = 120) {
+  aiter_norm_cases("cpu", "cpu.");
+}
+Test(rms_norm, opencl_aiter_matches_reference, .timeout = 120) {
+  aiter_norm_cases("opencl", "opencl.");
+}
 
 Test(layer_norm, cpu_fast_matches_reference, .timeout = 120) { layer_norm_cases("cpu", "cpu."); }
 Test(layer_norm, opencl_matches_reference, .timeout = 120) { layer_norm_cases("opencl", "opencl."); }

@@ -86,7 +86,8 @@ typedef struct xr_attn_problem {
 } xr_attn_problem_t;
 
 /* The reshape_and_cache ops: key/value [tokens, kv_heads, head] scattered into a cache at
- * slot_mapping[token] (negative: padding, skipped); same key layout conventions as above. */
+ * slot_mapping[token] (negative: padding, skipped); same key layout conventions as above.
+ * sglang::store_cache is the case kv_heads = 1, block_size = 1 (a cache row per slot). */
 typedef struct xr_cache_problem {
   int key, value, key_cache, value_cache, slots, k_scale, v_scale; /* binding indices */
   xr_dtype_t src_dtype, cache_dtype;  /* cache_dtype: element format (fp8 for u8 caches) */
@@ -96,7 +97,15 @@ typedef struct xr_cache_problem {
   int64_t kc_sb, kc_ss, kc_sh, kc_sdx, kc_sd, kc_x, kc_off; /* key cache [block][slot][h][d] */
   int64_t vc_sb, vc_ss, vc_sh, vc_sd, vc_off;
   int64_t slots_off, k_scale_off, v_scale_off;
+  const char *unsupported;            /* why no implementation runs it, or NULL */
 } xr_cache_problem_t;
+
+/* Every cache writer's first check: UNIMPLEMENTED with the problem's reason, naming `impl`. */
+static inline xr_status_t xr_cache_supported(const xr_op_plan_t *plan, const char *impl) {
+  const xr_cache_problem_t *c = plan->problem;
+  if (c->unsupported) return xr_error(XR_UNIMPLEMENTED, "%s: %s: %s", impl, plan->op->name, c->unsupported);
+  return XR_OK;
+}
 
 static inline float xr_attn_float(const xr_attn_problem_t *a, int param) {
   return xr_bits_to_f32((uint32_t)a->p[param]);

@@ -265,10 +265,16 @@ static xr_status_t cache_enqueue(void *state, xr_hal_stream_t *stream) {
   return xr_hal_stream_enqueue_parallel(stream, (size_t)s->c->tokens, 16, cache_tokens, s);
 }
 
+static xr_status_t cache_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  return xr_cache_supported(plan, "ref.reshape_and_cache");
+}
+
 const xr_kernel_impl_t xr_cache_ref_impl = {
     .name = "ref.reshape_and_cache",
     .driver = "cpu",
     .reference = true,
+    .supports = cache_supports,
     .prepare = cache_prepare,
     .enqueue = cache_enqueue,
     .release = free,

@@ -31,6 +31,13 @@ xr_status_t xr_arg_string(const xr_op_t *op, int position, const char *name, boo
 xr_status_t xr_arg_int_list(const xr_op_t *op, int position, const char *name, bool required,
                             int64_t *out, int capacity, int *out_count);
 
+/* Marks input `index` (binding order; -1 ignored) as one the op writes, for ops whose traced
+ * argument types lack the "!" of "Tensor(a!)" (custom ops record only dtypes): the engine
+ * poisons and checks the inputs marked so. */
+static inline void xr_plan_mark_written(xr_op_plan_t *plan, int index) {
+  if (index >= 0 && (size_t)index < plan->input_count) plan->input_written[index] = true;
+}
+
 /* Formats the op name into an error: returns INVALID_ARGUMENT. */
 xr_status_t xr_plan_error(const xr_op_plan_t *plan, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

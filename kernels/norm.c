@@ -1,6 +1,7 @@
 /* The norm family: layer norm (aten::native_layer_norm, aten::layer_norm) and RMS norm as vLLM
- * (_C::rms_norm, _C::fused_add_rms_norm) and sgl-kernel (sgl_kernel::rmsnorm,
- * sgl_kernel::fused_add_rmsnorm) name it, plus the row-problem helpers softmax shares.
+ * (_C::rms_norm, _C::fused_add_rms_norm), sgl-kernel (sgl_kernel::rmsnorm,
+ * sgl_kernel::fused_add_rmsnorm) and aiter (aiter::rmsnorm, aiter::add_rmsnorm,
+ * aiter::rmsnorm2d_fwd_with_add_ck) name it, plus the row-problem helpers softmax shares.
  *
  * Semantics, per row of n elements (the normalised dims):
  *   layer norm:  mean = sum(x)/n, var = sum((x-mean)^2)/n (biased), rstd = 1/sqrt(var+eps),
@@ -10,6 +11,14 @@
  *   rms norm:    out = x / sqrt(sum(x^2)/n + eps) * weight.
  *   fused add:   residual = x + residual, rounded to the tensor dtype; x = rms_norm(residual)
  *                computed from that rounded residual (in place on both).
+ *   aiter's out-of-place add (add_rmsnorm(out, input, residual_in, residual_out, weight,
+ *                epsilon[, gemma_norm]), rmsnorm2d_fwd_with_add_ck(..., epsilon[,
+ *                use_model_sensitive_rmsnorm])): residual_out = input + residual_in rounded to
+ *                the tensor dtype, out = rms_norm of the unrounded fp32 sum (what aiter's HIP
+ *                kernel and CK's rmsnorm2d pipeline keep in registers). aiter::rmsnorm(out,
+ *                input, weight, epsilon[, gemma_norm]) is rms norm. gemma_norm (weight + 1) and
+ *                use_model_sensitive_rmsnorm != 0 (T5-style rounding) are not implemented: such
+ *                ops are unsupported with that reason.
  * The reference widens to double and rounds once per output element. */
 #include <math.h>
 #include <stdlib.h>
@@ -19,7 +28,8 @@
 
 static const char *const norm_ops[] = {
     "aten::native_layer_norm", "aten::layer_norm",  "_C::rms_norm", "_C::fused_add_rms_norm",
-    "sgl_kernel::rmsnorm",     "sgl_kernel::fused_add_rmsnorm", NULL,
+    "sgl_kernel::rmsnorm",     "sgl_kernel::fused_add_rmsnorm", "aiter::rmsnorm",
+    "aiter::add_rmsnorm",      "aiter::rmsnorm2d_fwd_with_add_ck", NULL,
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -67,6 +77,9 @@ static int simplify_dims(xr_rows_problem_t *p, int rank, int64_t *shape, bool in
 
 xr_status_t xr_rows_check_fast(const xr_op_plan_t *plan, const char *backend) {
   const xr_rows_problem_t *p = plan->problem;
+  if (p->unsupported)
+    return xr_error(XR_UNIMPLEMENTED, "%s kernels: %s: %s", backend, plan->op->name,
+                    p->unsupported);
   for (int k = 0; k < XR_ROWS_OPERANDS; k++) {
     if (p->operand[k].index < 0) continue;
     xr_dtype_t d = p->operand[k].dtype;
@@ -105,8 +118,9 @@ void xr_rows_costs(const xr_rows_problem_t *p, double *out_flops, double *out_by
   const xr_rows_operand_t *o = p->operand;
   bytes += elems * (double)xr_dtype_size(o[XR_ROWS_X].dtype);
   bytes += elems * (double)xr_dtype_size(o[XR_ROWS_OUT].dtype);
-  if (o[XR_ROWS_RESIDUAL].index >= 0) /* read and written */
-    bytes += 2 * elems * (double)xr_dtype_size(o[XR_ROWS_RESIDUAL].dtype);
+  if (o[XR_ROWS_RESIDUAL_IN].index >= 0) /* read, and the sum written (in place or not) */
+    bytes += elems * (double)(xr_dtype_size(o[XR_ROWS_RESIDUAL_IN].dtype) +
+                              xr_dtype_size(o[XR_ROWS_RESIDUAL_OUT].dtype));
   for (int k = XR_ROWS_WEIGHT; k <= XR_ROWS_BIAS; k++)
     if (o[k].index >= 0) bytes += (double)p->n * (double)xr_dtype_size(o[k].dtype);
   for (int k = XR_ROWS_MEAN; k <= XR_ROWS_RSTD; k++)
@@ -235,8 +249,56 @@ static xr_status_t analyze_layer_norm(xr_op_plan_t *plan, xr_rows_problem_t *p, 
   return XR_OK;
 }
 
+/* A tensor `name` of the input's shape and dtype, set as operand `slot`. */
+static xr_status_t like_input(xr_op_plan_t *plan, xr_rows_problem_t *p, int slot, int index,
+                              const char *name, const char *x_name) {
+  const xr_tensor_spec_t *in = plan->inputs[p->operand[XR_ROWS_X].index], *o = plan->inputs[index];
+  if (!same_shape(o, in) || o->dtype != in->dtype)
+    return xr_plan_error(plan, "%s: expected the shape and dtype of %s (%s)", name, x_name,
+                         xr_dtype_name(in->dtype));
+  int axis = in->rank - 1;
+  xr_rows_set_operand(p, slot, index, o->dtype, o->strides, o->strides + axis);
+  return XR_OK;
+}
+
+/* The input (x) and weight of an RMS norm over the last dim: sets the rows, X and WEIGHT. */
+static xr_status_t rms_rows(xr_op_plan_t *plan, xr_rows_problem_t *p, int x, const char *x_name,
+                            int w) {
+  const xr_tensor_spec_t *in = plan->inputs[x];
+  if (!is_float(in->dtype))
+    return xr_plan_error(plan, "%s: expected a float tensor, got %s", x_name,
+                         xr_dtype_name(in->dtype));
+  if (in->rank < 1) return xr_plan_error(plan, "%s: expected at least 1 dimension", x_name);
+  int axis = in->rank - 1;
+  xr_status_t st = check_weight(plan, w, "weight", 1, &in->shape[axis]);
+  if (st != XR_OK) return st;
+  p->outer_rank = axis;
+  p->inner_rank = 1;
+  memcpy(p->outer_shape, in->shape, sizeof(int64_t) * (size_t)axis);
+  p->inner_shape[0] = in->shape[axis];
+  xr_rows_set_operand(p, XR_ROWS_X, x, in->dtype, in->strides, in->strides + axis);
+  xr_rows_set_operand(p, XR_ROWS_WEIGHT, w, plan->inputs[w]->dtype, NULL, plan->inputs[w]->strides);
+  return XR_OK;
+}
+
+/* aiter's gemma_norm (bool) or use_model_sensitive_rmsnorm (int) at `position`: set, the op is
+ * unsupported. */
+static xr_status_t aiter_flag(xr_op_plan_t *plan, xr_rows_problem_t *p, int position,
+                              const char *name) {
+  bool set = false;
+  xr_status_t st = xr_arg_bool(plan->op, position, name, false, &set);
+  if (st == XR_OK && set && !strcmp(name, "gemma_norm"))
+    p->unsupported = "gemma_norm=True (weight + 1) is not implemented";
+  else if (st == XR_OK && set)
+    p->unsupported = "use_model_sensitive_rmsnorm != 0 (T5-style rounding) is not implemented";
+  return st;
+}
+
+/* _C::rms_norm(result, input, weight, epsilon), sgl_kernel::rmsnorm(output, input, weight, eps,
+ * ...), aiter::rmsnorm(out, input, weight, epsilon[, gemma_norm]) and the in-place
+ * _C::fused_add_rms_norm(input, residual, weight, epsilon) / sgl_kernel::fused_add_rmsnorm. */
 static xr_status_t analyze_rms_norm(xr_op_plan_t *plan, xr_rows_problem_t *p, bool fused,
-                                    bool sgl) {
+                                    bool sgl, bool aiter) {
   const xr_op_t *op = plan->op;
   int x = -1, out = -1, res = -1, w = -1;
   const char *x_name = "input", *out_name = NULL, *eps_name = sgl ? "eps" : "epsilon";
@@ -250,37 +312,53 @@ static xr_status_t analyze_rms_norm(xr_op_plan_t *plan, xr_rows_problem_t *p, bo
   if ((st = tensor_named(plan, pos++, in_names, true, &x, &x_name))) return st;
   if (fused && (st = xr_arg_tensor(plan, pos++, "residual", true, &res))) return st;
   if ((st = xr_arg_tensor(plan, pos++, "weight", true, &w)) ||
-      (st = xr_arg_double(op, pos++, eps_name, true, &p->eps)))
+      (st = xr_arg_double(op, pos++, eps_name, true, &p->eps)) ||
+      (aiter && (st = aiter_flag(plan, p, pos, "gemma_norm"))))
     return st;
   if (x < 0 || w < 0 || (fused ? res < 0 : out < 0))
     return xr_plan_error(plan, "tensor arguments are not bound");
-  const xr_tensor_spec_t *in = plan->inputs[x];
-  if (!is_float(in->dtype))
-    return xr_plan_error(plan, "%s: expected a float tensor, got %s", x_name,
-                         xr_dtype_name(in->dtype));
-  if (in->rank < 1) return xr_plan_error(plan, "%s: expected at least 1 dimension", x_name);
-  int axis = in->rank - 1;
-  if ((st = check_weight(plan, w, "weight", 1, &in->shape[axis]))) return st;
-  int other = fused ? res : out;
-  const char *other_name = fused ? "residual" : out_name;
-  const xr_tensor_spec_t *o = plan->inputs[other];
-  if (!same_shape(o, in) || o->dtype != in->dtype)
-    return xr_plan_error(plan, "%s: expected the shape and dtype of %s (%s)", other_name, x_name,
-                         xr_dtype_name(in->dtype));
-
+  if ((st = rms_rows(plan, p, x, x_name, w))) return st;
   p->op = fused ? XR_ROWS_ADD_RMS_NORM : XR_ROWS_RMS_NORM;
-  p->outer_rank = axis;
-  p->inner_rank = 1;
-  memcpy(p->outer_shape, in->shape, sizeof(int64_t) * (size_t)axis);
-  p->inner_shape[0] = in->shape[axis];
-  xr_rows_set_operand(p, XR_ROWS_X, x, in->dtype, in->strides, in->strides + axis);
-  if (fused) {
-    xr_rows_set_operand(p, XR_ROWS_OUT, x, in->dtype, in->strides, in->strides + axis);
-    xr_rows_set_operand(p, XR_ROWS_RESIDUAL, res, in->dtype, o->strides, o->strides + axis);
+  if (fused) { /* in place: out is x, the sum goes back into residual */
+    if ((st = like_input(plan, p, XR_ROWS_RESIDUAL_IN, res, "residual", x_name))) return st;
+    p->operand[XR_ROWS_OUT] = p->operand[XR_ROWS_X];
+    p->operand[XR_ROWS_RESIDUAL_OUT] = p->operand[XR_ROWS_RESIDUAL_IN];
+    xr_plan_mark_written(plan, x);
+    xr_plan_mark_written(plan, res);
   } else {
-    xr_rows_set_operand(p, XR_ROWS_OUT, out, in->dtype, o->strides, o->strides + axis);
+    if ((st = like_input(plan, p, XR_ROWS_OUT, out, out_name, x_name))) return st;
+    xr_plan_mark_written(plan, out);
   }
-  xr_rows_set_operand(p, XR_ROWS_WEIGHT, w, plan->inputs[w]->dtype, NULL, plan->inputs[w]->strides);
+  plan->return_count = 0;
+  return XR_OK;
+}
+
+/* aiter::add_rmsnorm(out, input, residual_in, residual_out, weight, epsilon[, gemma_norm]) and
+ * aiter::rmsnorm2d_fwd_with_add_ck(out, input, residual_in, residual_out, weight, epsilon[,
+ * use_model_sensitive_rmsnorm]): out of place, normalising the fp32 sum. */
+static xr_status_t analyze_add_rms_norm(xr_op_plan_t *plan, xr_rows_problem_t *p,
+                                        const char *flag) {
+  int out = -1, x = -1, rin = -1, rout = -1, w = -1;
+  xr_status_t st;
+  if ((st = xr_arg_tensor(plan, 0, "out", true, &out)) ||
+      (st = xr_arg_tensor(plan, 1, "input", true, &x)) ||
+      (st = xr_arg_tensor(plan, 2, "residual_in", true, &rin)) ||
+      (st = xr_arg_tensor(plan, 3, "residual_out", true, &rout)) ||
+      (st = xr_arg_tensor(plan, 4, "weight", true, &w)) ||
+      (st = xr_arg_double(plan->op, 5, "epsilon", true, &p->eps)) ||
+      (st = aiter_flag(plan, p, 6, flag)))
+    return st;
+  if (out < 0 || x < 0 || rin < 0 || rout < 0 || w < 0)
+    return xr_plan_error(plan, "tensor arguments are not bound");
+  if ((st = rms_rows(plan, p, x, "input", w)) ||
+      (st = like_input(plan, p, XR_ROWS_OUT, out, "out", "input")) ||
+      (st = like_input(plan, p, XR_ROWS_RESIDUAL_IN, rin, "residual_in", "input")) ||
+      (st = like_input(plan, p, XR_ROWS_RESIDUAL_OUT, rout, "residual_out", "input")))
+    return st;
+  p->op = XR_ROWS_ADD_RMS_NORM;
+  p->fp32_sum = true;
+  xr_plan_mark_written(plan, out);
+  xr_plan_mark_written(plan, rout);
   plan->return_count = 0;
   return XR_OK;
 }
@@ -294,10 +372,15 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   xr_status_t st;
   if (!strcmp(name, "aten::native_layer_norm")) st = analyze_layer_norm(plan, p, true);
   else if (!strcmp(name, "aten::layer_norm")) st = analyze_layer_norm(plan, p, false);
-  else if (!strcmp(name, "_C::rms_norm")) st = analyze_rms_norm(plan, p, false, false);
-  else if (!strcmp(name, "_C::fused_add_rms_norm")) st = analyze_rms_norm(plan, p, true, false);
-  else if (!strcmp(name, "sgl_kernel::rmsnorm")) st = analyze_rms_norm(plan, p, false, true);
-  else st = analyze_rms_norm(plan, p, true, true);
+  else if (!strcmp(name, "_C::rms_norm")) st = analyze_rms_norm(plan, p, false, false, false);
+  else if (!strcmp(name, "_C::fused_add_rms_norm"))
+    st = analyze_rms_norm(plan, p, true, false, false);
+  else if (!strcmp(name, "sgl_kernel::rmsnorm")) st = analyze_rms_norm(plan, p, false, true, false);
+  else if (!strcmp(name, "sgl_kernel::fused_add_rmsnorm"))
+    st = analyze_rms_norm(plan, p, true, true, false);
+  else if (!strcmp(name, "aiter::rmsnorm")) st = analyze_rms_norm(plan, p, false, false, true);
+  else if (!strcmp(name, "aiter::add_rmsnorm")) st = analyze_add_rms_norm(plan, p, "gemma_norm");
+  else st = analyze_add_rms_norm(plan, p, "use_model_sensitive_rmsnorm");
   if (st != XR_OK) return st;
   if (!(p->eps >= 0)) return xr_plan_error(plan, "eps: expected a non-negative number, got %g", p->eps);
   xr_rows_simplify(p);
@@ -308,32 +391,40 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
 /* ------------------------------------------------------------------------------------------ */
 /* CPU reference                                                                              */
 
+/* Element i of row r of what the op normalises: x, or for the fused add the sum (as stored, or
+ * exact). */
+static double ref_source(const xr_rows_ref_t *s, int64_t r, int64_t i) {
+  const xr_rows_problem_t *p = s->p;
+  if (p->op != XR_ROWS_ADD_RMS_NORM) return xr_rows_ref_load(s, XR_ROWS_X, r, i);
+  if (!p->fp32_sum) return xr_rows_ref_load(s, XR_ROWS_RESIDUAL_OUT, r, i);
+  return xr_rows_ref_load(s, XR_ROWS_X, r, i) + xr_rows_ref_load(s, XR_ROWS_RESIDUAL_IN, r, i);
+}
+
 static void ref_rows(void *ctx, size_t begin, size_t end) {
   const xr_rows_ref_t *s = ctx;
   const xr_rows_problem_t *p = s->p;
   const int64_t n = p->n;
   for (int64_t r = (int64_t)begin; r < (int64_t)end; r++) {
     if (p->op == XR_ROWS_ADD_RMS_NORM) {
-      /* The sum is stored first (rounded once to the residual's dtype) and normalised as
-       * stored, as vLLM does. */
+      /* The sum is stored first (rounded once to the residual's dtype); vLLM normalises it as
+       * stored, aiter the exact sum. */
       for (int64_t i = 0; i < n; i++)
-        xr_rows_ref_store(s, XR_ROWS_RESIDUAL, r, i,
+        xr_rows_ref_store(s, XR_ROWS_RESIDUAL_OUT, r, i,
                           xr_rows_ref_load(s, XR_ROWS_X, r, i) +
-                              xr_rows_ref_load(s, XR_ROWS_RESIDUAL, r, i));
+                              xr_rows_ref_load(s, XR_ROWS_RESIDUAL_IN, r, i));
     }
-    const int src = p->op == XR_ROWS_ADD_RMS_NORM ? XR_ROWS_RESIDUAL : XR_ROWS_X;
     double mean = 0, sum_sq = 0;
     if (p->op == XR_ROWS_LAYER_NORM) {
-      for (int64_t i = 0; i < n; i++) mean += xr_rows_ref_load(s, src, r, i);
+      for (int64_t i = 0; i < n; i++) mean += ref_source(s, r, i);
       mean /= (double)n;
     }
     for (int64_t i = 0; i < n; i++) {
-      double d = xr_rows_ref_load(s, src, r, i) - mean;
+      double d = ref_source(s, r, i) - mean;
       sum_sq += d * d;
     }
     double rstd = 1.0 / sqrt(sum_sq / (double)n + p->eps);
     for (int64_t i = 0; i < n; i++) {
-      double v = (xr_rows_ref_load(s, src, r, i) - mean) * rstd;
+      double v = (ref_source(s, r, i) - mean) * rstd;
       if (p->operand[XR_ROWS_WEIGHT].index >= 0) v *= xr_rows_ref_load(s, XR_ROWS_WEIGHT, r, i);
       if (p->operand[XR_ROWS_BIAS].index >= 0) v += xr_rows_ref_load(s, XR_ROWS_BIAS, r, i);
       xr_rows_ref_store(s, XR_ROWS_OUT, r, i, v);
@@ -349,10 +440,19 @@ static xr_status_t ref_enqueue(void *state, xr_hal_stream_t *stream) {
   return xr_hal_stream_enqueue_parallel(stream, (size_t)s->p->rows, 1, ref_rows, s);
 }
 
+static xr_status_t ref_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  const xr_rows_problem_t *p = plan->problem;
+  if (p->unsupported)
+    return xr_error(XR_UNIMPLEMENTED, "ref.norm: %s: %s", plan->op->name, p->unsupported);
+  return XR_OK;
+}
+
 static const xr_kernel_impl_t ref_norm = {
     .name = "ref.norm",
     .driver = "cpu",
     .reference = true,
+    .supports = ref_supports,
     .prepare = xr_rows_ref_prepare,
     .enqueue = ref_enqueue,
     .release = free,

@@ -16,13 +16,17 @@ typedef enum xr_rows_op {
   XR_ROWS_SOFTMAX = 0,
   XR_ROWS_LAYER_NORM,   /* (x - mean) * rstd * weight + bias; mean and rstd returned if asked */
   XR_ROWS_RMS_NORM,     /* x * rstd * weight */
-  XR_ROWS_ADD_RMS_NORM, /* residual = round(x + residual); x = rms_norm(residual) */
+  /* residual_out = round(x + residual_in); out = rms_norm of that sum: the sum as stored
+   * (vLLM, sgl-kernel: in place, residual_out the residual_in binding and out the x binding) or
+   * the unrounded fp32 sum (fp32_sum: aiter's out-of-place ops, four distinct tensors). */
+  XR_ROWS_ADD_RMS_NORM,
 } xr_rows_op_t;
 
 enum {
-  XR_ROWS_X = 0,     /* input (in place for ADD_RMS_NORM: also the output) */
-  XR_ROWS_OUT,       /* output (same binding as X for ADD_RMS_NORM) */
-  XR_ROWS_RESIDUAL,
+  XR_ROWS_X = 0,     /* input */
+  XR_ROWS_OUT,       /* output (the X binding for the in-place ADD_RMS_NORM) */
+  XR_ROWS_RESIDUAL_IN,
+  XR_ROWS_RESIDUAL_OUT, /* the RESIDUAL_IN binding for the in-place ADD_RMS_NORM */
   XR_ROWS_WEIGHT,
   XR_ROWS_BIAS,
   XR_ROWS_MEAN,
@@ -44,6 +48,8 @@ typedef struct xr_rows_problem {
   int64_t outer_shape[XR_MAX_RANK], inner_shape[XR_MAX_RANK];
   xr_rows_operand_t operand[XR_ROWS_OPERANDS];
   double eps;
+  bool fp32_sum;           /* ADD_RMS_NORM normalises the fp32 sum, not the stored residual */
+  const char *unsupported; /* why no implementation runs it (gemma_norm), or NULL */
 } xr_rows_problem_t;
 
 /* Merges dims that are contiguous in every present operand and drops size-1 dims. */
@@ -51,8 +57,9 @@ void xr_rows_simplify(xr_rows_problem_t *p);
 
 /* What every fast implementation (cpu, opencl, cuda/hip) of the row ops and of rotary runs:
  * f32, f16 and bf16 tensors (mean/rstd f32), the normalised dims one strided run in every
- * tensor. UNIMPLEMENTED naming the `backend` ("cpu", "opencl", "GPU") and the op otherwise; each
- * backend checks its own limits (grid, dispatch size) after this. */
+ * tensor, a problem without an `unsupported` reason. UNIMPLEMENTED naming the `backend` ("cpu",
+ * "opencl", "GPU") and the op otherwise; each backend checks its own limits (grid, dispatch
+ * size) after this. */
 static inline bool xr_norm_fast_dtype(xr_dtype_t d) {
   return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
 }
@@ -78,8 +85,9 @@ static inline int64_t xr_rows_inner_offset(const xr_rows_problem_t *p, int k, in
   return off;
 }
 
-/* Rotary embedding (_C::rotary_embedding): per token t, with p = positions[t], c = cache[p][i],
- * s = cache[p][rot_dim/2 + i] (s negated when inverse), for every head and i < rot_dim/2:
+/* Rotary embedding (_C::rotary_embedding, sgl_kernel::rotary_embedding): per token t, with
+ * p = positions[t], c = cache[p][i], s = cache[p][rot_dim/2 + i] (s negated when inverse), for
+ * every head and i < rot_dim/2:
  * x' = x*c - y*s, y' = y*c + x*s, where (x, y) = (h[i], h[rot_dim/2 + i]) in NeoX style and
  * (h[2i], h[2i+1]) in GPT-J style, h starting rope_dim_offset elements into the head. A
  * position outside [0, max_position) leaves the token unchanged (the cache has no row for it). */

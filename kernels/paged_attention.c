@@ -1,7 +1,8 @@
 /* The paged-attention family: vLLM's decode kernels over a paged KV cache
  * (_C::paged_attention_v1, _C::paged_attention_v2 with its split-K partitions,
  * _rocm_C::paged_attention) and the ops that fill that cache (_C_cache_ops::reshape_and_cache,
- * reshape_and_cache_flash). Conventions from vLLM's csrc/attention and csrc/cache_kernels.cu:
+ * reshape_and_cache_flash; the kv_cache family, which also has SGLang's sglang::store_cache).
+ * Conventions from vLLM's csrc/attention and csrc/cache_kernels.cu:
  * - query and out [num_seqs, num_heads, head_size] (_rocm_C with query_start_loc: packed
  *   [num_tokens, ...], each sequence's queries causal against its last tokens);
  * - key_cache [num_blocks, kv_heads, head_size / x, block_size, x], x = 16 / element size;
@@ -33,6 +34,7 @@ static const char *const paged_ops[] = {
 static const char *const cache_ops[] = {
     "_C_cache_ops::reshape_and_cache",
     "_C_cache_ops::reshape_and_cache_flash",
+    "sglang::store_cache",
     NULL,
 };
 
@@ -332,10 +334,78 @@ static xr_status_t analyze_paged(xr_op_plan_t *plan) {
   return xr_attn_analyze_paged(plan);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* sglang::store_cache(k, v, k_cache!, v_cache!, indices, *, row_bytes=0, num_split=0,          */
+/*                     size_limit=0)                                                            */
+
+/* SGLang's KV-cache store (python/sglang/jit_kernel/kvcache.py, csrc/elementwise/kvcache.cuh):
+ * k and v [B, D], k_cache and v_cache [slots, D] (every tensor of one dtype, last dims dense in
+ * SGLang), indices [B] int32/int64; row i of k and v is copied to row indices[i] of the caches.
+ * row_bytes (0: D x the element size) must be D x the element size; num_split only divides a
+ * row's copy among warps; size_limit (0: the cache's rows) bounds the valid indices. As a
+ * reshape_and_cache problem: one kv head of D elements, one slot per block. */
+static xr_status_t analyze_store_cache(xr_op_plan_t *plan) {
+  const xr_op_t *op = plan->op;
+  xr_cache_problem_t *c = plan->problem;
+  int64_t row_bytes = 0, num_split = 0, size_limit = 0;
+  xr_status_t st;
+  if ((st = xr_arg_tensor(plan, 0, "k", true, &c->key)) || (st = xr_arg_tensor(plan, 1, "v", true, &c->value)) ||
+      (st = xr_arg_tensor(plan, 2, "k_cache", true, &c->key_cache)) ||
+      (st = xr_arg_tensor(plan, 3, "v_cache", true, &c->value_cache)) ||
+      (st = xr_arg_tensor(plan, 4, "indices", true, &c->slots)) ||
+      (st = xr_arg_int(op, 5, "row_bytes", false, &row_bytes)) ||
+      (st = xr_arg_int(op, 6, "num_split", false, &num_split)) ||
+      (st = xr_arg_int(op, 7, "size_limit", false, &size_limit)))
+    return st;
+  if (c->key < 0 || c->value < 0 || c->key_cache < 0 || c->value_cache < 0 || c->slots < 0)
+    return xr_plan_error(plan, "tensor arguments are not bound");
+  const xr_tensor_spec_t *k = plan->inputs[c->key], *v = plan->inputs[c->value];
+  const xr_tensor_spec_t *kc = plan->inputs[c->key_cache], *vc = plan->inputs[c->value_cache];
+  const xr_tensor_spec_t *ix = plan->inputs[c->slots];
+  if (k->rank != 2 || v->rank != 2 || kc->rank != 2 || vc->rank != 2)
+    return xr_plan_error(plan, "expected k, v [batch, row] and k_cache, v_cache [slots, row]");
+  if ((st = bind_int(plan, c->slots, "indices", 1))) return st;
+  int64_t B = k->shape[0], D = k->shape[1];
+  if (v->shape[0] != B || v->shape[1] != D || ix->shape[0] != B || kc->shape[1] != D || vc->shape[1] != D ||
+      vc->shape[0] != kc->shape[0])
+    return xr_plan_error(plan, "k [%lld, %lld]: v, indices and the caches' rows must match", (long long)B,
+                         (long long)D);
+  if (v->dtype != k->dtype || kc->dtype != k->dtype || vc->dtype != k->dtype)
+    return xr_plan_error(plan, "k, v, k_cache and v_cache must share a dtype (k is %s)", xr_dtype_name(k->dtype));
+  int64_t esize = (int64_t)xr_dtype_size(k->dtype);
+  if (row_bytes != 0 && row_bytes != D * esize)
+    return xr_plan_error(plan, "row_bytes %lld: a row of k is %lld x %lld bytes", (long long)row_bytes,
+                         (long long)D, (long long)esize);
+  if (size_limit < 0 || size_limit > kc->shape[0])
+    return xr_plan_error(plan, "size_limit %lld: the caches have %lld rows", (long long)size_limit,
+                         (long long)kc->shape[0]);
+  (void)num_split; /* how many warps share a row: no effect on what is written */
+  c->src_dtype = c->cache_dtype = k->dtype;
+  c->k_scale = c->v_scale = -1;
+  c->slots_64 = ix->dtype == XR_DTYPE_I64;
+  c->tokens = B, c->kv_heads = 1, c->head_dim = D, c->block_size = 1;
+  c->key_st = k->strides[0], c->key_sh = 0, c->key_sd = k->strides[1], c->key_off = k->storage_offset;
+  c->value_st = v->strides[0], c->value_sh = 0, c->value_sd = v->strides[1], c->value_off = v->storage_offset;
+  c->slots_off = ix->storage_offset;
+  c->kc_sb = kc->strides[0], c->kc_ss = 0, c->kc_sh = 0, c->kc_sdx = 0, c->kc_sd = kc->strides[1], c->kc_x = D;
+  c->vc_sb = vc->strides[0], c->vc_ss = 0, c->vc_sh = 0, c->vc_sd = vc->strides[1];
+  c->kc_off = kc->storage_offset, c->vc_off = vc->storage_offset;
+  if (B > 1 && ix->strides[0] != 1)
+    c->unsupported = "a strided indices tensor is not supported (the cache writers read slot i at offset + i)";
+  else if (!xr_dtype_is_floating(k->dtype) && esize > 4)
+    c->unsupported = "rows of 8-byte integers are not supported (the copy goes through double)";
+  xr_plan_mark_written(plan, c->key_cache);
+  xr_plan_mark_written(plan, c->value_cache);
+  plan->flops = 0;
+  plan->bytes = 2.0 * (double)B * (double)D * (double)(2 * esize) + (double)B * (double)xr_dtype_size(ix->dtype);
+  return XR_OK;
+}
+
 static xr_status_t analyze_cache(xr_op_plan_t *plan) {
   xr_cache_problem_t *c = calloc(1, sizeof *c);
   if (!c) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", plan->op->name);
   plan->problem = c;
+  if (!strcmp(plan->op->name, "sglang::store_cache")) return analyze_store_cache(plan);
   return xr_attn_analyze_cache(plan);
 }
 
@@ -495,17 +565,22 @@ const xr_op_family_t xr_family_paged_attention = {
 /* ------------------------------------------------------------------------------------------ */
 /* custom initializers                                                                         */
 
-/* reshape_and_cache(_flash): distinct random cache slots per token, so no two tokens race for
- * one slot. */
+/* reshape_and_cache(_flash), store_cache: distinct random cache slots per token, so no two
+ * tokens race for one slot (store_cache's below size_limit). The problem's binding indices find
+ * the tensors: a traced custom op's arguments have no names. */
 static xr_status_t init_cache_slots(xr_init_context_t *c) {
-  int sm = xr_init_input(c, "slot_mapping"), kc = xr_init_input(c, "key_cache");
-  if (sm < 0 || kc < 0 || c->has_data[sm]) return XR_OK;
-  const xr_tensor_spec_t *cache = c->plan->inputs[kc];
-  bool flash = !strcmp(c->op->name, "_C_cache_ops::reshape_and_cache_flash");
-  if (cache->rank < 4) return XR_OK;
-  int64_t slots = cache->shape[0] * cache->shape[flash ? 1 : 3], tokens = c->plan->inputs[sm]->shape[0];
+  const xr_cache_problem_t *p = c->plan->problem;
+  int sm = p->slots;
+  if (sm < 0 || c->has_data[sm]) return XR_OK;
+  const xr_tensor_spec_t *cache = c->plan->inputs[p->key_cache];
+  int64_t slots = cache->shape[0] * p->block_size, tokens = p->tokens;
+  bool store = !strcmp(c->op->name, "sglang::store_cache");
+  int64_t limit = 0;
+  if (store && xr_arg_int(c->op, 7, "size_limit", false, &limit) == XR_OK && limit > 0 && limit < slots)
+    slots = limit;
+  const char *what = store ? "indices" : "slot_mapping";
   if (tokens > slots)
-    return xr_error(XR_INVALID_ARGUMENT, "slot_mapping: %lld tokens for %lld cache slots", (long long)tokens,
+    return xr_error(XR_INVALID_ARGUMENT, "%s: %lld tokens for %lld cache slots", what, (long long)tokens,
                     (long long)slots);
   int64_t *perm = malloc(sizeof(int64_t) * (size_t)(slots ? slots : 1));
   if (!perm) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
@@ -513,13 +588,14 @@ static xr_status_t init_cache_slots(xr_init_context_t *c) {
   xr_init_shuffle(perm, slots, tokens, &s);
   for (int64_t i = 0; i < tokens; i++) xr_init_store(c, sm, i, (double)perm[i]);
   free(perm);
-  xr_init_describe(c, "slot_mapping distinct random slots");
+  xr_init_describe(c, store ? "indices distinct random slots" : "slot_mapping distinct random slots");
   return XR_OK;
 }
 
 static const struct xr_op_initializer cache_initializers[] = {
     {"_C_cache_ops::reshape_and_cache", init_cache_slots},
     {"_C_cache_ops::reshape_and_cache_flash", init_cache_slots},
+    {"sglang::store_cache", init_cache_slots},
     {NULL, NULL},
 };
 

@@ -1,6 +1,9 @@
 /* The rotary family: _C::rotary_embedding(positions, query, key?, head_size, cos_sin_cache,
- * is_neox[, rope_dim_offset=0, inverse=False]) as vLLM (and sgl-kernel's copy) define it; the
- * semantics are spelled out at xr_rotary_problem_t in kernels/norm.h.
+ * is_neox[, rope_dim_offset=0, inverse=False]) as vLLM defines it, and sgl-kernel's copy of it,
+ * sgl_kernel::rotary_embedding(positions, query!, key!?, head_size, cos_sin_cache, is_neox)
+ * (sgl-kernel/csrc/common_extension_rocm.cc; the kernel is vLLM's); the semantics are spelled
+ * out at xr_rotary_problem_t in kernels/norm.h. A traced sgl_kernel op records only dtypes as
+ * argument types, so query and key are marked written here.
  *
  * Layouts: positions [T] or [B, S]; query and key [tokens..., heads * head_size] or
  * [tokens..., heads, head_size] (any strides), key having num_kv_heads heads; cos_sin_cache
@@ -15,7 +18,8 @@
 #include "kernels/norm.h"
 #include "kernels/initializer.h"
 
-static const char *const rotary_ops[] = {"_C::rotary_embedding", NULL};
+static const char *const rotary_ops[] = {"_C::rotary_embedding", "sgl_kernel::rotary_embedding",
+                                         NULL};
 
 static bool is_float(xr_dtype_t d) {
   return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F64;
@@ -62,6 +66,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   if (!p) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", op->name);
   plan->problem = p;
   p->key = -1;
+  bool vllm = !strcmp(op->name, "_C::rotary_embedding"); /* sgl_kernel's has no trailing two */
   xr_status_t st;
   if ((st = xr_arg_tensor(plan, 0, "positions", true, &p->positions)) ||
       (st = xr_arg_tensor(plan, 1, "query", true, &p->query)) ||
@@ -69,8 +74,8 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
       (st = xr_arg_int(op, 3, "head_size", true, &p->head_size)) ||
       (st = xr_arg_tensor(plan, 4, "cos_sin_cache", true, &p->cache)) ||
       (st = xr_arg_bool(op, 5, "is_neox", true, &p->is_neox)) ||
-      (st = xr_arg_int(op, 6, "rope_dim_offset", false, &p->rope_dim_offset)) ||
-      (st = xr_arg_bool(op, 7, "inverse", false, &p->inverse)))
+      (vllm && (st = xr_arg_int(op, 6, "rope_dim_offset", false, &p->rope_dim_offset))) ||
+      (vllm && (st = xr_arg_bool(op, 7, "inverse", false, &p->inverse))))
     return st;
   if (p->positions < 0 || p->query < 0 || p->cache < 0)
     return xr_plan_error(plan, "tensor arguments are not bound");
@@ -119,6 +124,8 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
       return xr_plan_error(plan, "key: %lld heads do not divide the query's %lld",
                            (long long)p->num_kv_heads, (long long)p->num_heads);
   }
+  xr_plan_mark_written(plan, p->query);
+  xr_plan_mark_written(plan, p->key);
   plan->return_count = 0;
   double rotated = (double)p->tokens * (double)(p->num_heads + p->num_kv_heads) * (double)p->rot_dim;
   plan->flops = 3.0 * rotated; /* two multiplies and an add per rotated element */
@@ -214,17 +221,17 @@ static const xr_kernel_impl_t ref_rotary = {
 /* ------------------------------------------------------------------------------------------ */
 /* custom initializers                                                                         */
 
-/* Rotary positions index rows of the cos/sin cache. */
+/* Rotary positions index rows of the cos/sin cache. The problem's binding indices, not the
+ * argument names, find them: a traced custom op's arguments have no names. */
 static xr_status_t init_rotary(xr_init_context_t *c) {
-  int cache = xr_init_input(c, "cos_sin_cache");
-  if (cache >= 0)
-    xr_init_indices(c, xr_init_input(c, "positions"), c->plan->inputs[cache]->shape[0],
-                    "positions");
+  const xr_rotary_problem_t *p = c->plan->problem;
+  xr_init_indices(c, p->positions, p->max_position, "positions");
   return XR_OK;
 }
 
 static const struct xr_op_initializer rotary_initializers[] = {
     {"_C::rotary_embedding", init_rotary},
+    {"sgl_kernel::rotary_embedding", init_rotary},
     {NULL, NULL},
 };
 

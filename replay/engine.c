@@ -246,25 +246,10 @@ static xr_status_t work_reference(engine_t *e, op_work_t *w) {
 
 double xr_replay_nmse(const xr_tensor_t *view, const void *actual, const void *expected,
                       bool *out_nonfinite) {
-  int64_t n;
-  double *a = xr_gather(actual, view->dtype, view->rank, view->shape, view->strides,
-                        view->offset, &n);
-  double *b = xr_gather(expected, view->dtype, view->rank, view->shape, view->strides,
-                        view->offset, &n);
-  double num = 0, den = 0;
-  bool nonfinite = false;
-  if (a && b) {
-    for (int64_t i = 0; i < n; i++) {
-      if (!isfinite(a[i]) && isfinite(b[i])) nonfinite = true;
-      double d = a[i] - b[i];
-      if (isfinite(d)) num += d * d;
-      if (isfinite(b[i])) den += b[i] * b[i];
-    }
-  } else {
-    nonfinite = true; /* out of memory: say so rather than pass */
-  }
-  free(a);
-  free(b);
+  double num, den;
+  bool nonfinite;
+  xr_compare_views(actual, expected, view->dtype, view->rank, view->shape, view->strides,
+                   view->offset, &num, &den, &nonfinite);
   if (out_nonfinite) *out_nonfinite = nonfinite;
   return den > 0 ? num / den : (num > 0 ? INFINITY : 0);
 }

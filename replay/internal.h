@@ -18,9 +18,12 @@ void xr_poison(void *host, xr_dtype_t dtype, size_t bytes);
 /* The initializer for a planned op: one registered for its name, else its family's; or NULL. */
 xr_initializer_fn xr_find_initializer(const xr_op_plan_t *plan);
 
-/* The logical elements of a tensor (contiguous, row-major) from its storage, as doubles. */
-double *xr_gather(const void *storage, xr_dtype_t dtype, int32_t rank, const int64_t *shape,
-                  const int64_t *strides, int64_t offset, int64_t *out_numel);
+/* Over the logical elements of one view of two storages, element by element (no copies, so an
+ * output of billions of elements is compared in place): the sum of (a - e)^2 where finite, the
+ * sum of e^2 over finite e, and whether a is NaN or Inf anywhere e is finite. */
+void xr_compare_views(const void *actual, const void *expected, xr_dtype_t dtype, int32_t rank,
+                      const int64_t *shape, const int64_t *strides, int64_t offset,
+                      double *out_sum_sq_diff, double *out_sum_sq, bool *out_nonfinite);
 
 /* Writes the logical tensor as .npy in its own dtype (bf16 as '<u2', fp8 as '|u1'). */
 xr_status_t xr_npy_write(const char *path, const void *storage, xr_dtype_t dtype, int32_t rank,

@@ -1,6 +1,7 @@
-/* Outputs: gathering a view into logical order, .npy dumps, timing statistics and check
+/* Outputs: comparing two storages of a view, .npy dumps, timing statistics and check
  * thresholds. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,15 +24,23 @@ static int64_t storage_index(int32_t rank, const int64_t *shape, const int64_t *
   return index;
 }
 
-double *xr_gather(const void *storage, xr_dtype_t dtype, int32_t rank, const int64_t *shape,
-                  const int64_t *strides, int64_t offset, int64_t *out_numel) {
+void xr_compare_views(const void *actual, const void *expected, xr_dtype_t dtype, int32_t rank,
+                      const int64_t *shape, const int64_t *strides, int64_t offset,
+                      double *out_sum_sq_diff, double *out_sum_sq, bool *out_nonfinite) {
   int64_t n = numel_of(rank, shape);
-  double *out = malloc(sizeof(double) * (size_t)(n ? n : 1));
-  if (!out) return NULL;
-  for (int64_t i = 0; i < n; i++)
-    out[i] = xr_load_element(storage, dtype, storage_index(rank, shape, strides, offset, i));
-  *out_numel = n;
-  return out;
+  double num = 0, den = 0;
+  bool nonfinite = false;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t at = storage_index(rank, shape, strides, offset, i);
+    double a = xr_load_element(actual, dtype, at), b = xr_load_element(expected, dtype, at);
+    if (!isfinite(a) && isfinite(b)) nonfinite = true;
+    double d = a - b;
+    if (isfinite(d)) num += d * d;
+    if (isfinite(b)) den += b * b;
+  }
+  *out_sum_sq_diff = num;
+  *out_sum_sq = den;
+  *out_nonfinite = nonfinite;
 }
 
 static const char *npy_descr(xr_dtype_t d) {

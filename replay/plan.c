@@ -157,9 +157,15 @@ static uint64_t device_need(const xr_decide_context_t *c, const xr_planned_op_t 
   return need;
 }
 
-/* The host holds the initial contents throughout, and a host-addressable device's share. */
+/* The host holds the initial contents throughout, and a host-addressable device's share; with
+ * --check also the reference's tensors (on the cpu device) and its outputs read back. */
 static uint64_t host_need(const xr_decide_context_t *c, const xr_planned_op_t *p) {
-  return add_bytes(op_bytes(p), c->host_device ? device_need(c, p) : 0);
+  uint64_t need = add_bytes(op_bytes(p), c->host_device ? device_need(c, p) : 0);
+  if (c->options->check) {
+    need = add_bytes(need, op_bytes(p));
+    for (size_t k = 0; k < p->out_count; k++) need = add_bytes(need, p->bytes[p->out[k]]);
+  }
+  return need;
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -57,6 +57,8 @@ static void cache_tokens(void *ctx, size_t begin, size_t end) {
 static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
   const xr_cache_problem_t *c = plan->problem;
+  xr_status_t st = xr_cache_supported(plan, "cpu.reshape_and_cache");
+  if (st != XR_OK) return st;
   if (c->cache_dtype != XR_DTYPE_F8E4M3FN && c->cache_dtype != XR_DTYPE_F8E4M3FNUZ)
     return xr_error(XR_UNIMPLEMENTED, "cpu.reshape_and_cache: a %s cache is a copy (the reference's)",
                     xr_dtype_name(c->cache_dtype));

@@ -22,17 +22,17 @@ XR_AVX512 xr_row_stats_t xr_rows_avx512_widen(float *dst, const void *src, xr_dt
                           _mm512_reduce_max_ps(max)};
 }
 
-XR_AVX512 float xr_rows_avx512_add_round(float *dst, void *residual, const void *x, xr_dtype_t dt,
-                                         int64_t n) {
+XR_AVX512 float xr_rows_avx512_add_round(float *dst, void *residual_out, const void *residual_in,
+                                         const void *x, xr_dtype_t dt, int64_t n, bool rounded) {
   const int64_t esize = dt == XR_DTYPE_F32 ? 4 : 2;
   __m512 sum_sq = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += 16) {
     __mmask16 m = xr_avx512_lanes(n - i);
-    char *res = (char *)residual + i * esize;
+    char *res = (char *)residual_out + i * esize;
     __m512 v = _mm512_add_ps(xr_avx512_load((const char *)x + i * esize, dt, m),
-                             xr_avx512_load(res, dt, m));
+                             xr_avx512_load((const char *)residual_in + i * esize, dt, m));
     xr_avx512_store(res, dt, v, m, false);
-    if (dt != XR_DTYPE_F32) v = xr_avx512_load(res, dt, m); /* the rounded value, as stored */
+    if (rounded && dt != XR_DTYPE_F32) v = xr_avx512_load(res, dt, m); /* as stored */
     _mm512_mask_storeu_ps(dst + i, m, v);
     sum_sq = _mm512_fmadd_ps(v, v, sum_sq);
   }
@@ -123,9 +123,9 @@ xr_row_stats_t xr_rows_avx512_widen(float *dst, const void *src, xr_dtype_t dt, 
   (void)dst, (void)src, (void)dt, (void)n;
   return (xr_row_stats_t){0, 0, 0};
 }
-float xr_rows_avx512_add_round(float *dst, void *residual, const void *x, xr_dtype_t dt,
-                               int64_t n) {
-  (void)dst, (void)residual, (void)x, (void)dt, (void)n;
+float xr_rows_avx512_add_round(float *dst, void *residual_out, const void *residual_in,
+                               const void *x, xr_dtype_t dt, int64_t n, bool rounded) {
+  (void)dst, (void)residual_out, (void)residual_in, (void)x, (void)dt, (void)n, (void)rounded;
   return 0;
 }
 float xr_rows_avx512_sum_sq(const float *x, int64_t n, float shift) {

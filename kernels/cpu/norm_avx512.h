@@ -18,10 +18,11 @@ typedef struct xr_row_stats {
  * unless dst is NULL. */
 xr_row_stats_t xr_rows_avx512_widen(float *dst, const void *src, xr_dtype_t dt, int64_t n);
 
-/* The fused add + RMS norm's first pass: residual = round(x + residual) in dt (f32, bf16 or f16;
- * both rows contiguous), its floats into dst; returns their sum of squares. */
-float xr_rows_avx512_add_round(float *dst, void *residual, const void *x, xr_dtype_t dt,
-                               int64_t n);
+/* The fused add + RMS norm's first pass: residual_out = round(x + residual_in) in dt (f32, bf16
+ * or f16; every row contiguous; residual_out may be residual_in), the sum into dst as floats
+ * (`rounded`: as stored; else the fp32 sum); returns their sum of squares. */
+float xr_rows_avx512_add_round(float *dst, void *residual_out, const void *residual_in,
+                               const void *x, xr_dtype_t dt, int64_t n, bool rounded);
 
 /* The sum of (x - shift)^2 (layer norm's second pass over the widened row). */
 float xr_rows_avx512_sum_sq(const float *x, int64_t n, float shift);

@@ -280,8 +280,8 @@ HOT void store_stat(const cpu_rows_t *s, int k, int64_t r, float v) {
 
 /* Row r of softmax, layer norm, RMS norm or the fused add + RMS norm with contiguous f32 / bf16 /
  * f16 rows, in three passes at most (kernels/cpu/norm_avx512.c): widen while summing (or add, round
- * and store the residual while summing its squares), then (layer norm) the centred squares or
- * (softmax) the exponentials, then scale, round and store in one. */
+ * and store the residual while summing the squares of the sum, as stored or in fp32), then (layer
+ * norm) the centred squares or (softmax) the exponentials, then scale, round and store in one. */
 static void row_avx512(const cpu_rows_t *s, int64_t r, float *sx, float *sy) {
   const xr_rows_problem_t *p = s->p;
   const int64_t n = p->n;
@@ -291,11 +291,16 @@ static void row_avx512(const cpu_rows_t *s, int64_t r, float *sx, float *sy) {
   char *out = s->base[XR_ROWS_OUT] + (s->offset[XR_ROWS_OUT] + xr_rows_outer_offset(p, XR_ROWS_OUT, r)) *
                                          (int64_t)xr_dtype_size(out_dt);
   const float nf = (float)n, eps = (float)p->eps;
-  if (p->op == XR_ROWS_ADD_RMS_NORM) { /* out is x (in place) */
-    char *res = s->base[XR_ROWS_RESIDUAL] +
-                (s->offset[XR_ROWS_RESIDUAL] + xr_rows_outer_offset(p, XR_ROWS_RESIDUAL, r)) *
-                    (int64_t)xr_dtype_size(in_dt);
-    float rstd = 1.0f / sqrtf(xr_rows_avx512_add_round(sx, res, in, in_dt, n) / nf + eps);
+  if (p->op == XR_ROWS_ADD_RMS_NORM) { /* every tensor of the input's dtype */
+    const int64_t esize = (int64_t)xr_dtype_size(in_dt);
+    const int64_t in_at = s->offset[XR_ROWS_RESIDUAL_IN] +
+                          xr_rows_outer_offset(p, XR_ROWS_RESIDUAL_IN, r);
+    const int64_t out_at = s->offset[XR_ROWS_RESIDUAL_OUT] +
+                           xr_rows_outer_offset(p, XR_ROWS_RESIDUAL_OUT, r);
+    const char *res_in = s->base[XR_ROWS_RESIDUAL_IN] + in_at * esize;
+    char *res_out = s->base[XR_ROWS_RESIDUAL_OUT] + out_at * esize;
+    float sq = xr_rows_avx512_add_round(sx, res_out, res_in, in, in_dt, n, !p->fp32_sum);
+    float rstd = 1.0f / sqrtf(sq / nf + eps);
     xr_rows_avx512_affine_store(out, out_dt, sx, n, 0.0f, rstd, s->weight, NULL, false);
     return;
   }
@@ -374,17 +379,19 @@ static void rows_item(void *ctx, size_t begin, size_t end) {
           break;
         }
         case XR_ROWS_ADD_RMS_NORM: {
-          /* residual = round(x + residual), stored first; x = rms_norm(stored residual). */
+          /* residual_out = round(x + residual_in), stored first; out = rms_norm(the sum as
+           * stored, or the fp32 sum kept in the row). In place, residual_out's row is
+           * residual_in's and out's is x's: each is read before it is written. */
           float *x = row_in(s, XR_ROWS_X, r, sx);
-          float *res = row_in(s, XR_ROWS_RESIDUAL, r, sy);
-          float *sum_row = row_out(s, XR_ROWS_RESIDUAL, r, sy);
+          float *res = row_in(s, XR_ROWS_RESIDUAL_IN, r, sy);
+          float *sum_row = row_out(s, XR_ROWS_RESIDUAL_OUT, r, sy);
           add_rows(sum_row, x, res, n);
-          row_flush(s, XR_ROWS_RESIDUAL, r, sum_row, sz);
-          round_row(sum_row, p->operand[XR_ROWS_RESIDUAL].dtype, n);
+          row_flush(s, XR_ROWS_RESIDUAL_OUT, r, sum_row, sz);
+          if (!p->fp32_sum) round_row(sum_row, p->operand[XR_ROWS_RESIDUAL_OUT].dtype, n);
           float rstd = 1.0f / sqrtf(sum_sq(sum_row, n, 0.0f) / nf + eps);
-          float *y = row_out(s, XR_ROWS_X, r, sx);
+          float *y = row_out(s, XR_ROWS_OUT, r, sx);
           affine(y, sum_row, n, 0.0f, rstd, s->weight, NULL);
-          row_flush(s, XR_ROWS_X, r, y, sz);
+          row_flush(s, XR_ROWS_OUT, r, y, sz);
           break;
         }
       }
@@ -450,8 +457,8 @@ static xr_status_t rows_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
     s->stride[k] = p->inner_rank == 1 ? p->operand[k].inner_strides[0] : 1;
   }
   size_t n = (size_t)p->n;
-  /* Streaming pays for outputs that do not stay in the cache; the fused add + norm writes its
-   * inputs back in place, where the lines are already present. */
+  /* Streaming pays for outputs that do not stay in the cache; the fused add + norm (in place,
+   * where the lines are already present, or not) stores plainly. */
   xr_dtype_t out_dtype = p->operand[XR_ROWS_OUT].dtype;
   s->stream = p->op != XR_ROWS_ADD_RMS_NORM && p->operand[XR_ROWS_OUT].index >= 0 &&
               s->stride[XR_ROWS_OUT] == 1 &&
@@ -460,7 +467,8 @@ static xr_status_t rows_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
   bool softmax_cast = p->op == XR_ROWS_SOFTMAX && out_dtype != XR_DTYPE_F32 && out_dtype != in_dtype;
   s->avx512 = xr_cpu_avx512() && !softmax_cast && s->stride[XR_ROWS_X] == 1 &&
               s->stride[XR_ROWS_OUT] == 1 &&
-              (p->op != XR_ROWS_ADD_RMS_NORM || s->stride[XR_ROWS_RESIDUAL] == 1) &&
+              (p->op != XR_ROWS_ADD_RMS_NORM ||
+               (s->stride[XR_ROWS_RESIDUAL_IN] == 1 && s->stride[XR_ROWS_RESIDUAL_OUT] == 1)) &&
               xr_avx512_dtype(in_dtype) && xr_avx512_dtype(out_dtype);
   s->pitch = (n + 15) & ~(size_t)15; /* rows start on cache lines */
   s->items = item_count(device, p->rows, (int64_t)(3 * s->pitch * sizeof(float)));

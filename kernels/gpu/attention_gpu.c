@@ -301,6 +301,8 @@ typedef struct cache_gpu_state {
 static xr_status_t cache_gpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
   const xr_cache_problem_t *c = plan->problem;
+  xr_status_t st = xr_cache_supported(plan, "gpu.reshape_and_cache");
+  if (st != XR_OK) return st;
   if (!is_float(c->src_dtype) || (c->cache_dtype != c->src_dtype && !xr_dtype_is_fp8(c->cache_dtype)))
     return xr_error(XR_UNIMPLEMENTED, "reshape_and_cache (gpu): %s: %s into a %s cache (the kernels write f32, "
                     "f16 or bf16 into a cache of the same type or fp8)", plan->op->name,

@@ -38,9 +38,10 @@ static __device__ __forceinline__ float xr_row_load(const xr_rows_gpu_params_t &
 
 // Every row kernel takes the same arguments (the host picks one by op); absent tensors are
 // bound to some valid buffer and flagged not present.
-#define XR_ROWS_ARGS                                                                         \
-  unsigned char *x, unsigned char *out, unsigned char *residual, const unsigned char *weight, \
-      const unsigned char *bias, float *mean_out, float *rstd_out, xr_rows_gpu_params_t p
+#define XR_ROWS_ARGS                                                                           \
+  unsigned char *x, unsigned char *out, unsigned char *residual, unsigned char *residual_out,   \
+      const unsigned char *weight, const unsigned char *bias, float *mean_out, float *rstd_out, \
+      xr_rows_gpu_params_t p
 
 extern "C" __global__ void __launch_bounds__(XR_ROWS_GPU_THREADS) xr_softmax(XR_ROWS_ARGS) {
   for (long long r = blockIdx.x; r < p.rows; r += gridDim.x) {
@@ -121,25 +122,36 @@ extern "C" __global__ void __launch_bounds__(XR_ROWS_GPU_THREADS) xr_rms_norm(XR
   }
 }
 
-// residual = round(x + residual), then x = rms_norm(residual) from the rounded values: each
-// thread reads back only the elements it stored itself (the same i stride in both loops).
+// residual_out = round(x + residual_in), then out = rms_norm of the sum: as stored (in place:
+// residual_out is residual_in and out is x; each thread reads back only the elements it stored
+// itself, the same i stride in both loops) or, with fp32_sum, the fp32 sum recomputed from x and
+// residual_in (distinct tensors then).
 extern "C" __global__ void __launch_bounds__(XR_ROWS_GPU_THREADS)
     xr_add_rms_norm(XR_ROWS_ARGS) {
-  const int rdt = p.v[XR_ROWS_GPU_RESIDUAL].dtype;
-  const long long rs = p.v[XR_ROWS_GPU_RESIDUAL].stride;
+  const xr_rows_gpu_view_t &ro = p.v[XR_ROWS_GPU_RESIDUAL_OUT];
+  const xr_rows_gpu_view_t &o = p.v[XR_ROWS_GPU_OUT], &w = p.v[XR_ROWS_GPU_WEIGHT];
   for (long long r = blockIdx.x; r < p.rows; r += gridDim.x) {
     const long long xo = xr_row_offset(p, XR_ROWS_GPU_X, r);
-    const long long ro = xr_row_offset(p, XR_ROWS_GPU_RESIDUAL, r);
+    const long long io = xr_row_offset(p, XR_ROWS_GPU_RESIDUAL_IN, r);
+    const long long so = xr_row_offset(p, XR_ROWS_GPU_RESIDUAL_OUT, r);
     float sq = 0.0f;
     for (long long i = threadIdx.x; i < p.n; i += blockDim.x) {
-      const float v = xr_round_to(rdt, xr_row_load(p, XR_ROWS_GPU_X, x, xo, i) +
-                                           xr_row_load(p, XR_ROWS_GPU_RESIDUAL, residual, ro, i));
-      xr_store_float(residual, rdt, ro + i * rs, v);
+      float v = xr_row_load(p, XR_ROWS_GPU_X, x, xo, i) +
+                xr_row_load(p, XR_ROWS_GPU_RESIDUAL_IN, residual, io, i);
+      const float stored = xr_round_to(ro.dtype, v);
+      xr_store_float(residual_out, ro.dtype, so + i * ro.stride, stored);
+      if (!p.fp32_sum) v = stored;
       sq += v * v;
     }
     const float rstd = 1.0f / sqrtf(xr_block_sum(sq) / (float)p.n + p.eps);
-    xr_finish_row(p, r, residual, XR_ROWS_GPU_RESIDUAL, ro, 0.0f, rstd, out, weight, bias,
-                  mean_out, rstd_out);
+    const long long oo = xr_row_offset(p, XR_ROWS_GPU_OUT, r);
+    for (long long i = threadIdx.x; i < p.n; i += blockDim.x) {
+      const float v = p.fp32_sum ? xr_row_load(p, XR_ROWS_GPU_X, x, xo, i) +
+                                       xr_row_load(p, XR_ROWS_GPU_RESIDUAL_IN, residual, io, i)
+                                 : xr_row_load(p, XR_ROWS_GPU_RESIDUAL_OUT, residual_out, so, i);
+      xr_store_float(out, o.dtype, oo + i * o.stride,
+                     v * rstd * xr_load_as_float(weight, w.dtype, w.offset + i * w.stride));
+    }
   }
 }
 

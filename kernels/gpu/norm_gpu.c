@@ -12,7 +12,8 @@
 #include "kernels/norm.h"
 
 _Static_assert(XR_ROWS_GPU_X == XR_ROWS_X && XR_ROWS_GPU_OUT == XR_ROWS_OUT &&
-                   XR_ROWS_GPU_RESIDUAL == XR_ROWS_RESIDUAL &&
+                   XR_ROWS_GPU_RESIDUAL_IN == XR_ROWS_RESIDUAL_IN &&
+                   XR_ROWS_GPU_RESIDUAL_OUT == XR_ROWS_RESIDUAL_OUT &&
                    XR_ROWS_GPU_WEIGHT == XR_ROWS_WEIGHT && XR_ROWS_GPU_BIAS == XR_ROWS_BIAS &&
                    XR_ROWS_GPU_MEAN == XR_ROWS_MEAN && XR_ROWS_GPU_RSTD == XR_ROWS_RSTD &&
                    XR_ROWS_GPU_OPERANDS == XR_ROWS_OPERANDS,
@@ -76,6 +77,7 @@ static xr_status_t rows_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
   bool cast = p->op == XR_ROWS_SOFTMAX && out != XR_DTYPE_F32 && out != p->operand[XR_ROWS_X].dtype;
   q->cast_dtype = cast ? (int)out : 0;
   q->eps = (float)p->eps;
+  q->fp32_sum = p->fp32_sum;
   for (int k = 0; k < XR_ROWS_OPERANDS; k++) {
     const xr_rows_operand_t *o = &p->operand[k];
     /* An absent tensor is never read; any buffer of the device will do. */

@@ -13,12 +13,13 @@
 /* Operand slots, in the order of kernels/norm.h's XR_ROWS_* (the host asserts they agree). */
 #define XR_ROWS_GPU_X 0
 #define XR_ROWS_GPU_OUT 1
-#define XR_ROWS_GPU_RESIDUAL 2
-#define XR_ROWS_GPU_WEIGHT 3
-#define XR_ROWS_GPU_BIAS 4
-#define XR_ROWS_GPU_MEAN 5
-#define XR_ROWS_GPU_RSTD 6
-#define XR_ROWS_GPU_OPERANDS 7
+#define XR_ROWS_GPU_RESIDUAL_IN 2
+#define XR_ROWS_GPU_RESIDUAL_OUT 3
+#define XR_ROWS_GPU_WEIGHT 4
+#define XR_ROWS_GPU_BIAS 5
+#define XR_ROWS_GPU_MEAN 6
+#define XR_ROWS_GPU_RSTD 7
+#define XR_ROWS_GPU_OPERANDS 8
 
 /* One tensor as rows: element i of row r at offset + outer(r) + i * stride, outer(r)
  * decomposing r over the problem's shape with these outer strides. */
@@ -35,7 +36,7 @@ typedef struct xr_rows_gpu_params {
   float eps;
   int outer_rank;
   int cast_dtype; /* softmax: its input is rounded to this dtype first; 0: not */
-  int reserved;
+  int fp32_sum;   /* add + RMS norm: normalise the fp32 sum, not the stored residual */
 } xr_rows_gpu_params_t;
 
 /* Tokens as [B, S] (1-D positions are [1, T] with outer strides 0). */

@@ -254,6 +254,8 @@ static xr_status_t cache_enqueue(void *state, xr_hal_stream_t *stream) {
 static xr_status_t cache_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
   const xr_cache_problem_t *c = plan->problem;
+  xr_status_t st = xr_cache_supported(plan, "opencl.reshape_and_cache");
+  if (st != XR_OK) return st;
   if (kind_of(c->src_dtype) < 0 || kind_of(c->src_dtype) == 3 || kind_of(c->cache_dtype) < 0)
     return xr_error(XR_UNIMPLEMENTED, "opencl.reshape_and_cache: %s into a %s cache", xr_dtype_name(c->src_dtype),
                     xr_dtype_name(c->cache_dtype));

@@ -10,7 +10,7 @@
 #define DT_F16 1
 #define DT_BF16 2
 
-enum { V_X, V_OUT, V_RESIDUAL, V_WEIGHT, V_BIAS, V_MEAN, V_RSTD, V_COUNT };
+enum { V_X, V_OUT, V_RESIDUAL_IN, V_RESIDUAL_OUT, V_WEIGHT, V_BIAS, V_MEAN, V_RSTD, V_COUNT };
 
 // One tensor as rows: element i of row r at offset + outer(r) + i * stride, outer(r)
 // decomposing r over xr_norm_args.shape (unused leading dims have shape 1, stride 0).
@@ -21,6 +21,7 @@ typedef struct {
 
 typedef struct {
   long rows, n, cast_dtype; // cast_dtype: softmax rounds its input to it first; -1 none
+  long fp32_sum;            // add + RMS norm: normalise the fp32 sum, not the stored residual
   long shape[4];
   xr_view v[V_COUNT];
 } xr_norm_args;
@@ -94,8 +95,8 @@ float wg_max(__local float *tmp, float v) {
 // the regions between them into loops over the work-items.
 #define XR_ROWS_ARGS                                                                           \
   xr_norm_args a, float eps, __global uchar *x, __global uchar *out, __global uchar *res,      \
-      __global const uchar *w, __global const uchar *b, __global uchar *mean_out,              \
-      __global uchar *rstd_out
+      __global uchar *res_out, __global const uchar *w, __global const uchar *b,               \
+      __global uchar *mean_out, __global uchar *rstd_out
 
 __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_softmax(XR_ROWS_ARGS) {
   __local float tmp[XR_WG];
@@ -175,21 +176,33 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_rms_norm(XR_
   finish_row(&a, r, x, xo, xs, xdt, 0.0f, rstd, out, w, b, mean_out, rstd_out);
 }
 
-// residual = round(x + residual), then x = rms_norm(residual) from the rounded values (each
-// work-item reads back only the elements it stored itself).
+// residual_out = round(x + residual_in), then out = rms_norm of the sum: as stored (in place:
+// residual_out is residual_in and out is x; each work-item reads back only the elements it
+// stored itself) or, with fp32_sum, the fp32 sum recomputed from x and residual_in (distinct
+// tensors then).
 __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_add_rms_norm(XR_ROWS_ARGS) {
   __local float tmp[XR_WG];
   const long r = get_group_id(0), n = a.n;
   const int lid = get_local_id(0);
   const long xo = row_offset(&a, V_X, r), xs = a.v[V_X].stride, xdt = a.v[V_X].dtype;
-  const long ro = row_offset(&a, V_RESIDUAL, r), rs = a.v[V_RESIDUAL].stride;
-  const long rdt = a.v[V_RESIDUAL].dtype;
+  const long ro = row_offset(&a, V_RESIDUAL_IN, r), rs = a.v[V_RESIDUAL_IN].stride;
+  const long rdt = a.v[V_RESIDUAL_IN].dtype;
+  const long so = row_offset(&a, V_RESIDUAL_OUT, r), ss = a.v[V_RESIDUAL_OUT].stride;
+  const long sdt = a.v[V_RESIDUAL_OUT].dtype;
   float sq = 0.0f;
   for (long i = lid; i < n; i += XR_WG) {
-    float v = round_to(rdt, ld(x, xdt, xo + i * xs) + ld(res, rdt, ro + i * rs));
-    st(res, rdt, ro + i * rs, v);
+    float v = ld(x, xdt, xo + i * xs) + ld(res, rdt, ro + i * rs);
+    float stored = round_to(sdt, v);
+    st(res_out, sdt, so + i * ss, stored);
+    if (!a.fp32_sum) v = stored;
     sq += v * v;
   }
   const float rstd = 1.0f / sqrt(wg_sum(tmp, sq) / (float)n + eps);
-  finish_row(&a, r, res, ro, rs, rdt, 0.0f, rstd, out, w, b, mean_out, rstd_out);
+  const long oo = row_offset(&a, V_OUT, r), os = a.v[V_OUT].stride, odt = a.v[V_OUT].dtype;
+  const long wo = a.v[V_WEIGHT].offset, ws = a.v[V_WEIGHT].stride, wdt = a.v[V_WEIGHT].dtype;
+  for (long i = lid; i < n; i += XR_WG) {
+    float v = a.fp32_sum ? ld(x, xdt, xo + i * xs) + ld(res, rdt, ro + i * rs)
+                         : ld(res_out, sdt, so + i * ss);
+    st(out, odt, oo + i * os, v * rstd * ld(w, wdt, wo + i * ws));
+  }
 }

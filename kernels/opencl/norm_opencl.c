@@ -20,7 +20,7 @@ typedef struct cl_view {
 } cl_view_t;
 
 typedef struct cl_norm_args {
-  int64_t rows, n, cast_dtype;
+  int64_t rows, n, cast_dtype, fp32_sum;
   int64_t shape[MAX_OUTER];
   cl_view_t v[XR_ROWS_OPERANDS];
 } cl_norm_args_t;
@@ -73,6 +73,7 @@ static xr_status_t rows_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
   xr_dtype_t out = p->operand[XR_ROWS_OUT].dtype;
   bool cast = p->op == XR_ROWS_SOFTMAX && out != XR_DTYPE_F32 && out != p->operand[XR_ROWS_X].dtype;
   a->cast_dtype = cast ? dtype_code(out) : -1;
+  a->fp32_sum = p->fp32_sum;
   /* Outer dims right-aligned; the unused leading ones have shape 1 and stride 0. */
   int pad = MAX_OUTER - p->outer_rank;
   for (int d = 0; d < MAX_OUTER; d++) a->shape[d] = d < pad ? 1 : p->outer_shape[d - pad];

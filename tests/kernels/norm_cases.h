@@ -1,8 +1,9 @@
 /* Softmax, layer norm and RMS norm cases (the norm and softmax families), written once and run
  * per device: norm_test.c on "cpu" and "opencl", tests/gpu/norm_gpu_test.c on "cuda" and "hip".
  * fp32, fp16 and bf16, rows of 1, 3, 17, 129 and 1000 elements, many rows, strided and offset
- * views, softmax over inner and outer dims. Each case replays a one-op TraceLens IR entry
- * through the engine with --check and expects a `prefix` kernel to match the reference. */
+ * views, softmax over inner and outer dims; aiter's RMS norms as traces record them. Each case
+ * replays a one-op bundle (TraceLens IR, or our schema for the traced aiter ops) through the
+ * engine with --check and expects a `prefix` kernel to match the reference. */
 #ifndef XR_TESTS_KERNELS_NORM_CASES_H
 #define XR_TESTS_KERNELS_NORM_CASES_H
 
@@ -67,7 +68,8 @@ static inline const char *end(op_json_t *j) {
 }
 
 /* Replays the op on `device` and asserts a `prefix` kernel ran and matched the reference. */
-static inline void expect_match(const char *json, const char *device, const char *prefix, uint64_t seed) {
+static inline xr_op_result_t expect_match(const char *json, const char *device, const char *prefix,
+                                          uint64_t seed) {
   xr_op_result_t r = check_op_seeded(json, device, seed);
   cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s: %s", json, device,
                xr_op_outcome_name(r.outcome), r.message);
@@ -78,6 +80,7 @@ static inline void expect_match(const char *json, const char *device, const char
   for (size_t k = 0; k < r.output_count; k++)
     cr_assert(!r.outputs[k].nonfinite && r.outputs[k].nmse <= r.outputs[k].threshold,
               "%s: %s nmse %g", json, r.outputs[k].target, r.outputs[k].nmse);
+  return r;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -117,6 +120,77 @@ static inline void rms_norm_cases(const char *device, const char *prefix) {
     expect_match(rms_case(&j, fused, false, "c10::Half", 5, 17, 33), device, prefix, seed++);
     expect_match(rms_case(&j, fused, true, "c10::BFloat16", 6, 1000, 1000), device, prefix, seed++);
     expect_match(rms_case(&j, fused, true, "float", 4, 129, 150), device, prefix, seed++);
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* aiter's RMS norms, as a profiled trace records them                                          */
+
+enum { AITER_RMSNORM, AITER_ADD_RMSNORM, AITER_ADD_CK };
+
+/* A tensor argument of a traced custom op: no name, the dtype as its type (so nothing marks it
+ * written: the family must). */
+static inline void traced_tensor(op_json_t *j, const char *dt, int rank, const int64_t *shape,
+                                 const int64_t *strides, int64_t offset) {
+  put(j, "%s{\"type\": \"%s\", \"value\": {\"shape\": [", j->args++ ? ", " : "", dt);
+  for (int d = 0; d < rank; d++) put(j, "%s%lld", d ? ", " : "", (long long)shape[d]);
+  put(j, "], \"strides\": [");
+  for (int d = 0; d < rank; d++) put(j, "%s%lld", d ? ", " : "", (long long)strides[d]);
+  put(j, "], \"storage_offset\": %lld, \"dtype\": \"%s\"}}", (long long)offset, dt);
+}
+
+/* aiter::rmsnorm(out, input, weight, epsilon), aiter::add_rmsnorm(out, input, residual_in,
+ * residual_out, weight, epsilon) or aiter::rmsnorm2d_fwd_with_add_ck(..., epsilon,
+ * use_model_sensitive_rmsnorm = 0); `stride` > n makes input and residual_in strided row views
+ * at an offset (the vLLM fixture's input is [8192, 2880] in rows of 3072). `flag`: a trailing
+ * gemma_norm / use_model_sensitive_rmsnorm value, or NULL. */
+static inline const char *aiter_case(op_json_t *j, int kind, const char *dt, int64_t rows,
+                                     int64_t n, int64_t stride, const char *flag) {
+  static const char *const ops[] = {"aiter::rmsnorm", "aiter::add_rmsnorm",
+                                    "aiter::rmsnorm2d_fwd_with_add_ck"};
+  int64_t shape[2] = {rows, n}, dense[2] = {n, 1}, strides[2] = {stride, 1}, w[1] = {n}, one[1] = {1};
+  bool view = stride != n;
+  j->len = 0;
+  j->args = 0;
+  put(j, "{\"format\": \"xreplay-bundle\", \"ops\": [{\"name\": \"%s\", \"args\": [", ops[kind]);
+  traced_tensor(j, dt, 2, shape, dense, 0);                                 /* out */
+  traced_tensor(j, dt, 2, shape, view ? strides : dense, view ? 5 : 0);    /* input */
+  if (kind != AITER_RMSNORM) {
+    traced_tensor(j, dt, 2, shape, view ? strides : dense, view ? 2 : 0);  /* residual_in */
+    traced_tensor(j, dt, 2, shape, dense, 0);                               /* residual_out */
+  }
+  traced_tensor(j, dt, 1, w, one, 0);                                       /* weight */
+  put(j, ", {\"type\": \"Scalar\", \"value\": 1e-06}");
+  if (kind == AITER_ADD_CK && !flag) flag = "0";
+  if (flag) put(j, ", {\"type\": \"Scalar\", \"value\": %s}", flag);
+  put(j, "]}]}");
+  return j->text;
+}
+
+/* Every output the op writes (out, and residual_out for the adds) is checked. */
+static inline void expect_aiter_match(const char *json, int kind, const char *device,
+                                      const char *prefix, uint64_t seed) {
+  xr_op_result_t r = expect_match(json, device, prefix, seed);
+  cr_assert_eq(r.output_count, kind == AITER_RMSNORM ? 1u : 2u, "%s: outputs checked", json);
+}
+
+static inline void aiter_norm_cases(const char *device, const char *prefix) {
+  op_json_t j;
+  uint64_t seed = 400;
+  for (int kind = AITER_RMSNORM; kind <= AITER_ADD_CK; kind++)
+    for (size_t d = 0; d < 3; d++)
+      for (size_t s = 0; s < sizeof row_sizes / sizeof *row_sizes; s++)
+        expect_aiter_match(aiter_case(&j, kind, dtypes[d], 5, row_sizes[s], row_sizes[s], NULL),
+                           kind, device, prefix, seed++);
+  for (int kind = AITER_RMSNORM; kind <= AITER_ADD_CK; kind++) {
+    expect_aiter_match(aiter_case(&j, kind, "c10::BFloat16", 2500, 64, 64, "false"), kind, device,
+                       prefix, seed++);
+    expect_aiter_match(aiter_case(&j, kind, "c10::BFloat16", 9, 2880, 3072, NULL), kind, device,
+                       prefix, seed++);
+    expect_aiter_match(aiter_case(&j, kind, "c10::Half", 6, 129, 150, NULL), kind, device, prefix,
+                       seed++);
+    expect_aiter_match(aiter_case(&j, kind, "float", 4, 1000, 1003, NULL), kind, device, prefix,
+                       seed++);
   }
 }
 

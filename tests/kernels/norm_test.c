@@ -1,8 +1,9 @@
 /* Softmax, layer norm and RMS norm (the norm and softmax families): every op replayed through
  * the engine with --check on "cpu" (the fast kernels against the reference) and "opencl", in
  * fp32, fp16 and bf16, rows of 1, 3, 17, 129 and 1000 elements, many rows, strided and offset
- * views, softmax over inner and outer dims (the cases: norm_cases.h, which
- * tests/gpu/norm_gpu_test.c runs on cuda and hip); plus argument errors that name the argument. */
+ * views, softmax over inner and outer dims, aiter's RMS norms as traced (the cases:
+ * norm_cases.h, which tests/gpu/norm_gpu_test.c runs on cuda and hip); plus argument errors that
+ * name the argument and aiter flags that are unsupported with the reason. */
 #include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/norm_cases.h"
@@ -11,6 +12,12 @@
 
 Test(rms_norm, cpu_fast_matches_reference, .timeout = 120) { rms_norm_cases("cpu", "cpu."); }
 Test(rms_norm, opencl_matches_reference, .timeout = 120) { rms_norm_cases("opencl", "opencl."); }
+Test(rms_norm, cpu_fast_aiter_matches_reference, .timeout = 120) {
+  aiter_norm_cases("cpu", "cpu.");
+}
+Test(rms_norm, opencl_aiter_matches_reference, .timeout = 120) {
+  aiter_norm_cases("opencl", "opencl.");
+}
 
 Test(layer_norm, cpu_fast_matches_reference, .timeout = 120) { layer_norm_cases("cpu", "cpu."); }
 Test(layer_norm, opencl_matches_reference, .timeout = 120) { layer_norm_cases("opencl", "opencl."); }
@@ -114,7 +121,60 @@ Test(norm, bad_arguments_name_the_argument) {
   scalar(&j, "eps", "float", "1e-05");
   expect_plan_error(end(&j), "normalized_shape");
 
+  /* aiter::add_rmsnorm with a residual_out of another dtype */
+  int64_t dense[2] = {8, 1}, one[1] = {1};
+  j.len = 0, j.args = 0;
+  put(&j, "{\"format\": \"xreplay-bundle\", \"ops\": [{\"name\": \"aiter::add_rmsnorm\", \"args\": [");
+  traced_tensor(&j, "float", 2, shape, dense, 0);
+  traced_tensor(&j, "float", 2, shape, dense, 0);
+  traced_tensor(&j, "float", 2, shape, dense, 0);
+  traced_tensor(&j, "c10::Half", 2, shape, dense, 0);
+  traced_tensor(&j, "float", 1, shape + 1, one, 0);
+  put(&j, ", {\"type\": \"Scalar\", \"value\": 1e-06}]}]}");
+  expect_plan_error(j.text, "residual_out");
+
   expect_plan_error(softmax_case(&j, "aten::_softmax", "float", 2, shape, NULL, 0, 2, "false"), "dim");
   expect_plan_error(softmax_case(&j, "aten::_softmax", "float", 2, shape, NULL, 0, -1, "true"),
                     "half_to_float");
+}
+
+/* aiter's gemma_norm and use_model_sensitive_rmsnorm are not implemented: the ops are
+ * unsupported with that reason on every implementation, the reference included. */
+Test(norm, aiter_flags_are_unsupported_with_the_reason) {
+  op_json_t j;
+  static const struct {
+    int kind;
+    const char *flag, *needle;
+  } cases[] = {
+      {AITER_RMSNORM, "true", "gemma_norm"},
+      {AITER_ADD_RMSNORM, "true", "gemma_norm"},
+      {AITER_ADD_CK, "1", "use_model_sensitive_rmsnorm"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const char *json = aiter_case(&j, cases[i].kind, "c10::BFloat16", 4, 64, 64, cases[i].flag);
+    xr_op_result_t r = check_op_seeded(json, "cpu", 1);
+    cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s: %s", json, xr_op_outcome_name(r.outcome));
+    cr_assert(strstr(r.message, cases[i].needle) && strstr(r.message, "ref.norm"),
+              "%s: reason \"%s\"", json, r.message);
+  }
+}
+
+/* What the plan counts: the add reads input and residual_in, writes residual_out and out, and
+ * reads the weight once; 5 flops per element (add, square-add, two multiplies). The traced
+ * types carry no "!", so the family marks out and residual_out written. */
+Test(norm, aiter_add_rmsnorm_plan) {
+  op_json_t j;
+  xr_bundle_t *b;
+  const char *json = aiter_case(&j, AITER_ADD_RMSNORM, "c10::BFloat16", 32, 4096, 4096, NULL);
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
+               "%s", xr_last_error());
+  xr_op_plan_t plan;
+  cr_assert_eq(xr_kernel_plan(&b->ops[0], &plan), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(plan.return_count, 0);
+  cr_assert(plan.input_written[0] && !plan.input_written[1] && !plan.input_written[2] &&
+            plan.input_written[3] && !plan.input_written[4]);
+  cr_assert_float_eq(plan.bytes, 4.0 * 32 * 4096 * 2 + 4096 * 2, 1e-9);
+  cr_assert_float_eq(plan.flops, 5.0 * 32 * 4096, 1e-9);
+  xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(b);
 }

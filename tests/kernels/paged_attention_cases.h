@@ -1,5 +1,5 @@
 /* The paged-attention cases (vLLM _C::paged_attention_v1/v2, _rocm_C::paged_attention) and the
- * cache writers' (reshape_and_cache, reshape_and_cache_flash), written once and run by every
+ * cache writers' (reshape_and_cache, reshape_and_cache_flash, sglang::store_cache), written once and run by every
  * device's suite (tests/kernels/paged_attention_test.c on cpu and opencl,
  * tests/gpu/paged_attention_gpu_test.c on cuda and hip) against the CPU reference through the
  * replay engine. Block sizes 8/16/32, head sizes 64/128/256, GQA/MQA, ALiBi, fp8 caches (e4m3,
@@ -149,6 +149,67 @@ static inline void run_cache_fp8(const char *device, const char *prefix, const c
                device, prefix, 3, NULL);
   expect_match("reshape_and_cache_flash f16 -> fp8", cache_json(&b, true, F16, U8, "\"fp8\"", 40, 4, 64, 16, 6),
                device, fp8_prefix ? fp8_prefix : prefix, 4, NULL);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* sglang::store_cache(k, v, k_cache, v_cache, indices, row_bytes, num_split[, size_limit])     */
+
+typedef struct store_case {
+  const char *what, *dtype, *index_dtype;
+  int64_t B, D, slots;
+  int64_t k_stride, k_off, v_stride, v_off, cache_stride; /* row strides; 0: dense */
+  const char *trailing;                                   /* the ints after indices, as traced */
+} store_case_t;
+
+/* A tensor argument as a trace of a custom op records it: no name, the dtype as its type. */
+static inline void traced_2d(jbuf_t *b, const char *dtype, int64_t rows, int64_t cols, int64_t stride,
+                             int64_t offset) {
+  jb(b, "%s{\"type\": \"%s\", \"value\": {\"shape\": [%lld, %lld], \"strides\": [%lld, 1], "
+        "\"storage_offset\": %lld, \"dtype\": \"%s\"}}", b->args++ ? ", " : "", dtype, (long long)rows,
+     (long long)cols, (long long)(stride ? stride : cols), (long long)offset, dtype);
+}
+
+static inline const char *store_json(jbuf_t *b, const store_case_t *c) {
+  op_begin(b, "sglang::store_cache");
+  traced_2d(b, c->dtype, c->B, c->D, c->k_stride, c->k_off);
+  traced_2d(b, c->dtype, c->B, c->D, c->v_stride, c->v_off);
+  traced_2d(b, c->dtype, c->slots, c->D, c->cache_stride, 0);
+  traced_2d(b, c->dtype, c->slots, c->D, c->cache_stride, 0);
+  jb(b, ", {\"type\": \"%s\", \"value\": {\"shape\": [%lld], \"strides\": [1], \"dtype\": \"%s\"}}",
+     c->index_dtype, (long long)c->B, c->index_dtype);
+  jb(b, "%s", c->trailing);
+  return op_end(b);
+}
+
+#define SCALAR(v) ", {\"type\": \"Scalar\", \"value\": " #v "}"
+
+/* The caches hold two to three times the rows written, so one row stored in the wrong slot
+ * fails the check's NMSE. The first is the SGLang fixture's op (Qwen3-8B: 8 kv heads of 128,
+ * v a view into the qkv projection) with fewer cache rows. */
+static const store_case_t store_cases[] = {
+    {"store_cache bf16 D1024 v a qkv view, as traced", BF16, "long int", 32, 1024, 80, 0, 0, 6144, 5120, 0,
+     SCALAR(2048) SCALAR(0)},
+    {"store_cache f16 D72 int32 indices below size_limit", F16, "int", 5, 72, 9, 0, 0, 0, 0, 0,
+     SCALAR(0) SCALAR(0) SCALAR(6)},
+    {"store_cache f32 D129 strided k, padded cache rows", "float", "long int", 17, 129, 40, 300, 7, 0, 0, 130,
+     SCALAR(516) SCALAR(1)},
+};
+
+/* Each case against the reference, `prefix` the kernel expected; both caches checked, the
+ * indices drawn distinct by the family's initializer. */
+static inline void run_store_cache(const char *device, const char *prefix) {
+  for (size_t i = 0; i < sizeof store_cases / sizeof *store_cases; i++) {
+    jbuf_t b;
+    const store_case_t *c = &store_cases[i];
+    const char *json = store_json(&b, c);
+    xr_op_result_t r = run_case(json, device, 200 + i, NULL);
+    cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s: %s\n%s", c->what, device,
+                 xr_op_outcome_name(r.outcome), r.message, json);
+    cr_assert(r.checked && r.check_passed, "%s on %s: check failed", c->what, device);
+    cr_assert(!strncmp(r.kernel, prefix, strlen(prefix)), "%s: ran %s, expected %s*", c->what, r.kernel, prefix);
+    cr_assert_eq(r.output_count, 2u, "%s: k_cache and v_cache are checked", c->what);
+    cr_assert(strstr(r.init_policy, "indices distinct random slots"), "%s: init %s", c->what, r.init_policy);
+  }
 }
 
 static inline void run_cache(const char *device, const char *prefix) { run_cache_fp8(device, prefix, NULL); }

@@ -1,10 +1,10 @@
 /* Paged attention (vLLM _C::paged_attention_v1/v2, _rocm_C::paged_attention) and the cache
- * writers (reshape_and_cache, reshape_and_cache_flash) on cpu and opencl against the CPU
- * reference through the replay engine. Block sizes 8/16/32, head sizes 64/128/256, GQA/MQA,
- * ALiBi, fp8 caches (e4m3, e5m2) with a k_scale of 0.5, v2 partitions, multi-token queries
- * (query_start_loc), strided queries, random sequence lengths. The engine's initializer makes
- * every cache slot no sequence uses NaN, so reading past seq_lens fails the check. Ops extracted
- * from a trace without kv_cache_dtype over uint8 caches replay as fp8. */
+ * writers (reshape_and_cache, reshape_and_cache_flash, sglang::store_cache) on cpu and opencl
+ * against the CPU reference through the replay engine. Block sizes 8/16/32, head sizes
+ * 64/128/256, GQA/MQA, ALiBi, fp8 caches (e4m3, e5m2) with a k_scale of 0.5, v2 partitions,
+ * multi-token queries (query_start_loc), strided queries, random sequence lengths. The engine's
+ * initializer makes every cache slot no sequence uses NaN, so reading past seq_lens fails the
+ * check. Ops extracted from a trace without kv_cache_dtype over uint8 caches replay as fp8. */
 #include <criterion/criterion.h>
 
 #include "formats/trace_extract.h"
@@ -14,6 +14,46 @@ Test(paged_attention_cpu, decode) { run_paged("cpu", "cpu.flash_attention"); }
 Test(paged_attention_opencl, decode) { run_paged("opencl", "opencl.flash_attention"); }
 Test(kv_cache_cpu, reshape_and_cache) { run_cache_fp8("cpu", "ref.reshape_and_cache", "cpu.reshape_and_cache"); }
 Test(kv_cache_opencl, reshape_and_cache) { run_cache("opencl", "opencl.reshape_and_cache"); }
+/* On the cpu the reference is the copy (cpu.reshape_and_cache takes fp8 caches only). */
+Test(kv_cache_cpu, store_cache) { run_store_cache("cpu", "ref.reshape_and_cache"); }
+Test(kv_cache_opencl, store_cache) { run_store_cache("opencl", "opencl.reshape_and_cache"); }
+
+/* store_cache's plan: what it moves (k and v read, two cache rows written per token, the
+ * indices), k_cache and v_cache marked written though traced without the "!"; a strided indices
+ * tensor is unsupported with the reason on every implementation; a row_bytes that does not
+ * match the rows is an error naming it. */
+Test(kv_cache_cpu, store_cache_plan_and_reasons) {
+  jbuf_t j;
+  store_case_t c = store_cases[0];
+  const char *json = store_json(&j, &c);
+  xr_bundle_t *b;
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK, "%s",
+               xr_last_error());
+  xr_op_plan_t plan;
+  cr_assert_eq(xr_kernel_plan(&b->ops[0], &plan), XR_OK, "%s", xr_last_error());
+  cr_assert(!plan.input_written[0] && !plan.input_written[1] && plan.input_written[2] && plan.input_written[3] &&
+            !plan.input_written[4]);
+  cr_assert_float_eq(plan.bytes, 2.0 * 32 * 1024 * (2 + 2) + 32 * 8, 1e-9);
+  cr_assert_float_eq(plan.flops, 0, 1e-9);
+  xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(b);
+
+  char strided[16384];
+  snprintf(strided, sizeof strided, "%s", json);
+  char *at = strstr(strided, "\"shape\": [32], \"strides\": [1]");
+  cr_assert(at);
+  memcpy(strstr(at, "[1]"), "[2]", 3);
+  xr_op_result_t r = run_case(strided, "cpu", 1, NULL);
+  cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", xr_op_outcome_name(r.outcome));
+  cr_assert(strstr(r.message, "strided indices") && strstr(r.message, "ref.reshape_and_cache"), "%s", r.message);
+
+  c.trailing = SCALAR(1024) SCALAR(0);
+  json = store_json(&j, &c);
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK);
+  cr_assert_eq(xr_kernel_plan(&b->ops[0], &plan), XR_INVALID_ARGUMENT);
+  cr_assert(strstr(xr_last_error(), "row_bytes 1024"), "%s", xr_last_error());
+  xr_bundle_destroy(b);
+}
 
 /* Ops extracted from a profiler trace that dropped the kv_cache_dtype string, over uint8 caches:
  * extraction takes "fp8" from the cache tensors' dtype, so the ops replay (and pass --check)

@@ -1,9 +1,10 @@
-/* Rotary embedding (_C::rotary_embedding) cases, written once and run per device:
- * rotary_test.c on "cpu" and "opencl", tests/gpu/rotary_gpu_test.c on "cuda" and "hip". NeoX
- * and GPT-J styles, full and partial rotary, num_kv_heads != num_heads, query/key as [T, H*D]
- * and [T, H, D], [B, S] positions, no key, strided views into a fused qkv buffer, a cache of
- * another dtype, positions past the cache, rope_dim_offset and inverse; fp32, fp16 and bf16;
- * 1, 3, 17, 129 and 1000 tokens. The engine fills positions with small integers (0..15). */
+/* Rotary embedding (_C::rotary_embedding, sgl_kernel::rotary_embedding) cases, written once and
+ * run per device: rotary_test.c on "cpu" and "opencl", tests/gpu/rotary_gpu_test.c on "cuda"
+ * and "hip". NeoX and GPT-J styles, full and partial rotary, num_kv_heads != num_heads,
+ * query/key as [T, H*D] and [T, H, D], [B, S] positions, no key, strided views into a fused qkv
+ * buffer, a cache of another dtype, positions past the cache, rope_dim_offset and inverse; fp32,
+ * fp16 and bf16; 1, 3, 17, 129 and 1000 tokens; sgl-kernel's op as a trace records it (unnamed
+ * arguments typed by dtype). The engine fills positions with small integers (0..15). */
 #ifndef XR_TESTS_KERNELS_ROTARY_CASES_H
 #define XR_TESTS_KERNELS_ROTARY_CASES_H
 
@@ -17,6 +18,7 @@ typedef struct rope {
   const char *dtype, *cache_dtype;
   int64_t tokens, heads, kv_heads, head_size, rot_dim, max_position;
   bool neox, split_heads, no_key, batched, qkv_view;
+  bool sgl; /* sgl_kernel::rotary_embedding in our schema, as traced: no names, dtypes as types */
   const char *extra; /* trailing args: ", {rope_dim_offset ...}" or "" */
 } rope_t;
 
@@ -47,29 +49,46 @@ static inline void qk_value(char *buf, size_t cap, size_t *len, const rope_t *c,
   put(buf, cap, len, ", \"dtype\": \"%s\"}", c->dtype);
 }
 
+/* The head of argument `name`: TraceLens IR's named and typed entry, or (sgl) a traced one
+ * whose type is the tensor's dtype (`dtype`; NULL: a "Scalar"). */
+static inline void arg_head(char *buf, size_t cap, size_t *len, const rope_t *c, const char *name,
+                            const char *type, const char *dtype) {
+  const char *sep = strcmp(name, "positions") ? ", " : "";
+  if (c->sgl)
+    put(buf, cap, len, "%s{\"type\": \"%s\", \"value\": ", sep, dtype ? dtype : "Scalar");
+  else
+    put(buf, cap, len, "%s{\"arg_name\": \"%s\", \"arg_type\": \"%s\", \"value\": ", sep, name, type);
+}
+
 static inline const char *rope_json(const rope_t *c) {
   static char buf[8192];
   size_t len = 0, cap = sizeof buf;
-  put(buf, cap, &len, "{\"op_name\": \"_C::rotary_embedding\", \"replay_ir\": {\"list_pos_args\": [");
-  if (c->batched)
-    put(buf, cap, &len, "{\"arg_name\": \"positions\", \"arg_type\": \"Tensor\", \"value\": {\"shape\": "
-        "[2, %lld], \"dtype\": \"long int\"}}", (long long)(c->tokens / 2));
+  if (c->sgl)
+    put(buf, cap, &len, "{\"format\": \"xreplay-bundle\", \"ops\": [{\"name\": "
+        "\"sgl_kernel::rotary_embedding\", \"args\": [");
   else
-    put(buf, cap, &len, "{\"arg_name\": \"positions\", \"arg_type\": \"Tensor\", \"value\": {\"shape\": "
-        "[%lld], \"dtype\": \"long int\"}}", (long long)c->tokens);
-  put(buf, cap, &len, ", {\"arg_name\": \"query\", \"arg_type\": \"Tensor(a!)\", \"value\": ");
+    put(buf, cap, &len, "{\"op_name\": \"_C::rotary_embedding\", \"replay_ir\": {\"list_pos_args\": [");
+  arg_head(buf, cap, &len, c, "positions", "Tensor", "long int");
+  if (c->batched)
+    put(buf, cap, &len, "{\"shape\": [2, %lld], \"dtype\": \"long int\"}}", (long long)(c->tokens / 2));
+  else
+    put(buf, cap, &len, "{\"shape\": [%lld], \"dtype\": \"long int\"}}", (long long)c->tokens);
+  arg_head(buf, cap, &len, c, "query", "Tensor(a!)", c->dtype);
   qk_value(buf, cap, &len, c, c->heads, c->qkv_view ? 3 : 0);
-  put(buf, cap, &len, "}, {\"arg_name\": \"key\", \"arg_type\": \"Tensor(b!)?\", \"value\": ");
+  put(buf, cap, &len, "}");
+  arg_head(buf, cap, &len, c, "key", "Tensor(b!)?", c->no_key ? NULL : c->dtype);
   if (c->no_key) put(buf, cap, &len, "null");
   else qk_value(buf, cap, &len, c, c->kv_heads, c->qkv_view ? c->heads * c->head_size : 0);
-  put(buf, cap, &len, "}, {\"arg_name\": \"head_size\", \"arg_type\": \"int\", \"value\": %lld}",
-      (long long)c->head_size);
-  put(buf, cap, &len, ", {\"arg_name\": \"cos_sin_cache\", \"arg_type\": \"Tensor\", \"value\": "
-      "{\"shape\": [%lld, %lld], \"dtype\": \"%s\"}}", (long long)c->max_position,
-      (long long)c->rot_dim, c->cache_dtype ? c->cache_dtype : c->dtype);
-  put(buf, cap, &len, ", {\"arg_name\": \"is_neox\", \"arg_type\": \"bool\", \"value\": %s}%s",
-      c->neox ? "true" : "false", c->extra ? c->extra : "");
-  put(buf, cap, &len, "], \"list_kwargs\": []}}");
+  put(buf, cap, &len, "}");
+  arg_head(buf, cap, &len, c, "head_size", "int", NULL);
+  put(buf, cap, &len, "%lld}", (long long)c->head_size);
+  const char *cache_dtype = c->cache_dtype ? c->cache_dtype : c->dtype;
+  arg_head(buf, cap, &len, c, "cos_sin_cache", "Tensor", cache_dtype);
+  put(buf, cap, &len, "{\"shape\": [%lld, %lld], \"dtype\": \"%s\"}}", (long long)c->max_position,
+      (long long)c->rot_dim, cache_dtype);
+  arg_head(buf, cap, &len, c, "is_neox", "bool", NULL);
+  put(buf, cap, &len, "%s}%s", c->neox ? "true" : "false", c->extra ? c->extra : "");
+  put(buf, cap, &len, c->sgl ? "]}]}" : "], \"list_kwargs\": []}}");
   return buf;
 }
 
@@ -81,6 +100,8 @@ static inline void expect_match(const rope_t *c, const char *device, const char 
   cr_assert(r.checked && r.check_passed, "%s on %s: check failed", json, device);
   cr_assert(strncmp(r.kernel, prefix, strlen(prefix)) == 0, "%s: ran %s", json, r.kernel);
   cr_assert_eq(r.output_count, c->no_key ? 1u : 2u, "query and key are both checked");
+  cr_assert(strstr(r.init_policy, "positions uniform"), "%s: positions not initialised (%s)", json,
+            r.init_policy);
   for (size_t k = 0; k < r.output_count; k++)
     cr_assert(!r.outputs[k].nonfinite && r.outputs[k].nmse <= r.outputs[k].threshold,
               "%s: %s nmse %g", json, r.outputs[k].target, r.outputs[k].nmse);
@@ -123,6 +144,18 @@ static inline void rotary_cases(const char *device, const char *prefix) {
                    .extra = ", {\"arg_name\": \"rope_dim_offset\", \"arg_type\": \"int\", \"value\": 16}"
                             ", {\"arg_name\": \"inverse\", \"arg_type\": \"bool\", \"value\": true}"};
   expect_match(&offset, device, prefix, seed++);
+  /* sgl-kernel's op as the SGLang fixture records it (Qwen3-8B decode: 32 heads of 128, 8 kv
+   * heads, NeoX), and GPT-J, partial rotary, no key and a qkv view of it. */
+  rope_t sgl = {.dtype = "c10::BFloat16", .tokens = 32, .heads = 32, .kv_heads = 8,
+                .head_size = 128, .rot_dim = 128, .max_position = 64, .neox = true, .sgl = true};
+  expect_match(&sgl, device, prefix, seed++);
+  rope_t sgl_gptj = {.dtype = "c10::Half", .tokens = 17, .heads = 4, .kv_heads = 2,
+                     .head_size = 64, .rot_dim = 32, .max_position = 16, .qkv_view = true,
+                     .sgl = true};
+  expect_match(&sgl_gptj, device, prefix, seed++);
+  rope_t sgl_no_key = {.dtype = "float", .tokens = 3, .heads = 2, .head_size = 16, .rot_dim = 16,
+                       .max_position = 16, .neox = true, .no_key = true, .sgl = true};
+  expect_match(&sgl_no_key, device, prefix, seed++);
 }
 
 #endif

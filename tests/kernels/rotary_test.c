@@ -1,9 +1,10 @@
-/* Rotary embedding (_C::rotary_embedding): NeoX and GPT-J styles, full and partial rotary,
- * num_kv_heads != num_heads, query/key as [T, H*D] and [T, H, D], [B, S] positions, no key,
- * strided views into a fused qkv buffer, a cache of another dtype, positions past the cache,
- * rope_dim_offset and inverse; fp32, fp16 and bf16 on "cpu" (the fast kernel against the
- * reference) and "opencl" (the cases: rotary_cases.h, which tests/gpu/rotary_gpu_test.c runs on
- * cuda and hip). The engine fills positions with small integers (0..15). */
+/* Rotary embedding (_C::rotary_embedding, sgl_kernel::rotary_embedding): NeoX and GPT-J
+ * styles, full and partial rotary, num_kv_heads != num_heads, query/key as [T, H*D] and
+ * [T, H, D], [B, S] positions, no key, strided views into a fused qkv buffer, a cache of another
+ * dtype, positions past the cache, rope_dim_offset and inverse, sgl-kernel's op as traced; fp32,
+ * fp16 and bf16 on "cpu" (the fast kernel against the reference) and "opencl" (the cases:
+ * rotary_cases.h, which tests/gpu/rotary_gpu_test.c runs on cuda and hip). The engine fills
+ * positions with small integers (0..15). */
 #include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/rotary_cases.h"
@@ -38,6 +39,20 @@ Test(rotary, plan_counts_rotated_elements_and_rejects_bad_layouts) {
    * 64-element bf16 cache row and an int64 position. */
   cr_assert_float_eq(plan.bytes, 2.0 * 9 * 10 * 64 * 2 + 9 * (64 * 2 + 8), 1e-9);
   cr_assert_float_eq(plan.flops, 3.0 * 9 * 10 * 64, 1e-9);
+  xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(b);
+
+  /* sgl-kernel's op as traced: argument types are dtypes, without the "!"; the family marks
+   * query and key written all the same. */
+  rope_t sgl = c;
+  sgl.sgl = true;
+  json = rope_json(&sgl);
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
+               "%s", xr_last_error());
+  cr_assert_eq(xr_kernel_plan(&b->ops[0], &plan), XR_OK, "%s", xr_last_error());
+  cr_assert(!plan.input_written[0] && plan.input_written[1] && plan.input_written[2] &&
+            !plan.input_written[3]);
+  cr_assert_float_eq(plan.bytes, 2.0 * 9 * 10 * 64 * 2 + 9 * (64 * 2 + 8), 1e-9);
   xr_kernel_plan_free(&plan);
   xr_bundle_destroy(b);
 

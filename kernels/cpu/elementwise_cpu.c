@@ -140,6 +140,30 @@ XR_CPU_CLONES void xr_ew_cpu_load(float *restrict dst, const char *src, xr_dtype
       FOR_N(n, dst[i] = (float)s[i * stride]);
       return;
     }
+    case XR_DTYPE_BOOL: { /* masks */
+      const uint8_t *restrict s = (const uint8_t *)src;
+      if (stride == 1) FOR_N(n, dst[i] = s[i] != 0);
+      else FOR_N(n, dst[i] = s[i * stride] != 0);
+      return;
+    }
+    case XR_DTYPE_U8: {
+      const uint8_t *restrict s = (const uint8_t *)src;
+      if (stride == 1) FOR_N(n, dst[i] = s[i]);
+      else FOR_N(n, dst[i] = s[i * stride]);
+      return;
+    }
+    case XR_DTYPE_I32: {
+      const int32_t *restrict s = (const int32_t *)src;
+      if (stride == 1) FOR_N(n, dst[i] = (float)s[i]);
+      else FOR_N(n, dst[i] = (float)s[i * stride]);
+      return;
+    }
+    case XR_DTYPE_I64: {
+      const int64_t *restrict s = (const int64_t *)src;
+      if (stride == 1) FOR_N(n, dst[i] = (float)s[i]);
+      else FOR_N(n, dst[i] = (float)s[i * stride]);
+      return;
+    }
     default:
       if (xr_dtype_is_fp8(dt)) {
         const float *table = fp8_table(dt);
@@ -163,7 +187,8 @@ XR_CPU_CLONES static void store_block(char *dst, xr_dtype_t dt, int64_t stride, 
     }
     case XR_DTYPE_BOOL: { /* the table's truth values */
       uint8_t *restrict d = (uint8_t *)dst;
-      FOR_N(n, d[i * stride] = v[i] != 0.0f);
+      if (stride == 1) FOR_N(n, d[i] = v[i] != 0.0f);
+      else FOR_N(n, d[i * stride] = v[i] != 0.0f);
       return;
     }
     case XR_DTYPE_BF16: {
@@ -229,9 +254,12 @@ MATH float gelu_approx(float x) {
   return 0.5f * x * xr_cpu_select_f(xr_cpu_mask_if(x >= 0), 2.0f - y, y);
 }
 
-/* The pointwise table (kernels/pointwise_ops.h) in float, through libm. */
+/* The pointwise table (kernels/pointwise_ops.h) in float: exp through exp_approx (it
+ * vectorises; every row built on it follows), the rest through libm, which GCC inlines where the
+ * CPU has an instruction (sqrt, floor, rint, fabs ...: the library builds with -fno-math-errno). */
 #define K(x) ((float)(x))
 #define B(c) ((c) ? 1.0f : 0.0f)
+#define expf exp_approx
 #define XR_PW_MATH1(fn) MATH float pw_##fn(float x) { return fn##f(x); }
 #define XR_PW_MATH2(fn) MATH float pw_##fn(float x, float y) { return fn##f(x, y); }
 #define XR_PW_HELPER MATH
@@ -241,6 +269,7 @@ MATH float gelu_approx(float x) {
 #undef XR_PW_MATH2
 #undef XR_PW_HELPER
 #undef XR_PW_T
+#undef expf
 #define pw_erfinv pw_erfinv_approx
 
 XR_CPU_CLONES static void table_block(const xr_ew_step_t *s, float *restrict r,

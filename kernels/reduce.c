@@ -787,11 +787,16 @@ xr_status_t xr_reduce_check_fast(const xr_op_plan_t *plan, const char *backend) 
   const xr_reduce_problem_t *p = plan->problem;
   if (p->unsupported[0]) return xr_error(XR_UNIMPLEMENTED, "%s", p->unsupported);
   xr_dtype_t bad = XR_DTYPE_INVALID;
-  if (!xr_reduce_fast_dtype(p->in_dtype)) bad = p->in_dtype;
+  /* all / any of bool tensors: truth values are exact in float */
+  bool truth = (p->op == XR_REDUCE_ALL || p->op == XR_REDUCE_ANY) &&
+               p->in_dtype == XR_DTYPE_BOOL && p->cast == p->in_dtype;
+  if (truth) bad = XR_DTYPE_INVALID;
+  else if (!xr_reduce_fast_dtype(p->in_dtype)) bad = p->in_dtype;
   else if (!xr_reduce_fast_dtype(p->cast)) bad = p->cast;
   for (int s = 0; s < XR_REDUCE_OUTPUTS && bad == XR_DTYPE_INVALID; s++) {
     xr_dtype_t d = p->out[s].dtype;
-    if (p->out[s].index >= 0 && !xr_reduce_fast_dtype(d) && d != XR_DTYPE_BOOL && d != XR_DTYPE_I64)
+    if (p->out[s].index >= 0 && !xr_reduce_fast_dtype(d) && d != XR_DTYPE_BOOL &&
+        d != XR_DTYPE_I64)
       bad = d;
   }
   if (bad != XR_DTYPE_INVALID)

@@ -43,6 +43,7 @@ typedef struct {
 float ld(__global const uchar *b, long dt, long i) {
   if (dt == XR_F32) return ((__global const float *)b)[i];
   if (dt == XR_F16) return vload_half(i, (__global const half *)b);
+  if (dt == XR_BOOL) return (float)b[i];  // all / any: truth values, exact
   return as_float((uint)((__global const ushort *)b)[i] << 16);
 }
 

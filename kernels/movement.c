@@ -12,6 +12,10 @@
  *                                           into it (negative pads crop)
  *   stack(tensors, dim)                     a copy per tensor into its slice
  *   narrow_copy(self, dim, start, length)   a copy of the slice
+ *   repeat_interleave(self, repeats: int, dim)
+ *                                           one copy reading self with a zero stride over a new
+ *                                           repeat dim after dim (a Tensor of repeats makes the
+ *                                           layout depend on its values: unsupported)
  * An `out=` tensor whose size differs from the result is resized by torch; here the result
  * then goes to a new tensor of the right size (the recorded out storage is not written). */
 #include <math.h>
@@ -468,6 +472,49 @@ static xr_status_t analyze_stack(xr_op_plan_t *plan, xr_ew_problem_t **out_probl
   return XR_OK;
 }
 
+/* repeat_interleave with an int: the iteration is self's shape with a [repeats] dim inserted
+ * after dim (after the last dim, flattened, for dim None), read with stride 0. */
+static xr_status_t analyze_repeat_interleave(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  const xr_op_t *op = plan->op;
+  xr_status_t st;
+  int self = -1;
+  if ((st = xr_arg_tensor(plan, 0, "self", true, &self))) return st;
+  const xr_value_t *rv = xr_op_arg(op, 1, "repeats");
+  if (rv && rv->kind == XR_VALUE_TENSOR)
+    return xr_error(XR_UNIMPLEMENTED, "%s: repeats: a Tensor of repeats makes the result's layout "
+                    "depend on its values, which the trace does not record", op->name);
+  if (!rv || rv->kind != XR_VALUE_INT) return xr_plan_error(plan, "repeats: expected an int");
+  int64_t repeats = rv->as.i;
+  if (repeats < 0) return xr_plan_error(plan, "repeats: negative (%lld)", (long long)repeats);
+  const xr_tensor_spec_t *t = plan->inputs[self];
+  const xr_value_t *dv = xr_op_arg(op, 2, "dim");
+  bool flat = !dv || dv->kind == XR_VALUE_NULL;
+  int dim = t->rank - 1;
+  if (!flat && (st = wrap_dim(plan, dv->kind == XR_VALUE_INT ? dv->as.i : 0, t->rank, &dim))) return st;
+  if (t->rank + 1 > XR_MAX_RANK) return xr_plan_error(plan, "self has too many dimensions");
+  int rank = t->rank > 0 ? t->rank + 1 : 1;
+  int64_t shape[XR_MAX_RANK], a_strides[XR_MAX_RANK] = {0}, out_strides[XR_MAX_RANK];
+  for (int d = 0, k = 0; d < t->rank; d++) {
+    shape[k] = t->shape[d];
+    a_strides[k++] = t->strides[d];
+    if (d == dim) shape[k] = repeats, a_strides[k++] = 0;
+  }
+  if (t->rank == 0) shape[0] = repeats;
+  contiguous_strides(rank, shape, out_strides);
+  int64_t result[XR_MAX_RANK], n = 1;
+  for (int d = 0; d < rank; d++) n *= shape[d];
+  int result_rank = flat ? 1 : t->rank;
+  if (flat) result[0] = n;
+  else
+    for (int d = 0; d < t->rank; d++) result[d] = t->shape[d] * (d == dim ? repeats : 1);
+  xr_ew_problem_t *p = NULL;
+  if ((st = new_problem(plan, 1, &p))) return st;
+  *out_problem = p;
+  set_result(plan, t->dtype, result_rank, result);
+  copy_step(plan, &p->steps[0], self, rank, shape, a_strides, 0, out_strides, 0);
+  return XR_OK;
+}
+
 xr_status_t xr_ew_analyze_movement(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
   const char *base = strstr(plan->op->name, "::") + 2;
   if (!strcmp(base, "arange")) return analyze_arange(plan, out_problem);
@@ -475,6 +522,7 @@ xr_status_t xr_ew_analyze_movement(xr_op_plan_t *plan, xr_ew_problem_t **out_pro
   if (strstr(base, "full") || strstr(base, "zeros") || strstr(base, "ones"))
     return analyze_fill_new(plan, out_problem);
   if (!strcmp(base, "repeat")) return analyze_repeat(plan, out_problem);
+  if (!strcmp(base, "repeat_interleave")) return analyze_repeat_interleave(plan, out_problem);
   if (!strcmp(base, "constant_pad_nd")) return analyze_pad(plan, out_problem);
   if (!strcmp(base, "stack")) return analyze_stack(plan, out_problem);
   return analyze_self_copy(plan, out_problem); /* clone, contiguous, flip, roll, narrow_copy */

@@ -7,6 +7,13 @@
 #include "formats/bundle.h"
 #include "tools/cli.h"
 
+const char *xr_cli_path(const char *arg, char *buf, size_t size) {
+  const char *wd = getenv("BUILD_WORKING_DIRECTORY");
+  if (!wd || !wd[0] || arg[0] == '/') return arg;
+  snprintf(buf, size, "%s/%s", wd, arg);
+  return buf;
+}
+
 bool xr_cli_parse_int(const char *s, long long lo, long long *out) {
   char *end;
   errno = 0;

@@ -9,13 +9,6 @@
 #include "tools/cli.h"
 #include "tools/op_table.h"
 
-const char *xr_cli_path(const char *arg, char *buf, size_t size) {
-  const char *wd = getenv("BUILD_WORKING_DIRECTORY");
-  if (!wd || !wd[0] || arg[0] == '/') return arg;
-  snprintf(buf, size, "%s/%s", wd, arg);
-  return buf;
-}
-
 static int usage_error(const char *cmd, const char *usage, const char *problem) {
   if (problem) fprintf(stderr, "replay %s: %s\n", cmd, problem);
   fprintf(stderr, "usage: replay %s %s\n", cmd, usage);

@@ -47,7 +47,7 @@ echo "$out"
 [[ "$out" =~ ^aten::mm\ on\ .*:\ cpu\.[a-z_]+,\ [0-9.]+\ us,\ .*\ nmse\ [-0-9.e]+\ against ]] ||
   fail "mm printed: $out"
 if "$work/mm" no_such_driver > "$work/bad.txt" 2>&1; then fail "mm on an unknown device succeeded"; fi
-grep -q 'unknown driver' "$work/bad.txt" || fail "mm on an unknown device: $(cat "$work/bad.txt")"
+grep -q 'unknown HAL' "$work/bad.txt" || fail "mm on an unknown device: $(cat "$work/bad.txt")"
 
 # The HAL library needs the C runtime only (libdl and pthreads are part of libc since glibc 2.34).
 while read -r needed _; do

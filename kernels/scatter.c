@@ -106,7 +106,7 @@ void xr_sc_reorder(const xr_scatter_problem_t *p, int *perm, int *out_rank, int 
   for (int pass = 0; pass < 2; pass++)
     for (int d = 0; d < p->rank; d++) {
       bool serial = p->kind == XR_SC_SCATTER && p->serial[d];
-      if (p->shape[d] == 1 || serial != (pass == 1)) continue;
+      if ((p->shape[d] == 1 && d != p->count_dim) || serial != (pass == 1)) continue;
       perm[n++] = d;
     }
   int free_rank = 0;
@@ -114,6 +114,147 @@ void xr_sc_reorder(const xr_scatter_problem_t *p, int *perm, int *out_rank, int 
     if (!(p->kind == XR_SC_SCATTER && p->serial[perm[i]])) free_rank++;
   *out_rank = n;
   *out_free_rank = free_rank;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the device kernels' parameters                                                             */
+
+_Static_assert(XR_SC_DEV_ASSIGN == XR_SC_ASSIGN && XR_SC_DEV_ADD == XR_SC_ADD &&
+                   XR_SC_DEV_MUL == XR_SC_MUL && XR_SC_DEV_MEAN == XR_SC_MEAN &&
+                   XR_SC_DEV_MAX == XR_SC_MAX && XR_SC_DEV_MIN == XR_SC_MIN &&
+                   XR_SC_DEV_INDEX == XR_SC_INDEX && XR_SC_DEV_POSITIONS == XR_SC_POSITIONS &&
+                   XR_SC_DEV_IOTA == XR_SC_IOTA && XR_SC_DEV_GATHER == XR_SC_GATHER &&
+                   XR_SC_DEV_SCATTER == XR_SC_SCATTER && XR_SC_DEV_NONZERO == XR_SC_NONZERO,
+               "scatter_params.h mirrors kernels/scatter.h");
+
+static int drop_unit_dims(int rank, const int64_t *shape, int *keep) {
+  int n = 0;
+  for (int d = 0; d < rank; d++)
+    if (shape[d] != 1) keep[n++] = d;
+  return n;
+}
+
+xr_status_t xr_sc_device_supports(const xr_op_plan_t *plan, const char *who) {
+  const xr_scatter_problem_t *p = plan->problem;
+  int perm[XR_MAX_RANK], rank, free_rank, keep[XR_MAX_RANK];
+  xr_sc_reorder(p, perm, &rank, &free_rank);
+  int copy_rank = drop_unit_dims(p->copy_rank, p->copy_shape, keep);
+  if (rank > XR_SC_DEV_DIMS || copy_rank > XR_SC_DEV_DIMS || p->mask_rank > XR_SC_DEV_DIMS)
+    return xr_error(XR_UNIMPLEMENTED,
+                    "%s: more than %d dimensions (the %s kernels take at most "
+                    "%d)",
+                    plan->op->name, XR_SC_DEV_DIMS, who, XR_SC_DEV_DIMS);
+  if (p->slot_count > XR_SC_DEV_SLOTS)
+    return xr_error(XR_UNIMPLEMENTED, "%s: %d index tensors (the %s kernels take at most %d)",
+                    plan->op->name, p->slot_count, who, XR_SC_DEV_SLOTS);
+  for (int i = 0; i < p->slot_count; i++)
+    if (p->slots[i].group_rank > XR_SC_DEV_DIMS)
+      return xr_error(XR_UNIMPLEMENTED,
+                      "%s: an index over %d dimensions (the %s kernels take at "
+                      "most %d)",
+                      plan->op->name, p->slots[i].group_rank, who, XR_SC_DEV_DIMS);
+  if (p->kind == XR_SC_SCATTER && p->reduce != XR_SC_ASSIGN && p->dst.dtype == XR_DTYPE_F64)
+    return xr_error(XR_UNIMPLEMENTED,
+                    "%s: f64 reductions are left to the CPU (the %s kernels "
+                    "accumulate in float or int64)",
+                    plan->op->name, who);
+  if (p->numel > (int64_t)1 << 36 || p->mask_numel > (int64_t)1 << 36)
+    return xr_error(XR_UNIMPLEMENTED, "%s: too many elements for one launch", plan->op->name);
+  return XR_OK;
+}
+
+void xr_sc_device_params(const xr_scatter_problem_t *p, const xr_tensor_t *tensors, bool copy,
+                         int64_t target_items, xr_sc_dev_params_t *q) {
+  memset(q, 0, sizeof *q);
+  q->dtype = (int)p->dst.dtype;
+  q->elem_size = (int)xr_dtype_size(p->dst.dtype);
+  q->offset[0] = tensors[p->dst.tensor].offset;
+  q->count_dim = -1;
+  if (copy) {
+    int keep[XR_MAX_RANK];
+    q->kind = XR_SC_DEV_GATHER;
+    q->rank = drop_unit_dims(p->copy_rank, p->copy_shape, keep);
+    for (int i = 0; i < q->rank; i++) {
+      q->shape[i] = p->copy_shape[keep[i]];
+      q->strides[0][i] = p->copy_dst_strides[keep[i]];
+      q->strides[1][i] = p->copy_src_strides[keep[i]];
+    }
+    q->numel = p->copy_numel;
+    q->offset[1] = tensors[p->copy_src].offset;
+    return;
+  }
+  int perm[XR_MAX_RANK];
+  xr_sc_reorder(p, perm, &q->rank, &q->free_rank);
+  q->kind = (int)p->kind;
+  q->nf = q->ns = 1;
+  for (int i = 0; i < q->rank; i++) {
+    int d = perm[i];
+    q->shape[i] = p->shape[d];
+    q->strides[0][i] = p->dst.strides[d];
+    q->strides[1][i] = p->src.strides[d];
+    for (int k = 0; k < p->slot_count; k++) q->strides[2 + k][i] = p->slots[k].strides[d];
+    if (d == p->count_dim) q->count_dim = i;
+    if (i < q->free_rank)
+      q->nf *= q->shape[i];
+    else
+      q->ns *= q->shape[i];
+  }
+  q->numel = p->numel;
+  if (p->kind == XR_SC_NONZERO) { /* [n, rank] as it is: rows past the count get `fill` */
+    q->rank = 2;
+    q->count_dim = 0;
+    for (int d = 0; d < 2; d++) q->shape[d] = p->shape[d], q->strides[0][d] = p->dst.strides[d];
+  }
+  if (p->src.tensor >= 0) q->offset[1] = tensors[p->src.tensor].offset;
+  q->slot_count = p->slot_count;
+  double range = 1;
+  for (int k = 0; k < p->slot_count; k++) {
+    const xr_sc_slot_t *s = &p->slots[k];
+    q->slot_source[k] = (int)s->source;
+    q->slot_dtype[k] = (int)s->dtype;
+    q->slot_on_src[k] = s->on_src;
+    q->slot_group_rank[k] = s->group_rank;
+    q->slot_numel[k] = s->numel;
+    for (int d = 0; d < s->group_rank; d++) {
+      q->group_shape[k][d] = s->group_shape[d];
+      q->group_strides[k][d] = s->group_strides[d];
+    }
+    if (s->source == XR_SC_INDEX) q->offset[2 + k] = tensors[s->tensor].offset;
+    if (!s->on_src) range *= (double)s->numel;
+  }
+  q->chunks = 1;
+  q->range = 1;
+  if (p->kind == XR_SC_SCATTER && range < 0x1p40 && q->nf > 0) {
+    q->range = (int64_t)range;
+    q->chunks = (target_items + q->nf - 1) / q->nf;
+    if (q->chunks > 8) q->chunks = 8;
+    if (q->chunks > q->range) q->chunks = q->range > 0 ? q->range : 1;
+    if (q->chunks < 1) q->chunks = 1;
+  }
+  if (p->mask >= 0) {
+    q->mask_rank = p->mask_rank;
+    q->mask_dtype = (int)p->mask_dtype;
+    q->mask_numel = p->mask_numel;
+    q->mask_offset = tensors[p->mask].offset;
+    for (int d = 0; d < p->mask_rank; d++) {
+      q->mask_shape[d] = p->mask_shape[d];
+      q->mask_strides[d] = p->mask_strides[d];
+    }
+    q->mask_chunk = (p->mask_numel + 65535) / 65536;
+    if (q->mask_chunk < 256) q->mask_chunk = 256;
+    q->mask_chunks = (p->mask_numel + q->mask_chunk - 1) / q->mask_chunk;
+  }
+  q->reduce = (int)p->reduce;
+  q->include_self = p->include_self;
+  q->src_scalar = p->src_scalar;
+  q->scratch = xr_sc_needs_scratch(p);
+  q->floating = xr_dtype_is_floating(p->dst.dtype);
+  q->value = (float)p->value;
+  q->ivalue = p->ivalue;
+  q->alpha = (float)p->alpha;
+  q->ialpha = (int64_t)p->alpha;
+  memcpy(&q->pattern, &p->pattern, sizeof q->pattern);
+  q->fill = p->fill;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -825,6 +966,7 @@ static xr_status_t analyze_masked(xr_op_plan_t *plan, xr_scatter_problem_t *p, c
   s->strides[0] = 1;
   slot_group(s, ts->rank, ts->shape, dst_strides);
   s = add_slot(p, XR_SC_IOTA, -1, XR_DTYPE_I64, true);
+  s->strides[0] = 1;
   slot_group(s, tsrc->rank, tsrc->shape, tsrc->strides);
   set_mask(plan, p, mask, ts->rank, ts->shape, mask_strides);
   return XR_OK;
@@ -1110,7 +1252,7 @@ static void ref_run(void *context) {
       else if (sl->source == XR_SC_POSITIONS)
         v = s->positions[at];
       else
-        v = x;
+        v = at; /* IOTA */
       int64_t off = xr_sc_unravel(sl, xr_sc_clamp(v, sl->numel));
       if (sl->on_src)
         src += off;

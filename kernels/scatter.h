@@ -25,6 +25,7 @@
 #ifndef XR_KERNELS_SCATTER_H
 #define XR_KERNELS_SCATTER_H
 
+#include "kernels/gpu/scatter_params.h"
 #include "kernels/kernels.h"
 
 #define XR_SC_MAX_SLOTS 16
@@ -43,7 +44,7 @@ typedef enum xr_sc_reduce {
 typedef enum xr_sc_source {
   XR_SC_INDEX = 0, /* an int32 / int64 index tensor */
   XR_SC_POSITIONS, /* the compaction's positions (int64, row-major over the mask's shape) */
-  XR_SC_IOTA,      /* the point's own row-major position in the iteration */
+  XR_SC_IOTA,      /* sum(x * strides) itself (masked_scatter reads its source in order) */
 } xr_sc_source_t;
 
 typedef struct xr_sc_slot {
@@ -123,7 +124,7 @@ static inline int64_t xr_sc_unravel(const xr_sc_slot_t *s, int64_t v) {
 bool xr_sc_needs_scratch(const xr_scatter_problem_t *p);
 
 /* The iteration's dims reordered: free dims first, then serial dims, each in order; size-1
- * dims dropped. perm[i] is the original dim of reordered dim i. */
+ * dims dropped (but the count dim). perm[i] is the original dim of reordered dim i. */
 void xr_sc_reorder(const xr_scatter_problem_t *p, int *perm, int *out_rank, int *out_free_rank);
 
 /* Integer element `i` of an integer or bool array, exactly. */
@@ -134,6 +135,34 @@ void xr_sc_store_int(void *base, xr_dtype_t dtype, int64_t i, int64_t v);
 int64_t xr_sc_wrap_int(int64_t v, xr_dtype_t dtype);
 /* Whether element i is non-zero (NaN is; -0.0 is not). */
 bool xr_sc_nonzero(const void *base, xr_dtype_t dtype, int64_t i);
+
+/* What the device kernels (opencl, gpu) take: at most XR_SC_DEV_DIMS dims of iteration, copy
+ * and mask (size-1 dims dropped), XR_SC_DEV_SLOTS slots, reductions in float or int64 (not
+ * f64). UNIMPLEMENTED with the reason otherwise; `who` names the kernels in it. */
+xr_status_t xr_sc_device_supports(const xr_op_plan_t *plan, const char *who);
+/* The device parameter block of the main pass, or (copy) of the out-of-place copy of self into
+ * dst (a gather without slots). `tensors` give the views' offsets; SCATTER's chunks aim at
+ * `target_items` work-items, at most 8 chunks. */
+void xr_sc_device_params(const xr_scatter_problem_t *p, const xr_tensor_t *tensors, bool copy,
+                         int64_t target_items, xr_sc_dev_params_t *out);
+
+/* The device implementations' shared host side (kernels/scatter_device.c): the same kernels,
+ * built from `source` by `build` (xr_opencl_build, xr_gpu_build), the parameter block in a
+ * buffer (OpenCL) or by value (CUDA/HIP). */
+typedef struct xr_sc_device_backend {
+  const char *name;   /* "opencl.scatter" */
+  const char *source; /* "scatter.cl" */
+  xr_status_t (*build)(xr_hal_device_t *device, const char *file, const char *options,
+                       xr_hal_executable_t **out_executable);
+  bool params_in_buffer;
+  int64_t target_items; /* work-items SCATTER's chunks aim at */
+} xr_sc_device_backend_t;
+
+xr_status_t xr_sc_device_prepare(const xr_sc_device_backend_t *backend, const xr_op_plan_t *plan,
+                                 xr_hal_device_t *device, const xr_tensor_t *tensors,
+                                 void **out_state);
+xr_status_t xr_sc_device_enqueue(void *state, xr_hal_stream_t *stream);
+void xr_sc_device_release(void *state);
 
 extern const xr_kernel_impl_t xr_cpu_scatter;    /* kernels/cpu/scatter_cpu.c */
 extern const xr_kernel_impl_t xr_opencl_scatter; /* kernels/opencl/scatter_opencl.c */

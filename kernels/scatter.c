@@ -88,7 +88,7 @@ int64_t xr_sc_wrap_int(int64_t v, xr_dtype_t dtype) {
   }
 }
 
-bool xr_sc_nonzero(const void *base, xr_dtype_t dtype, int64_t i) {
+bool xr_sc_element_nonzero(const void *base, xr_dtype_t dtype, int64_t i) {
   if (!xr_dtype_is_floating(dtype)) return xr_sc_load_int(base, dtype, i) != 0;
   return xr_load_element(base, dtype, i) != 0.0; /* NaN != 0; -0.0 == 0 */
 }
@@ -1210,8 +1210,8 @@ static void ref_run(void *context) {
            es);
   s->count = 0;
   for (int64_t e = 0; p->mask >= 0 && e < p->mask_numel; e++)
-    if (xr_sc_nonzero(s->mask, p->mask_dtype,
-                      offset_of(p->mask_rank, p->mask_shape, p->mask_strides, e)))
+    if (xr_sc_element_nonzero(s->mask, p->mask_dtype,
+                              offset_of(p->mask_rank, p->mask_shape, p->mask_strides, e)))
       s->positions[s->count++] = e;
   if (p->kind == XR_SC_NONZERO) {
     for (int64_t k = 0; k < p->shape[0]; k++)
@@ -1369,7 +1369,7 @@ static void fill_mask(xr_init_context_t *c, int b, int64_t want, bool keep_value
     int64_t at = t->storage_offset + offset_of(t->rank, t->shape, t->strides, e);
     if (!set[e])
       xr_store_element(c->host[b], t->dtype, at, 0);
-    else if (!keep_values || !xr_sc_nonzero(c->host[b], t->dtype, at))
+    else if (!keep_values || !xr_sc_element_nonzero(c->host[b], t->dtype, at))
       xr_store_element(c->host[b], t->dtype, at, 1);
   }
   free(perm);

@@ -28,6 +28,10 @@
 #include "kernels/gpu/scatter_params.h"
 #include "kernels/kernels.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define XR_SC_MAX_SLOTS 16
 
 typedef enum xr_sc_kind { XR_SC_GATHER = 0, XR_SC_SCATTER, XR_SC_NONZERO } xr_sc_kind_t;
@@ -134,7 +138,7 @@ void xr_sc_store_int(void *base, xr_dtype_t dtype, int64_t i, int64_t v);
 /* v wrapped to the width and signedness of an integer dtype. */
 int64_t xr_sc_wrap_int(int64_t v, xr_dtype_t dtype);
 /* Whether element i is non-zero (NaN is; -0.0 is not). */
-bool xr_sc_nonzero(const void *base, xr_dtype_t dtype, int64_t i);
+bool xr_sc_element_nonzero(const void *base, xr_dtype_t dtype, int64_t i);
 
 /* What the device kernels (opencl, gpu) take: at most XR_SC_DEV_DIMS dims of iteration, copy
  * and mask (size-1 dims dropped), XR_SC_DEV_SLOTS slots, reductions in float or int64 (not
@@ -168,4 +172,7 @@ extern const xr_kernel_impl_t xr_cpu_scatter;    /* kernels/cpu/scatter_cpu.c */
 extern const xr_kernel_impl_t xr_opencl_scatter; /* kernels/opencl/scatter_opencl.c */
 extern const xr_kernel_impl_t xr_gpu_scatter;    /* kernels/gpu/scatter_gpu.c */
 
+#ifdef __cplusplus
+}
+#endif
 #endif

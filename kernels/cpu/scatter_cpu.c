@@ -211,7 +211,7 @@ static int64_t mask_scan(cpu_scatter_t *s, int64_t chunk, bool write) {
   bool flat = p->mask_rank == 1 && p->mask_strides[0] == 1 && xr_dtype_size(p->mask_dtype) == 1;
   for (int64_t e = e0; e < e1; e++) {
     bool set = flat ? ((const uint8_t *)s->mask)[e] != 0
-                    : xr_sc_nonzero(s->mask, p->mask_dtype, mask_offset(p, e));
+                    : xr_sc_element_nonzero(s->mask, p->mask_dtype, mask_offset(p, e));
     if (!set) continue;
     if (out) out[n] = e;
     n++;

@@ -278,7 +278,7 @@ __kernel void xr_sc_scatter(P p, __global uchar *dst, IN src, IN i0, IN i1, IN i
   }
   for (int pass = 0; pass < (p->scratch ? 2 : 1); pass++) {
     for (long sp = 0; sp < p->ns; sp++) {
-      long off[SC_OPS];
+      long off[SC_OPS] = {0, 0, 0, 0, 0, 0};
       for (int k = 0; k < nops; k++) off[k] = foff[k];
       bool skip = false;
       rest = sp;

@@ -116,10 +116,13 @@ static void kernels_i_define_every_kernel_looked_up(const char *target) {
   static const char *const norm[] = {"xr_softmax", "xr_layer_norm", "xr_rms_norm",
                                      "xr_add_rms_norm", "xr_rotary"};
   static const char *const quant[] = {"xr_quant_absmax", "xr_quant_reduce", "xr_quant_rows"};
+  static const char *const scatter[] = {"xr_sc_gather",     "xr_sc_scatter",   "xr_sc_nonzero",
+                                        "xr_sc_mask_count", "xr_sc_mask_scan", "xr_sc_mask_write"};
   expect_kernels(target, "gemm.cu", gemm, sizeof gemm / sizeof *gemm);
   expect_kernels(target, "elementwise.cu", elementwise, sizeof elementwise / sizeof *elementwise);
   expect_kernels(target, "norm.cu", norm, sizeof norm / sizeof *norm);
   expect_kernels(target, "quant.cu", quant, sizeof quant / sizeof *quant);
+  expect_kernels(target, "scatter.cu", scatter, sizeof scatter / sizeof *scatter);
 }
 
 Test(compile, sources_define_every_kernel_looked_up_sm_80) {

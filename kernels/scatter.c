@@ -534,6 +534,11 @@ static xr_status_t analyze_scatter(xr_op_plan_t *plan, xr_scatter_problem_t *p, 
   p->kind = XR_SC_SCATTER;
   if (reduce) {
     const char *r = NULL;
+    const xr_value_t *v = xr_op_arg(op, 4, "reduce");
+    if (!v || v->kind == XR_VALUE_NULL)
+      return unimplemented(plan,
+                           "reduce was not recorded (profilers drop string arguments): "
+                           "which reduction is unknown");
     if ((st = xr_arg_string(op, 4, "reduce", true, &r)) ||
         (st = parse_reduce(plan, r, false, &p->reduce)) ||
         (st = xr_arg_bool(op, 5, "include_self", false, &p->include_self)))
@@ -543,6 +548,9 @@ static xr_status_t analyze_scatter(xr_op_plan_t *plan, xr_scatter_problem_t *p, 
   } else {
     const char *r = NULL;
     if ((st = xr_arg_string(op, 4, "reduce", false, &r))) return st;
+    /* a string the profiler dropped is extraction's fallback 'sum': the legacy 'add' */
+    const xr_arg_t *a = xr_op_find_arg(op, "reduce");
+    if (r && a && a->defaulted && !strcmp(r, "sum")) r = "add";
     if (r && (st = parse_reduce(plan, r, true, &p->reduce))) return st;
   }
   if ((add || reduce) && src < 0) return xr_plan_error(plan, "src: expected a tensor");
@@ -702,6 +710,13 @@ static xr_status_t index_geometry(xr_op_plan_t *plan, xr_scatter_problem_t *p, i
                                i, k, (long long)t->shape[k], d + k, (long long)ts->shape[d + k]);
     } else if (is_index_dtype(t->dtype)) {
       ints++;
+    } else if (xr_dtype_is_floating(t->dtype)) {
+      /* what extraction gives a Tensor?[] element: the profiler records no dtype for them */
+      return unimplemented(plan,
+                           "indices[%zu] is %s: the dtype of a Tensor?[] list's elements "
+                           "was not recorded (int64 indices or a bool mask?); give the bundle "
+                           "the real dtype",
+                           i, xr_dtype_name(t->dtype));
     } else {
       return xr_plan_error(plan, "indices[%zu]: expected int32, int64 or bool indices, got %s", i,
                            xr_dtype_name(t->dtype));

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "formats/bundle.h"
+#include "formats/trace_extract.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/scatter_cases.h"
@@ -507,4 +508,94 @@ Test(scatter_opencl, f64_reductions_are_unsupported_with_the_reason) {
   xr_op_result_t r = check_op(bundle("aten::scatter_add", c->args.s, NULL), "opencl");
   cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
   cr_assert(strstr(r.message, "f64 reductions"), "%s", r.message);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* from a profiler trace                                                                       */
+
+/* Extracts one recorded op (its args object) and replays it on the cpu with --check. */
+static xr_op_result_t extracted(const char *name, const char *args, xr_bundle_t **out_bundle) {
+  char trace[4096];
+  format(trace, sizeof trace,
+         "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 1, "
+         "\"tid\": 1, \"ts\": 100.0, \"dur\": 50.0, \"args\": %s}, {\"ph\": \"X\", \"cat\": "
+         "\"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 120.0, "
+         "\"dur\": 5.0, \"args\": {\"correlation\": 7}}, {\"ph\": \"X\", \"cat\": \"kernel\", "
+         "\"name\": \"k\", \"pid\": 2, \"tid\": 0, \"ts\": 200.0, \"dur\": 3.0, \"args\": "
+         "{\"correlation\": 7}}]}",
+         name, args);
+  xr_bundle_t *b;
+  cr_assert_eq(xr_trace_extract_memory(trace, strlen(trace), "t.json", NULL, &b, NULL), XR_OK, "%s",
+               xr_last_error());
+  cr_assert_eq(b->op_count, 1);
+  cr_assert_str_eq(b->ops[0].name, name);
+  xr_replay_options_t o;
+  xr_replay_options_default(&o);
+  o.device = "cpu";
+  o.check = true;
+  o.warmup = 0;
+  o.iters = 1;
+  static check_result_t c;
+  memset(&c, 0, sizeof c);
+  xr_replay_observer_t observer = {.result = check_collect, .context = &c};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
+  *out_bundle = b;
+  return c.r;
+}
+
+Test(scatter_extract, recorded_ops_are_named_and_replay) {
+  xr_bundle_t *b;
+  xr_op_result_t r = extracted(
+      "aten::gather",
+      "{\"Input Dims\": [[5, 7], [], [5, 3], []], \"Input type\": [\"float\", \"Scalar\", "
+      "\"long int\", \"Scalar\"], \"Input Strides\": [[7, 1], [], [3, 1], []], \"Concrete "
+      "Inputs\": [\"\", \"1\", \"\", \"False\"]}",
+      &b);
+  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s", r.message);
+  cr_assert(r.checked && r.check_passed);
+  cr_assert_str_eq(r.kernel, "cpu.scatter");
+  cr_assert_not_null(xr_op_find_arg(&b->ops[0], "sparse_grad"));
+  cr_assert(strstr(r.init_policy, "shuffled cycle"), "%s", r.init_policy);
+  xr_bundle_destroy(b);
+  r = extracted("aten::scatter_add_",
+                "{\"Input Dims\": [[5, 6], [], [8, 6], [8, 6]], \"Input type\": "
+                "[\"c10::BFloat16\", \"Scalar\", \"long int\", \"c10::BFloat16\"], \"Input "
+                "Strides\": [[6, 1], [], [6, 1], [6, 1]], \"Concrete Inputs\": [\"\", \"0\", "
+                "\"\", \"\"]}",
+                &b);
+  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s", r.message);
+  cr_assert(r.checked && r.check_passed);
+  cr_assert_str_eq(r.outputs[0].target, "self", "the in-place self is what is checked");
+  xr_bundle_destroy(b);
+}
+
+/* A reduction the profiler dropped is extraction's fallback 'sum' (it warns); the dtype of a
+ * Tensor?[] list's elements, which it never records, makes the op unsupported with the reason. */
+Test(scatter_extract, unrecorded_strings_and_list_dtypes) {
+  xr_bundle_t *b;
+  xr_op_result_t r = extracted(
+      "aten::scatter_reduce",
+      "{\"Input Dims\": [[6, 5], [], [9, 5], [9, 5], [], []], \"Input type\": [\"float\", "
+      "\"Scalar\", \"long int\", \"float\", \"\", \"Scalar\"], \"Input Strides\": [[5, 1], [], "
+      "[5, 1], [5, 1], [], []], \"Concrete Inputs\": [\"\", \"0\", \"\", \"\", \"\", \"True\"]}",
+      &b);
+  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s", r.message);
+  cr_assert_str_eq(xr_op_find_arg(&b->ops[0], "reduce")->value.as.s, "sum");
+  xr_bundle_destroy(b);
+  r = extracted("aten::scatter",
+                "{\"Input Dims\": [[6, 5], [], [9, 5], [9, 5], []], \"Input type\": [\"float\", "
+                "\"Scalar\", \"long int\", \"float\", \"\"], \"Input Strides\": [[5, 1], [], [5, "
+                "1], [5, 1], []], \"Concrete Inputs\": [\"\", \"0\", \"\", \"\", \"\"]}",
+                &b);
+  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s", r.message);
+  cr_assert(r.checked && r.check_passed);
+  xr_bundle_destroy(b);
+  r = extracted("aten::index_put_",
+                "{\"Input Dims\": [[10, 8], [[4]], [4, 8], []], \"Input type\": [\"float\", "
+                "\"TensorList\", \"float\", \"Scalar\"], \"Input Strides\": [[8, 1], [[1]], [8, "
+                "1], []], \"Concrete Inputs\": [\"\", \"\", \"\", \"False\"]}",
+                &b);
+  cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
+  cr_assert(strstr(r.message, "was not recorded"), "%s", r.message);
+  xr_bundle_destroy(b);
 }

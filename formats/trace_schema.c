@@ -186,6 +186,55 @@ static const char *const builtin[] = {
     "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool "
     "scale_grad_by_freq=False, bool sparse=False) -> Tensor",
     "aten::_foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking=False) -> ()",
+    /* gathers and scatters (kernels/scatter.c) */
+    "aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
+    "aten::gather.out(Tensor self, int dim, Tensor index, *, bool sparse_grad=False, "
+    "Tensor(a!) out) -> Tensor(a!)",
+    "aten::take(Tensor self, Tensor index) -> Tensor",
+    "aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+    "aten::scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+    "aten::scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor",
+    "aten::scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) "
+    "-> Tensor",
+    "aten::scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
+    "aten::scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)",
+    "aten::scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> "
+    "Tensor(a!)",
+    "aten::scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str "
+    "reduce) -> Tensor(a!)",
+    "aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+    "aten::scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
+    "aten::scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool "
+    "include_self=True) -> Tensor",
+    "aten::scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, "
+    "bool include_self=True) -> Tensor(a!)",
+    "aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
+    "Tensor",
+    "aten::index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
+    "Tensor(a!)",
+    "aten::index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor",
+    "aten::index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)",
+    "aten::index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
+    "aten::index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor",
+    "aten::index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> "
+    "Tensor(a!)",
+    "aten::index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> "
+    "Tensor(a!)",
+    "aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
+    "aten::index.Tensor_out(Tensor self, Tensor?[] indices, *, Tensor(a!) out) -> Tensor(a!)",
+    "aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> "
+    "Tensor",
+    "aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> "
+    "Tensor(a!)",
+    "aten::_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool "
+    "accumulate=False, bool unsafe=False) -> Tensor(a!)",
+    "aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor",
+    "aten::masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)",
+    "aten::masked_select(Tensor self, Tensor mask) -> Tensor",
+    "aten::masked_select.out(Tensor self, Tensor mask, *, Tensor(a!) out) -> Tensor(a!)",
+    "aten::nonzero(Tensor self) -> Tensor",
+    "aten::nonzero.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)",
+    "aten::nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor",
     /* convolution and pooling (TraceLens fixtures) */
     "aten::convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
     "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor",

@@ -118,11 +118,14 @@ static void kernels_i_define_every_kernel_looked_up(const char *target) {
   static const char *const quant[] = {"xr_quant_absmax", "xr_quant_reduce", "xr_quant_rows"};
   static const char *const reduce[] = {"xr_reduce_groups", "xr_reduce_items", "xr_reduce_scan",
                                        "xr_reduce_sort"};
+  static const char *const scatter[] = {"xr_sc_gather",     "xr_sc_scatter",   "xr_sc_nonzero",
+                                        "xr_sc_mask_count", "xr_sc_mask_scan", "xr_sc_mask_write"};
   expect_kernels(target, "gemm.cu", gemm, sizeof gemm / sizeof *gemm);
   expect_kernels(target, "elementwise.cu", elementwise, sizeof elementwise / sizeof *elementwise);
   expect_kernels(target, "norm.cu", norm, sizeof norm / sizeof *norm);
   expect_kernels(target, "quant.cu", quant, sizeof quant / sizeof *quant);
   expect_kernels(target, "reduce.cu", reduce, sizeof reduce / sizeof *reduce);
+  expect_kernels(target, "scatter.cu", scatter, sizeof scatter / sizeof *scatter);
 }
 
 Test(compile, sources_define_every_kernel_looked_up_sm_80) {

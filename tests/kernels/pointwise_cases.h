@@ -295,6 +295,15 @@ static inline void pw_movement_cases(const char *device) {
             device);
   ew_expect(pw_op("aten::narrow_copy", "self,dim,start,length", (const char *[]){x, "1", "-5", "4"}, NULL),
             device);
+  ew_expect(pw_op("aten::repeat_interleave", "self,repeats,dim", (const char *[]){x, "3", "1"}, NULL), device);
+  ew_expect(pw_op("aten::repeat_interleave", "self,repeats", (const char *[]){x, "2"}, NULL), device);
+  a.n = 0;
+  xr_op_result_t r = check_op(pw_op("aten::repeat_interleave", "self,repeats,dim",
+                                    (const char *[]){x, tensor(&a, "long int", 1, SHAPE(3), NULL, 0), "0"},
+                                    NULL),
+                              device);
+  cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
+  cr_assert(strstr(r.message, "a Tensor of repeats"), "%s", r.message);
   text_t l = {0};
   put(&l, "[");
   tensor(&l, "float", 2, SHAPE(4, 5), NULL, 0);

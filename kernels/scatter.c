@@ -676,6 +676,9 @@ static xr_status_t analyze_index_op(xr_op_plan_t *plan, xr_scatter_problem_t *p,
 static xr_status_t index_geometry(xr_op_plan_t *plan, xr_scatter_problem_t *p, int self,
                                   const int64_t *strides, bool on_src, int *out_b_first) {
   const xr_value_t *list = xr_op_arg(plan->op, 1, "indices");
+  if (list && list->kind == XR_VALUE_NULL) /* what a profiler records of a Tensor?[] */
+    return xr_error(XR_UNIMPLEMENTED, "%s: indices: the trace recorded none (profilers do not "
+                    "record the tensors of a Tensor?[] list); add them to the op", plan->op->name);
   if (!list || list->kind != XR_VALUE_LIST)
     return xr_plan_error(plan, "indices: expected a list of optional tensors");
   const xr_tensor_spec_t *ts = plan->inputs[self];

@@ -599,3 +599,17 @@ Test(scatter_extract, unrecorded_strings_and_list_dtypes) {
   cr_assert(strstr(r.message, "was not recorded"), "%s", r.message);
   xr_bundle_destroy(b);
 }
+
+/* A profiler records an index.Tensor's list of index tensors as None (the vLLM fixture's
+ * aten::index): unsupported with the reason, not a failure. */
+Test(scatter_plan, indices_the_trace_did_not_record) {
+  text_t t = {0};
+  char args[512];
+  format(args, sizeof args,
+         "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, "
+         "{\"name\": \"indices\", \"type\": \"Tensor?[]\", \"value\": null}",
+         tensor(&t, "c10::BFloat16", 2, SHAPE(64, 32), NULL, 0));
+  xr_op_result_t r = check_op(bundle("aten::index", args, NULL), "cpu");
+  cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
+  cr_assert(strstr(r.message, "indices: the trace recorded none"), "%s", r.message);
+}

@@ -633,15 +633,6 @@ static void store_int(void *base, xr_dtype_t dtype, int64_t i, int64_t v) {
   }
 }
 
-/* A double converted to an integer dtype: truncated toward zero; NaN and out-of-range values
- * (undefined in C and in torch) become 0 and the int64 limits. */
-static int64_t to_int64(double v) {
-  if (isnan(v)) return 0;
-  if (v >= 9223372036854775807.0) return INT64_MAX;
-  if (v <= -9223372036854775808.0) return INT64_MIN;
-  return (int64_t)v;
-}
-
 #define XR_PW_INT_HELPER static inline
 #define XR_PW_I int64_t
 #define XR_PW_U uint64_t
@@ -651,7 +642,7 @@ static int64_t to_int64(double v) {
 #undef XR_PW_U
 
 static int64_t ref_int_op(const xr_ew_step_t *s, int64_t a, int64_t b) {
-  uint64_t ua = (uint64_t)a, ub = (uint64_t)b, alpha = (uint64_t)to_int64(s->alpha);
+  uint64_t ua = (uint64_t)a, ub = (uint64_t)b, alpha = (uint64_t)xr_ew_int_value(s->alpha);
   switch (s->op) {
     case XR_EW_ADD: return (int64_t)(ua + alpha * ub);
     case XR_EW_SUB: return (int64_t)(ua - alpha * ub);
@@ -673,14 +664,14 @@ static double ref_load(const ref_step_t *rs, const xr_ew_operand_t *o, int k, bo
 /* The same as an int64, exact for 64-bit integers (xr_load_element goes through double). */
 static int64_t ref_load_int(const ref_step_t *rs, const xr_ew_operand_t *o, int k, bool scalar,
                             double value, int64_t at) {
-  if (scalar || o->index < 0) return to_int64(scalar ? value : 0);
+  if (scalar || o->index < 0) return xr_ew_int_value(scalar ? value : 0);
   const void *p = rs->base[k];
   switch (o->dtype) {
     case XR_DTYPE_I64: return ((const int64_t *)p)[at];
     case XR_DTYPE_U64: return (int64_t)((const uint64_t *)p)[at];
     case XR_DTYPE_I32: return ((const int32_t *)p)[at];
     case XR_DTYPE_U32: return ((const uint32_t *)p)[at];
-    default: return to_int64(xr_load_element(p, o->dtype, at));
+    default: return xr_ew_int_value(xr_load_element(p, o->dtype, at));
   }
 }
 
@@ -695,7 +686,7 @@ static void ref_table_element(const ref_step_t *rs, int64_t io, int64_t ia, int6
     if (xr_dtype_is_floating(s->out.dtype) || s->out.dtype == XR_DTYPE_BOOL)
       xr_store_element(rs->base[0], s->out.dtype, io, v);
     else
-      store_int(rs->base[0], s->out.dtype, io, to_int64(v));
+      store_int(rs->base[0], s->out.dtype, io, xr_ew_int_value(v));
     return;
   }
   int64_t a = ref_load_int(rs, &s->a, 1, s->a_scalar, s->a_value, ia);
@@ -732,12 +723,12 @@ static void ref_elements(void *ctx, size_t begin, size_t end) {
         xr_store_element(base[0], s->out.dtype, io, xr_ew_sequence_value(s, (int64_t)e));
       else /* integer arange: exact in int64 */
         store_int(base[0], s->out.dtype, io,
-                  (int64_t)((uint64_t)to_int64(s->a_value) +
-                            (uint64_t)e * (uint64_t)to_int64(s->alpha)));
+                  (int64_t)((uint64_t)xr_ew_int_value(s->a_value) +
+                            (uint64_t)e * (uint64_t)xr_ew_int_value(s->alpha)));
       continue;
     }
     if (s->op == XR_EW_GATHER) {
-      int64_t idx = to_int64(xr_load_element(base[2], s->b.dtype, ib));
+      int64_t idx = xr_ew_int_value(xr_load_element(base[2], s->b.dtype, ib));
       idx = idx < 0 ? 0 : idx >= s->gather_size ? s->gather_size - 1 : idx;
       ia += idx * s->gather_stride;
     }
@@ -752,9 +743,9 @@ static void ref_elements(void *ctx, size_t begin, size_t end) {
     else if (s->op == XR_EW_COPY || s->op == XR_EW_FILL || s->op == XR_EW_ADD ||
              s->op == XR_EW_SUB || s->op == XR_EW_MUL || s->op == XR_EW_DIV_TRUNC ||
              s->op == XR_EW_DIV_FLOOR)
-      store_int(base[0], s->out.dtype, io, ref_int_op(s, to_int64(a), to_int64(b)));
+      store_int(base[0], s->out.dtype, io, ref_int_op(s, xr_ew_int_value(a), xr_ew_int_value(b)));
     else
-      store_int(base[0], s->out.dtype, io, to_int64(ref_float_op(s, a, b)));
+      store_int(base[0], s->out.dtype, io, xr_ew_int_value(ref_float_op(s, a, b)));
   }
 }
 

@@ -38,6 +38,12 @@ static inline void xr_plan_mark_written(xr_op_plan_t *plan, int index) {
   if (index >= 0 && (size_t)index < plan->input_count) plan->input_written[index] = true;
 }
 
+/* The binding index of input spec `t` (by identity), or -1. */
+int xr_plan_input_index(const xr_op_plan_t *plan, const xr_tensor_spec_t *t);
+/* A dim argument in [-rank, rank) (a 0-d tensor takes 0 and -1) made non-negative into *out;
+ * INVALID_ARGUMENT "dim: 5 is out of range for a 2-D tensor" otherwise. */
+xr_status_t xr_plan_wrap_dim(const xr_op_plan_t *plan, int64_t dim, int rank, int *out);
+
 /* Formats the op name into an error: returns INVALID_ARGUMENT. */
 xr_status_t xr_plan_error(const xr_op_plan_t *plan, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -19,20 +19,6 @@ bool xr_ew_is_indexing_op(const char *name) {
          !strcmp(name, "aten::embedding");
 }
 
-static int binding_index(const xr_op_plan_t *plan, const xr_tensor_spec_t *t) {
-  for (size_t i = 0; i < plan->input_count; i++)
-    if (plan->inputs[i] == t) return (int)i;
-  return -1;
-}
-
-static xr_status_t wrap_dim(const xr_op_plan_t *plan, int64_t dim, int rank, int *out) {
-  int64_t r = rank > 0 ? rank : 1;
-  if (dim < -r || dim >= r)
-    return xr_plan_error(plan, "dim: %lld is out of range for a %d-D tensor", (long long)dim, rank);
-  *out = (int)(dim < 0 ? dim + r : dim);
-  return XR_OK;
-}
-
 static bool integer_index(xr_dtype_t d) { return d == XR_DTYPE_I32 || d == XR_DTYPE_I64; }
 
 /* out = self.shape[:dim] + index_shape + self.shape[dim+1:]; element (p, q, s) reads
@@ -93,7 +79,7 @@ static xr_status_t analyze_select(xr_op_plan_t *plan, xr_ew_step_t *s) {
     return build_gather(plan, self, 0, index, ti->rank, ti->shape, ti->strides, s);
   }
   if (ti->rank > 1) return xr_plan_error(plan, "index: expected a 1-D tensor, got %d-D", ti->rank);
-  if ((st = wrap_dim(plan, dim_arg, ts->rank, &dim))) return st;
+  if ((st = xr_plan_wrap_dim(plan, dim_arg, ts->rank, &dim))) return st;
   if (ts->rank == 0) return xr_plan_error(plan, "self: index_select on a 0-d tensor");
   int64_t q_shape = ti->rank ? ti->shape[0] : 1, q_stride = ti->rank ? ti->strides[0] : 0;
   return build_gather(plan, self, dim, index, 1, &q_shape, &q_stride, s);
@@ -127,7 +113,7 @@ static xr_status_t analyze_cat(xr_op_plan_t *plan, xr_ew_problem_t **out_problem
   }
   if (!first) return xr_plan_error(plan, "tensors: expected at least one non-empty tensor");
   int dim = 0;
-  if ((st = wrap_dim(plan, dim_arg, first->rank, &dim))) return st;
+  if ((st = xr_plan_wrap_dim(plan, dim_arg, first->rank, &dim))) return st;
   if (first->rank == 0) return xr_plan_error(plan, "tensors: zero-dimensional tensors cannot be "
                                                    "concatenated");
   int64_t shape[XR_MAX_RANK];
@@ -164,7 +150,7 @@ static xr_status_t analyze_cat(xr_op_plan_t *plan, xr_ew_problem_t **out_problem
     s->op = XR_EW_COPY;
     s->rank = rank;
     memcpy(s->shape, t->shape, sizeof(int64_t) * (size_t)rank);
-    s->a = (xr_ew_operand_t){.index = binding_index(plan, t), .dtype = t->dtype};
+    s->a = (xr_ew_operand_t){.index = xr_plan_input_index(plan, t), .dtype = t->dtype};
     memcpy(s->a.strides, t->strides, sizeof(int64_t) * (size_t)rank);
     s->out = (xr_ew_operand_t){.index = (int)plan->input_count, .dtype = dtype,
                                .offset = at * out_strides[dim]};

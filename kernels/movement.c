@@ -34,20 +34,6 @@ bool xr_ew_is_movement_op(const char *name) {
   return false;
 }
 
-static int binding_index(const xr_op_plan_t *plan, const xr_tensor_spec_t *t) {
-  for (size_t i = 0; i < plan->input_count; i++)
-    if (plan->inputs[i] == t) return (int)i;
-  return -1;
-}
-
-static xr_status_t wrap_dim(const xr_op_plan_t *plan, int64_t dim, int rank, int *out) {
-  int64_t r = rank > 0 ? rank : 1;
-  if (dim < -r || dim >= r)
-    return xr_plan_error(plan, "dim: %lld is out of range for a %d-D tensor", (long long)dim, rank);
-  *out = (int)(dim < 0 ? dim + r : dim);
-  return XR_OK;
-}
-
 static void contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
   int64_t s = 1;
   for (int d = rank - 1; d >= 0; d--) strides[d] = s, s *= shape[d];
@@ -107,7 +93,7 @@ static int written_out(const xr_op_plan_t *plan, int rank, const int64_t *shape)
     const xr_arg_t *a = k < plan->op->arg_count ? &plan->op->args[k]
                                                 : &plan->op->kwargs[k - plan->op->arg_count];
     if (a->value.kind == XR_VALUE_TENSOR && (!a->name || !strcmp(a->name, "out")))
-      out = binding_index(plan, a->value.as.tensor);
+      out = xr_plan_input_index(plan, a->value.as.tensor);
   }
   if (out < 0) return -1;
   const xr_tensor_spec_t *t = plan->inputs[out];
@@ -294,7 +280,7 @@ static xr_status_t analyze_self_copy(xr_op_plan_t *plan, xr_ew_problem_t **out_p
       return xr_plan_error(plan, "shifts and dims: %d and %d items", nshifts, ndims);
     for (int k = 0; k < ndims; k++) {
       int d = 0;
-      if ((st = wrap_dim(plan, dims[k], rank, &d))) return st;
+      if ((st = xr_plan_wrap_dim(plan, dims[k], rank, &d))) return st;
       dims[k] = d;
       if (!roll && shape[d] > 0) { /* read backwards */
         a_offset += (shape[d] - 1) * a_strides[d];
@@ -308,7 +294,7 @@ static xr_status_t analyze_self_copy(xr_op_plan_t *plan, xr_ew_problem_t **out_p
     if ((st = xr_arg_int(plan->op, 1, "dim", true, &dim)) ||
         (st = xr_arg_int(plan->op, 2, "start", true, &start)) ||
         (st = xr_arg_int(plan->op, 3, "length", true, &length)) ||
-        (st = wrap_dim(plan, dim, rank, &d)))
+        (st = xr_plan_wrap_dim(plan, dim, rank, &d)))
       return st;
     if (start < 0) start += shape[d];
     if (start < 0 || length < 0 || start + length > shape[d])
@@ -453,7 +439,7 @@ static xr_status_t analyze_stack(xr_op_plan_t *plan, xr_ew_problem_t **out_probl
   }
   int rank = first->rank + 1, dim = 0;
   if (rank > XR_MAX_RANK) return xr_plan_error(plan, "the result would have %d dimensions", rank);
-  if ((st = wrap_dim(plan, dim_arg, rank, &dim))) return st;
+  if ((st = xr_plan_wrap_dim(plan, dim_arg, rank, &dim))) return st;
   int64_t shape[XR_MAX_RANK], out_strides[XR_MAX_RANK];
   for (int d = 0, k = 0; d < rank; d++) shape[d] = d == dim ? (int64_t)n : first->shape[k++];
   contiguous_strides(rank, shape, out_strides);
@@ -466,7 +452,7 @@ static xr_status_t analyze_stack(xr_op_plan_t *plan, xr_ew_problem_t **out_probl
   set_result(plan, first->dtype, rank, shape);
   for (size_t i = 0; i < n; i++) {
     const xr_tensor_spec_t *t = list->as.list.items[i].as.tensor;
-    copy_step(plan, &p->steps[i], binding_index(plan, t), t->rank, t->shape, t->strides, 0,
+    copy_step(plan, &p->steps[i], xr_plan_input_index(plan, t), t->rank, t->shape, t->strides, 0,
               part_strides, (int64_t)i * out_strides[dim]);
   }
   return XR_OK;
@@ -490,7 +476,7 @@ static xr_status_t analyze_repeat_interleave(xr_op_plan_t *plan, xr_ew_problem_t
   const xr_value_t *dv = xr_op_arg(op, 2, "dim");
   bool flat = !dv || dv->kind == XR_VALUE_NULL;
   int dim = t->rank - 1;
-  if (!flat && (st = wrap_dim(plan, dv->kind == XR_VALUE_INT ? dv->as.i : 0, t->rank, &dim))) return st;
+  if (!flat && (st = xr_plan_wrap_dim(plan, dv->kind == XR_VALUE_INT ? dv->as.i : 0, t->rank, &dim))) return st;
   if (t->rank + 1 > XR_MAX_RANK) return xr_plan_error(plan, "self has too many dimensions");
   int rank = t->rank > 0 ? t->rank + 1 : 1;
   int64_t shape[XR_MAX_RANK], a_strides[XR_MAX_RANK] = {0}, out_strides[XR_MAX_RANK];

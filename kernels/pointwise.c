@@ -111,12 +111,6 @@ static xr_dtype_t scalar_dtype(const xr_value_t *v) {
 
 static bool integral(xr_dtype_t d) { return !xr_dtype_is_floating(d); } /* bool included */
 
-static int64_t to_int64(double v) {
-  if (isnan(v)) return 0;
-  if (v >= 0x1p63) return INT64_MAX;
-  if (v <= -0x1p63) return INT64_MIN;
-  return (int64_t)v;
-}
 
 xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *s) {
   const xr_op_t *op = plan->op;
@@ -232,7 +226,7 @@ xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *s) {
   }
   /* Integer compute reads them as integers; None as no bound (the int64 limits). */
   for (int j = 0; j < XR_EW_MAX_PARAMS; j++)
-    s->iparam[j] = isnan(s->param[j]) ? (j == 0 ? INT64_MIN : INT64_MAX) : to_int64(s->param[j]);
+    s->iparam[j] = isnan(s->param[j]) ? (j == 0 ? INT64_MIN : INT64_MAX) : xr_ew_int_value(s->param[j]);
   if (s->op == XR_EW_NAN_TO_NUM) {
     double big = largest_finite(result);
     if (isnan(s->param[1])) s->param[1] = big;

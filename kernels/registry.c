@@ -243,6 +243,20 @@ static xr_status_t wrong_kind(const xr_op_t *op, const char *name, const char *w
                   name ? name : "?", want, kind_name(v->kind));
 }
 
+int xr_plan_input_index(const xr_op_plan_t *plan, const xr_tensor_spec_t *t) {
+  for (size_t i = 0; i < plan->input_count; i++)
+    if (plan->inputs[i] == t) return (int)i;
+  return -1;
+}
+
+xr_status_t xr_plan_wrap_dim(const xr_op_plan_t *plan, int64_t dim, int rank, int *out) {
+  int64_t r = rank > 0 ? rank : 1;
+  if (dim < -r || dim >= r)
+    return xr_plan_error(plan, "dim: %lld is out of range for a %d-D tensor", (long long)dim, rank);
+  *out = (int)(dim < 0 ? dim + r : dim);
+  return XR_OK;
+}
+
 xr_status_t xr_arg_tensor(const xr_op_plan_t *plan, int position, const char *name, bool required,
                           int *out_index) {
   const xr_value_t *v;

@@ -291,20 +291,6 @@ static xr_status_t unimplemented(const xr_op_plan_t *plan, const char *fmt, ...)
   return xr_error(XR_UNIMPLEMENTED, "%s: %s", plan->op->name, what);
 }
 
-static int binding_of(const xr_op_plan_t *plan, const xr_tensor_spec_t *t) {
-  for (size_t i = 0; i < plan->input_count; i++)
-    if (plan->inputs[i] == t) return (int)i;
-  return -1;
-}
-
-static xr_status_t wrap_dim(const xr_op_plan_t *plan, int64_t dim, int rank, int *out) {
-  int64_t r = rank > 0 ? rank : 1;
-  if (dim < -r || dim >= r)
-    return xr_plan_error(plan, "dim: %lld is out of range for a %d-D tensor", (long long)dim, rank);
-  *out = (int)(dim < 0 ? dim + r : dim);
-  return XR_OK;
-}
-
 static int64_t numel_of(int rank, const int64_t *shape) {
   int64_t n = 1;
   for (int d = 0; d < rank; d++) n *= shape[d];
@@ -444,7 +430,7 @@ static xr_status_t scalar_or_tensor(xr_op_plan_t *plan, int position, const char
   if (!v || v->kind == XR_VALUE_NULL)
     return xr_plan_error(plan, "argument '%s' (position %d) is missing", name, position);
   if (v->kind == XR_VALUE_TENSOR) {
-    *out_tensor = binding_of(plan, v->as.tensor);
+    *out_tensor = xr_plan_input_index(plan, v->as.tensor);
     return XR_OK;
   }
   if (v->kind == XR_VALUE_FLOAT)
@@ -478,7 +464,7 @@ static xr_status_t analyze_gather(xr_op_plan_t *plan, xr_scatter_problem_t *p, b
   if (take) {
     slot_group(s, ts->rank, ts->shape, ts->strides);
   } else {
-    if ((st = wrap_dim(plan, dim_arg, ts->rank, &dim))) return st;
+    if ((st = xr_plan_wrap_dim(plan, dim_arg, ts->rank, &dim))) return st;
     if (ti->rank != ts->rank)
       return xr_plan_error(plan, "index has %d dimensions, self %d: they must agree", ti->rank,
                            ts->rank);
@@ -530,7 +516,7 @@ static xr_status_t analyze_scatter(xr_op_plan_t *plan, xr_scatter_problem_t *p, 
       (st = scalar_or_tensor(plan, 3, "src", "value", &value, &src)))
     return st;
   const xr_tensor_spec_t *ts = plan->inputs[self], *ti = plan->inputs[index];
-  if ((st = wrap_dim(plan, dim_arg, ts->rank, &dim))) return st;
+  if ((st = xr_plan_wrap_dim(plan, dim_arg, ts->rank, &dim))) return st;
   p->kind = XR_SC_SCATTER;
   if (reduce) {
     const char *r = NULL;
@@ -617,7 +603,7 @@ static xr_status_t analyze_index_op(xr_op_plan_t *plan, xr_scatter_problem_t *p,
   }
   if (add && (st = xr_arg_double(op, 4, "alpha", false, &p->alpha))) return st;
   const xr_tensor_spec_t *ts = plan->inputs[self], *ti = plan->inputs[index];
-  if ((st = wrap_dim(plan, dim_arg, ts->rank, &dim))) return st;
+  if ((st = xr_plan_wrap_dim(plan, dim_arg, ts->rank, &dim))) return st;
   if (ti->rank > 1) return xr_plan_error(plan, "index: expected a 1-D tensor, got %d-D", ti->rank);
   int64_t n = ti->rank ? ti->shape[0] : 1;
   p->kind = XR_SC_SCATTER;
@@ -804,7 +790,7 @@ static xr_status_t index_geometry(xr_op_plan_t *plan, xr_scatter_problem_t *p, i
       xr_sc_slot_t *s = add_slot(p, XR_SC_POSITIONS, -1, XR_DTYPE_I64, on_src);
       s->strides[b_first] = 1;
       slot_group(s, t->rank, &ts->shape[dim], &strides[dim]);
-      p->mask = binding_of(plan, t);
+      p->mask = xr_plan_input_index(plan, t);
       p->mask_dtype = t->dtype;
       p->mask_rank = t->rank;
       memcpy(p->mask_shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
@@ -813,7 +799,7 @@ static xr_status_t index_geometry(xr_op_plan_t *plan, xr_scatter_problem_t *p, i
       p->count_dim = b_first;
       continue;
     }
-    xr_sc_slot_t *s = add_slot(p, XR_SC_INDEX, binding_of(plan, t), t->dtype, on_src);
+    xr_sc_slot_t *s = add_slot(p, XR_SC_INDEX, xr_plan_input_index(plan, t), t->dtype, on_src);
     for (int k = 0; k < t->rank; k++) {
       int r = b_first + (b_rank - t->rank) + k;
       s->strides[r] = t->shape[k] == 1 ? 0 : t->strides[k];

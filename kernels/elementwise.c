@@ -2,7 +2,9 @@
  * Tensor and Scalar overloads, alpha, rounding_mode, out=), activations (aten::gelu, silu), gated
  * activations (vLLM _C::, sgl_kernel:: and aiter:: silu_and_mul, gelu_and_mul,
  * gelu_tanh_and_mul), copies and conversions (aten::copy_, to, _to_copy; fp8 saturating), fills
- * (aten::fill_, zero_), and through kernels/indexing.c aten::cat, index_select and embedding.
+ * (aten::fill_, zero_), their _foreach_ list forms, the pointwise table (kernels/pointwise.c),
+ * creation and movement (kernels/movement.c), and through kernels/indexing.c aten::cat,
+ * index_select and embedding.
  *
  * Broadcasting follows numpy/torch (dims aligned on the right; size 1 stretches). Result dtypes
  * follow torch's type promotion: dimensioned tensors outrank 0-d tensors, which outrank Scalars,

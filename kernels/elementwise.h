@@ -1,9 +1,12 @@
-/* The elementwise family's parsed problem, shared by its implementations (ref, cpu, opencl).
+/* The elementwise family's parsed problem, shared by its implementations (ref, cpu, opencl,
+ * gpu).
  *
  * Every op of the family (binary arithmetic, activations, gated activations, copies and
- * conversions, fills, and the gathers and concatenations of kernels/indexing.c) is reduced to
- * one or more steps; a step walks an iteration shape and, per element, reads up to two operands
- * through their own strides (0 where they broadcast) and writes one. */
+ * conversions, fills, the pointwise table of kernels/pointwise_ops.h, the creation and movement
+ * ops of kernels/movement.c, and the gathers and concatenations of kernels/indexing.c) is reduced
+ * to one or more steps; a step walks an iteration shape and, per element, reads up to three
+ * operands (a tensor through its own strides, 0 where it broadcasts, or a Scalar) and writes
+ * one. */
 #ifndef XR_KERNELS_ELEMENTWISE_H
 #define XR_KERNELS_ELEMENTWISE_H
 

@@ -13,8 +13,9 @@
  * Where the CPU has AVX-512 BF16, rows with contiguous f32 / bf16 operands go to
  * kernels/cpu/elementwise_avx512.c instead (one pass per 16 or 32 elements, no block buffers).
  *
- * Supported: float results (f32, f16, bf16, fp8) from inputs of any dtype; copies, gathers and
- * fills of any dtype. f64 and integer arithmetic run on ref.elementwise. */
+ * Supported: float results (f32, f16, bf16, fp8), and the pointwise table's bool results, from
+ * inputs of any dtype where float computes them exactly (xr_ew_float_pipeline); copies, gathers
+ * and fills of any dtype. f64 and integer arithmetic, and sequences, run on ref.elementwise. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>

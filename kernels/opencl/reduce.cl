@@ -8,7 +8,8 @@
 //    first extreme wins whatever the tree's order.
 //  - xr_reduce_items: one work-item per output (short extents), both passes in order.
 //  - xr_scan: one work-group per row, in chunks of the work-group's width: a local
-//    Hillis-Steele scan plus the carry of the chunks before.
+//    Hillis-Steele scan plus the carry of the chunks before; xr_scan_int the same in 64-bit
+//    integers for integer and bool inputs.
 //  - xr_sort: one work-group per row; (ordered float bits << 32 | position) keys bitonic-sorted
 //    in local memory, which is a stable sort (NaN last, -0 equal to 0, descending inverts the
 //    bits only). Rows longer than XR_SORT_MAX take topk's path when k <= XR_TOPK_MAX: each
@@ -328,6 +329,58 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_scan(XR_ARGS
       }
       if (j < n) st_float(out0, a.out0_dtype, at + j * os, prod ? carry * tmp[lid] : carry + tmp[lid]);
       carry = prod ? carry * tmp[XR_WG - 1] : carry + tmp[XR_WG - 1];
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+  }
+}
+
+// Integer scans: element i of an integer or bool array as a long, and the low bytes of v stored
+// in an integer dtype (or v != 0 as a bool).
+long ld_long(__global const uchar *b, long dt, long i) {
+  if (dt == XR_I64 || dt == XR_U64) return ((__global const long *)b)[i];
+  if (dt == XR_I32) return ((__global const int *)b)[i];
+  if (dt == XR_U32) return ((__global const uint *)b)[i];
+  if (dt == XR_I16) return ((__global const short *)b)[i];
+  if (dt == XR_U16) return ((__global const ushort *)b)[i];
+  if (dt == XR_I8) return ((__global const char *)b)[i];
+  if (dt == XR_BOOL) return b[i] != 0;
+  return b[i];
+}
+
+void st_long(__global uchar *b, long dt, long i, long v) {
+  if (dt == XR_I64 || dt == XR_U64) ((__global long *)b)[i] = v;
+  else if (dt == XR_I32 || dt == XR_U32) ((__global uint *)b)[i] = (uint)v;
+  else if (dt == XR_I16 || dt == XR_U16) ((__global ushort *)b)[i] = (ushort)v;
+  else if (dt == XR_BOOL) b[i] = v != 0;
+  else b[i] = (uchar)v;
+}
+
+// cumsum / cumprod of integer tensors: xr_scan in 64-bit integers, wrapping as the reference.
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_scan_int(XR_ARGS) {
+  __local long tmp[XR_WG];
+  const int lid = get_local_id(0);
+  const bool prod = a.op == OP_CUMPROD;
+  const long identity = prod ? 1 : 0;
+  const long n = a.red_shape[0], is = a.in_red[0], os = a.out0_dim_stride;
+  for (long o = get_group_id(0); o < a.outer_numel; o += get_num_groups(0)) {
+    const long base = a.in_offset + outer_off(&a, a.in_outer, o);
+    const long at = a.out0_offset + outer_off(&a, a.out0_outer, o);
+    long carry = identity;
+    for (long j0 = 0; j0 < n; j0 += XR_WG) {
+      const long j = j0 + lid;
+      tmp[lid] = j < n ? ld_long(in, a.in_dtype, base + j * is) : identity;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int w = 1; w < XR_WG; w <<= 1) {
+        long t = lid >= w ? tmp[lid - w] : identity;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        tmp[lid] = prod ? (long)((ulong)tmp[lid] * (ulong)t) : (long)((ulong)tmp[lid] + (ulong)t);
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      if (j < n)
+        st_long(out0, a.out0_dtype, at + j * os,
+                prod ? (long)((ulong)carry * (ulong)tmp[lid]) : (long)((ulong)carry + (ulong)tmp[lid]));
+      carry = prod ? (long)((ulong)carry * (ulong)tmp[XR_WG - 1])
+                   : (long)((ulong)carry + (ulong)tmp[XR_WG - 1]);
       barrier(CLK_LOCAL_MEM_FENCE);
     }
   }

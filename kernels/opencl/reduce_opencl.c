@@ -40,11 +40,21 @@ typedef struct cl_reduce {
   bool empty; /* nothing to write */
 } cl_reduce_t;
 
+/* cumsum / cumprod of an integer or bool tensor into an integer result: xr_scan_int. */
+static bool integer_scan(const xr_reduce_problem_t *p) {
+  /* the kernel widens each element to 64 bits: right when the op's conversion (`cast`, int64
+   * for integer inputs) widens too, or converts nothing */
+  bool integral_in = !xr_dtype_is_floating(p->in_dtype) &&
+                     (p->cast == p->in_dtype || p->cast == XR_DTYPE_I64);
+  bool integral_out = !xr_dtype_is_floating(p->out[0].dtype) && p->out[0].dtype != XR_DTYPE_BOOL;
+  return xr_reduce_is_scan(p->op) && !p->unsupported[0] && integral_in && integral_out;
+}
+
 static xr_status_t cl_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
-  xr_status_t st = xr_reduce_check_fast(plan, "opencl");
-  if (st != XR_OK) return st;
   const xr_reduce_problem_t *p = plan->problem;
+  xr_status_t st = integer_scan(p) ? XR_OK : xr_reduce_check_fast(plan, "opencl");
+  if (st != XR_OK) return st;
   if (p->outer_rank > MAX_DIMS || p->red_rank > MAX_DIMS)
     return xr_error(XR_UNIMPLEMENTED, "opencl kernels: %s: more than %d kept or reduced dims "
                     "after merging", plan->op->name, MAX_DIMS);
@@ -73,6 +83,7 @@ static xr_status_t cl_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   bool groups = p->red_numel >= GROUP_MIN;
   const char *kernel = p->op == XR_REDUCE_SORT      ? "xr_sort"
+                       : integer_scan(p)          ? "xr_scan_int"
                        : xr_reduce_is_scan(p->op) ? "xr_scan"
                        : groups                   ? "xr_reduce_groups"
                                                   : "xr_reduce_items";

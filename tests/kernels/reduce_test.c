@@ -41,7 +41,7 @@ Test(reduce, long_rows) {
 }
 
 /* Integer, bool and f64 inputs run on the reference (the fast kernels say so), but for all / any
- * of bool tensors, whose truth values the fast kernels read exactly. */
+ * of bool tensors, whose truth values the fast kernels read exactly, and opencl's integer scans. */
 Test(reduce, other_dtypes_run_on_the_reference) {
   rc_json_t j;
   static const char *const dtypes[] = {"double", "int", "long int", "bool", "signed char",
@@ -60,6 +60,14 @@ Test(reduce, other_dtypes_run_on_the_reference) {
   }
   rc_expect(rc_dim_op(&j, "aten::all", "bool", RC_VIEW(3, 141), "int", "1", "false"), "opencl",
             "opencl.reduce", seed++);
+  /* integer scans on opencl: xr_scan_int, 64-bit and wrapping as the reference */
+  static const char *const scanned[] = {"int", "long int", "bool", "short int"};
+  for (size_t d = 0; d < sizeof scanned / sizeof *scanned; d++) {
+    rc_expect(rc_scan(&j, "aten::cumsum", scanned[d], RC_VIEW(5, 1000), 1, NULL), "opencl",
+              "opencl.reduce", seed++);
+    rc_expect(rc_scan(&j, "aten::cumprod", scanned[d], RC_VIEW(33, 7), 0, NULL), "opencl",
+              "opencl.reduce", seed++);
+  }
   rc_expect(rc_var(&j, "aten::var", "double", RC_VIEW(4, 17), "[1]", "1", false), "cpu", "ref.reduce", seed++);
 }
 

@@ -45,6 +45,21 @@ bool xr_ew_op_binary(xr_ew_op_t op) {
 
 bool xr_ew_float_compute(xr_dtype_t d) { return xr_dtype_is_floating(d) && d != XR_DTYPE_F64; }
 
+bool xr_ew_is_number(const xr_value_t *v) {
+  return v && (v->kind == XR_VALUE_FLOAT || v->kind == XR_VALUE_INT || v->kind == XR_VALUE_BOOL);
+}
+
+double xr_ew_number(const xr_value_t *v) {
+  return v->kind == XR_VALUE_FLOAT ? v->as.f : v->kind == XR_VALUE_INT ? (double)v->as.i
+                                                                        : (double)v->as.b;
+}
+
+xr_dtype_t xr_ew_number_dtype(const xr_value_t *v) {
+  return v->kind == XR_VALUE_FLOAT ? XR_DTYPE_F32
+         : v->kind == XR_VALUE_INT ? XR_DTYPE_I64
+                                   : XR_DTYPE_BOOL;
+}
+
 int64_t xr_ew_int_value(double v) {
   if (isnan(v)) return 0;
   if (v >= 0x1p63) return INT64_MAX;
@@ -128,7 +143,7 @@ xr_dtype_t xr_ew_combine(xr_dtype_t higher, xr_dtype_t lower) {
 /* ------------------------------------------------------------------------------------------ */
 /* shapes                                                                                      */
 
-static void contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
+void xr_ew_contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
   int64_t s = 1;
   for (int d = rank - 1; d >= 0; d--) strides[d] = s, s *= shape[d];
 }
@@ -175,7 +190,7 @@ void xr_ew_set_output(xr_op_plan_t *plan, int index, xr_dtype_t dtype, xr_ew_ste
   if (index < 0) {
     s->out.index = (int)plan->input_count;
     s->out.dtype = dtype;
-    contiguous_strides(s->rank, s->shape, s->out.strides);
+    xr_ew_contiguous_strides(s->rank, s->shape, s->out.strides);
     plan->return_count = 1;
     xr_desc_set(&plan->returns[0], dtype, s->rank, s->shape);
   } else {
@@ -241,15 +256,10 @@ static xr_status_t analyze_binary(xr_op_plan_t *plan, xr_ew_step_t *s) {
     if ((st = xr_ew_broadcast_shape(plan, "other", to, &s->rank, s->shape))) return st;
     xr_dtype_t *slot = to->rank ? &dim_type : &zero_type;
     *slot = *slot == XR_DTYPE_INVALID ? to->dtype : xr_ew_promote(*slot, to->dtype);
-  } else if (other->kind == XR_VALUE_FLOAT || other->kind == XR_VALUE_INT ||
-             other->kind == XR_VALUE_BOOL) {
+  } else if (xr_ew_is_number(other)) {
     s->b_scalar = true;
-    s->scalar = other->kind == XR_VALUE_FLOAT ? other->as.f
-                : other->kind == XR_VALUE_INT ? (double)other->as.i
-                                              : (double)other->as.b;
-    scalar_type = other->kind == XR_VALUE_FLOAT ? XR_DTYPE_F32
-                  : other->kind == XR_VALUE_INT ? XR_DTYPE_I64
-                                                : XR_DTYPE_BOOL;
+    s->scalar = xr_ew_number(other);
+    scalar_type = xr_ew_number_dtype(other);
   } else {
     return xr_error(XR_INVALID_ARGUMENT, "%s: argument 'other': expected a tensor or a number",
                     op->name);
@@ -331,7 +341,7 @@ static xr_status_t analyze_gated(xr_op_plan_t *plan, xr_ew_step_t *s) {
 }
 
 /* The `dtype` argument: a torch.ScalarType code or a dtype name; NULL/absent keeps `fallback`. */
-static xr_status_t read_dtype(const xr_op_plan_t *plan, const xr_value_t *v, xr_dtype_t fallback,
+xr_status_t xr_ew_read_dtype(const xr_op_plan_t *plan, const xr_value_t *v, xr_dtype_t fallback,
                               xr_dtype_t *out) {
   *out = fallback;
   if (!v || v->kind == XR_VALUE_NULL) return XR_OK;
@@ -379,7 +389,7 @@ static xr_status_t analyze_copy(xr_op_plan_t *plan, xr_ew_step_t *s) {
   }
   if (!v) v = xr_op_arg(op, 1, "other");
   xr_dtype_t dtype;
-  if ((st = read_dtype(plan, v, ts->dtype, &dtype))) return st;
+  if ((st = xr_ew_read_dtype(plan, v, ts->dtype, &dtype))) return st;
   s->rank = ts->rank;
   memcpy(s->shape, ts->shape, sizeof(int64_t) * (size_t)ts->rank);
   xr_ew_set_operand(plan, self, s->rank, s->shape, &s->a);

@@ -85,6 +85,11 @@ bool xr_ew_float_pipeline(const xr_ew_step_t *step);
  * OpenCL and GPU kernels' integer path): integer or bool results and compute, every tensor
  * operand an integer or a bool; copies, add, sub, mul, rounded division and the table. */
 bool xr_ew_int_pipeline(const xr_ew_step_t *step);
+/* A Python number argument (bool, int or float): whether `v` is one, its value, and its dtype in
+ * type promotion (a float is the default dtype, float32; an int int64). */
+bool xr_ew_is_number(const xr_value_t *v);
+double xr_ew_number(const xr_value_t *v);
+xr_dtype_t xr_ew_number_dtype(const xr_value_t *v);
 /* A Scalar as the integer pipeline reads it: truncated, NaN 0, saturated at the int64 limits. */
 int64_t xr_ew_int_value(double v);
 /* Whether the output dtype is computed through float (every float dtype but f64). */
@@ -131,6 +136,13 @@ void xr_ew_set_operand(const xr_op_plan_t *plan, int index, int rank, const int6
 void xr_ew_set_output(xr_op_plan_t *plan, int index, xr_dtype_t dtype, xr_ew_step_t *step);
 xr_status_t xr_ew_check_written(const xr_op_plan_t *plan, const char *name, int index,
                                 const xr_ew_step_t *step);
+
+/* Row-major contiguous strides of a shape. */
+void xr_ew_contiguous_strides(int rank, const int64_t *shape, int64_t *strides);
+/* A `dtype` argument (a ScalarType code, a dtype name, or a tensor whose dtype it is); absent or
+ * None keeps `fallback`. */
+xr_status_t xr_ew_read_dtype(const xr_op_plan_t *plan, const xr_value_t *v, xr_dtype_t fallback,
+                             xr_dtype_t *out);
 
 /* Allocates a problem of `steps` zeroed steps (operand c absent). */
 xr_ew_problem_t *xr_ew_problem_alloc(size_t steps);

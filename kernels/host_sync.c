@@ -58,14 +58,10 @@ static xr_status_t sync_enqueue(void *state, xr_hal_stream_t *stream) {
 }
 
 /* One implementation through the HAL, listed once per driver it serves. */
-#define READ_SCALAR(impl_name, driver_name, is_reference) \
-  {                                                       \
-      .name = impl_name,                                  \
-      .driver = driver_name,                              \
-      .reference = is_reference,                          \
-      .prepare = sync_prepare,                            \
-      .enqueue = sync_enqueue,                            \
-      .release = free,                                    \
+#define READ_SCALAR(impl_name, driver_name, is_reference)                                         \
+  {                                                                                               \
+    .name = impl_name, .driver = driver_name, .reference = is_reference, .prepare = sync_prepare, \
+    .enqueue = sync_enqueue, .release = free,                                                     \
   }
 
 static const xr_kernel_impl_t opencl_read = READ_SCALAR("opencl.read_scalar", "opencl", false);

@@ -34,11 +34,6 @@ bool xr_ew_is_movement_op(const char *name) {
   return false;
 }
 
-static void contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
-  int64_t s = 1;
-  for (int d = rank - 1; d >= 0; d--) strides[d] = s, s *= shape[d];
-}
-
 /* A problem of `n` steps owned by the plan. */
 static xr_status_t new_problem(xr_op_plan_t *plan, size_t n, xr_ew_problem_t **out) {
   xr_ew_problem_t *p = xr_ew_problem_alloc(n ? n : 1);
@@ -56,42 +51,22 @@ static void set_result(xr_op_plan_t *plan, xr_dtype_t dtype, int rank, const int
 }
 
 /* A step writing the result's region at element `offset` with `shape` and the result's strides. */
-static void result_region(const xr_op_plan_t *plan, xr_ew_step_t *s, int rank,
-                          const int64_t *shape, const int64_t *out_strides, int64_t offset) {
+static void result_region(const xr_op_plan_t *plan, xr_ew_step_t *s, int rank, const int64_t *shape,
+                          const int64_t *out_strides, int64_t offset) {
   s->rank = rank;
   memcpy(s->shape, shape, sizeof(int64_t) * (size_t)rank);
-  s->out = (xr_ew_operand_t){.index = (int)plan->input_count, .dtype = plan->returns[0].dtype,
-                             .offset = offset};
+  s->out = (xr_ew_operand_t){
+      .index = (int)plan->input_count, .dtype = plan->returns[0].dtype, .offset = offset};
   memcpy(s->out.strides, out_strides, sizeof(int64_t) * (size_t)rank);
   s->a.index = s->b.index = -1;
-}
-
-/* `dtype=` (a ScalarType code or name), else `fallback`. */
-static xr_status_t read_dtype(const xr_op_plan_t *plan, xr_dtype_t fallback, xr_dtype_t *out) {
-  const xr_value_t *v = xr_op_arg(plan->op, -1, "dtype");
-  *out = fallback;
-  if (!v || v->kind == XR_VALUE_NULL) return XR_OK;
-  if (v->kind == XR_VALUE_INT) *out = xr_dtype_from_torch_code(v->as.i);
-  else if (v->kind == XR_VALUE_STRING) *out = xr_dtype_parse(v->as.s);
-  if (*out == XR_DTYPE_INVALID) return xr_plan_error(plan, "dtype: unsupported ScalarType");
-  return XR_OK;
-}
-
-static bool is_number(const xr_value_t *v) {
-  return v && (v->kind == XR_VALUE_INT || v->kind == XR_VALUE_FLOAT || v->kind == XR_VALUE_BOOL);
-}
-
-static double number(const xr_value_t *v) {
-  return v->kind == XR_VALUE_FLOAT ? v->as.f : v->kind == XR_VALUE_INT ? (double)v->as.i
-                                                                        : (double)v->as.b;
 }
 
 /* The `out=` tensor when its shape is the result's; -1 when absent or resized. */
 static int written_out(const xr_op_plan_t *plan, int rank, const int64_t *shape) {
   int out = -1;
   for (size_t k = 0; k < plan->op->arg_count + plan->op->kwarg_count; k++) {
-    const xr_arg_t *a = k < plan->op->arg_count ? &plan->op->args[k]
-                                                : &plan->op->kwargs[k - plan->op->arg_count];
+    const xr_arg_t *a =
+        k < plan->op->arg_count ? &plan->op->args[k] : &plan->op->kwargs[k - plan->op->arg_count];
     if (a->value.kind == XR_VALUE_TENSOR && (!a->name || !strcmp(a->name, "out")))
       out = xr_plan_input_index(plan, a->value.as.tensor);
   }
@@ -113,30 +88,38 @@ static xr_status_t analyze_arange(xr_op_plan_t *plan, xr_ew_problem_t **out_prob
   bool any_float = false;
   const char *names[3] = {"start", "end", "step"};
   const xr_value_t *named[3];
-  for (int k = 0; k < 3; k++) named[k] = xr_op_find_arg(op, names[k]) ? xr_op_arg(op, -1, names[k]) : NULL;
+  for (int k = 0; k < 3; k++)
+    named[k] = xr_op_find_arg(op, names[k]) ? xr_op_arg(op, -1, names[k]) : NULL;
   if (named[1]) {
     for (int k = 0; k < 3; k++)
-      if (is_number(named[k])) v[k] = number(named[k]), any_float |= named[k]->kind == XR_VALUE_FLOAT;
+      if (xr_ew_is_number(named[k])) {
+        v[k] = xr_ew_number(named[k]);
+        any_float |= named[k]->kind == XR_VALUE_FLOAT;
+      }
     count = 3;
   } else {
     double got[3];
     for (size_t k = 0; k < op->arg_count && count < 3; k++)
-      if (is_number(&op->args[k].value)) {
-        got[count++] = number(&op->args[k].value);
+      if (xr_ew_is_number(&op->args[k].value)) {
+        got[count++] = xr_ew_number(&op->args[k].value);
         any_float |= op->args[k].value.kind == XR_VALUE_FLOAT;
       }
     if (count == 0) return xr_plan_error(plan, "end: expected a number");
-    if (count == 1) v[1] = got[0];
-    else memcpy(v, got, sizeof(double) * (size_t)count);
+    if (count == 1)
+      v[1] = got[0];
+    else
+      memcpy(v, got, sizeof(double) * (size_t)count);
   }
   if (v[2] == 0 || !isfinite(v[0]) || !isfinite(v[1]) || !isfinite(v[2]))
     return xr_plan_error(plan, "step: must be nonzero and the bounds finite");
   double n = ceil((v[1] - v[0]) / v[2]);
-  if (n < 0) return xr_plan_error(plan, "end: the range from %g by %g never reaches %g", v[0], v[2], v[1]);
+  if (n < 0)
+    return xr_plan_error(plan, "end: the range from %g by %g never reaches %g", v[0], v[2], v[1]);
   if (n >= 0x1p62) return xr_plan_error(plan, "the range has too many elements");
   int64_t shape[1] = {(int64_t)n};
   xr_dtype_t dtype;
-  xr_status_t st = read_dtype(plan, any_float ? XR_DTYPE_F32 : XR_DTYPE_I64, &dtype);
+  xr_status_t st = xr_ew_read_dtype(plan, xr_op_arg(op, -1, "dtype"),
+                                    any_float ? XR_DTYPE_F32 : XR_DTYPE_I64, &dtype);
   if (st != XR_OK) return st;
   xr_ew_problem_t *p = NULL;
   if ((st = new_problem(plan, 1, &p))) return st;
@@ -168,9 +151,10 @@ static xr_status_t analyze_linspace(xr_op_plan_t *plan, xr_ew_problem_t **out_pr
       (st = xr_arg_double(op, 1, "end", true, &end)) ||
       (st = xr_arg_int(op, 2, "steps", true, &steps)))
     return st;
-  if (steps < 0) return xr_plan_error(plan, "steps: must be non-negative, got %lld", (long long)steps);
+  if (steps < 0)
+    return xr_plan_error(plan, "steps: must be non-negative, got %lld", (long long)steps);
   xr_dtype_t dtype;
-  if ((st = read_dtype(plan, XR_DTYPE_F32, &dtype))) return st;
+  if ((st = xr_ew_read_dtype(plan, xr_op_arg(op, -1, "dtype"), XR_DTYPE_F32, &dtype))) return st;
   xr_ew_problem_t *p = NULL;
   if ((st = new_problem(plan, 1, &p))) return st;
   *out_problem = p;
@@ -201,32 +185,34 @@ static xr_status_t analyze_fill_new(xr_op_plan_t *plan, xr_ew_problem_t **out_pr
   if (like) {
     rank = plan->inputs[self]->rank;
     memcpy(shape, plan->inputs[self]->shape, sizeof(int64_t) * (size_t)rank);
-  } else if ((st = xr_arg_int_list(op, from_self ? 1 : 0, "size", true, shape, XR_MAX_RANK, &rank))) {
+  } else if ((st = xr_arg_int_list(op, from_self ? 1 : 0, "size", true, shape, XR_MAX_RANK,
+                                   &rank))) {
     return st;
   }
   for (int d = 0; d < rank; d++)
-    if (shape[d] < 0) return xr_plan_error(plan, "size[%d]: negative (%lld)", d, (long long)shape[d]);
+    if (shape[d] < 0)
+      return xr_plan_error(plan, "size[%d]: negative (%lld)", d, (long long)shape[d]);
   double value = strstr(base, "ones") ? 1 : 0;
   if (strstr(base, "full")) {
     const char *name = "fill_value";
     const xr_value_t *v = xr_op_arg(op, like ? 1 : from_self ? 2 : 1, name);
-    if (!is_number(v)) return xr_plan_error(plan, "fill_value: expected a number");
-    value = number(v);
-    if (!from_self)
-      fallback = v->kind == XR_VALUE_FLOAT ? XR_DTYPE_F32 : v->kind == XR_VALUE_INT ? XR_DTYPE_I64
-                                                                                    : XR_DTYPE_BOOL;
+    if (!xr_ew_is_number(v)) return xr_plan_error(plan, "fill_value: expected a number");
+    value = xr_ew_number(v);
+    if (!from_self) fallback = xr_ew_number_dtype(v);
   }
   xr_dtype_t dtype;
-  if ((st = read_dtype(plan, fallback, &dtype))) return st;
+  if ((st = xr_ew_read_dtype(plan, xr_op_arg(op, -1, "dtype"), fallback, &dtype))) return st;
   xr_ew_problem_t *p = NULL;
   if ((st = new_problem(plan, 1, &p))) return st;
   *out_problem = p;
   int out = written_out(plan, rank, shape);
-  if (out >= 0 && out != self) dtype = plan->inputs[out]->dtype;
-  else out = -1;
+  if (out >= 0 && out != self)
+    dtype = plan->inputs[out]->dtype;
+  else
+    out = -1;
   set_result(plan, dtype, rank, shape);
   int64_t strides[XR_MAX_RANK];
-  contiguous_strides(rank, shape, strides);
+  xr_ew_contiguous_strides(rank, shape, strides);
   xr_ew_step_t *s = &p->steps[0];
   result_region(plan, s, rank, shape, strides, 0);
   if (out >= 0) {
@@ -273,8 +259,10 @@ static xr_status_t analyze_self_copy(xr_op_plan_t *plan, xr_ew_problem_t **out_p
     if ((st = xr_arg_int_list(plan->op, roll ? 2 : 1, "dims", !roll, dims, XR_MAX_RANK, &ndims)))
       return st;
     if (roll && ndims == 0) {
-      return xr_error(XR_UNIMPLEMENTED, "%s: roll without dims (over the flattened tensor) is "
-                      "not implemented", plan->op->name);
+      return xr_error(XR_UNIMPLEMENTED,
+                      "%s: roll without dims (over the flattened tensor) is "
+                      "not implemented",
+                      plan->op->name);
     }
     if (roll && nshifts != ndims)
       return xr_plan_error(plan, "shifts and dims: %d and %d items", nshifts, ndims);
@@ -308,7 +296,7 @@ static xr_status_t analyze_self_copy(xr_op_plan_t *plan, xr_ew_problem_t **out_p
   if ((st = new_problem(plan, steps, &p))) return st;
   *out_problem = p;
   set_result(plan, dtype, rank, shape);
-  contiguous_strides(rank, shape, out_strides);
+  xr_ew_contiguous_strides(rank, shape, out_strides);
   if (steps == 1) {
     copy_step(plan, &p->steps[0], self, rank, shape, a_strides, a_offset, out_strides, 0);
     return XR_OK;
@@ -348,8 +336,8 @@ static xr_status_t analyze_repeat(xr_op_plan_t *plan, xr_ew_problem_t **out_prob
   if (2 * nrep > XR_MAX_RANK)
     return xr_error(XR_UNIMPLEMENTED, "%s: %d repeat dims need %d iteration dims (at most %d)",
                     plan->op->name, nrep, 2 * nrep, XR_MAX_RANK);
-  int64_t shape[XR_MAX_RANK], pair_shape[XR_MAX_RANK], a_strides[XR_MAX_RANK] = {0},
-          out_strides[XR_MAX_RANK], pair_out[XR_MAX_RANK];
+  int64_t shape[XR_MAX_RANK], pair_shape[XR_MAX_RANK],
+      a_strides[XR_MAX_RANK] = {0}, out_strides[XR_MAX_RANK], pair_out[XR_MAX_RANK];
   int lead = nrep - t->rank;
   for (int d = 0; d < nrep; d++) {
     if (reps[d] < 0) return xr_plan_error(plan, "repeats[%d]: negative", d);
@@ -359,7 +347,7 @@ static xr_status_t analyze_repeat(xr_op_plan_t *plan, xr_ew_problem_t **out_prob
     pair_shape[2 * d + 1] = size;
     a_strides[2 * d + 1] = d >= lead ? t->strides[d - lead] : 0;
   }
-  contiguous_strides(nrep, shape, out_strides);
+  xr_ew_contiguous_strides(nrep, shape, out_strides);
   for (int d = 0; d < nrep; d++) {
     pair_out[2 * d] = pair_shape[2 * d + 1] * out_strides[d];
     pair_out[2 * d + 1] = out_strides[d];
@@ -401,7 +389,7 @@ static xr_status_t analyze_pad(xr_op_plan_t *plan, xr_ew_problem_t **out_problem
     a_offset += crop_lo * t->strides[d];
     before[d] = lo > 0 ? lo : 0;
   }
-  contiguous_strides(rank, shape, out_strides);
+  xr_ew_contiguous_strides(rank, shape, out_strides);
   int64_t out_offset = 0;
   for (int d = 0; d < rank; d++) out_offset += before[d] * out_strides[d];
   xr_ew_problem_t *p = NULL;
@@ -430,19 +418,21 @@ static xr_status_t analyze_stack(xr_op_plan_t *plan, xr_ew_problem_t **out_probl
   const xr_tensor_spec_t *first = NULL;
   for (size_t i = 0; i < n; i++) {
     const xr_value_t *v = &list->as.list.items[i];
-    if (v->kind != XR_VALUE_TENSOR) return xr_plan_error(plan, "tensors[%zu]: expected a tensor", i);
+    if (v->kind != XR_VALUE_TENSOR)
+      return xr_plan_error(plan, "tensors[%zu]: expected a tensor", i);
     const xr_tensor_spec_t *t = v->as.tensor;
     if (!first) first = t;
     bool same = t->rank == first->rank && t->dtype == first->dtype;
     for (int d = 0; same && d < t->rank; d++) same = t->shape[d] == first->shape[d];
-    if (!same) return xr_plan_error(plan, "tensors[%zu]: shape or dtype differs from tensors[0]", i);
+    if (!same)
+      return xr_plan_error(plan, "tensors[%zu]: shape or dtype differs from tensors[0]", i);
   }
   int rank = first->rank + 1, dim = 0;
   if (rank > XR_MAX_RANK) return xr_plan_error(plan, "the result would have %d dimensions", rank);
   if ((st = xr_plan_wrap_dim(plan, dim_arg, rank, &dim))) return st;
   int64_t shape[XR_MAX_RANK], out_strides[XR_MAX_RANK];
   for (int d = 0, k = 0; d < rank; d++) shape[d] = d == dim ? (int64_t)n : first->shape[k++];
-  contiguous_strides(rank, shape, out_strides);
+  xr_ew_contiguous_strides(rank, shape, out_strides);
   int64_t part_strides[XR_MAX_RANK];
   for (int d = 0, k = 0; d < rank; d++)
     if (d != dim) part_strides[k++] = out_strides[d];
@@ -467,8 +457,10 @@ static xr_status_t analyze_repeat_interleave(xr_op_plan_t *plan, xr_ew_problem_t
   if ((st = xr_arg_tensor(plan, 0, "self", true, &self))) return st;
   const xr_value_t *rv = xr_op_arg(op, 1, "repeats");
   if (rv && rv->kind == XR_VALUE_TENSOR)
-    return xr_error(XR_UNIMPLEMENTED, "%s: repeats: a Tensor of repeats makes the result's layout "
-                    "depend on its values, which the trace does not record", op->name);
+    return xr_error(XR_UNIMPLEMENTED,
+                    "%s: repeats: a Tensor of repeats makes the result's layout "
+                    "depend on its values, which the trace does not record",
+                    op->name);
   if (!rv || rv->kind != XR_VALUE_INT) return xr_plan_error(plan, "repeats: expected an int");
   int64_t repeats = rv->as.i;
   if (repeats < 0) return xr_plan_error(plan, "repeats: negative (%lld)", (long long)repeats);
@@ -476,7 +468,9 @@ static xr_status_t analyze_repeat_interleave(xr_op_plan_t *plan, xr_ew_problem_t
   const xr_value_t *dv = xr_op_arg(op, 2, "dim");
   bool flat = !dv || dv->kind == XR_VALUE_NULL;
   int dim = t->rank - 1;
-  if (!flat && (st = xr_plan_wrap_dim(plan, dv->kind == XR_VALUE_INT ? dv->as.i : 0, t->rank, &dim))) return st;
+  if (!flat &&
+      (st = xr_plan_wrap_dim(plan, dv->kind == XR_VALUE_INT ? dv->as.i : 0, t->rank, &dim)))
+    return st;
   if (t->rank + 1 > XR_MAX_RANK) return xr_plan_error(plan, "self has too many dimensions");
   int rank = t->rank > 0 ? t->rank + 1 : 1;
   int64_t shape[XR_MAX_RANK], a_strides[XR_MAX_RANK] = {0}, out_strides[XR_MAX_RANK];
@@ -486,11 +480,12 @@ static xr_status_t analyze_repeat_interleave(xr_op_plan_t *plan, xr_ew_problem_t
     if (d == dim) shape[k] = repeats, a_strides[k++] = 0;
   }
   if (t->rank == 0) shape[0] = repeats;
-  contiguous_strides(rank, shape, out_strides);
+  xr_ew_contiguous_strides(rank, shape, out_strides);
   int64_t result[XR_MAX_RANK], n = 1;
   for (int d = 0; d < rank; d++) n *= shape[d];
   int result_rank = flat ? 1 : t->rank;
-  if (flat) result[0] = n;
+  if (flat)
+    result[0] = n;
   else
     for (int d = 0; d < t->rank; d++) result[d] = t->shape[d] * (d == dim ? repeats : 1);
   xr_ew_problem_t *p = NULL;

@@ -93,24 +93,9 @@ static double largest_finite(xr_dtype_t d) {
   }
 }
 
-static bool is_number(const xr_value_t *v) {
-  return v->kind == XR_VALUE_FLOAT || v->kind == XR_VALUE_INT || v->kind == XR_VALUE_BOOL;
-}
-
-static double number(const xr_value_t *v) {
-  return v->kind == XR_VALUE_FLOAT ? v->as.f : v->kind == XR_VALUE_INT ? (double)v->as.i
-                                                                        : (double)v->as.b;
-}
-
-/* A Python number's dtype in type promotion: float -> the default dtype (float32). */
-static xr_dtype_t scalar_dtype(const xr_value_t *v) {
-  return v->kind == XR_VALUE_FLOAT ? XR_DTYPE_F32
-         : v->kind == XR_VALUE_INT ? XR_DTYPE_I64
-                                   : XR_DTYPE_BOOL;
-}
-
-static bool integral(xr_dtype_t d) { return !xr_dtype_is_floating(d); } /* bool included */
-
+static bool integral(xr_dtype_t d) {
+  return !xr_dtype_is_floating(d);
+} /* bool included */
 
 xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *s) {
   const xr_op_t *op = plan->op;
@@ -134,8 +119,8 @@ xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *s) {
   for (int k = 0; list_item(row->operands, k, name, sizeof name, &excluded, NULL); k++, count++) {
     const xr_value_t *v = xr_op_arg(op, k, name);
     if (!v || v->kind == XR_VALUE_NULL)
-      return xr_error(XR_INVALID_ARGUMENT, "%s: argument '%s' (position %d) is missing",
-                      op->name, name, k);
+      return xr_error(XR_INVALID_ARGUMENT, "%s: argument '%s' (position %d) is missing", op->name,
+                      name, k);
     xr_dtype_t d;
     if (v->kind == XR_VALUE_TENSOR) {
       if ((st = xr_arg_tensor(plan, k, name, true, &index[k]))) return st;
@@ -146,16 +131,17 @@ xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *s) {
         xr_dtype_t *slot = t->rank ? &dim_type : &zero_type;
         *slot = *slot == XR_DTYPE_INVALID ? d : xr_ew_promote(*slot, d);
         if (*slot == XR_DTYPE_INVALID)
-          return xr_plan_error(plan, "%s (%s) does not promote with the other operands (torch "
-                                     "refuses to mix fp8 with other float types)", name,
-                               xr_dtype_name(d));
+          return xr_plan_error(plan,
+                               "%s (%s) does not promote with the other operands (torch "
+                               "refuses to mix fp8 with other float types)",
+                               name, xr_dtype_name(d));
       }
-    } else if (is_number(v)) {
+    } else if (xr_ew_is_number(v)) {
       if (k == 0 && inplace)
         return xr_plan_error(plan, "%s: an in-place op needs a tensor to write", name);
       *is_scalar[k] = true;
-      *value[k] = number(v);
-      d = scalar_dtype(v);
+      *value[k] = xr_ew_number(v);
+      d = xr_ew_number_dtype(v);
       if (!excluded)
         scalar_type = scalar_type == XR_DTYPE_INVALID ? d : xr_ew_promote(scalar_type, d);
     } else {
@@ -215,10 +201,10 @@ xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *s) {
       return xr_error(XR_UNIMPLEMENTED, "%s: %s: a Tensor %s is not implemented (only a Scalar)",
                       op->name, name, name);
     if (v && v->kind != XR_VALUE_NULL) {
-      if (!is_number(v))
+      if (!xr_ew_is_number(v))
         return xr_error(XR_INVALID_ARGUMENT, "%s: argument '%s': expected a number", op->name,
                         name);
-      p = number(v);
+      p = xr_ew_number(v);
     } else if (!v && strncmp(dflt, "None", 4)) {
       p = strtod(dflt, NULL); /* stops at the next item's comma */
     }
@@ -226,7 +212,8 @@ xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *s) {
   }
   /* Integer compute reads them as integers; None as no bound (the int64 limits). */
   for (int j = 0; j < XR_EW_MAX_PARAMS; j++)
-    s->iparam[j] = isnan(s->param[j]) ? (j == 0 ? INT64_MIN : INT64_MAX) : xr_ew_int_value(s->param[j]);
+    s->iparam[j] =
+        isnan(s->param[j]) ? (j == 0 ? INT64_MIN : INT64_MAX) : xr_ew_int_value(s->param[j]);
   if (s->op == XR_EW_NAN_TO_NUM) {
     double big = largest_finite(result);
     if (isnan(s->param[1])) s->param[1] = big;
@@ -237,8 +224,10 @@ xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *s) {
 
   for (int k = 0; k < 3; k++) {
     xr_dtype_t d = operand[k]->dtype;
-    if (index[k] >= 0) xr_ew_set_operand(plan, index[k], s->rank, s->shape, operand[k]);
-    else *operand[k] = (xr_ew_operand_t){.index = -1, .dtype = d};
+    if (index[k] >= 0)
+      xr_ew_set_operand(plan, index[k], s->rank, s->shape, operand[k]);
+    else
+      *operand[k] = (xr_ew_operand_t){.index = -1, .dtype = d};
   }
   xr_ew_set_output(plan, written, result, s);
   return XR_OK;
@@ -249,8 +238,14 @@ xr_status_t xr_ew_analyze_pointwise(xr_op_plan_t *plan, xr_ew_step_t *s) {
 
 #define K(x) ((double)(x))
 #define B(c) ((c) ? 1.0 : 0.0)
-#define XR_PW_MATH1(f) static inline double pw_##f(double x) { return f(x); }
-#define XR_PW_MATH2(f) static inline double pw_##f(double x, double y) { return f(x, y); }
+#define XR_PW_MATH1(f)                    \
+  static inline double pw_##f(double x) { \
+    return f(x);                          \
+  }
+#define XR_PW_MATH2(f)                              \
+  static inline double pw_##f(double x, double y) { \
+    return f(x, y);                                 \
+  }
 #include "kernels/pointwise_ops.h"
 #undef XR_PW_MATH1
 #undef XR_PW_MATH2
@@ -274,7 +269,8 @@ double xr_ew_pointwise_float(const xr_ew_step_t *s, double a, double b, double c
   (void)p0, (void)p1, (void)p2, (void)b, (void)c;
   switch (s->op) {
 #define XR_PW(ID, NAME, KIND, OPERANDS, PARAMS, FLOPS, FLOAT_EXPR, INT_EXPR) \
-  case XR_EW_##ID: return FLOAT_EXPR;
+  case XR_EW_##ID:                                                           \
+    return FLOAT_EXPR;
 #include "kernels/pointwise_ops.h"
 #undef XR_PW
     default: return NAN;
@@ -289,14 +285,14 @@ double xr_ew_pointwise_float(const xr_ew_step_t *s, double a, double b, double c
 #undef XR_PW_I
 #undef XR_PW_U
 
-
 int64_t xr_ew_pointwise_int(const xr_ew_step_t *s, int64_t a, int64_t b, int64_t c) {
   const int64_t ip0 = s->iparam[0], ip1 = s->iparam[1];
   const bool boolean = s->compute == XR_DTYPE_BOOL;
   (void)ip0, (void)ip1, (void)b, (void)c, (void)boolean;
   switch (s->op) {
 #define XR_PW(ID, NAME, KIND, OPERANDS, PARAMS, FLOPS, FLOAT_EXPR, INT_EXPR) \
-  case XR_EW_##ID: return INT_EXPR;
+  case XR_EW_##ID:                                                           \
+    return INT_EXPR;
 #include "kernels/pointwise_ops.h"
 #undef XR_PW
     default: return 0;

@@ -1130,7 +1130,7 @@ static void ref_release(void *state) {
   free(s);
 }
 
-static const char *host_at(const xr_tensor_t *t, xr_status_t *st) {
+const char *xr_sc_host_at(const xr_tensor_t *t, xr_status_t *st) {
   void *base = NULL;
   if (*st == XR_OK) *st = xr_tensor_host(t, &base);
   return *st == XR_OK ? (const char *)base + t->offset * (int64_t)xr_dtype_size(t->dtype) : NULL;
@@ -1144,12 +1144,13 @@ static xr_status_t ref_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   s->p = p;
   xr_status_t st = XR_OK;
-  s->dst = (char *)host_at(&tensors[p->dst.tensor], &st);
-  if (p->src.tensor >= 0) s->src = host_at(&tensors[p->src.tensor], &st);
-  if (p->copy_src >= 0) s->copy = host_at(&tensors[p->copy_src], &st);
-  if (p->mask >= 0) s->mask = host_at(&tensors[p->mask], &st);
+  s->dst = (char *)xr_sc_host_at(&tensors[p->dst.tensor], &st);
+  if (p->src.tensor >= 0) s->src = xr_sc_host_at(&tensors[p->src.tensor], &st);
+  if (p->copy_src >= 0) s->copy = xr_sc_host_at(&tensors[p->copy_src], &st);
+  if (p->mask >= 0) s->mask = xr_sc_host_at(&tensors[p->mask], &st);
   for (int i = 0; i < p->slot_count; i++)
-    if (p->slots[i].source == XR_SC_INDEX) s->index[i] = host_at(&tensors[p->slots[i].tensor], &st);
+    if (p->slots[i].source == XR_SC_INDEX)
+      s->index[i] = xr_sc_host_at(&tensors[p->slots[i].tensor], &st);
   size_t extent = (size_t)(p->dst_extent > 0 ? p->dst_extent : 1);
   if (st == XR_OK && p->mask >= 0 &&
       !(s->positions = malloc(sizeof(int64_t) * (size_t)(p->mask_numel ? p->mask_numel : 1))))

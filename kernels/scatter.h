@@ -143,6 +143,9 @@ bool xr_sc_element_nonzero(const void *base, xr_dtype_t dtype, int64_t i);
 /* What the device kernels (opencl, gpu) take: at most XR_SC_DEV_DIMS dims of iteration, copy
  * and mask (size-1 dims dropped), XR_SC_DEV_SLOTS slots, reductions in float or int64 (not
  * f64). UNIMPLEMENTED with the reason otherwise; `who` names the kernels in it. */
+/* A host tensor's first element (its storage offset applied); NULL, with *st set, when it is not
+ * host-addressable. Does nothing when *st is already an error, so that calls chain. */
+const char *xr_sc_host_at(const xr_tensor_t *t, xr_status_t *st);
 xr_status_t xr_sc_device_supports(const xr_op_plan_t *plan, const char *who);
 /* The device parameter block of the main pass, or (copy) of the out-of-place copy of self into
  * dst (a gather without slots). `tensors` give the views' offsets; SCATTER's chunks aim at

@@ -450,12 +450,6 @@ static void cpu_release(void *state) {
   free(s);
 }
 
-static const char *host_at(const xr_tensor_t *t, xr_status_t *st) {
-  void *base = NULL;
-  if (*st == XR_OK) *st = xr_tensor_host(t, &base);
-  return *st == XR_OK ? (const char *)base + t->offset * (int64_t)xr_dtype_size(t->dtype) : NULL;
-}
-
 static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
                                const xr_tensor_t *tensors, void **out_state) {
   (void)device;
@@ -465,12 +459,12 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   s->p = p;
   s->es = xr_dtype_size(p->dst.dtype);
   xr_status_t st = XR_OK;
-  s->dst = (char *)host_at(&tensors[p->dst.tensor], &st);
-  if (p->src.tensor >= 0) s->src = host_at(&tensors[p->src.tensor], &st);
-  if (p->copy_src >= 0) s->copy = host_at(&tensors[p->copy_src], &st);
-  if (p->mask >= 0) s->mask = host_at(&tensors[p->mask], &st);
+  s->dst = (char *)xr_sc_host_at(&tensors[p->dst.tensor], &st);
+  if (p->src.tensor >= 0) s->src = xr_sc_host_at(&tensors[p->src.tensor], &st);
+  if (p->copy_src >= 0) s->copy = xr_sc_host_at(&tensors[p->copy_src], &st);
+  if (p->mask >= 0) s->mask = xr_sc_host_at(&tensors[p->mask], &st);
   for (int i = 0; i < p->slot_count; i++)
-    if (p->slots[i].source == XR_SC_INDEX) s->index[i] = host_at(&tensors[p->slots[i].tensor], &st);
+    if (p->slots[i].source == XR_SC_INDEX) s->index[i] = xr_sc_host_at(&tensors[p->slots[i].tensor], &st);
   if (st != XR_OK) {
     cpu_release(s);
     return st;

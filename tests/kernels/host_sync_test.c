@@ -15,15 +15,20 @@ static void expect_read(const char *device, const char *kernel) {
   const char *dtypes[] = {"bool", "float", "c10::BFloat16", "long int"};
   for (size_t d = 0; d < 4; d++) {
     text_t t = {0};
-    xr_op_result_t r = check_op(item_of(&t, dtypes[d], d % 2 ? 2 : 0, SHAPE(1, 1), (int64_t)d), device);
+    xr_op_result_t r =
+        check_op(item_of(&t, dtypes[d], d % 2 ? 2 : 0, SHAPE(1, 1), (int64_t)d), device);
     cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", dtypes[d], device, r.message);
     cr_assert_str_eq(r.kernel, kernel);
     cr_assert_eq(r.output_count, 0, "a Python number, no tensor output");
   }
 }
 
-Test(host_sync, cpu_reads_one_element) { expect_read("cpu", "ref.read_scalar"); }
-Test(host_sync, opencl_reads_one_element) { expect_read("opencl", "opencl.read_scalar"); }
+Test(host_sync, cpu_reads_one_element) {
+  expect_read("cpu", "ref.read_scalar");
+}
+Test(host_sync, opencl_reads_one_element) {
+  expect_read("opencl", "opencl.read_scalar");
+}
 
 Test(host_sync, more_than_one_element_is_an_error) {
   text_t t = {0};

@@ -69,9 +69,10 @@ static inline const char *pw_row_case(const pw_row_t *row, const char *dtype, in
   char op[64];
   format(op, sizeof op, "aten::%s", row->name);
   /* clamp needs a bound; the other rows' Scalar arguments keep their defaults */
-  const char *kw = strcmp(row->name, "clamp") ? NULL
-                   : "{\"name\": \"min\", \"type\": \"Scalar\", \"value\": -0.5}, "
-                     "{\"name\": \"max\", \"type\": \"Scalar\", \"value\": 0.5}";
+  const char *kw = strcmp(row->name, "clamp")
+                       ? NULL
+                       : "{\"name\": \"min\", \"type\": \"Scalar\", \"value\": -0.5}, "
+                         "{\"name\": \"max\", \"type\": \"Scalar\", \"value\": 0.5}";
   static char json[16384];
   format(json, sizeof json, "%s", pw_op(op, row->operands, values, kw));
   return json;
@@ -96,8 +97,10 @@ static inline void pw_expect_integer(const char *json, const char *device) {
 static inline void pw_every_row_cases(const char *device, const char *dtype) {
   for (size_t i = 0; i < sizeof pw_rows / sizeof *pw_rows; i++) {
     const char *json = pw_row_case(&pw_rows[i], dtype, 17, 33);
-    if (!strcmp(pw_rows[i].kind, "BITS")) pw_expect_integer(json, device);
-    else ew_expect(json, device);
+    if (!strcmp(pw_rows[i].kind, "BITS"))
+      pw_expect_integer(json, device);
+    else
+      ew_expect(json, device);
   }
 }
 
@@ -111,7 +114,8 @@ static inline void pw_size_and_view_cases(const char *device) {
     const char *y = tensor(&b, "c10::BFloat16", 1, SHAPE(n[s]), NULL, 0);
     ew_expect(pw_op("aten::maximum", "self,other", (const char *[]){x, y}, NULL), device);
     const char *m = tensor(&c, "bool", 1, SHAPE(n[s]), NULL, 0);
-    ew_expect(pw_op("aten::where", "condition,self,other", (const char *[]){m, x, y}, NULL), device);
+    ew_expect(pw_op("aten::where", "condition,self,other", (const char *[]){m, x, y}, NULL),
+              device);
   }
   text_t a = {0}, b = {0}, c = {0};
   /* transposed, with a storage offset */
@@ -123,7 +127,8 @@ static inline void pw_size_and_view_cases(const char *device) {
   const char *col = tensor(&b, "float", 2, SHAPE(64, 33), SHAPE(1, 0), 0);
   ew_expect(pw_op("aten::atan2", "self,other", (const char *[]){row, col}, NULL), device);
   const char *m = tensor(&c, "bool", 2, SHAPE(64, 33), SHAPE(0, 1), 0);
-  ew_expect(pw_op("aten::where", "condition,self,other", (const char *[]){m, row, col}, NULL), device);
+  ew_expect(pw_op("aten::where", "condition,self,other", (const char *[]){m, row, col}, NULL),
+            device);
   /* 0-size and 0-d */
   a.n = b.n = 0;
   const char *empty = tensor(&a, "float", 2, SHAPE(0, 7), NULL, 0);
@@ -141,27 +146,36 @@ static inline void pw_scalar_cases(const char *device) {
   ew_expect(pw_op("aten::remainder", "self,other", (const char *[]){x, "-0.75"}, NULL), device);
   ew_expect(pw_op("aten::ge", "self,other", (const char *[]){x, "0.25"}, NULL), device);
   const char *m = tensor(&b, "bool", 1, SHAPE(65), NULL, 0);
-  ew_expect(pw_op("aten::where", "condition,self,other", (const char *[]){m, "0.0", x}, NULL), device);
+  ew_expect(pw_op("aten::where", "condition,self,other", (const char *[]){m, "0.0", x}, NULL),
+            device);
   ew_expect(pw_op("aten::masked_fill", "self,mask,value", (const char *[]){x, m, "-10000.0"}, NULL),
             device);
   const char *v = tensor(&c, "float", 0, NULL, NULL, 0);
   ew_expect(pw_op("aten::masked_fill", "self,mask,value", (const char *[]){x, m, v}, NULL), device);
   ew_expect(pw_op("aten::lerp", "self,end,weight", (const char *[]){x, x, "0.7"}, NULL), device);
-  ew_expect(pw_op("aten::clamp", "self,min,max", (const char *[]){x, "-0.5", "1.25"}, NULL), device);
+  ew_expect(pw_op("aten::clamp", "self,min,max", (const char *[]){x, "-0.5", "1.25"}, NULL),
+            device);
   ew_expect(pw_op("aten::clamp", "self,min", (const char *[]){x, "0.1"}, NULL), device);
   ew_expect(pw_op("aten::hardtanh", "self,min_val,max_val", (const char *[]){x, "-2", "0.5"}, NULL),
             device);
-  ew_expect(pw_op("aten::leaky_relu", "self,negative_slope", (const char *[]){x, "0.2"}, NULL), device);
-  ew_expect(pw_op("aten::threshold", "self,threshold,value", (const char *[]){x, "0.1", "20"}, NULL),
+  ew_expect(pw_op("aten::leaky_relu", "self,negative_slope", (const char *[]){x, "0.2"}, NULL),
             device);
-  ew_expect(pw_op("aten::softplus", "self,beta,threshold", (const char *[]){x, "2", "3"}, NULL), device);
-  ew_expect(pw_op("aten::elu", "self,alpha,scale,input_scale", (const char *[]){x, "1.5", "1.05", "2"}, NULL),
+  ew_expect(
+      pw_op("aten::threshold", "self,threshold,value", (const char *[]){x, "0.1", "20"}, NULL),
+      device);
+  ew_expect(pw_op("aten::softplus", "self,beta,threshold", (const char *[]){x, "2", "3"}, NULL),
+            device);
+  ew_expect(pw_op("aten::elu", "self,alpha,scale,input_scale",
+                  (const char *[]){x, "1.5", "1.05", "2"}, NULL),
             device);
   ew_expect(pw_op("aten::round", "self", (const char *[]){x},
-                  "{\"name\": \"decimals\", \"type\": \"int\", \"value\": 1}"), device);
+                  "{\"name\": \"decimals\", \"type\": \"int\", \"value\": 1}"),
+            device);
   ew_expect(pw_op("aten::addcmul", "self,tensor1,tensor2", (const char *[]){x, x, x},
-                  "{\"name\": \"value\", \"type\": \"Scalar\", \"value\": -0.5}"), device);
-  ew_expect(pw_op("aten::nan_to_num", "self,nan,posinf", (const char *[]){x, "1.5", "100"}, NULL), device);
+                  "{\"name\": \"value\", \"type\": \"Scalar\", \"value\": -0.5}"),
+            device);
+  ew_expect(pw_op("aten::nan_to_num", "self,nan,posinf", (const char *[]){x, "1.5", "100"}, NULL),
+            device);
 }
 
 /* In place, out=, fp8, and the _foreach_ lists. */
@@ -193,13 +207,17 @@ static inline void pw_form_cases(const char *device) {
   tensor(&l2, "float", 2, SHAPE(7, 3), SHAPE(1, 7), 0);
   put(&l2, "]");
   ew_expect(pw_op("aten::_foreach_copy_", "self,src", (const char *[]){l1.s, l2.s}, NULL), device);
-  ew_expect(pw_op("aten::_foreach_mul_", "self,other", (const char *[]){l1.s, "0.5"}, NULL), device);
-  ew_expect(pw_op("aten::_foreach_add_", "self,other", (const char *[]){l1.s, l2.s},
-                  "{\"name\": \"alpha\", \"type\": \"Scalar\", \"value\": 2}"), device);
-  ew_expect(pw_op("aten::_foreach_lerp_", "self,end,weight", (const char *[]){l1.s, l2.s, "0.1"}, NULL),
+  ew_expect(pw_op("aten::_foreach_mul_", "self,other", (const char *[]){l1.s, "0.5"}, NULL),
             device);
+  ew_expect(pw_op("aten::_foreach_add_", "self,other", (const char *[]){l1.s, l2.s},
+                  "{\"name\": \"alpha\", \"type\": \"Scalar\", \"value\": 2}"),
+            device);
+  ew_expect(
+      pw_op("aten::_foreach_lerp_", "self,end,weight", (const char *[]){l1.s, l2.s, "0.1"}, NULL),
+      device);
   ew_expect(pw_op("aten::_foreach_sqrt_", "self", (const char *[]){l1.s}, NULL), device);
-  xr_op_result_t r = check_op(pw_op("aten::_foreach_sqrt", "self", (const char *[]){l1.s}, NULL), device);
+  xr_op_result_t r =
+      check_op(pw_op("aten::_foreach_sqrt", "self", (const char *[]){l1.s}, NULL), device);
   cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
   cr_assert(strstr(r.message, "only the in-place forms replay"), "%s", r.message);
 }
@@ -212,22 +230,26 @@ static inline void pw_integer_cases(const char *device) {
   pw_expect_integer(pw_op("aten::eq", "self,other", (const char *[]){i64, "0"}, NULL), device);
   pw_expect_integer(pw_op("aten::neg", "self", (const char *[]){i64}, NULL), device);
   const char *i32 = tensor(&b, "int", 1, SHAPE(141), NULL, 0);
-  pw_expect_integer(pw_op("aten::remainder", "self,other", (const char *[]){i64, i32}, NULL), device);
-  pw_expect_integer(pw_op("aten::bitwise_xor", "self,other", (const char *[]){i32, i64}, NULL), device);
-  pw_expect_integer(pw_op("aten::clamp", "self,min,max", (const char *[]){i64, "-3", "1000000"}, NULL), device);
+  pw_expect_integer(pw_op("aten::remainder", "self,other", (const char *[]){i64, i32}, NULL),
+                    device);
+  pw_expect_integer(pw_op("aten::bitwise_xor", "self,other", (const char *[]){i32, i64}, NULL),
+                    device);
+  pw_expect_integer(
+      pw_op("aten::clamp", "self,min,max", (const char *[]){i64, "-3", "1000000"}, NULL), device);
   pw_expect_integer(pw_op("aten::pow", "self,exponent", (const char *[]){i32, "3"}, NULL), device);
   const char *m = tensor(&c, "bool", 1, SHAPE(141), NULL, 0);
-  pw_expect_integer(pw_op("aten::masked_fill_", "self,mask,value", (const char *[]){i64, m, "-1"}, NULL),
-                    device);
-  pw_expect_integer(pw_op("aten::where", "condition,self,other", (const char *[]){m, i64, i32}, NULL),
-                    device);
+  pw_expect_integer(
+      pw_op("aten::masked_fill_", "self,mask,value", (const char *[]){i64, m, "-1"}, NULL), device);
+  pw_expect_integer(
+      pw_op("aten::where", "condition,self,other", (const char *[]){m, i64, i32}, NULL), device);
   /* truth values are exact in float: the fast path takes them */
   ew_expect(pw_op("aten::logical_not", "self", (const char *[]){m}, NULL), device);
   /* the arithmetic ops and conversions between integer dtypes take the same pipeline */
   pw_expect_integer(pw_op("aten::mul", "self,other", (const char *[]){i64, i32}, NULL), device);
-  pw_expect_integer(pw_op("aten::div", "self,other", (const char *[]){i64, i32},
-                          "{\"name\": \"rounding_mode\", \"type\": \"str?\", \"value\": \"floor\"}"),
-                    device);
+  pw_expect_integer(
+      pw_op("aten::div", "self,other", (const char *[]){i64, i32},
+            "{\"name\": \"rounding_mode\", \"type\": \"str?\", \"value\": \"floor\"}"),
+      device);
   b.n = 0;
   const char *i32_row = tensor(&b, "int", 2, SHAPE(1, 141), NULL, 0);
   pw_expect_integer(copy_(i32_row, i64), device);
@@ -264,22 +286,29 @@ static inline void pw_movement_cases(const char *device) {
   expect_match(bundle("aten::arange", "{\"name\": \"end\", \"type\": \"Scalar\", \"value\": 1000}",
                       "{\"name\": \"dtype\", \"type\": \"ScalarType\", \"value\": 6}"),
                device, seq);
-  expect_match(bundle("aten::arange", "{\"name\": \"start\", \"type\": \"Scalar\", \"value\": 0.5}, "
+  expect_match(bundle("aten::arange",
+                      "{\"name\": \"start\", \"type\": \"Scalar\", \"value\": 0.5}, "
                       "{\"name\": \"end\", \"type\": \"Scalar\", \"value\": 10.0}, "
-                      "{\"name\": \"step\", \"type\": \"Scalar\", \"value\": 0.25}", NULL),
+                      "{\"name\": \"step\", \"type\": \"Scalar\", \"value\": 0.25}",
+                      NULL),
                device, seq);
-  expect_match(bundle("aten::linspace", "{\"name\": \"start\", \"type\": \"Scalar\", \"value\": -1.0}, "
+  expect_match(bundle("aten::linspace",
+                      "{\"name\": \"start\", \"type\": \"Scalar\", \"value\": -1.0}, "
                       "{\"name\": \"end\", \"type\": \"Scalar\", \"value\": 1.0}, "
-                      "{\"name\": \"steps\", \"type\": \"int\", \"value\": 129}", NULL),
+                      "{\"name\": \"steps\", \"type\": \"int\", \"value\": 129}",
+                      NULL),
                device, seq);
-  ew_expect(bundle("aten::full", "{\"name\": \"size\", \"type\": \"int[]\", \"value\": [17, 33]}, "
+  ew_expect(bundle("aten::full",
+                   "{\"name\": \"size\", \"type\": \"int[]\", \"value\": [17, 33]}, "
                    "{\"name\": \"fill_value\", \"type\": \"Scalar\", \"value\": 1.5}",
                    "{\"name\": \"dtype\", \"type\": \"ScalarType\", \"value\": 15}"),
             device);
-  ew_expect(bundle("aten::zeros", "{\"name\": \"size\", \"type\": \"int[]\", \"value\": [1000, 3]}", NULL),
+  ew_expect(bundle("aten::zeros", "{\"name\": \"size\", \"type\": \"int[]\", \"value\": [1000, 3]}",
+                   NULL),
             device);
   a.n = 0;
-  ew_expect(pw_op("aten::ones_like", "self", (const char *[]){tensor(&a, "c10::Half", 2, SHAPE(3, 4), NULL, 0)}, NULL),
+  ew_expect(pw_op("aten::ones_like", "self",
+                  (const char *[]){tensor(&a, "c10::Half", 2, SHAPE(3, 4), NULL, 0)}, NULL),
             device);
   /* copies through views */
   a.n = 0;
@@ -289,19 +318,26 @@ static inline void pw_movement_cases(const char *device) {
   b.n = 0;
   const char *x = tensor(&b, "float", 3, SHAPE(3, 17, 5), NULL, 0);
   ew_expect(pw_op("aten::flip", "self,dims", (const char *[]){x, "[0, -1]"}, NULL), device);
-  ew_expect(pw_op("aten::roll", "self,shifts,dims", (const char *[]){x, "[2, -3]", "[0, 1]"}, NULL), device);
-  ew_expect(pw_op("aten::repeat", "self,repeats", (const char *[]){x, "[2, 1, 3, 1]"}, NULL), device);
-  ew_expect(pw_op("aten::constant_pad_nd", "self,pad,value", (const char *[]){x, "[1, 2, -3, 1]", "-1.5"}, NULL),
+  ew_expect(pw_op("aten::roll", "self,shifts,dims", (const char *[]){x, "[2, -3]", "[0, 1]"}, NULL),
             device);
-  ew_expect(pw_op("aten::narrow_copy", "self,dim,start,length", (const char *[]){x, "1", "-5", "4"}, NULL),
+  ew_expect(pw_op("aten::repeat", "self,repeats", (const char *[]){x, "[2, 1, 3, 1]"}, NULL),
             device);
-  ew_expect(pw_op("aten::repeat_interleave", "self,repeats,dim", (const char *[]){x, "3", "1"}, NULL), device);
-  ew_expect(pw_op("aten::repeat_interleave", "self,repeats", (const char *[]){x, "2"}, NULL), device);
+  ew_expect(pw_op("aten::constant_pad_nd", "self,pad,value",
+                  (const char *[]){x, "[1, 2, -3, 1]", "-1.5"}, NULL),
+            device);
+  ew_expect(pw_op("aten::narrow_copy", "self,dim,start,length", (const char *[]){x, "1", "-5", "4"},
+                  NULL),
+            device);
+  ew_expect(
+      pw_op("aten::repeat_interleave", "self,repeats,dim", (const char *[]){x, "3", "1"}, NULL),
+      device);
+  ew_expect(pw_op("aten::repeat_interleave", "self,repeats", (const char *[]){x, "2"}, NULL),
+            device);
   a.n = 0;
-  xr_op_result_t r = check_op(pw_op("aten::repeat_interleave", "self,repeats,dim",
-                                    (const char *[]){x, tensor(&a, "long int", 1, SHAPE(3), NULL, 0), "0"},
-                                    NULL),
-                              device);
+  xr_op_result_t r =
+      check_op(pw_op("aten::repeat_interleave", "self,repeats,dim",
+                     (const char *[]){x, tensor(&a, "long int", 1, SHAPE(3), NULL, 0), "0"}, NULL),
+               device);
   cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
   cr_assert(strstr(r.message, "a Tensor of repeats"), "%s", r.message);
   text_t l = {0};

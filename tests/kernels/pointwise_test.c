@@ -1,20 +1,34 @@
 /* The pointwise table through the replay engine with --check: cpu.elementwise (and, for integer
  * compute, ref.elementwise) against the reference on fresh seeded inputs. The cases live in
  * pointwise_cases.h (pointwise_opencl_test.c runs them on opencl, tests/gpu/pointwise_gpu_test.c
- * on cuda and hip). Also plan-level checks: result dtypes by torch's rules, the registry's names, and
- * errors that name the argument. The reference itself is checked against ../shared/golden's
+ * on cuda and hip). Also plan-level checks: result dtypes by torch's rules, the registry's names,
+ * and errors that name the argument. The reference itself is checked against tests/data/golden's
  * pointwise cases by tests/replay:golden_test. */
 #include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/pointwise_cases.h"
 
-Test(pointwise_cpu, every_row_f32) { pw_every_row_cases("cpu", "float"); }
-Test(pointwise_cpu, every_row_bf16) { pw_every_row_cases("cpu", "c10::BFloat16"); }
-Test(pointwise_cpu, sizes_and_views) { pw_size_and_view_cases("cpu"); }
-Test(pointwise_cpu, scalars_and_arguments) { pw_scalar_cases("cpu"); }
-Test(pointwise_cpu, in_place_out_fp8_and_lists) { pw_form_cases("cpu"); }
-Test(pointwise_cpu, integers_on_the_reference) { pw_integer_cases("cpu"); }
-Test(pointwise_cpu, creation_and_movement) { pw_movement_cases("cpu"); }
+Test(pointwise_cpu, every_row_f32) {
+  pw_every_row_cases("cpu", "float");
+}
+Test(pointwise_cpu, every_row_bf16) {
+  pw_every_row_cases("cpu", "c10::BFloat16");
+}
+Test(pointwise_cpu, sizes_and_views) {
+  pw_size_and_view_cases("cpu");
+}
+Test(pointwise_cpu, scalars_and_arguments) {
+  pw_scalar_cases("cpu");
+}
+Test(pointwise_cpu, in_place_out_fp8_and_lists) {
+  pw_form_cases("cpu");
+}
+Test(pointwise_cpu, integers_on_the_reference) {
+  pw_integer_cases("cpu");
+}
+Test(pointwise_cpu, creation_and_movement) {
+  pw_movement_cases("cpu");
+}
 
 /* Plans the one-op bundle; returns the status, the result dtype in *out_dtype when OK. */
 static xr_status_t plan_dtype(const char *json, xr_dtype_t *out_dtype) {
@@ -53,17 +67,23 @@ Test(pointwise_plan, result_dtypes_follow_torch) {
   expect_dtype(pw_op("aten::eq", "self,other", (const char *[]){bf16, i32}, NULL), XR_DTYPE_BOOL);
   expect_dtype(pw_op("aten::isnan", "self", (const char *[]){bf16}, NULL), XR_DTYPE_BOOL);
   /* a dimensioned bf16 outranks a 0-d float32 and a Python float */
-  expect_dtype(pw_op("aten::maximum", "self,other", (const char *[]){bf16, f32_0d}, NULL), XR_DTYPE_BF16);
-  expect_dtype(pw_op("aten::pow", "self,exponent", (const char *[]){bf16, "2.5"}, NULL), XR_DTYPE_BF16);
+  expect_dtype(pw_op("aten::maximum", "self,other", (const char *[]){bf16, f32_0d}, NULL),
+               XR_DTYPE_BF16);
+  expect_dtype(pw_op("aten::pow", "self,exponent", (const char *[]){bf16, "2.5"}, NULL),
+               XR_DTYPE_BF16);
   /* an int tensor with a float Scalar becomes the default float dtype */
-  expect_dtype(pw_op("aten::pow", "self,exponent", (const char *[]){i32, "0.5"}, NULL), XR_DTYPE_F32);
+  expect_dtype(pw_op("aten::pow", "self,exponent", (const char *[]){i32, "0.5"}, NULL),
+               XR_DTYPE_F32);
   expect_dtype(pw_op("aten::pow", "self,exponent", (const char *[]){i32, "2"}, NULL), XR_DTYPE_I32);
   /* where's condition takes no part; masked_fill keeps self's dtype */
   const char *m = tensor(&c, "bool", 1, SHAPE(4), NULL, 0);
-  expect_dtype(pw_op("aten::where", "condition,self,other", (const char *[]){m, bf16, i32}, NULL), XR_DTYPE_BF16);
-  expect_dtype(pw_op("aten::masked_fill", "self,mask,value", (const char *[]){i32, m, "0.5"}, NULL), XR_DTYPE_I32);
+  expect_dtype(pw_op("aten::where", "condition,self,other", (const char *[]){m, bf16, i32}, NULL),
+               XR_DTYPE_BF16);
+  expect_dtype(pw_op("aten::masked_fill", "self,mask,value", (const char *[]){i32, m, "0.5"}, NULL),
+               XR_DTYPE_I32);
   expect_dtype(pw_op("aten::logical_not", "self", (const char *[]){bf16}, NULL), XR_DTYPE_BOOL);
-  expect_dtype(pw_op("aten::bitwise_and", "self,other", (const char *[]){m, m}, NULL), XR_DTYPE_BOOL);
+  expect_dtype(pw_op("aten::bitwise_and", "self,other", (const char *[]){m, m}, NULL),
+               XR_DTYPE_BOOL);
 }
 
 Test(pointwise_plan, errors_name_the_argument) {

@@ -25,13 +25,18 @@ static inline sc_case_t *sc_new(void) {
   return &c;
 }
 
-/* A tensor value (shape, strides or NULL, storage offset), kept until the case runs. */
-static inline const char *sc_t(sc_case_t *c, const char *dtype, int rank, const int64_t *shape,
-                               const int64_t *strides, int64_t offset) {
+/* An empty value text, kept until the case runs. */
+static inline text_t *sc_text(sc_case_t *c) {
   cr_assert_lt(c->nv, 8, "too many values in a case");
   text_t *t = &c->v[c->nv++];
   t->n = 0;
-  return tensor(t, dtype, rank, shape, strides, offset);
+  return t;
+}
+
+/* A tensor value (shape, strides or NULL, storage offset), kept until the case runs. */
+static inline const char *sc_t(sc_case_t *c, const char *dtype, int rank, const int64_t *shape,
+                               const int64_t *strides, int64_t offset) {
+  return tensor(sc_text(c), dtype, rank, shape, strides, offset);
 }
 
 /* Any other value text, kept until the case runs. */

@@ -3,14 +3,11 @@
  * cpu and the opencl kernels on small embedded inputs against values worked out by hand (torch's
  * semantics: wrap and clamp, duplicates, include_self, integer means, NaN in amax/amin, masks);
  * what planning says about shapes, costs and what it cannot replay. */
-#include <math.h>
-#include <stdlib.h>
-#include <unistd.h>
-
 #include "formats/bundle.h"
 #include "formats/trace_extract.h"
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
+#include "tests/kernels/exact.h"
 #include "tests/kernels/scatter_cases.h"
 
 Test(scatter_cpu, gather_and_take) {
@@ -60,99 +57,20 @@ Test(scatter_opencl, empty) {
 /* ------------------------------------------------------------------------------------------ */
 /* exact values on embedded inputs                                                             */
 
-static void b64(const uint8_t *data, size_t n, char *out) {
-  static const char *const table =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  size_t o = 0;
-  for (size_t i = 0; i < n; i += 3) {
-    uint32_t v = (uint32_t)data[i] << 16 | (i + 1 < n ? (uint32_t)data[i + 1] << 8 : 0) |
-                 (i + 2 < n ? data[i + 2] : 0);
-    out[o++] = table[v >> 18 & 63];
-    out[o++] = table[v >> 12 & 63];
-    out[o++] = i + 1 < n ? table[v >> 6 & 63] : '=';
-    out[o++] = i + 2 < n ? table[v & 63] : '=';
-  }
-  out[o] = '\0';
-}
-
-/* A contiguous tensor value with contents (`count` elements of `dtype`'s C type at `data`). */
-static const char *with_data(sc_case_t *c, const char *dtype, int rank, const int64_t *shape,
-                             const void *data, size_t bytes) {
-  char enc[1024];
-  cr_assert_lt(bytes, 700);
-  b64(data, bytes, enc);
-  text_t shape_text = {0};
-  for (int d = 0; d < rank; d++) put(&shape_text, "%s%lld", d ? ", " : "", (long long)shape[d]);
-  return sc_v(c, "{\"dtype\": \"%s\", \"shape\": [%s], \"data_base64\": \"%s\"}", dtype,
-              shape_text.s, enc);
-}
-
-#define DATA(c, dtype, ctype, rank, shape, ...)                  \
-  with_data(c, dtype, rank, shape, (const ctype[]){__VA_ARGS__}, \
-            sizeof((const ctype[]){__VA_ARGS__}))
-
-static bool present(const char *device) {
-  xr_hal_device_t *d = NULL;
-  if (xr_hal_device_create(device, &d) != XR_OK) return false;
-  xr_hal_device_destroy(d);
-  return true;
-}
+/* (not through EXACT_DATA: a SHAPE() argument would expand to braces, whose commas split it) */
+#define DATA(c, dtype, ctype, rank, shape, ...)                                \
+  exact_tensor(sc_text(c), dtype, rank, shape, (const ctype[]){__VA_ARGS__}, \
+               sizeof((const ctype[]){__VA_ARGS__}))
 
 /* Runs the case on the reference, cpu.scatter and opencl.scatter; `target`'s values must be
  * `want` exactly (NaN matching NaN). */
 static void expect_values(sc_case_t *c, const char *op, const char *target, const double *want,
                           int64_t n) {
-  const char *json = bundle(op, c->args.s, c->kwargs.s);
-  static const struct {
-    const char *device;
-    xr_kernel_choice_t choice;
-    const char *kernel;
-  } runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.scatter"},
-              {"cpu", XR_KERNEL_BEST, "cpu.scatter"},
-              {"opencl", XR_KERNEL_BEST, "opencl.scatter"}};
-  for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
-    if (!present(runs[k].device)) {
-      cr_log_warn("%s: %s absent", op, runs[k].device);
-      continue;
-    }
-    xr_bundle_t *b;
-    cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b),
-                 XR_OK, "%s", xr_last_error());
-    char dir[512], path[700];
-    format(dir, sizeof dir, "%s/scatter_exact_%d_%zu",
-           getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", (int)getpid(), k);
-    xr_replay_options_t o;
-    xr_replay_options_default(&o);
-    o.device = runs[k].device;
-    o.choice = runs[k].choice;
-    o.warmup = 0;
-    o.iters = 1;
-    o.dump_dir = dir;
-    static check_result_t r;
-    memset(&r, 0, sizeof r);
-    xr_replay_observer_t observer = {.result = check_collect, .context = &r};
-    cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
-    xr_bundle_destroy(b);
-    cr_assert_eq(r.r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", op, runs[k].device, r.r.message);
-    cr_assert_str_eq(r.r.kernel, runs[k].kernel);
-    format(path, sizeof path, "%s/op0_%s.npy", dir, target);
-    xr_npy_t npy;
-    cr_assert_eq(xr_npy_load(path, &npy), XR_OK, "%s", xr_last_error());
-    cr_assert_eq(npy.numel, n, "%s: %lld elements, expected %lld", op, (long long)npy.numel,
-                 (long long)n);
-    for (int64_t i = 0; i < n; i++) {
-      const uint8_t *e = npy.data + (size_t)i * npy.item_size;
-      const char *d = npy.descr + 1;
-      double got = !strcmp(d, "f4")   ? *(const float *)e
-                   : !strcmp(d, "i8") ? (double)*(const int64_t *)e
-                   : !strcmp(d, "i4") ? *(const int32_t *)e
-                                      : *(const double *)e;
-      bool same = (isnan(got) && isnan(want[i])) || got == want[i];
-      cr_assert(same, "%s on %s: %s[%lld] = %g, expected %g", op, r.r.kernel, target, (long long)i,
-                got, want[i]);
-    }
-    xr_npy_free(&npy);
-  }
+  static const exact_run_t runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.scatter"},
+                                     {"cpu", XR_KERNEL_BEST, "cpu.scatter"},
+                                     {"opencl", XR_KERNEL_BEST, "opencl.scatter"}};
+  exact_expect(bundle(op, c->args.s, c->kwargs.s), op, target, want, n, runs,
+               sizeof runs / sizeof *runs);
 }
 
 Test(scatter_exact, gather_wraps_negative_indices_and_clamps_the_rest) {

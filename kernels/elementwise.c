@@ -744,6 +744,14 @@ static void ref_elements(void *ctx, size_t begin, size_t end) {
       idx = idx < 0 ? 0 : idx >= s->gather_size ? s->gather_size - 1 : idx;
       ia += idx * s->gather_stride;
     }
+    if (s->op == XR_EW_TRIL || s->op == XR_EW_TRIU) { /* same dtype; zero bits are 0 in each */
+      char *dst = (char *)base[0] + io * (int64_t)esize;
+      if (xr_ew_tri_keeps(s, (int64_t)e))
+        memcpy(dst, (const char *)base[1] + ia * (int64_t)esize, esize);
+      else
+        memset(dst, 0, esize);
+      continue;
+    }
     if ((s->op == XR_EW_COPY || s->op == XR_EW_GATHER) && s->a.dtype == s->out.dtype) {
       memcpy((char *)base[0] + io * (int64_t)esize, (const char *)base[1] + ia * (int64_t)esize, esize);
       continue;

@@ -30,6 +30,8 @@ typedef enum xr_ew_op {
   XR_EW_GATHER,            /* a[.., clamp(b), ..]: b holds integer indices along one dim of a */
   XR_EW_ARANGE,            /* a_value + i * alpha, i the element's row-major index */
   XR_EW_LINSPACE,          /* a_value to c_value in numel evenly spaced steps, as torch */
+  XR_EW_TRIL,              /* a where column - row <= diagonal in its matrix, else 0 */
+  XR_EW_TRIU,              /* a where column - row >= diagonal, else 0 */
   /* The pointwise table (kernels/pointwise_ops.h): XR_EW_ABS, XR_EW_NEG, ... */
 #define XR_PW(ID, ...) XR_EW_##ID,
 #include "kernels/pointwise_ops.h"
@@ -59,6 +61,8 @@ typedef struct xr_ew_step {
   double alpha;                  /* ADD and SUB */
   int64_t gather_stride;         /* GATHER: a's stride along the indexed dim */
   int64_t gather_size;           /* GATHER: a's size along it (indices are clamped to it) */
+  int64_t tri_rows, tri_cols;    /* TRIL, TRIU: the matrices' size (the iteration's last dims) */
+  int64_t diagonal;              /* TRIL, TRIU */
   /* Table ops: a third operand (where, lerp, addcmul ...); a and c may be Scalars too, as b
    * is with b_scalar and scalar. */
   xr_ew_operand_t c;
@@ -106,7 +110,7 @@ void xr_ew_coalesce(const xr_ew_step_t *step, xr_ew_step_t *out_flat);
       "aten::new_zeros", "aten::new_ones", "aten::full_like", "aten::zeros_like",                \
       "aten::ones_like", "aten::clone", "aten::contiguous", "aten::flip", "aten::roll",          \
       "aten::repeat", "aten::constant_pad_nd", "aten::stack", "aten::narrow_copy",               \
-      "aten::repeat_interleave"
+      "aten::repeat_interleave", "aten::tril", "aten::tril_", "aten::triu", "aten::triu_"
 bool xr_ew_is_movement_op(const char *name);
 xr_status_t xr_ew_analyze_movement(xr_op_plan_t *plan, xr_ew_problem_t **out_problem);
 
@@ -146,6 +150,12 @@ xr_status_t xr_ew_read_dtype(const xr_op_plan_t *plan, const xr_value_t *v, xr_d
 
 /* Allocates a problem of `steps` zeroed steps (operand c absent). */
 xr_ew_problem_t *xr_ew_problem_alloc(size_t steps);
+/* Whether a TRIL or TRIU step keeps element i (row-major over the step's shape, which coalescing
+ * preserves); the OpenCL and CUDA kernels say the same in their languages. */
+static inline bool xr_ew_tri_keeps(const xr_ew_step_t *s, int64_t i) {
+  int64_t d = i % s->tri_cols - i / s->tri_cols % s->tri_rows;
+  return s->op == XR_EW_TRIL ? d <= s->diagonal : d >= s->diagonal;
+}
 /* A sequence step's value at element i (ARANGE, LINSPACE), in double. */
 double xr_ew_sequence_value(const xr_ew_step_t *step, int64_t i);
 /* Bytes (at least) and floating-point operations one execution of the step moves and does. */

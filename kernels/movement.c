@@ -16,6 +16,8 @@
  *                                           one copy reading self with a zero stride over a new
  *                                           repeat dim after dim (a Tensor of repeats makes the
  *                                           layout depend on its values: unsupported)
+ *   tril, triu(self, diagonal=0)            a copy that writes 0 outside the kept triangle of
+ *                                           each matrix (the last two dims); `_` in place
  * An `out=` tensor whose size differs from the result is resized by torch; here the result
  * then goes to a new tensor of the right size (the recorded out storage is not written). */
 #include <math.h>
@@ -496,6 +498,41 @@ static xr_status_t analyze_repeat_interleave(xr_op_plan_t *plan, xr_ew_problem_t
   return XR_OK;
 }
 
+/* tril/triu(self, diagonal=0), in place with a trailing `_`, or into out=. */
+static xr_status_t analyze_tri(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  const char *base = strstr(plan->op->name, "::") + 2;
+  xr_status_t st;
+  int self = -1;
+  int64_t diagonal = 0;
+  if ((st = xr_arg_tensor(plan, 0, "self", true, &self)) ||
+      (st = xr_arg_int(plan->op, 1, "diagonal", false, &diagonal)))
+    return st;
+  const xr_tensor_spec_t *t = plan->inputs[self];
+  if (t->rank < 2)
+    return xr_plan_error(plan, "self: expected at least 2 dimensions, got %d", t->rank);
+  xr_ew_problem_t *p = NULL;
+  if ((st = new_problem(plan, 1, &p))) return st;
+  *out_problem = p;
+  int out = base[4] == '_' ? self : written_out(plan, t->rank, t->shape);
+  set_result(plan, t->dtype, t->rank, t->shape);
+  int64_t strides[XR_MAX_RANK];
+  xr_ew_contiguous_strides(t->rank, t->shape, strides);
+  xr_ew_step_t *s = &p->steps[0];
+  copy_step(plan, s, self, t->rank, t->shape, t->strides, 0, strides, 0);
+  if (out >= 0) {
+    if (plan->inputs[out]->dtype != t->dtype)
+      return xr_plan_error(plan, "out: dtype %s differs from self's %s",
+                           xr_dtype_name(plan->inputs[out]->dtype), xr_dtype_name(t->dtype));
+    plan->return_count = 0;
+    xr_ew_set_operand(plan, out, t->rank, t->shape, &s->out);
+  }
+  s->op = base[3] == 'l' ? XR_EW_TRIL : XR_EW_TRIU;
+  s->tri_rows = t->shape[t->rank - 2];
+  s->tri_cols = t->shape[t->rank - 1];
+  s->diagonal = diagonal;
+  return XR_OK;
+}
+
 xr_status_t xr_ew_analyze_movement(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
   const char *base = strstr(plan->op->name, "::") + 2;
   if (!strcmp(base, "arange")) return analyze_arange(plan, out_problem);
@@ -506,5 +543,6 @@ xr_status_t xr_ew_analyze_movement(xr_op_plan_t *plan, xr_ew_problem_t **out_pro
   if (!strcmp(base, "repeat_interleave")) return analyze_repeat_interleave(plan, out_problem);
   if (!strcmp(base, "constant_pad_nd")) return analyze_pad(plan, out_problem);
   if (!strcmp(base, "stack")) return analyze_stack(plan, out_problem);
+  if (!strncmp(base, "tri", 3)) return analyze_tri(plan, out_problem);
   return analyze_self_copy(plan, out_problem); /* clone, contiguous, flip, roll, narrow_copy */
 }

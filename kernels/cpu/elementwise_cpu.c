@@ -442,7 +442,7 @@ static int64_t load_index(const char *base, xr_dtype_t dt, int64_t i, int64_t si
 /* ------------------------------------------------------------------------------------------ */
 /* steps                                                                                       */
 
-typedef enum { PATH_FLOAT, PATH_RAW, PATH_FILL, PATH_TRANSPOSE } path_t;
+typedef enum { PATH_FLOAT, PATH_RAW, PATH_FILL, PATH_TRANSPOSE, PATH_TRI } path_t;
 
 typedef struct cpu_step {
   xr_ew_step_t f;          /* coalesced, rank >= 1 */
@@ -494,6 +494,34 @@ static void run_tiles(const cpu_step_t *c, size_t begin, size_t end) {
   }
 }
 
+/* TRIL, TRIU: n elements from row-major index e, strides so and sa; each piece along one matrix
+ * row is a copy of the kept columns and a zero fill of the others. */
+static void run_tri(const cpu_step_t *c, char *out, int64_t so, const char *pa, int64_t sa,
+                    int64_t e, int64_t n) {
+  const xr_ew_step_t *s = &c->f;
+  static const uint8_t zero[8];
+  const int64_t es = (int64_t)c->esize[0];
+  const bool lower = s->op == XR_EW_TRIL;
+  for (int64_t i = 0; i < n;) {
+    int64_t col = (e + i) % s->tri_cols, row = (e + i) / s->tri_cols % s->tri_rows;
+    int64_t len = s->tri_cols - col < n - i ? s->tri_cols - col : n - i;
+    /* columns before `edge` are kept by tril and zeroed by triu */
+    int64_t edge = row + s->diagonal + (lower ? 1 : 0) - col;
+    int64_t head = edge < 0 ? 0 : edge > len ? len : edge;
+    char *dst = out + i * so * es;
+    const char *src = pa + i * sa * es;
+    if (lower) {
+      if (dst != src) raw_copy(dst, so, src, sa, c->esize[0], head);
+      raw_fill(dst + head * so * es, so, zero, c->esize[0], len - head);
+    } else {
+      raw_fill(dst, so, zero, c->esize[0], head);
+      if (dst != src)
+        raw_copy(dst + head * so * es, so, src + head * sa * es, sa, c->esize[0], len - head);
+    }
+    i += len;
+  }
+}
+
 enum { PREFETCH_BLOCKS = 2 };
 
 /* Prefetches `bytes` from p (prefetches never fault, past the end of a tensor included). */
@@ -529,7 +557,9 @@ static void run_items(void *ctx, size_t begin, size_t end) {
     const char *pa = c->base[1] ? c->base[1] + oa * (int64_t)c->esize[1] : NULL;
     const char *pb = c->base[2] ? c->base[2] + ob * (int64_t)c->esize[2] : NULL;
     const char *pc = c->base[3] ? c->base[3] + oc * (int64_t)c->esize[3] : NULL;
-    if (c->path == PATH_FILL) {
+    if (c->path == PATH_TRI) {
+      run_tri(c, out, so, pa, sa, row * c->inner + j0, n);
+    } else if (c->path == PATH_FILL) {
       if (c->stream) stream_fill(out, c->pattern, c->esize[0], n);
       else raw_fill(out, so, c->pattern, c->esize[0], n);
     } else if (c->path == PATH_RAW && (s->op == XR_EW_COPY || sb == 0)) {
@@ -571,6 +601,7 @@ static void run_items(void *ctx, size_t begin, size_t end) {
 
 static path_t step_path(const xr_ew_step_t *s) {
   if (s->op == XR_EW_FILL) return PATH_FILL;
+  if (s->op == XR_EW_TRIL || s->op == XR_EW_TRIU) return PATH_TRI;
   if ((s->op == XR_EW_COPY || s->op == XR_EW_GATHER) && s->a.dtype == s->out.dtype) {
     int r = s->rank;
     bool transposed = s->op == XR_EW_COPY && r >= 2 && s->out.strides[r - 1] == 1 &&

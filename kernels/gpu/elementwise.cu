@@ -153,6 +153,13 @@ extern "C" __global__ void __launch_bounds__(XR_EW_GPU_THREADS)
         index = index < 0 ? 0 : index >= p.gather_size ? p.gather_size - 1 : index;
         ia += index * p.gather_stride;
       }
+      if (p.op == XR_EW_GPU_TRIL || p.op == XR_EW_GPU_TRIU) {  // e: row-major, as coalesced
+        const long long col_minus_row = e % p.tri[1] - e / p.tri[1] % p.tri[0];
+        if (p.op == XR_EW_GPU_TRIL ? col_minus_row > p.tri[2] : col_minus_row < p.tri[2]) {
+          xr_store_pattern(out, o, 0, p.elem_size);
+          continue;
+        }
+      }
       xr_move_raw(out, o, a, ia, p.elem_size);
     } else if (p.op == XR_EW_GPU_ARANGE || p.op == XR_EW_GPU_LINSPACE) {
       // e is the row-major index of the (contiguous) result

@@ -26,7 +26,8 @@ _Static_assert(XR_EW_GPU_ADD == XR_EW_ADD && XR_EW_GPU_SUB == XR_EW_SUB &&
                    XR_EW_GPU_GELU_AND_MUL == XR_EW_GELU_AND_MUL &&
                    XR_EW_GPU_GELU_TANH_AND_MUL == XR_EW_GELU_TANH_AND_MUL &&
                    XR_EW_GPU_GATHER == XR_EW_GATHER && XR_EW_GPU_ARANGE == XR_EW_ARANGE &&
-                   XR_EW_GPU_LINSPACE == XR_EW_LINSPACE &&
+                   XR_EW_GPU_LINSPACE == XR_EW_LINSPACE && XR_EW_GPU_TRIL == XR_EW_TRIL &&
+                   XR_EW_GPU_TRIU == XR_EW_TRIU &&
                    XR_EW_GPU_TABLE_FIRST == XR_EW_PW_FIRST,
                "elementwise_params.h mirrors xr_ew_op_t");
 
@@ -45,6 +46,7 @@ static int step_path(const xr_ew_step_t *s) {
   if (s->op == XR_EW_FILL) return XR_EW_GPU_FILL;
   if ((s->op == XR_EW_COPY || s->op == XR_EW_GATHER) && s->a.dtype == s->out.dtype)
     return XR_EW_GPU_RAW;
+  if (s->op == XR_EW_TRIL || s->op == XR_EW_TRIU) return XR_EW_GPU_RAW; /* moves and zeros */
   return xr_ew_int_pipeline(s) ? XR_EW_GPU_INT : XR_EW_GPU_FLOAT;
 }
 
@@ -118,6 +120,9 @@ static void fill_params(const xr_ew_step_t *step, const xr_tensor_t *tensors,
   }
   q->gather_stride = f.gather_stride;
   q->gather_size = f.gather_size;
+  q->tri[0] = f.tri_rows;
+  q->tri[1] = f.tri_cols;
+  q->tri[2] = f.diagonal;
   q->alpha = (float)f.alpha;
   q->scalar = (float)f.scalar;
   q->op = (int)f.op;

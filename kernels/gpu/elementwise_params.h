@@ -27,7 +27,9 @@
 #define XR_EW_GPU_GATHER 14
 #define XR_EW_GPU_ARANGE 15
 #define XR_EW_GPU_LINSPACE 16
-#define XR_EW_GPU_TABLE_FIRST 17 /* the pointwise table's rows follow (kernels/pointwise_ops.h) */
+#define XR_EW_GPU_TRIL 17
+#define XR_EW_GPU_TRIU 18
+#define XR_EW_GPU_TABLE_FIRST 19 /* the pointwise table's rows follow (kernels/pointwise_ops.h) */
 
 /* How a step moves its elements. */
 #define XR_EW_GPU_FLOAT 0 /* load as float, compute, round once to a float output dtype */
@@ -45,6 +47,7 @@ typedef struct xr_ew_gpu_params {
   long long ivalue[3];                      /* INT: the a, b and c Scalars */
   long long iparam[3];                      /* INT: the row's arguments as integers */
   long long ialpha;
+  long long tri[3];                         /* TRIL, TRIU: matrix rows, columns, the diagonal */
   float alpha, scalar;                      /* scalar: b's value when b_kind is 2 */
   float a_value, c_value;                   /* a's and c's values when their kind is 2 */
   float param[3];                           /* the table row's Scalar arguments */

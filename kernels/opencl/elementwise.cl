@@ -32,8 +32,10 @@
 #define EW_GATHER 14
 #define EW_ARANGE 15
 #define EW_LINSPACE 16
+#define EW_TRIL 17
+#define EW_TRIU 18
 // The table's ops follow, numbered as xr_ew_op_t numbers them (the host asserts it).
-#define EW_TABLE_FIRST 17
+#define EW_TABLE_FIRST 19
 enum {
   EW_TABLE_BEFORE = EW_TABLE_FIRST - 1,
 #define XR_PW(ID, ...) EW_##ID,
@@ -57,6 +59,7 @@ typedef struct {
   long iparam[3];             // and the row's arguments as integers
   long ialpha;
   long numel;
+  long tri[3];                // TRIL, TRIU: the matrices' rows and columns, the diagonal
   int op;                     // the table row (xr_ew_op_t) when OP is EW_TABLE_FIRST
 } xr_ew_geometry;
 
@@ -221,6 +224,12 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
   long i0 = get_global_id(0);
   if (i0 >= g.shape[r - 1]) return;
   long i1 = get_global_id(1), z = get_global_id(2);
+#if OP == EW_TRIL || OP == EW_TRIU
+  // the element's row-major index, its column and row in its matrix
+  long e = (z * g.shape[r - 2] + i1) * g.shape[r - 1] + i0;
+  long col_minus_row = e % g.tri[1] - e / g.tri[1] % g.tri[0];
+  bool keep = OP == EW_TRIL ? col_minus_row <= g.tri[2] : col_minus_row >= g.tri[2];
+#endif
   long o = g.offset[0] + i0 * g.strides[0][r - 1] + i1 * g.strides[0][r - 2];
   long ia = g.offset[1] + i0 * g.strides[1][r - 1] + i1 * g.strides[1][r - 2];
   long ib = g.offset[2] + i0 * g.strides[2][r - 1] + i1 * g.strides[2][r - 2];
@@ -241,7 +250,11 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
   idx = clamp(idx, 0L, g.gather_size - 1);
   ia += idx * g.gather_stride;
 #endif
+#if OP == EW_TRIL || OP == EW_TRIU
+  ((__global RAW_T *)out)[o] = keep ? ((__global const RAW_T *)a)[ia] : (RAW_T)0;
+#else
   ((__global RAW_T *)out)[o] = ((__global const RAW_T *)a)[ia];
+#endif
 #elif PATH == 3 && OP == EW_ARANGE
   // the result is contiguous: its row-major index is its distance from the first element
   store_long(out, o, (long)((ulong)g.ivalue[0] + (ulong)(o - g.offset[0]) * (ulong)g.ialpha));

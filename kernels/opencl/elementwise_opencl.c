@@ -16,8 +16,9 @@
 
 enum { MAX_DIMS = 8 };
 
-_Static_assert(XR_EW_ARANGE == 15 && XR_EW_LINSPACE == 16 && XR_EW_PW_FIRST == 17,
-               "elementwise.cl's EW_ARANGE, EW_LINSPACE and EW_TABLE_FIRST");
+_Static_assert(XR_EW_ARANGE == 15 && XR_EW_LINSPACE == 16 && XR_EW_TRIL == 17 &&
+                   XR_EW_TRIU == 18 && XR_EW_PW_FIRST == 19,
+               "elementwise.cl's EW_ARANGE, EW_LINSPACE, EW_TRIL, EW_TRIU and EW_TABLE_FIRST");
 
 /* Mirrors xr_ew_geometry in elementwise.cl (same member order, natural alignment). */
 typedef struct cl_geometry {
@@ -34,6 +35,7 @@ typedef struct cl_geometry {
   int64_t iparam[XR_EW_MAX_PARAMS];
   int64_t ialpha;
   int64_t numel;
+  int64_t tri[3];
   int32_t op;
 } cl_geometry_t;
 
@@ -59,6 +61,7 @@ typedef struct cl_state {
 static path_t step_path(const xr_ew_step_t *s) {
   if (s->op == XR_EW_FILL) return PATH_FILL;
   if ((s->op == XR_EW_COPY || s->op == XR_EW_GATHER) && s->a.dtype == s->out.dtype) return PATH_RAW;
+  if (s->op == XR_EW_TRIL || s->op == XR_EW_TRIU) return PATH_RAW; /* raw moves and zeros */
   return xr_ew_int_pipeline(s) ? PATH_INT : PATH_FLOAT;
 }
 
@@ -124,6 +127,9 @@ static xr_status_t set_geometry(const xr_ew_step_t *step, const xr_tensor_t *ten
   g->ivalue[2] = xr_ew_int_value(f.c_value);
   g->ialpha = xr_ew_int_value(f.alpha);
   g->numel = f.numel;
+  g->tri[0] = f.tri_rows;
+  g->tri[1] = f.tri_cols;
+  g->tri[2] = f.diagonal;
   g->op = (int32_t)f.op;
   if (f.op == XR_EW_FILL) {
     uint8_t bytes[8] = {0};

@@ -347,6 +347,25 @@ static inline void pw_movement_cases(const char *device) {
   tensor(&l, "float", 2, SHAPE(4, 5), SHAPE(1, 4), 0);
   put(&l, "]");
   ew_expect(pw_op("aten::stack", "tensors,dim", (const char *[]){l.s, "-1"}, NULL), device);
+  /* tril / triu: a transposed view, odd sizes, a batch, blocks crossing the diagonal, in place
+   * and out= */
+  a.n = b.n = 0;
+  tr = tensor(&a, "c10::BFloat16", 2, SHAPE(129, 17), SHAPE(1, 130), 2);
+  x = tensor(&b, "float", 3, SHAPE(3, 17, 5), NULL, 0);
+  ew_expect(pw_op("aten::tril", "self,diagonal", (const char *[]){tr, "3"}, NULL), device);
+  ew_expect(pw_op("aten::triu", "self,diagonal", (const char *[]){x, "-2"}, NULL), device);
+  a.n = 0;
+  ew_expect(pw_op("aten::tril_", "self,diagonal",
+                  (const char *[]){tensor(&a, "long int", 3, SHAPE(2, 129, 1003), NULL, 0), "500"},
+                  NULL),
+            device);
+  a.n = b.n = 0;
+  put(&b, "{\"name\": \"out\", \"type\": \"Tensor(a!)\", \"value\": ");
+  tensor(&b, "c10::Half", 2, SHAPE(40, 7), SHAPE(1, 40), 0);
+  put(&b, "}");
+  ew_expect(pw_op("aten::triu", "self",
+                  (const char *[]){tensor(&a, "c10::Half", 2, SHAPE(40, 7), NULL, 0)}, b.s),
+            device);
 }
 
 #endif

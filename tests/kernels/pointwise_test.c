@@ -6,6 +6,7 @@
  * pointwise cases by tests/replay:golden_test. */
 #include "formats/bundle.h"
 #include "kernels/kernels.h"
+#include "tests/kernels/exact.h"
 #include "tests/kernels/pointwise_cases.h"
 
 Test(pointwise_cpu, every_row_f32) {
@@ -28,6 +29,44 @@ Test(pointwise_cpu, integers_on_the_reference) {
 }
 Test(pointwise_cpu, creation_and_movement) {
   pw_movement_cases("cpu");
+}
+
+/* tril / triu on embedded matrices against values worked out by hand, on the reference and on
+ * the cpu and opencl kernels. */
+static void expect_tri(const char *op, const char *self_text, const char *diagonal,
+                       const char *target, const double *want, int64_t n) {
+  static const exact_run_t runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.elementwise"},
+                                     {"cpu", XR_KERNEL_BEST, "cpu.elementwise"},
+                                     {"opencl", XR_KERNEL_BEST, "opencl.elementwise"}};
+  static text_t args;
+  args.n = 0;
+  put(&args, "{\"name\": \"self\", \"type\": \"Tensor%s\", \"value\": %s}, "
+      "{\"name\": \"diagonal\", \"type\": \"int\", \"value\": %s}",
+      !strcmp(target, "self") ? "(a!)" : "", self_text, diagonal);
+  exact_expect(bundle(op, args.s, NULL), op, target, want, n, runs, sizeof runs / sizeof *runs);
+}
+
+Test(pointwise_exact, tril_and_triu_keep_their_triangle) {
+  text_t t = {0};
+  const char *m = EXACT_DATA(&t, "float", float, 2, SHAPE(3, 4), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                             11, 12);
+  expect_tri("aten::tril", m, "0", "return0",
+             (const double[]){1, 0, 0, 0, 5, 6, 0, 0, 9, 10, 11, 0}, 12);
+  expect_tri("aten::tril", m, "-1", "return0",
+             (const double[]){0, 0, 0, 0, 5, 0, 0, 0, 9, 10, 0, 0}, 12);
+  expect_tri("aten::triu", m, "1", "return0",
+             (const double[]){0, 2, 3, 4, 0, 0, 7, 8, 0, 0, 0, 12}, 12);
+  /* in place over a batch of two 3 x 2 matrices, 8-byte elements */
+  t.n = 0;
+  const char *batch = EXACT_DATA(&t, "long int", int64_t, 3, SHAPE(2, 3, 2), 1, 2, 3, 4, 5, 6, 7,
+                                 8, 9, 10, 11, 12);
+  expect_tri("aten::triu_", batch, "-1", "self",
+             (const double[]){1, 2, 3, 4, 0, 6, 7, 8, 9, 10, 0, 12}, 12);
+  /* bool, one byte each; a diagonal beyond the matrix keeps everything */
+  t.n = 0;
+  const char *mask = EXACT_DATA(&t, "bool", uint8_t, 2, SHAPE(2, 3), 1, 1, 1, 1, 1, 1);
+  expect_tri("aten::tril", mask, "0", "return0", (const double[]){1, 0, 0, 1, 1, 0}, 6);
+  expect_tri("aten::tril", mask, "5", "return0", (const double[]){1, 1, 1, 1, 1, 1}, 6);
 }
 
 /* Plans the one-op bundle; returns the status, the result dtype in *out_dtype when OK. */

@@ -806,6 +806,33 @@ xr_status_t xr_reduce_check_fast(const xr_op_plan_t *plan, const char *backend) 
   return XR_OK;
 }
 
+static bool exact_integral(xr_dtype_t d) {
+  return d == XR_DTYPE_I8 || d == XR_DTYPE_U8 || d == XR_DTYPE_I16 || d == XR_DTYPE_I32 ||
+         d == XR_DTYPE_I64 || d == XR_DTYPE_BOOL;
+}
+
+bool xr_reduce_int_pipeline(const xr_reduce_problem_t *p) {
+  if (p->unsupported[0] || !exact_integral(p->in_dtype)) return false;
+  switch (p->op) {
+    case XR_REDUCE_SUM:
+    case XR_REDUCE_NANSUM:
+    case XR_REDUCE_PROD:
+    case XR_REDUCE_CUMSUM:
+    case XR_REDUCE_CUMPROD:
+      if (!exact_integral(p->cast)) return false;
+      break;
+    case XR_REDUCE_MAX:
+    case XR_REDUCE_MIN:
+    case XR_REDUCE_ALL:
+    case XR_REDUCE_ANY:
+    case XR_REDUCE_COUNT_NONZERO: break;
+    default: return false;
+  }
+  for (int s = 0; s < XR_REDUCE_OUTPUTS; s++)
+    if (p->out[s].index >= 0 && xr_dtype_is_floating(p->out[s].dtype)) return false;
+  return true;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* CPU reference                                                                               */
 

@@ -124,6 +124,13 @@ static inline bool xr_reduce_fast_dtype(xr_dtype_t d) {
  * UNIMPLEMENTED naming the `backend` ("cpu", "opencl", "GPU") otherwise. */
 xr_status_t xr_reduce_check_fast(const xr_op_plan_t *plan, const char *backend);
 
+/* Whether the opencl and gpu kernels compute the problem exactly in 64-bit integers, wrapping
+ * as the reference does: sum, nansum, prod, cumsum and cumprod (the elements converted to an
+ * integer cast first), max / min (values and first positions), all, any and count_nonzero, of
+ * integer and bool tensors the reference loads exactly (signed 8 to 64 bits, uint8, bool),
+ * into integer or bool outputs. */
+bool xr_reduce_int_pipeline(const xr_reduce_problem_t *p);
+
 /* The elementwise identity and the float parameters a fast kernel needs: for NORM, which of
  * the special orders applies. */
 typedef enum xr_reduce_norm_kind {

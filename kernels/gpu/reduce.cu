@@ -10,6 +10,8 @@
 //  - xr_reduce_items: one thread per output, both passes in order.
 //  - xr_reduce_scan: one block per row in chunks of the block's width (a shared-memory
 //    Hillis-Steele scan plus the carry of the chunks before).
+//  - xr_reduce_int, xr_reduce_scan_int: integer and bool reductions (a block per output) and
+//    scans in 64-bit integers, wrapping as the reference.
 //  - xr_reduce_sort: one block per row, (ordered float bits << 32 | position) keys bitonic-sorted
 //    in shared memory: a stable sort, NaN last, -0 equal to 0. Longer rows take topk's path when
 //    k <= XR_REDUCE_GPU_TOPK_MAX: each thread keeps its k best keys, the candidates are sorted.
@@ -306,6 +308,121 @@ extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_scan(XR_R
       }
       if (j < n) xr_red_store(p, 0, out0, at + j * os, prod ? carry * tmp[t] : carry + tmp[t]);
       carry = prod ? carry * tmp[XR_RED_THREADS - 1] : carry + tmp[XR_RED_THREADS - 1];
+      __syncthreads();
+    }
+  }
+}
+
+// ---- integers ---------------------------------------------------------------------------------
+
+// An integer converted to integer dtype dt before a sum (wrapping, as torch's cast); 0: none.
+static __device__ __forceinline__ long long xr_red_wrap(int dt, long long v) {
+  switch (dt) {
+    case XR_GPU_I8: return (signed char)v;
+    case XR_GPU_I16: return (short)v;
+    case XR_GPU_I32: return (int)v;
+    case XR_GPU_U8: return (unsigned char)v;
+    case XR_GPU_BOOL: return v != 0;
+    default: return v;
+  }
+}
+
+static __device__ __forceinline__ int xr_red_int_size(int dt) {
+  switch (dt) {
+    case XR_GPU_I16: case XR_GPU_U16: return 2;
+    case XR_GPU_I32: case XR_GPU_U32: return 4;
+    case XR_GPU_I64: case XR_GPU_U64: return 8;
+    default: return 1;
+  }
+}
+
+static __device__ __forceinline__ long long xr_red_combine(bool prod, long long x, long long y) {
+  return prod ? (long long)((unsigned long long)x * (unsigned long long)y)
+              : (long long)((unsigned long long)x + (unsigned long long)y);
+}
+
+// Element i as an integer sum sees it: exact, then converted to the cast dtype.
+static __device__ __forceinline__ long long xr_red_load_int(const xr_rp &p, const unsigned char *in,
+                                                            long long i) {
+  return xr_red_wrap(p.round_dtype, xr_load_as_long(in, p.in_dtype, i));
+}
+
+// sum / nansum / prod, max / min (values, first positions), all / any / count_nonzero of
+// integer and bool tensors in 64-bit integers, wrapping: one block per output, a shared-memory
+// tree; extremes merge by (value, position), so the first extreme wins.
+extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_int(XR_RED_ARGS) {
+  __shared__ long long sv[XR_RED_THREADS], sk[XR_RED_THREADS];
+  const int t = threadIdx.x;
+  const bool extreme = p.op == XR_REDUCE_GPU_MAX || p.op == XR_REDUCE_GPU_MIN;
+  const bool max = p.op == XR_REDUCE_GPU_MAX, prod = p.op == XR_REDUCE_GPU_PROD;
+  const bool count = p.op == XR_REDUCE_GPU_ALL || p.op == XR_REDUCE_GPU_ANY ||
+                     p.op == XR_REDUCE_GPU_COUNT;
+  for (long long o = blockIdx.x; o < p.outer_numel; o += gridDim.x) {
+    const long long base = p.in_offset + xr_red_outer(p, p.in_outer, o);
+    long long acc = prod ? 1 : 0, at = -1;  // at: the extreme's position, -1 before the first
+    for (long long k = t; k < p.red_numel; k += XR_RED_THREADS) {
+      const long long i = base + xr_red_inner(p, k);
+      if (extreme) {
+        const long long v = xr_load_as_long(in, p.in_dtype, i);
+        if (at < 0 || (max ? v > acc : v < acc)) acc = v, at = k;
+      } else if (count) {
+        acc += xr_load_as_long(in, p.in_dtype, i) != 0;
+      } else {
+        acc = xr_red_combine(prod, acc, xr_red_load_int(p, in, i));
+      }
+    }
+    sv[t] = acc, sk[t] = at;
+    __syncthreads();
+    for (int w = XR_RED_THREADS / 2; w > 0; w >>= 1) {
+      if (t < w) {
+        const long long v = sv[t + w], k = sk[t + w];
+        if (!extreme) sv[t] = xr_red_combine(prod, sv[t], v);
+        else if (k >= 0 &&
+                 (sk[t] < 0 || (max ? v > sv[t] : v < sv[t]) || (v == sv[t] && k < sk[t])))
+          sv[t] = v, sk[t] = k;
+      }
+      __syncthreads();
+    }
+    if (t == 0) {
+      const long long r = p.op == XR_REDUCE_GPU_ALL ? sv[0] == p.red_numel
+                          : p.op == XR_REDUCE_GPU_ANY ? sv[0] > 0
+                                                      : sv[0];
+      if (p.has_out[0])
+        xr_store_long(out0, p.out_dtype[0], xr_red_int_size(p.out_dtype[0]),
+                      p.out_offset[0] + xr_red_outer(p, p.out_outer[0], o), r);
+      if (p.has_out[1])
+        ((long long *)out1)[p.out_offset[1] + xr_red_outer(p, p.out_outer[1], o)] = sk[0];
+    }
+    __syncthreads();  // sv and sk are reused
+  }
+}
+
+// cumsum / cumprod of integer and bool tensors: xr_reduce_scan in 64-bit integers.
+extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_scan_int(XR_RED_ARGS) {
+  __shared__ long long tmp[XR_RED_THREADS];
+  (void)out1;
+  const int t = threadIdx.x;
+  const bool prod = p.op == XR_REDUCE_GPU_CUMPROD;
+  const long long identity = prod ? 1 : 0;
+  const long long n = p.red_shape[0], is = p.in_red[0], os = p.out_dim_stride[0];
+  const int size = xr_red_int_size(p.out_dtype[0]);
+  for (long long o = blockIdx.x; o < p.outer_numel; o += gridDim.x) {
+    const long long base = p.in_offset + xr_red_outer(p, p.in_outer, o);
+    const long long at = p.out_offset[0] + xr_red_outer(p, p.out_outer[0], o);
+    long long carry = identity;
+    for (long long j0 = 0; j0 < n; j0 += XR_RED_THREADS) {
+      const long long j = j0 + t;
+      tmp[t] = j < n ? xr_red_load_int(p, in, base + j * is) : identity;
+      __syncthreads();
+      for (int w = 1; w < XR_RED_THREADS; w <<= 1) {
+        const long long other = t >= w ? tmp[t - w] : identity;
+        __syncthreads();
+        tmp[t] = xr_red_combine(prod, tmp[t], other);
+        __syncthreads();
+      }
+      if (j < n)
+        xr_store_long(out0, p.out_dtype[0], size, at + j * os, xr_red_combine(prod, carry, tmp[t]));
+      carry = xr_red_combine(prod, carry, tmp[XR_RED_THREADS - 1]);
       __syncthreads();
     }
   }

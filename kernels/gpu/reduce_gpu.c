@@ -1,6 +1,7 @@
 /* gpu.reduce: the reduce family on cuda and hip devices through kernels/gpu/reduce.cu, compiled
  * once per device (NVRTC / hiprtc, cached on disk) and launched through the HAL; the twin of
- * kernels/opencl/reduce_opencl.c covering the same problems: f32, f16 and bf16 inputs, at most
+ * kernels/opencl/reduce_opencl.c covering the same problems: f32, f16 and bf16 inputs (and the
+ * integer problems of xr_reduce_int_pipeline in 64-bit integers), at most
  * 6 kept and 6 reduced dims after merging, sorts of rows up to 4096 elements and topk of longer
  * rows with k <= 16. */
 #include <stdlib.h>
@@ -33,7 +34,8 @@ static uint32_t blocks_for(int64_t items) {
 
 static xr_status_t gpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
-  xr_status_t st = xr_reduce_check_fast(plan, "GPU");
+  xr_status_t st =
+      xr_reduce_int_pipeline(plan->problem) ? XR_OK : xr_reduce_check_fast(plan, "GPU");
   if (st != XR_OK) return st;
   const xr_reduce_problem_t *p = plan->problem;
   if (p->outer_rank > XR_REDUCE_GPU_MAX_DIMS || p->red_rank > XR_REDUCE_GPU_MAX_DIMS)
@@ -71,11 +73,14 @@ static xr_status_t gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   const xr_reduce_problem_t *p = plan->problem;
   gpu_reduce_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", plan->op->name);
-  bool groups = p->red_numel >= XR_REDUCE_GPU_GROUP_MIN;
-  const char *kernel = p->op == XR_REDUCE_SORT      ? "xr_reduce_sort"
-                       : xr_reduce_is_scan(p->op) ? "xr_reduce_scan"
-                       : groups                   ? "xr_reduce_groups"
-                                                  : "xr_reduce_items";
+  bool integers = xr_reduce_int_pipeline(p);
+  bool groups = integers || p->red_numel >= XR_REDUCE_GPU_GROUP_MIN;
+  const char *kernel = p->op == XR_REDUCE_SORT ? "xr_reduce_sort"
+                       : xr_reduce_is_scan(p->op)
+                           ? (integers ? "xr_reduce_scan_int" : "xr_reduce_scan")
+                       : integers ? "xr_reduce_int"
+                       : groups   ? "xr_reduce_groups"
+                                  : "xr_reduce_items";
   xr_status_t status = xr_gpu_build(device, "reduce.cu", NULL, &s->executable);
   if (status == XR_OK) status = xr_hal_kernel_lookup(s->executable, kernel, &s->kernel);
   if (status != XR_OK) {

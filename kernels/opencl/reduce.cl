@@ -10,6 +10,7 @@
 //  - xr_scan: one work-group per row, in chunks of the work-group's width: a local
 //    Hillis-Steele scan plus the carry of the chunks before; xr_scan_int the same in 64-bit
 //    integers for integer and bool inputs.
+//  - xr_reduce_int: integer and bool reductions in 64-bit integers, a work-group per output.
 //  - xr_sort: one work-group per row; (ordered float bits << 32 | position) keys bitonic-sorted
 //    in local memory, which is a stable sort (NaN last, -0 equal to 0, descending inverts the
 //    bits only). Rows longer than XR_SORT_MAX take topk's path when k <= XR_TOPK_MAX: each
@@ -355,6 +356,16 @@ void st_long(__global uchar *b, long dt, long i, long v) {
   else b[i] = (uchar)v;
 }
 
+// An integer converted to integer dtype dt before a sum (wrapping, as torch's cast); 0: none.
+long wrap_to(long dt, long v) {
+  if (dt == XR_I8) return (long)(char)v;
+  if (dt == XR_I16) return (long)(short)v;
+  if (dt == XR_I32) return (long)(int)v;
+  if (dt == XR_U8) return (long)(uchar)v;
+  if (dt == XR_BOOL) return v != 0;
+  return v;
+}
+
 // cumsum / cumprod of integer tensors: xr_scan in 64-bit integers, wrapping as the reference.
 __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_scan_int(XR_ARGS) {
   __local long tmp[XR_WG];
@@ -368,7 +379,7 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_scan_int(XR_
     long carry = identity;
     for (long j0 = 0; j0 < n; j0 += XR_WG) {
       const long j = j0 + lid;
-      tmp[lid] = j < n ? ld_long(in, a.in_dtype, base + j * is) : identity;
+      tmp[lid] = j < n ? wrap_to(a.round_dtype, ld_long(in, a.in_dtype, base + j * is)) : identity;
       barrier(CLK_LOCAL_MEM_FENCE);
       for (int w = 1; w < XR_WG; w <<= 1) {
         long t = lid >= w ? tmp[lid - w] : identity;
@@ -383,6 +394,52 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_scan_int(XR_
                    : (long)((ulong)carry + (ulong)tmp[XR_WG - 1]);
       barrier(CLK_LOCAL_MEM_FENCE);
     }
+  }
+}
+
+// sum / nansum / prod, max / min (values, first positions), all / any / count_nonzero of integer
+// and bool tensors in 64-bit integers: one work-group per output, a tree in local memory.
+// Extremes merge by (value, position), so the first extreme wins.
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_int(XR_ARGS) {
+  __local long lv[XR_WG], lk[XR_WG];
+  const long lid = get_local_id(0);
+  const bool extreme = a.op == OP_MAX || a.op == OP_MIN, max = a.op == OP_MAX;
+  const bool prod = a.op == OP_PROD, count = a.op == OP_ALL || a.op == OP_ANY || a.op == OP_COUNT;
+  for (long o = get_group_id(0); o < a.outer_numel; o += get_num_groups(0)) {
+    const long base = a.in_offset + outer_off(&a, a.in_outer, o);
+    long acc = prod ? 1 : 0, at = -1; // at: the extreme's position, -1 before the first
+    for (long k = lid; k < a.red_numel; k += XR_WG) {
+      long v = ld_long(in, a.in_dtype, base + red_off(&a, k));
+      if (extreme) {
+        if (at < 0 || (max ? v > acc : v < acc)) acc = v, at = k;
+      } else if (count) {
+        acc += v != 0;
+      } else {
+        v = wrap_to(a.round_dtype, v);
+        acc = prod ? (long)((ulong)acc * (ulong)v) : (long)((ulong)acc + (ulong)v);
+      }
+    }
+    lv[lid] = acc, lk[lid] = at;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int w = XR_WG / 2; w > 0; w >>= 1) {
+      if (lid < w) {
+        const long v = lv[lid + w], k = lk[lid + w];
+        if (!extreme)
+          lv[lid] = prod ? (long)((ulong)lv[lid] * (ulong)v) : (long)((ulong)lv[lid] + (ulong)v);
+        else if (k >= 0 && (lk[lid] < 0 || (max ? v > lv[lid] : v < lv[lid]) ||
+                            (v == lv[lid] && k < lk[lid])))
+          lv[lid] = v, lk[lid] = k;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+      long r = a.op == OP_ALL ? lv[0] == a.red_numel : a.op == OP_ANY ? lv[0] > 0 : lv[0];
+      if (a.has_out0)
+        st_long(out0, a.out0_dtype, a.out0_offset + outer_off(&a, a.out0_outer, o), r);
+      if (a.has_out1)
+        ((__global long *)out1)[a.out1_offset + outer_off(&a, a.out1_outer, o)] = lk[0];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE); // lv and lk are reused
   }
 }
 

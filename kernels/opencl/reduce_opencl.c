@@ -1,8 +1,9 @@
 /* opencl.reduce: the reduce family through kernels/opencl/reduce.cl (one build serves every
- * problem: ops and dtypes are arguments). f32, f16 and bf16 inputs; at most 6 kept and 6
- * reduced dims after merging; sorts of rows up to 2048 elements, and topk of longer rows with
- * k <= 16. Reductions of 128 elements and more take a work-group each, shorter ones a
- * work-item each. */
+ * problem: ops and dtypes are arguments). f32, f16 and bf16 inputs, and the integer problems of
+ * xr_reduce_int_pipeline in 64-bit integers; at most 6 kept and 6 reduced dims after merging;
+ * sorts of rows up to 2048 elements, and topk of longer rows with k <= 16. Float reductions of
+ * 128 elements and more take a work-group each, shorter ones a work-item each; integer ones
+ * always a work-group. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,20 +41,10 @@ typedef struct cl_reduce {
   bool empty; /* nothing to write */
 } cl_reduce_t;
 
-/* cumsum / cumprod of an integer or bool tensor into an integer result: xr_scan_int. */
-static bool integer_scan(const xr_reduce_problem_t *p) {
-  /* the kernel widens each element to 64 bits: right when the op's conversion (`cast`, int64
-   * for integer inputs) widens too, or converts nothing */
-  bool integral_in = !xr_dtype_is_floating(p->in_dtype) &&
-                     (p->cast == p->in_dtype || p->cast == XR_DTYPE_I64);
-  bool integral_out = !xr_dtype_is_floating(p->out[0].dtype) && p->out[0].dtype != XR_DTYPE_BOOL;
-  return xr_reduce_is_scan(p->op) && !p->unsupported[0] && integral_in && integral_out;
-}
-
 static xr_status_t cl_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
   const xr_reduce_problem_t *p = plan->problem;
-  xr_status_t st = integer_scan(p) ? XR_OK : xr_reduce_check_fast(plan, "opencl");
+  xr_status_t st = xr_reduce_int_pipeline(p) ? XR_OK : xr_reduce_check_fast(plan, "opencl");
   if (st != XR_OK) return st;
   if (p->outer_rank > MAX_DIMS || p->red_rank > MAX_DIMS)
     return xr_error(XR_UNIMPLEMENTED, "opencl kernels: %s: more than %d kept or reduced dims "
@@ -81,10 +72,10 @@ static xr_status_t cl_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
   const xr_reduce_problem_t *p = plan->problem;
   cl_reduce_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
-  bool groups = p->red_numel >= GROUP_MIN;
+  bool integers = xr_reduce_int_pipeline(p), groups = integers || p->red_numel >= GROUP_MIN;
   const char *kernel = p->op == XR_REDUCE_SORT      ? "xr_sort"
-                       : integer_scan(p)          ? "xr_scan_int"
-                       : xr_reduce_is_scan(p->op) ? "xr_scan"
+                       : xr_reduce_is_scan(p->op) ? (integers ? "xr_scan_int" : "xr_scan")
+                       : integers                 ? "xr_reduce_int"
                        : groups                   ? "xr_reduce_groups"
                                                   : "xr_reduce_items";
   xr_status_t st = xr_opencl_build(device, "reduce.cl", NULL, &s->exe);

@@ -1,7 +1,8 @@
 // kernels/gpu/reduce.cu's kernels executed on the CPU under tests/gpu/cuda_emulation.h, once
 // per warp width (XR_EMULATED_WARP=32 and 64), launched as kernels/gpu/reduce_gpu.c launches
 // them (256 threads a block): block and thread reductions (sum, max.dim with ties and NaN,
-// var/std with the mean, logsumexp over infinities), the chunked block scan, bitonic sorts
+// var/std with the mean, logsumexp over infinities), the chunked block scan, the 64-bit integer
+// reductions and scans (wrapping, dtype= casts, first extremes, truth values), bitonic sorts
 // (stable, descending, NaN) and topk's candidate path, each against a double-precision or
 // std::stable_sort evaluation here. tests/gpu:reduce_gpu_test_* run the same kernels on
 // devices, against the CPU reference.
@@ -51,6 +52,8 @@ void run(const char *kernel, const xr_reduce_gpu_params_t &p, const void *in, vo
     if (k == "groups") xr_reduce_groups(x, o0, o1, p);
     else if (k == "items") xr_reduce_items(x, o0, o1, p);
     else if (k == "scan") xr_reduce_scan(x, o0, o1, p);
+    else if (k == "int") xr_reduce_int(x, o0, o1, p);
+    else if (k == "scan_int") xr_reduce_scan_int(x, o0, o1, p);
     else xr_reduce_sort(x, o0, o1, p);
   });
 }
@@ -132,6 +135,64 @@ Test(reduce_emulated, scans_in_chunks) {
     for (long long i = 0; i < r; i++) {
       double acc = 0;
       for (long long j = 0; j < n; j++) close(y[i * n + j], acc += x[i * n + j], 1e-5, "cumsum", j);
+    }
+  }
+}
+
+Test(reduce_emulated, integers_in_64_bits_wrap_as_the_reference) {
+  std::mt19937_64 bits(11);
+  for (long long n : {1LL, 200LL, 3001LL}) {
+    const long long r = 3;
+    std::vector<int32_t> x(r * n);
+    for (int32_t &v : x) v = (int32_t)bits();  // the whole int32 range: int64 sums overflow
+    for (long long j = 0; j < n; j++) x[2 * n + j] = j % 3 == 1;  // the last row: truth values
+    std::vector<long long> sum(r), prod(r), count(r), index(r);
+    std::vector<int32_t> top(r);
+    std::vector<signed char> small(r);
+    std::vector<unsigned char> all(r);
+    xr_reduce_gpu_params_t p = rows(XR_REDUCE_GPU_SUM, r, n);
+    p.in_dtype = XR_GPU_I32, p.out_dtype[0] = XR_GPU_I64;
+    run("int", p, x.data(), sum.data(), nullptr);
+    p.op = XR_REDUCE_GPU_PROD;
+    run("int", p, x.data(), prod.data(), nullptr);
+    p.op = XR_REDUCE_GPU_COUNT;
+    run("int", p, x.data(), count.data(), nullptr);
+    p.op = XR_REDUCE_GPU_SUM, p.round_dtype = XR_GPU_I8, p.out_dtype[0] = XR_GPU_I8;
+    run("int", p, x.data(), small.data(), nullptr);
+    p.op = XR_REDUCE_GPU_ALL, p.round_dtype = 0, p.out_dtype[0] = XR_GPU_BOOL;
+    run("int", p, x.data(), all.data(), nullptr);
+    p.op = XR_REDUCE_GPU_MIN, p.out_dtype[0] = XR_GPU_I32;
+    p.has_out[1] = 1, p.out_dtype[1] = XR_GPU_I64;
+    run("int", p, x.data(), top.data(), index.data());
+    for (long long i = 0; i < r; i++) {
+      uint64_t s = 0, q = 1;
+      int8_t s8 = 0;
+      long long nz = 0, at = 0;
+      for (long long j = 0; j < n; j++) {
+        int32_t v = x[i * n + j];
+        s += (uint64_t)(int64_t)v, q *= (uint64_t)(int64_t)v, nz += v != 0;
+        s8 = (int8_t)(uint8_t)(s8 + (int8_t)(uint8_t)v);
+        if (v < x[i * n + at]) at = j;
+      }
+      cr_assert_eq(sum[i], (long long)s, "n %lld row %lld: sum", n, i);
+      cr_assert_eq(prod[i], (long long)q, "n %lld row %lld: prod", n, i);
+      cr_assert_eq(count[i], nz, "n %lld row %lld: count_nonzero", n, i);
+      cr_assert_eq(small[i], s8, "n %lld row %lld: sum with dtype=int8", n, i);
+      cr_assert_eq(all[i], nz == n, "n %lld row %lld: all", n, i);
+      cr_assert(top[i] == x[i * n + at] && index[i] == at, "n %lld row %lld: min at %lld, got %lld",
+                n, i, at, index[i]);
+    }
+    // cumsum of int32 into int64, in chunks of the block's width
+    std::vector<long long> scan(r * n, -7);
+    p = rows(XR_REDUCE_GPU_CUMSUM, r, n, n);
+    p.in_dtype = XR_GPU_I32, p.out_dtype[0] = XR_GPU_I64;
+    run("scan_int", p, x.data(), scan.data(), nullptr);
+    for (long long i = 0; i < r; i++) {
+      uint64_t acc = 0;
+      for (long long j = 0; j < n; j++) {
+        acc += (uint64_t)(int64_t)x[i * n + j];
+        cr_assert_eq(scan[i * n + j], (long long)acc, "n %lld: cumsum[%lld][%lld]", n, i, j);
+      }
     }
   }
 }

@@ -15,3 +15,4 @@ Test(reduce_gpu, large, .timeout = 300) { reduce_large_cases(DRIVER, "gpu.reduce
 Test(reduce_gpu, scans, .timeout = 300) { scan_cases(DRIVER, "gpu.reduce"); }
 Test(reduce_gpu, sorts, .timeout = 300) { sort_cases(DRIVER, "gpu.reduce"); }
 Test(reduce_gpu, edges, .timeout = 300) { reduce_edge_cases(DRIVER, "gpu.reduce"); }
+Test(reduce_gpu, integers, .timeout = 300) { reduce_integer_cases(DRIVER, "gpu.reduce"); }

@@ -375,6 +375,42 @@ static inline void sort_cases(const char *device, const char *prefix) {
   }
 }
 
+/* Integer and bool sums, products, extremes, truth values, counts and scans, which the opencl
+ * and gpu kernels compute in 64-bit integers, wrapping as the reference: every integer dtype the
+ * reference loads exactly, short and long rows, strided views, a dtype= cast (int8). */
+static inline void reduce_integer_cases(const char *device, const char *prefix) {
+  rc_json_t j;
+  static const char *const dtypes[] = {"int", "long int", "bool", "signed char", "unsigned char",
+                                       "short int"};
+  rc_view_t views[] = {RC_VIEW(4, 17), RC_VIEW(3, 1000),
+                       rc_strided(2, RC_SHAPE(129, 17), RC_SHAPE(1, 129), 0),
+                       rc_strided(2, RC_SHAPE(9, 40), RC_SHAPE(81, 2), 3)};
+  uint64_t seed = 3100;
+  for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++)
+    for (size_t k = 0; k < sizeof views / sizeof *views; k++) {
+      rc_view_t v = views[k];
+      const char *dt = dtypes[d];
+      rc_expect(rc_sum(&j, "aten::sum", dt, v, "[1]", false, NULL), device, prefix, seed++);
+      rc_expect(rc_sum(&j, "aten::sum", dt, v, "null", false, NULL), device, prefix, seed++);
+      rc_expect(rc_sum(&j, "aten::sum", dt, v, "[0]", true, "1"), device, prefix, seed++);
+      rc_expect(rc_dim_op(&j, "aten::prod", dt, v, "int", "0", "false"), device, prefix, seed++);
+      rc_expect(rc_dim_op(&j, "aten::amax", dt, v, "int[1]", "[0]", "true"), device, prefix,
+                seed++);
+      rc_expect(rc_dim_op(&j, "aten::min", dt, v, "int", "1", "false"), device, prefix, seed++);
+      rc_expect(rc_dim_op(&j, "aten::max", dt, v, "int", "0", "true"), device, prefix, seed++);
+      rc_expect(rc_dim_op(&j, "aten::all", dt, v, "int", "1", "false"), device, prefix, seed++);
+      rc_expect(rc_dim_op(&j, "aten::any", dt, v, "int", "0", "true"), device, prefix, seed++);
+      rc_expect(rc_dim_op(&j, "aten::count_nonzero", dt, v, "int[1]", "[1]", NULL), device, prefix,
+                seed++);
+      rc_expect(rc_scan(&j, "aten::cumsum", dt, v, 1, NULL), device, prefix, seed++);
+      rc_expect(rc_scan(&j, "aten::cumprod", dt, v, 0, NULL), device, prefix, seed++);
+    }
+  /* sorts of integers stay on the reference, with the reason */
+  xr_op_result_t r = check_op(rc_sort(&j, "int", RC_VIEW(4, 17), -1, true), device);
+  cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
+  cr_assert(strstr(r.message, "run on the reference"), "%s", r.message);
+}
+
 /* out= variants (strided out tensors too), empty and 0-d tensors. */
 static inline void reduce_edge_cases(const char *device, const char *prefix) {
   rc_json_t j;

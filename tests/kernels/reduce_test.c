@@ -29,6 +29,7 @@ Test(reduce, opencl_large, .timeout = 600) { reduce_large_cases("opencl", "openc
 Test(reduce, opencl_scans, .timeout = 600) { scan_cases("opencl", "opencl.reduce"); }
 Test(reduce, opencl_sorts, .timeout = 600) { sort_cases("opencl", "opencl.reduce"); }
 Test(reduce, opencl_edges, .timeout = 600) { reduce_edge_cases("opencl", "opencl.reduce"); }
+Test(reduce, opencl_integers, .timeout = 600) { reduce_integer_cases("opencl", "opencl.reduce"); }
 
 /* Long rows: the cpu sorts any; opencl takes topk of rows over 2048 elements for k <= 16. */
 Test(reduce, long_rows) {
@@ -40,8 +41,8 @@ Test(reduce, long_rows) {
   cr_assert(strstr(r.message, "k <= 16"), "%s", r.message);
 }
 
-/* Integer, bool and f64 inputs run on the reference (the fast kernels say so), but for all / any
- * of bool tensors, whose truth values the fast kernels read exactly, and opencl's integer scans. */
+/* On cpu, integer, bool and f64 inputs run on the reference (the fast kernels say so), but for
+ * all / any of bool tensors, whose truth values the fast kernels read exactly. */
 Test(reduce, other_dtypes_run_on_the_reference) {
   rc_json_t j;
   static const char *const dtypes[] = {"double", "int", "long int", "bool", "signed char",
@@ -57,16 +58,6 @@ Test(reduce, other_dtypes_run_on_the_reference) {
     bool truth = !strcmp(dtypes[d], "bool");
     rc_expect(rc_dim_op(&j, "aten::any", dtypes[d], v, "int", "1", "false"), "cpu",
               truth ? "cpu.reduce" : "ref.reduce", seed++);
-  }
-  rc_expect(rc_dim_op(&j, "aten::all", "bool", RC_VIEW(3, 141), "int", "1", "false"), "opencl",
-            "opencl.reduce", seed++);
-  /* integer scans on opencl: xr_scan_int, 64-bit and wrapping as the reference */
-  static const char *const scanned[] = {"int", "long int", "bool", "short int"};
-  for (size_t d = 0; d < sizeof scanned / sizeof *scanned; d++) {
-    rc_expect(rc_scan(&j, "aten::cumsum", scanned[d], RC_VIEW(5, 1000), 1, NULL), "opencl",
-              "opencl.reduce", seed++);
-    rc_expect(rc_scan(&j, "aten::cumprod", scanned[d], RC_VIEW(33, 7), 0, NULL), "opencl",
-              "opencl.reduce", seed++);
   }
   rc_expect(rc_var(&j, "aten::var", "double", RC_VIEW(4, 17), "[1]", "1", false), "cpu", "ref.reduce", seed++);
 }
@@ -290,6 +281,26 @@ Test(reduce, integer_results_are_exact) {
   const double pows[] = {4294967296.0, 4294967296.0};
   r = run_values(rc_dim_op(&j, "aten::prod", "long int", RC_VIEW(2), "int", "0", "false"), "ref", pows, 2);
   cr_assert_eq(r.indices[0], 0, "2^64 wraps to 0 in int64");
+  /* the same on opencl's 64-bit integer kernels, and the first of equal extremes */
+  static const char *const integer_backends[] = {"ref", "opencl"};
+  for (size_t k = 0; k < 2; k++) {
+    const char *be = integer_backends[k];
+    r = run_values(rc_sum(&j, "aten::sum", "int", RC_VIEW(4), "null", false, NULL), be, big, 4);
+    if (r.skipped) continue;
+    cr_assert_eq(r.indices[0], 3 * (int64_t)2147483647 - 5, "sum int32 on %s", be);
+    /* dtype=int8 converts first: 127 + 127 + 127 - 5 wraps at each element's conversion only */
+    const double bytes[] = {383, 127, 127, -5};
+    r = run_values(rc_sum(&j, "aten::sum", "int", RC_VIEW(4), "null", false, "1"), be, bytes, 4);
+    cr_assert_eq(r.values[0], (double)(int8_t)(127 + 127 + 127 - 5), "sum dtype=int8 on %s", be);
+    r = run_values(rc_dim_op(&j, "aten::prod", "long int", RC_VIEW(2), "int", "0", "false"), be,
+                   pows, 2);
+    cr_assert_eq(r.indices[0], 0, "prod on %s: 2^64 wraps to 0 in int64", be);
+    const double ties[] = {3, 7, -1, 7, -1};
+    r = run_values(rc_dim_op(&j, "aten::max", "int", RC_VIEW(5), "int", "0", "false"), be, ties, 5);
+    expect_values("max int first", be, &r, (double[]){7}, (int64_t[]){1}, 1);
+    r = run_values(rc_dim_op(&j, "aten::min", "int", RC_VIEW(5), "int", "0", "false"), be, ties, 5);
+    expect_values("min int first", be, &r, (double[]){-1}, (int64_t[]){2}, 1);
+  }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -357,7 +368,7 @@ static void golden_reductions(const char *device, xr_kernel_choice_t choice, con
     }
     cr_assert_eq(st, XR_OK, "%s", xr_last_error());
     if (cr.r.outcome == XR_OP_UNSUPPORTED && strstr(cr.r.message, "run on the reference") &&
-        strcmp(device, "cpu")) { /* integer and bool inputs: the cpu reference only */
+        strcmp(device, "cpu")) { /* forms the fast kernels leave to the cpu reference */
       xr_bundle_destroy(b);
       continue;
     }
@@ -393,13 +404,13 @@ static void golden_reductions(const char *device, xr_kernel_choice_t choice, con
     checked++;
   }
   cJSON_Delete(manifest);
-  cr_assert_geq(checked, strcmp(device, "cpu") ? 19 : 26, "only %d golden reduction cases", checked);
+  cr_assert_geq(checked, strcmp(device, "cpu") ? 25 : 26, "only %d golden reduction cases", checked);
 }
 
 Test(reduce_golden, reference) { golden_reductions("cpu", XR_KERNEL_REFERENCE, "ref.reduce"); }
 /* The integer cases run on the reference there too. */
 Test(reduce_golden, cpu) { golden_reductions("cpu", XR_KERNEL_BEST, ""); }
-/* The integer cases are declined on opencl (unsupported); the golden float cases run there. */
+/* On opencl every case but one (an integer sort, left to the cpu reference) runs. */
 Test(reduce_golden, opencl) { golden_reductions("opencl", XR_KERNEL_BEST, "opencl.reduce"); }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -38,8 +38,10 @@ bool xr_ew_avx512_takes(const xr_ew_step_t *s) {
   if (!xr_cpu_avx512()) return false;
   int in = s->rank - 1;
   bool wide_in = xr_avx512_dtype(s->a.dtype);
-  bool b_ok = s->b_scalar || s->b.index < 0 ||
-              (xr_avx512_dtype(s->b.dtype) && (s->b.strides[in] == 0 || s->b.strides[in] == 1));
+  /* a b broadcast along the row is one value per row (row() reads it with any dtype: a 0-d
+   * double multiplier takes this path) */
+  bool b_ok = s->b_scalar || s->b.index < 0 || s->b.strides[in] == 0 ||
+              (xr_avx512_dtype(s->b.dtype) && s->b.strides[in] == 1);
   bool out_ok = xr_avx512_dtype(s->out.dtype) || (xr_dtype_is_fp8(s->out.dtype) && s->op == XR_EW_COPY);
   switch (s->op) {
     case XR_EW_ADD: case XR_EW_SUB: case XR_EW_MUL: case XR_EW_DIV: case XR_EW_COPY:

@@ -124,6 +124,33 @@ Test(avx512, bf16_pairs_keep_element_order) {
   free(v);
 }
 
+/* A multiplier broadcast along the row in a dtype the vector loads do not read (a 0-d double,
+ * an int64): read once, as the float pipeline rounds it, then a vector multiply. */
+Test(avx512, broadcast_multiplier_of_any_dtype) {
+  require_avx512();
+  enum { N = 37 };
+  float x[N], got[N];
+  for (int i = 0; i < N; i++) x[i] = (float)i * 0.37f - 5.0f;
+  const double d = 0.1;
+  const int64_t k = -3;
+  const struct {
+    xr_dtype_t dtype;
+    const void *value;
+    float as_float;
+  } cases[] = {{XR_DTYPE_F64, &d, (float)0.1}, {XR_DTYPE_I64, &k, -3.0f}};
+  for (size_t c = 0; c < 2; c++) {
+    xr_ew_step_t s = step(XR_EW_MUL, XR_DTYPE_F32, XR_DTYPE_F32, N);
+    s.b.index = 1;
+    s.b.dtype = cases[c].dtype;
+    s.b.strides[0] = 0;
+    cr_assert(xr_ew_avx512_takes(&s), "%s", xr_dtype_name(cases[c].dtype));
+    xr_ew_avx512_row(&s, (char *)got, (const char *)x, cases[c].value, 0, N, false);
+    for (int i = 0; i < N; i++)
+      cr_assert_eq(got[i], x[i] * cases[c].as_float, "%s element %d: %g, expected %g",
+                   xr_dtype_name(cases[c].dtype), i, got[i], x[i] * cases[c].as_float);
+  }
+}
+
 Test(avx512, fp8_encode_matches_kernels_dtype) {
   require_avx512();
   static const xr_dtype_t kinds[] = {XR_DTYPE_F8E4M3FN, XR_DTYPE_F8E5M2, XR_DTYPE_F8E4M3FNUZ,

@@ -4,6 +4,10 @@
  *     the kernel's own event-measured time. Goal: under 2 us.
  *  2. End to end: a 1,000-op bundle of small GEMMs, wall time of the whole replay (plan,
  *     allocate, initialise, first run, warm-up, timing) next to the sum of the kernel times.
+ *  3. Small elementwise ops: per execution, the kernel time of pointwise-table ops (unary,
+ *     binary, ternary) on 4-element tensors and of a trace's f32 x 0-d f64 multiply, next to
+ *     aten::add of the same sizes (the elementwise family's first op) in the same run; and the
+ *     whole run per op (planning, tensors, warm-up). Goal: set-up per execution under 1 us.
  *
  *   bazel run -c opt //tools:replay_bench                                                   */
 #include <stdio.h>
@@ -11,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "formats/bundle.h"
 #include "replay/replay.h"
 
 static double now_s(void) {
@@ -58,6 +63,63 @@ static void add(void *ctx, const xr_op_result_t *r, size_t position, size_t coun
   t->kernel_us += r->mean_us * r->iterations;
   t->host_us += r->host_us_per_iteration * r->iterations;
   t->timed_kernel_us += r->median_us;
+}
+
+/* `n` copies of one op, `args` its argument list as bundle JSON. */
+static xr_bundle_t *json_bundle(size_t n, const char *name, const char *args) {
+  size_t one = strlen(name) + strlen(args) + 64, size = n * one + 128, at = 0;
+  char *text = malloc(size);
+  if (!text) return NULL;
+  at += (size_t)snprintf(text, size, "{\"format\": \"xreplay-bundle\", \"format_version\": 1, "
+                                     "\"ops\": [");
+  for (size_t i = 0; i < n; i++)
+    at += (size_t)snprintf(text + at, size - at, "%s{\"name\": \"%s\", \"args\": [%s]}",
+                           i ? ", " : "", name, args);
+  at += (size_t)snprintf(text + at, size - at, "]}");
+  xr_bundle_t *b = NULL;
+  if (xr_bundle_decode((const uint8_t *)text, at, name, ".", NULL, &b) != XR_OK) b = NULL;
+  free(text);
+  return b;
+}
+
+#define T(dtype, shape) "{\"type\": \"Tensor\", \"value\": {\"dtype\": \"" dtype \
+                        "\", \"shape\": " shape "}}"
+
+static int small_elementwise(xr_replay_options_t o) {
+  static const struct {
+    const char *label, *op, *args;
+  } cases[] = {
+      {"aten::add f32[4] (baseline)", "aten::add", T("float", "[4]") ", " T("float", "[4]")},
+      {"aten::abs f32[4]", "aten::abs", T("float", "[4]")},
+      {"aten::maximum f32[4]", "aten::maximum", T("float", "[4]") ", " T("float", "[4]")},
+      {"aten::where bool[4] f32[4] f32[4]", "aten::where",
+       T("bool", "[4]") ", " T("float", "[4]") ", " T("float", "[4]")},
+      {"aten::add f32[1,559,64] (baseline)", "aten::add",
+       T("float", "[1, 559, 64]") ", " T("float", "[1, 559, 64]")},
+      {"aten::mul f32[1,559,64] x f64[]", "aten::mul",
+       T("float", "[1, 559, 64]") ", " T("double", "[]")},
+  };
+  const size_t ops = 2000;
+  double base_kernel = 0;
+  printf("3. small elementwise ops (cpu driver, %zu ops each, %d iterations)\n", ops, o.iters);
+  printf("   %-36s %12s %10s %14s\n", "op", "kernel us", "vs add", "whole run/op");
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    xr_bundle_t *b = json_bundle(ops, cases[c].op, cases[c].args);
+    totals_t t = {0};
+    xr_replay_observer_t observer = {.result = add, .context = &t};
+    double start = now_s();
+    if (!b || xr_replay_run(b, &o, &observer, NULL) != XR_OK || t.ops == 0) {
+      fprintf(stderr, "replay_bench: %s: %s\n", cases[c].label, xr_last_error());
+      xr_bundle_destroy(b);
+      return 1;
+    }
+    double wall = now_s() - start, kernel = t.timed_kernel_us / (double)t.ops;
+    if (strstr(cases[c].label, "baseline")) base_kernel = kernel;
+    printf("   %-36s %12.3f %9.2fx %11.1f us\n", cases[c].label, kernel, kernel / base_kernel,
+           wall * 1e6 / (double)t.ops);
+    xr_bundle_destroy(b);
+  }
+  return 0;
 }
 
 int main(void) {
@@ -108,5 +170,5 @@ int main(void) {
   printf("   sum of kernel times        %8.3f s (all %zu executions: %.1f%% of the wall time)\n",
          s.kernel_us * 1e-6, s.iterations, 100.0 * s.kernel_us * 1e-6 / wall);
   xr_bundle_destroy(small);
-  return 0;
+  return small_elementwise(o);
 }

@@ -449,6 +449,7 @@ typedef struct cpu_step {
   path_t path;
   bool stream;             /* large output, contiguous rows: streaming stores */
   bool avx512;             /* FLOAT rows, TRANSPOSE tiles: the AVX-512 path (elementwise_avx512.c) */
+  uint8_t transposed;      /* FLOAT: bit k set when operand k (1 a, 2 b, 3 c) is transposed */
   char *base[4];           /* out, a, b, c: byte address of the first element */
   size_t esize[4];
   int64_t inner, block, blocks_per_row, items;
@@ -529,12 +530,87 @@ static inline void prefetch_run(const char *p, int64_t bytes) {
   for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
 }
 
+/* FLOAT steps with a transposed operand (unit stride along the next-to-last dim, not along the
+ * last, where the output runs along the last): walked by TILE x TILE tiles, each transposed
+ * operand's tile first transposed into a local buffer, so that every cache line and page of it
+ * is read once per tile instead of once per element. BLOCK / TILE tile rows go through the
+ * block pipeline together: its full-block loops are the vectorised ones. */
+_Static_assert(BLOCK % TILE == 0, "whole tile rows per block");
+static void run_float_tiles(const cpu_step_t *c, size_t begin, size_t end) {
+  const xr_ew_step_t *s = &c->f;
+  const int r = s->rank;
+  const xr_ew_operand_t *ops[4] = {&s->out, &s->a, &s->b, &s->c};
+  const bool table = xr_ew_is_table_op(s->op);
+  _Alignas(64) float A[BLOCK], B[BLOCK], C[BLOCK], R[BLOCK];
+  _Alignas(64) uint64_t tiles[3][TILE * TILE]; /* a, b, c transposed, rows of TILE elements */
+  for (int64_t i = 0; i < BLOCK; i++) {
+    if (s->b_scalar) B[i] = c->scalar;
+    if (s->a_scalar) A[i] = c->a_value;
+    if (table && !c->base[3]) C[i] = c->c_value;
+  }
+  float *loaded[3] = {A, B, C};
+  const float *result = s->op == XR_EW_COPY ? A : R;
+  for (size_t item = begin; item < end; item++) {
+    int64_t tr = (int64_t)item % c->tile_rows, rest = (int64_t)item / c->tile_rows;
+    int64_t tc = rest % c->tile_cols, outer = rest / c->tile_cols;
+    int64_t r0 = tr * TILE, c0 = tc * TILE;
+    int64_t nr = s->shape[r - 2] - r0 < TILE ? s->shape[r - 2] - r0 : TILE;
+    int64_t nc = s->shape[r - 1] - c0 < TILE ? s->shape[r - 1] - c0 : TILE;
+    int64_t off[4];
+    for (int k = 0; k < 4; k++) off[k] = r0 * ops[k]->strides[r - 2] + c0 * ops[k]->strides[r - 1];
+    outer_offsets(s, r - 2, outer, &off[0], &off[1], &off[2], &off[3]);
+    for (int k = 1; k < 4; k++)
+      if (c->base[k] && (c->transposed >> k & 1))
+        transpose_tile((char *)tiles[k - 1], TILE, c->base[k] + off[k] * (int64_t)c->esize[k],
+                       ops[k]->strides[r - 1], c->esize[k], nr, nc, false, c->avx512);
+    for (int64_t g = 0; g < nr; g += BLOCK / TILE) {
+      int64_t rows = nr - g < BLOCK / TILE ? nr - g : BLOCK / TILE;
+      for (int64_t i = g; i < g + rows; i++)
+        for (int k = 1; k < 4; k++) {
+          if (!c->base[k]) continue;
+          bool t = c->transposed >> k & 1;
+          const char *p = t ? (const char *)tiles[k - 1] + i * TILE * (int64_t)c->esize[k]
+                            : c->base[k] + (off[k] + i * ops[k]->strides[r - 2]) * (int64_t)c->esize[k];
+          xr_ew_cpu_load(loaded[k - 1] + (i - g) * nc, p, ops[k]->dtype,
+                         t ? 1 : ops[k]->strides[r - 1], nc);
+        }
+      if (table) table_block(s, R, A, B, C, rows * nc);
+      else if (s->op != XR_EW_COPY) compute_block(s, R, A, B, rows * nc);
+      for (int64_t i = g; i < g + rows; i++) {
+        char *out = c->base[0] + (off[0] + i * s->out.strides[r - 2]) * (int64_t)c->esize[0];
+        if (!c->stream) {
+          store_block(out, s->out.dtype, 1, result + (i - g) * nc, nc);
+          continue;
+        }
+        /* large outputs: streaming stores, which skip reading the lines they overwrite */
+        _Alignas(64) uint64_t encoded[TILE];
+        store_block((char *)encoded, s->out.dtype, 1, result + (i - g) * nc, nc);
+        xr_cpu_stream_copy(out, encoded, (size_t)nc * c->esize[0]);
+      }
+    }
+    /* the next tile's rows of the operands read in place (64 short runs far apart are more
+     * than the hardware prefetcher follows) */
+    for (int k = 1; k < 4 && tr + 1 < c->tile_rows; k++) {
+      if (!c->base[k] || (c->transposed >> k & 1) || ops[k]->strides[r - 1] != 1) continue;
+      for (int64_t i = TILE; i < 2 * TILE; i++)
+        prefetch_run(c->base[k] + (off[k] + i * ops[k]->strides[r - 2]) * (int64_t)c->esize[k],
+                     nc * (int64_t)c->esize[k]);
+    }
+  }
+  if (c->stream) xr_cpu_stream_fence();
+}
+
+
 static void run_items(void *ctx, size_t begin, size_t end) {
   const cpu_step_t *c = ctx;
   const xr_ew_step_t *s = &c->f;
   if (c->path == PATH_TRANSPOSE) {
     run_tiles(c, begin, end);
     if (c->stream) xr_cpu_stream_fence();
+    return;
+  }
+  if (c->transposed) {
+    run_float_tiles(c, begin, end);
     return;
   }
   int outer = s->rank - 1;
@@ -674,7 +750,13 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
     c->stream = f->out.strides[f->rank - 1] == 1 &&
                 f->numel * (int64_t)c->esize[0] >= XR_CPU_STREAM_MIN_BYTES;
     c->inner = f->shape[f->rank - 1];
-    if (c->path == PATH_TRANSPOSE) {
+    int r = f->rank;
+    for (int k = 1; k < 4 && c->path == PATH_FLOAT && r >= 2 && f->out.strides[r - 1] == 1; k++)
+      if (ops[k]->index >= 0 && ops[k]->strides[r - 2] == 1 && ops[k]->strides[r - 1] != 0 &&
+          ops[k]->strides[r - 1] != 1)
+        c->transposed |= (uint8_t)(1u << k);
+    if (c->transposed) c->avx512 = xr_cpu_avx512(); /* for the tiles' transposes only */
+    if (c->path == PATH_TRANSPOSE || c->transposed) {
       c->tile_rows = (f->shape[f->rank - 2] + TILE - 1) / TILE;
       c->tile_cols = (c->inner + TILE - 1) / TILE;
       c->items = f->numel > 0
@@ -695,7 +777,7 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
   for (size_t i = 0; i < st->count; i++) {
     const cpu_step_t *c = &st->steps[i];
     if (c->items == 0) continue;
-    int64_t per_item = c->path == PATH_TRANSPOSE ? TILE * TILE
+    int64_t per_item = c->path == PATH_TRANSPOSE || c->transposed ? TILE * TILE
                        : c->inner < c->block      ? c->inner
                                                   : c->block;
     size_t grain = (size_t)(MIN_ELEMENTS_PER_CHUNK / per_item);

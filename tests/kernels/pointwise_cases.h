@@ -121,8 +121,26 @@ static inline void pw_size_and_view_cases(const char *device) {
   /* transposed, with a storage offset */
   const char *tr = tensor(&a, "c10::Half", 2, SHAPE(129, 17), SHAPE(1, 130), 3);
   ew_expect(pw_op("aten::sigmoid", "self", (const char *[]){tr}, NULL), device);
-  /* zero strides: an expanded row and an expanded column */
+  /* transposed operands (cpu: tiles): edge tiles, a batch, a transposed third operand, and an
+   * output large enough for streaming stores */
+  a.n = b.n = c.n = 0;
+  const char *t2 = tensor(&a, "float", 2, SHAPE(130, 70), SHAPE(1, 130), 0);
+  const char *p2 = tensor(&b, "float", 2, SHAPE(130, 70), NULL, 0);
+  ew_expect(pw_op("aten::maximum", "self,other", (const char *[]){p2, t2}, NULL), device);
+  a.n = b.n = c.n = 0;
+  const char *t3 = tensor(&a, "c10::BFloat16", 3, SHAPE(3, 65, 129), SHAPE(129 * 65, 1, 65), 0);
+  const char *p3 = tensor(&b, "c10::BFloat16", 3, SHAPE(3, 65, 129), NULL, 0);
+  const char *m3 = tensor(&c, "bool", 3, SHAPE(3, 65, 129), NULL, 0);
+  ew_expect(pw_op("aten::where", "condition,self,other", (const char *[]){m3, t3, p3}, NULL),
+            device);
+  ew_expect(pw_op("aten::lerp", "self,end,weight", (const char *[]){p3, p3, t3}, NULL), device);
   a.n = 0;
+  ew_expect(pw_op("aten::neg", "self",
+                  (const char *[]){tensor(&a, "float", 2, SHAPE(1500, 1503), SHAPE(1, 1500), 0)},
+                  NULL),
+            device);
+  /* zero strides: an expanded row and an expanded column */
+  a.n = b.n = c.n = 0;
   const char *row = tensor(&a, "float", 2, SHAPE(64, 33), SHAPE(0, 1), 0);
   const char *col = tensor(&b, "float", 2, SHAPE(64, 33), SHAPE(1, 0), 0);
   ew_expect(pw_op("aten::atan2", "self,other", (const char *[]){row, col}, NULL), device);

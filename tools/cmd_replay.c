@@ -109,7 +109,8 @@ static void on_started(void *context, const xr_replay_summary_t *run) {
     if (!c->report_path || c->report_status != XR_OK) continue;
     char path[4200];
     report_path_for(c, run, d, path, sizeof path);
-    c->report_status = xr_report_open(path, c->path, run, d, c->options, &c->reports[d]);
+    c->report_status =
+        xr_report_open(path, c->path, &c->bundle->meta, run, d, c->options, &c->reports[d]);
     if (c->report_status != XR_OK) {
       /* Nothing measured would be kept: stop before the first op. */
       fprintf(stderr, "replay: %s\n", xr_last_error());

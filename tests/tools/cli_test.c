@@ -160,9 +160,11 @@ static const char *tiny_bundle(void) {
 }
 
 Test(cli, replay_lines_summary_and_trace_coverage) {
-  char args[4096], report[1024];
+  char args[4096], report[1024], html[1024];
   snprintf(report, sizeof report, "%s/r.%d.csv", tmpdir(), (int)getpid());
-  snprintf(args, sizeof args, "--hal=cpu --iters=3 --warmup=1 --check -v --report=%s %s", report,
+  snprintf(html, sizeof html, "%s/r.%d.html", tmpdir(), (int)getpid());
+  snprintf(args, sizeof args,
+           "--hal=cpu --iters=3 --warmup=1 --check -v --report=%s --html=%s %s", report, html,
            tiny_bundle());
   cr_assert_eq(replay(args), 0, "%s", err_text);
   cr_assert(strstr(out_text, "check ok"), "%s", out_text);
@@ -175,6 +177,11 @@ Test(cli, replay_lines_summary_and_trace_coverage) {
   slurp(report, out_text, sizeof out_text);
   cr_assert(strstr(out_text, "index,name,outcome,kernel"), "%s", out_text);
   cr_assert(strstr(out_text, "\"x::unknown_op\",unsupported"), "%s", out_text);
+  /* --html: the page of the run (tests/tools/report_test.c renders such pages in a browser). */
+  slurp(html, out_text, sizeof out_text);
+  cr_assert(strstr(out_text, "<!DOCTYPE html>") && strstr(out_text, "</html>"), "%s", out_text);
+  cr_assert(strstr(out_text, "<td class=\"name\">x::unknown_op</td>"), "%s", out_text);
+  cr_assert(strstr(out_text, "pass (nmse "), "the check's result: %s", out_text);
 }
 
 Test(cli, unavailable_hal_exits_3_with_the_reason) {

@@ -396,17 +396,35 @@ static char *draw(const char *page, const char *const *reports, size_t n) {
   return check_page(page, reports, n);
 }
 
+/* Under --config=asan, LeakSanitizer's exit-time tracer crashes ("Tracer caught signal 11") in
+ * a whole-bundle replay on the cpu while other cases load both cores: oneDNN's OpenMP threads are
+ * not yet asleep (.bazelrc). The replays of whole bundles here run without the leak check; the
+ * page's code is leak-checked in `replay report` below and `replay --html` in cli_test. */
+static int replay_without_leak_check(const char *args) {
+  const char *asan = getenv("ASAN_OPTIONS");
+  char saved[1024], options[1100];
+  snprintf(saved, sizeof saved, "%s", asan ? asan : "");
+  snprintf(options, sizeof options, "%s%sdetect_leaks=0", saved, asan ? ":" : "");
+  setenv("ASAN_OPTIONS", options, 1);
+  int rc = replay(args);
+  if (asan)
+    setenv("ASAN_OPTIONS", saved, 1);
+  else
+    unsetenv("ASAN_OPTIONS");
+  return rc;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* the cases                                                                                   */
 
-Test(report, the_example_on_the_cpu, .timeout = 120) {
+Test(report, the_example_on_the_cpu) {
   need_chromium();
   const char *report = scratch("cpu.json"), *html = scratch("run.html"),
              *page = scratch("page.html");
   char args[4096];
   snprintf(args, sizeof args, "--hal=cpu --iters=2 --warmup=0 --report=%s --html=%s " EXAMPLE,
            report, html);
-  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert_eq(replay_without_leak_check(args), 0, "%s", err_text);
   cr_assert(strstr(out_text, "wrote "), "%s", out_text);
   const char *reports[] = {report};
   free(draw(page, reports, 1));
@@ -418,12 +436,12 @@ Test(report, the_example_on_the_cpu, .timeout = 120) {
   assert_not_blank(page);
 }
 
-Test(report, cpu_and_opencl_side_by_side, .timeout = 180) {
+Test(report, cpu_and_opencl_side_by_side) {
   need_chromium();
   const char *base = scratch("two.json"), *page = scratch("two.html");
   char args[4096], cpu[1100], ocl[1100];
   snprintf(args, sizeof args, "--hal=cpu,opencl --iters=1 --warmup=0 --report=%s " EXAMPLE, base);
-  int rc = replay(args);
+  int rc = replay_without_leak_check(args);
   if (rc == 3) cr_skip_test("opencl is unavailable: %s", err_text);
   cr_assert_eq(rc, 0, "%s", err_text);
   snprintf(cpu, sizeof cpu, "%.*s.cpu.json", (int)(strlen(base) - 5), base);
@@ -469,7 +487,7 @@ Test(report, cpu_and_opencl_side_by_side, .timeout = 180) {
 /* A run killed (SIGKILL) while it times its third op: its report holds two ops and no summary;
  * the page lists both, one unsupported with its reason, and says the run did not finish. The
  * unsupported op's name holds < > & and quotes, which must come out as text. */
-Test(report, a_killed_runs_partial_report, .timeout = 120) {
+Test(report, a_killed_runs_partial_report) {
   need_chromium();
   const char *bundle = scratch("killed.json"), *report = scratch("killed.report.json");
   const char *page = scratch("killed.html");
@@ -520,7 +538,7 @@ Test(report, a_killed_runs_partial_report, .timeout = 120) {
 
 /* A report of an older version (no peaks, date or families) is drawn with a note and no
  * ceilings; malformed ones are errors naming the file and the field, and write no page. */
-Test(report, older_and_malformed_reports, .timeout = 120) {
+Test(report, older_and_malformed_reports) {
   need_chromium();
   const char *old = "tests/data/fixtures/reports/v1_llm_small.json", *page = scratch("old.html");
   char args[4096], abs_old[2048];
@@ -566,7 +584,7 @@ Test(report, older_and_malformed_reports, .timeout = 120) {
 
 /* The checks can fail: a page that loads an image from the network is caught in its DOM and in
  * the net log, and a blank page's screenshot is found blank. */
-Test(report, the_browser_checks_can_fail, .timeout = 60) {
+Test(report, the_browser_checks_can_fail) {
   need_chromium();
   const char *fetching = scratch("fetching.html"), *blank = scratch("blank.html");
   write_text(fetching,

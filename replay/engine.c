@@ -359,9 +359,7 @@ static void derive_rates(const xr_hal_device_properties_t *props, const xr_op_pl
   if (r->median_us <= 0) return;
   r->tflops = plan->flops / (r->median_us * 1e-6) / 1e12;
   r->gbps = plan->bytes / (r->median_us * 1e-6) / 1e9;
-  xr_dtype_t d = plan->input_count ? plan->inputs[0]->dtype
-                                   : (plan->return_count ? plan->returns[0].dtype : XR_DTYPE_F32);
-  double peak = props->peak_flops[peak_dtype(d)].value, bw = props->memory_bandwidth.value;
+  double peak = props->peak_flops[r->peak_dtype].value, bw = props->memory_bandwidth.value;
   r->compute_bound = peak > 0 && bw > 0 && plan->bytes > 0 && plan->flops / plan->bytes > peak / bw;
   if (r->compute_bound && peak > 0) r->peak_percent = 100.0 * r->tflops * 1e12 / peak;
   else if (bw > 0) r->peak_percent = 100.0 * r->gbps * 1e9 / bw;
@@ -418,9 +416,16 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
   snprintf(r->device, sizeof r->device, "%s", d->info->properties.name);
   if (op->timing && op->timing->gpu_time_us >= 0)
     r->trace_us = op->timing->gpu_time_us / (double)(op->count > 0 ? op->count : 1);
+  r->family = "";
+  r->peak_dtype = XR_HAL_PEAK_FP32;
   if (w->p.planned.status == XR_OK) {
-    r->flops = w->p.plan.flops;
-    r->bytes = w->p.plan.bytes;
+    const xr_op_plan_t *plan = &w->p.plan;
+    r->flops = plan->flops;
+    r->bytes = plan->bytes;
+    r->family = plan->family ? plan->family->name : "";
+    r->peak_dtype = peak_dtype(plan->input_count ? plan->inputs[0]->dtype
+                               : plan->return_count ? plan->returns[0].dtype
+                                                    : XR_DTYPE_F32);
   }
   /* Whether it runs here: the one decision xr_replay_plan makes too. */
   const xr_kernel_impl_t *impl = NULL;

@@ -85,6 +85,8 @@ typedef struct xr_op_result {
   xr_op_outcome_t outcome;
   char message[1024];             /* why it failed or is unsupported; "" on success */
   char kernel[64];                /* implementation used */
+  const char *family;             /* the op family that planned it ("gemm"); "" when none did */
+  xr_hal_peak_dtype_t peak_dtype; /* whose peak FLOP/s bounds it: its first input's dtype */
   char init_policy[1024];         /* custom initializer policy used, "" for none */
   char device[256];               /* device name */
   int iterations;

@@ -6,10 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
+#include <time.h>
 
 struct xr_report {
-  FILE *f;
+  FILE *f;   /* NULL for a report kept in memory */
+  cJSON *doc; /* the memory report's document */
   bool json;
   size_t ops;
   size_t device_index; /* whose summary closes the report */
@@ -45,6 +46,10 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
   cJSON_AddStringToObject(o, "outcome", xr_op_outcome_name(r->outcome));
   if (r->message[0]) cJSON_AddStringToObject(o, "message", r->message);
   if (r->kernel[0]) cJSON_AddStringToObject(o, "kernel", r->kernel);
+  if (r->family && r->family[0]) {
+    cJSON_AddStringToObject(o, "family", r->family);
+    cJSON_AddStringToObject(o, "peak_dtype", xr_hal_peak_dtype_name(r->peak_dtype));
+  }
   if (r->init_policy[0]) cJSON_AddStringToObject(o, "init_policy", r->init_policy);
   if (r->iterations) {
     cJSON_AddNumberToObject(o, "iterations", r->iterations);
@@ -90,47 +95,88 @@ static void csv_field(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* A figure the device reports, with where it comes from; nothing for an unknown one. */
+static void add_figure(cJSON *o, const char *key, const xr_hal_figure_t *fig) {
+  if (fig->source == XR_HAL_FIGURE_UNKNOWN || !(fig->value > 0)) return;
+  cJSON *f = cJSON_AddObjectToObject(o, key);
+  cJSON_AddNumberToObject(f, "value", fig->value);
+  cJSON_AddStringToObject(f, "source", xr_hal_figure_source_name(fig->source));
+}
+
+/* Everything before "ops": the bundle and its source, the device, its peaks, the options. */
+static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *source,
+                          const xr_replay_device_t *device, const xr_replay_options_t *o) {
+  cJSON *head = cJSON_CreateObject();
+  cJSON_AddNumberToObject(head, "xreplay_report", XR_REPORT_VERSION);
+  cJSON_AddStringToObject(head, "bundle", bundle_path);
+  if (source && (source->source_trace || source->device_name)) {
+    cJSON *src = cJSON_AddObjectToObject(head, "source");
+    if (source->source_trace) cJSON_AddStringToObject(src, "trace", source->source_trace);
+    if (source->device_name) cJSON_AddStringToObject(src, "device", source->device_name);
+  }
+  char date[32];
+  time_t now = time(NULL);
+  struct tm utc;
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &utc));
+  cJSON_AddStringToObject(head, "date", date);
+  const xr_hal_device_properties_t *p = &device->properties;
+  cJSON_AddStringToObject(head, "hal", device->spec);
+  cJSON_AddStringToObject(head, "device", p->name);
+  cJSON_AddStringToObject(head, "driver", p->driver);
+  cJSON_AddStringToObject(head, "driver_version", p->driver_version);
+  cJSON_AddStringToObject(head, "runtime_version", p->runtime_version);
+  cJSON *peaks = cJSON_AddObjectToObject(head, "peaks");
+  add_figure(peaks, "memory_bandwidth", &p->memory_bandwidth);
+  cJSON *flops = cJSON_AddObjectToObject(peaks, "flops");
+  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
+    add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d), &p->peak_flops[d]);
+  cJSON *opts = cJSON_AddObjectToObject(head, "options");
+  cJSON_AddNumberToObject(opts, "warmup", o->warmup);
+  cJSON_AddNumberToObject(opts, "iters", o->iters);
+  cJSON_AddNumberToObject(opts, "min_time_ms", o->min_time_ms);
+  cJSON_AddNumberToObject(opts, "seed", (double)o->seed);
+  cJSON_AddStringToObject(opts, "cache", o->cache == XR_CACHE_COLD ? "cold" : "warm");
+  cJSON_AddNumberToObject(opts, "rotate", o->rotate);
+  cJSON_AddBoolToObject(opts, "check", o->check);
+  return head;
+}
+
 xr_status_t xr_report_open(const char *path, const char *bundle_path,
-                           const xr_replay_summary_t *run, size_t device_index,
-                           const xr_replay_options_t *o, xr_report_t **out_report) {
+                           const xr_bundle_metadata_t *source, const xr_replay_summary_t *run,
+                           size_t device_index, const xr_replay_options_t *o,
+                           xr_report_t **out_report) {
+  const char *name = path ? path : "report";
   if (device_index >= run->device_count)
-    return xr_error(XR_OUT_OF_RANGE, "%s: device %zu of a %zu-device run", path, device_index,
+    return xr_error(XR_OUT_OF_RANGE, "%s: device %zu of a %zu-device run", name, device_index,
                     run->device_count);
   const xr_replay_device_t *device = &run->devices[device_index];
-  size_t n = strlen(path);
-  bool json = n >= 5 && !strcmp(path + n - 5, ".json");
+  size_t n = path ? strlen(path) : 0;
+  bool json = !path || (n >= 5 && !strcmp(path + n - 5, ".json"));
   bool csv = n >= 4 && !strcmp(path + n - 4, ".csv");
   if (!json && !csv) return xr_error(XR_INVALID_ARGUMENT, "%s: a report is .json or .csv", path);
-  FILE *f = fopen(path, "w");
-  if (!f) return xr_error(XR_INVALID_ARGUMENT, "%s: cannot create: %s", path, strerror(errno));
   xr_report_t *r = calloc(1, sizeof *r);
-  if (!r) {
-    fclose(f);
-    return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
-  }
-  r->f = f;
+  if (!r) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
   r->json = json;
   r->device_index = device_index;
+  if (!path) {
+    r->doc = report_head(bundle_path, source, device, o);
+    cJSON_AddArrayToObject(r->doc, "ops");
+    cJSON_AddNullToObject(r->doc, "summary");
+    *out_report = r;
+    return XR_OK;
+  }
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    free(r);
+    return xr_error(XR_INVALID_ARGUMENT, "%s: cannot create: %s", path, strerror(errno));
+  }
+  r->f = f;
   if (json) {
-    cJSON *head = cJSON_CreateObject();
-    cJSON_AddStringToObject(head, "bundle", bundle_path);
-    cJSON_AddStringToObject(head, "hal", device->spec);
-    cJSON_AddStringToObject(head, "device", device->properties.name);
-    cJSON_AddStringToObject(head, "driver", device->properties.driver);
-    cJSON_AddStringToObject(head, "driver_version", device->properties.driver_version);
-    cJSON_AddStringToObject(head, "runtime_version", device->properties.runtime_version);
-    cJSON *opts = cJSON_AddObjectToObject(head, "options");
-    cJSON_AddNumberToObject(opts, "warmup", o->warmup);
-    cJSON_AddNumberToObject(opts, "iters", o->iters);
-    cJSON_AddNumberToObject(opts, "min_time_ms", o->min_time_ms);
-    cJSON_AddNumberToObject(opts, "seed", (double)o->seed);
-    cJSON_AddStringToObject(opts, "cache", o->cache == XR_CACHE_COLD ? "cold" : "warm");
-    cJSON_AddNumberToObject(opts, "rotate", o->rotate);
-    cJSON_AddBoolToObject(opts, "check", o->check);
+    cJSON *head = report_head(bundle_path, source, device, o);
     char *text = cJSON_PrintUnformatted(head);
     cJSON_Delete(head);
-    /* {"xreplay_report": 1, <head fields>, "ops": [ */
-    fprintf(f, "{\"xreplay_report\": 1, %.*s, \"ops\": [", (int)strlen(text) - 2, text + 1);
+    /* {<head fields>, "ops": [ */
+    fprintf(f, "%.*s, \"ops\": [", (int)strlen(text) - 1, text);
     free(text);
     fputs(json_tail, f);
   } else {
@@ -144,6 +190,11 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
 
 xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
   if (!r) return XR_OK;
+  if (r->doc) {
+    cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(r->doc, "ops"), xr_result_to_json(res));
+    r->ops++;
+    return XR_OK;
+  }
   if (r->json) {
     cJSON *o = xr_result_to_json(res);
     char *text = cJSON_PrintUnformatted(o);
@@ -178,19 +229,30 @@ xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
   return XR_OK;
 }
 
+/* The summary object of the report's device. */
+static cJSON *report_summary(const xr_report_t *r, const xr_replay_summary_t *s) {
+  const xr_replay_device_t *d = &s->devices[r->device_index];
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "total", (double)s->total);
+  cJSON_AddNumberToObject(o, "attempted", (double)s->attempted);
+  cJSON_AddNumberToObject(o, "succeeded", (double)d->succeeded);
+  cJSON_AddNumberToObject(o, "failed", (double)d->failed);
+  cJSON_AddNumberToObject(o, "unsupported", (double)d->unsupported);
+  cJSON_AddBoolToObject(o, "cancelled", s->cancelled);
+  add_number(o, "trace_total_us", s->trace_total_us);
+  add_number(o, "trace_covered_us", d->trace_covered_us);
+  return o;
+}
+
 xr_status_t xr_report_close(xr_report_t *r, const xr_replay_summary_t *s) {
   if (!r) return XR_OK;
+  if (r->doc) {
+    cJSON_Delete(r->doc);
+    free(r);
+    return XR_OK;
+  }
   if (r->json && s && r->device_index < s->device_count) {
-    const xr_replay_device_t *d = &s->devices[r->device_index];
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "total", (double)s->total);
-    cJSON_AddNumberToObject(o, "attempted", (double)s->attempted);
-    cJSON_AddNumberToObject(o, "succeeded", (double)d->succeeded);
-    cJSON_AddNumberToObject(o, "failed", (double)d->failed);
-    cJSON_AddNumberToObject(o, "unsupported", (double)d->unsupported);
-    cJSON_AddBoolToObject(o, "cancelled", s->cancelled);
-    add_number(o, "trace_total_us", s->trace_total_us);
-    add_number(o, "trace_covered_us", d->trace_covered_us);
+    cJSON *o = report_summary(r, s);
     char *text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     fseek(r->f, -(long)(sizeof json_tail - 1), SEEK_END);
@@ -200,4 +262,18 @@ xr_status_t xr_report_close(xr_report_t *r, const xr_replay_summary_t *s) {
   int bad = fclose(r->f) != 0;
   free(r);
   return bad ? xr_error(XR_DATA_LOSS, "closing the report failed") : XR_OK;
+}
+
+xr_status_t xr_report_close_contents(xr_report_t *r, const xr_replay_summary_t *s,
+                                     const char *name, xr_report_contents_t **out_contents) {
+  *out_contents = NULL;
+  if (!r || !r->doc) {
+    xr_report_close(r, s);
+    return xr_error(XR_INVALID_ARGUMENT, "%s: not a report kept in memory", name);
+  }
+  cJSON *doc = r->doc;
+  if (s && r->device_index < s->device_count)
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "summary", report_summary(r, s));
+  free(r);
+  return xr_report_from_json(doc, name, out_contents);
 }

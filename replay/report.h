@@ -20,15 +20,22 @@ extern "C" {
 typedef struct xr_report xr_report_t;
 
 /* Opens `path` (format from the extension: .json or .csv) for device `device_index` of `run`
- * (what xr_replay_observer_t.started received) and writes the header: the bundle, the device,
- * its driver and runtime versions, the options. */
+ * (what xr_replay_observer_t.started received) and writes the header: the bundle and, when
+ * `source` (may be NULL) names them, its source trace and that trace's device; the date; the
+ * device, its driver and runtime versions and its peak figures with their source; the options.
+ * `path` NULL keeps the JSON document in memory instead, for xr_report_close_contents. */
 xr_status_t xr_report_open(const char *path, const char *bundle_path,
-                           const xr_replay_summary_t *run, size_t device_index,
-                           const xr_replay_options_t *options, xr_report_t **out_report);
+                           const xr_bundle_metadata_t *source, const xr_replay_summary_t *run,
+                           size_t device_index, const xr_replay_options_t *options,
+                           xr_report_t **out_report);
 xr_status_t xr_report_add(xr_report_t *report, const xr_op_result_t *result);
 /* Writes the summary of the report's device (NULL: the run did not finish) and closes; safe
  * with NULL. */
 xr_status_t xr_report_close(xr_report_t *report, const xr_replay_summary_t *summary);
+/* Closes a report opened with `path` NULL the same way, handing over what xr_report_read would
+ * read from its file (`name` stands for the file in messages). */
+xr_status_t xr_report_close_contents(xr_report_t *report, const xr_replay_summary_t *summary,
+                                     const char *name, xr_report_contents_t **out_contents);
 
 /* The JSON object describing one result (also used for --json output). Caller deletes. */
 cJSON *xr_result_to_json(const xr_op_result_t *result);

@@ -2,22 +2,229 @@
 #include "replay/report_read.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/file.h"
 
-static const char *text_of(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsString(v) ? v->valuestring : "";
+/* The first field of the wrong type, named with its path ("ops[3].median_us"). */
+typedef struct reader {
+  const char *name;
+  char where[64]; /* "" for the header, "ops[3]." for an op */
+  xr_status_t st;
+} reader_t;
+
+static void bad(reader_t *r, const char *key, const char *what) {
+  if (r->st == XR_OK)
+    r->st = xr_error(XR_INVALID_ARGUMENT, "%s: %s%s: not %s", r->name, r->where, key, what);
 }
 
-static double number_of(const cJSON *o, const char *key, double fallback) {
+/* Absent or null: "" (older reports lack fields); anything else but a string is an error. */
+static const char *text_of(reader_t *r, const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsNumber(v) ? v->valuedouble : fallback;
+  if (cJSON_IsString(v)) return v->valuestring;
+  if (v && !cJSON_IsNull(v)) bad(r, key, "a string");
+  return "";
+}
+
+/* Absent or null (a non-finite figure): `fallback`; anything else but a number is an error. */
+static double number_of(reader_t *r, const cJSON *o, const char *key, double fallback) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (cJSON_IsNumber(v)) return v->valuedouble;
+  if (v && !cJSON_IsNull(v)) bad(r, key, "a number");
+  return fallback;
+}
+
+static const cJSON *object_of(reader_t *r, const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (cJSON_IsObject(v)) return v;
+  if (v && !cJSON_IsNull(v)) bad(r, key, "an object");
+  return NULL;
+}
+
+static xr_report_figure_t figure_of(reader_t *r, const cJSON *o, const char *key) {
+  xr_report_figure_t f = {.dtype = key, .value = NAN, .source = ""};
+  const cJSON *v = object_of(r, o, key);
+  if (!v) return f;
+  size_t len = strlen(r->where);
+  snprintf(r->where + len, sizeof r->where - len, "%s.", key);
+  f.value = number_of(r, v, "value", NAN);
+  f.source = text_of(r, v, "source");
+  r->where[len] = '\0';
+  return f;
+}
+
+/* The worst NMSE of a list of output comparisons ("check", "vs_first_device"). */
+static double worst_nmse(reader_t *r, const cJSON *o, const char *key, bool *out_nonfinite) {
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!list || cJSON_IsNull(list)) return NAN;
+  if (!cJSON_IsArray(list)) {
+    bad(r, key, "an array");
+    return NAN;
+  }
+  double worst = NAN;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, list) {
+    if (!cJSON_IsObject(c)) {
+      bad(r, key, "an array of objects");
+      return NAN;
+    }
+    double nmse = number_of(r, c, "nmse", NAN);
+    if (!isnan(nmse) && !(worst >= nmse)) worst = nmse;
+    const cJSON *nf = cJSON_GetObjectItemCaseSensitive(c, "nonfinite");
+    if (out_nonfinite && cJSON_IsTrue(nf)) *out_nonfinite = true;
+  }
+  return worst;
+}
+
+/* The fields read the same way, string or number, by their place in the struct. */
+typedef struct field {
+  const char *key;
+  size_t offset;
+  double fallback; /* numbers: when absent or null */
+} field_t;
+
+#define ENTRY(key, fallback) \
+  { #key, offsetof(xr_report_entry_t, key), fallback }
+static const field_t entry_texts[] = {
+    ENTRY(name, 0), ENTRY(outcome, 0), ENTRY(message, 0),    ENTRY(kernel, 0),
+    ENTRY(args, 0), ENTRY(family, 0),  ENTRY(peak_dtype, 0), ENTRY(bound, 0),
+};
+static const field_t entry_numbers[] = {
+    ENTRY(min_us, NAN),  ENTRY(p10_us, NAN),
+    ENTRY(p90_us, NAN),  ENTRY(tflops, NAN),
+    ENTRY(gbps, NAN),    ENTRY(flops, NAN),
+    ENTRY(bytes, NAN),   ENTRY(peak_percent, NAN),
+    ENTRY(trace_us, -1), ENTRY(replay_over_trace, NAN),
+};
+#undef ENTRY
+#define HEAD(key) \
+  { #key, offsetof(xr_report_contents_t, key), 0 }
+static const field_t head_texts[] = {
+    HEAD(bundle),          HEAD(hal),  HEAD(device), HEAD(driver), HEAD(driver_version),
+    HEAD(runtime_version), HEAD(date),
+};
+#undef HEAD
+
+static void read_fields(reader_t *r, const cJSON *o, void *out, const field_t *texts,
+                        size_t n_texts, const field_t *numbers, size_t n_numbers) {
+  for (size_t k = 0; k < n_texts; k++)
+    *(const char **)((char *)out + texts[k].offset) = text_of(r, o, texts[k].key);
+  for (size_t k = 0; k < n_numbers; k++)
+    *(double *)((char *)out + numbers[k].offset) =
+        number_of(r, o, numbers[k].key, numbers[k].fallback);
+}
+
+static void read_entry(reader_t *r, const cJSON *o, xr_report_entry_t *e) {
+  read_fields(r, o, e, entry_texts, sizeof entry_texts / sizeof entry_texts[0], entry_numbers,
+              sizeof entry_numbers / sizeof entry_numbers[0]);
+  double iterations = number_of(r, o, "iterations", 0);
+  e->iterations = iterations >= 0 && iterations < 1e9 ? (int)iterations : 0;
+  double median = number_of(r, o, "median_us", -1);
+  e->median_us = !strcmp(e->outcome, "ok") && median > 0 ? median : -1;
+  const cJSON *passed = cJSON_GetObjectItemCaseSensitive(o, "check_passed");
+  if (passed && !cJSON_IsBool(passed) && !cJSON_IsNull(passed)) bad(r, "check_passed", "a bool");
+  e->check_passed = cJSON_IsBool(passed) ? cJSON_IsTrue(passed) : -1;
+  e->check_nmse = worst_nmse(r, o, "check", NULL);
+  e->nmse_vs_first = worst_nmse(r, o, "vs_first_device", &e->nonfinite_vs_first);
+}
+
+static void read_head(reader_t *r, const cJSON *j, xr_report_contents_t *c) {
+  double version = number_of(r, j, "xreplay_report", 0);
+  c->version = version >= 0 && version < 1e6 ? (int)version : 0;
+  read_fields(r, j, c, head_texts, sizeof head_texts / sizeof head_texts[0], NULL, 0);
+  c->source_trace = c->source_device = "";
+  const cJSON *source = object_of(r, j, "source");
+  if (source) {
+    snprintf(r->where, sizeof r->where, "source.");
+    c->source_trace = text_of(r, source, "trace");
+    c->source_device = text_of(r, source, "device");
+  }
+  const cJSON *peaks = object_of(r, j, "peaks");
+  snprintf(r->where, sizeof r->where, "peaks.");
+  c->bandwidth = figure_of(r, peaks, "memory_bandwidth");
+  const cJSON *flops = object_of(r, peaks, "flops"), *f;
+  snprintf(r->where, sizeof r->where, "peaks.flops.");
+  cJSON_ArrayForEach(f, flops) {
+    if (c->peak_count == XR_REPORT_MAX_PEAKS) break;
+    xr_report_figure_t fig = figure_of(r, flops, f->string);
+    if (isfinite(fig.value) && fig.value > 0) c->peaks[c->peak_count++] = fig;
+  }
+  r->where[0] = '\0';
+  c->options = object_of(r, j, "options");
+  const cJSON *s = object_of(r, j, "summary");
+  c->finished = s != NULL;
+  c->cancelled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "cancelled"));
+  snprintf(r->where, sizeof r->where, "summary.");
+  c->total = number_of(r, s, "total", NAN);
+  c->attempted = number_of(r, s, "attempted", NAN);
+  c->succeeded = number_of(r, s, "succeeded", NAN);
+  c->failed = number_of(r, s, "failed", NAN);
+  c->unsupported = number_of(r, s, "unsupported", NAN);
+  c->trace_total_us = number_of(r, s, "trace_total_us", NAN);
+  c->trace_covered_us = number_of(r, s, "trace_covered_us", NAN);
+  r->where[0] = '\0';
+}
+
+xr_status_t xr_report_from_json(cJSON *j, const char *name, xr_report_contents_t **out_contents) {
+  *out_contents = NULL;
+  const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");
+  if (!cJSON_IsObject(j) || !cJSON_IsArray(ops)) {
+    cJSON_Delete(j);
+    return xr_error(XR_INVALID_ARGUMENT, "%s: not a replay report: \"ops\" is not an array", name);
+  }
+  size_t n = (size_t)cJSON_GetArraySize(ops);
+  xr_report_contents_t *c = calloc(1, sizeof *c);
+  xr_report_entry_t *entries = calloc(n ? n : 1, sizeof *entries);
+  char *path = strdup(name);
+  if (!c || !entries || !path) {
+    free(c);
+    free(entries);
+    free(path);
+    cJSON_Delete(j);
+    return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory", name);
+  }
+  c->json = j;
+  c->ops = entries;
+  c->path = path;
+  reader_t r = {.name = name, .st = XR_OK};
+  read_head(&r, j, c);
+  size_t i = 0;
+  const cJSON *o;
+  cJSON_ArrayForEach(o, ops) {
+    if (r.st != XR_OK) break;
+    if (!cJSON_IsObject(o) || !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "index")) ||
+        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "name"))) {
+      r.st = xr_error(XR_INVALID_ARGUMENT, "%s: ops[%zu]: not a replay result (no index or name)",
+                      name, i);
+      break;
+    }
+    double index = cJSON_GetObjectItemCaseSensitive(o, "index")->valuedouble;
+    if (!(index >= 0 && index < 9007199254740992.0) || index != floor(index)) {
+      r.st = xr_error(XR_INVALID_ARGUMENT, "%s: ops[%zu].index: not an op position (%g)", name, i,
+                      index);
+      break;
+    }
+    xr_report_entry_t *e = &entries[i];
+    e->index = (int64_t)index;
+    snprintf(r.where, sizeof r.where, "ops[%zu].", i);
+    read_entry(&r, o, e);
+    i++;
+  }
+  c->op_count = i;
+  if (r.st != XR_OK) {
+    xr_report_contents_free(c);
+    return r.st;
+  }
+  *out_contents = c;
+  return XR_OK;
 }
 
 xr_status_t xr_report_read(const char *path, xr_report_contents_t **out_contents) {
+  *out_contents = NULL;
   uint8_t *text = NULL;
   size_t size = 0;
   xr_status_t st = xr_read_file(path, &text, &size);
@@ -25,62 +232,14 @@ xr_status_t xr_report_read(const char *path, xr_report_contents_t **out_contents
   cJSON *j = cJSON_ParseWithLength((const char *)text, size);
   free(text);
   if (!j) return xr_error(XR_INVALID_ARGUMENT, "%s: not a replay report: not JSON", path);
-  const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");
-  if (!cJSON_IsObject(j) || !cJSON_IsArray(ops)) {
-    cJSON_Delete(j);
-    return xr_error(XR_INVALID_ARGUMENT, "%s: not a replay report: \"ops\" is not an array", path);
-  }
-  size_t n = (size_t)cJSON_GetArraySize(ops);
-  xr_report_contents_t *c = calloc(1, sizeof *c);
-  xr_report_entry_t *entries = calloc(n ? n : 1, sizeof *entries);
-  if (!c || !entries) {
-    free(c);
-    free(entries);
-    cJSON_Delete(j);
-    return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
-  }
-  c->json = j;
-  c->ops = entries;
-  c->bundle = text_of(j, "bundle");
-  c->hal = text_of(j, "hal");
-  c->device = text_of(j, "device");
-  c->finished = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "summary"));
-  size_t i = 0;
-  const cJSON *o;
-  cJSON_ArrayForEach(o, ops) {
-    if (!cJSON_IsObject(o) || !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "index")) ||
-        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "name"))) {
-      xr_report_contents_free(c);
-      return xr_error(XR_INVALID_ARGUMENT, "%s: ops[%zu]: not a replay result (no index or name)",
-                      path, i);
-    }
-    double index = number_of(o, "index", -1);
-    if (!(index >= 0 && index < 9007199254740992.0) || index != floor(index)) {
-      xr_report_contents_free(c);
-      return xr_error(XR_INVALID_ARGUMENT, "%s: ops[%zu].index: not an op position (%g)", path,
-                      i, index);
-    }
-    xr_report_entry_t *e = &entries[i++];
-    e->index = (int64_t)index;
-    e->name = text_of(o, "name");
-    e->outcome = text_of(o, "outcome");
-    e->kernel = text_of(o, "kernel");
-    double median = number_of(o, "median_us", -1);
-    e->median_us = !strcmp(e->outcome, "ok") && median > 0 ? median : -1;
-    e->tflops = number_of(o, "tflops", 0);
-    e->gbps = number_of(o, "gbps", 0);
-    e->peak_percent = number_of(o, "peak_percent", 0);
-    e->trace_us = number_of(o, "trace_us", -1);
-  }
-  c->op_count = i;
-  *out_contents = c;
-  return XR_OK;
+  return xr_report_from_json(j, path, out_contents);
 }
 
 void xr_report_contents_free(xr_report_contents_t *c) {
   if (!c) return;
   cJSON_Delete(c->json);
   free(c->ops);
+  free((char *)c->path);
   free(c);
 }
 

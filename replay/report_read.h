@@ -14,28 +14,71 @@
 extern "C" {
 #endif
 
-/* One op of a report read back. Strings are owned by the report. */
+/* The version of the JSON report written now ("xreplay_report"). Version 1 reports (and those
+ * without the field) lack the date, the source trace, the device's peaks and each op's family. */
+#define XR_REPORT_VERSION 2
+
+/* One op of a report read back. Strings are owned by the report; "" when the report lacks them,
+ * numbers NAN (the four that say otherwise aside). */
 typedef struct xr_report_entry {
   int64_t index;             /* position in the bundle */
   const char *name;
   const char *outcome;       /* "ok", "failed", "unsupported" */
+  const char *message;       /* why it failed or is unsupported */
   const char *kernel;        /* "" when none ran */
+  const char *args;          /* "self=bf16[16,2048] mat2=..." */
+  const char *family;        /* the op family ("gemm") */
+  const char *peak_dtype;    /* whose compute peak bounds it ("bf16") */
+  const char *bound;         /* "compute" or "memory" */
+  int iterations;            /* 0 when not timed */
   double median_us;          /* < 0 unless the op succeeded with a timing */
+  double min_us, p10_us, p90_us;
   double tflops, gbps, peak_percent;
+  double flops, bytes;       /* of one execution */
   double trace_us;           /* < 0 when the bundle recorded none */
+  double replay_over_trace;
+  int check_passed;          /* 1 passed, 0 failed, -1 not checked */
+  double check_nmse;         /* the worst output's NMSE against the reference */
+  double nmse_vs_first;      /* the worst output's NMSE against the run's first HAL */
+  bool nonfinite_vs_first;
 } xr_report_entry_t;
 
+/* A device figure from the report's header: `value` NAN and `source` "" when absent. */
+typedef struct xr_report_figure {
+  const char *dtype; /* for peak FLOP/s: "fp32", "bf16", ... */
+  double value;      /* FLOP/s, or bytes/s for the bandwidth */
+  const char *source; /* "datasheet", "estimated", "calibrated" */
+} xr_report_figure_t;
+
+#define XR_REPORT_MAX_PEAKS 8
+
 typedef struct xr_report_contents {
-  const char *bundle, *hal, *device; /* "" when the header lacks them */
+  const char *path;          /* the file read (or the name given to xr_report_from_json) */
+  int version;               /* "xreplay_report"; 0 when absent */
+  /* The header, "" when absent. */
+  const char *bundle, *hal, *device, *driver, *driver_version, *runtime_version, *date;
+  const char *source_trace, *source_device; /* where the bundle came from */
+  xr_report_figure_t bandwidth;
+  size_t peak_count;
+  xr_report_figure_t peaks[XR_REPORT_MAX_PEAKS];
+  const cJSON *options;      /* the run's options object, NULL when absent */
   size_t op_count;
   xr_report_entry_t *ops;
   bool finished;             /* the run wrote its summary */
+  bool cancelled;            /* ... and was interrupted */
+  double total, attempted, succeeded, failed, unsupported; /* the summary's counts, or NAN */
+  double trace_total_us, trace_covered_us;
   cJSON *json;               /* the parsed document, which owns the strings */
 } xr_report_contents_t;
 
 /* Reads a JSON report. INVALID_ARGUMENT naming the file and the field when it is not one
- * ("r.json: not a replay report: \"ops\" is not an array"), NOT_FOUND when it cannot be read. */
+ * ("r.json: not a replay report: \"ops\" is not an array", "r.json: ops[3].median_us: not a
+ * number"), NOT_FOUND when it cannot be read. Fields a report lacks are left empty: older
+ * versions of the tool wrote fewer, and a killed run's report has no summary. */
 xr_status_t xr_report_read(const char *path, xr_report_contents_t **out_contents);
+/* The same from a parsed document, which it takes over (freed on error too); `name` stands for
+ * the file in messages and in contents->path (copied). */
+xr_status_t xr_report_from_json(cJSON *json, const char *name, xr_report_contents_t **out_contents);
 void xr_report_contents_free(xr_report_contents_t *contents); /* accepts NULL */
 
 /* The entry for op `index` named `name`, or NULL. */

@@ -15,6 +15,7 @@ enum { XR_EXIT_OK = 0, XR_EXIT_FAILED = 1, XR_EXIT_USAGE = 2, XR_EXIT_UNAVAILABL
 int xr_cmd_replay(int argc, char **argv);    /* tools/cmd_replay.c: replay [OPTIONS] BUNDLE */
 int xr_cmd_plan(int argc, char **argv);      /* tools/cmd_plan.c: what replay would run, no run */
 int xr_cmd_compare(int argc, char **argv);   /* tools/cmd_compare.c: two reports side by side */
+int xr_cmd_report(int argc, char **argv);    /* tools/cmd_report.c: reports as one HTML page */
 int xr_cmd_devices(int argc, char **argv);   /* tools/cmd_devices.c */
 int xr_cmd_convert(int argc, char **argv);   /* tools/cmd_formats.c */
 int xr_cmd_inspect(int argc, char **argv);   /* tools/cmd_formats.c */

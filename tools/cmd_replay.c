@@ -12,6 +12,7 @@
 #include "formats/bundle.h"
 #include "replay/replay.h"
 #include "replay/report.h"
+#include "replay/report_html.h"
 #include "tools/cli.h"
 
 static const char usage[] =
@@ -29,6 +30,7 @@ static const char usage[] =
     "  --init=OP:POLICY    custom initializer policy for an op (repeatable), e.g.\n"
     "                      --init=_C::paged_attention_v1:uniform --init=vllm::outplace_fused_experts:zipf:1.2\n"
     "  --report=FILE       write a .json or .csv report as the run goes (one per HAL: FILE.<hal>.json)\n"
+    "  --html=FILE         at the end, the run as one HTML page (what `replay report` draws)\n"
     "  --dump-outputs=DIR  write each op's outputs (first execution) as op<i>_<target>.npy\n"
     "  --op-filter=TEXT    only ops whose name contains TEXT\n"
     "  --op-limit=N        at most N ops\n"
@@ -59,13 +61,14 @@ typedef struct kept {
 
 typedef struct run_ctx {
   const xr_bundle_t *bundle;
-  const char *path, *report_path;
+  const char *path, *report_path, *html_path;
   const xr_replay_options_t *options;
   bool verbose, tty;
   double started_s;
   size_t device_count;
   char specs[XR_REPLAY_MAX_DEVICES][64];
   xr_report_t *reports[XR_REPLAY_MAX_DEVICES];
+  xr_report_t *pages[XR_REPLAY_MAX_DEVICES]; /* the same reports kept in memory, for --html */
   xr_status_t report_status;
   kept_t *kept; /* op index * device_count + device, for several devices */
 } run_ctx_t;
@@ -106,10 +109,19 @@ static void on_started(void *context, const xr_replay_summary_t *run) {
     snprintf(c->specs[d], sizeof c->specs[d], "%s", dev->spec);
     printf("== %s: %s (%s), %zu ops from %s\n", dev->spec, dev->properties.name,
            dev->properties.driver, c->bundle->op_count, c->path);
+    if (c->html_path && c->report_status == XR_OK) {
+      c->report_status = xr_report_open(NULL, c->path, &c->bundle->meta, run, d, c->options,
+                                        &c->pages[d]);
+      if (c->report_status != XR_OK) {
+        fprintf(stderr, "replay: --html: %s\n", xr_last_error());
+        *c->options->cancel = 1;
+      }
+    }
     if (!c->report_path || c->report_status != XR_OK) continue;
     char path[4200];
     report_path_for(c, run, d, path, sizeof path);
-    c->report_status = xr_report_open(path, c->path, run, d, c->options, &c->reports[d]);
+    c->report_status =
+        xr_report_open(path, c->path, &c->bundle->meta, run, d, c->options, &c->reports[d]);
     if (c->report_status != XR_OK) {
       /* Nothing measured would be kept: stop before the first op. */
       fprintf(stderr, "replay: %s\n", xr_last_error());
@@ -169,6 +181,7 @@ static void on_result(void *context, const xr_op_result_t *r, size_t position, s
   xr_report_t *report = c->reports[r->device_index];
   if (report && c->report_status == XR_OK && (c->report_status = xr_report_add(report, r)) != XR_OK)
     fprintf(stderr, "replay: report: %s\n", xr_last_error());
+  xr_report_add(c->pages[r->device_index], r); /* in memory: cannot fail but for memory */
   if (c->tty) fputs("\r\033[K", stderr);
   print_result(c, r);
   fflush(stdout);
@@ -179,6 +192,32 @@ static void on_result(void *context, const xr_op_result_t *r, size_t position, s
     fprintf(stderr, "op %zu of %zu, %.0f s elapsed, ETA %.0f s", position + 2, count, elapsed, eta);
     fflush(stderr);
   }
+}
+
+/* --html: the run's reports, kept in memory, drawn as `replay report` draws files. */
+static int write_page(run_ctx_t *c, const xr_replay_summary_t *s) {
+  xr_report_contents_t *contents[XR_REPLAY_MAX_DEVICES] = {0};
+  int rc = XR_EXIT_OK;
+  for (size_t d = 0; d < c->device_count; d++) {
+    char name[128];
+    snprintf(name, sizeof name, "this run on %s", c->specs[d]);
+    if (xr_report_close_contents(c->pages[d], s, name, &contents[d]) != XR_OK) {
+      fprintf(stderr, "replay: --html: %s\n", xr_last_error());
+      rc = XR_EXIT_USAGE;
+    }
+    c->pages[d] = NULL;
+  }
+  if (rc == XR_EXIT_OK && c->device_count) {
+    if (xr_report_html_write(c->html_path, (const xr_report_contents_t *const *)contents,
+                             c->device_count) == XR_OK) {
+      printf("wrote %s\n", c->html_path);
+    } else {
+      fprintf(stderr, "replay: --html: %s\n", xr_last_error());
+      rc = XR_EXIT_USAGE;
+    }
+  }
+  for (size_t d = 0; d < c->device_count; d++) xr_report_contents_free(contents[d]);
+  return rc;
 }
 
 static void print_side_by_side(const run_ctx_t *c) {
@@ -212,7 +251,8 @@ int xr_cmd_replay(int argc, char **argv) {
   xr_replay_options_t o;
   xr_replay_options_default(&o);
   o.calibrate = true;
-  const char *path = NULL, *report_path = NULL, *dump = NULL, *model_config = NULL;
+  const char *path = NULL, *report_path = NULL, *html_path = NULL, *dump = NULL,
+             *model_config = NULL;
   bool verbose = false;
   char inits[4096] = "";
   for (int i = 1; i < argc; i++) {
@@ -222,7 +262,7 @@ int xr_cmd_replay(int argc, char **argv) {
     uint64_t bytes;
     /* Accept "--flag value" as well as "--flag=value" for flags that take a value. */
     static const char *const valued[] = {"--hal", "--warmup", "--iters", "--min-time", "--seed",
-                                         "--cache", "--rotate", "--init", "--report",
+                                         "--cache", "--rotate", "--init", "--report", "--html",
                                          "--dump-outputs", "--op-filter", "--op-limit",
                                          "--max-memory", "--model-config", NULL};
     for (const char *const *f = valued; *f && !v; f++)
@@ -242,6 +282,7 @@ int xr_cmd_replay(int argc, char **argv) {
       size_t len = strlen(inits);
       snprintf(inits + len, sizeof inits - len, "%s%s", len ? ";" : "", v);
     } else if (IS("--report") && v) report_path = v;
+    else if (IS("--html") && v) html_path = v;
     else if (IS("--dump-outputs") && v) dump = v;
     else if (IS("--op-filter") && v) o.op_filter = v;
     else if (IS("--op-limit") && v && xr_cli_parse_int(v, 0, &n)) o.op_limit = n;
@@ -269,7 +310,8 @@ int xr_cmd_replay(int argc, char **argv) {
     return XR_EXIT_USAGE;
   }
   if (inits[0]) o.init_overrides = inits;
-  char pbuf[4096], rbuf[4096], dbuf[4096];
+  char pbuf[4096], rbuf[4096], dbuf[4096], hbuf[4096];
+  if (html_path) html_path = xr_cli_path(html_path, hbuf, sizeof hbuf);
   path = xr_cli_path(path, pbuf, sizeof pbuf);
   if (report_path) {
     report_path = xr_cli_path(report_path, rbuf, sizeof rbuf);
@@ -289,7 +331,8 @@ int xr_cmd_replay(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
-  run_ctx_t ctx = {.bundle = b, .path = path, .report_path = report_path, .options = &o,
+  run_ctx_t ctx = {.bundle = b, .path = path, .report_path = report_path, .html_path = html_path,
+                   .options = &o,
                    .verbose = verbose, .tty = isatty(2), .started_s = now_s()};
   xr_replay_observer_t observer = {.started = on_started, .result = on_result, .context = &ctx};
   xr_replay_summary_t s;
@@ -316,6 +359,11 @@ int xr_cmd_replay(int argc, char **argv) {
     if (dev->failed) rc = XR_EXIT_FAILED;
   }
   if (st == XR_OK && ctx.kept) print_side_by_side(&ctx);
+  if (st == XR_OK && html_path && ctx.report_status == XR_OK) {
+    int page = write_page(&ctx, &s);
+    if (page != XR_EXIT_OK) rc = page;
+  }
+  for (size_t d = 0; d < ctx.device_count; d++) xr_report_close(ctx.pages[d], NULL);
   if (ctx.report_status != XR_OK) rc = XR_EXIT_USAGE;
   free(ctx.kept);
   xr_bundle_destroy(b);

@@ -19,6 +19,8 @@ static const char usage[] =
     "                                     runs nothing (`replay plan --help`)\n"
     "       replay devices [--json]         HAL drivers and devices, and why one is unavailable\n"
     "       replay compare A.json B.json [--svg FILE]  two reports side by side\n"
+    "       replay report A.json [B.json ...] -o PAGE.html  reports as one HTML page: roofline,\n"
+    "                                     speed-ups, every op (`replay report --help`)\n"
     "       replay inspect BUNDLE [--json]  print the op table\n"
     "       replay validate BUNDLE          check a bundle and its .npy files\n"
     "       replay convert IN OUT [--to=json|msgpack|tracelens] [--embed-data|--strip-data]\n"
@@ -45,6 +47,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "plan") == 0) return xr_cmd_plan(argc - 1, argv + 1);
   if (strcmp(cmd, "devices") == 0) return xr_cmd_devices(argc - 1, argv + 1);
   if (strcmp(cmd, "compare") == 0) return xr_cmd_compare(argc - 1, argv + 1);
+  if (strcmp(cmd, "report") == 0) return xr_cmd_report(argc - 1, argv + 1);
   if (strcmp(cmd, "extract") == 0) return xr_cmd_extract(argc - 1, argv + 1);
   if (strcmp(cmd, "--help-run") == 0) {
     char *help[] = {"replay", "--help"};

@@ -1,7 +1,9 @@
 /* Replay reports read back, as `replay compare` reads another machine's: every entry found by
- * position and name again. */
+ * position and name again; then drawn, as `replay report` and `replay compare --svg` draw
+ * them (into /dev/null: the drawing must survive any report that reads). */
 #include <stdlib.h>
 
+#include "replay/report_html.h"
 #include "replay/report_read.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -12,6 +14,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t i = 0; i < c->op_count; i++) {
       const xr_report_entry_t *e = xr_report_find(c, c->ops[i].index, c->ops[i].name);
       fuzz_require(e != NULL, "entry %zu not found by its own index and name", i);
+    }
+    const xr_report_contents_t *pages[2] = {c, c};
+    fuzz_require(xr_report_html_write("/dev/null", pages, 2) == XR_OK, "drawing: %s",
+                 xr_last_error());
+    FILE *f = fopen("/dev/null", "w");
+    if (f) {
+      xr_report_speedup_svg(f, c, c);
+      fclose(f);
     }
   }
   xr_report_contents_free(c);

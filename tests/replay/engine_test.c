@@ -42,7 +42,7 @@ static void started(void *ctx, const xr_replay_summary_t *run) {
   cr_assert_str_eq(run->devices[0].spec, "cpu");
   cr_assert_str_eq(run->devices[0].properties.driver, "cpu");
   if (s->report_path)
-    cr_assert_eq(xr_report_open(s->report_path, "t.json", run, 0, s->options, &s->report), XR_OK,
+    cr_assert_eq(xr_report_open(s->report_path, "t.json", NULL, run, 0, s->options, &s->report), XR_OK,
                  "%s", xr_last_error());
 }
 

@@ -11,43 +11,9 @@
 #include <unistd.h>
 
 #include "formats/bundle.h"
+#include "tests/tools/cli_util.h"
 
 #define EXAMPLE "examples/llm_small.msgpack"
-
-static char out_text[1 << 16], err_text[1 << 16];
-
-static const char *tmpdir(void) {
-  const char *t = getenv("TEST_TMPDIR");
-  return t ? t : "/tmp";
-}
-
-static void slurp(const char *path, char *buf, size_t n) {
-  FILE *f = fopen(path, "r");
-  size_t got = f ? fread(buf, 1, n - 1, f) : 0;
-  buf[got] = '\0';
-  if (f) fclose(f);
-}
-
-/* Runs `tools/replay ARGS`, keeping stdout and stderr; returns the exit code. */
-static int replay(const char *args) {
-  char cmd[8192], out[1024], err[1024];
-  /* Criterion runs tests in parallel processes: keep each one's files apart. */
-  snprintf(out, sizeof out, "%s/stdout.%d", tmpdir(), (int)getpid());
-  snprintf(err, sizeof err, "%s/stderr.%d", tmpdir(), (int)getpid());
-  snprintf(cmd, sizeof cmd, "tools/replay %s >%s 2>%s", args, out, err);
-  int status = system(cmd);
-  slurp(out, out_text, sizeof out_text);
-  slurp(err, err_text, sizeof err_text);
-  cr_assert(WIFEXITED(status), "replay %s did not exit normally", args);
-  return WEXITSTATUS(status);
-}
-
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fputs(text, f);
-  fclose(f);
-}
 
 Test(cli, inspect_prints_the_op_table) {
   cr_assert_eq(replay("inspect " EXAMPLE), 0, "%s", err_text);
@@ -194,9 +160,11 @@ static const char *tiny_bundle(void) {
 }
 
 Test(cli, replay_lines_summary_and_trace_coverage) {
-  char args[4096], report[1024];
+  char args[4096], report[1024], html[1024];
   snprintf(report, sizeof report, "%s/r.%d.csv", tmpdir(), (int)getpid());
-  snprintf(args, sizeof args, "--hal=cpu --iters=3 --warmup=1 --check -v --report=%s %s", report,
+  snprintf(html, sizeof html, "%s/r.%d.html", tmpdir(), (int)getpid());
+  snprintf(args, sizeof args,
+           "--hal=cpu --iters=3 --warmup=1 --check -v --report=%s --html=%s %s", report, html,
            tiny_bundle());
   cr_assert_eq(replay(args), 0, "%s", err_text);
   cr_assert(strstr(out_text, "check ok"), "%s", out_text);
@@ -209,6 +177,11 @@ Test(cli, replay_lines_summary_and_trace_coverage) {
   slurp(report, out_text, sizeof out_text);
   cr_assert(strstr(out_text, "index,name,outcome,kernel"), "%s", out_text);
   cr_assert(strstr(out_text, "\"x::unknown_op\",unsupported"), "%s", out_text);
+  /* --html: the page of the run (tests/tools/report_test.c renders such pages in a browser). */
+  slurp(html, out_text, sizeof out_text);
+  cr_assert(strstr(out_text, "<!DOCTYPE html>") && strstr(out_text, "</html>"), "%s", out_text);
+  cr_assert(strstr(out_text, "<td class=\"name\">x::unknown_op</td>"), "%s", out_text);
+  cr_assert(strstr(out_text, "pass (nmse "), "the check's result: %s", out_text);
 }
 
 Test(cli, unavailable_hal_exits_3_with_the_reason) {
@@ -250,8 +223,12 @@ Test(cli, two_hals_side_by_side_and_compare_reports) {
   snprintf(args, sizeof args, "compare %s %s --svg %s", a, a, svg);
   cr_assert_eq(replay(args), 0, "%s", err_text);
   cr_assert(strstr(out_text, "geometric-mean speed-up of B over A: 1.000x"), "%s", out_text);
+  cr_assert(strstr(out_text, "A: ") && strstr(out_text, " (cpu \u00b7 "), "%s", out_text);
   slurp(svg, out_text, sizeof out_text);
   cr_assert(strstr(out_text, "<svg") && strstr(out_text, "1.00x"), "%s", out_text);
+  /* Labelled with HAL and device, so that two HALs on one device differ. */
+  cr_assert(strstr(out_text, "Speed-up of cpu \u00b7 ") && strstr(out_text, "over cpu \u00b7 "),
+            "%s", out_text);
   /* An in-place op with two outputs (rotary: query and key) compares the same output of each
    * HAL, read as its own dtype (bf16, where the op's first input is int64 positions). */
   cr_assert_eq(replay("--hal=cpu,opencl --iters=2 --warmup=0 --op-filter=rotary "

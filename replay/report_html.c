@@ -1,0 +1,683 @@
+/* Replay reports drawn as HTML and SVG: see report_html.h. */
+#include "replay/report_html.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DASH "&#8212;" /* what a report does not hold */
+
+/* Text and attribute values alike: op names hold < > & ("aten::to<T>"), paths may hold quotes. */
+static void esc(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+      case '<': fputs("&lt;", f); break;
+      case '>': fputs("&gt;", f); break;
+      case '&': fputs("&amp;", f); break;
+      case '"': fputs("&quot;", f); break;
+      case '\'': fputs("&#39;", f); break;
+      default: fputc(*s, f);
+    }
+  }
+}
+
+void xr_report_label(const xr_report_contents_t *c, char *buf, size_t size) {
+  if (c->hal[0] && c->device[0])
+    snprintf(buf, size, "%s \u00b7 %s", c->hal, c->device);
+  else if (c->hal[0] || c->device[0])
+    snprintf(buf, size, "%s", c->hal[0] ? c->hal : c->device);
+  else
+    snprintf(buf, size, "%s", c->path);
+}
+
+static bool timed(const xr_report_entry_t *e) {
+  return e && e->median_us > 0;
+}
+
+double xr_report_speedup_geomean(const xr_report_contents_t *a, const xr_report_contents_t *b,
+                                 size_t *out_both) {
+  double log_sum = 0;
+  size_t both = 0;
+  for (size_t i = 0; i < a->op_count; i++) {
+    const xr_report_entry_t *ea = &a->ops[i], *eb = xr_report_find(b, ea->index, ea->name);
+    if (!timed(ea) || !timed(eb)) continue;
+    log_sum += log(ea->median_us / eb->median_us);
+    both++;
+  }
+  if (out_both) *out_both = both;
+  return both ? exp(log_sum / (double)both) : NAN;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the speed-up chart                                                                          */
+
+void xr_report_speedup_svg(FILE *f, const xr_report_contents_t *a, const xr_report_contents_t *b) {
+  char a_label[600], b_label[600];
+  xr_report_label(a, a_label, sizeof a_label);
+  xr_report_label(b, b_label, sizeof b_label);
+  size_t shown = 0;
+  double max_log = 1;
+  for (size_t i = 0; i < a->op_count; i++) {
+    const xr_report_entry_t *ea = &a->ops[i], *eb = xr_report_find(b, ea->index, ea->name);
+    if (!timed(ea) || !timed(eb)) continue;
+    double l = fabs(log2(ea->median_us / eb->median_us));
+    if (l > max_log) max_log = l;
+    shown++;
+  }
+  size_t both;
+  double geomean = xr_report_speedup_geomean(a, b, &both);
+  const int bar_h = 18, top = 78, label_w = 330, half = 260, width = label_w + 2 * half + 90;
+  int height = top + (int)(shown + 1) * bar_h + 30;
+  int mid = label_w + half;
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"speedup\" width=\"%d\" height=\"%d\" "
+          "font-family=\"sans-serif\" font-size=\"12\">\n",
+          width, height);
+  fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+  fputs("<text x=\"10\" y=\"20\" font-size=\"14\">Speed-up of ", f);
+  esc(f, b_label);
+  fputs("</text>\n<text x=\"10\" y=\"38\" font-size=\"14\">over ", f);
+  esc(f, a_label);
+  fputs("</text>\n<text class=\"geomean\" x=\"10\" y=\"56\" fill=\"#555\">", f);
+  if (both)
+    fprintf(f,
+            "per op, log scale (the first's median / the second's; right of 1x, the second is "
+            "faster); geometric mean %.2fx over %zu ops</text>\n",
+            geomean, both);
+  else
+    fputs("no op was timed in both</text>\n", f);
+  fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", mid, top - 6,
+          mid, height - 25);
+  fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">1x</text>\n", mid, height - 10);
+  int y = top;
+  for (size_t i = 0; i < a->op_count; i++) {
+    const xr_report_entry_t *ea = &a->ops[i], *eb = xr_report_find(b, ea->index, ea->name);
+    if (!timed(ea) || !timed(eb)) continue;
+    double s = ea->median_us / eb->median_us, l = log2(s);
+    int w = (int)(fabs(l) / max_log * half);
+    int x = l >= 0 ? mid : mid - w;
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%lld ", label_w - 8, y + 13,
+            (long long)ea->index);
+    esc(f, ea->name);
+    fprintf(f,
+            "</text>\n<rect class=\"bar\" data-index=\"%lld\" x=\"%d\" y=\"%d\" width=\"%d\" "
+            "height=\"%d\" fill=\"%s\"><title>",
+            (long long)ea->index, x, y + 2, w > 0 ? w : 1, bar_h - 4,
+            l >= 0 ? "#2a7ab9" : "#d9534f");
+    esc(f, ea->name);
+    fprintf(f, ": %.2f us / %.2f us = %.3fx</title></rect>\n", ea->median_us, eb->median_us, s);
+    fprintf(f, "<text x=\"%d\" y=\"%d\">%.2fx</text>\n", l >= 0 ? x + w + 4 : mid + 4, y + 13, s);
+    y += bar_h;
+  }
+  fprintf(f, "</svg>\n");
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* numbers                                                                                     */
+
+/* `digits` significant digits, but whole numbers from 10^digits up (10448, not 1.045e+04). */
+static void fmt(char *buf, size_t n, double v, int digits) {
+  if (fabs(v) >= pow(10, digits) && fabs(v) < 1e15)
+    snprintf(buf, n, "%.0f", v);
+  else
+    snprintf(buf, n, "%.*g", digits, v);
+}
+
+/* A number, or the dash when the report does not hold it. */
+static void num(FILE *f, double v, int digits) {
+  char buf[64];
+  fmt(buf, sizeof buf, v, digits);
+  fputs(isfinite(v) ? buf : DASH, f);
+}
+
+/* "12.3 G": SI prefixes for the roofline's ticks and the ceilings' labels. */
+static void si(char *buf, size_t n, double v) {
+  static const char *const prefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  int k = 0;
+  while (fabs(v) >= 1000 && k < 6) v /= 1000, k++;
+  snprintf(buf, n, "%.3g %s", v, prefix[k]);
+}
+
+/* A table cell: its sort key in data-v (numbers sort as numbers), its text or the dash. */
+static void num_cell(FILE *f, double v, int digits) {
+  if (isfinite(v))
+    fprintf(f, "<td class=\"n\" data-v=\"%.17g\">", v);
+  else
+    fputs("<td class=\"n\" data-v=\"\">", f);
+  num(f, v, digits);
+  fputs("</td>", f);
+}
+
+/* A report's string, or the dash when it holds none. */
+static void text(FILE *f, const char *s) {
+  if (s && s[0])
+    esc(f, s);
+  else
+    fputs(DASH, f);
+}
+
+static void text_cell(FILE *f, const char *cls, const char *s) {
+  fprintf(f, "<td class=\"%s\">", cls);
+  text(f, s);
+  fputs("</td>", f);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* op families' colours, one per family over the whole page                                    */
+
+#define MAX_FAMILIES 32
+
+typedef struct families {
+  size_t count;
+  const char *names[MAX_FAMILIES];
+} families_t;
+
+static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                      "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
+#define UNKNOWN_COLOUR "#444444"
+
+static const char *family_colour(families_t *fam, const char *name) {
+  if (!name[0]) return UNKNOWN_COLOUR;
+  size_t k = 0;
+  while (k < fam->count && strcmp(fam->names[k], name)) k++;
+  if (k == fam->count && fam->count < MAX_FAMILIES) fam->names[fam->count++] = name;
+  return palette[k % (sizeof palette / sizeof palette[0])];
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the roofline                                                                                */
+
+static bool plottable(const xr_report_entry_t *e) {
+  return timed(e) && e->flops > 0 && e->bytes > 0 && isfinite(e->flops) && isfinite(e->bytes);
+}
+
+typedef struct axes {
+  int left, top, width, height;
+  double x_lo, x_hi, y_lo, y_hi; /* decades */
+} axes_t;
+
+static double ax_x(const axes_t *a, double v) {
+  return a->left + (log10(v) - a->x_lo) / (a->x_hi - a->x_lo) * a->width;
+}
+static double ax_y(const axes_t *a, double v) {
+  return a->top + a->height - (log10(v) - a->y_lo) / (a->y_hi - a->y_lo) * a->height;
+}
+
+/* Whole decades around [lo, hi], at least two. */
+static void decades(double lo, double hi, double *out_lo, double *out_hi) {
+  if (!(lo > 0) || !isfinite(lo)) lo = 0.1;
+  if (!(hi >= lo) || !isfinite(hi)) hi = lo * 100;
+  /* Any figure a report may hold stays within a few hundred ticks. */
+  double l = fmax(floor(log10(lo)), -300), h = fmin(fmax(ceil(log10(hi)), l), 300);
+  if (h - l < 2) l = h - 2;
+  *out_lo = l;
+  *out_hi = h;
+}
+
+static const char *const ceiling_dash[] = {"", "6 3", "2 3", "8 3 2 3", "1 2", "10 4"};
+
+/* Each op at (FLOPs per byte, achieved FLOP/s) under the device's ceilings: the bandwidth line
+ * up to each compute peak's ridge point, then that peak. */
+static void roofline(FILE *f, const xr_report_contents_t *c, families_t *fam) {
+  double x_min = INFINITY, x_max = 0, y_min = INFINITY, y_max = 0;
+  size_t points = 0, no_flops = 0, untimed = 0;
+  for (size_t i = 0; i < c->op_count; i++) {
+    const xr_report_entry_t *e = &c->ops[i];
+    if (!timed(e)) {
+      untimed++;
+      continue;
+    }
+    if (!plottable(e)) {
+      no_flops++;
+      continue;
+    }
+    double x = e->flops / e->bytes, y = e->flops / (e->median_us * 1e-6);
+    x_min = fmin(x_min, x), x_max = fmax(x_max, x);
+    y_min = fmin(y_min, y), y_max = fmax(y_max, y);
+    points++;
+  }
+  double bw = c->bandwidth.value;
+  bool has_bw = isfinite(bw) && bw > 0;
+  for (size_t k = 0; k < c->peak_count; k++) {
+    double p = c->peaks[k].value;
+    y_max = fmax(y_max, p);
+    y_min = fmin(y_min, p / 100);
+    if (has_bw) x_min = fmin(x_min, p / bw / 10), x_max = fmax(x_max, p / bw * 10);
+  }
+  axes_t a = {.left = 78, .top = 16, .width = 560, .height = 330};
+  decades(x_min, x_max, &a.x_lo, &a.x_hi);
+  decades(y_min, y_max, &a.y_lo, &a.y_hi);
+  int w = a.left + a.width + 130, h = a.top + a.height + 50;
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"roofline\" width=\"%d\" height=\"%d\" "
+          "font-family=\"sans-serif\" font-size=\"11\">\n"
+          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+          "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#999\"/>\n",
+          w, h, a.left, a.top, a.width, a.height);
+  char buf[64];
+  for (double d = a.x_lo; d <= a.x_hi + 1e-9; d++) {
+    double x = ax_x(&a, pow(10, d));
+    fprintf(f,
+            "<line class=\"tick\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e4e4e4\"/>"
+            "<text class=\"xtick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+            x, a.top, x, a.top + a.height, x, a.top + a.height + 14, pow(10, d));
+  }
+  for (double d = a.y_lo; d <= a.y_hi + 1e-9; d++) {
+    double y = ax_y(&a, pow(10, d));
+    si(buf, sizeof buf, pow(10, d));
+    fprintf(f,
+            "<line class=\"tick\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
+            "<text class=\"ytick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+            a.left, y, a.left + a.width, y, a.left - 4, y + 4, buf);
+  }
+  fprintf(f,
+          "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n"
+          "<text transform=\"translate(14 %d) rotate(-90)\" text-anchor=\"middle\">achieved "
+          "FLOP/s</text>\n",
+          a.left + a.width / 2, a.top + a.height + 34, a.top + a.height / 2);
+  /* Ceilings: clipped to the plot. */
+  double x_left = pow(10, a.x_lo), x_right = pow(10, a.x_hi), y_floor = pow(10, a.y_lo);
+  double top_peak = 0;
+  for (size_t k = 0; k < c->peak_count; k++) top_peak = fmax(top_peak, c->peaks[k].value);
+  if (has_bw) {
+    double x0 = fmax(x_left, y_floor / bw),
+           x1 = top_peak > 0 ? fmin(x_right, top_peak / bw) : x_right;
+    si(buf, sizeof buf, bw);
+    fprintf(f,
+            "<line class=\"ceiling\" data-kind=\"memory\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+            "y2=\"%.1f\" stroke=\"black\" stroke-width=\"1.5\"><title>memory %sB/s (",
+            ax_x(&a, x0), ax_y(&a, bw * x0), ax_x(&a, x1), ax_y(&a, fmin(bw * x1, pow(10, a.y_hi))),
+            buf);
+    esc(f, c->bandwidth.source);
+    fputs(")</title></line>\n", f);
+  }
+  for (size_t k = 0; k < c->peak_count; k++) {
+    const xr_report_figure_t *p = &c->peaks[k];
+    double x0 = has_bw ? fmax(x_left, p->value / bw) : x_left;
+    if (x0 > x_right) x0 = x_right;
+    double y = ax_y(&a, p->value);
+    si(buf, sizeof buf, p->value);
+    fputs("<line class=\"ceiling\" data-kind=\"compute\" data-dtype=\"", f);
+    esc(f, p->dtype);
+    fprintf(f,
+            "\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\" "
+            "stroke-dasharray=\"%s\"><title>",
+            ax_x(&a, x0), y, ax_x(&a, x_right), y, ceiling_dash[k % 6]);
+    esc(f, p->dtype);
+    fprintf(f, " %sFLOP/s (", buf);
+    esc(f, p->source);
+    fprintf(f, ")</title></line>\n<text x=\"%d\" y=\"%.1f\">", a.left + a.width + 4, y + 4);
+    esc(f, p->dtype);
+    fprintf(f, " %sFLOP/s</text>\n", buf);
+  }
+  for (size_t i = 0; i < c->op_count; i++) {
+    const xr_report_entry_t *e = &c->ops[i];
+    if (!plottable(e)) continue;
+    double x = e->flops / e->bytes, y = e->flops / (e->median_us * 1e-6);
+    fprintf(f,
+            "<circle class=\"pt\" data-index=\"%lld\" cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" "
+            "fill=\"%s\" fill-opacity=\"0.8\" stroke=\"#222\" stroke-width=\"0.5\"><title>%lld ",
+            (long long)e->index, ax_x(&a, x), ax_y(&a, y), family_colour(fam, e->family),
+            (long long)e->index);
+    esc(f, e->name);
+    fputs(" (", f);
+    esc(f, e->family[0] ? e->family : "family not recorded");
+    fputs(", ", f);
+    esc(f, e->kernel);
+    si(buf, sizeof buf, y);
+    fprintf(f, "): %.3g FLOP/byte, %sFLOP/s", x, buf);
+    if (isfinite(e->peak_percent)) fprintf(f, ", %.3g%% of peak", e->peak_percent);
+    fputs("</title></circle>\n", f);
+  }
+  fputs("</svg>\n", f);
+
+  /* The legend: ceilings with their source, the families shown. */
+  fputs("<ul class=\"legend\">", f);
+  if (has_bw) {
+    si(buf, sizeof buf, bw);
+    fprintf(
+        f,
+        "<li class=\"ceiling-legend\"><span class=\"swatch line\"></span>memory bandwidth %sB/s (",
+        buf);
+    esc(f, c->bandwidth.source[0] ? c->bandwidth.source : "source not recorded");
+    fputs(")</li>", f);
+  }
+  for (size_t k = 0; k < c->peak_count; k++) {
+    si(buf, sizeof buf, c->peaks[k].value);
+    fprintf(f,
+            "<li class=\"ceiling-legend\"><svg width=\"28\" height=\"8\"><line x1=\"0\" y1=\"4\" "
+            "x2=\"28\" y2=\"4\" stroke=\"black\" stroke-dasharray=\"%s\"/></svg> ",
+            ceiling_dash[k % 6]);
+    esc(f, c->peaks[k].dtype);
+    fprintf(f, " peak %sFLOP/s (", buf);
+    esc(f, c->peaks[k].source[0] ? c->peaks[k].source : "source not recorded");
+    fputs(")</li>", f);
+  }
+  bool unknown = false;
+  for (size_t i = 0; i < c->op_count; i++) {
+    const xr_report_entry_t *e = &c->ops[i];
+    if (!plottable(e)) continue;
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; j++)
+      seen = plottable(&c->ops[j]) && !strcmp(c->ops[j].family, e->family);
+    if (seen) continue;
+    if (!e->family[0]) {
+      unknown = true;
+      continue;
+    }
+    fprintf(f, "<li><span class=\"swatch\" style=\"background:%s\"></span>",
+            family_colour(fam, e->family));
+    esc(f, e->family);
+    fputs("</li>", f);
+  }
+  if (unknown)
+    fputs("<li><span class=\"swatch\" style=\"background:" UNKNOWN_COLOUR
+          "\"></span>family not recorded (older report)</li>",
+          f);
+  fputs("</ul>\n", f);
+  fprintf(f, "<p class=\"plotnote\">%zu ops plotted", points);
+  if (no_flops)
+    fprintf(f,
+            "; %zu timed ops with no FLOPs or bytes (data movement) are not: their GB/s is in the "
+            "table",
+            no_flops);
+  if (untimed) fprintf(f, "; %zu ops did not run here (table below)", untimed);
+  if (!c->peak_count && !has_bw)
+    fputs(
+        ". No ceilings: the report holds no device peaks (written by an older version, or the "
+        "device reported none)",
+        f);
+  fputs(".</p>\n", f);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the page                                                                                    */
+
+static const char style[] =
+    "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1500px}"
+    "h1{font-size:1.5em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ccc}"
+    "h3{font-size:1.05em}"
+    "table{border-collapse:collapse;font-size:0.85em}td,th{border:1px solid #ddd;padding:2px 6px;"
+    "vertical-align:top}th{background:#f2f2f2;cursor:pointer;position:sticky;top:0}"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums}td.args{font-family:monospace;"
+    "max-width:32em;word-break:break-all}tr.failed{background:#fde8e8}"
+    "tr.unsupported{background:#fdf6e3}"
+    "dl.head{display:grid;grid-template-columns:max-content auto;gap:2px 1em}dt{color:#666}"
+    ".note{background:#fff3cd;border:1px solid #e0c36a;padding:6px 10px;margin:6px 0}"
+    ".error{background:#fde8e8;border-color:#d9534f}"
+    "ul.legend{list-style:none;padding:0;font-size:0.85em;display:flex;flex-wrap:wrap;gap:4px 16px}"
+    ".swatch{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle;"
+    "border:1px solid #222}.swatch.line{height:0;border:0;border-top:2px solid black;width:28px}"
+    ".plotnote{font-size:0.85em;color:#555}";
+
+/* Sorting by a column and filtering by op name; the page is complete without it. */
+static const char script[] =
+    "document.querySelectorAll('table.ops').forEach(function(t){"
+    "t.querySelectorAll('th').forEach(function(th,c){th.title='sort';th.onclick=function(){"
+    "var b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),up=th.dataset.up!=='1';"
+    "th.dataset.up=up?'1':'0';rows.sort(function(x,y){"
+    "var p=x.cells[c],q=y.cells[c],u=p.dataset.v,v=q.dataset.v,r;"
+    "if(u!==undefined&&v!==undefined){u=u===''?-Infinity:+u;v=v===''?-Infinity:+v;r=u-v;}"
+    "else r=p.textContent.localeCompare(q.textContent);return up?r:-r;});"
+    "rows.forEach(function(r){b.appendChild(r);});};});});"
+    "var box=document.getElementById('filter');if(box)box.oninput=function(){"
+    "var s=box.value.toLowerCase();document.querySelectorAll('tr.op').forEach(function(r){"
+    "r.style.display=r.cells[1].textContent.toLowerCase().indexOf(s)<0?'none':'';});};"
+    "var f=document.getElementById('filterbox');if(f)f.style.display='';";
+
+static void head_row(FILE *f, const char *key, const char *value) {
+  fprintf(f, "<dt>%s</dt><dd>", key);
+  text(f, value);
+  fputs("</dd>", f);
+}
+
+/* The run's options on one line: "warmup 3, iters 20 (at least), min_time_ms 0, cache warm ...". */
+static void options_row(FILE *f, const xr_report_contents_t *c) {
+  fputs("<dt>options</dt><dd>", f);
+  if (!c->options) fputs(DASH, f);
+  const cJSON *o;
+  bool first = true;
+  cJSON_ArrayForEach(o, c->options) {
+    fputs(first ? "" : ", ", f);
+    first = false;
+    esc(f, o->string);
+    fputc(' ', f);
+    if (cJSON_IsString(o))
+      esc(f, o->valuestring);
+    else if (cJSON_IsNumber(o))
+      fprintf(f, "%g", o->valuedouble);
+    else if (cJSON_IsBool(o))
+      fputs(cJSON_IsTrue(o) ? "true" : "false", f);
+    else
+      fputs("?", f);
+  }
+  const cJSON *iters = cJSON_GetObjectItemCaseSensitive(c->options, "iters");
+  const cJSON *ms = cJSON_GetObjectItemCaseSensitive(c->options, "min_time_ms");
+  if (cJSON_IsNumber(iters) && cJSON_IsNumber(ms))
+    fprintf(f, " (stopping rule: at least %g timed iterations and %g ms of measured work)",
+            iters->valuedouble, ms->valuedouble);
+  fputs("</dd>", f);
+}
+
+static void notes(FILE *f, const xr_report_contents_t *c) {
+  if (c->version < XR_REPORT_VERSION) {
+    fprintf(f,
+            "<p class=\"note version\">Written by an older version of xreplay (report version "
+            "%d; this one writes %d): it records no date, source trace, device peaks or op "
+            "families, shown as " DASH " and without ceilings.</p>\n",
+            c->version, XR_REPORT_VERSION);
+  }
+  if (!c->finished) {
+    fprintf(f,
+            "<p class=\"note partial\">This run did not finish (its report has no summary: "
+            "killed, or still running): it holds the %zu ops that finished before it "
+            "stopped; later ops are missing, not failed.</p>\n",
+            c->op_count);
+  } else if (c->cancelled) {
+    fputs(
+        "<p class=\"note partial\">This run was interrupted: the ops after the last one listed "
+        "were not attempted.</p>\n",
+        f);
+  }
+}
+
+static void summary_line(FILE *f, const xr_report_contents_t *c) {
+  size_t ok = 0, failed = 0, unsupported = 0;
+  for (size_t i = 0; i < c->op_count; i++) {
+    const char *o = c->ops[i].outcome;
+    if (!strcmp(o, "ok"))
+      ok++;
+    else if (!strcmp(o, "failed"))
+      failed++;
+    else
+      unsupported++;
+  }
+  fprintf(f,
+          "<p class=\"summary\">%zu ops in this report: %zu succeeded, %zu failed, %zu "
+          "unsupported",
+          c->op_count, ok, failed, unsupported);
+  if (c->finished) {
+    fputs(" (the run's summary: ", f);
+    num(f, c->attempted, 12);
+    fputs(" of ", f);
+    num(f, c->total, 12);
+    fputs(" ops attempted", f);
+    if (c->trace_total_us > 0 && isfinite(c->trace_covered_us))
+      fprintf(f, "; the ops that ran cover %.1f%% of the source trace's GPU time",
+              100.0 * c->trace_covered_us / c->trace_total_us);
+    fputs(")", f);
+  }
+  fputs(".</p>\n", f);
+}
+
+static const char *const columns[] = {
+    "#",       "op",     "shapes",    "kernel", "median us", "p10&#8211;p90 us",
+    "TFLOP/s", "GB/s",   "% of peak", "bound",  "trace us",  "replay / trace",
+    "check",   "outcome"};
+
+static void op_table(FILE *f, const xr_report_contents_t *c, size_t run, bool nmse_column) {
+  fprintf(f, "<table class=\"ops\" id=\"ops-%zu\"><thead><tr>", run);
+  for (size_t k = 0; k < sizeof columns / sizeof columns[0]; k++) {
+    fprintf(f, "<th>%s</th>", columns[k]);
+    if (k == 12 && nmse_column) fputs("<th>NMSE vs its run's first HAL</th>", f);
+  }
+  fputs("</tr></thead><tbody>\n", f);
+  for (size_t i = 0; i < c->op_count; i++) {
+    const xr_report_entry_t *e = &c->ops[i];
+    const char *outcome = e->outcome[0] ? e->outcome : "unknown";
+    fprintf(f, "<tr class=\"op ");
+    esc(f, outcome);
+    fprintf(f, "\" data-index=\"%lld\"><td class=\"n\" data-v=\"%lld\">%lld</td>",
+            (long long)e->index, (long long)e->index, (long long)e->index);
+    text_cell(f, "name", e->name);
+    text_cell(f, "args", e->args);
+    text_cell(f, "kernel", e->kernel);
+    num_cell(f, timed(e) ? e->median_us : NAN, 4);
+    if (timed(e) && isfinite(e->p10_us) && isfinite(e->p90_us)) {
+      fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"%d iterations\">", e->p90_us - e->p10_us,
+              e->iterations);
+      num(f, e->p10_us, 4);
+      fputs("&#8211;", f);
+      num(f, e->p90_us, 4);
+      fputs("</td>", f);
+    } else {
+      fputs("<td class=\"n\" data-v=\"\">" DASH "</td>", f);
+    }
+    num_cell(f, timed(e) ? e->tflops : NAN, 3);
+    num_cell(f, timed(e) ? e->gbps : NAN, 3);
+    num_cell(f, timed(e) ? e->peak_percent : NAN, 3);
+    text_cell(f, "bound", timed(e) ? e->bound : "");
+    num_cell(f, e->trace_us >= 0 ? e->trace_us : NAN, 4);
+    num_cell(f, e->replay_over_trace, 3);
+    fputs("<td class=\"check\">", f);
+    if (e->check_passed < 0)
+      fputs(DASH, f);
+    else {
+      fputs(e->check_passed ? "pass" : "FAIL", f);
+      if (isfinite(e->check_nmse)) fprintf(f, " (nmse %.2g)", e->check_nmse);
+    }
+    fputs("</td>", f);
+    if (nmse_column) {
+      if (isfinite(e->nmse_vs_first))
+        fprintf(f, "<td class=\"n\" data-v=\"%.17g\">%.2g%s</td>", e->nmse_vs_first,
+                e->nmse_vs_first, e->nonfinite_vs_first ? " NaN/Inf" : "");
+      else
+        fputs("<td class=\"n\" data-v=\"\">" DASH "</td>", f);
+    }
+    fputs("<td class=\"outcome\">", f);
+    esc(f, outcome);
+    if (e->message[0]) {
+      fputs(": ", f);
+      esc(f, e->message);
+    }
+    fputs("</td></tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+}
+
+static void run_section(FILE *f, const xr_report_contents_t *c, size_t run, families_t *fam) {
+  char label[600];
+  xr_report_label(c, label, sizeof label);
+  fprintf(f, "<section class=\"run\" id=\"run-%zu\"><h2>Run %zu: ", run, run + 1);
+  esc(f, label);
+  fputs("</h2>\n", f);
+  notes(f, c);
+  fputs("<dl class=\"head\">", f);
+  head_row(f, "report", c->path);
+  head_row(f, "bundle", c->bundle);
+  head_row(f, "source trace", c->source_trace);
+  head_row(f, "trace recorded on", c->source_device);
+  head_row(f, "HAL", c->hal);
+  head_row(f, "device", c->device);
+  head_row(f, "driver", c->driver);
+  head_row(f, "driver version", c->driver_version);
+  head_row(f, "runtime version", c->runtime_version);
+  options_row(f, c);
+  head_row(f, "date", c->date);
+  fputs("</dl>\n", f);
+  summary_line(f, c);
+  fputs("<h3>Roofline</h3>\n", f);
+  roofline(f, c, fam);
+  bool nmse_column = false;
+  for (size_t i = 0; i < c->op_count && !nmse_column; i++)
+    nmse_column = isfinite(c->ops[i].nmse_vs_first);
+  fputs("<h3>Ops</h3>\n", f);
+  op_table(f, c, run, nmse_column);
+  fputs("</section>\n", f);
+}
+
+static void comparison(FILE *f, const xr_report_contents_t *const *r, size_t count) {
+  fputs("<section class=\"comparison\"><h2>Speed-ups</h2>\n", f);
+  char a_label[600], b_label[600];
+  xr_report_label(r[0], a_label, sizeof a_label);
+  fputs(
+      "<table class=\"geomean\"><thead><tr><th>run</th><th>ops timed in both</th>"
+      "<th>geometric-mean speed-up over run 1</th></tr></thead><tbody>",
+      f);
+  for (size_t k = 1; k < count; k++) {
+    xr_report_label(r[k], b_label, sizeof b_label);
+    size_t both;
+    double g = xr_report_speedup_geomean(r[0], r[k], &both);
+    fprintf(f, "<tr><td>%zu: ", k + 1);
+    esc(f, b_label);
+    fprintf(f, "</td><td class=\"n\">%zu</td><td class=\"n geomean\">", both);
+    if (both)
+      fprintf(f, "%.3fx", g);
+    else
+      fputs(DASH, f);
+    fputs("</td></tr>", f);
+  }
+  fputs(
+      "</tbody></table>\n<p>Speed-up = run 1's median / the other run's, per op (&gt; 1: the "
+      "other run is faster). Ops matched by position and name; NMSE between the runs' outputs, "
+      "where a multi-HAL run measured it, is in each run's table.</p>\n",
+      f);
+  for (size_t k = 1; k < count; k++) xr_report_speedup_svg(f, r[0], r[k]);
+  fputs("</section>\n", f);
+}
+
+xr_status_t xr_report_html_write(const char *path, const xr_report_contents_t *const *reports,
+                                 size_t count) {
+  if (!count) return xr_error(XR_INVALID_ARGUMENT, "%s: a page needs at least one report", path);
+  FILE *f = fopen(path, "w");
+  if (!f) return xr_error(XR_INVALID_ARGUMENT, "%s: cannot create: %s", path, strerror(errno));
+  fprintf(f,
+          "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>xreplay "
+          "report: ");
+  esc(f, reports[0]->bundle[0] ? reports[0]->bundle : reports[0]->path);
+  fprintf(f, "</title>\n<style>%s</style></head><body>\n<h1>xreplay report: ", style);
+  esc(f, reports[0]->bundle[0] ? reports[0]->bundle : reports[0]->path);
+  fputs("</h1>\n<ul class=\"runs\">", f);
+  for (size_t k = 0; k < count; k++) {
+    char label[600];
+    xr_report_label(reports[k], label, sizeof label);
+    fprintf(f, "<li><a href=\"#run-%zu\">Run %zu: ", k, k + 1);
+    esc(f, label);
+    fputs("</a> (", f);
+    esc(f, reports[k]->bundle[0] ? reports[k]->bundle : "bundle not recorded");
+    fputs(")", f);
+    if (!reports[k]->finished) fputs(" &#8212; partial: the run did not finish", f);
+    fputs("</li>", f);
+  }
+  fputs("</ul>\n", f);
+  for (size_t k = 1; k < count; k++)
+    if (strcmp(reports[k]->bundle, reports[0]->bundle)) {
+      fputs(
+          "<p class=\"note\">The reports name different bundles: ops are matched by position "
+          "and name, so compare with care.</p>\n",
+          f);
+      break;
+    }
+  fputs(
+      "<p id=\"filterbox\" style=\"display:none\">Filter ops by name: <input id=\"filter\" "
+      "type=\"search\"> (click a column's heading to sort)</p>\n",
+      f);
+  if (count > 1) comparison(f, reports, count);
+  families_t fam = {0};
+  for (size_t k = 0; k < count; k++) run_section(f, reports[k], k, &fam);
+  fprintf(f, "<script>%s</script>\n</body></html>\n", script);
+  bool failed = ferror(f) != 0;
+  if (fclose(f) != 0 || failed) return xr_error(XR_DATA_LOSS, "%s: writing the page failed", path);
+  return XR_OK;
+}

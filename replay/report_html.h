@@ -1,0 +1,40 @@
+/* Replay reports drawn: one self-contained HTML page (`replay report`, `replay --html`) with a
+ * roofline per run, per-op speed-ups between runs and the per-op tables, and the speed-up chart
+ * alone as SVG (`replay compare --svg`). Reads only what report_read.h gives, so that pages are
+ * drawn from other labs' reports without the engine. docs/replay.md describes the page. */
+#ifndef XR_REPLAY_REPORT_HTML_H
+#define XR_REPLAY_REPORT_HTML_H
+
+#include <stdio.h>
+
+#include "replay/report_read.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a run is called in tables and charts: "opencl · Intel(R) Xeon(R) Processor", its HAL and
+ * device, so that two HALs on one device differ; the file name when the report names neither. */
+void xr_report_label(const xr_report_contents_t *report, char *buf, size_t size);
+
+/* The geometric mean of a's median / b's over the ops timed in both (NAN when none; how many in
+ * *out_both, which may be NULL). */
+double xr_report_speedup_geomean(const xr_report_contents_t *a, const xr_report_contents_t *b,
+                                 size_t *out_both);
+
+/* The per-op speed-up of b over a (a's median / b's: > 1, b is faster) as SVG bars on a log
+ * scale centred on 1x, labelled with both runs' labels and the geometric mean. A complete SVG
+ * document, also valid inline in HTML. */
+void xr_report_speedup_svg(FILE *f, const xr_report_contents_t *a, const xr_report_contents_t *b);
+
+/* Writes the page for `count` reports (reports[0] is the baseline of the speed-ups) to `path`:
+ * everything inline (styles, SVG, a few lines of script for sorting and filtering that the page
+ * does not need to be read), every string from the reports HTML-escaped, "—" for what a report
+ * does not hold. INVALID_ARGUMENT when the file cannot be written. */
+xr_status_t xr_report_html_write(const char *path, const xr_report_contents_t *const *reports,
+                                 size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XR_REPLAY_REPORT_HTML_H */

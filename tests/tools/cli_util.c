@@ -1,0 +1,42 @@
+/* See cli_util.h. */
+#include "tests/tools/cli_util.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char out_text[1 << 16], err_text[1 << 16];
+
+const char *tmpdir(void) {
+  const char *t = getenv("TEST_TMPDIR");
+  return t ? t : "/tmp";
+}
+
+void slurp(const char *path, char *buf, size_t n) {
+  FILE *f = fopen(path, "r");
+  size_t got = f ? fread(buf, 1, n - 1, f) : 0;
+  buf[got] = '\0';
+  if (f) fclose(f);
+}
+
+void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f, "%s: cannot create", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+int replay(const char *args) {
+  char cmd[8192], out[1024], err[1024];
+  /* Criterion runs tests in parallel processes: keep each one's files apart. */
+  snprintf(out, sizeof out, "%s/stdout.%d", tmpdir(), (int)getpid());
+  snprintf(err, sizeof err, "%s/stderr.%d", tmpdir(), (int)getpid());
+  snprintf(cmd, sizeof cmd, "tools/replay %s >%s 2>%s", args, out, err);
+  int status = system(cmd);
+  slurp(out, out_text, sizeof out_text);
+  slurp(err, err_text, sizeof err_text);
+  cr_assert(WIFEXITED(status), "replay %s did not exit normally", args);
+  return WEXITSTATUS(status);
+}

@@ -1,0 +1,20 @@
+/* What the command-line suites share: running the real `tools/replay` binary (a data
+ * dependency) the way a user would, keeping its stdout and stderr, and scratch files. */
+#ifndef XR_TESTS_TOOLS_CLI_UTIL_H
+#define XR_TESTS_TOOLS_CLI_UTIL_H
+
+#include <stddef.h>
+
+/* The last command's stdout and stderr (replay() fills them). */
+extern char out_text[1 << 16], err_text[1 << 16];
+
+/* $TEST_TMPDIR, or /tmp outside Bazel. */
+const char *tmpdir(void);
+/* The file's first n - 1 bytes, NUL-terminated ("" when it cannot be read). */
+void slurp(const char *path, char *buf, size_t n);
+void write_text(const char *path, const char *text);
+/* Runs `tools/replay ARGS` (a shell command line), keeping stdout and stderr in out_text and
+ * err_text; returns the exit code, and fails the test when replay did not exit normally. */
+int replay(const char *args);
+
+#endif

@@ -110,7 +110,8 @@ void xr_ew_coalesce(const xr_ew_step_t *step, xr_ew_step_t *out_flat);
       "aten::new_zeros", "aten::new_ones", "aten::full_like", "aten::zeros_like",                \
       "aten::ones_like", "aten::clone", "aten::contiguous", "aten::flip", "aten::roll",          \
       "aten::repeat", "aten::constant_pad_nd", "aten::stack", "aten::narrow_copy",               \
-      "aten::repeat_interleave", "aten::tril", "aten::tril_", "aten::triu", "aten::triu_"
+      "aten::repeat_interleave", "aten::tril", "aten::tril_", "aten::triu", "aten::triu_",      \
+      "aten::split_copy", "aten::split_with_sizes_copy", "aten::unbind_copy"
 bool xr_ew_is_movement_op(const char *name);
 xr_status_t xr_ew_analyze_movement(xr_op_plan_t *plan, xr_ew_problem_t **out_problem);
 

@@ -18,6 +18,9 @@
  *                                           layout depend on its values: unsupported)
  *   tril, triu(self, diagonal=0)            a copy that writes 0 outside the kept triangle of
  *                                           each matrix (the last two dims); `_` in place
+ *   split_copy(self, split_size, dim), split_with_sizes_copy(self, split_sizes, dim),
+ *   unbind_copy(self, dim)                  a copy per piece, into out= (a list) or returned
+ *                                           (at most XR_MAX_RETURNS pieces)
  * An `out=` tensor whose size differs from the result is resized by torch; here the result
  * then goes to a new tensor of the right size (the recorded out storage is not written). */
 #include <math.h>
@@ -533,6 +536,97 @@ static xr_status_t analyze_tri(xr_op_plan_t *plan, xr_ew_problem_t **out_problem
   return XR_OK;
 }
 
+/* split_copy / split_with_sizes_copy / unbind_copy: one copy per piece along dim. */
+static xr_status_t analyze_split(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
+  const xr_op_t *op = plan->op;
+  const char *base = strstr(op->name, "::") + 2;
+  xr_status_t st;
+  int self = -1;
+  if ((st = xr_arg_tensor(plan, 0, "self", true, &self))) return st;
+  const xr_tensor_spec_t *t = plan->inputs[self];
+  bool unbind = !strncmp(base, "unbind", 6), sizes = strstr(base, "with_sizes") != NULL;
+  int64_t dim_arg = 0;
+  if ((st = xr_arg_int(op, unbind ? 1 : 2, "dim", false, &dim_arg))) return st;
+  int dim = 0;
+  if (t->rank == 0) return xr_plan_error(plan, "self: expected at least 1 dimension");
+  if ((st = xr_plan_wrap_dim(plan, dim_arg, t->rank, &dim))) return st;
+  const int64_t extent = t->shape[dim];
+  enum { MAX_PIECES = 1024 };
+  static _Thread_local int64_t len[MAX_PIECES];
+  int n = 0;
+  if (unbind) {
+    if (extent > MAX_PIECES) return xr_error(XR_UNIMPLEMENTED, "%s: more than %d pieces", op->name, MAX_PIECES);
+    for (n = 0; n < extent; n++) len[n] = 1;
+  } else if (sizes) {
+    if ((st = xr_arg_int_list(op, 1, "split_sizes", true, len, MAX_PIECES, &n))) return st;
+    int64_t sum = 0;
+    for (int k = 0; k < n; k++) {
+      if (len[k] < 0) return xr_plan_error(plan, "split_sizes[%d]: negative", k);
+      sum += len[k];
+    }
+    if (sum != extent)
+      return xr_plan_error(plan, "split_sizes: add up to %lld, dimension %d has %lld",
+                           (long long)sum, dim, (long long)extent);
+  } else {
+    int64_t size = 0;
+    if ((st = xr_arg_int(op, 1, "split_size", true, &size))) return st;
+    if (size <= 0 && extent > 0) return xr_plan_error(plan, "split_size: must be positive");
+    for (int64_t at = 0; at < extent || (n == 0 && extent == 0); at += size > 0 ? size : 1) {
+      if (n == MAX_PIECES) return xr_error(XR_UNIMPLEMENTED, "%s: more than %d pieces", op->name, MAX_PIECES);
+      len[n++] = extent - at < size ? extent - at : size;
+    }
+  }
+  const xr_value_t *outs = xr_op_arg(op, -1, "out");
+  bool listed = outs && outs->kind == XR_VALUE_LIST;
+  if (listed && (int)outs->as.list.count != n)
+    return xr_plan_error(plan, "out: %zu tensors for %d pieces", outs->as.list.count, n);
+  if (!listed && n > XR_MAX_RETURNS)
+    return xr_error(XR_UNIMPLEMENTED, "%s: %d pieces, and at most %d returned tensors (an out= "
+                    "list takes any number)", op->name, n, XR_MAX_RETURNS);
+  xr_ew_problem_t *p = NULL;
+  if ((st = new_problem(plan, (size_t)n, &p))) return st;
+  *out_problem = p;
+  plan->return_count = listed ? 0 : (size_t)n;
+  int64_t start = 0;
+  for (int k = 0; k < n; k++) {
+    int64_t shape[XR_MAX_RANK], strides[XR_MAX_RANK] = {0};
+    int rank = t->rank;
+    memcpy(shape, t->shape, sizeof(int64_t) * (size_t)rank);
+    shape[dim] = len[k];
+    int64_t a_offset = start * t->strides[dim];
+    start += len[k];
+    xr_ew_step_t *s = &p->steps[k];
+    if (listed) {
+      const xr_value_t *v = &outs->as.list.items[k];
+      if (v->kind != XR_VALUE_TENSOR) return xr_plan_error(plan, "out[%d]: expected a tensor", k);
+      int o = xr_plan_input_index(plan, v->as.tensor);
+      const xr_tensor_spec_t *ot = plan->inputs[o];
+      bool same = ot->dtype == t->dtype && ot->rank == (unbind ? rank - 1 : rank);
+      for (int d = 0, e = 0; same && d < rank; d++) {
+        if (unbind && d == dim) continue;
+        same = ot->shape[e++] == shape[d];
+      }
+      if (!same) return xr_plan_error(plan, "out[%d]: shape or dtype differs from piece %d", k, k);
+      copy_step(plan, s, self, rank, shape, t->strides, a_offset, strides, 0);
+      /* the out tensor's strides, with a 0-stride dim where unbind dropped one */
+      for (int d = 0, e = 0; d < rank; d++)
+        s->out.strides[d] = unbind && d == dim ? 0 : ot->strides[e++];
+      s->out.index = o;
+      s->out.dtype = ot->dtype;
+      continue;
+    }
+    int result_rank = unbind ? rank - 1 : rank;
+    int64_t result_shape[XR_MAX_RANK];
+    for (int d = 0, e = 0; d < rank; d++)
+      if (!(unbind && d == dim)) result_shape[e++] = shape[d];
+    xr_desc_set(&plan->returns[k], t->dtype, result_rank, result_shape);
+    xr_ew_contiguous_strides(rank, shape, strides);
+    copy_step(plan, s, self, rank, shape, t->strides, a_offset, strides, 0);
+    s->out.index = (int)plan->input_count + k;
+  }
+  return XR_OK;
+}
+
 xr_status_t xr_ew_analyze_movement(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
   const char *base = strstr(plan->op->name, "::") + 2;
   if (!strcmp(base, "arange")) return analyze_arange(plan, out_problem);
@@ -544,5 +638,6 @@ xr_status_t xr_ew_analyze_movement(xr_op_plan_t *plan, xr_ew_problem_t **out_pro
   if (!strcmp(base, "constant_pad_nd")) return analyze_pad(plan, out_problem);
   if (!strcmp(base, "stack")) return analyze_stack(plan, out_problem);
   if (!strncmp(base, "tri", 3)) return analyze_tri(plan, out_problem);
+  if (strstr(base, "split") || !strcmp(base, "unbind_copy")) return analyze_split(plan, out_problem);
   return analyze_self_copy(plan, out_problem); /* clone, contiguous, flip, roll, narrow_copy */
 }

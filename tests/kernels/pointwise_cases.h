@@ -365,6 +365,29 @@ static inline void pw_movement_cases(const char *device) {
   tensor(&l, "float", 2, SHAPE(4, 5), SHAPE(1, 4), 0);
   put(&l, "]");
   ew_expect(pw_op("aten::stack", "tensors,dim", (const char *[]){l.s, "-1"}, NULL), device);
+  /* split / unbind copies: returned pieces, an out= list, unequal sizes along a strided dim */
+  a.n = b.n = 0;
+  x = tensor(&b, "float", 3, SHAPE(3, 17, 5), SHAPE(1, 15, 3), 0);
+  ew_expect(pw_op("aten::split_with_sizes_copy", "self,split_sizes,dim",
+                  (const char *[]){x, "[4, 0, 13]", "1"}, NULL),
+            device);
+  ew_expect(pw_op("aten::split_copy", "self,split_size,dim", (const char *[]){x, "2", "0"}, NULL),
+            device);
+  put(&a, "{\"name\": \"out\", \"type\": \"Tensor(a!)[]\", \"value\": [");
+  for (int k = 0; k < 5; k++) {
+    put(&a, k ? ", " : "");
+    tensor(&a, "float", 2, SHAPE(3, 17), k == 2 ? SHAPE(1, 3) : NULL, 0);
+  }
+  put(&a, "]}");
+  ew_expect(pw_op("aten::unbind_copy", "self,dim", (const char *[]){x, "-1"}, a.s), device);
+  r = check_op(pw_op("aten::unbind_copy", "self,dim", (const char *[]){x, "2"}, NULL), device);
+  cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
+  cr_assert(strstr(r.message, "5 pieces"), "%s", r.message);
+  r = check_op(pw_op("aten::split_with_sizes_copy", "self,split_sizes,dim",
+                     (const char *[]){x, "[4, 4]", "1"}, NULL),
+               device);
+  cr_assert_eq(r.outcome, XR_OP_FAILED, "%s", r.message);
+  cr_assert(strstr(r.message, "add up to 8, dimension 1 has 17"), "%s", r.message);
   /* tril / triu: a transposed view, odd sizes, a batch, blocks crossing the diagonal, in place
    * and out= */
   a.n = b.n = 0;

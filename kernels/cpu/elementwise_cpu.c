@@ -476,17 +476,31 @@ static void outer_offsets(const xr_ew_step_t *s, int dims, int64_t outer, int64_
   }
 }
 
+/* Tile `item` of a step walked by TILE x TILE tiles over its two last dims: its first row and
+ * column, its extent, and the index over the outer dims. Consecutive tiles are adjacent in a
+ * transposed source (the tile row index runs fastest), so that its reads, one short run per
+ * column, continue where the previous tile stopped. */
+typedef struct tile {
+  int64_t r0, c0, nr, nc, outer;
+} tile_t;
+
+static tile_t tile_of(const cpu_step_t *c, size_t item) {
+  const xr_ew_step_t *s = &c->f;
+  const int r = s->rank;
+  int64_t rest = (int64_t)item / c->tile_rows;
+  tile_t t = {.r0 = (int64_t)item % c->tile_rows * TILE, .c0 = rest % c->tile_cols * TILE,
+              .outer = rest / c->tile_cols};
+  t.nr = s->shape[r - 2] - t.r0 < TILE ? s->shape[r - 2] - t.r0 : TILE;
+  t.nc = s->shape[r - 1] - t.c0 < TILE ? s->shape[r - 1] - t.c0 : TILE;
+  return t;
+}
+
 static void run_tiles(const cpu_step_t *c, size_t begin, size_t end) {
   const xr_ew_step_t *s = &c->f;
   const int r = s->rank;
   for (size_t item = begin; item < end; item++) {
-    /* Consecutive tiles are adjacent in the source (the tile row index runs fastest), so that
-     * its reads, one short run per column, continue where the previous tile stopped. */
-    int64_t tr = (int64_t)item % c->tile_rows, rest = (int64_t)item / c->tile_rows;
-    int64_t tc = rest % c->tile_cols, outer = rest / c->tile_cols;
-    int64_t r0 = tr * TILE, c0 = tc * TILE;
-    int64_t nr = s->shape[r - 2] - r0 < TILE ? s->shape[r - 2] - r0 : TILE;
-    int64_t nc = s->shape[r - 1] - c0 < TILE ? s->shape[r - 1] - c0 : TILE;
+    tile_t t = tile_of(c, item);
+    int64_t r0 = t.r0, c0 = t.c0, nr = t.nr, nc = t.nc, outer = t.outer;
     int64_t oo = r0 * s->out.strides[r - 2] + c0, oa = r0 + c0 * s->a.strides[r - 1], ob = 0, oc = 0;
     outer_offsets(s, r - 2, outer, &oo, &oa, &ob, &oc);
     transpose_tile(c->base[0] + oo * (int64_t)c->esize[0], s->out.strides[r - 2],
@@ -551,11 +565,8 @@ static void run_float_tiles(const cpu_step_t *c, size_t begin, size_t end) {
   float *loaded[3] = {A, B, C};
   const float *result = s->op == XR_EW_COPY ? A : R;
   for (size_t item = begin; item < end; item++) {
-    int64_t tr = (int64_t)item % c->tile_rows, rest = (int64_t)item / c->tile_rows;
-    int64_t tc = rest % c->tile_cols, outer = rest / c->tile_cols;
-    int64_t r0 = tr * TILE, c0 = tc * TILE;
-    int64_t nr = s->shape[r - 2] - r0 < TILE ? s->shape[r - 2] - r0 : TILE;
-    int64_t nc = s->shape[r - 1] - c0 < TILE ? s->shape[r - 1] - c0 : TILE;
+    tile_t t = tile_of(c, item);
+    int64_t r0 = t.r0, c0 = t.c0, nr = t.nr, nc = t.nc, outer = t.outer;
     int64_t off[4];
     for (int k = 0; k < 4; k++) off[k] = r0 * ops[k]->strides[r - 2] + c0 * ops[k]->strides[r - 1];
     outer_offsets(s, r - 2, outer, &off[0], &off[1], &off[2], &off[3]);
@@ -590,7 +601,7 @@ static void run_float_tiles(const cpu_step_t *c, size_t begin, size_t end) {
     }
     /* the next tile's rows of the operands read in place (64 short runs far apart are more
      * than the hardware prefetcher follows) */
-    for (int k = 1; k < 4 && tr + 1 < c->tile_rows; k++) {
+    for (int k = 1; k < 4 && r0 + TILE < s->shape[r - 2]; k++) {
       if (!c->base[k] || (c->transposed >> k & 1) || ops[k]->strides[r - 1] != 1) continue;
       for (int64_t i = TILE; i < 2 * TILE; i++)
         prefetch_run(c->base[k] + (off[k] + i * ops[k]->strides[r - 2]) * (int64_t)c->esize[k],

@@ -1,7 +1,7 @@
 /* The norm family: layer norm (aten::native_layer_norm, aten::layer_norm) and RMS norm as vLLM
  * (_C::rms_norm, _C::fused_add_rms_norm), sgl-kernel (sgl_kernel::rmsnorm,
  * sgl_kernel::fused_add_rmsnorm) and aiter (aiter::rmsnorm, aiter::add_rmsnorm,
- * aiter::rmsnorm2d_fwd_with_add_ck) name it, plus the row-problem helpers softmax shares.
+ * aiter::rmsnorm2d_fwd_with_add_ck, aiter::rms_norm, which returns its result) name it, plus the row-problem helpers softmax shares.
  *
  * Semantics, per row of n elements (the normalised dims):
  *   layer norm:  mean = sum(x)/n, var = sum((x-mean)^2)/n (biased), rstd = 1/sqrt(var+eps),
@@ -29,7 +29,7 @@
 static const char *const norm_ops[] = {
     "aten::native_layer_norm", "aten::layer_norm",  "_C::rms_norm", "_C::fused_add_rms_norm",
     "sgl_kernel::rmsnorm",     "sgl_kernel::fused_add_rmsnorm", "aiter::rmsnorm",
-    "aiter::add_rmsnorm",      "aiter::rmsnorm2d_fwd_with_add_ck", NULL,
+    "aiter::add_rmsnorm",      "aiter::rmsnorm2d_fwd_with_add_ck", "aiter::rms_norm", NULL,
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -333,6 +333,28 @@ static xr_status_t analyze_rms_norm(xr_op_plan_t *plan, xr_rows_problem_t *p, bo
   return XR_OK;
 }
 
+/* aiter::rms_norm(input, weight, epsilon[, use_model_sensitive_rmsnorm]) -> out: the result is
+ * a new contiguous tensor. */
+static xr_status_t analyze_rms_norm_returned(xr_op_plan_t *plan, xr_rows_problem_t *p) {
+  int x = -1, w = -1;
+  xr_status_t st;
+  if ((st = xr_arg_tensor(plan, 0, "input", true, &x)) ||
+      (st = xr_arg_tensor(plan, 1, "weight", true, &w)) ||
+      (st = xr_arg_double(plan->op, 2, "epsilon", true, &p->eps)) ||
+      (st = aiter_flag(plan, p, 3, "use_model_sensitive_rmsnorm")) ||
+      (st = rms_rows(plan, p, x, "input", w)))
+    return st;
+  p->op = XR_ROWS_RMS_NORM;
+  const xr_tensor_spec_t *in = plan->inputs[x];
+  int64_t strides[XR_MAX_RANK];
+  xr_contiguous_strides(in->rank, in->shape, strides);
+  xr_rows_set_operand(p, XR_ROWS_OUT, (int)plan->input_count, in->dtype, strides,
+                      strides + in->rank - 1);
+  xr_desc_set(&plan->returns[0], in->dtype, in->rank, in->shape);
+  plan->return_count = 1;
+  return XR_OK;
+}
+
 /* aiter::add_rmsnorm(out, input, residual_in, residual_out, weight, epsilon[, gemma_norm]) and
  * aiter::rmsnorm2d_fwd_with_add_ck(out, input, residual_in, residual_out, weight, epsilon[,
  * use_model_sensitive_rmsnorm]): out of place, normalising the fp32 sum. */
@@ -379,6 +401,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   else if (!strcmp(name, "sgl_kernel::fused_add_rmsnorm"))
     st = analyze_rms_norm(plan, p, true, true, false);
   else if (!strcmp(name, "aiter::rmsnorm")) st = analyze_rms_norm(plan, p, false, false, true);
+  else if (!strcmp(name, "aiter::rms_norm")) st = analyze_rms_norm_returned(plan, p);
   else if (!strcmp(name, "aiter::add_rmsnorm")) st = analyze_add_rms_norm(plan, p, "gemma_norm");
   else st = analyze_add_rms_norm(plan, p, "use_model_sensitive_rmsnorm");
   if (st != XR_OK) return st;

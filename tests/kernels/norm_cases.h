@@ -126,7 +126,7 @@ static inline void rms_norm_cases(const char *device, const char *prefix) {
 /* ------------------------------------------------------------------------------------------ */
 /* aiter's RMS norms, as a profiled trace records them                                          */
 
-enum { AITER_RMSNORM, AITER_ADD_RMSNORM, AITER_ADD_CK };
+enum { AITER_RMSNORM, AITER_ADD_RMSNORM, AITER_ADD_CK, AITER_RMS_NORM_RETURNED };
 
 /* A tensor argument of a traced custom op: no name, the dtype as its type (so nothing marks it
  * written: the family must). */
@@ -140,28 +140,30 @@ static inline void traced_tensor(op_json_t *j, const char *dt, int rank, const i
 }
 
 /* aiter::rmsnorm(out, input, weight, epsilon), aiter::add_rmsnorm(out, input, residual_in,
- * residual_out, weight, epsilon) or aiter::rmsnorm2d_fwd_with_add_ck(..., epsilon,
- * use_model_sensitive_rmsnorm = 0); `stride` > n makes input and residual_in strided row views
+ * residual_out, weight, epsilon), aiter::rmsnorm2d_fwd_with_add_ck(..., epsilon,
+ * use_model_sensitive_rmsnorm = 0) or aiter::rms_norm(input, weight, epsilon,
+ * use_model_sensitive_rmsnorm = 0), which returns its result; `stride` > n makes input and residual_in strided row views
  * at an offset (the vLLM fixture's input is [8192, 2880] in rows of 3072). `flag`: a trailing
  * gemma_norm / use_model_sensitive_rmsnorm value, or NULL. */
 static inline const char *aiter_case(op_json_t *j, int kind, const char *dt, int64_t rows,
                                      int64_t n, int64_t stride, const char *flag) {
   static const char *const ops[] = {"aiter::rmsnorm", "aiter::add_rmsnorm",
-                                    "aiter::rmsnorm2d_fwd_with_add_ck"};
+                                    "aiter::rmsnorm2d_fwd_with_add_ck", "aiter::rms_norm"};
   int64_t shape[2] = {rows, n}, dense[2] = {n, 1}, strides[2] = {stride, 1}, w[1] = {n}, one[1] = {1};
   bool view = stride != n;
   j->len = 0;
   j->args = 0;
   put(j, "{\"format\": \"xreplay-bundle\", \"ops\": [{\"name\": \"%s\", \"args\": [", ops[kind]);
-  traced_tensor(j, dt, 2, shape, dense, 0);                                 /* out */
+  if (kind != AITER_RMS_NORM_RETURNED)
+    traced_tensor(j, dt, 2, shape, dense, 0);                               /* out */
   traced_tensor(j, dt, 2, shape, view ? strides : dense, view ? 5 : 0);    /* input */
-  if (kind != AITER_RMSNORM) {
+  if (kind == AITER_ADD_RMSNORM || kind == AITER_ADD_CK) {
     traced_tensor(j, dt, 2, shape, view ? strides : dense, view ? 2 : 0);  /* residual_in */
     traced_tensor(j, dt, 2, shape, dense, 0);                               /* residual_out */
   }
   traced_tensor(j, dt, 1, w, one, 0);                                       /* weight */
   put(j, ", {\"type\": \"Scalar\", \"value\": 1e-06}");
-  if (kind == AITER_ADD_CK && !flag) flag = "0";
+  if ((kind == AITER_ADD_CK || kind == AITER_RMS_NORM_RETURNED) && !flag) flag = "0";
   if (flag) put(j, ", {\"type\": \"Scalar\", \"value\": %s}", flag);
   put(j, "]}]}");
   return j->text;
@@ -171,18 +173,19 @@ static inline const char *aiter_case(op_json_t *j, int kind, const char *dt, int
 static inline void expect_aiter_match(const char *json, int kind, const char *device,
                                       const char *prefix, uint64_t seed) {
   xr_op_result_t r = expect_match(json, device, prefix, seed);
-  cr_assert_eq(r.output_count, kind == AITER_RMSNORM ? 1u : 2u, "%s: outputs checked", json);
+  bool one = kind == AITER_RMSNORM || kind == AITER_RMS_NORM_RETURNED;
+  cr_assert_eq(r.output_count, one ? 1u : 2u, "%s: outputs checked", json);
 }
 
 static inline void aiter_norm_cases(const char *device, const char *prefix) {
   op_json_t j;
   uint64_t seed = 400;
-  for (int kind = AITER_RMSNORM; kind <= AITER_ADD_CK; kind++)
+  for (int kind = AITER_RMSNORM; kind <= AITER_RMS_NORM_RETURNED; kind++)
     for (size_t d = 0; d < 3; d++)
       for (size_t s = 0; s < sizeof row_sizes / sizeof *row_sizes; s++)
         expect_aiter_match(aiter_case(&j, kind, dtypes[d], 5, row_sizes[s], row_sizes[s], NULL),
                            kind, device, prefix, seed++);
-  for (int kind = AITER_RMSNORM; kind <= AITER_ADD_CK; kind++) {
+  for (int kind = AITER_RMSNORM; kind <= AITER_RMS_NORM_RETURNED; kind++) {
     expect_aiter_match(aiter_case(&j, kind, "c10::BFloat16", 2500, 64, 64, "false"), kind, device,
                        prefix, seed++);
     expect_aiter_match(aiter_case(&j, kind, "c10::BFloat16", 9, 2880, 3072, NULL), kind, device,

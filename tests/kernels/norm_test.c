@@ -149,6 +149,7 @@ Test(norm, aiter_flags_are_unsupported_with_the_reason) {
       {AITER_RMSNORM, "true", "gemma_norm"},
       {AITER_ADD_RMSNORM, "true", "gemma_norm"},
       {AITER_ADD_CK, "1", "use_model_sensitive_rmsnorm"},
+      {AITER_RMS_NORM_RETURNED, "1", "use_model_sensitive_rmsnorm"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     const char *json = aiter_case(&j, cases[i].kind, "c10::BFloat16", 4, 64, 64, cases[i].flag);

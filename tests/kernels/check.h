@@ -30,12 +30,11 @@ static inline const char *kernel_driver(const char *device) {
   return !strncmp(device, "cuda", 4) || !strncmp(device, "hip", 3) ? "gpu" : device;
 }
 
-/* Replays `json` (one op, our schema or TraceLens IR) on `device`; skips the test when the
- * device is unavailable. `seed` varies the inputs. */
-static inline xr_op_result_t check_op_seeded(const char *json, const char *device, uint64_t seed) {
-  xr_bundle_t *b;
-  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
-               "%s", xr_last_error());
+/* Replays a one-op bundle already built on `device` with --check (warm-up 0, one timed
+ * iteration) into *out (its `op` NULL: it would point into the bundle, which the caller owns).
+ * UNAVAILABLE or NOT_FOUND when the device is absent, for the caller to skip on. */
+static inline xr_status_t check_bundle(const xr_bundle_t *b, const char *device, uint64_t seed,
+                                       xr_op_result_t *out) {
   cr_assert_eq(b->op_count, 1);
   xr_replay_options_t o;
   xr_replay_options_default(&o);
@@ -48,15 +47,25 @@ static inline xr_op_result_t check_op_seeded(const char *json, const char *devic
   memset(&c, 0, sizeof c);
   xr_replay_observer_t observer = {.result = check_collect, .context = &c};
   xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
-  if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) {
-    xr_bundle_destroy(b);
-    cr_skip_test("%s unavailable: %s", device, xr_last_error());
-  }
+  if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) return st;
   cr_assert_eq(st, XR_OK, "%s", xr_last_error());
   cr_assert_eq(c.count, 1);
-  c.r.op = NULL; /* points into the bundle, which goes now */
+  c.r.op = NULL;
+  *out = c.r;
+  return XR_OK;
+}
+
+/* Replays `json` (one op, our schema or TraceLens IR) on `device`; skips the test when the
+ * device is unavailable. `seed` varies the inputs. */
+static inline xr_op_result_t check_op_seeded(const char *json, const char *device, uint64_t seed) {
+  xr_bundle_t *b;
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
+               "%s", xr_last_error());
+  xr_op_result_t r;
+  xr_status_t st = check_bundle(b, device, seed, &r);
   xr_bundle_destroy(b);
-  return c.r;
+  if (st != XR_OK) cr_skip_test("%s unavailable: %s", device, xr_last_error());
+  return r;
 }
 
 static inline xr_op_result_t check_op(const char *json, const char *device) {

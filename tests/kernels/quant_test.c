@@ -444,16 +444,8 @@ Test(quant_extract, extracted_ops_replay) {
     cr_assert_eq(xr_op_find_arg(op, "result")->value.as.tensor->init, XR_INIT_NONE, "result is an output");
     if (i > 0)
       cr_assert_eq(xr_op_find_arg(op, "scale")->value.as.tensor->init, XR_INIT_NONE, "the written scale is an output");
-    xr_replay_options_t o;
-    xr_replay_options_default(&o);
-    o.device = "cpu";
-    o.check = true;
-    o.warmup = 0;
-    o.iters = 1;
     static check_result_t c;
-    memset(&c, 0, sizeof c);
-    xr_replay_observer_t observer = {.result = check_collect, .context = &c};
-    cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
+    cr_assert_eq(check_bundle(b, "cpu", 0, &c.r), XR_OK, "%s", xr_last_error());
     cr_assert_eq(c.r.outcome, XR_OP_SUCCEEDED, "%s: %s", ops[i].name, c.r.message);
     cr_assert(c.r.checked && c.r.check_passed, "%s", ops[i].name);
     cr_assert_str_eq(c.r.kernel, "cpu.quant");

@@ -447,18 +447,10 @@ static xr_op_result_t extracted(const char *name, const char *args, xr_bundle_t 
                xr_last_error());
   cr_assert_eq(b->op_count, 1);
   cr_assert_str_eq(b->ops[0].name, name);
-  xr_replay_options_t o;
-  xr_replay_options_default(&o);
-  o.device = "cpu";
-  o.check = true;
-  o.warmup = 0;
-  o.iters = 1;
-  static check_result_t c;
-  memset(&c, 0, sizeof c);
-  xr_replay_observer_t observer = {.result = check_collect, .context = &c};
-  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
+  xr_op_result_t r;
+  cr_assert_eq(check_bundle(b, "cpu", 0, &r), XR_OK, "%s", xr_last_error());
   *out_bundle = b;
-  return c.r;
+  return r;
 }
 
 Test(scatter_extract, recorded_ops_are_named_and_replay) {

@@ -261,6 +261,55 @@ xr_status_t xr_hal_stream_wait_event(xr_hal_stream_t *stream, xr_hal_event_t *ev
 xr_status_t xr_hal_event_elapsed_ms(xr_hal_event_t *start, xr_hal_event_t *end, double *out_ms);
 
 /* ---------------------------------------------------------------------------------------------
+ * Graphs: a stream's work captured once and launched again as one unit (CUDA/HIP graphs), so
+ * that timing many back-to-back launches leaves the host's launch overhead out.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct xr_hal_graph xr_hal_graph_t;
+
+/* Starts capturing `stream`: work submitted to it afterwards (dispatches, fills, copies, vendor
+ * library calls on its native queue) is recorded, not run, until xr_hal_stream_end_capture.
+ * Events must not be recorded on or waited for on a capturing stream, and nothing may
+ * synchronise it. UNIMPLEMENTED on drivers without graphs (cpu, opencl), with a sentence.
+ * Externally synchronised for the stream. */
+xr_status_t xr_hal_stream_begin_capture(xr_hal_stream_t *stream);
+
+/* Ends the capture and instantiates what was recorded as a graph of the stream's device.
+ * On failure (the driver refused some captured work) the capture is over and nothing is
+ * returned. Externally synchronised for the stream. */
+xr_status_t xr_hal_stream_end_capture(xr_hal_stream_t *stream, xr_hal_graph_t **out_graph);
+
+/* Runs the graph's work once on `stream`, in stream order. Thread-safe. */
+xr_status_t xr_hal_graph_launch(xr_hal_graph_t *graph, xr_hal_stream_t *stream);
+
+/* Releases the graph; safe while launches are in flight. Externally synchronised. */
+void xr_hal_graph_destroy(xr_hal_graph_t *graph);
+
+/* ---------------------------------------------------------------------------------------------
+ * Clocks: what the device runs at now, read through the vendor's management library (NVML on
+ * cuda, AMD SMI on hip, loaded with dlopen and optional) or cpufreq on cpu.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct xr_hal_clocks {
+  uint32_t current_mhz;      /* the SM / graphics / core clock now */
+  uint32_t default_mhz;      /* what it runs at unless throttled or locked (NVIDIA: the default
+                                application clock; AMD: the top DPM level; cpu: the base
+                                frequency); 0 when unknown */
+  uint32_t max_mhz;          /* the highest it can reach; 0 when unknown */
+  bool locked;               /* clocks are pinned (locked GPU clocks, application clocks or a
+                                fixed performance level) */
+  uint64_t throttle_reasons; /* the vendor's bit mask of why it runs slower now; 0: none */
+  char throttle[128];        /* those reasons in words ("power cap, thermal"); "" for none */
+  char source[64];           /* what answered: "NVML 12.550.54", "AMD SMI 24.6", "cpufreq" */
+} xr_hal_clocks_t;
+
+/* Reads the device's clocks. Cheap enough to call around every batch of a timing loop (tens
+ * of microseconds). UNAVAILABLE with the reason (every library tried, or the vendor's error)
+ * when they cannot be read on this machine; UNIMPLEMENTED on drivers that have no clocks to
+ * read (opencl). Thread-safe. */
+xr_status_t xr_hal_device_clocks(xr_hal_device_t *device, xr_hal_clocks_t *out_clocks);
+
+/* ---------------------------------------------------------------------------------------------
  * Kernel dispatch. Two paths:
  *  (a) host work, for host-addressable devices (cpu): a function, or a parallel-for over N work
  *      items split across the device's thread pool, run in stream order;

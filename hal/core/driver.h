@@ -61,6 +61,10 @@ struct xr_hal_event {
   bool recorded;          /* set by the core after a successful record */
 };
 
+struct xr_hal_graph {
+  xr_hal_device_t *device;
+};
+
 struct xr_hal_executable {
   xr_hal_device_t *device;
 };
@@ -127,6 +131,15 @@ struct xr_hal_device_vtable {
   xr_status_t (*stream_wait_event)(xr_hal_stream_t *stream, xr_hal_event_t *event);
   /* Both events recorded (checked by the core). */
   xr_status_t (*event_elapsed_ms)(xr_hal_event_t *start, xr_hal_event_t *end, double *out_ms);
+
+  /* Optional set: graphs (cuda, hip). The core checked the handles' devices. */
+  xr_status_t (*stream_begin_capture)(xr_hal_stream_t *stream);
+  xr_status_t (*stream_end_capture)(xr_hal_stream_t *stream, xr_hal_graph_t **out);
+  xr_status_t (*graph_launch)(xr_hal_graph_t *graph, xr_hal_stream_t *stream);
+  void (*graph_destroy)(xr_hal_graph_t *graph);
+
+  /* Optional: clocks; the core has zeroed *out. */
+  xr_status_t (*device_clocks)(xr_hal_device_t *device, xr_hal_clocks_t *out);
 
   /* Optional: device code. The core checked params (format, data, size). */
   xr_status_t (*executable_create)(xr_hal_device_t *device,

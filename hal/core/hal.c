@@ -656,3 +656,51 @@ xr_status_t xr_hal_stream_dispatch(xr_hal_stream_t *stream, xr_hal_kernel_t *ker
   }
   return stream->device->vtable->stream_dispatch(stream, kernel, dispatch);
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Graphs and clocks
+ * ------------------------------------------------------------------------------------------- */
+
+xr_status_t xr_hal_stream_begin_capture(xr_hal_stream_t *stream) {
+  if (!stream) return xr_error(XR_INVALID_ARGUMENT, "xr_hal_stream_begin_capture: NULL stream");
+  if (!stream->device->vtable->stream_begin_capture) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: the driver has no graphs (cuda and hip do)",
+                    stream->device->spec);
+  }
+  return stream->device->vtable->stream_begin_capture(stream);
+}
+
+xr_status_t xr_hal_stream_end_capture(xr_hal_stream_t *stream, xr_hal_graph_t **out_graph) {
+  if (!stream || !out_graph) {
+    return xr_error(XR_INVALID_ARGUMENT, "xr_hal_stream_end_capture: NULL argument");
+  }
+  if (!stream->device->vtable->stream_end_capture) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: the driver has no graphs (cuda and hip do)",
+                    stream->device->spec);
+  }
+  return stream->device->vtable->stream_end_capture(stream, out_graph);
+}
+
+xr_status_t xr_hal_graph_launch(xr_hal_graph_t *graph, xr_hal_stream_t *stream) {
+  if (!graph || !stream) return xr_error(XR_INVALID_ARGUMENT, "xr_hal_graph_launch: NULL argument");
+  if (graph->device != stream->device) {
+    return xr_error(XR_INVALID_ARGUMENT, "xr_hal_graph_launch: graph of %s on a stream of %s",
+                    graph->device->spec, stream->device->spec);
+  }
+  return stream->device->vtable->graph_launch(graph, stream);
+}
+
+void xr_hal_graph_destroy(xr_hal_graph_t *graph) {
+  if (graph) graph->device->vtable->graph_destroy(graph);
+}
+
+xr_status_t xr_hal_device_clocks(xr_hal_device_t *device, xr_hal_clocks_t *out_clocks) {
+  if (!device || !out_clocks) {
+    return xr_error(XR_INVALID_ARGUMENT, "xr_hal_device_clocks: NULL argument");
+  }
+  if (!device->vtable->device_clocks) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: the driver has no clocks to read", device->spec);
+  }
+  memset(out_clocks, 0, sizeof *out_clocks);
+  return device->vtable->device_clocks(device, out_clocks);
+}

@@ -122,7 +122,14 @@ typedef struct xr_hal_device_properties {
   uint32_t clock_mhz;         /* 0 when unknown */
   uint32_t simd_width;        /* warp / wavefront / SIMD lanes (fp32) */
   uint64_t max_work_group_size;
-  uint64_t last_level_cache_bytes; /* 0 when unknown; the replay engine flushes with it */
+  uint64_t last_level_cache_bytes; /* 0 when unknown */
+  /* A cache in front of device memory that the last level's size leaves out: AMD's Infinity
+   * Cache (MALL), from the datasheet; 0 when none or unknown. */
+  uint64_t memory_side_cache_bytes;
+  /* Every cache level of the device together (cpu: each core's own caches plus the shared
+   * ones; gpu: L2 plus the memory-side cache); 0 when unknown. The replay engine's cold-cache
+   * flush is twice this. */
+  uint64_t cache_total_bytes;
   xr_hal_figure_t peak_flops[XR_HAL_PEAK_DTYPE_COUNT];
   xr_hal_figure_t memory_bandwidth; /* bytes/s */
 } xr_hal_device_properties_t;

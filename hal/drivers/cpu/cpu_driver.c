@@ -622,6 +622,7 @@ static void cpu_device_properties(xr_hal_device_t *base, xr_hal_device_propertie
   /* No work-groups on the host: the most work items that run at once is the pool's width. */
   out->max_work_group_size = xr_thread_pool_width(cpu_device(base)->pool);
   out->last_level_cache_bytes = info->last_level_cache_bytes;
+  out->cache_total_bytes = info->cache_total_bytes;
   xr_cpu_info_peak_flops(info, out->peak_flops);
 }
 

@@ -92,6 +92,47 @@ static uint64_t last_level_cache(void) {
   return l2 > 0 ? (uint64_t)l2 : 0;
 }
 
+/* How many CPUs a sysfs list such as "0-3,8,10-11" names; 0 when unreadable. */
+static unsigned cpu_list_count(const char *path) {
+  FILE *file = fopen(path, "r");
+  if (!file) return 0;
+  unsigned count = 0, first, last;
+  for (;;) {
+    if (fscanf(file, "%u", &first) != 1) break;
+    last = first;
+    int c = fgetc(file);
+    if (c == '-' && fscanf(file, "%u", &last) == 1) c = fgetc(file);
+    if (last >= first) count += last - first + 1;
+    if (c != ',') break;
+  }
+  fclose(file);
+  return count;
+}
+
+/* Every data and unified cache of the machine: cpu0's levels, each times the instances of it
+ * (online CPUs / CPUs sharing one). */
+static uint64_t cache_total(void) {
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t total = 0;
+  for (int index = 0; index < 16; index++) {
+    char path[128], type[32] = "";
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", index);
+    FILE *file = fopen(path, "r");
+    if (!file) continue;
+    int read = fscanf(file, "%31s", type);
+    fclose(file);
+    if (read != 1 || !strcmp(type, "Instruction")) continue;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+    uint64_t size = read_size_file(path);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list",
+             index);
+    unsigned sharing = cpu_list_count(path);
+    uint64_t instances = online > 0 && sharing ? ((uint64_t)online + sharing - 1) / sharing : 1;
+    total += size * instances;
+  }
+  return total;
+}
+
 void xr_cpu_info_read(xr_cpu_info_t *out) {
   memset(out, 0, sizeof *out);
   if (!cpuinfo_field("model name", out->model_name, sizeof out->model_name)) {
@@ -137,6 +178,7 @@ void xr_cpu_info_read(xr_cpu_info_t *out) {
   long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page_size > 0) out->physical_memory_bytes = (uint64_t)pages * (uint64_t)page_size;
   out->last_level_cache_bytes = last_level_cache();
+  out->cache_total_bytes = cache_total();
 }
 
 void xr_cpu_info_peak_flops(const xr_cpu_info_t *info,

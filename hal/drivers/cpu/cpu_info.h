@@ -15,6 +15,7 @@ typedef struct xr_cpu_info {
   bool has_fma, has_avx512f, has_avx512_bf16, has_avx512_fp16, has_amx_bf16, has_amx_fp16;
   uint64_t physical_memory_bytes;
   uint64_t last_level_cache_bytes;
+  uint64_t cache_total_bytes; /* every data cache of the machine together */
 } xr_cpu_info_t;
 
 /* Reads everything once; missing files leave fields at 0 / "". Never fails. */

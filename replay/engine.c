@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kernels/dtype.h"
 #include "replay/internal.h"
@@ -20,6 +22,8 @@ void xr_replay_options_default(xr_replay_options_t *o) {
   o->warmup = 3;
   o->iters = 20;
   o->max_iters = 100000;
+  o->noise_percent = 0.5;
+  o->min_samples = 10;
   o->rotate = 1;
   o->op_limit = -1;
 }
@@ -40,7 +44,13 @@ typedef struct device_run {
   xr_hal_stream_t *stream;
   xr_hal_event_t **events;     /* 2 per timed iteration of a batch */
   int event_count;
-  xr_hal_buffer_t *flush;      /* cold-cache flush buffer, 2x the LLC */
+  xr_hal_buffer_t *flush;      /* cold-cache flush buffer (xr_flush_bytes) */
+  bool held;                   /* the stream runs host work: batches are queued behind a gate */
+  bool host_run;               /* the device's work runs on this host's CPUs (cpu, opencl on a
+                                  CPU): our threads' preemptions distort its samples */
+  bool graphs;                 /* the driver has graphs (cuda, hip) */
+  bool clocks;                 /* xr_hal_device_clocks answers */
+  int cpus;                    /* the host's online CPUs */
   char dump_dir[4096];         /* "" when outputs are not dumped */
 } device_run_t;
 
@@ -284,64 +294,254 @@ static void gate_wait(void *context) {
   while (!atomic_load_explicit(&g->open, memory_order_acquire)) sched_yield();
 }
 
-/* Times executions in batches: per iteration an optional flush (outside the window), a start
- * event, the op, an end event; the host waits once per batch. */
-static xr_status_t time_op(const xr_replay_options_t *o, device_run_t *d,
-                           xr_kernel_instance_t **instances, int rotate, xr_op_result_t *r) {
-  enum { BATCH = 32 };
-  xr_status_t st = ensure_events(d, 2 * BATCH);
-  if (st != XR_OK) return st;
-  int cap = o->iters > 0 ? o->iters : 1;
-  double *samples = malloc(sizeof(double) * (size_t)cap);
-  if (!samples) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
-  int n = 0;
-  double total_ms = 0, wall_ms = 0;
+/* Threads runnable on the whole machine now, this one left out (the fourth field of
+ * /proc/loadavg, "running/total"); -1 where it cannot be read. */
+static int runnable_now(void) {
+  FILE *file = fopen("/proc/loadavg", "r");
+  if (!file) return -1;
+  int running = -1;
+  if (fscanf(file, "%*f %*f %*f %d/", &running) != 1) running = -1;
+  fclose(file);
+  return running > 0 ? running - 1 : running;
+}
+
+/* The samples of one timing pass, in the order taken, and what was seen while taking them. */
+typedef struct timing_pass {
+  double *all;  /* every sample */
+  double *kept; /* those of batches during which no thread of ours was preempted */
+  int n, kept_n, cap;
+  int batches, preempted_batches;
+  long runnable_sum;
+  double wall_ms;
+  uint32_t clocks[512]; /* clock readings, one per batch (the first 512) */
+  int clock_n;
+} timing_pass_t;
+
+static xr_status_t pass_append(timing_pass_t *t, double sample_us, bool preempted) {
+  if (t->n == t->cap) {
+    int cap = t->cap ? 2 * t->cap : 256;
+    double *all = realloc(t->all, sizeof(double) * (size_t)cap);
+    if (all) t->all = all;
+    double *kept = all ? realloc(t->kept, sizeof(double) * (size_t)cap) : NULL;
+    if (kept) t->kept = kept;
+    if (!all || !kept) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for samples");
+    t->cap = cap;
+  }
+  t->all[t->n++] = sample_us;
+  if (!preempted) t->kept[t->kept_n++] = sample_us;
+  return XR_OK;
+}
+
+/* Executions per graph launch: enough that one launch runs about GRAPH_US. */
+enum { GRAPH_US = 1000, GRAPH_MAX_EXECUTIONS = 1000, BATCH = 32, FIRST_BATCH = 4, BATCH_MS = 10 };
+
+/* One batch: per execution an optional flush (outside the window), a start event, the op (or
+ * the graph of `graph_executions` of them), an end event; the host waits once at the end. */
+static xr_status_t run_batch(device_run_t *d, xr_kernel_instance_t **instances, int rotate,
+                             int first, int batch, bool flush, xr_hal_graph_t *graph,
+                             int *out_runnable) {
+  xr_status_t st = XR_OK;
   uint8_t zero = 0;
-  for (int i = 0; i < o->warmup && st == XR_OK; i++)
+  /* Hold the stream until the whole batch is queued (where the device runs host work), so
+   * that the events time the kernels back to back rather than how fast the host enqueues
+   * them — nvbench's "blocking kernel" idea. The gate opens whatever happens below. */
+  gate_t gate = {0};
+  bool gated = xr_hal_stream_enqueue_host(d->stream, gate_wait, &gate) == XR_OK;
+  for (int i = 0; i < batch && st == XR_OK; i++) {
+    if (flush)
+      st = xr_hal_stream_fill(d->stream, d->flush, 0, xr_hal_buffer_size(d->flush), &zero, 1);
+    if (st == XR_OK) st = xr_hal_event_record(d->events[2 * i], d->stream);
+    if (st == XR_OK)
+      st = graph ? xr_hal_graph_launch(graph, d->stream)
+                 : xr_kernel_enqueue(instances[(first + i) % rotate], d->stream);
+    if (st == XR_OK) st = xr_hal_event_record(d->events[2 * i + 1], d->stream);
+  }
+  if (gated) atomic_store_explicit(&gate.open, 1, memory_order_release);
+  /* While the batch runs: how many threads want the machine's CPUs. */
+  if (out_runnable) *out_runnable = runnable_now();
+  xr_status_t sync = xr_hal_stream_synchronize(d->stream); /* the gate lives on this stack */
+  return st == XR_OK ? sync : st;
+}
+
+/* Captures `executions` back-to-back executions in one graph (cuda, hip). */
+static xr_status_t capture_graph(device_run_t *d, xr_kernel_instance_t **instances, int rotate,
+                                 int executions, xr_hal_graph_t **out_graph) {
+  xr_status_t st = xr_hal_stream_begin_capture(d->stream);
+  if (st != XR_OK) return st;
+  for (int i = 0; i < executions && st == XR_OK; i++)
     st = xr_kernel_enqueue(instances[i % rotate], d->stream);
-  while (st == XR_OK && n < o->max_iters && (n < o->iters || total_ms < o->min_time_ms)) {
-    if (o->cancel && *o->cancel) break;
-    int batch = BATCH;
-    if (n + batch > o->max_iters) batch = o->max_iters - n;
-    if (n < o->iters && o->iters - n < batch) batch = o->iters - n;
-    double t0 = wall_now_ms();
-    /* Hold the stream until the whole batch is queued (where the device runs host work), so
-     * that the events time the kernels back to back rather than how fast the host enqueues
-     * them — nvbench's "blocking kernel" idea. The gate opens whatever happens below. */
-    gate_t gate = {0};
-    bool gated = xr_hal_stream_enqueue_host(d->stream, gate_wait, &gate) == XR_OK;
-    for (int i = 0; i < batch && st == XR_OK; i++) {
-      if (d->flush)
-        st = xr_hal_stream_fill(d->stream, d->flush, 0, xr_hal_buffer_size(d->flush), &zero, 1);
-      if (st == XR_OK) st = xr_hal_event_record(d->events[2 * i], d->stream);
-      if (st == XR_OK) st = xr_kernel_enqueue(instances[(n + i) % rotate], d->stream);
-      if (st == XR_OK) st = xr_hal_event_record(d->events[2 * i + 1], d->stream);
+  xr_hal_graph_t *graph = NULL;
+  xr_status_t ended = xr_hal_stream_end_capture(d->stream, &graph); /* ends it in any case */
+  if (st == XR_OK) st = ended;
+  if (st != XR_OK) {
+    xr_hal_graph_destroy(graph);
+    return st;
+  }
+  *out_graph = graph;
+  return XR_OK;
+}
+
+/* Graph launches for eager executions of about `eager_us`: the graph, warmed up once, and its
+ * executions per launch; or a note on why the op is timed eager after all. */
+static xr_status_t prepare_graph(device_run_t *d, xr_kernel_instance_t **instances, int rotate,
+                                 double eager_us, xr_hal_graph_t **out_graph, int *out_executions,
+                                 xr_op_result_t *r) {
+  int executions = eager_us > 0 ? (int)ceil(GRAPH_US / eager_us) : GRAPH_MAX_EXECUTIONS;
+  if (executions > GRAPH_MAX_EXECUTIONS) executions = GRAPH_MAX_EXECUTIONS;
+  if (executions < 1) executions = 1;
+  xr_hal_graph_t *graph = NULL;
+  xr_status_t st = capture_graph(d, instances, rotate, executions, &graph);
+  if (st == XR_OK) st = xr_hal_graph_launch(graph, d->stream);
+  if (st == XR_OK) st = xr_hal_stream_synchronize(d->stream);
+  if (st != XR_OK) {
+    snprintf(r->launch_note, sizeof r->launch_note, "graph capture failed, timed eager: %s",
+             xr_last_error());
+    xr_hal_graph_destroy(graph);
+    return XR_OK;
+  }
+  *out_graph = graph;
+  *out_executions = executions;
+  return XR_OK;
+}
+
+/* One timing pass: warm-up, then batches until the stop rule says so. */
+static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
+                             xr_kernel_instance_t **instances, int rotate, bool flush,
+                             timing_pass_t *t, xr_op_result_t *r) {
+  xr_status_t st = XR_OK;
+  uint8_t zero = 0;
+  for (int i = 0; i < o->warmup && st == XR_OK; i++) {
+    if (flush)
+      st = xr_hal_stream_fill(d->stream, d->flush, 0, xr_hal_buffer_size(d->flush), &zero, 1);
+    if (st == XR_OK) st = xr_kernel_enqueue(instances[i % rotate], d->stream);
+  }
+  if (st == XR_OK) st = xr_hal_stream_synchronize(d->stream); /* warm-up out of the wall time */
+  xr_hal_graph_t *graph = NULL;
+  int executions = 0;
+  if (st == XR_OK && o->launch == XR_LAUNCH_GRAPH && d->graphs) {
+    /* A short eager batch tells how many executions make a graph of about GRAPH_US. */
+    int probe = 4;
+    st = run_batch(d, instances, rotate, 0, probe, false, NULL, NULL);
+    double eager_us = 0;
+    for (int i = 0; i < probe && st == XR_OK; i++) {
+      double ms;
+      st = xr_hal_event_elapsed_ms(d->events[2 * i], d->events[2 * i + 1], &ms);
+      if (st == XR_OK && (i == 0 || ms * 1000 < eager_us)) eager_us = ms * 1000;
     }
-    if (gated) atomic_store_explicit(&gate.open, 1, memory_order_release);
-    if (st == XR_OK) st = xr_hal_stream_synchronize(d->stream);
-    else if (gated) xr_hal_stream_synchronize(d->stream); /* the gate lives on this stack */
-    wall_ms += wall_now_ms() - t0;
+    if (st == XR_OK) st = prepare_graph(d, instances, rotate, eager_us, &graph, &executions, r);
+  }
+  r->graph_executions = graph ? executions : 0;
+  while (st == XR_OK) {
+    if (o->cancel && *o->cancel) {
+      r->stop_reason = "cancelled";
+      break;
+    }
+    /* A few executions first; then batches of about BATCH_MS, so that the host's view of the
+     * machine (one reading per batch) stays close to each sample. */
+    int batch = FIRST_BATCH;
+    if (t->n) {
+      double typical = xr_typical_sample(t->all, t->n);
+      batch = typical > 0 ? (int)ceil(BATCH_MS * 1000.0 / typical) : BATCH;
+      batch = batch < 1 ? 1 : batch > BATCH ? BATCH : batch;
+    }
+    if (o->stop == XR_STOP_ITERATIONS && t->n < o->iters && o->iters - t->n < batch)
+      batch = o->iters - t->n;
+    if (t->n + batch > o->max_iters) batch = o->max_iters - t->n;
+    xr_hal_clocks_t clocks;
+    if (d->clocks && t->clock_n < (int)(sizeof t->clocks / sizeof t->clocks[0]) &&
+        xr_hal_device_clocks(d->device, &clocks) == XR_OK && clocks.current_mhz)
+      t->clocks[t->clock_n++] = clocks.current_mhz;
+    int runnable = -1;
+    double t0 = wall_now_ms();
+    st = run_batch(d, instances, rotate, t->n, batch, flush, graph, &runnable);
+    t->wall_ms += wall_now_ms() - t0;
+    /* More threads wanted the CPUs than there are: some waited, and a host-run device's
+     * samples show it. */
+    bool preempted = d->host_run && runnable > d->cpus;
+    t->runnable_sum += runnable > 0 ? runnable : 0;
+    t->batches++;
+    t->preempted_batches += preempted;
     for (int i = 0; i < batch && st == XR_OK; i++) {
       double ms;
       st = xr_hal_event_elapsed_ms(d->events[2 * i], d->events[2 * i + 1], &ms);
-      if (st != XR_OK) break;
-      if (n == cap) {
-        double *grown = realloc(samples, sizeof(double) * (size_t)(cap *= 2));
-        if (!grown) {
-          st = xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
-          break;
-        }
-        samples = grown;
-      }
-      samples[n++] = ms * 1000.0;
-      total_ms += ms;
+      if (st == XR_OK) st = pass_append(t, ms * 1000.0 / (graph ? executions : 1), preempted);
+    }
+    if (st != XR_OK) break;
+    /* The noise rule judges the samples it would keep; the iteration count counts them all. */
+    bool clean = o->stop == XR_STOP_NOISE && d->host_run;
+    const char *reason =
+        xr_stop_reason(o, clean ? t->kept : t->all, clean ? t->kept_n : t->n, t->wall_ms);
+    if (!reason && t->n >= o->max_iters) reason = "max-iterations";
+    if (reason) {
+      r->stop_reason = reason;
+      break;
     }
   }
-  if (st == XR_OK && n > 0) {
-    xr_stats(samples, n, r);
-    r->host_us_per_iteration = wall_ms * 1000.0 / n;
+  xr_hal_graph_destroy(graph);
+  return st;
+}
+
+static int compare_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The pass's statistics into `r`: over the kept samples unless most batches were preempted
+ * (then over all of them, and the result says it is contended). */
+static void pass_results(const xr_replay_options_t *o, timing_pass_t *t, xr_op_result_t *r) {
+  r->iterations = t->n;
+  r->batches = t->batches;
+  r->preempted_batches = t->preempted_batches;
+  r->runnable_mean = t->batches ? (double)t->runnable_sum / t->batches : 0;
+  r->contended = 2 * t->preempted_batches > t->batches;
+  r->timed_wall_ms = t->wall_ms;
+  r->host_us_per_iteration = t->n ? t->wall_ms * 1000.0 / t->n : 0;
+  double *used = r->contended || t->kept_n == 0 ? t->all : t->kept;
+  int n = used == t->all ? t->n : t->kept_n;
+  if (n == 0) return;
+  r->noise_percent = xr_stream_noise(used, n, &r->batch_size); /* before sorting */
+  r->noise_met = r->noise_percent >= 0 && r->noise_percent <= o->noise_percent && !r->contended;
+  xr_stats(used, n, r);
+  if (t->clock_n) {
+    qsort(t->clocks, (size_t)t->clock_n, sizeof t->clocks[0], compare_u32);
+    r->clock_samples = t->clock_n;
+    r->clock_min_mhz = t->clocks[0];
+    r->clock_median_mhz = t->clocks[t->clock_n / 2];
   }
-  free(samples);
+}
+
+static void pass_free(timing_pass_t *t) {
+  free(t->all);
+  free(t->kept);
+  memset(t, 0, sizeof *t);
+}
+
+/* Times the op: warm, cold, or warm then cold (--cache=both, the cold figures into cold_*). */
+static xr_status_t time_op(const xr_replay_options_t *o, device_run_t *d,
+                           xr_kernel_instance_t **instances, int rotate, xr_op_result_t *r) {
+  xr_status_t st = ensure_events(d, 2 * BATCH);
+  if (st != XR_OK) return st;
+  r->rotate = rotate;
+  xr_hal_clocks_t clocks;
+  if (d->clocks && xr_hal_device_clocks(d->device, &clocks) == XR_OK)
+    r->clock_default_mhz = clocks.default_mhz;
+  timing_pass_t t = {0};
+  st = time_pass(o, d, instances, rotate, o->cache == XR_CACHE_COLD, &t, r);
+  if (st == XR_OK) pass_results(o, &t, r);
+  r->launch = d->held ? "held" : r->graph_executions ? "graph" : "eager";
+  for (int i = 0; i < t.clock_n && r->clock_default_mhz; i++)
+    r->slow_clock_samples += t.clocks[i] < 0.75 * r->clock_default_mhz;
+  pass_free(&t);
+  if (o->cache != XR_CACHE_WARM) r->flush_bytes = xr_hal_buffer_size(d->flush);
+  if (st != XR_OK || o->cache != XR_CACHE_BOTH) return st;
+  xr_op_result_t cold = *r;
+  st = time_pass(o, d, instances, rotate, true, &t, &cold);
+  if (st == XR_OK) pass_results(o, &t, &cold);
+  pass_free(&t);
+  r->cold_iterations = cold.iterations;
+  r->cold_median_us = cold.median_us;
+  r->cold_iqr_us = cold.iqr_us;
+  r->cold_noise_percent = cold.noise_percent;
   return st;
 }
 
@@ -354,15 +554,40 @@ static xr_hal_peak_dtype_t peak_dtype(xr_dtype_t d) {
   }
 }
 
+/* Rates at the median time, and the percentage of the figure that bounds the op: the compute
+ * peak above the ridge point, else memory bandwidth — DRAM's, unless the op's working set
+ * (`footprint` bytes, every rotation copy) stays in a cache between iterations (unless every cache
+ * was `flushed` before each), whose bandwidth no device reports: then no percentage, and
+ * peak_basis says why. */
 static void derive_rates(const xr_hal_device_properties_t *props, const xr_op_plan_t *plan,
-                         xr_op_result_t *r) {
+                         uint64_t footprint, bool flushed, xr_op_result_t *r) {
+  r->peak_percent = -1;
   if (r->median_us <= 0) return;
   r->tflops = plan->flops / (r->median_us * 1e-6) / 1e12;
   r->gbps = plan->bytes / (r->median_us * 1e-6) / 1e9;
-  double peak = props->peak_flops[r->peak_dtype].value, bw = props->memory_bandwidth.value;
-  r->compute_bound = peak > 0 && bw > 0 && plan->bytes > 0 && plan->flops / plan->bytes > peak / bw;
-  if (r->compute_bound && peak > 0) r->peak_percent = 100.0 * r->tflops * 1e12 / peak;
-  else if (bw > 0) r->peak_percent = 100.0 * r->gbps * 1e9 / bw;
+  const xr_hal_figure_t *peak = &props->peak_flops[r->peak_dtype], *bw = &props->memory_bandwidth;
+  bool peak_known = peak->value > 0, bw_known = bw->value > 0;
+  r->compute_bound = peak_known && bw_known && plan->bytes > 0 &&
+                     plan->flops / plan->bytes > peak->value / bw->value;
+  const char *dtype = xr_hal_peak_dtype_name(r->peak_dtype);
+  if (plan->flops > 0 && peak_known && (r->compute_bound || !bw_known)) {
+    r->peak_percent = 100.0 * r->tflops * 1e12 / peak->value;
+    snprintf(r->peak_basis, sizeof r->peak_basis, "%s peak (%s)", dtype,
+             xr_hal_figure_source_name(peak->source));
+    return;
+  }
+  uint64_t cache = props->last_level_cache_bytes + props->memory_side_cache_bytes;
+  if (!bw_known) {
+    snprintf(r->peak_basis, sizeof r->peak_basis, "none: the device's memory bandwidth is unknown");
+  } else if (!flushed && footprint <= cache) {
+    snprintf(r->peak_basis, sizeof r->peak_basis,
+             "none: its %.1f MiB stay in the %.0f MiB of cache, whose bandwidth is unknown",
+             footprint / 1048576.0, cache / 1048576.0);
+  } else {
+    r->peak_percent = 100.0 * r->gbps * 1e9 / bw->value;
+    snprintf(r->peak_basis, sizeof r->peak_basis, "DRAM bandwidth (%s)",
+             xr_hal_figure_source_name(bw->source));
+  }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -449,7 +674,7 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
   }
 
   /* Every rotation copy gets the same initial contents. */
-  int rotate = e->o->rotate > 0 ? e->o->rotate : 1;
+  int rotate = xr_rotate_copies(e->o->rotate, &d->info->properties, xr_planned_op_bytes(&w->p));
   op_tensors_t *ts = calloc((size_t)rotate, sizeof *ts);
   xr_kernel_instance_t **inst = calloc((size_t)rotate, sizeof *inst);
   void *outputs[XR_MAX_CHECKED_OUTPUTS] = {0};
@@ -497,7 +722,11 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     fail(r, XR_OP_FAILED, "timing: ");
     goto out;
   }
-  derive_rates(&d->info->properties, plan, r);
+  /* Cold figures stand against DRAM when the flush covered every cache (a --flush-bytes
+   * smaller than the caches leaves the data in them). */
+  bool flushed = e->o->cache == XR_CACHE_COLD &&
+                 xr_hal_buffer_size(d->flush) >= xr_flush_bytes(&d->info->properties, 0) / 2;
+  derive_rates(&d->info->properties, plan, rotate * xr_planned_op_bytes(&w->p), flushed, r);
 out:
   for (int k = 0; k < rotate; k++) {
     if (inst && inst[k]) {
@@ -547,10 +776,18 @@ static xr_status_t device_open(engine_t *e, const char *spec, device_run_t *d) {
     if (xr_hal_device_calibrate(d->device) == XR_OK)
       xr_hal_device_properties(d->device, &d->info->properties);
   }
-  if (o->cache == XR_CACHE_COLD) {
-    uint64_t llc = d->info->properties.last_level_cache_bytes;
-    if (!llc) llc = 64u << 20;
-    if ((st = xr_hal_buffer_alloc(d->device, (size_t)(2 * llc), &d->flush)) != XR_OK) return st;
+  const xr_hal_device_properties_t *p = &d->info->properties;
+  d->held = p->host_addressable;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  d->cpus = cpus > 0 ? (int)cpus : 1;
+  d->host_run = p->host_addressable || !p->is_gpu;
+  d->graphs = !strcmp(p->driver, "cuda") || !strcmp(p->driver, "hip");
+  xr_hal_clocks_t clocks;
+  d->clocks = xr_hal_device_clocks(d->device, &clocks) == XR_OK;
+  if (o->cache != XR_CACHE_WARM) {
+    size_t bytes = (size_t)xr_flush_bytes(p, o->flush_bytes);
+    if ((st = xr_hal_buffer_alloc(d->device, bytes, &d->flush)) != XR_OK)
+      return xr_error_prefix(st, "the cold-cache flush buffer: ");
   }
   if (o->dump_dir) {
     if (e->device_count == 1) {
@@ -610,8 +847,15 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   xr_replay_options_t defaults;
   xr_replay_options_default(&defaults);
   const xr_replay_options_t *o = options ? options : &defaults;
-  if (o->iters < 0 || o->warmup < 0 || o->rotate < 0 || o->max_iters < 1 || o->min_time_ms < 0)
-    return xr_error(XR_INVALID_ARGUMENT, "replay: negative iterations, warm-up, rotation or time");
+  if (o->iters < 0 || o->warmup < 0 || o->rotate < XR_ROTATE_AUTO || o->max_iters < 1 ||
+      o->min_time_ms < 0 || o->max_time_ms < 0 || o->min_samples < 0 || !(o->noise_percent > 0))
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "replay: negative iterations, warm-up, rotation, samples or time, or a noise "
+                    "target that is not positive");
+  if (o->launch == XR_LAUNCH_GRAPH && o->cache != XR_CACHE_WARM)
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "replay: graph launches run the op back to back, so its data stays in cache: "
+                    "time cold caches eagerly (--launch=eager)");
   xr_replay_observer_t none = {0};
   if (!observer) observer = &none;
   xr_replay_summary_t *summary = calloc(1, sizeof *summary);

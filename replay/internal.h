@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "replay/replay.h"
+#include "replay/timing.h"
 
 /* A seed for tensor `tensor_index` of op `op_index`: independent of which ops are filtered. */
 uint64_t xr_seed_for(uint64_t seed, size_t op_index, size_t tensor_index);
@@ -28,9 +29,6 @@ void xr_compare_views(const void *actual, const void *expected, xr_dtype_t dtype
 /* Writes the logical tensor as .npy in its own dtype (bf16 as '<u2', fp8 as '|u1'). */
 xr_status_t xr_npy_write(const char *path, const void *storage, xr_dtype_t dtype, int32_t rank,
                          const int64_t *shape, const int64_t *strides, int64_t offset);
-
-/* Timing statistics over `n` samples (sorted in place). */
-void xr_stats(double *samples_us, int n, xr_op_result_t *result);
 
 /* NMSE threshold used by --check for an output dtype. */
 double xr_check_threshold(xr_dtype_t dtype);
@@ -74,6 +72,9 @@ typedef struct xr_planned_op {
   size_t *bytes;               /* per tensor: storage bytes */
   size_t out_count, out[XR_MAX_CHECKED_OUTPUTS]; /* returns, then the inputs it writes */
 } xr_planned_op_t;
+
+/* Storage bytes of all the op's tensors together: one copy of its inputs and outputs. */
+uint64_t xr_planned_op_bytes(const xr_planned_op_t *p);
 
 void xr_planned_op_init(const xr_bundle_t *bundle, size_t index, xr_planned_op_t *out);
 void xr_planned_op_free(xr_planned_op_t *p);

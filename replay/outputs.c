@@ -91,29 +91,6 @@ xr_status_t xr_npy_write(const char *path, const void *storage, xr_dtype_t dtype
   return XR_OK;
 }
 
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of sorted samples. */
-static double percentile(const double *sorted, int n, double p) {
-  int k = (int)(p / 100.0 * (n - 1) + 0.5);
-  return sorted[k < 0 ? 0 : k >= n ? n - 1 : k];
-}
-
-void xr_stats(double *s, int n, xr_op_result_t *r) {
-  qsort(s, (size_t)n, sizeof *s, compare_doubles);
-  double sum = 0;
-  for (int i = 0; i < n; i++) sum += s[i];
-  r->iterations = n;
-  r->min_us = s[0];
-  r->mean_us = sum / n;
-  r->median_us = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  r->p10_us = percentile(s, n, 10);
-  r->p90_us = percentile(s, n, 90);
-}
-
 double xr_check_threshold(xr_dtype_t d) {
   switch (d) {
     case XR_DTYPE_F64: return 1e-12;

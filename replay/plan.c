@@ -121,7 +121,7 @@ static uint64_t add_bytes(uint64_t a, uint64_t b) {
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-static uint64_t op_bytes(const xr_planned_op_t *p) {
+uint64_t xr_planned_op_bytes(const xr_planned_op_t *p) {
   uint64_t total = 0;
   for (size_t i = 0; i < p->count; i++) total = add_bytes(total, p->bytes[i]);
   return total;
@@ -150,19 +150,23 @@ static xr_status_t check_fits(const xr_decide_context_t *c, const char *where, u
 }
 
 /* What one device holds of an op at once: every rotation copy, then the outputs read back. */
-static uint64_t device_need(const xr_decide_context_t *c, const xr_planned_op_t *p) {
-  uint64_t copies = c->options->rotate > 0 ? (uint64_t)c->options->rotate : 1, need;
-  if (__builtin_mul_overflow(copies, op_bytes(p), &need)) need = UINT64_MAX;
+static uint64_t device_need(const xr_decide_context_t *c, const xr_planned_op_t *p,
+                            const xr_hal_device_properties_t *properties) {
+  uint64_t need,
+      copies = (uint64_t)xr_rotate_copies(c->options->rotate, properties, xr_planned_op_bytes(p));
+  if (__builtin_mul_overflow(copies, xr_planned_op_bytes(p), &need)) need = UINT64_MAX;
   for (size_t k = 0; k < p->out_count; k++) need = add_bytes(need, p->bytes[p->out[k]]);
   return need;
 }
 
 /* The host holds the initial contents throughout, and a host-addressable device's share; with
  * --check also the reference's tensors (on the cpu device) and its outputs read back. */
-static uint64_t host_need(const xr_decide_context_t *c, const xr_planned_op_t *p) {
-  uint64_t need = add_bytes(op_bytes(p), c->host_device ? device_need(c, p) : 0);
+static uint64_t host_need(const xr_decide_context_t *c, const xr_planned_op_t *p,
+                          const xr_hal_device_properties_t *properties) {
+  uint64_t need =
+      add_bytes(xr_planned_op_bytes(p), c->host_device ? device_need(c, p, properties) : 0);
   if (c->options->check) {
-    need = add_bytes(need, op_bytes(p));
+    need = add_bytes(need, xr_planned_op_bytes(p));
     for (size_t k = 0; k < p->out_count; k++) need = add_bytes(need, p->bytes[p->out[k]]);
   }
   return need;
@@ -193,11 +197,12 @@ xr_op_outcome_t xr_decide(const xr_decide_context_t *c, xr_planned_op_t *p,
     return refuse(p->laid_out.status == XR_RESOURCE_EXHAUSTED ? XR_OP_UNSUPPORTED : XR_OP_FAILED,
                   p->laid_out.message, message, size);
   if (!p->host_fits.done)
-    xr_once_keep(&p->host_fits, check_fits(c, "host", host_need(c, p), xr_host_memory_available()));
+    xr_once_keep(&p->host_fits,
+                 check_fits(c, "host", host_need(c, p, properties), xr_host_memory_available()));
   if (p->host_fits.status != XR_OK)
     return refuse(XR_OP_UNSUPPORTED, p->host_fits.message, message, size);
   if (!properties->host_addressable &&
-      check_fits(c, "device", device_need(c, p), properties->memory_bytes) != XR_OK)
+      check_fits(c, "device", device_need(c, p, properties), properties->memory_bytes) != XR_OK)
     return refuse(XR_OP_UNSUPPORTED, xr_last_error(), message, size);
   return XR_OP_SUCCEEDED;
 }

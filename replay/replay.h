@@ -29,8 +29,33 @@ extern "C" {
 
 typedef enum xr_cache_mode {
   XR_CACHE_WARM = 0, /* back-to-back iterations: data stays in cache when it fits */
-  XR_CACHE_COLD,     /* the last-level cache is flushed (outside the timed window) each time */
+  XR_CACHE_COLD,     /* every cache is flushed (outside the timed window) before each iteration */
+  XR_CACHE_BOTH,     /* warm, then cold: the result's times are warm, cold_* the cold ones */
 } xr_cache_mode_t;
+
+/* When an op's timing stops. */
+typedef enum xr_stop_rule {
+  /* At least `iters` iterations and `min_time_ms` of timed work (today's nvbench-less default) */
+  XR_STOP_ITERATIONS = 0,
+  /* nvbench's rule: once `min_samples` iterations and `min_time_ms` of work are done, stop when
+   * the relative standard deviation of the batch means falls under `noise_percent`; give up at
+   * `max_time_ms` (the result says which happened). */
+  XR_STOP_NOISE,
+} xr_stop_rule_t;
+
+/* How timed executions are launched. */
+typedef enum xr_launch_mode {
+  XR_LAUNCH_EAGER = 0, /* one launch per execution, each between two events */
+  /* cuda/hip: N back-to-back executions captured in one graph, timed per graph launch and
+   * divided by N, so that launch overhead disappears. The cpu driver's held stream (the batch
+   * queued behind a gate, then released) is its equivalent there and is used in both modes;
+   * opencl has no graphs and stays eager. */
+  XR_LAUNCH_GRAPH,
+} xr_launch_mode_t;
+
+/* --rotate=auto: per op and device, enough copies of the inputs that together they exceed five
+ * times the device's largest cache (at most 64, and a quarter of its memory). */
+#define XR_ROTATE_AUTO (-1)
 
 #define XR_REPLAY_MAX_DEVICES 8
 
@@ -40,12 +65,22 @@ typedef struct xr_replay_options {
    * first device's. */
   const char *device;
   int warmup;                /* untimed executions before timing (default 3) */
-  int iters;                 /* timed iterations, at least (default 20) */
+  xr_stop_rule_t stop;       /* default ITERATIONS */
+  int iters;                 /* ITERATIONS: timed iterations, at least (default 20) */
   double min_time_ms;        /* ...and keep going until this much timed work (default 0) */
   int max_iters;             /* never more than this many (default 100000) */
+  double noise_percent;      /* NOISE: the target relative stdev of batch means (default 0.5) */
+  int min_samples;           /* NOISE: at least this many timed iterations (default 10) */
+  /* Per op, stop timing after this much wall time of the timing loop. 0: none with ITERATIONS,
+   * XR_NOISE_DEFAULT_MAX_TIME_MS with NOISE. */
+  double max_time_ms;
+  xr_launch_mode_t launch;   /* default EAGER */
   uint64_t seed;             /* initialisation seed (default 0) */
   xr_cache_mode_t cache;
-  int rotate;                /* cycle among N copies of the inputs (default 1) */
+  /* COLD/BOTH: bytes written to flush the caches; 0: twice every cache level the device reports
+   * together (xr_flush_bytes) */
+  uint64_t flush_bytes;
+  int rotate;                /* cycle among N copies of the inputs (default 1), or XR_ROTATE_AUTO */
   bool check;                /* also run the CPU reference on the same inputs; NMSE per output */
   xr_kernel_choice_t choice; /* BEST, or REFERENCE to replay the reference itself (cpu only) */
   const char *op_filter;     /* only ops whose name contains this substring */
@@ -68,6 +103,17 @@ typedef struct xr_replay_options {
 
 void xr_replay_options_default(xr_replay_options_t *options);
 
+#define XR_NOISE_DEFAULT_MAX_TIME_MS 1000.0
+
+/* What the flush of --cache=cold writes on a device: `override` when non-zero, else twice all
+ * its cache levels together (the last-level cache plus a memory-side cache such as AMD's
+ * Infinity Cache, or every core's caches on cpu), else 128 MiB when it reports none. */
+uint64_t xr_flush_bytes(const xr_hal_device_properties_t *properties, uint64_t override);
+
+/* The input copies an op of `op_bytes` cycles among: `rotate` itself, or for XR_ROTATE_AUTO
+ * enough to exceed 5x the device's largest cache, at most 64 and a quarter of its memory. */
+int xr_rotate_copies(int rotate, const xr_hal_device_properties_t *properties, uint64_t op_bytes);
+
 typedef enum xr_op_outcome {
   XR_OP_SUCCEEDED = 0,
   XR_OP_FAILED,       /* it ran and went wrong, or its check failed */
@@ -89,13 +135,49 @@ typedef struct xr_op_result {
   xr_hal_peak_dtype_t peak_dtype; /* whose peak FLOP/s bounds it: its first input's dtype */
   char init_policy[1024];         /* custom initializer policy used, "" for none */
   char device[256];               /* device name */
-  int iterations;
-  double min_us, median_us, mean_us, p10_us, p90_us;
-  double host_us_per_iteration;   /* wall time of the timed loop / iterations: the kernel's time
-                                     plus what replaying it costs (events, dispatch, waits) */
+  int iterations;                 /* timed samples taken (all of them, set-aside ones included) */
+  /* The statistics, over the samples kept: all of them unless some batches were set aside
+   * because this process was preempted while they ran (see `preempted_batches`). */
+  double min_us, median_us, mean_us, p10_us, p25_us, p75_us, p90_us;
+  double iqr_us; /* p75 - p25 */
+  /* The noise rule's statistic: relative standard deviation of the means of consecutive
+   * batches of `batch_size` samples, in percent; < 0 with too few samples for it. */
+  double noise_percent;
+  int batch_size;
+  const char *stop_reason;      /* why timing stopped: "iterations", "noise", "max-time",
+                                   "max-iterations", "cancelled" */
+  bool noise_met;               /* noise_percent at or under the target (every stop rule) */
+  const char *launch;           /* "eager", "graph", or "held" (the cpu driver's held stream) */
+  char launch_note[256];        /* why a graph was asked for and not used; "" otherwise */
+  int graph_executions;         /* graph: executions per graph launch (each sample is one
+                                   launch divided by this); 0 when eager */
+  double timed_wall_ms;         /* wall time of the timing loop, warm-up excluded */
+  double host_us_per_iteration; /* timed_wall_ms / iterations: the kernel's time plus what
+                                   replaying it costs (events, dispatch, waits) */
+  /* Host contention: while each batch ran, how many threads of the whole machine were runnable
+   * (Linux's count in /proc/loadavg, this thread left out), and the batches during which that
+   * was more than the host has CPUs, so that some thread waited for one. On host-run devices
+   * (cpu, opencl on a CPU) such batches are left out of the statistics while at least half the
+   * batches are clean; `contended` says most were not, and the time is not the kernel's own. */
+  double runnable_mean;
+  int batches, preempted_batches;
+  bool contended;
+  /* Clocks sampled around every batch (xr_hal_device_clocks); clock_samples 0 when they could
+   * not be read. slow_clock_samples: readings under 75% of the default clock. */
+  int clock_samples, slow_clock_samples;
+  uint32_t clock_min_mhz, clock_median_mhz, clock_default_mhz;
+  /* --cache=both: the cold pass (the fields above are the warm one); cold_iterations 0 else. */
+  int cold_iterations;
+  double cold_median_us, cold_iqr_us, cold_noise_percent;
+  uint64_t flush_bytes;           /* cold passes: bytes flushed before each execution */
+  int rotate;                     /* input copies cycled among */
   double flops, bytes;            /* of one execution */
   double tflops, gbps;            /* at the median time */
-  double peak_percent;            /* of the device's peak for the op's bound (compute or memory) */
+  /* Of the figure named in `peak_basis` ("DRAM bandwidth (calibrated)", "fp32 peak
+   * (datasheet)"); < 0, with peak_basis saying why, when there is no figure to hold it against:
+   * an unknown peak, or a working set that fits in a cache whose bandwidth is unknown. */
+  double peak_percent;
+  char peak_basis[128];
   bool compute_bound;             /* flops / bytes above the device's ridge point */
   double trace_us;                /* per-call GPU time recorded in the source trace; < 0 if none */
   bool checked;                   /* compared with the CPU reference (--check) */

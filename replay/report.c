@@ -57,11 +57,47 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     add_number(o, "median_us", r->median_us);
     add_number(o, "mean_us", r->mean_us);
     add_number(o, "p10_us", r->p10_us);
+    add_number(o, "p25_us", r->p25_us);
+    add_number(o, "p75_us", r->p75_us);
     add_number(o, "p90_us", r->p90_us);
+    add_number(o, "iqr_us", r->iqr_us);
+    if (r->noise_percent >= 0) {
+      add_number(o, "noise_percent", r->noise_percent);
+      cJSON_AddNumberToObject(o, "noise_batch", r->batch_size);
+    }
+    cJSON_AddBoolToObject(o, "noise_met", r->noise_met);
+    if (r->stop_reason) cJSON_AddStringToObject(o, "stop_reason", r->stop_reason);
+    if (r->launch) cJSON_AddStringToObject(o, "launch", r->launch);
+    if (r->graph_executions) cJSON_AddNumberToObject(o, "graph_executions", r->graph_executions);
+    if (r->launch_note[0]) cJSON_AddStringToObject(o, "launch_note", r->launch_note);
+    cJSON_AddNumberToObject(o, "rotate", r->rotate);
+    add_number(o, "timed_wall_ms", r->timed_wall_ms);
     add_number(o, "host_us_per_iteration", r->host_us_per_iteration);
+    cJSON *host = cJSON_AddObjectToObject(o, "contention");
+    add_number(host, "runnable_mean", r->runnable_mean);
+    cJSON_AddNumberToObject(host, "batches", r->batches);
+    cJSON_AddNumberToObject(host, "preempted_batches", r->preempted_batches);
+    cJSON_AddBoolToObject(host, "contended", r->contended);
+    if (r->clock_samples) {
+      cJSON *clock = cJSON_AddObjectToObject(o, "clock_mhz");
+      cJSON_AddNumberToObject(clock, "min", r->clock_min_mhz);
+      cJSON_AddNumberToObject(clock, "median", r->clock_median_mhz);
+      if (r->clock_default_mhz) cJSON_AddNumberToObject(clock, "default", r->clock_default_mhz);
+      cJSON_AddNumberToObject(clock, "samples", r->clock_samples);
+      cJSON_AddNumberToObject(clock, "slow_samples", r->slow_clock_samples);
+    }
+    if (r->flush_bytes) cJSON_AddNumberToObject(o, "flush_bytes", (double)r->flush_bytes);
+    if (r->cold_iterations) {
+      cJSON *cold = cJSON_AddObjectToObject(o, "cold");
+      cJSON_AddNumberToObject(cold, "iterations", r->cold_iterations);
+      add_number(cold, "median_us", r->cold_median_us);
+      add_number(cold, "iqr_us", r->cold_iqr_us);
+      if (r->cold_noise_percent >= 0) add_number(cold, "noise_percent", r->cold_noise_percent);
+    }
     add_number(o, "tflops", r->tflops);
     add_number(o, "gbps", r->gbps);
-    add_number(o, "peak_percent", r->peak_percent);
+    if (r->peak_percent >= 0) add_number(o, "peak_percent", r->peak_percent);
+    if (r->peak_basis[0]) cJSON_AddStringToObject(o, "peak_basis", r->peak_basis);
     cJSON_AddStringToObject(o, "bound", r->compute_bound ? "compute" : "memory");
   }
   add_number(o, "flops", r->flops);
@@ -132,11 +168,28 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
     add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d), &p->peak_flops[d]);
   cJSON *opts = cJSON_AddObjectToObject(head, "options");
   cJSON_AddNumberToObject(opts, "warmup", o->warmup);
+  cJSON_AddStringToObject(opts, "stop", o->stop == XR_STOP_NOISE ? "noise" : "iterations");
   cJSON_AddNumberToObject(opts, "iters", o->iters);
   cJSON_AddNumberToObject(opts, "min_time_ms", o->min_time_ms);
+  if (o->stop == XR_STOP_NOISE) {
+    cJSON_AddNumberToObject(opts, "noise_percent", o->noise_percent);
+    cJSON_AddNumberToObject(opts, "min_samples", o->min_samples);
+  }
+  double max_time = o->max_time_ms > 0         ? o->max_time_ms
+                    : o->stop == XR_STOP_NOISE ? XR_NOISE_DEFAULT_MAX_TIME_MS
+                                               : 0;
+  if (max_time > 0) cJSON_AddNumberToObject(opts, "max_time_ms", max_time);
+  cJSON_AddStringToObject(opts, "launch", o->launch == XR_LAUNCH_GRAPH ? "graph" : "eager");
   cJSON_AddNumberToObject(opts, "seed", (double)o->seed);
-  cJSON_AddStringToObject(opts, "cache", o->cache == XR_CACHE_COLD ? "cold" : "warm");
-  cJSON_AddNumberToObject(opts, "rotate", o->rotate);
+  cJSON_AddStringToObject(opts, "cache",
+                          o->cache == XR_CACHE_COLD   ? "cold"
+                          : o->cache == XR_CACHE_BOTH ? "both"
+                                                      : "warm");
+  if (o->flush_bytes) cJSON_AddNumberToObject(opts, "flush_bytes", (double)o->flush_bytes);
+  if (o->rotate == XR_ROTATE_AUTO)
+    cJSON_AddStringToObject(opts, "rotate", "auto");
+  else
+    cJSON_AddNumberToObject(opts, "rotate", o->rotate);
   cJSON_AddBoolToObject(opts, "check", o->check);
   return head;
 }
@@ -180,8 +233,11 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
     free(text);
     fputs(json_tail, f);
   } else {
-    fputs("index,name,outcome,kernel,iterations,min_us,median_us,mean_us,p10_us,p90_us,tflops,gbps,"
-          "peak_percent,trace_us,check_passed,max_nmse,init_policy,message\n", f);
+    fputs(
+        "index,name,outcome,kernel,iterations,min_us,median_us,mean_us,p10_us,p90_us,tflops,gbps,"
+        "peak_percent,trace_us,check_passed,max_nmse,init_policy,message,iqr_us,noise_percent,"
+        "stop_reason,contended\n",
+        f);
   }
   fflush(f);
   *out_report = r;
@@ -212,9 +268,10 @@ xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
     csv_field(r->f, res->op->name);
     fprintf(r->f, ",%s,", xr_op_outcome_name(res->outcome));
     csv_field(r->f, res->kernel);
-    fprintf(r->f, ",%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.6g,%.6g,%.2f,", res->iterations, res->min_us,
-            res->median_us, res->mean_us, res->p10_us, res->p90_us, res->tflops, res->gbps,
-            res->peak_percent);
+    fprintf(r->f, ",%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.6g,%.6g,", res->iterations, res->min_us,
+            res->median_us, res->mean_us, res->p10_us, res->p90_us, res->tflops, res->gbps);
+    if (res->peak_percent >= 0 && res->iterations) fprintf(r->f, "%.2f", res->peak_percent);
+    fputc(',', r->f);
     if (res->trace_us >= 0) fprintf(r->f, "%.3f", res->trace_us);
     fprintf(r->f, ",%s,", res->checked ? (res->check_passed ? "true" : "false") : "");
     if (res->checked) fprintf(r->f, "%.3g", max_nmse);
@@ -222,7 +279,10 @@ xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
     csv_field(r->f, res->init_policy);
     fputc(',', r->f);
     csv_field(r->f, res->message);
-    fputc('\n', r->f);
+    fprintf(r->f, ",%.3f,", res->iqr_us);
+    if (res->iterations && res->noise_percent >= 0) fprintf(r->f, "%.3f", res->noise_percent);
+    fprintf(r->f, ",%s,%s\n", res->stop_reason ? res->stop_reason : "",
+            res->iterations ? (res->contended ? "true" : "false") : "");
   }
   r->ops++;
   if (fflush(r->f) != 0 || ferror(r->f)) return xr_error(XR_DATA_LOSS, "writing the report failed");

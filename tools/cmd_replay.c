@@ -20,11 +20,20 @@ static const char usage[] =
     "  --hal=LIST          auto|cpu|opencl[:N]|cuda[:N]|hip[:N], or several separated by commas\n"
     "                      to replay each op on each and compare (default auto)\n"
     "  --warmup=N          untimed runs before timing (3)\n"
-    "  --iters=N           timed iterations, at least (20)\n"
+    "  --stop=iters|noise[:P]  when an op's timing stops: after --iters iterations (default),\n"
+    "                      or once the batch means' relative stdev is under P% (0.5)\n"
+    "  --iters=N           --stop=iters: timed iterations, at least (20)\n"
+    "  --min-samples=N     --stop=noise: timed iterations, at least (10)\n"
     "  --min-time=MS       keep timing until this many milliseconds of work (0)\n"
+    "  --max-time=MS       per op, stop after this much timing wall time (default: none with\n"
+    "                      --stop=iters, 1000 with --stop=noise)\n"
+    "  --launch=eager|graph  graph: cuda/hip time N executions captured in one graph (eager)\n"
     "  --seed=N            initialisation seed (0)\n"
-    "  --cache=warm|cold   cold flushes the last-level cache before every timed iteration\n"
-    "  --rotate=N          cycle among N copies of the inputs (1)\n"
+    "  --cache=warm|cold|both  cold flushes every cache before each timed iteration; both\n"
+    "                      times warm, then cold\n"
+    "  --flush-bytes=BYTES what the cold flush writes (default: twice all the device's caches)\n"
+    "  --rotate=N|auto     cycle among N copies of the inputs (1); auto: enough to exceed 5x\n"
+    "                      the device's largest cache\n"
     "  --check             also run the CPU reference on the same inputs; NMSE per output\n"
     "  --reference         replay the CPU reference kernels themselves (cpu only)\n"
     "  --init=OP:POLICY    custom initializer policy for an op (repeatable), e.g.\n"
@@ -42,6 +51,29 @@ static const char usage[] =
     "  -v, --verbose       print arguments, initializer policies and per-output check results\n"
     "exit: 0 all ops succeeded or unsupported, 1 some failed, 2 usage or input error,\n"
     "      3 the HAL asked for is unavailable\n";
+
+/* "12.5": a non-negative, finite number of milliseconds. */
+static bool parse_ms(const char *v, double *out) {
+  char *end;
+  double ms = strtod(v, &end);
+  if (end == v || *end || !(ms >= 0) || !isfinite(ms)) return false;
+  *out = ms;
+  return true;
+}
+
+/* "iters", "noise" or "noise:P" with P a positive percentage. */
+static bool parse_stop(const char *v, xr_replay_options_t *o) {
+  if (!strcmp(v, "iters")) {
+    o->stop = XR_STOP_ITERATIONS;
+    return true;
+  }
+  if (strncmp(v, "noise", 5) || (v[5] && v[5] != ':')) return false;
+  double percent = o->noise_percent;
+  if (v[5] && (!parse_ms(v + 6, &percent) || !(percent > 0))) return false;
+  o->stop = XR_STOP_NOISE;
+  o->noise_percent = percent;
+  return true;
+}
 
 static volatile int cancel_flag;
 
@@ -134,6 +166,22 @@ static void on_started(void *context, const xr_replay_summary_t *run) {
   fflush(stdout);
 }
 
+/* What makes a time doubtful, after the op's line: preemption, a missed noise target, slow
+ * clocks, a graph that could not be used. */
+static void print_timing_flags(const run_ctx_t *c, const xr_op_result_t *r) {
+  if (r->contended)
+    printf(
+        "  CONTENDED: preempted in %d of %d batches (another process competes for the CPUs; "
+        "the time is not the kernel's own)",
+        r->preempted_batches, r->batches);
+  if (c->options->stop == XR_STOP_NOISE && !r->noise_met && !r->contended)
+    printf("  noise target missed (%s)", r->stop_reason ? r->stop_reason : "?");
+  if (r->slow_clock_samples)
+    printf("  clock under 75%% of default in %d of %d readings", r->slow_clock_samples,
+           r->clock_samples);
+  if (r->launch_note[0] && !c->verbose) printf("  eager: graph capture failed");
+}
+
 static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
   char shapes[512];
   xr_op_describe_args(r->op, true, shapes, sizeof shapes);
@@ -141,12 +189,22 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
   if (c->device_count > 1) printf(" [%s]", c->specs[r->device_index]);
   if (r->outcome == XR_OP_SUCCEEDED) {
     printf(" %-22s %10.2f us", r->kernel, r->median_us);
+    if (r->noise_percent >= 0)
+      printf(" ±%5.1f%%", r->noise_percent);
+    else
+      printf("        ");
     if (r->compute_bound || r->flops > 0) printf(" %8.3f TFLOP/s", r->tflops);
     printf(" %8.2f GB/s", r->gbps);
-    if (r->peak_percent > 0) printf(" %5.1f%% peak", r->peak_percent);
+    if (r->peak_percent >= 0)
+      printf(" %5.1f%% of %s", r->peak_percent,
+             strncmp(r->peak_basis, "DRAM", 4) ? "peak" : "DRAM");
+    else if (strstr(r->peak_basis, "cache"))
+      printf(" in cache");
+    if (r->cold_iterations) printf("  cold %.2f us", r->cold_median_us);
     if (r->trace_us >= 0)
       printf("  trace %.2f us (x%.2f)", r->trace_us, r->median_us / r->trace_us);
     if (r->checked) printf("  check ok (nmse %.2g)", r->output_count ? r->outputs[0].nmse : 0.0);
+    print_timing_flags(c, r);
   } else {
     printf(" %s: %s", r->outcome == XR_OP_FAILED ? "FAILED" : "unsupported", r->message);
   }
@@ -156,9 +214,26 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
     xr_op_describe_args(r->op, false, args, sizeof args);
     printf("       args: %s\n", args);
     if (r->init_policy[0]) printf("       init: %s\n", r->init_policy);
-    if (r->iterations)
-      printf("       %d iterations: min %.2f  p10 %.2f  median %.2f  mean %.2f  p90 %.2f us\n",
-             r->iterations, r->min_us, r->p10_us, r->median_us, r->mean_us, r->p90_us);
+    if (r->iterations) {
+      printf(
+          "       %d iterations (%s, %s launch, %d input copies, %.1f ms): min %.2f  p10 %.2f  "
+          "p25 %.2f  median %.2f  p75 %.2f  p90 %.2f  mean %.2f us, IQR %.2f us\n",
+          r->iterations, r->stop_reason ? r->stop_reason : "-", r->launch ? r->launch : "-",
+          r->rotate, r->timed_wall_ms, r->min_us, r->p10_us, r->p25_us, r->median_us, r->p75_us,
+          r->p90_us, r->mean_us, r->iqr_us);
+      if (r->noise_percent >= 0)
+        printf(
+            "       noise %.3g%% (batch means of %d)%s; host %.2f us per iteration; "
+            "%.1f threads runnable on average, more than the CPUs in %d of %d batches\n",
+            r->noise_percent, r->batch_size, r->noise_met ? ", target met" : "",
+            r->host_us_per_iteration, r->runnable_mean, r->preempted_batches, r->batches);
+      if (r->peak_basis[0]) printf("       %% of peak: %s\n", r->peak_basis);
+      if (r->clock_samples)
+        printf("       clock %u MHz median, %u min (default %u), %d of %d readings under 75%%\n",
+               r->clock_median_mhz, r->clock_min_mhz, r->clock_default_mhz, r->slow_clock_samples,
+               r->clock_samples);
+      if (r->launch_note[0]) printf("       %s\n", r->launch_note);
+    }
     for (size_t k = 0; k < r->output_count && r->checked; k++)
       printf("       check %s: nmse %.3g (threshold %.1g)%s\n", r->outputs[k].target,
              r->outputs[k].nmse, r->outputs[k].threshold,
@@ -261,20 +336,38 @@ int xr_cmd_replay(int argc, char **argv) {
     long long n;
     uint64_t bytes;
     /* Accept "--flag value" as well as "--flag=value" for flags that take a value. */
-    static const char *const valued[] = {"--hal", "--warmup", "--iters", "--min-time", "--seed",
-                                         "--cache", "--rotate", "--init", "--report", "--html",
-                                         "--dump-outputs", "--op-filter", "--op-limit",
-                                         "--max-memory", "--model-config", NULL};
+    static const char *const valued[] = {"--hal",      "--warmup",       "--iters",
+                                         "--min-time", "--seed",         "--cache",
+                                         "--rotate",   "--init",         "--report",
+                                         "--html",     "--dump-outputs", "--op-filter",
+                                         "--op-limit", "--max-memory",   "--model-config",
+                                         "--stop",     "--min-samples",  "--max-time",
+                                         "--launch",   "--flush-bytes",  NULL};
     for (const char *const *f = valued; *f && !v; f++)
       if (!strcmp(a, *f) && i + 1 < argc) v = argv[++i];
 #define IS(flag) (!strncmp(a, flag, strlen(flag)) && (a[strlen(flag)] == '=' || a[strlen(flag)] == '\0'))
     if (IS("--hal") && v) o.device = v;
     else if (IS("--warmup") && v && xr_cli_parse_int(v, 0, &n)) o.warmup = (int)n;
     else if (IS("--iters") && v && xr_cli_parse_int(v, 1, &n)) o.iters = (int)n;
-    else if (IS("--min-time") && v && atof(v) >= 0) o.min_time_ms = atof(v);
+    else if (IS("--min-time") && v && parse_ms(v, &o.min_time_ms))
+      continue;
+    else if (IS("--max-time") && v && parse_ms(v, &o.max_time_ms))
+      continue;
+    else if (IS("--stop") && v && parse_stop(v, &o))
+      continue;
+    else if (IS("--min-samples") && v && xr_cli_parse_int(v, 1, &n))
+      o.min_samples = (int)n;
+    else if (IS("--launch") && v && (!strcmp(v, "eager") || !strcmp(v, "graph")))
+      o.launch = !strcmp(v, "graph") ? XR_LAUNCH_GRAPH : XR_LAUNCH_EAGER;
     else if (IS("--seed") && v && xr_cli_parse_int(v, 0, &n)) o.seed = (uint64_t)n;
-    else if (IS("--cache") && v && (!strcmp(v, "warm") || !strcmp(v, "cold")))
-      o.cache = !strcmp(v, "cold") ? XR_CACHE_COLD : XR_CACHE_WARM;
+    else if (IS("--cache") && v && (!strcmp(v, "warm") || !strcmp(v, "cold") || !strcmp(v, "both")))
+      o.cache = !strcmp(v, "cold")   ? XR_CACHE_COLD
+                : !strcmp(v, "both") ? XR_CACHE_BOTH
+                                     : XR_CACHE_WARM;
+    else if (IS("--flush-bytes") && v && xr_cli_parse_bytes(v, &bytes) && bytes)
+      o.flush_bytes = bytes;
+    else if (IS("--rotate") && v && !strcmp(v, "auto"))
+      o.rotate = XR_ROTATE_AUTO;
     else if (IS("--rotate") && v && xr_cli_parse_int(v, 1, &n)) o.rotate = (int)n;
     else if (!strcmp(a, "--check")) o.check = true;
     else if (!strcmp(a, "--reference")) o.choice = XR_KERNEL_REFERENCE;
@@ -307,6 +400,12 @@ int xr_cmd_replay(int argc, char **argv) {
   }
   if (!path) {
     fputs(usage, stderr);
+    return XR_EXIT_USAGE;
+  }
+  if (o.launch == XR_LAUNCH_GRAPH && o.cache != XR_CACHE_WARM) {
+    fprintf(stderr,
+            "replay: --launch=graph runs the op back to back, so its data stays in cache: "
+            "time cold caches with --launch=eager\n");
     return XR_EXIT_USAGE;
   }
   if (inits[0]) o.init_overrides = inits;

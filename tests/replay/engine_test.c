@@ -192,7 +192,126 @@ Test(engine, timing_modes) {
   o.min_time_ms = 2;
   cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK);
   cr_assert_gt(s.r[0].iterations, 1);
-  cr_assert_geq(s.r[0].mean_us * s.r[0].iterations, 2000.0 * 0.99);
+  cr_assert_geq(s.r[0].timed_wall_ms, 2.0 * 0.99);
+  cr_assert_str_eq(s.r[0].stop_reason, "iterations");
+  xr_bundle_destroy(b);
+}
+
+Test(engine, the_noise_rule_stops_on_its_target_or_at_max_time) {
+  xr_bundle_t *b = bundle(MM(64, 64, 64));
+  xr_replay_options_t o = quick();
+  seen_t s = {0};
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  o.stop = XR_STOP_NOISE;
+  o.noise_percent = 1e-9; /* never met: timing ends at --max-time */
+  o.max_time_ms = 50;
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
+  const xr_op_result_t *r = &s.r[0];
+  cr_assert_eq(r->outcome, XR_OP_SUCCEEDED, "%s", r->message);
+  cr_assert_str_eq(r->stop_reason, "max-time");
+  cr_assert_not(r->noise_met);
+  /* It stops at the first batch boundary past the limit; a batch is about 10 ms of work. */
+  cr_assert(r->timed_wall_ms >= 50 && r->timed_wall_ms < 1000, "%g ms", r->timed_wall_ms);
+  cr_assert_geq(r->batches, 1, "--max-time wins over --min-samples, as nvbench's timeout");
+  /* A loose target: met, unless the machine was crowded throughout (then the rule, which
+   * judges uncrowded batches only, keeps going to --max-time and says so). */
+  memset(&s, 0, sizeof s);
+  o.noise_percent = 1000;
+  o.min_samples = 40;
+  o.max_time_ms = 2000;
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK);
+  r = &s.r[0];
+  if (!strcmp(r->stop_reason, "noise")) {
+    cr_assert(r->noise_met && r->noise_percent >= 0 && r->noise_percent <= 1000);
+    cr_assert_geq(r->iterations, 40);
+  } else {
+    cr_assert_str_eq(r->stop_reason, "max-time");
+    cr_assert(r->contended || r->preempted_batches > 0, "only a crowded machine stops it");
+  }
+  cr_assert(r->runnable_mean >= 0);
+  cr_assert(r->p25_us <= r->median_us && r->median_us <= r->p75_us);
+  cr_assert_float_eq(r->iqr_us, r->p75_us - r->p25_us, 1e-9);
+  xr_bundle_destroy(b);
+}
+
+Test(engine, the_timed_loop_leaves_the_warm_up_out) {
+  xr_bundle_t *b = bundle(MM(96, 96, 96));
+  xr_replay_options_t o = quick();
+  seen_t s = {0};
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  o.warmup = 400;
+  o.iters = 40;
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK);
+  const xr_op_result_t *r = &s.r[0];
+  /* Counting the warm-up made this 11x the mean; what is left is the host's own overhead. */
+  cr_assert_lt(r->host_us_per_iteration, 4 * r->mean_us, "host %g us, mean %g us",
+               r->host_us_per_iteration, r->mean_us);
+  cr_assert_float_eq(r->host_us_per_iteration, r->timed_wall_ms * 1000 / r->iterations, 1e-6);
+  xr_bundle_destroy(b);
+}
+
+Test(engine, cold_and_warm_in_one_run_graphs_rotation_and_the_peak_basis) {
+  xr_bundle_t *b = bundle(MM(8, 8, 8));
+  xr_replay_options_t o = quick();
+  seen_t s = {0};
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  o.cache = XR_CACHE_BOTH;
+  o.flush_bytes = 8u << 20;
+  o.calibrate = true;
+  o.rotate = XR_ROTATE_AUTO;
+  o.iters = 3;
+  xr_replay_summary_t run;
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &run), XR_OK, "%s", xr_last_error());
+  const xr_op_result_t *r = &s.r[0];
+  cr_assert_eq(r->outcome, XR_OP_SUCCEEDED, "%s", r->message);
+  cr_assert_eq(r->iterations, 3);
+  cr_assert_eq(r->cold_iterations, 3);
+  cr_assert_gt(r->cold_median_us, 0);
+  cr_assert_eq(r->flush_bytes, 8u << 20);
+  cr_assert_str_eq(r->launch, "held", "the cpu driver's held stream");
+  const xr_hal_device_properties_t *p = &run.devices[0].properties;
+  cr_assert_eq(r->rotate, xr_rotate_copies(XR_ROTATE_AUTO, p, 3 * 8 * 8 * sizeof(float)));
+  cr_assert_gt(r->rotate, 1, "a 768-byte op rotates among many copies");
+  /* The warm figures of a memory-bound op whose data stays in cache: no percentage against
+   * DRAM, and the reason. */
+  if (p->memory_bandwidth.value > 0 && !r->compute_bound) {
+    cr_assert_lt(r->peak_percent, 0, "%g%% of %s", r->peak_percent, r->peak_basis);
+    cr_assert(strstr(r->peak_basis, "cache"), "%s", r->peak_basis);
+  }
+  /* Graph launches time back-to-back executions, so they cannot time cold caches. */
+  o = quick();
+  o.launch = XR_LAUNCH_GRAPH;
+  o.cache = XR_CACHE_COLD;
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_INVALID_ARGUMENT);
+  cr_assert(strstr(xr_last_error(), "--launch=eager"), "%s", xr_last_error());
+  /* On cpu a graph launch is the held stream it always uses. */
+  memset(&s, 0, sizeof s);
+  o.cache = XR_CACHE_WARM;
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK);
+  cr_assert_str_eq(s.r[0].launch, "held");
+  cr_assert_eq(s.r[0].graph_executions, 0);
+  xr_bundle_destroy(b);
+}
+
+Test(engine, a_cold_memory_bound_op_is_held_against_dram) {
+  xr_bundle_t *b = bundle(MM(8, 8, 8));
+  xr_replay_options_t o = quick();
+  seen_t s = {0};
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  o.cache = XR_CACHE_COLD; /* the default flush: twice every cache */
+  o.iters = 2;
+  o.calibrate = true;
+  xr_replay_summary_t run;
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &run), XR_OK);
+  const xr_op_result_t *r = &s.r[0];
+  if (run.devices[0].properties.memory_bandwidth.value <= 0)
+    cr_skip_test("the cpu's memory bandwidth could not be calibrated: %s", r->peak_basis);
+  if (r->compute_bound) {
+    cr_assert(strstr(r->peak_basis, "peak"), "%s", r->peak_basis);
+  } else {
+    cr_assert_geq(r->peak_percent, 0);
+    cr_assert_str_eq(r->peak_basis, "DRAM bandwidth (calibrated)");
+  }
   xr_bundle_destroy(b);
 }
 

@@ -173,7 +173,10 @@ Test(cli, replay_lines_summary_and_trace_coverage) {
   cr_assert(strstr(out_text, "2 of 2 ops attempted: 1 succeeded, 0 failed, 1 unsupported"), "%s",
             out_text);
   cr_assert(strstr(out_text, "cover 75.0% of the source trace's GPU time"), "%s", out_text);
-  cr_assert(strstr(out_text, "3 iterations: min"), "verbose percentiles: %s", out_text);
+  cr_assert(strstr(out_text, "3 iterations (iterations, held launch, 1 input copies"),
+            "verbose: the stop rule's reason, the launch and the rotation: %s", out_text);
+  cr_assert(strstr(out_text, "p25 ") && strstr(out_text, "IQR "), "verbose percentiles: %s",
+            out_text);
   slurp(report, out_text, sizeof out_text);
   cr_assert(strstr(out_text, "index,name,outcome,kernel"), "%s", out_text);
   cr_assert(strstr(out_text, "\"x::unknown_op\",unsupported"), "%s", out_text);
@@ -182,6 +185,44 @@ Test(cli, replay_lines_summary_and_trace_coverage) {
   cr_assert(strstr(out_text, "<!DOCTYPE html>") && strstr(out_text, "</html>"), "%s", out_text);
   cr_assert(strstr(out_text, "<td class=\"name\">x::unknown_op</td>"), "%s", out_text);
   cr_assert(strstr(out_text, "pass (nmse "), "the check's result: %s", out_text);
+}
+
+Test(cli, timing_options) {
+  char args[4096], report[1024];
+  snprintf(report, sizeof report, "%s/t.%d.json", tmpdir(), (int)getpid());
+  snprintf(args, sizeof args,
+           "--hal=cpu --stop=noise:50 --min-samples=12 --max-time=300 --cache=both "
+           "--flush-bytes=1M --rotate=auto --launch=graph -v --report=%s --op-limit=1 %s",
+           report, tiny_bundle());
+  cr_assert_eq(replay(args), 2, "graph launches and cold caches do not mix: %s", out_text);
+  cr_assert(strstr(err_text, "--launch=eager"), "%s", err_text);
+  snprintf(args, sizeof args,
+           "--hal=cpu --stop=noise:50 --min-samples=12 --max-time=300 --cache=both "
+           "--flush-bytes=1M --rotate=auto -v --report=%s --op-limit=1 %s",
+           report, tiny_bundle());
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "  cold "), "the cold time next to the warm one: %s", out_text);
+  cr_assert(strstr(out_text, "held launch"), "%s", out_text);
+  cr_assert(strstr(out_text, "(noise,") || strstr(out_text, "(max-time,"), "%s", out_text);
+  slurp(report, out_text, sizeof out_text);
+  static const char *const fields[] = {"\"stop\":\"noise\"",  "\"noise_percent\":50",
+                                       "\"min_samples\":12",  "\"max_time_ms\":300",
+                                       "\"cache\":\"both\"",  "\"flush_bytes\":1048576",
+                                       "\"rotate\":\"auto\"", "\"stop_reason\":",
+                                       "\"noise_met\":",      "\"iqr_us\":",
+                                       "\"launch\":\"held\"", "\"timed_wall_ms\":",
+                                       "\"contention\":",     "\"cold\":",
+                                       "\"peak_basis\":"};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+    cr_assert(strstr(out_text, fields[i]), "%s missing in %s", fields[i], out_text);
+  static const char *const bad[] = {"--stop=noise:0",   "--stop=noise:x",     "--stop=often",
+                                    "--max-time=-1",    "--min-samples=0",    "--launch=later",
+                                    "--cache=lukewarm", "--rotate=sometimes", "--flush-bytes=0"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(args, sizeof args, "--hal=cpu %s %s", bad[i], tiny_bundle());
+    cr_assert_eq(replay(args), 2, "%s", bad[i]);
+    cr_assert(strstr(err_text, "bad option"), "%s: %s", bad[i], err_text);
+  }
 }
 
 Test(cli, unavailable_hal_exits_3_with_the_reason) {

@@ -1,0 +1,107 @@
+/* Timing decisions without a device: statistics over samples, the stopping rule, how much to
+ * flush and how many input copies to rotate among. The timing loop itself is in engine.c. */
+#include "replay/timing.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted samples. */
+static double percentile(const double *sorted, int n, double p) {
+  int k = (int)(p / 100.0 * (n - 1) + 0.5);
+  return sorted[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
+void xr_stats(double *s, int n, xr_op_result_t *r) {
+  qsort(s, (size_t)n, sizeof *s, compare_doubles);
+  double sum = 0;
+  for (int i = 0; i < n; i++) sum += s[i];
+  r->min_us = s[0];
+  r->mean_us = sum / n;
+  r->median_us = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  r->p10_us = percentile(s, n, 10);
+  r->p25_us = percentile(s, n, 25);
+  r->p75_us = percentile(s, n, 75);
+  r->p90_us = percentile(s, n, 90);
+  r->iqr_us = r->p75_us - r->p25_us;
+}
+
+int xr_noise_batch_size(double typical_us) {
+  if (!(typical_us > 0)) return XR_NOISE_MAX_BATCH;
+  double k = ceil(XR_NOISE_BATCH_US / typical_us);
+  return k < 1 ? 1 : k > XR_NOISE_MAX_BATCH ? XR_NOISE_MAX_BATCH : (int)k;
+}
+
+double xr_batch_means_noise(const double *samples, int n, int batch) {
+  if (batch < 1) batch = 1;
+  int batches = n / batch;
+  if (batches < XR_NOISE_MIN_BATCHES) return -1;
+  double sum = 0, sum_sq = 0;
+  for (int b = 0; b < batches; b++) {
+    double mean = 0;
+    for (int i = 0; i < batch; i++) mean += samples[b * batch + i];
+    mean /= batch;
+    sum += mean;
+    sum_sq += mean * mean;
+  }
+  double mean = sum / batches;
+  double variance = (sum_sq - sum * mean) / (batches - 1); /* sample variance of the means */
+  if (!(mean > 0)) return -1;
+  return 100.0 * sqrt(variance > 0 ? variance : 0) / mean;
+}
+
+double xr_typical_sample(const double *samples, int n) {
+  double head[64];
+  int m = n < 64 ? n : 64;
+  memcpy(head, samples, sizeof(double) * (size_t)m);
+  qsort(head, (size_t)m, sizeof *head, compare_doubles);
+  return m ? head[m / 2] : 0;
+}
+
+double xr_stream_noise(const double *samples, int n, int *out_batch) {
+  int batch = xr_noise_batch_size(xr_typical_sample(samples, n));
+  if (out_batch) *out_batch = batch;
+  return xr_batch_means_noise(samples, n, batch);
+}
+
+const char *xr_stop_reason(const xr_replay_options_t *o, const double *samples, int n,
+                           double wall_ms) {
+  double timed_ms = 0;
+  for (int i = 0; i < n; i++) timed_ms += samples[i] / 1000.0;
+  if (n >= o->max_iters) return "max-iterations";
+  if (o->stop == XR_STOP_NOISE) {
+    if (n >= o->min_samples && timed_ms >= o->min_time_ms) {
+      double noise = xr_stream_noise(samples, n, NULL);
+      if (noise >= 0 && noise <= o->noise_percent) return "noise";
+    }
+    double max_ms = o->max_time_ms > 0 ? o->max_time_ms : XR_NOISE_DEFAULT_MAX_TIME_MS;
+    return wall_ms >= max_ms ? "max-time" : NULL;
+  }
+  if (n >= o->iters && timed_ms >= o->min_time_ms) return "iterations";
+  return o->max_time_ms > 0 && wall_ms >= o->max_time_ms ? "max-time" : NULL;
+}
+
+uint64_t xr_flush_bytes(const xr_hal_device_properties_t *p, uint64_t override) {
+  if (override) return override;
+  uint64_t caches = p->last_level_cache_bytes + p->memory_side_cache_bytes;
+  if (p->cache_total_bytes > caches) caches = p->cache_total_bytes;
+  return caches ? 2 * caches : (uint64_t)128 << 20;
+}
+
+int xr_rotate_copies(int rotate, const xr_hal_device_properties_t *p, uint64_t op_bytes) {
+  if (rotate != XR_ROTATE_AUTO) return rotate > 0 ? rotate : 1;
+  uint64_t largest = p->last_level_cache_bytes > p->memory_side_cache_bytes
+                         ? p->last_level_cache_bytes
+                         : p->memory_side_cache_bytes;
+  if (!largest || !op_bytes) return 1;
+  uint64_t copies = (5 * largest) / op_bytes + 1; /* together more than 5x the cache */
+  if (copies > 64) copies = 64;
+  uint64_t quarter = p->memory_bytes / 4;
+  if (quarter && copies * op_bytes > quarter) copies = quarter / op_bytes;
+  return copies < 1 ? 1 : (int)copies;
+}

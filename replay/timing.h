@@ -1,0 +1,38 @@
+/* Timing decisions without a device (replay/timing.c): statistics over samples, the noise
+ * stopping rule, flush sizes and input rotation. Internal to the engine; its own header so that
+ * tests can drive the decisions with synthetic sample streams and cache tables. */
+#ifndef XR_REPLAY_TIMING_H
+#define XR_REPLAY_TIMING_H
+
+#include "replay/replay.h"
+
+/* Timing statistics over `n` samples (sorted in place): min, mean, median, p10/25/75/90, IQR. */
+void xr_stats(double *samples_us, int n, xr_op_result_t *result);
+
+/* The noise rule groups samples in batches of about XR_NOISE_BATCH_US of work (at most
+ * XR_NOISE_MAX_BATCH samples) and needs XR_NOISE_MIN_BATCHES of them. */
+#define XR_NOISE_BATCH_US 200.0
+#define XR_NOISE_MAX_BATCH 32
+#define XR_NOISE_MIN_BATCHES 5
+
+/* The typical sample of a stream: the median of its first (up to) 64 samples; 0 for none. */
+double xr_typical_sample(const double *samples_us, int n);
+
+/* Samples per batch for samples of about `typical_us`. */
+int xr_noise_batch_size(double typical_us);
+
+/* Relative standard deviation, in percent, of the means of consecutive batches of `batch`
+ * samples (a last, partial batch left out); -1 with fewer than XR_NOISE_MIN_BATCHES batches. */
+double xr_batch_means_noise(const double *samples_us, int n, int batch);
+
+/* The noise statistic of a sample stream, in order, with the batch size its typical sample
+ * gives (written to *out_batch when not NULL). */
+double xr_stream_noise(const double *samples_us, int n, int *out_batch);
+
+/* Whether timing stops after `n` samples (in order) and `wall_ms` of timing loop under the
+ * options' rule: the reason ("iterations", "noise", "max-time", "max-iterations"), or NULL to
+ * go on. */
+const char *xr_stop_reason(const xr_replay_options_t *options, const double *samples_us, int n,
+                           double wall_ms);
+
+#endif

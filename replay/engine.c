@@ -2,6 +2,7 @@
  * decision xr_replay_plan makes, replay/plan.c) -> inputs (once) -> tensors -> first run (check,
  * compare, dump) -> warm-up -> timed iterations between device events. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -51,6 +52,7 @@ typedef struct device_run {
   bool graphs;                 /* the driver has graphs (cuda, hip) */
   bool clocks;                 /* xr_hal_device_clocks answers */
   int cpus;                    /* the host's online CPUs */
+  int loadavg;                 /* /proc/loadavg, open on host-run devices; -1 otherwise */
   char dump_dir[4096];         /* "" when outputs are not dumped */
 } device_run_t;
 
@@ -294,14 +296,16 @@ static void gate_wait(void *context) {
   while (!atomic_load_explicit(&g->open, memory_order_acquire)) sched_yield();
 }
 
-/* Threads runnable on the whole machine now, this one left out (the fourth field of
- * /proc/loadavg, "running/total"); -1 where it cannot be read. */
-static int runnable_now(void) {
-  FILE *file = fopen("/proc/loadavg", "r");
-  if (!file) return -1;
-  int running = -1;
-  if (fscanf(file, "%*f %*f %*f %d/", &running) != 1) running = -1;
-  fclose(file);
+/* Threads runnable on the whole machine now, this one left out: the fourth field of
+ * /proc/loadavg ("running/total"), read through `fd` kept open (a few microseconds); -1 where
+ * it cannot be read. */
+static int runnable_now(int fd) {
+  char text[128];
+  ssize_t size = fd >= 0 ? pread(fd, text, sizeof text - 1, 0) : -1;
+  if (size <= 0) return -1;
+  text[size] = '\0';
+  int running;
+  if (sscanf(text, "%*f %*f %*f %d/", &running) != 1) return -1;
   return running > 0 ? running - 1 : running;
 }
 
@@ -333,7 +337,7 @@ static xr_status_t pass_append(timing_pass_t *t, double sample_us, bool preempte
 }
 
 /* Executions per graph launch: enough that one launch runs about GRAPH_US. */
-enum { GRAPH_US = 1000, GRAPH_MAX_EXECUTIONS = 1000, BATCH = 32, FIRST_BATCH = 4, BATCH_MS = 10 };
+enum { GRAPH_US = 1000, GRAPH_MAX_EXECUTIONS = 1000, BATCH = 32, BATCH_MS = 10 };
 
 /* One batch: per execution an optional flush (outside the window), a start event, the op (or
  * the graph of `graph_executions` of them), an end event; the host waits once at the end. */
@@ -358,7 +362,7 @@ static xr_status_t run_batch(device_run_t *d, xr_kernel_instance_t **instances, 
   }
   if (gated) atomic_store_explicit(&gate.open, 1, memory_order_release);
   /* While the batch runs: how many threads want the machine's CPUs. */
-  if (out_runnable) *out_runnable = runnable_now();
+  if (out_runnable) *out_runnable = runnable_now(d->loadavg);
   xr_status_t sync = xr_hal_stream_synchronize(d->stream); /* the gate lives on this stack */
   return st == XR_OK ? sync : st;
 }
@@ -404,10 +408,11 @@ static xr_status_t prepare_graph(device_run_t *d, xr_kernel_instance_t **instanc
   return XR_OK;
 }
 
-/* One timing pass: warm-up, then batches until the stop rule says so. */
+/* One timing pass: warm-up, then batches until the stop rule says so. `first_us`: the wall time
+ * of the op's first execution, what the first batch is sized by. */
 static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
                              xr_kernel_instance_t **instances, int rotate, bool flush,
-                             timing_pass_t *t, xr_op_result_t *r) {
+                             double first_us, timing_pass_t *t, xr_op_result_t *r) {
   xr_status_t st = XR_OK;
   uint8_t zero = 0;
   for (int i = 0; i < o->warmup && st == XR_OK; i++) {
@@ -436,14 +441,12 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
       r->stop_reason = "cancelled";
       break;
     }
-    /* A few executions first; then batches of about BATCH_MS, so that the host's view of the
-     * machine (one reading per batch) stays close to each sample. */
-    int batch = FIRST_BATCH;
-    if (t->n) {
-      double typical = xr_typical_sample(t->all, t->n);
-      batch = typical > 0 ? (int)ceil(BATCH_MS * 1000.0 / typical) : BATCH;
-      batch = batch < 1 ? 1 : batch > BATCH ? BATCH : batch;
-    }
+    /* Batches of about BATCH_MS, so that the host's view of the machine (one reading per
+     * batch) stays close to each sample: sized from the first execution's wall time, then from
+     * the samples. */
+    double typical = t->n ? xr_typical_sample(t->all, t->n) : first_us;
+    int batch = typical > 0 ? (int)ceil(BATCH_MS * 1000.0 / typical) : BATCH;
+    batch = batch < 1 ? 1 : batch > BATCH ? BATCH : batch;
     if (o->stop == XR_STOP_ITERATIONS && t->n < o->iters && o->iters - t->n < batch)
       batch = o->iters - t->n;
     if (t->n + batch > o->max_iters) batch = o->max_iters - t->n;
@@ -518,7 +521,8 @@ static void pass_free(timing_pass_t *t) {
 
 /* Times the op: warm, cold, or warm then cold (--cache=both, the cold figures into cold_*). */
 static xr_status_t time_op(const xr_replay_options_t *o, device_run_t *d,
-                           xr_kernel_instance_t **instances, int rotate, xr_op_result_t *r) {
+                           xr_kernel_instance_t **instances, int rotate, double first_us,
+                           xr_op_result_t *r) {
   xr_status_t st = ensure_events(d, 2 * BATCH);
   if (st != XR_OK) return st;
   r->rotate = rotate;
@@ -526,7 +530,7 @@ static xr_status_t time_op(const xr_replay_options_t *o, device_run_t *d,
   if (d->clocks && xr_hal_device_clocks(d->device, &clocks) == XR_OK)
     r->clock_default_mhz = clocks.default_mhz;
   timing_pass_t t = {0};
-  st = time_pass(o, d, instances, rotate, o->cache == XR_CACHE_COLD, &t, r);
+  st = time_pass(o, d, instances, rotate, o->cache == XR_CACHE_COLD, first_us, &t, r);
   if (st == XR_OK) pass_results(o, &t, r);
   r->launch = d->held ? "held" : r->graph_executions ? "graph" : "eager";
   for (int i = 0; i < t.clock_n && r->clock_default_mhz; i++)
@@ -535,7 +539,7 @@ static xr_status_t time_op(const xr_replay_options_t *o, device_run_t *d,
   if (o->cache != XR_CACHE_WARM) r->flush_bytes = xr_hal_buffer_size(d->flush);
   if (st != XR_OK || o->cache != XR_CACHE_BOTH) return st;
   xr_op_result_t cold = *r;
-  st = time_pass(o, d, instances, rotate, true, &t, &cold);
+  st = time_pass(o, d, instances, rotate, true, first_us, &t, &cold);
   if (st == XR_OK) pass_results(o, &t, &cold);
   pass_free(&t);
   r->cold_iterations = cold.iterations;
@@ -688,11 +692,13 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     goto out;
   }
   /* The first execution on fresh inputs: what is checked, compared and dumped. */
+  double first_ms = wall_now_ms();
   if ((st = xr_kernel_enqueue(inst[0], d->stream)) != XR_OK ||
       (st = xr_hal_stream_synchronize(d->stream)) != XR_OK) {
     fail(r, XR_OP_FAILED, "");
     goto out;
   }
+  first_ms = wall_now_ms() - first_ms;
   for (size_t k = 0; k < w->p.out_count; k++) {
     if ((st = read_back(&ts[0], w, w->p.out[k], &outputs[k])) != XR_OK) {
       fail(r, XR_OP_FAILED, "reading outputs: ");
@@ -718,7 +724,7 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
       r->outputs[k].nmse_vs_first = xr_replay_nmse(&w->p.layout[w->p.out[k]], outputs[k],
                                                    w->first[k], &r->outputs[k].nonfinite_vs_first);
   }
-  if ((st = time_op(e->o, d, inst, rotate, r)) != XR_OK) {
+  if ((st = time_op(e->o, d, inst, rotate, first_ms * 1000.0, r)) != XR_OK) {
     fail(r, XR_OP_FAILED, "timing: ");
     goto out;
   }
@@ -750,6 +756,7 @@ static void engine_close(engine_t *e) {
     for (int k = 0; k < d->event_count; k++) xr_hal_event_destroy(d->events[k]);
     free(d->events);
     xr_hal_buffer_free(d->flush);
+    if (d->loadavg >= 0) close(d->loadavg);
     xr_hal_stream_destroy(d->stream);
     xr_hal_device_destroy(d->device);
   }
@@ -781,6 +788,7 @@ static xr_status_t device_open(engine_t *e, const char *spec, device_run_t *d) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   d->cpus = cpus > 0 ? (int)cpus : 1;
   d->host_run = p->host_addressable || !p->is_gpu;
+  d->loadavg = d->host_run ? open("/proc/loadavg", O_RDONLY | O_CLOEXEC) : -1;
   d->graphs = !strcmp(p->driver, "cuda") || !strcmp(p->driver, "hip");
   xr_hal_clocks_t clocks;
   d->clocks = xr_hal_device_clocks(d->device, &clocks) == XR_OK;
@@ -815,6 +823,7 @@ static xr_status_t engine_open(engine_t *e) {
     if (st != XR_OK) return st;
   }
   e->summary->device_count = e->device_count;
+  for (size_t i = 0; i < e->device_count; i++) e->devices[i].loadavg = -1;
   for (size_t i = 0; i < e->device_count; i++) {
     e->devices[i].info = &e->summary->devices[i];
     xr_status_t st = device_open(e, specs[i], &e->devices[i]);

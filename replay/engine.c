@@ -48,7 +48,7 @@ typedef struct device_run {
   xr_hal_buffer_t *flush;      /* cold-cache flush buffer (xr_flush_bytes) */
   bool held;                   /* the stream runs host work: batches are queued behind a gate */
   bool host_run;               /* the device's work runs on this host's CPUs (cpu, opencl on a
-                                  CPU): our threads' preemptions distort its samples */
+                                  CPU): a crowded host distorts its samples */
   bool graphs;                 /* the driver has graphs (cuda, hip) */
   bool clocks;                 /* xr_hal_device_clocks answers */
   int cpus;                    /* the host's online CPUs */
@@ -312,16 +312,16 @@ static int runnable_now(int fd) {
 /* The samples of one timing pass, in the order taken, and what was seen while taking them. */
 typedef struct timing_pass {
   double *all;  /* every sample */
-  double *kept; /* those of batches during which no thread of ours was preempted */
+  double *kept; /* those of batches during which the machine was not crowded */
   int n, kept_n, cap;
-  int batches, preempted_batches;
+  int batches, crowded_batches;
   long runnable_sum;
   double wall_ms;
   uint32_t clocks[512]; /* clock readings, one per batch (the first 512) */
   int clock_n;
 } timing_pass_t;
 
-static xr_status_t pass_append(timing_pass_t *t, double sample_us, bool preempted) {
+static xr_status_t pass_append(timing_pass_t *t, double sample_us, bool crowded) {
   if (t->n == t->cap) {
     int cap = t->cap ? 2 * t->cap : 256;
     double *all = realloc(t->all, sizeof(double) * (size_t)cap);
@@ -332,7 +332,7 @@ static xr_status_t pass_append(timing_pass_t *t, double sample_us, bool preempte
     t->cap = cap;
   }
   t->all[t->n++] = sample_us;
-  if (!preempted) t->kept[t->kept_n++] = sample_us;
+  if (!crowded) t->kept[t->kept_n++] = sample_us;
   return XR_OK;
 }
 
@@ -460,14 +460,14 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
     t->wall_ms += wall_now_ms() - t0;
     /* More threads wanted the CPUs than there are: some waited, and a host-run device's
      * samples show it. */
-    bool preempted = d->host_run && runnable > d->cpus;
+    bool crowded = d->host_run && runnable > d->cpus;
     t->runnable_sum += runnable > 0 ? runnable : 0;
     t->batches++;
-    t->preempted_batches += preempted;
+    t->crowded_batches += crowded;
     for (int i = 0; i < batch && st == XR_OK; i++) {
       double ms;
       st = xr_hal_event_elapsed_ms(d->events[2 * i], d->events[2 * i + 1], &ms);
-      if (st == XR_OK) st = pass_append(t, ms * 1000.0 / (graph ? executions : 1), preempted);
+      if (st == XR_OK) st = pass_append(t, ms * 1000.0 / (graph ? executions : 1), crowded);
     }
     if (st != XR_OK) break;
     /* The noise rule judges the samples it would keep; the iteration count counts them all. */
@@ -489,14 +489,15 @@ static int compare_u32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* The pass's statistics into `r`: over the kept samples unless most batches were preempted
- * (then over all of them, and the result says it is contended). */
+/* The pass's statistics into `r`: over the kept samples unless most batches were crowded (then
+ * over all of them, and the result says it is contended). */
 static void pass_results(const xr_replay_options_t *o, timing_pass_t *t, xr_op_result_t *r) {
+  r->noise_percent = -1;
   r->iterations = t->n;
   r->batches = t->batches;
-  r->preempted_batches = t->preempted_batches;
+  r->crowded_batches = t->crowded_batches;
   r->runnable_mean = t->batches ? (double)t->runnable_sum / t->batches : 0;
-  r->contended = 2 * t->preempted_batches > t->batches;
+  r->contended = 2 * t->crowded_batches > t->batches;
   r->timed_wall_ms = t->wall_ms;
   r->host_us_per_iteration = t->n ? t->wall_ms * 1000.0 / t->n : 0;
   double *used = r->contended || t->kept_n == 0 ? t->all : t->kept;
@@ -642,6 +643,7 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
   r->op = op;
   r->device_index = di;
   r->trace_us = -1;
+  r->noise_percent = r->cold_noise_percent = r->peak_percent = -1;
   snprintf(r->device, sizeof r->device, "%s", d->info->properties.name);
   if (op->timing && op->timing->gpu_time_us >= 0)
     r->trace_us = op->timing->gpu_time_us / (double)(op->count > 0 ? op->count : 1);

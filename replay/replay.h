@@ -137,7 +137,7 @@ typedef struct xr_op_result {
   char device[256];               /* device name */
   int iterations;                 /* timed samples taken (all of them, set-aside ones included) */
   /* The statistics, over the samples kept: all of them unless some batches were set aside
-   * because this process was preempted while they ran (see `preempted_batches`). */
+   * because the machine was crowded while they ran (see `crowded_batches`). */
   double min_us, median_us, mean_us, p10_us, p25_us, p75_us, p90_us;
   double iqr_us; /* p75 - p25 */
   /* The noise rule's statistic: relative standard deviation of the means of consecutive
@@ -160,7 +160,7 @@ typedef struct xr_op_result {
    * (cpu, opencl on a CPU) such batches are left out of the statistics while at least half the
    * batches are clean; `contended` says most were not, and the time is not the kernel's own. */
   double runnable_mean;
-  int batches, preempted_batches;
+  int batches, crowded_batches;
   bool contended;
   /* Clocks sampled around every batch (xr_hal_device_clocks); clock_samples 0 when they could
    * not be read. slow_clock_samples: readings under 75% of the default clock. */

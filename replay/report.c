@@ -76,7 +76,7 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     cJSON *host = cJSON_AddObjectToObject(o, "contention");
     add_number(host, "runnable_mean", r->runnable_mean);
     cJSON_AddNumberToObject(host, "batches", r->batches);
-    cJSON_AddNumberToObject(host, "preempted_batches", r->preempted_batches);
+    cJSON_AddNumberToObject(host, "crowded_batches", r->crowded_batches);
     cJSON_AddBoolToObject(host, "contended", r->contended);
     if (r->clock_samples) {
       cJSON *clock = cJSON_AddObjectToObject(o, "clock_mhz");

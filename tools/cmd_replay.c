@@ -166,14 +166,14 @@ static void on_started(void *context, const xr_replay_summary_t *run) {
   fflush(stdout);
 }
 
-/* What makes a time doubtful, after the op's line: preemption, a missed noise target, slow
+/* What makes a time doubtful, after the op's line: a crowded host, a missed noise target, slow
  * clocks, a graph that could not be used. */
 static void print_timing_flags(const run_ctx_t *c, const xr_op_result_t *r) {
   if (r->contended)
     printf(
-        "  CONTENDED: preempted in %d of %d batches (another process competes for the CPUs; "
-        "the time is not the kernel's own)",
-        r->preempted_batches, r->batches);
+        "  CONTENDED: more runnable threads than CPUs in %d of %d batches (the time is not "
+        "the kernel's own)",
+        r->crowded_batches, r->batches);
   if (c->options->stop == XR_STOP_NOISE && !r->noise_met && !r->contended)
     printf("  noise target missed (%s)", r->stop_reason ? r->stop_reason : "?");
   if (r->slow_clock_samples)
@@ -226,7 +226,7 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
             "       noise %.3g%% (batch means of %d)%s; host %.2f us per iteration; "
             "%.1f threads runnable on average, more than the CPUs in %d of %d batches\n",
             r->noise_percent, r->batch_size, r->noise_met ? ", target met" : "",
-            r->host_us_per_iteration, r->runnable_mean, r->preempted_batches, r->batches);
+            r->host_us_per_iteration, r->runnable_mean, r->crowded_batches, r->batches);
       if (r->peak_basis[0]) printf("       %% of peak: %s\n", r->peak_basis);
       if (r->clock_samples)
         printf("       clock %u MHz median, %u min (default %u), %d of %d readings under 75%%\n",

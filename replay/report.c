@@ -8,12 +8,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "replay/trace_ratio.h"
+
 struct xr_report {
   FILE *f;   /* NULL for a report kept in memory */
   cJSON *doc; /* the memory report's document */
   bool json;
   size_t ops;
   size_t device_index; /* whose summary closes the report */
+  /* For the summary's replay_vs_trace: the ratios of the ops added, and the device the trace
+   * ran on (NULL when the bundle does not say). */
+  xr_trace_ratios_t ratios;
+  char *trace_device;
 };
 
 /* The tail that keeps the JSON document complete between ops; rewritten after each op. */
@@ -211,6 +217,10 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
   if (!r) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
   r->json = json;
   r->device_index = device_index;
+  if (source && source->device_name && !(r->trace_device = strdup(source->device_name))) {
+    free(r);
+    return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  }
   if (!path) {
     r->doc = report_head(bundle_path, source, device, o);
     cJSON_AddArrayToObject(r->doc, "ops");
@@ -220,6 +230,7 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
   }
   FILE *f = fopen(path, "w");
   if (!f) {
+    free(r->trace_device);
     free(r);
     return xr_error(XR_INVALID_ARGUMENT, "%s: cannot create: %s", path, strerror(errno));
   }
@@ -246,6 +257,8 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
 
 xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
   if (!r) return XR_OK;
+  xr_status_t kept = xr_trace_ratios_add(&r->ratios, res);
+  if (kept != XR_OK) return kept;
   if (r->doc) {
     cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(r->doc, "ops"), xr_result_to_json(res));
     r->ops++;
@@ -289,6 +302,36 @@ xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
   return XR_OK;
 }
 
+/* The summary's replay_vs_trace: the replay/trace ratios of the ops added (trace_ratio.h) and
+ * whether the report's device is the model the trace ran on; NULL when no op has a ratio. */
+static cJSON *trace_ratio_summary(const xr_report_t *r, const xr_replay_device_t *device) {
+  xr_trace_ratio_stats_t stats;
+  if (xr_trace_ratios_compute(&r->ratios, &stats) != XR_OK || stats.count == 0) return NULL;
+  cJSON *o = cJSON_CreateObject();
+  if (r->trace_device) cJSON_AddStringToObject(o, "trace_device", r->trace_device);
+  cJSON_AddBoolToObject(o, "same_device",
+                        xr_trace_device_same_model(device->properties.name, r->trace_device));
+  cJSON_AddNumberToObject(o, "count", (double)stats.count);
+  add_number(o, "median", stats.median);
+  add_number(o, "geomean", stats.geomean);
+  add_number(o, "within_10_percent", stats.within_10_percent);
+  cJSON *worst = cJSON_AddArrayToObject(o, "worst");
+  for (size_t k = 0; k < stats.worst_count; k++) {
+    cJSON *w = cJSON_CreateObject();
+    cJSON_AddNumberToObject(w, "index", (double)stats.worst[k].index);
+    cJSON_AddStringToObject(w, "name", stats.worst[k].name);
+    add_number(w, "ratio", stats.worst[k].ratio);
+    cJSON_AddItemToArray(worst, w);
+  }
+  return o;
+}
+
+static void report_free(xr_report_t *r) {
+  xr_trace_ratios_free(&r->ratios);
+  free(r->trace_device);
+  free(r);
+}
+
 /* The summary object of the report's device. */
 static cJSON *report_summary(const xr_report_t *r, const xr_replay_summary_t *s) {
   const xr_replay_device_t *d = &s->devices[r->device_index];
@@ -301,6 +344,8 @@ static cJSON *report_summary(const xr_report_t *r, const xr_replay_summary_t *s)
   cJSON_AddBoolToObject(o, "cancelled", s->cancelled);
   add_number(o, "trace_total_us", s->trace_total_us);
   add_number(o, "trace_covered_us", d->trace_covered_us);
+  cJSON *ratios = trace_ratio_summary(r, d);
+  if (ratios) cJSON_AddItemToObject(o, "replay_vs_trace", ratios);
   return o;
 }
 
@@ -308,7 +353,7 @@ xr_status_t xr_report_close(xr_report_t *r, const xr_replay_summary_t *s) {
   if (!r) return XR_OK;
   if (r->doc) {
     cJSON_Delete(r->doc);
-    free(r);
+    report_free(r);
     return XR_OK;
   }
   if (r->json && s && r->device_index < s->device_count) {
@@ -320,7 +365,7 @@ xr_status_t xr_report_close(xr_report_t *r, const xr_replay_summary_t *s) {
     free(text);
   }
   int bad = fclose(r->f) != 0;
-  free(r);
+  report_free(r);
   return bad ? xr_error(XR_DATA_LOSS, "closing the report failed") : XR_OK;
 }
 
@@ -334,6 +379,6 @@ xr_status_t xr_report_close_contents(xr_report_t *r, const xr_replay_summary_t *
   cJSON *doc = r->doc;
   if (s && r->device_index < s->device_count)
     cJSON_ReplaceItemInObjectCaseSensitive(doc, "summary", report_summary(r, s));
-  free(r);
+  report_free(r);
   return xr_report_from_json(doc, name, out_contents);
 }

@@ -482,6 +482,37 @@ static void notes(FILE *f, const xr_report_contents_t *c) {
   }
 }
 
+/* The summary's replay vs trace, when the run wrote one: whether it is a cross-device ratio, and
+ * its distribution. */
+static void trace_ratio_line(FILE *f, const xr_report_contents_t *c) {
+  const xr_report_trace_ratio_t *t = &c->replay_vs_trace;
+  if (t->count == 0) return;
+  fputs("<p class=\"trace-ratio\">Replay vs trace (", f);
+  if (t->same_device) {
+    fputs("same device: ", f);
+    esc(f, c->device);
+  } else if (t->trace_device[0]) {
+    fputs("cross-device: the trace was recorded on ", f);
+    esc(f, t->trace_device);
+  } else {
+    fputs("the trace's device is not recorded", f);
+  }
+  fprintf(f, "): %zu ops, median ratio ", t->count);
+  num(f, t->median, 3);
+  fputs(", geometric mean ", f);
+  num(f, t->geomean, 3);
+  fputs(", ", f);
+  num(f, t->within_10_percent, 3);
+  fputs("% within &#177;10%", f);
+  for (size_t k = 0; k < t->worst_count; k++) {
+    fprintf(f, "%s #%lld ", k ? "," : "; furthest from the trace:", (long long)t->worst[k].index);
+    esc(f, t->worst[k].name);
+    fputs(" ", f);
+    num(f, t->worst[k].ratio, 3);
+  }
+  fputs(".</p>\n", f);
+}
+
 static void summary_line(FILE *f, const xr_report_contents_t *c) {
   size_t ok = 0, failed = 0, unsupported = 0;
   for (size_t i = 0; i < c->op_count; i++) {
@@ -509,6 +540,7 @@ static void summary_line(FILE *f, const xr_report_contents_t *c) {
     fputs(")", f);
   }
   fputs(".</p>\n", f);
+  trace_ratio_line(f, c);
 }
 
 static const char *const columns[] = {

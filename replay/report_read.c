@@ -132,6 +132,49 @@ static void read_entry(reader_t *r, const cJSON *o, xr_report_entry_t *e) {
   e->nmse_vs_first = worst_nmse(r, o, "vs_first_device", &e->nonfinite_vs_first);
 }
 
+/* summary.replay_vs_trace, when the summary has it. */
+static void read_trace_ratio(reader_t *r, const cJSON *summary, xr_report_trace_ratio_t *t) {
+  *t = (xr_report_trace_ratio_t){
+      .trace_device = "", .median = NAN, .geomean = NAN, .within_10_percent = NAN};
+  snprintf(r->where, sizeof r->where, "summary.");
+  const cJSON *o = object_of(r, summary, "replay_vs_trace");
+  r->where[0] = '\0';
+  if (!o) return;
+  snprintf(r->where, sizeof r->where, "summary.replay_vs_trace.");
+  double count = number_of(r, o, "count", 0);
+  if (r->st == XR_OK && !(count >= 0 && count < 9007199254740992.0 && count == floor(count)))
+    bad(r, "count", "a count of ops");
+  t->count = r->st == XR_OK ? (size_t)count : 0;
+  const cJSON *same = cJSON_GetObjectItemCaseSensitive(o, "same_device");
+  if (same && !cJSON_IsBool(same) && !cJSON_IsNull(same)) bad(r, "same_device", "a bool");
+  t->same_device = cJSON_IsTrue(same);
+  t->trace_device = text_of(r, o, "trace_device");
+  t->median = number_of(r, o, "median", NAN);
+  t->geomean = number_of(r, o, "geomean", NAN);
+  t->within_10_percent = number_of(r, o, "within_10_percent", NAN);
+  const cJSON *worst = cJSON_GetObjectItemCaseSensitive(o, "worst"), *w;
+  if (worst && !cJSON_IsArray(worst) && !cJSON_IsNull(worst)) bad(r, "worst", "an array");
+  const cJSON *list = cJSON_IsArray(worst) ? worst : NULL;
+  size_t k = 0;
+  cJSON_ArrayForEach(w, list) {
+    if (r->st != XR_OK || t->worst_count == XR_REPORT_MAX_WORST) break;
+    snprintf(r->where, sizeof r->where, "summary.replay_vs_trace.worst[%zu].", k++);
+    double index = number_of(r, w, "index", NAN);
+    if (!cJSON_IsObject(w) || !(index >= 0 && index < 9007199254740992.0) ||
+        index != floor(index)) {
+      r->where[strlen(r->where) - 1] = '\0';
+      bad(r, "", "an op: {\"index\", \"name\", \"ratio\"}");
+      break;
+    }
+    xr_report_ratio_op_t *op = &t->worst[t->worst_count++];
+    op->index = (int64_t)index;
+    op->name = text_of(r, w, "name");
+    op->ratio = number_of(r, w, "ratio", NAN);
+  }
+  r->where[0] = '\0';
+  if (r->st != XR_OK) t->count = t->worst_count = 0;
+}
+
 static void read_head(reader_t *r, const cJSON *j, xr_report_contents_t *c) {
   double version = number_of(r, j, "xreplay_report", 0);
   c->version = version >= 0 && version < 1e6 ? (int)version : 0;
@@ -167,6 +210,7 @@ static void read_head(reader_t *r, const cJSON *j, xr_report_contents_t *c) {
   c->trace_total_us = number_of(r, s, "trace_total_us", NAN);
   c->trace_covered_us = number_of(r, s, "trace_covered_us", NAN);
   r->where[0] = '\0';
+  read_trace_ratio(r, s, &c->replay_vs_trace);
 }
 
 xr_status_t xr_report_from_json(cJSON *j, const char *name, xr_report_contents_t **out_contents) {

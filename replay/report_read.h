@@ -52,6 +52,26 @@ typedef struct xr_report_figure {
 
 #define XR_REPORT_MAX_PEAKS 8
 
+/* The summary's replay_vs_trace: how the run's medians compare with the times the source trace
+ * recorded (replay/trace_ratio.h computed them). Strings owned by the report. */
+typedef struct xr_report_ratio_op {
+  int64_t index; /* position in the bundle */
+  const char *name;
+  double ratio; /* median / recorded per-call time */
+} xr_report_ratio_op_t;
+
+#define XR_REPORT_MAX_WORST 8
+
+typedef struct xr_report_trace_ratio {
+  size_t count;             /* ops with a ratio; 0 when the report holds none (figures NAN) */
+  bool same_device;         /* the run's device is the model the trace ran on */
+  const char *trace_device; /* that model, "" when the bundle did not say */
+  double median, geomean;
+  double within_10_percent; /* percent of the ops with 0.9 <= ratio <= 1.1 */
+  size_t worst_count;       /* furthest from 1 first */
+  xr_report_ratio_op_t worst[XR_REPORT_MAX_WORST];
+} xr_report_trace_ratio_t;
+
 typedef struct xr_report_contents {
   const char *path;          /* the file read (or the name given to xr_report_from_json) */
   int version;               /* "xreplay_report"; 0 when absent */
@@ -68,6 +88,8 @@ typedef struct xr_report_contents {
   bool cancelled;            /* ... and was interrupted */
   double total, attempted, succeeded, failed, unsupported; /* the summary's counts, or NAN */
   double trace_total_us, trace_covered_us;
+  /* Absent (count 0) in older reports, unfinished runs and runs of bundles without times. */
+  xr_report_trace_ratio_t replay_vs_trace;
   cJSON *json;               /* the parsed document, which owns the strings */
 } xr_report_contents_t;
 

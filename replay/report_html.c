@@ -544,15 +544,41 @@ static void summary_line(FILE *f, const xr_report_contents_t *c) {
 }
 
 static const char *const columns[] = {
-    "#",       "op",     "shapes",    "kernel", "median us", "p10&#8211;p90 us",
-    "TFLOP/s", "GB/s",   "% of peak", "bound",  "trace us",  "replay / trace",
-    "check",   "outcome"};
+    "#",       "op",   "shapes",    "kernel", "median us", "p10&#8211;p90 us", "noise %",
+    "TFLOP/s", "GB/s", "% of peak", "bound",  "trace us",  "replay / trace",   "check",
+    "outcome"};
+enum { CHECK_COLUMN = 13 }; /* the NMSE against the run's first HAL follows it */
+
+/* The noise of the op's samples, with why timing stopped as its title, and the flags that make
+ * a time doubtful: CONTENDED (timed mostly on a crowded host), a missed noise target. */
+static void noise_cell(FILE *f, const xr_report_entry_t *e) {
+  if (!timed(e)) {
+    fputs("<td class=\"n\" data-v=\"\">" DASH "</td>", f);
+    return;
+  }
+  fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"",
+          isfinite(e->noise_percent) ? e->noise_percent : -1);
+  if (e->stop_reason[0]) {
+    fputs("stopped: ", f);
+    esc(f, e->stop_reason);
+  }
+  fputs("\">", f);
+  if (isfinite(e->noise_percent))
+    num(f, e->noise_percent, 2);
+  else
+    fputs(DASH, f);
+  if (e->contended == 1)
+    fputs(" <b>CONTENDED</b>", f);
+  else if (!strcmp(e->stop_reason, "max-time") && e->noise_met == 0)
+    fputs(" (target missed)", f);
+  fputs("</td>", f);
+}
 
 static void op_table(FILE *f, const xr_report_contents_t *c, size_t run, bool nmse_column) {
   fprintf(f, "<table class=\"ops\" id=\"ops-%zu\"><thead><tr>", run);
   for (size_t k = 0; k < sizeof columns / sizeof columns[0]; k++) {
     fprintf(f, "<th>%s</th>", columns[k]);
-    if (k == 12 && nmse_column) fputs("<th>NMSE vs its run's first HAL</th>", f);
+    if (k == CHECK_COLUMN && nmse_column) fputs("<th>NMSE vs its run's first HAL</th>", f);
   }
   fputs("</tr></thead><tbody>\n", f);
   for (size_t i = 0; i < c->op_count; i++) {
@@ -576,9 +602,22 @@ static void op_table(FILE *f, const xr_report_contents_t *c, size_t run, bool nm
     } else {
       fputs("<td class=\"n\" data-v=\"\">" DASH "</td>", f);
     }
+    noise_cell(f, e);
     num_cell(f, timed(e) ? e->tflops : NAN, 3);
     num_cell(f, timed(e) ? e->gbps : NAN, 3);
-    num_cell(f, timed(e) ? e->peak_percent : NAN, 3);
+    if (timed(e) && e->peak_basis[0]) { /* what the percentage is of, or why there is none */
+      fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"",
+              isfinite(e->peak_percent) ? e->peak_percent : -1);
+      esc(f, e->peak_basis);
+      fputs("\">", f);
+      if (isfinite(e->peak_percent))
+        num(f, e->peak_percent, 3);
+      else
+        fputs(strstr(e->peak_basis, "cache") ? "in cache" : DASH, f);
+      fputs("</td>", f);
+    } else {
+      num_cell(f, timed(e) ? e->peak_percent : NAN, 3);
+    }
     text_cell(f, "bound", timed(e) ? e->bound : "");
     num_cell(f, e->trace_us >= 0 ? e->trace_us : NAN, 4);
     num_cell(f, e->replay_over_trace, 3);

@@ -90,8 +90,9 @@ typedef struct field {
 #define ENTRY(key, fallback) \
   { #key, offsetof(xr_report_entry_t, key), fallback }
 static const field_t entry_texts[] = {
-    ENTRY(name, 0), ENTRY(outcome, 0), ENTRY(message, 0),    ENTRY(kernel, 0),
-    ENTRY(args, 0), ENTRY(family, 0),  ENTRY(peak_dtype, 0), ENTRY(bound, 0),
+    ENTRY(name, 0),        ENTRY(outcome, 0), ENTRY(message, 0),    ENTRY(kernel, 0),
+    ENTRY(args, 0),        ENTRY(family, 0),  ENTRY(peak_dtype, 0), ENTRY(bound, 0),
+    ENTRY(stop_reason, 0), ENTRY(launch, 0),  ENTRY(peak_basis, 0),
 };
 static const field_t entry_numbers[] = {
     ENTRY(min_us, NAN),  ENTRY(p10_us, NAN),
@@ -99,6 +100,7 @@ static const field_t entry_numbers[] = {
     ENTRY(gbps, NAN),    ENTRY(flops, NAN),
     ENTRY(bytes, NAN),   ENTRY(peak_percent, NAN),
     ENTRY(trace_us, -1), ENTRY(replay_over_trace, NAN),
+    ENTRY(iqr_us, NAN),  ENTRY(noise_percent, NAN),
 };
 #undef ENTRY
 #define HEAD(key) \
@@ -118,6 +120,13 @@ static void read_fields(reader_t *r, const cJSON *o, void *out, const field_t *t
         number_of(r, o, numbers[k].key, numbers[k].fallback);
 }
 
+/* A bool field: 1 or 0, -1 when absent or null; anything else is an error naming `path`. */
+static int bool_of(reader_t *r, const cJSON *o, const char *key, const char *path) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (v && !cJSON_IsBool(v) && !cJSON_IsNull(v)) bad(r, path, "a bool");
+  return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+}
+
 static void read_entry(reader_t *r, const cJSON *o, xr_report_entry_t *e) {
   read_fields(r, o, e, entry_texts, sizeof entry_texts / sizeof entry_texts[0], entry_numbers,
               sizeof entry_numbers / sizeof entry_numbers[0]);
@@ -125,9 +134,10 @@ static void read_entry(reader_t *r, const cJSON *o, xr_report_entry_t *e) {
   e->iterations = iterations >= 0 && iterations < 1e9 ? (int)iterations : 0;
   double median = number_of(r, o, "median_us", -1);
   e->median_us = !strcmp(e->outcome, "ok") && median > 0 ? median : -1;
-  const cJSON *passed = cJSON_GetObjectItemCaseSensitive(o, "check_passed");
-  if (passed && !cJSON_IsBool(passed) && !cJSON_IsNull(passed)) bad(r, "check_passed", "a bool");
-  e->check_passed = cJSON_IsBool(passed) ? cJSON_IsTrue(passed) : -1;
+  e->check_passed = bool_of(r, o, "check_passed", "check_passed");
+  e->noise_met = bool_of(r, o, "noise_met", "noise_met");
+  const cJSON *contention = object_of(r, o, "contention");
+  e->contended = contention ? bool_of(r, contention, "contended", "contention.contended") : -1;
   e->check_nmse = worst_nmse(r, o, "check", NULL);
   e->nmse_vs_first = worst_nmse(r, o, "vs_first_device", &e->nonfinite_vs_first);
 }

@@ -37,6 +37,12 @@ typedef struct xr_report_entry {
   double flops, bytes;       /* of one execution */
   double trace_us;           /* < 0 when the bundle recorded none */
   double replay_over_trace;
+  const char *stop_reason;      /* why timing stopped ("iterations", "noise", "max-time", ...) */
+  const char *launch;           /* "eager", "graph", "held" */
+  const char *peak_basis;       /* what peak_percent is of, or why there is none */
+  double iqr_us, noise_percent; /* noise: relative stdev of batch means, NAN when unknown */
+  int noise_met;                /* 1 met the noise target, 0 not, -1 not recorded */
+  int contended;                /* 1 timed mostly on a crowded host, 0 not, -1 not recorded */
   int check_passed;          /* 1 passed, 0 failed, -1 not checked */
   double check_nmse;         /* the worst output's NMSE against the reference */
   double nmse_vs_first;      /* the worst output's NMSE against the run's first HAL */

@@ -387,6 +387,14 @@ Test(engine, report_is_complete_json_after_every_op) {
   cr_assert_str_eq(c->ops[2].outcome, "unsupported");
   cr_assert_eq(xr_report_find(c, 1, "aten::mm"), &c->ops[1]);
   cr_assert_null(xr_report_find(c, 1, "aten::bmm"));
+  /* The timing's account of itself, as the HTML page and compare read it. */
+  const xr_report_entry_t *e = &c->ops[0];
+  cr_assert_str_eq(e->stop_reason, "iterations");
+  cr_assert_str_eq(e->launch, "held");
+  cr_assert(e->noise_met == 0 || e->noise_met == 1);
+  cr_assert(e->contended == 0 || e->contended == 1);
+  cr_assert(isfinite(e->iqr_us) && e->iqr_us >= 0);
+  cr_assert_eq(c->ops[2].contended, -1, "an op never timed has no contention");
   xr_report_contents_free(c);
   xr_bundle_destroy(b);
 }
@@ -646,6 +654,22 @@ Test(engine, reports_with_impossible_positions_are_rejected) {
   cr_assert_eq(xr_report_read(path, &c), XR_INVALID_ARGUMENT);
   cr_assert_null(c);
   cr_assert(strstr(xr_last_error(), "ops[0].index: not an op position"), "%s", xr_last_error());
+  /* The timing fields: the wrong kind of value is an error that names it. */
+  static const char *const bad[][2] = {
+      {"\"contention\": 3", "ops[0].contention: not an object"},
+      {"\"contention\": {\"contended\": \"yes\"}", "ops[0].contention.contended: not a bool"},
+      {"\"noise_met\": 1", "ops[0].noise_met: not a bool"},
+      {"\"noise_percent\": \"low\"", "ops[0].noise_percent: not a number"},
+      {"\"stop_reason\": 7", "ops[0].stop_reason: not a string"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    f = fopen(path, "w");
+    fprintf(f, "{\"ops\": [{\"index\": 0, \"name\": \"aten::mm\", \"outcome\": \"ok\", %s}]}",
+            bad[i][0]);
+    fclose(f);
+    cr_assert_eq(xr_report_read(path, &c), XR_INVALID_ARGUMENT, "%s", bad[i][0]);
+    cr_assert(strstr(xr_last_error(), bad[i][1]), "%s", xr_last_error());
+  }
 }
 
 /* ------------------------------------------------------------------------------------------ */

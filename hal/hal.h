@@ -20,7 +20,10 @@
  *   XR_OPENCL_LIBRARY  path of the OpenCL ICD loader tried before libOpenCL.so.1/libOpenCL.so.
  *   XR_CUDA_LIBRARY, XR_HIP_LIBRARY  the same for the CUDA driver API and the HIP runtime.
  *   XR_NVRTC_LIBRARY, XR_HIPRTC_LIBRARY  the run-time compilers of XR_HAL_EXECUTABLE_CUDA_SOURCE
- *                      (see docs/gpu.md). */
+ *                      (see docs/gpu.md).
+ *   XR_NVML_LIBRARY, XR_AMD_SMI_LIBRARY  the management libraries xr_hal_device_clocks reads
+ *                      (NVML on cuda, AMD SMI on hip), tried before their usual names; "off"
+ *                      disables them. */
 #ifndef XR_HAL_HAL_H
 #define XR_HAL_HAL_H
 
@@ -277,7 +280,13 @@ typedef struct xr_hal_graph xr_hal_graph_t;
 /* Starts capturing `stream`: work submitted to it afterwards (dispatches, fills, copies, vendor
  * library calls on its native queue) is recorded, not run, until xr_hal_stream_end_capture.
  * Events must not be recorded on or waited for on a capturing stream, and nothing may
- * synchronise it. UNIMPLEMENTED on drivers without graphs (cpu, opencl), with a sentence.
+ * synchronise it: those calls are INVALID_ARGUMENT with a sentence, and the capture goes on.
+ * The capturing thread must not allocate, free or use the blocking buffer_* calls until the
+ * capture ends (the vendor refuses them and the capture fails at its end); other threads may
+ * (CUDA/HIP's thread-local capture mode). Warm up first: work that allocates or compiles on
+ * first use (a vendor library's workspace, a kernel's module) must have run once before.
+ * UNIMPLEMENTED on drivers without graphs (cpu, opencl), with a sentence; UNAVAILABLE on a
+ * runtime too old to export the graph entry points (the sentence names the missing one).
  * Externally synchronised for the stream. */
 xr_status_t xr_hal_stream_begin_capture(xr_hal_stream_t *stream);
 
@@ -286,10 +295,13 @@ xr_status_t xr_hal_stream_begin_capture(xr_hal_stream_t *stream);
  * returned. Externally synchronised for the stream. */
 xr_status_t xr_hal_stream_end_capture(xr_hal_stream_t *stream, xr_hal_graph_t **out_graph);
 
-/* Runs the graph's work once on `stream`, in stream order. Thread-safe. */
+/* Runs the graph's work once on `stream` (any stream of the graph's device), in stream order.
+ * The first launch also uploads the graph to the device: time launches after a warm-up one.
+ * Thread-safe. */
 xr_status_t xr_hal_graph_launch(xr_hal_graph_t *graph, xr_hal_stream_t *stream);
 
-/* Releases the graph; safe while launches are in flight. Externally synchronised. */
+/* Releases the graph; safe while launches are in flight (hip drains the device first). Accepts
+ * NULL. Externally synchronised. */
 void xr_hal_graph_destroy(xr_hal_graph_t *graph);
 
 /* ---------------------------------------------------------------------------------------------
@@ -307,13 +319,19 @@ typedef struct xr_hal_clocks {
                                 fixed performance level) */
   uint64_t throttle_reasons; /* the vendor's bit mask of why it runs slower now; 0: none */
   char throttle[128];        /* those reasons in words ("power cap, thermal"); "" for none */
-  char source[64];           /* what answered: "NVML 12.550.54", "AMD SMI 24.6", "cpufreq" */
+  char source[64];           /* what answered: "NVML 550.54.15", "AMD SMI, perf level auto",
+                                "cpufreq intel_pstate, governor powersave" */
+  bool throttle_known;       /* whether the source reports throttling at all (NVML does; AMD SMI
+                                and cpufreq are read without it): when false, throttle_reasons 0
+                                means "not known", not "none" */
 } xr_hal_clocks_t;
 
 /* Reads the device's clocks. Cheap enough to call around every batch of a timing loop (tens
- * of microseconds). UNAVAILABLE with the reason (every library tried, or the vendor's error)
- * when they cannot be read on this machine; UNIMPLEMENTED on drivers that have no clocks to
- * read (opencl). Thread-safe. */
+ * of microseconds: the library and the device's handle are found once per device, later calls
+ * only read). UNAVAILABLE with the reason (every library tried, or the vendor's error) when
+ * they cannot be read on this machine, the same sentence on every call; UNIMPLEMENTED on
+ * drivers that have no clocks to read (opencl). docs/hal.md says what each field means on each
+ * driver. Thread-safe. */
 xr_status_t xr_hal_device_clocks(xr_hal_device_t *device, xr_hal_clocks_t *out_clocks);
 
 /* ---------------------------------------------------------------------------------------------

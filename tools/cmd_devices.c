@@ -10,8 +10,8 @@
 static void print_usage(FILE *out) {
   fprintf(out,
           "usage: replay devices [--json] [--calibrate]\n"
-          "  Lists the HAL drivers (cpu, opencl, cuda, hip), their devices and properties, and\n"
-          "  the reason for anything unavailable.\n"
+          "  Lists the HAL drivers (cpu, opencl, cuda, hip), their devices and properties, their\n"
+          "  clocks (through NVML, AMD SMI or cpufreq), and the reason for anything unavailable.\n"
           "  --json       machine-readable output on stdout\n"
           "  --calibrate  measure memory bandwidth (and fp32 FLOP/s where supported) when no\n"
           "               datasheet figure exists; takes about a second per device\n");
@@ -46,6 +46,51 @@ static const char *format_figure(xr_hal_figure_t figure, const char *unit, char 
   snprintf(out, capacity, "%.3g %s%s (%s)", value, prefixes[prefix], unit,
            xr_hal_figure_source_name(figure.source));
   return out;
+}
+
+/* A device's clocks, or the sentence saying why they cannot be read. */
+typedef struct device_clocks {
+  xr_status_t status;
+  xr_hal_clocks_t clocks;
+  char reason[1024];
+} device_clocks_t;
+
+static void print_clocks_text(const device_clocks_t *c) {
+  if (c->status != XR_OK) {
+    printf("            clocks %s: %s\n", xr_status_name(c->status), c->reason);
+    return;
+  }
+  const xr_hal_clocks_t *k = &c->clocks;
+  printf("            clocks %u MHz now", k->current_mhz);
+  if (k->default_mhz) printf(", default %u", k->default_mhz);
+  if (k->max_mhz) printf(", max %u", k->max_mhz);
+  printf(", %s", k->locked ? "locked" : "not locked");
+  if (k->throttle_known) {
+    printf(", throttle: %s", k->throttle[0] ? k->throttle : "none");
+  } else {
+    printf(", throttling not reported");
+  }
+  printf(" (%s)\n", k->source);
+}
+
+static cJSON *clocks_json(const device_clocks_t *c) {
+  cJSON *object = cJSON_CreateObject();
+  cJSON_AddBoolToObject(object, "available", c->status == XR_OK);
+  cJSON_AddStringToObject(object, "status", xr_status_name(c->status));
+  if (c->status != XR_OK) {
+    cJSON_AddStringToObject(object, "reason", c->reason);
+    return object;
+  }
+  const xr_hal_clocks_t *k = &c->clocks;
+  cJSON_AddStringToObject(object, "source", k->source);
+  cJSON_AddNumberToObject(object, "current_mhz", k->current_mhz);
+  cJSON_AddNumberToObject(object, "default_mhz", k->default_mhz);
+  cJSON_AddNumberToObject(object, "max_mhz", k->max_mhz);
+  cJSON_AddBoolToObject(object, "locked", k->locked);
+  cJSON_AddBoolToObject(object, "throttle_known", k->throttle_known);
+  cJSON_AddNumberToObject(object, "throttle_reasons", (double)k->throttle_reasons);
+  cJSON_AddStringToObject(object, "throttle", k->throttle);
+  return object;
 }
 
 static void print_device_text(const xr_hal_device_properties_t *p) {
@@ -108,9 +153,10 @@ static cJSON *device_json(const xr_hal_device_properties_t *p) {
   return device;
 }
 
-/* Opens device `ordinal` of a driver and reads its properties (calibrating on request). */
+/* Opens device `ordinal` of a driver and reads its properties (calibrating on request) and its
+ * clocks (whose failure is reported in *out_clocks, not as this call's status). */
 static xr_status_t query_device(const char *driver, int ordinal, bool calibrate,
-                                xr_hal_device_properties_t *out) {
+                                xr_hal_device_properties_t *out, device_clocks_t *out_clocks) {
   char spec[64];
   snprintf(spec, sizeof spec, "%s:%d", driver, ordinal);
   xr_hal_device_t *device = NULL;
@@ -118,6 +164,13 @@ static xr_status_t query_device(const char *driver, int ordinal, bool calibrate,
   if (status != XR_OK) return status;
   if (calibrate) status = xr_hal_device_calibrate(device);
   if (status == XR_OK) status = xr_hal_device_properties(device, out);
+  if (status == XR_OK) {
+    out_clocks->status = xr_hal_device_clocks(device, &out_clocks->clocks);
+    out_clocks->reason[0] = '\0';
+    if (out_clocks->status != XR_OK) {
+      snprintf(out_clocks->reason, sizeof out_clocks->reason, "%s", xr_last_error());
+    }
+  }
   xr_hal_device_destroy(device);
   return status;
 }
@@ -164,7 +217,8 @@ int xr_cmd_devices(int argc, char **argv) {
     }
     for (int ordinal = 0; available && ordinal < info.device_count; ordinal++) {
       xr_hal_device_properties_t properties;
-      xr_status_t status = query_device(info.name, ordinal, calibrate, &properties);
+      device_clocks_t clocks;
+      xr_status_t status = query_device(info.name, ordinal, calibrate, &properties, &clocks);
       if (status != XR_OK) {
         if (json) {
           cJSON *failed = cJSON_CreateObject();
@@ -179,8 +233,14 @@ int xr_cmd_devices(int argc, char **argv) {
         }
         continue;
       }
-      if (json) cJSON_AddItemToArray(devices, device_json(&properties));
-      else print_device_text(&properties);
+      if (json) {
+        cJSON *device = device_json(&properties);
+        cJSON_AddItemToObject(device, "clocks", clocks_json(&clocks));
+        cJSON_AddItemToArray(devices, device);
+      } else {
+        print_device_text(&properties);
+        print_clocks_text(&clocks);
+      }
     }
   }
   if (json) {

@@ -4,9 +4,12 @@
 #   2. builds the tool, the bench and the GPU test targets (-c opt);
 #   3. confirms with `replay devices` that the HAL driver opens the device;
 #   4. runs the HAL conformance suite on the driver, the kernel compile test, and every test
-#      tagged `gpu` (the kernel suites: tests/gpu:device_test_*, gemm_gpu_test_*, ...);
-#   5. measures copy bandwidth and event overhead with hal_bench;
-#   6. prints a table: target, result, cases passed / failed / skipped, and the bench figures.
+#      tagged `gpu` (the kernel suites: tests/gpu:device_test_*, gemm_gpu_test_*, graph_test_*,
+#      ...);
+#   5. prints a table: target, result, cases passed / failed / skipped;
+#   6. replays examples/llm_small.msgpack with --launch=eager and --launch=graph and prints each
+#      op's median side by side (graph / eager ratio): graphs leave the host's launch cost out;
+#   7. measures copy bandwidth and event overhead with hal_bench.
 # Budget: under 8 minutes on an H100/H200-class machine (a cold build is most of it).
 #
 # usage: tools/gpu_check.sh [cuda|hip]      (default cuda)
@@ -104,7 +107,38 @@ if ((failures)); then
   grep -a -E "^\[----\]|\[FAIL\]" bazel-testlogs/tests/*/*/test.log 2>/dev/null | head -n 40
 fi
 
-# ---- 5. copy bandwidth and event overhead --------------------------------------------------
+# ---- 6. the example bundle, eager against graph launches -----------------------------------
+# Each report's "ops" array holds one object per op, in bundle order, with "name" and
+# "median_us" (absent for an op that did not run); rows pair the two runs' ops by position.
+bundle=examples/llm_small.msgpack
+echo
+say "replaying $bundle on $driver: --launch=eager and --launch=graph"
+for launch in eager graph; do
+  report="$log_dir/$launch.json"
+  if ! timeout 180 bazel-bin/tools/replay --hal="$driver" --launch="$launch" --report="$report" \
+       "$bundle" >"$log_dir/replay_$launch.txt" 2>&1; then
+    tail -n 5 "$log_dir/replay_$launch.txt"
+    say "replay --launch=$launch failed"
+    failures=$((failures + 1))
+  fi
+done
+report_eager=$log_dir/eager.json report_graph=$log_dir/graph.json  # one HAL: FILE itself
+if [[ -f $report_eager && -f $report_graph ]] && command -v python3 >/dev/null; then
+  python3 - "$report_eager" "$report_graph" <<'PY'
+import json, sys
+eager, graph = (json.load(open(path)).get("ops", []) for path in sys.argv[1:3])
+print("%-44s %12s %12s %7s" % ("op", "eager us", "graph us", "ratio"))
+for e, g in zip(eager, graph):
+    a, b = e.get("median_us"), g.get("median_us")
+    ratio = "%7.2f" % (b / a) if a and b else "%7s" % "-"
+    fmt = lambda v: "%12.2f" % v if v is not None else "%12s" % "-"
+    print("%-44s %s %s %s" % (e.get("name", "?")[:44], fmt(a), fmt(b), ratio))
+PY
+elif [[ -f $report_eager && -f $report_graph ]]; then
+  say "python3 is not installed: no eager / graph table"
+fi
+
+# ---- 7. copy bandwidth and event overhead --------------------------------------------------
 echo
 say "hal_bench: copy bandwidth (GB/s of payload, best of several) and event overhead"
 timeout 120 bazel-bin/tools/hal_bench --driver "$driver" --max-mib 256 || say "hal_bench failed"

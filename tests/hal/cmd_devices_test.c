@@ -45,6 +45,28 @@ Test(cmd_devices, json_lists_every_driver_and_the_cpu_device, .init = cr_redirec
   cr_assert_gt(cJSON_GetObjectItem(device, "memory_bytes")->valuedouble, 0);
   cJSON *fp32 = cJSON_GetObjectItem(cJSON_GetObjectItem(device, "peak_flops"), "fp32");
   cr_assert_not_null(cJSON_GetObjectItem(fp32, "source"));
+  /* Clocks: read through cpufreq, or why not (this machine's cpufreq decides which). */
+  cJSON *clocks = cJSON_GetObjectItem(device, "clocks");
+  cr_assert(cJSON_IsObject(clocks), "%s", text);
+  if (cJSON_IsTrue(cJSON_GetObjectItem(clocks, "available"))) {
+    cr_assert_str_eq(cJSON_GetObjectItem(clocks, "status")->valuestring, "OK");
+    cr_assert_gt(cJSON_GetObjectItem(clocks, "current_mhz")->valuedouble, 0);
+    cr_assert(cJSON_IsBool(cJSON_GetObjectItem(clocks, "locked")));
+    cr_assert(strncmp(cJSON_GetObjectItem(clocks, "source")->valuestring, "cpufreq", 7) == 0);
+  } else {
+    cr_assert_str_eq(cJSON_GetObjectItem(clocks, "status")->valuestring, "UNAVAILABLE");
+    cr_assert(strstr(cJSON_GetObjectItem(clocks, "reason")->valuestring, "scaling_cur_freq"), "%s",
+              cJSON_GetObjectItem(clocks, "reason")->valuestring);
+  }
+  /* opencl, where it runs here, has no clocks and says so. */
+  cJSON *opencl = cJSON_GetArrayItem(drivers, 1);
+  cJSON *opencl_device = cJSON_GetArrayItem(cJSON_GetObjectItem(opencl, "devices"), 0);
+  if (opencl_device && cJSON_GetObjectItem(opencl_device, "clocks")) {
+    cJSON *none = cJSON_GetObjectItem(opencl_device, "clocks");
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(none, "available")));
+    cr_assert_str_eq(cJSON_GetObjectItem(none, "status")->valuestring, "UNIMPLEMENTED");
+    cr_assert(strstr(cJSON_GetObjectItem(none, "reason")->valuestring, "no clocks"));
+  }
   cJSON *hip = cJSON_GetArrayItem(drivers, 3);
   cr_assert_str_eq(cJSON_GetObjectItem(hip, "name")->valuestring, "hip");
   cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(hip, "available")));
@@ -64,6 +86,7 @@ Test(cmd_devices, text_names_drivers_and_reasons, .init = cr_redirect_stdout) {
                 strstr(text, "hip     UNIMPLEMENTED"),
             "%s", text);
   cr_assert(strstr(text, "last-level cache"), "%s", text);
+  cr_assert(strstr(text, "            clocks "), "%s", text);
   free(text);
 }
 

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "hal/core/driver.h"
+#include "hal/drivers/cpu/cpu_clocks.h"
 #include "hal/drivers/cpu/cpu_info.h"
 #include "hal/drivers/cpu/thread_pool.h"
 
@@ -30,6 +31,7 @@ typedef struct cpu_device {
   xr_hal_device_t base;
   xr_thread_pool_t *pool;
   xr_cpu_info_t info;
+  char cpufreq_dir[96]; /* where clocks are read: the first CPU this process may run on */
 } cpu_device_t;
 
 typedef struct cpu_buffer {
@@ -626,6 +628,10 @@ static void cpu_device_properties(xr_hal_device_t *base, xr_hal_device_propertie
   xr_cpu_info_peak_flops(info, out->peak_flops);
 }
 
+static xr_status_t cpu_device_clocks(xr_hal_device_t *base, xr_hal_clocks_t *out) {
+  return xr_cpu_clocks_read(base->spec, cpu_device(base)->cpufreq_dir, out);
+}
+
 static const xr_hal_device_vtable_t cpu_vtable = {
     .device_destroy = cpu_device_destroy,
     .device_properties = cpu_device_properties,
@@ -650,6 +656,7 @@ static const xr_hal_device_vtable_t cpu_vtable = {
     .event_synchronize = cpu_event_synchronize,
     .stream_wait_event = cpu_stream_wait_event,
     .event_elapsed_ms = cpu_event_elapsed_ms,
+    .device_clocks = cpu_device_clocks,
 };
 
 static xr_status_t cpu_probe(char *reason, size_t capacity, int *out_device_count) {
@@ -671,6 +678,7 @@ static xr_status_t cpu_device_create(int ordinal, xr_hal_device_t **out) {
     return status;
   }
   xr_cpu_info_read(&device->info);
+  xr_cpu_clocks_locate(device->cpufreq_dir, sizeof device->cpufreq_dir);
   /* The submitting thread joins in, so cores - 1 workers keep every core busy. */
   status = xr_thread_pool_create(device->info.cores > 1 ? device->info.cores - 1 : 0,
                                  &device->pool);

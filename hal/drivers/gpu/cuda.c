@@ -73,6 +73,12 @@ static const char *cuda_error_name(int code) {
     case 801: return "CUDA_ERROR_NOT_SUPPORTED";
     case 803: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
     case 804: return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
+    case 900: return "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+    case 901: return "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
+    case 905: return "CUDA_ERROR_STREAM_CAPTURE_ISOLATION";
+    case 906: return "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT";
+    case 907: return "CUDA_ERROR_CAPTURED_EVENT";
+    case 908: return "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD";
     case 999: return "CUDA_ERROR_UNKNOWN";
     default: return "CUDA error";
   }
@@ -157,6 +163,8 @@ static const xr_gpu_vendor_t cuda_vendor = {
                    .memory_bus_bits = 37, .warp_size = 10, .max_threads_per_block = 1,
                    .l2_cache_bytes = 38},
     .estimate = cuda_estimate,
+    .management = &xr_gpu_nvml,
+    .frees_graphs_in_flight = true,
 };
 
 /* const xr_hal_driver_t xr_hal_cuda_driver, named by hal/core/driver_list.h. */

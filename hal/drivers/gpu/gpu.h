@@ -13,6 +13,7 @@
 #include "hal/core/driver.h"
 #include "hal/core/gpu_compiler.h"
 #include "hal/drivers/gpu/gpu_symbols.h"
+#include "hal/drivers/gpu/management.h"
 
 typedef struct xr_gpu_symbols {
   XR_GPU_SYMBOLS(XR_DYNLOAD_FIELD)
@@ -70,6 +71,13 @@ typedef struct xr_gpu_device {
   void *native;
   char target[256];   /* what the run-time compiler builds for: "sm_90", "gfx90a:sramecc+:xnack-" */
   xr_hal_device_properties_t properties; /* queried once at creation */
+  /* Clocks: the management library's handle of this device, found on the first
+   * xr_hal_device_clocks; a failure is kept with its sentence and repeated, not retried. */
+  pthread_mutex_t clocks_mutex; /* guards the three fields below */
+  bool clocks_opened;
+  xr_status_t clocks_status;
+  void *clocks_handle;
+  char clocks_reason[XR_HAL_REASON_CAPACITY];
 } xr_gpu_device_t;
 
 /* The device attributes the common code reads; CUdevice_attribute and hipDeviceAttribute_t
@@ -120,6 +128,11 @@ struct xr_gpu_vendor {
   void (*estimate)(xr_gpu_device_t *device, int *out_fp32_lanes, double *out_fp64_rate);
   /* Optional: before each launch (cuda opts in to large dynamic shared memory). */
   void (*before_launch)(void *function, unsigned int shared_bytes);
+  /* Where clocks are read (NVML, AMD SMI); NULL: the vendor has none. */
+  const xr_gpu_management_t *management;
+  /* Whether the runtime frees an executable graph still running once it completes (CUDA
+   * documents it); otherwise graph destroy drains the device first. */
+  bool frees_graphs_in_flight;
 };
 
 /* The driver entry points over a vendor (XR_GPU_DRIVER below). */

@@ -4,6 +4,7 @@
  * buffers single allocations addressed as base + offset (views need no driver object). Device
  * code comes as the vendor's prebuilt image or as CUDA C++ compiled at run time for the
  * device's own architecture (hal/core/gpu_compiler.h). */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,17 @@ typedef struct gpu_buffer {
 typedef struct gpu_stream {
   xr_hal_stream_t base;
   void *stream;
+  /* Between xr_hal_stream_begin_capture and end_capture: event records, waits and
+   * synchronisation are refused with a sentence (the vendor would break the capture). */
+  atomic_bool capturing;
 } gpu_stream_t;
+
+/* The captured graph and its executable instance. */
+typedef struct gpu_graph {
+  xr_hal_graph_t base;
+  void *graph; /* CUgraph / hipGraph_t */
+  void *exec;  /* CUgraphExec / hipGraphExec_t */
+} gpu_graph_t;
 
 typedef struct gpu_event {
   xr_hal_event_t base;
@@ -55,6 +66,9 @@ static uint64_t address_of(xr_hal_buffer_t *root, size_t offset) {
   return ((gpu_buffer_t *)root)->pointer + offset;
 }
 static void *stream_of(xr_hal_stream_t *stream) { return ((gpu_stream_t *)stream)->stream; }
+static bool capturing(xr_hal_stream_t *stream) {
+  return atomic_load(&((gpu_stream_t *)stream)->capturing);
+}
 static void *event_of(xr_hal_event_t *event) { return ((gpu_event_t *)event)->event; }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -154,6 +168,7 @@ static xr_status_t gpu_stream_create(xr_hal_device_t *device, xr_hal_stream_t **
   if (status != XR_OK) return status;
   gpu_stream_t *stream = calloc(1, sizeof *stream);
   if (!stream) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", device->spec);
+  atomic_init(&stream->capturing, false);
   /* Non-blocking: no implicit ordering with the legacy default stream other code may use. */
   status = submitted(device, ENTRY(stream_create),
                      api_of(device)->stream_create(&stream->stream, STREAM_NON_BLOCKING));
@@ -169,8 +184,16 @@ static xr_status_t gpu_stream_create(xr_hal_device_t *device, xr_hal_stream_t **
 static void gpu_stream_destroy(xr_hal_stream_t *base) {
   gpu_stream_t *stream = (gpu_stream_t *)base;
   if (make_current(base->device) == XR_OK) {
-    api_of(base->device)->stream_synchronize(stream->stream);
-    api_of(base->device)->stream_destroy(stream->stream);
+    const xr_gpu_symbols_t *api = api_of(base->device);
+    if (atomic_load(&stream->capturing)) {
+      /* A capture left open: end it and drop what it recorded, so the stream can go. */
+      void *graph = NULL;
+      if (api->stream_end_capture(stream->stream, &graph) == XR_GPU_SUCCESS && graph) {
+        api->graph_destroy(graph);
+      }
+    }
+    api->stream_synchronize(stream->stream);
+    api->stream_destroy(stream->stream);
   }
   free(stream);
 }
@@ -180,7 +203,15 @@ static void *gpu_stream_native(xr_hal_stream_t *stream) {
   return make_current(stream->device) == XR_OK ? stream_of(stream) : NULL;
 }
 
+/* What a capturing stream refuses (hal.h): the vendor would invalidate the capture. */
+static xr_status_t refused_while_capturing(xr_hal_stream_t *stream, const char *what) {
+  return xr_error(XR_INVALID_ARGUMENT,
+                  "%s: cannot %s a stream that is being captured (end the capture first)",
+                  stream->device->spec, what);
+}
+
 static xr_status_t gpu_stream_synchronize(xr_hal_stream_t *stream) {
+  if (capturing(stream)) return refused_while_capturing(stream, "synchronise");
   xr_status_t status = make_current(stream->device);
   if (status != XR_OK) return status;
   int result = api_of(stream->device)->stream_synchronize(stream_of(stream));
@@ -266,6 +297,7 @@ static void gpu_event_destroy(xr_hal_event_t *base) {
 }
 
 static xr_status_t gpu_event_record(xr_hal_event_t *event, xr_hal_stream_t *stream) {
+  if (capturing(stream)) return refused_while_capturing(stream, "record an event on");
   xr_status_t status = make_current(stream->device);
   if (status != XR_OK) return status;
   return submitted(stream->device, ENTRY(event_record),
@@ -281,6 +313,7 @@ static xr_status_t gpu_event_synchronize(xr_hal_event_t *event) {
 }
 
 static xr_status_t gpu_stream_wait_event(xr_hal_stream_t *stream, xr_hal_event_t *event) {
+  if (capturing(stream)) return refused_while_capturing(stream, "wait for an event on");
   xr_status_t status = make_current(stream->device);
   if (status != XR_OK) return status;
   return submitted(stream->device, ENTRY(stream_wait_event),
@@ -304,6 +337,121 @@ static xr_status_t gpu_event_elapsed_ms(xr_hal_event_t *start, xr_hal_event_t *e
   }
   *out_ms = ms;
   return XR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Graphs                                                                                     */
+
+/* OK when the runtime exports every graph entry; otherwise UNAVAILABLE naming the missing one. */
+static xr_status_t graphs_available(xr_hal_device_t *device) {
+  const xr_gpu_symbols_t *api = api_of(device);
+  const struct {
+    bool present;
+    size_t entry;
+  } needed[] = {
+      {api->stream_begin_capture != NULL, ENTRY(stream_begin_capture)},
+      {api->stream_end_capture != NULL, ENTRY(stream_end_capture)},
+      {api->graph_instantiate != NULL, ENTRY(graph_instantiate)},
+      {api->graph_launch != NULL, ENTRY(graph_launch)},
+      {api->graph_exec_destroy != NULL, ENTRY(graph_exec_destroy)},
+      {api->graph_destroy != NULL, ENTRY(graph_destroy)},
+  };
+  for (size_t i = 0; i < XR_GPU_COUNT(needed); i++) {
+    if (needed[i].present) continue;
+    const xr_gpu_vendor_t *vendor = vendor_of(device);
+    return xr_error(XR_UNAVAILABLE, "%s: graphs need %s, which the %s runtime %s does not export",
+                    device->spec, symbol_name(vendor, needed[i].entry), vendor->library.label,
+                    vendor->runtime->library.path);
+  }
+  return XR_OK;
+}
+
+/* A capture the vendor refused: the caller submitted work a capture cannot record. */
+static xr_status_t capture_failed(xr_hal_device_t *device, size_t entry, int result) {
+  if (result >= XR_GPU_ERROR_STREAM_CAPTURE_FIRST && result <= XR_GPU_ERROR_STREAM_CAPTURE_LAST) {
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "%s: %s: %s (%d): the capture holds work it cannot record (an allocation, a "
+                    "synchronisation or an event of the capturing thread?)",
+                    device->spec, symbol_name(vendor_of(device), entry),
+                    vendor_of(device)->error_name(result), result);
+  }
+  return entry_failed(status_for(result), device, entry, result);
+}
+
+static xr_status_t gpu_stream_begin_capture(xr_hal_stream_t *base) {
+  gpu_stream_t *stream = (gpu_stream_t *)base;
+  xr_status_t status = graphs_available(base->device);
+  if (status != XR_OK) return status;
+  if (atomic_load(&stream->capturing)) {
+    return xr_error(XR_INVALID_ARGUMENT, "%s: the stream is already being captured",
+                    base->device->spec);
+  }
+  status = make_current(base->device);
+  if (status != XR_OK) return status;
+  int result =
+      api_of(base->device)->stream_begin_capture(stream->stream, XR_GPU_CAPTURE_MODE_THREAD_LOCAL);
+  if (result != XR_GPU_SUCCESS) {
+    return capture_failed(base->device, ENTRY(stream_begin_capture), result);
+  }
+  atomic_store(&stream->capturing, true);
+  return XR_OK;
+}
+
+static xr_status_t gpu_stream_end_capture(xr_hal_stream_t *base, xr_hal_graph_t **out) {
+  gpu_stream_t *stream = (gpu_stream_t *)base;
+  xr_hal_device_t *device = base->device;
+  if (!atomic_load(&stream->capturing)) {
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "%s: the stream is not being captured (xr_hal_stream_begin_capture first)",
+                    device->spec);
+  }
+  xr_status_t status = make_current(device);
+  if (status != XR_OK) return status;
+  const xr_gpu_symbols_t *api = api_of(device);
+  void *captured = NULL;
+  int result = api->stream_end_capture(stream->stream, &captured);
+  /* Over, whatever the result: the vendor ends a refused capture too. */
+  atomic_store(&stream->capturing, false);
+  if (result != XR_GPU_SUCCESS) {
+    if (captured) api->graph_destroy(captured);
+    return capture_failed(device, ENTRY(stream_end_capture), result);
+  }
+  gpu_graph_t *graph = calloc(1, sizeof *graph);
+  if (!graph) {
+    api->graph_destroy(captured);
+    return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", device->spec);
+  }
+  result = api->graph_instantiate(&graph->exec, captured, 0);
+  if (result != XR_GPU_SUCCESS) {
+    api->graph_destroy(captured);
+    free(graph);
+    return capture_failed(device, ENTRY(graph_instantiate), result);
+  }
+  graph->graph = captured;
+  graph->base.device = device;
+  *out = &graph->base;
+  return XR_OK;
+}
+
+static xr_status_t gpu_graph_launch(xr_hal_graph_t *base, xr_hal_stream_t *stream) {
+  xr_status_t status = make_current(stream->device);
+  if (status != XR_OK) return status;
+  return submitted(
+      stream->device, ENTRY(graph_launch),
+      api_of(stream->device)->graph_launch(((gpu_graph_t *)base)->exec, stream_of(stream)));
+}
+
+/* CUDA frees an executable graph still in flight once it completes; HIP documents no such
+ * promise, so the device is drained first there (destroying graphs is rare: once per capture). */
+static void gpu_graph_destroy(xr_hal_graph_t *base) {
+  gpu_graph_t *graph = (gpu_graph_t *)base;
+  if (make_current(base->device) == XR_OK) {
+    const xr_gpu_symbols_t *api = api_of(base->device);
+    if (!vendor_of(base->device)->frees_graphs_in_flight) api->synchronize();
+    api->graph_exec_destroy(graph->exec);
+    api->graph_destroy(graph->graph);
+  }
+  free(graph);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -477,8 +625,50 @@ static xr_status_t gpu_stream_dispatch(xr_hal_stream_t *stream, xr_hal_kernel_t 
 
 static void gpu_device_destroy(xr_hal_device_t *base) {
   xr_gpu_device_t *device = gpu_device(base);
+  if (device->clocks_handle) device->vendor->management->close(device->clocks_handle);
+  pthread_mutex_destroy(&device->clocks_mutex);
   if (device->vendor->close) device->vendor->close(device);
   free(device);
+}
+
+/* Finds the device in the vendor's management library by its PCI bus id. */
+static xr_status_t open_clocks(xr_gpu_device_t *device) {
+  const xr_gpu_symbols_t *api = &device->vendor->runtime->api;
+  const char *spec = device->base.spec;
+  if (!api->device_pci_bus_id) {
+    return xr_error(XR_UNAVAILABLE, "%s: clocks: the %s runtime does not export %s", spec,
+                    device->vendor->library.label,
+                    symbol_name(device->vendor, ENTRY(device_pci_bus_id)));
+  }
+  char bus_id[64] = "";
+  int result = api->device_pci_bus_id(bus_id, (int)sizeof bus_id, device->device);
+  if (result != XR_GPU_SUCCESS) {
+    return xr_error(XR_UNAVAILABLE, "%s: clocks: %s: %s (%d)", spec,
+                    symbol_name(device->vendor, ENTRY(device_pci_bus_id)),
+                    device->vendor->error_name(result), result);
+  }
+  return device->vendor->management->open(spec, bus_id, &device->clocks_handle);
+}
+
+static xr_status_t gpu_device_clocks(xr_hal_device_t *base, xr_hal_clocks_t *out) {
+  xr_gpu_device_t *device = gpu_device(base);
+  const xr_gpu_management_t *management = device->vendor->management;
+  if (!management) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: the %s driver reads no clocks", base->spec,
+                    base->driver->name);
+  }
+  pthread_mutex_lock(&device->clocks_mutex);
+  if (!device->clocks_opened) {
+    device->clocks_status = open_clocks(device);
+    if (device->clocks_status != XR_OK) {
+      xr_hal_copy_string(device->clocks_reason, sizeof device->clocks_reason, xr_last_error());
+    }
+    device->clocks_opened = true;
+  }
+  xr_status_t status = device->clocks_status;
+  pthread_mutex_unlock(&device->clocks_mutex);
+  if (status != XR_OK) return xr_error(status, "%s", device->clocks_reason);
+  return management->read(base->spec, device->clocks_handle, out);
 }
 
 static void *gpu_device_native(xr_hal_device_t *base) {
@@ -563,6 +753,11 @@ static const xr_hal_device_vtable_t gpu_vtable = {
     .event_synchronize = gpu_event_synchronize,
     .stream_wait_event = gpu_stream_wait_event,
     .event_elapsed_ms = gpu_event_elapsed_ms,
+    .stream_begin_capture = gpu_stream_begin_capture,
+    .stream_end_capture = gpu_stream_end_capture,
+    .graph_launch = gpu_graph_launch,
+    .graph_destroy = gpu_graph_destroy,
+    .device_clocks = gpu_device_clocks,
     .executable_create = gpu_executable_create,
     .executable_destroy = gpu_executable_destroy,
     .kernel_lookup = gpu_kernel_lookup,
@@ -580,6 +775,7 @@ xr_status_t xr_gpu_device_create(const xr_gpu_vendor_t *vendor, const xr_hal_dri
   }
   device->vendor = vendor;
   device->ordinal = ordinal;
+  pthread_mutex_init(&device->clocks_mutex, NULL);
   int result = vendor->runtime->api.device_get(&device->device, ordinal);
   if (result != XR_GPU_SUCCESS) {
     status = entry_failed(result == XR_GPU_ERROR_OUT_OF_MEMORY ? XR_RESOURCE_EXHAUSTED
@@ -588,6 +784,7 @@ xr_status_t xr_gpu_device_create(const xr_gpu_vendor_t *vendor, const xr_hal_dri
   }
   if (status == XR_OK) status = vendor->open(device);
   if (status != XR_OK) {
+    pthread_mutex_destroy(&device->clocks_mutex);
     pthread_mutex_destroy(&device->base.mutex);
     free(device);
     return status;

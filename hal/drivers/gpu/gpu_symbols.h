@@ -14,10 +14,30 @@
  * support; cuEventElapsedTime_v2 (CUDA 12.8+) is taken when the driver has it (HIP has one
  * entry, listed for both fields). Every HIP symbol has the same name and ABI in ROCm 5 and 6.
  *
+ * Graphs (stream capture, instantiate, launch) and the PCI bus id are OPTIONAL: a runtime without
+ * them still serves everything else, and the entries that need them say which symbol is missing.
+ * cuGraphInstantiateWithFlags (CUDA 11.4+) is the one instantiate entry whose name and ABI are
+ * the same in CUDA 11.4 to 13 (cuda.h maps cuGraphInstantiate to it since 12.0; the older
+ * cuGraphInstantiate and cuGraphInstantiate_v2 take an error node and a log buffer);
+ * hipGraphInstantiateWithFlags has the same signature. cuStreamBeginCapture_v2 is the form that
+ * takes a capture mode (CUDA 10.1+). Capture modes have the same numbers in both vendors.
+ *
  * Order: hipGetDeviceCount first, the hip probe's first call, so that a library which is not
  * the runtime is reported by it ("missing required symbol hipGetDeviceCount"). */
 #ifndef XR_HAL_DRIVERS_GPU_GPU_SYMBOLS_H
 #define XR_HAL_DRIVERS_GPU_GPU_SYMBOLS_H
+
+/* cuStreamBeginCapture_v2's CU_STREAM_CAPTURE_MODE_THREAD_LOCAL and
+ * hipStreamCaptureModeThreadLocal: calls of other threads that are unsafe during a capture
+ * (allocations, synchronisation) do not break it, while the capturing thread's own are refused
+ * at once instead of recorded wrongly. The results of work a capture cannot record, or of a
+ * capture broken by it, are 900 ... 908 (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ... _WRONG_THREAD;
+ * hipErrorStreamCapture*) in both. */
+enum {
+  XR_GPU_CAPTURE_MODE_THREAD_LOCAL = 1,
+  XR_GPU_ERROR_STREAM_CAPTURE_FIRST = 900,
+  XR_GPU_ERROR_STREAM_CAPTURE_LAST = 908,
+};
 
 #define XR_GPU_SYMBOLS(X) \
   X(REQUIRED, int, device_count, (int *count), cuDeviceGetCount, hipGetDeviceCount) \
@@ -68,6 +88,17 @@
     (void *function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, \
      unsigned int block_x, unsigned int block_y, unsigned int block_z, \
      unsigned int shared_bytes, void *stream, void **params, void **extra), \
-    cuLaunchKernel, hipModuleLaunchKernel)
+    cuLaunchKernel, hipModuleLaunchKernel) \
+  X(OPTIONAL, int, device_pci_bus_id, (char *id, int length, int device), \
+    cuDeviceGetPCIBusId, hipDeviceGetPCIBusId) \
+  X(OPTIONAL, int, stream_begin_capture, (void *stream, int mode), \
+    cuStreamBeginCapture_v2, hipStreamBeginCapture) \
+  X(OPTIONAL, int, stream_end_capture, (void *stream, void **graph), \
+    cuStreamEndCapture, hipStreamEndCapture) \
+  X(OPTIONAL, int, graph_instantiate, (void **exec, void *graph, unsigned long long flags), \
+    cuGraphInstantiateWithFlags, hipGraphInstantiateWithFlags) \
+  X(OPTIONAL, int, graph_launch, (void *exec, void *stream), cuGraphLaunch, hipGraphLaunch) \
+  X(OPTIONAL, int, graph_exec_destroy, (void *exec), cuGraphExecDestroy, hipGraphExecDestroy) \
+  X(OPTIONAL, int, graph_destroy, (void *graph), cuGraphDestroy, hipGraphDestroy)
 
 #endif

@@ -152,6 +152,7 @@ static const xr_gpu_vendor_t hip_vendor = {
                    .memory_bus_bits = 59, .warp_size = 87, .max_threads_per_block = 56,
                    .l2_cache_bytes = 19},
     .estimate = hip_estimate,
+    .management = &xr_gpu_amd_smi,
 };
 
 /* const xr_hal_driver_t xr_hal_hip_driver, named by hal/core/driver_list.h. */

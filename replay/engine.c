@@ -316,6 +316,7 @@ typedef struct timing_pass {
   int n, kept_n, cap;
   int batches, crowded_batches;
   long runnable_sum;
+  int judged_at; /* samples the noise rule last judged */
   double wall_ms;
   uint32_t clocks[512]; /* clock readings, one per batch (the first 512) */
   int clock_n;
@@ -470,10 +471,18 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
       if (st == XR_OK) st = pass_append(t, ms * 1000.0 / (graph ? executions : 1), crowded);
     }
     if (st != XR_OK) break;
-    /* The noise rule judges the samples it would keep; the iteration count counts them all. */
+    /* The noise rule judges the samples it would keep; the iteration count counts them all.
+     * Its statistic sorts the samples, so past a thousand it is judged every 5% more. */
     bool clean = o->stop == XR_STOP_NOISE && d->host_run;
-    const char *reason =
-        xr_stop_reason(o, clean ? t->kept : t->all, clean ? t->kept_n : t->n, t->wall_ms);
+    int judged = clean ? t->kept_n : t->n;
+    const char *reason = NULL;
+    bool due = o->stop != XR_STOP_NOISE || judged < 1000 || judged >= t->judged_at + judged / 20;
+    if (due) {
+      reason = xr_stop_reason(o, clean ? t->kept : t->all, judged, t->wall_ms);
+      t->judged_at = judged;
+    }
+    double max_time = xr_max_time_ms(o);
+    if (!reason && max_time > 0 && t->wall_ms >= max_time) reason = "max-time";
     if (!reason && t->n >= o->max_iters) reason = "max-iterations";
     if (reason) {
       r->stop_reason = reason;
@@ -503,7 +512,7 @@ static void pass_results(const xr_replay_options_t *o, timing_pass_t *t, xr_op_r
   double *used = r->contended || t->kept_n == 0 ? t->all : t->kept;
   int n = used == t->all ? t->n : t->kept_n;
   if (n == 0) return;
-  r->noise_percent = xr_stream_noise(used, n, &r->batch_size); /* before sorting */
+  r->noise_percent = xr_stream_noise(used, n, &r->batch_size, &r->outliers); /* before sorting */
   r->noise_met = r->noise_percent >= 0 && r->noise_percent <= o->noise_percent && !r->contended;
   xr_stats(used, n, r);
   if (t->clock_n) {

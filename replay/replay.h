@@ -141,9 +141,10 @@ typedef struct xr_op_result {
   double min_us, median_us, mean_us, p10_us, p25_us, p75_us, p90_us;
   double iqr_us; /* p75 - p25 */
   /* The noise rule's statistic: relative standard deviation of the means of consecutive
-   * batches of `batch_size` samples, in percent; < 0 with too few samples for it. */
+   * batches of `batch_size` samples (outliers left out), in percent; < 0 with too few. */
   double noise_percent;
   int batch_size;
+  int outliers;                 /* samples beyond the far fences, left out of noise_percent */
   const char *stop_reason;      /* why timing stopped: "iterations", "noise", "max-time",
                                    "max-iterations", "cancelled" */
   bool noise_met;               /* noise_percent at or under the target (every stop rule) */

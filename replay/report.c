@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "replay/timing.h"
 #include "replay/trace_ratio.h"
 
 struct xr_report {
@@ -70,6 +71,7 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     if (r->noise_percent >= 0) {
       add_number(o, "noise_percent", r->noise_percent);
       cJSON_AddNumberToObject(o, "noise_batch", r->batch_size);
+      cJSON_AddNumberToObject(o, "outliers", r->outliers);
     }
     cJSON_AddBoolToObject(o, "noise_met", r->noise_met);
     if (r->stop_reason) cJSON_AddStringToObject(o, "stop_reason", r->stop_reason);
@@ -181,10 +183,7 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
     cJSON_AddNumberToObject(opts, "noise_percent", o->noise_percent);
     cJSON_AddNumberToObject(opts, "min_samples", o->min_samples);
   }
-  double max_time = o->max_time_ms > 0         ? o->max_time_ms
-                    : o->stop == XR_STOP_NOISE ? XR_NOISE_DEFAULT_MAX_TIME_MS
-                                               : 0;
-  if (max_time > 0) cJSON_AddNumberToObject(opts, "max_time_ms", max_time);
+  if (xr_max_time_ms(o) > 0) cJSON_AddNumberToObject(opts, "max_time_ms", xr_max_time_ms(o));
   cJSON_AddStringToObject(opts, "launch", o->launch == XR_LAUNCH_GRAPH ? "graph" : "eager");
   cJSON_AddNumberToObject(opts, "seed", (double)o->seed);
   cJSON_AddStringToObject(opts, "cache",

@@ -63,10 +63,31 @@ double xr_typical_sample(const double *samples, int n) {
   return m ? head[m / 2] : 0;
 }
 
-double xr_stream_noise(const double *samples, int n, int *out_batch) {
+double xr_stream_noise(const double *samples, int n, int *out_batch, int *out_outliers) {
   int batch = xr_noise_batch_size(xr_typical_sample(samples, n));
   if (out_batch) *out_batch = batch;
-  return xr_batch_means_noise(samples, n, batch);
+  if (out_outliers) *out_outliers = 0;
+  if (n < 4) return xr_batch_means_noise(samples, n, batch);
+  /* Tukey's far fences from the quartiles; the samples inside them, in order. */
+  double *sorted = malloc(sizeof(double) * (size_t)n * 2);
+  if (!sorted) return -1;
+  double *inside = sorted + n;
+  memcpy(sorted, samples, sizeof(double) * (size_t)n);
+  qsort(sorted, (size_t)n, sizeof *sorted, compare_doubles);
+  double q1 = percentile(sorted, n, 25), q3 = percentile(sorted, n, 75);
+  double low = q1 - XR_NOISE_FENCE * (q3 - q1), high = q3 + XR_NOISE_FENCE * (q3 - q1);
+  int kept = 0;
+  for (int i = 0; i < n; i++)
+    if (samples[i] >= low && samples[i] <= high) inside[kept++] = samples[i];
+  if (out_outliers) *out_outliers = n - kept;
+  double noise = xr_batch_means_noise(inside, kept, batch);
+  free(sorted);
+  return noise;
+}
+
+double xr_max_time_ms(const xr_replay_options_t *o) {
+  if (o->max_time_ms > 0) return o->max_time_ms;
+  return o->stop == XR_STOP_NOISE ? XR_NOISE_DEFAULT_MAX_TIME_MS : 0;
 }
 
 const char *xr_stop_reason(const xr_replay_options_t *o, const double *samples, int n,
@@ -76,14 +97,13 @@ const char *xr_stop_reason(const xr_replay_options_t *o, const double *samples, 
   if (n >= o->max_iters) return "max-iterations";
   if (o->stop == XR_STOP_NOISE) {
     if (n >= o->min_samples && timed_ms >= o->min_time_ms) {
-      double noise = xr_stream_noise(samples, n, NULL);
+      double noise = xr_stream_noise(samples, n, NULL, NULL);
       if (noise >= 0 && noise <= o->noise_percent) return "noise";
     }
-    double max_ms = o->max_time_ms > 0 ? o->max_time_ms : XR_NOISE_DEFAULT_MAX_TIME_MS;
-    return wall_ms >= max_ms ? "max-time" : NULL;
+    return wall_ms >= xr_max_time_ms(o) ? "max-time" : NULL;
   }
   if (n >= o->iters && timed_ms >= o->min_time_ms) return "iterations";
-  return o->max_time_ms > 0 && wall_ms >= o->max_time_ms ? "max-time" : NULL;
+  return xr_max_time_ms(o) > 0 && wall_ms >= xr_max_time_ms(o) ? "max-time" : NULL;
 }
 
 uint64_t xr_flush_bytes(const xr_hal_device_properties_t *p, uint64_t override) {

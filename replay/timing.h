@@ -25,9 +25,19 @@ int xr_noise_batch_size(double typical_us);
  * samples (a last, partial batch left out); -1 with fewer than XR_NOISE_MIN_BATCHES batches. */
 double xr_batch_means_noise(const double *samples_us, int n, int batch);
 
-/* The noise statistic of a sample stream, in order, with the batch size its typical sample
- * gives (written to *out_batch when not NULL). */
-double xr_stream_noise(const double *samples_us, int n, int *out_batch);
+/* Samples beyond Tukey's far fences, Q1 - 3 IQR and Q3 + 3 IQR, are outliers: a host
+ * interruption inside one sample (a CPU run on a virtual machine has a few in a thousand), not
+ * the kernel's variation. */
+#define XR_NOISE_FENCE 3.0
+
+/* The noise statistic of a sample stream, in order: xr_batch_means_noise over the samples inside
+ * the far fences, with the batch size the stream's typical sample gives. *out_batch and
+ * *out_outliers (the samples left out), when not NULL. */
+double xr_stream_noise(const double *samples_us, int n, int *out_batch, int *out_outliers);
+
+/* The options' --max-time: theirs, else XR_NOISE_DEFAULT_MAX_TIME_MS for the noise rule, else 0
+ * (none). */
+double xr_max_time_ms(const xr_replay_options_t *options);
 
 /* Whether timing stops after `n` samples (in order) and `wall_ms` of timing loop under the
  * options' rule: the reason ("iterations", "noise", "max-time", "max-iterations"), or NULL to

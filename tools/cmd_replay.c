@@ -226,9 +226,10 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
           r->p90_us, r->mean_us, r->iqr_us);
       if (r->noise_percent >= 0)
         printf(
-            "       noise %.3g%% (batch means of %d)%s; host %.2f us per iteration; "
+            "       noise %.3g%% (batch means of %d, %d outliers left out)%s; host %.2f us per "
+            "iteration; "
             "%.1f threads runnable on average, more than the CPUs in %d of %d batches\n",
-            r->noise_percent, r->batch_size, r->noise_met ? ", target met" : "",
+            r->noise_percent, r->batch_size, r->outliers, r->noise_met ? ", target met" : "",
             r->host_us_per_iteration, r->runnable_mean, r->crowded_batches, r->batches);
       if (r->peak_basis[0]) printf("       %% of peak: %s\n", r->peak_basis);
       if (r->clock_samples)

@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kernels/gpu/blaslt.h"
+#include "tests/gpu/abi_compile.h"
 
 static const char *cuda_include(void) {
   static char path[512];
@@ -24,37 +24,6 @@ static const char *cuda_include(void) {
   char header[600];
   snprintf(header, sizeof header, "%s/cublasLt.h", path);
   return access(header, R_OK) == 0 ? path : NULL;
-}
-
-/* Compiles `source` (C or C++ by `extension`) with -fsyntax-only; returns the exit status and
- * skips when no compiler can be run. */
-static int compile(const char *source, const char *extension, const char *compiler,
-                   const char *flags) {
-  const char *tmp = getenv("TEST_TMPDIR");
-  char file[512], log[512], command[2048];
-  /* Criterion runs tests in parallel processes: one file per process. */
-  snprintf(file, sizeof file, "%s/abi_check_%d.%s", tmp ? tmp : "/tmp", (int)getpid(), extension);
-  snprintf(log, sizeof log, "%s/abi_check_%d.log", tmp ? tmp : "/tmp", (int)getpid());
-  FILE *f = fopen(file, "w");
-  cr_assert(f, "cannot write %s", file);
-  fputs(source, f);
-  fclose(f);
-  /* cwd is the workspace root in runfiles: kernels/gpu/blaslt_abi.h is there (data). */
-  snprintf(command, sizeof command, "%s -fsyntax-only %s -I. %s > %s 2>&1", compiler, flags, file,
-           log);
-  int status = system(command);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code == 127) cr_skip_test("%s: no compiler to run (%s)", compiler, command);
-  if (code != 0) {
-    char text[4096] = "";
-    FILE *l = fopen(log, "r");
-    if (l) {
-      text[fread(text, 1, sizeof text - 1, l)] = '\0';
-      fclose(l);
-    }
-    cr_log_info("%s\n%s", command, text);
-  }
-  return code;
 }
 
 #define SAME(ours, theirs) "_Static_assert((" #ours ") == (" #theirs "), \"" #ours "\");\n"
@@ -118,7 +87,7 @@ Test(blaslt_abi, cublaslt_declarations_equal_cublasLt_h) {
   if (!include) cr_skip_test("no cublasLt.h in $CUDA_HOME/include or /usr/local/cuda/include");
   char flags[600];
   snprintf(flags, sizeof flags, "-std=c11 -Wall -Werror -I%s", include);
-  cr_assert_eq(compile(cublaslt_check, "c", "cc", flags), 0,
+  cr_assert_eq(xr_test_compile(cublaslt_check, "c", "cc", flags), 0,
                "our cuBLASLt declarations differ from %s/cublasLt.h (see the log)", include);
 }
 
@@ -128,7 +97,8 @@ Test(blaslt_abi, a_wrong_value_fails_the_check) {
   if (!include) cr_skip_test("no cublasLt.h in $CUDA_HOME/include or /usr/local/cuda/include");
   char flags[600];
   snprintf(flags, sizeof flags, "-std=c11 -I%s", include);
-  cr_assert_neq(compile("#include <cublasLt.h>\n" SAME(1, CUBLAS_OP_N), "c", "cc", flags), 0);
+  cr_assert_neq(xr_test_compile("#include <cublasLt.h>\n" SAME(1, CUBLAS_OP_N), "c", "cc", flags),
+                0);
 }
 
 static const char *hipblaslt_header_dir(void) {
@@ -179,7 +149,7 @@ Test(blaslt_abi, hipblaslt_declarations_equal_hipblaslt_h) {
   }
   char flags[600];
   snprintf(flags, sizeof flags, "-std=c++17 -D__HIP_PLATFORM_AMD__ -I%s", dir);
-  cr_assert_eq(compile(hipblaslt_check, "cc", "c++", flags), 0,
+  cr_assert_eq(xr_test_compile(hipblaslt_check, "cc", "c++", flags), 0,
                "our hipBLASLt declarations differ from %s/hipblaslt/hipblaslt.h", dir);
 }
 

@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hal/drivers/gpu/gpu_symbols.h"
+#include "tests/gpu/abi_compile.h"
 
 #define CUDA_STUB "/usr/local/cuda/lib64/stubs/libcuda.so"
 
@@ -30,33 +30,11 @@ static const char *cuda_include(void) {
   return access(header, R_OK) == 0 ? path : NULL;
 }
 
-/* Compiles `source` as C11 with -fsyntax-only -Werror and `flags`; returns the exit status and
- * skips when no compiler can be run. */
+/* Compiles `source` as C11 with -Werror and `flags`: the compiler's exit status. */
 static int compile(const char *source, const char *flags) {
-  const char *tmp = getenv("TEST_TMPDIR");
-  char file[512], log[512], command[2048];
-  snprintf(file, sizeof file, "%s/gpu_abi_%d.c", tmp ? tmp : "/tmp", (int)getpid());
-  snprintf(log, sizeof log, "%s/gpu_abi_%d.log", tmp ? tmp : "/tmp", (int)getpid());
-  FILE *f = fopen(file, "w");
-  cr_assert(f, "cannot write %s", file);
-  fputs(source, f);
-  fclose(f);
-  /* cwd is the workspace root in runfiles: hal/drivers/gpu/gpu_symbols.h is there (data). */
-  snprintf(command, sizeof command, "cc -std=c11 -fsyntax-only -Wall -Werror -I. %s %s > %s 2>&1",
-           flags, file, log);
-  int status = system(command);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code == 127) cr_skip_test("cc: no compiler to run (%s)", command);
-  if (code != 0) {
-    char text[8192] = "";
-    FILE *l = fopen(log, "r");
-    if (l) {
-      text[fread(text, 1, sizeof text - 1, l)] = '\0';
-      fclose(l);
-    }
-    cr_log_info("%s\n%s", command, text);
-  }
-  return code;
+  char all[1024];
+  snprintf(all, sizeof all, "-std=c11 -Wall -Werror %s", flags);
+  return xr_test_compile(source, "c", "cc", all);
 }
 
 /* One row per gpu_symbols.h entry: field, the CUDA symbol we load, the parameters in abstract

@@ -12,8 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
+
+#include "tests/gpu/abi_compile.h"
 
 static bool loadable(const char *library) {
   void *handle = dlopen(library, RTLD_LAZY | RTLD_LOCAL);
@@ -31,31 +32,11 @@ static const char *header_dir(const char *header, const char *const *candidates,
   return NULL;
 }
 
-/* Compiles `source` as C11 with -fsyntax-only and `flags`; skips when no compiler runs. */
+/* Compiles `source` as C11 with `flags`: the compiler's exit status. */
 static int compile(const char *source, const char *flags) {
-  const char *tmp = getenv("TEST_TMPDIR");
-  char file[512], log[512], command[2048];
-  snprintf(file, sizeof file, "%s/management_abi_%d.c", tmp ? tmp : "/tmp", (int)getpid());
-  snprintf(log, sizeof log, "%s/management_abi_%d.log", tmp ? tmp : "/tmp", (int)getpid());
-  FILE *f = fopen(file, "w");
-  cr_assert(f, "cannot write %s", file);
-  fputs(source, f);
-  fclose(f);
-  snprintf(command, sizeof command, "cc -std=c11 -fsyntax-only -I. %s %s > %s 2>&1", flags, file,
-           log);
-  int status = system(command);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code == 127) cr_skip_test("cc: no compiler to run (%s)", command);
-  if (code != 0) {
-    char text[8192] = "";
-    FILE *l = fopen(log, "r");
-    if (l) {
-      text[fread(text, 1, sizeof text - 1, l)] = '\0';
-      fclose(l);
-    }
-    cr_log_info("%s\n%s", command, text);
-  }
-  return code;
+  char all[1024];
+  snprintf(all, sizeof all, "-std=c11 %s", flags);
+  return xr_test_compile(source, "c", "cc", all);
 }
 
 static const char nvml_check[] =

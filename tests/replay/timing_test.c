@@ -48,12 +48,29 @@ Test(timing, noise_of_streams_of_known_spread) {
     /* Samples of 200 / 20.5 us: batches of 21, well clear of a rounding edge. */
     normal_stream(s, N, 200.0 / 20.5, spread, 42 + k);
     int batch;
-    double noise = xr_stream_noise(s, N, &batch);
+    double noise = xr_stream_noise(s, N, &batch, NULL);
     cr_assert_eq(batch, 21);
     double expected = 100.0 * spread / sqrt(21.0);
     cr_assert(fabs(noise - expected) < 0.15 * expected, "spread %g: noise %g%%, expected %g%%",
               spread, noise, expected);
   }
+  free(s);
+}
+
+/* A stable stream with a few host interruptions: the far fences leave them out of the noise. */
+Test(timing, outliers_beyond_the_far_fences_are_left_out_of_the_noise) {
+  enum { N = 3000 };
+  double *s = malloc(sizeof(double) * N);
+  normal_stream(s, N, 200.0 / 9.5, 0.02, 11);       /* 21 us, 2%: batches of 10 */
+  for (int i = 137; i < N; i += 331) s[i] = 1000.0; /* nine 1 ms interruptions */
+  int batch, outliers;
+  double with = xr_batch_means_noise(s, N, 10);
+  double noise = xr_stream_noise(s, N, &batch, &outliers);
+  cr_assert_eq(batch, 10);
+  cr_assert_eq(outliers, 9);
+  double expected = 2.0 / sqrt(10.0);
+  cr_assert(fabs(noise - expected) < 0.2 * expected, "noise %g%%, expected %g%%", noise, expected);
+  cr_assert_gt(with, 20 * noise, "the interruptions alone dominate the raw statistic: %g%%", with);
   free(s);
 }
 

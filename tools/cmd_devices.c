@@ -106,10 +106,14 @@ static void print_device_text(const xr_hal_device_properties_t *p) {
   if (p->clock_mhz) printf(" @ %u MHz", p->clock_mhz);
   printf(", SIMD width %u, max work-group %llu\n", p->simd_width,
          (unsigned long long)p->max_work_group_size);
-  printf("            last-level cache %s, host-addressable %s\n",
+  printf("            last-level cache %s",
          p->last_level_cache_bytes ? format_bytes((double)p->last_level_cache_bytes, a, sizeof a)
-                                   : "unknown",
-         p->host_addressable ? "yes" : "no");
+                                   : "unknown");
+  if (p->memory_side_cache_bytes)
+    printf(", memory-side cache %s", format_bytes((double)p->memory_side_cache_bytes, a, sizeof a));
+  if (p->cache_total_bytes)
+    printf(", all caches %s", format_bytes((double)p->cache_total_bytes, a, sizeof a));
+  printf(", host-addressable %s\n", p->host_addressable ? "yes" : "no");
   printf("            peak");
   for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++) {
     printf("%s %s %s", d ? "," : "", xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d),
@@ -143,6 +147,8 @@ static cJSON *device_json(const xr_hal_device_properties_t *p) {
   cJSON_AddNumberToObject(device, "simd_width", p->simd_width);
   cJSON_AddNumberToObject(device, "max_work_group_size", (double)p->max_work_group_size);
   cJSON_AddNumberToObject(device, "last_level_cache_bytes", (double)p->last_level_cache_bytes);
+  cJSON_AddNumberToObject(device, "memory_side_cache_bytes", (double)p->memory_side_cache_bytes);
+  cJSON_AddNumberToObject(device, "cache_total_bytes", (double)p->cache_total_bytes);
   cJSON *peak = cJSON_AddObjectToObject(device, "peak_flops");
   for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++) {
     cJSON_AddItemToObject(peak, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d),

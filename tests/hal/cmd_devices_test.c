@@ -43,6 +43,12 @@ Test(cmd_devices, json_lists_every_driver_and_the_cpu_device, .init = cr_redirec
   cr_assert_not_null(device);
   cr_assert_str_eq(cJSON_GetObjectItem(device, "spec")->valuestring, "cpu:0");
   cr_assert_gt(cJSON_GetObjectItem(device, "memory_bytes")->valuedouble, 0);
+  /* Every cache level together holds at least the last one (what the cold flush is sized by). */
+  double llc = cJSON_GetObjectItem(device, "last_level_cache_bytes")->valuedouble;
+  double caches = cJSON_GetObjectItem(device, "cache_total_bytes")->valuedouble;
+  if (llc > 0) cr_assert_geq(caches, llc, "%s", text);
+  cr_assert_eq(cJSON_GetObjectItem(device, "memory_side_cache_bytes")->valuedouble, 0,
+               "a CPU has no memory-side cache in the datasheet");
   cJSON *fp32 = cJSON_GetObjectItem(cJSON_GetObjectItem(device, "peak_flops"), "fp32");
   cr_assert_not_null(cJSON_GetObjectItem(fp32, "source"));
   /* Clocks: read through cpufreq, or why not (this machine's cpufreq decides which). */

@@ -222,7 +222,9 @@ Test(engine, the_noise_rule_stops_on_its_target_or_at_max_time) {
   cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK);
   r = &s.r[0];
   if (!strcmp(r->stop_reason, "noise")) {
-    cr_assert(r->noise_met && r->noise_percent >= 0 && r->noise_percent <= 1000);
+    /* Met on the uncrowded batches; a result timed mostly crowded is not counted as met. */
+    cr_assert(r->contended || (r->noise_met && r->noise_percent >= 0 && r->noise_percent <= 1000),
+              "noise %g%%", r->noise_percent);
     cr_assert_geq(r->iterations, 40);
   } else {
     cr_assert_str_eq(r->stop_reason, "max-time");

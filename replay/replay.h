@@ -35,7 +35,7 @@ typedef enum xr_cache_mode {
 
 /* When an op's timing stops. */
 typedef enum xr_stop_rule {
-  /* At least `iters` iterations and `min_time_ms` of timed work (today's nvbench-less default) */
+  /* At least `iters` iterations and `min_time_ms` of timed work (the default) */
   XR_STOP_ITERATIONS = 0,
   /* nvbench's rule: once `min_samples` iterations and `min_time_ms` of work are done, stop when
    * the relative standard deviation of the batch means falls under `noise_percent`; give up at

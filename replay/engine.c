@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +26,19 @@ void xr_replay_options_default(xr_replay_options_t *o) {
   o->min_samples = 10;
   o->rotate = 1;
   o->op_limit = -1;
+}
+
+xr_status_t xr_replay_options_check(const xr_replay_options_t *o) {
+  if (o->iters < 0 || o->warmup < 0 || o->rotate < XR_ROTATE_AUTO || o->max_iters < 1 ||
+      o->min_time_ms < 0 || o->max_time_ms < 0 || o->min_samples < 0 || !(o->noise_percent > 0))
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "replay: negative iterations, warm-up, rotation, samples or time, or a noise "
+                    "target that is not positive");
+  if (o->launch == XR_LAUNCH_GRAPH && o->cache != XR_CACHE_WARM)
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "replay: --launch=graph runs the op back to back, so its data stays in cache: "
+                    "time cold caches with --launch=eager");
+  return XR_OK;
 }
 
 const char *xr_op_outcome_name(xr_op_outcome_t outcome) {
@@ -51,6 +63,9 @@ typedef struct device_run {
                                   CPU): a crowded host distorts its samples */
   bool graphs;                 /* the driver has graphs (cuda, hip) */
   bool clocks;                 /* xr_hal_device_clocks answers */
+  /* The flush writes at least every cache together: cold data comes from DRAM (a --flush-bytes
+   * smaller than the caches leaves it in them). */
+  bool flush_covers_caches;
   int cpus;                    /* the host's online CPUs */
   int loadavg;                 /* /proc/loadavg, open on host-run devices; -1 otherwise */
   char dump_dir[4096];         /* "" when outputs are not dumped */
@@ -314,6 +329,7 @@ typedef struct timing_pass {
   double *all;  /* every sample */
   double *kept; /* those of batches during which the machine was not crowded */
   int n, kept_n, cap;
+  double all_ms, kept_ms; /* their sums */
   int batches, crowded_batches;
   long runnable_sum;
   int judged_at; /* samples the noise rule last judged */
@@ -333,7 +349,10 @@ static xr_status_t pass_append(timing_pass_t *t, double sample_us, bool crowded)
     t->cap = cap;
   }
   t->all[t->n++] = sample_us;
-  if (!crowded) t->kept[t->kept_n++] = sample_us;
+  t->all_ms += sample_us / 1000.0;
+  if (crowded) return XR_OK;
+  t->kept[t->kept_n++] = sample_us;
+  t->kept_ms += sample_us / 1000.0;
   return XR_OK;
 }
 
@@ -387,10 +406,10 @@ static xr_status_t capture_graph(device_run_t *d, xr_kernel_instance_t **instanc
 }
 
 /* Graph launches for eager executions of about `eager_us`: the graph, warmed up once, and its
- * executions per launch; or a note on why the op is timed eager after all. */
-static xr_status_t prepare_graph(device_run_t *d, xr_kernel_instance_t **instances, int rotate,
-                                 double eager_us, xr_hal_graph_t **out_graph, int *out_executions,
-                                 xr_op_result_t *r) {
+ * executions per launch; or, leaving *out_graph NULL, a note on why the op is timed eager. */
+static void prepare_graph(device_run_t *d, xr_kernel_instance_t **instances, int rotate,
+                          double eager_us, xr_hal_graph_t **out_graph, int *out_executions,
+                          xr_op_result_t *r) {
   int executions = eager_us > 0 ? (int)ceil(GRAPH_US / eager_us) : GRAPH_MAX_EXECUTIONS;
   if (executions > GRAPH_MAX_EXECUTIONS) executions = GRAPH_MAX_EXECUTIONS;
   if (executions < 1) executions = 1;
@@ -402,11 +421,10 @@ static xr_status_t prepare_graph(device_run_t *d, xr_kernel_instance_t **instanc
     snprintf(r->launch_note, sizeof r->launch_note, "graph capture failed, timed eager: %s",
              xr_last_error());
     xr_hal_graph_destroy(graph);
-    return XR_OK;
+    return;
   }
   *out_graph = graph;
   *out_executions = executions;
-  return XR_OK;
 }
 
 /* One timing pass: warm-up, then batches until the stop rule says so. `first_us`: the wall time
@@ -434,7 +452,7 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
       st = xr_hal_event_elapsed_ms(d->events[2 * i], d->events[2 * i + 1], &ms);
       if (st == XR_OK && (i == 0 || ms * 1000 < eager_us)) eager_us = ms * 1000;
     }
-    if (st == XR_OK) st = prepare_graph(d, instances, rotate, eager_us, &graph, &executions, r);
+    if (st == XR_OK) prepare_graph(d, instances, rotate, eager_us, &graph, &executions, r);
   }
   r->graph_executions = graph ? executions : 0;
   while (st == XR_OK) {
@@ -474,16 +492,16 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
     /* The noise rule judges the samples it would keep; the iteration count counts them all.
      * Its statistic sorts the samples, so past a thousand it is judged every 5% more. */
     bool clean = o->stop == XR_STOP_NOISE && d->host_run;
-    int judged = clean ? t->kept_n : t->n;
-    const char *reason = NULL;
-    bool due = o->stop != XR_STOP_NOISE || judged < 1000 || judged >= t->judged_at + judged / 20;
-    if (due) {
-      reason = xr_stop_reason(o, clean ? t->kept : t->all, judged, t->wall_ms);
-      t->judged_at = judged;
-    }
-    double max_time = xr_max_time_ms(o);
-    if (!reason && max_time > 0 && t->wall_ms >= max_time) reason = "max-time";
-    if (!reason && t->n >= o->max_iters) reason = "max-iterations";
+    xr_timing_progress_t progress = {
+        .samples_us = clean ? t->kept : t->all,
+        .n = clean ? t->kept_n : t->n,
+        .samples_ms = clean ? t->kept_ms : t->all_ms,
+        .taken = t->n,
+        .wall_ms = t->wall_ms,
+    };
+    progress.judge_noise = progress.n < 1000 || progress.n >= t->judged_at + progress.n / 20;
+    if (progress.judge_noise) t->judged_at = progress.n;
+    const char *reason = xr_stop_reason(o, &progress);
     if (reason) {
       r->stop_reason = reason;
       break;
@@ -521,6 +539,9 @@ static void pass_results(const xr_replay_options_t *o, timing_pass_t *t, xr_op_r
     r->clock_min_mhz = t->clocks[0];
     r->clock_median_mhz = t->clocks[t->clock_n / 2];
   }
+  r->slow_clock_samples = 0;
+  for (int i = 0; i < t->clock_n && r->clock_default_mhz; i++)
+    r->slow_clock_samples += t->clocks[i] < 0.75 * r->clock_default_mhz;
 }
 
 static void pass_free(timing_pass_t *t) {
@@ -543,8 +564,6 @@ static xr_status_t time_op(const xr_replay_options_t *o, device_run_t *d,
   st = time_pass(o, d, instances, rotate, o->cache == XR_CACHE_COLD, first_us, &t, r);
   if (st == XR_OK) pass_results(o, &t, r);
   r->launch = d->held ? "held" : r->graph_executions ? "graph" : "eager";
-  for (int i = 0; i < t.clock_n && r->clock_default_mhz; i++)
-    r->slow_clock_samples += t.clocks[i] < 0.75 * r->clock_default_mhz;
   pass_free(&t);
   if (o->cache != XR_CACHE_WARM) r->flush_bytes = xr_hal_buffer_size(d->flush);
   if (st != XR_OK || o->cache != XR_CACHE_BOTH) return st;
@@ -575,7 +594,6 @@ static xr_hal_peak_dtype_t peak_dtype(xr_dtype_t d) {
  * peak_basis says why. */
 static void derive_rates(const xr_hal_device_properties_t *props, const xr_op_plan_t *plan,
                          uint64_t footprint, bool flushed, xr_op_result_t *r) {
-  r->peak_percent = -1;
   if (r->median_us <= 0) return;
   r->tflops = plan->flops / (r->median_us * 1e-6) / 1e12;
   r->gbps = plan->bytes / (r->median_us * 1e-6) / 1e9;
@@ -739,11 +757,8 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     fail(r, XR_OP_FAILED, "timing: ");
     goto out;
   }
-  /* Cold figures stand against DRAM when the flush covered every cache (a --flush-bytes
-   * smaller than the caches leaves the data in them). */
-  bool flushed = e->o->cache == XR_CACHE_COLD &&
-                 xr_hal_buffer_size(d->flush) >= xr_flush_bytes(&d->info->properties, 0) / 2;
-  derive_rates(&d->info->properties, plan, rotate * xr_planned_op_bytes(&w->p), flushed, r);
+  derive_rates(&d->info->properties, plan, rotate * xr_planned_op_bytes(&w->p),
+               e->o->cache == XR_CACHE_COLD && d->flush_covers_caches, r);
 out:
   for (int k = 0; k < rotate; k++) {
     if (inst && inst[k]) {
@@ -807,6 +822,7 @@ static xr_status_t device_open(engine_t *e, const char *spec, device_run_t *d) {
     size_t bytes = (size_t)xr_flush_bytes(p, o->flush_bytes);
     if ((st = xr_hal_buffer_alloc(d->device, bytes, &d->flush)) != XR_OK)
       return xr_error_prefix(st, "the cold-cache flush buffer: ");
+    d->flush_covers_caches = bytes >= xr_flush_bytes(p, 0) / 2;
   }
   if (o->dump_dir) {
     if (e->device_count == 1) {
@@ -867,15 +883,8 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   xr_replay_options_t defaults;
   xr_replay_options_default(&defaults);
   const xr_replay_options_t *o = options ? options : &defaults;
-  if (o->iters < 0 || o->warmup < 0 || o->rotate < XR_ROTATE_AUTO || o->max_iters < 1 ||
-      o->min_time_ms < 0 || o->max_time_ms < 0 || o->min_samples < 0 || !(o->noise_percent > 0))
-    return xr_error(XR_INVALID_ARGUMENT,
-                    "replay: negative iterations, warm-up, rotation, samples or time, or a noise "
-                    "target that is not positive");
-  if (o->launch == XR_LAUNCH_GRAPH && o->cache != XR_CACHE_WARM)
-    return xr_error(XR_INVALID_ARGUMENT,
-                    "replay: graph launches run the op back to back, so its data stays in cache: "
-                    "time cold caches eagerly (--launch=eager)");
+  xr_status_t valid = xr_replay_options_check(o);
+  if (valid != XR_OK) return valid;
   xr_replay_observer_t none = {0};
   if (!observer) observer = &none;
   xr_replay_summary_t *summary = calloc(1, sizeof *summary);

@@ -103,6 +103,11 @@ typedef struct xr_replay_options {
 
 void xr_replay_options_default(xr_replay_options_t *options);
 
+/* INVALID_ARGUMENT, with the sentence, for options xr_replay_run refuses (negative counts or
+ * times, a noise target that is not positive, graph launches with cold caches); OK otherwise.
+ * xr_replay_run checks them itself; a caller may check before loading a bundle. */
+xr_status_t xr_replay_options_check(const xr_replay_options_t *options);
+
 #define XR_NOISE_DEFAULT_MAX_TIME_MS 1000.0
 
 /* What the flush of --cache=cold writes on a device: `override` when non-zero, else twice all

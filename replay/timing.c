@@ -90,20 +90,19 @@ double xr_max_time_ms(const xr_replay_options_t *o) {
   return o->stop == XR_STOP_NOISE ? XR_NOISE_DEFAULT_MAX_TIME_MS : 0;
 }
 
-const char *xr_stop_reason(const xr_replay_options_t *o, const double *samples, int n,
-                           double wall_ms) {
-  double timed_ms = 0;
-  for (int i = 0; i < n; i++) timed_ms += samples[i] / 1000.0;
-  if (n >= o->max_iters) return "max-iterations";
+const char *xr_stop_reason(const xr_replay_options_t *o, const xr_timing_progress_t *p) {
+  if (p->taken >= o->max_iters) return "max-iterations";
+  bool enough = p->samples_ms >= o->min_time_ms;
   if (o->stop == XR_STOP_NOISE) {
-    if (n >= o->min_samples && timed_ms >= o->min_time_ms) {
-      double noise = xr_stream_noise(samples, n, NULL, NULL);
+    if (p->judge_noise && enough && p->n >= o->min_samples) {
+      double noise = xr_stream_noise(p->samples_us, p->n, NULL, NULL);
       if (noise >= 0 && noise <= o->noise_percent) return "noise";
     }
-    return wall_ms >= xr_max_time_ms(o) ? "max-time" : NULL;
+  } else if (enough && p->n >= o->iters) {
+    return "iterations";
   }
-  if (n >= o->iters && timed_ms >= o->min_time_ms) return "iterations";
-  return xr_max_time_ms(o) > 0 && wall_ms >= xr_max_time_ms(o) ? "max-time" : NULL;
+  double max_time = xr_max_time_ms(o);
+  return max_time > 0 && p->wall_ms >= max_time ? "max-time" : NULL;
 }
 
 uint64_t xr_flush_bytes(const xr_hal_device_properties_t *p, uint64_t override) {

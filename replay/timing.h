@@ -39,10 +39,18 @@ double xr_stream_noise(const double *samples_us, int n, int *out_batch, int *out
  * (none). */
 double xr_max_time_ms(const xr_replay_options_t *options);
 
-/* Whether timing stops after `n` samples (in order) and `wall_ms` of timing loop under the
- * options' rule: the reason ("iterations", "noise", "max-time", "max-iterations"), or NULL to
- * go on. */
-const char *xr_stop_reason(const xr_replay_options_t *options, const double *samples_us, int n,
-                           double wall_ms);
+/* What the stop rule sees of a timing loop so far. */
+typedef struct xr_timing_progress {
+  const double *samples_us; /* the samples it judges, in order */
+  int n;
+  double samples_ms; /* their sum, kept by the caller as they come */
+  int taken;         /* every sample taken, set-aside ones included (--max-iters) */
+  double wall_ms;    /* the timing loop's wall time */
+  bool judge_noise;  /* compute the noise statistic now (it sorts the samples) */
+} xr_timing_progress_t;
+
+/* Whether timing stops, under the options' rule: the reason ("iterations", "noise", "max-time",
+ * "max-iterations"), or NULL to go on. */
+const char *xr_stop_reason(const xr_replay_options_t *options, const xr_timing_progress_t *p);
 
 #endif

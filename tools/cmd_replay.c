@@ -438,10 +438,8 @@ int xr_cmd_replay(int argc, char **argv) {
     fputs(usage, stderr);
     return XR_EXIT_USAGE;
   }
-  if (o.launch == XR_LAUNCH_GRAPH && o.cache != XR_CACHE_WARM) {
-    fprintf(stderr,
-            "replay: --launch=graph runs the op back to back, so its data stays in cache: "
-            "time cold caches with --launch=eager\n");
+  if (xr_replay_options_check(&o) != XR_OK) { /* before loading the bundle */
+    fprintf(stderr, "%s\n", xr_last_error());
     return XR_EXIT_USAGE;
   }
   if (inits[0]) o.init_overrides = inits;

@@ -74,6 +74,15 @@ Test(timing, outliers_beyond_the_far_fences_are_left_out_of_the_noise) {
   free(s);
 }
 
+/* The stop rule after the first `n` samples of `s` and `wall_ms` of timing loop, every sample
+ * kept and the noise judged. */
+static const char *stop(const xr_replay_options_t *o, const double *s, int n, double wall_ms) {
+  xr_timing_progress_t p = {
+      .samples_us = s, .n = n, .taken = n, .wall_ms = wall_ms, .judge_noise = true};
+  for (int i = 0; i < n; i++) p.samples_ms += s[i] / 1000.0;
+  return xr_stop_reason(o, &p);
+}
+
 static xr_replay_options_t noise_rule(double percent) {
   xr_replay_options_t o;
   xr_replay_options_default(&o);
@@ -89,23 +98,32 @@ Test(timing, the_noise_rule_stops_a_stable_stream_early_and_gives_up_on_a_noisy_
   /* 500 us samples (one per batch), 0.2% spread: the target holds once there are five batches
    * and the ten samples the rule asks for. */
   normal_stream(s, N, 500.0, 0.002, 7);
-  cr_assert_null(xr_stop_reason(&o, s, 9, 5.0), "fewer than --min-samples");
-  cr_assert_str_eq(xr_stop_reason(&o, s, 10, 5.0), "noise");
+  cr_assert_null(stop(&o, s, 9, 5.0), "fewer than --min-samples");
+  cr_assert_str_eq(stop(&o, s, 10, 5.0), "noise");
   o.min_time_ms = 100; /* 200 samples of 0.5 ms */
-  cr_assert_null(xr_stop_reason(&o, s, 150, 80.0), "--min-time not yet reached");
-  cr_assert_str_eq(xr_stop_reason(&o, s, 210, 110.0), "noise");
+  cr_assert_null(stop(&o, s, 150, 80.0), "--min-time not yet reached");
+  cr_assert_str_eq(stop(&o, s, 210, 110.0), "noise");
   /* 5% spread never gets under 0.5% in batches of one: timing ends at --max-time. */
   o = noise_rule(0.5);
   normal_stream(s, N, 500.0, 0.05, 8);
-  cr_assert_null(xr_stop_reason(&o, s, N, 999.0));
-  cr_assert_str_eq(xr_stop_reason(&o, s, N, 1000.0), "max-time", "the documented default");
+  cr_assert_null(stop(&o, s, N, 999.0));
+  cr_assert_str_eq(stop(&o, s, N, 1000.0), "max-time", "the documented default");
   o.max_time_ms = 50;
-  cr_assert_str_eq(xr_stop_reason(&o, s, 100, 50.0), "max-time");
+  cr_assert_str_eq(stop(&o, s, 100, 50.0), "max-time");
   o.max_iters = 100;
-  cr_assert_str_eq(xr_stop_reason(&o, s, 100, 10.0), "max-iterations");
+  cr_assert_str_eq(stop(&o, s, 100, 10.0), "max-iterations");
   /* ... but a looser target holds. */
   o = noise_rule(10);
-  cr_assert_str_eq(xr_stop_reason(&o, s, 10, 5.0), "noise");
+  cr_assert_str_eq(stop(&o, s, 10, 5.0), "noise");
+  /* Between judgements only the limits apply; they count every sample taken. */
+  xr_timing_progress_t between = {
+      .samples_us = s, .n = 10, .samples_ms = 5, .taken = 10, .wall_ms = 5};
+  cr_assert_null(xr_stop_reason(&o, &between));
+  between.wall_ms = 1000;
+  cr_assert_str_eq(xr_stop_reason(&o, &between), "max-time");
+  between.wall_ms = 5;
+  between.taken = o.max_iters;
+  cr_assert_str_eq(xr_stop_reason(&o, &between), "max-iterations", "set-aside samples count");
   free(s);
 }
 
@@ -114,15 +132,15 @@ Test(timing, the_iteration_rule_counts_and_keeps_to_min_time) {
   for (int i = 0; i < 40; i++) s[i] = 100.0 * (1 + i % 7); /* noisy, which it ignores */
   xr_replay_options_t o;
   xr_replay_options_default(&o);
-  cr_assert_null(xr_stop_reason(&o, s, 19, 1.0));
-  cr_assert_str_eq(xr_stop_reason(&o, s, 20, 1.0), "iterations");
+  cr_assert_null(stop(&o, s, 19, 1.0));
+  cr_assert_str_eq(stop(&o, s, 20, 1.0), "iterations");
   o.min_time_ms = 10; /* 20 samples hold 7.7 ms of work, 30 hold 11.5 ms */
-  cr_assert_null(xr_stop_reason(&o, s, 20, 9.0));
-  cr_assert_str_eq(xr_stop_reason(&o, s, 30, 13.0), "iterations");
+  cr_assert_null(stop(&o, s, 20, 9.0));
+  cr_assert_str_eq(stop(&o, s, 30, 13.0), "iterations");
   o.max_time_ms = 5;
-  cr_assert_str_eq(xr_stop_reason(&o, s, 20, 6.0), "max-time");
+  cr_assert_str_eq(stop(&o, s, 20, 6.0), "max-time");
   o.max_time_ms = 0;
-  cr_assert_null(xr_stop_reason(&o, s, 20, 1e9), "no time limit by default");
+  cr_assert_null(stop(&o, s, 20, 1e9), "no time limit by default");
 }
 
 Test(timing, percentiles_and_iqr) {

@@ -15,6 +15,7 @@
 
 #include "kernels/dtype.h"
 #include "replay/internal.h"
+#include "replay/trace_ratio.h"
 
 void xr_replay_options_default(xr_replay_options_t *o) {
   memset(o, 0, sizeof *o);
@@ -63,6 +64,8 @@ typedef struct device_run {
                                   CPU): a crowded host distorts its samples */
   bool graphs;                 /* the driver has graphs (cuda, hip) */
   bool clocks;                 /* xr_hal_device_clocks answers */
+  xr_trace_ratios_t ratios;    /* replayed vs recorded, gathered op by op */
+  bool ratios_lost;            /* out of memory gathering them */
   /* The flush writes at least every cache together: cold data comes from DRAM (a --flush-bytes
    * smaller than the caches leaves it in them). */
   bool flush_covers_caches;
@@ -783,6 +786,7 @@ static void engine_close(engine_t *e) {
     free(d->events);
     xr_hal_buffer_free(d->flush);
     if (d->loadavg >= 0) close(d->loadavg);
+    xr_trace_ratios_free(&d->ratios);
     xr_hal_stream_destroy(d->stream);
     xr_hal_device_destroy(d->device);
   }
@@ -867,6 +871,19 @@ static xr_status_t engine_open(engine_t *e) {
 
 /* ------------------------------------------------------------------------------------------ */
 
+/* The summary's replay_vs_trace of every device, from the ratios gathered (none, count 0, when
+ * memory ran out gathering or sorting them). */
+static void trace_ratios(engine_t *e) {
+  for (size_t i = 0; i < e->device_count; i++) {
+    xr_replay_device_t *info = &e->summary->devices[i];
+    device_run_t *d = &e->devices[i];
+    if (d->ratios_lost) xr_trace_ratios_free(&d->ratios);
+    xr_trace_ratios_compute(&d->ratios, &info->replay_vs_trace); /* empty on failure */
+    info->same_device =
+        xr_trace_device_same_model(info->properties.name, e->bundle->meta.device_name);
+  }
+}
+
 static void count(xr_replay_device_t *d, const xr_op_t *op, const xr_op_result_t *r) {
   if (r->outcome == XR_OP_SUCCEEDED) {
     d->succeeded++;
@@ -922,6 +939,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
       xr_op_result_t r;
       run_on_device(&e, d, &w, &r);
       count(&summary->devices[d], op, &r);
+      if (xr_trace_ratios_add(&e.devices[d].ratios, &r) != XR_OK) e.devices[d].ratios_lost = true;
       if (observer->result) observer->result(observer->context, &r, position, selected);
       stop = r.outcome == XR_OP_FAILED && o->stop_on_error;
     }
@@ -933,6 +951,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   summary->failed = summary->devices[0].failed;
   summary->unsupported = summary->devices[0].unsupported;
   summary->trace_covered_us = summary->devices[0].trace_covered_us;
+  trace_ratios(&e);
   engine_close(&e);
   if (out_summary) *out_summary = *summary;
   free(summary);

@@ -201,12 +201,40 @@ typedef struct xr_op_result {
   } outputs[XR_MAX_CHECKED_OUTPUTS];
 } xr_op_result_t;
 
+/* Replayed vs recorded, computed by replay/trace_ratio.h: how many of the ops furthest from
+ * their recorded time the statistics keep. */
+#define XR_TRACE_RATIO_WORST 5
+
+/* One op's ratio: its replayed median over its recorded per-call time. */
+typedef struct xr_trace_ratio_op {
+  size_t index;   /* position in the bundle */
+  char name[128]; /* as the profiler spells it (cut to fit) */
+  double ratio;   /* median_us / trace_us: > 1, the replay is slower than the trace */
+} xr_trace_ratio_op_t;
+
+/* The distribution of the ratios over the ops that succeeded and have a recorded time (> 0).
+ * With no such op, count is 0 and the figures NAN. */
+typedef struct xr_trace_ratio_stats {
+  size_t count;
+  double median;            /* of an even count, the mean of the two middle ratios */
+  double geomean;           /* exp(mean(log ratio)) */
+  double within_10_percent; /* percent of the ops with 0.9 <= ratio <= 1.1 */
+  /* The ops furthest from 1 in either direction (largest |log ratio|), furthest first; equally
+   * far ones in bundle order. */
+  size_t worst_count;
+  xr_trace_ratio_op_t worst[XR_TRACE_RATIO_WORST];
+} xr_trace_ratio_stats_t;
+
 /* One device of a run. */
 typedef struct xr_replay_device {
   char spec[64];                         /* as given: "opencl:1", "auto" */
   xr_hal_device_properties_t properties; /* of the device opened (its spec is the resolved one) */
   size_t succeeded, failed, unsupported;
   double trace_covered_us;               /* recorded GPU time of the ops that succeeded on it */
+  /* Replayed vs recorded over the ops that succeeded here with a recorded time, and whether
+   * this device is the model the trace ran on (xr_trace_device_same_model). */
+  xr_trace_ratio_stats_t replay_vs_trace;
+  bool same_device;
 } xr_replay_device_t;
 
 typedef struct xr_replay_summary {

@@ -9,7 +9,6 @@
 #include <time.h>
 
 #include "replay/timing.h"
-#include "replay/trace_ratio.h"
 
 struct xr_report {
   FILE *f;   /* NULL for a report kept in memory */
@@ -17,10 +16,7 @@ struct xr_report {
   bool json;
   size_t ops;
   size_t device_index; /* whose summary closes the report */
-  /* For the summary's replay_vs_trace: the ratios of the ops added, and the device the trace
-   * ran on (NULL when the bundle does not say). */
-  xr_trace_ratios_t ratios;
-  char *trace_device;
+  char *trace_device;  /* the trace ran on, for the summary (NULL when the bundle does not say) */
 };
 
 /* The tail that keeps the JSON document complete between ops; rewritten after each op. */
@@ -256,8 +252,6 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
 
 xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
   if (!r) return XR_OK;
-  xr_status_t kept = xr_trace_ratios_add(&r->ratios, res);
-  if (kept != XR_OK) return kept;
   if (r->doc) {
     cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(r->doc, "ops"), xr_result_to_json(res));
     r->ops++;
@@ -301,32 +295,30 @@ xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
   return XR_OK;
 }
 
-/* The summary's replay_vs_trace: the replay/trace ratios of the ops added (trace_ratio.h) and
- * whether the report's device is the model the trace ran on; NULL when no op has a ratio. */
+/* The summary's replay_vs_trace: the engine's replay/trace ratios of the device and whether it
+ * is the model the trace ran on; NULL when no op has a ratio. */
 static cJSON *trace_ratio_summary(const xr_report_t *r, const xr_replay_device_t *device) {
-  xr_trace_ratio_stats_t stats;
-  if (xr_trace_ratios_compute(&r->ratios, &stats) != XR_OK || stats.count == 0) return NULL;
+  const xr_trace_ratio_stats_t *s = &device->replay_vs_trace;
+  if (s->count == 0) return NULL;
   cJSON *o = cJSON_CreateObject();
   if (r->trace_device) cJSON_AddStringToObject(o, "trace_device", r->trace_device);
-  cJSON_AddBoolToObject(o, "same_device",
-                        xr_trace_device_same_model(device->properties.name, r->trace_device));
-  cJSON_AddNumberToObject(o, "count", (double)stats.count);
-  add_number(o, "median", stats.median);
-  add_number(o, "geomean", stats.geomean);
-  add_number(o, "within_10_percent", stats.within_10_percent);
+  cJSON_AddBoolToObject(o, "same_device", device->same_device);
+  cJSON_AddNumberToObject(o, "count", (double)s->count);
+  add_number(o, "median", s->median);
+  add_number(o, "geomean", s->geomean);
+  add_number(o, "within_10_percent", s->within_10_percent);
   cJSON *worst = cJSON_AddArrayToObject(o, "worst");
-  for (size_t k = 0; k < stats.worst_count; k++) {
+  for (size_t k = 0; k < s->worst_count; k++) {
     cJSON *w = cJSON_CreateObject();
-    cJSON_AddNumberToObject(w, "index", (double)stats.worst[k].index);
-    cJSON_AddStringToObject(w, "name", stats.worst[k].name);
-    add_number(w, "ratio", stats.worst[k].ratio);
+    cJSON_AddNumberToObject(w, "index", (double)s->worst[k].index);
+    cJSON_AddStringToObject(w, "name", s->worst[k].name);
+    add_number(w, "ratio", s->worst[k].ratio);
     cJSON_AddItemToArray(worst, w);
   }
   return o;
 }
 
 static void report_free(xr_report_t *r) {
-  xr_trace_ratios_free(&r->ratios);
   free(r->trace_device);
   free(r);
 }

@@ -3,8 +3,9 @@
  * device is the model the trace ran on (a ratio near 1 is then expected; across devices the
  * ratios say how the two devices differ, not how faithful the replay is).
  *
- * Pure: no I/O, no device. The replay command prints these statistics and the reports store
- * them in their summary (docs/replay.md, "Replayed vs recorded").
+ * Pure: no I/O, no device. The engine gathers them per device into its summary
+ * (xr_replay_device_t.replay_vs_trace, whose types replay.h declares); the replay command prints
+ * them and the reports store them (docs/replay.md, "Replayed vs recorded").
  *
  * Thread-safety: none needed; an accumulator belongs to one caller. */
 #ifndef XR_REPLAY_TRACE_RATIO_H
@@ -19,29 +20,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* How many of the ops furthest from their recorded time the statistics keep. */
-#define XR_TRACE_RATIO_WORST 5
-
-/* One op's ratio: its replayed median over its recorded per-call time. */
-typedef struct xr_trace_ratio_op {
-  size_t index;   /* position in the bundle */
-  char name[128]; /* as the profiler spells it (cut to fit) */
-  double ratio;   /* median_us / trace_us: > 1, the replay is slower than the trace */
-} xr_trace_ratio_op_t;
-
-/* The distribution of the ratios over the ops that succeeded and have a recorded time (> 0).
- * With no such op, count is 0 and the figures NAN. */
-typedef struct xr_trace_ratio_stats {
-  size_t count;
-  double median;            /* of an even count, the mean of the two middle ratios */
-  double geomean;           /* exp(mean(log ratio)) */
-  double within_10_percent; /* percent of the ops with 0.9 <= ratio <= 1.1 */
-  /* The ops furthest from 1 in either direction (largest |log ratio|), furthest first; equally
-   * far ones in bundle order. */
-  size_t worst_count;
-  xr_trace_ratio_op_t worst[XR_TRACE_RATIO_WORST];
-} xr_trace_ratio_stats_t;
 
 /* The ratios of a run (or of one device of it), gathered as its results come. Zero-initialise
  * (or xr_trace_ratios_init), add, compute, free. */

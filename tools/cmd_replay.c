@@ -13,7 +13,6 @@
 #include "replay/replay.h"
 #include "replay/report.h"
 #include "replay/report_html.h"
-#include "replay/trace_ratio.h"
 #include "tools/cli.h"
 
 static const char usage[] =
@@ -104,8 +103,6 @@ typedef struct run_ctx {
   xr_report_t *pages[XR_REPLAY_MAX_DEVICES]; /* the same reports kept in memory, for --html */
   xr_status_t report_status;
   kept_t *kept; /* op index * device_count + device, for several devices */
-  xr_trace_ratios_t ratios[XR_REPLAY_MAX_DEVICES]; /* replayed vs recorded, per device */
-  xr_status_t ratios_status;
 } run_ctx_t;
 
 static double now_s(void) {
@@ -257,8 +254,6 @@ static void on_result(void *context, const xr_op_result_t *r, size_t position, s
     k->compared = r->compared && r->output_count > 0;
     k->nmse_vs_first = k->compared ? r->outputs[0].nmse_vs_first : NAN;
   }
-  if (c->ratios_status == XR_OK)
-    c->ratios_status = xr_trace_ratios_add(&c->ratios[r->device_index], r);
   xr_report_t *report = c->reports[r->device_index];
   if (report && c->report_status == XR_OK && (c->report_status = xr_report_add(report, r)) != XR_OK)
     fprintf(stderr, "replay: report: %s\n", xr_last_error());
@@ -304,15 +299,12 @@ static int write_page(run_ctx_t *c, const xr_replay_summary_t *s) {
 /* Replayed vs recorded, for one device: the distribution of median / trace time, said to be
  * cross-device unless the device is the model the trace ran on. Nothing when no op that
  * succeeded has a recorded time. */
-static void print_trace_ratio(const run_ctx_t *c, const xr_replay_device_t *dev, size_t d) {
-  xr_trace_ratio_stats_t t;
-  if (c->ratios_status != XR_OK || xr_trace_ratios_compute(&c->ratios[d], &t) != XR_OK) {
-    fprintf(stderr, "replay: replay vs trace [%s]: %s\n", dev->spec, xr_last_error());
-    return;
-  }
-  if (t.count == 0) return;
+/* The engine's replayed vs recorded statistics of one device. */
+static void print_trace_ratio(const run_ctx_t *c, const xr_replay_device_t *dev) {
+  const xr_trace_ratio_stats_t *t = &dev->replay_vs_trace;
+  if (t->count == 0) return;
   const char *trace_device = c->bundle->meta.device_name;
-  bool same = xr_trace_device_same_model(dev->properties.name, trace_device);
+  bool same = dev->same_device;
   printf("summary [%s]: ", dev->spec);
   if (same)
     printf("replay vs trace (same device: %s)", dev->properties.name);
@@ -322,12 +314,12 @@ static void print_trace_ratio(const run_ctx_t *c, const xr_replay_device_t *dev,
   else
     printf("replay vs trace (the trace's device is not recorded; replayed on %s)",
            dev->properties.name);
-  printf(": %zu ops, median ratio %.3g, geometric mean %.3g, %.1f%% within \u00b110%%\n", t.count,
-         t.median, t.geomean, t.within_10_percent);
+  printf(": %zu ops, median ratio %.3g, geometric mean %.3g, %.1f%% within \u00b110%%\n", t->count,
+         t->median, t->geomean, t->within_10_percent);
   printf("summary [%s]: worst %s ratios (replay / trace):", dev->spec,
          same ? "same-device" : "cross-device");
-  for (size_t k = 0; k < t.worst_count; k++)
-    printf("%s #%zu %s %.3g", k ? "," : "", t.worst[k].index, t.worst[k].name, t.worst[k].ratio);
+  for (size_t k = 0; k < t->worst_count; k++)
+    printf("%s #%zu %s %.3g", k ? "," : "", t->worst[k].index, t->worst[k].name, t->worst[k].ratio);
   putchar('\n');
 }
 
@@ -489,7 +481,7 @@ int xr_cmd_replay(int argc, char **argv) {
              "(%.1f of %.1f us)\n",
              dev->spec, 100.0 * dev->trace_covered_us / s.trace_total_us, dev->trace_covered_us,
              s.trace_total_us);
-    print_trace_ratio(&ctx, dev, d);
+    print_trace_ratio(&ctx, dev);
     if (dev->failed) rc = XR_EXIT_FAILED;
   }
   if (st == XR_OK && ctx.kept) print_side_by_side(&ctx);
@@ -500,7 +492,6 @@ int xr_cmd_replay(int argc, char **argv) {
   for (size_t d = 0; d < ctx.device_count; d++) xr_report_close(ctx.pages[d], NULL);
   if (ctx.report_status != XR_OK) rc = XR_EXIT_USAGE;
   free(ctx.kept);
-  for (size_t d = 0; d < XR_REPLAY_MAX_DEVICES; d++) xr_trace_ratios_free(&ctx.ratios[d]);
   xr_bundle_destroy(b);
   if (cancel_flag && ctx.report_status == XR_OK)
     fprintf(stderr, "replay: interrupted; every op that finished is reported\n");

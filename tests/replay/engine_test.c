@@ -12,6 +12,7 @@
 #include "formats/bundle.h"
 #include "replay/replay.h"
 #include "replay/report.h"
+#include "replay/trace_ratio.h"
 
 #define MM(m, k, n)                                                                          \
   "{\"name\": \"aten::mm\", \"args\": [{\"name\": \"self\", \"type\": \"Tensor\", \"value\": " \
@@ -768,4 +769,42 @@ Test(engine, plan_keeps_an_unavailable_hal_with_its_reason) {
   o.device = ",";
   cr_assert_eq(xr_replay_plan(b, &o, &plan), XR_INVALID_ARGUMENT);
   xr_bundle_destroy(b);
+}
+
+/* The summary's replayed vs recorded statistics are those of the results the run gave, and the
+ * device counts as the trace's model only when the bundle names that model. */
+Test(engine, the_summary_sets_each_device_against_the_recorded_times) {
+  xr_hal_device_t *cpu;
+  xr_hal_device_properties_t props;
+  cr_assert_eq(xr_hal_device_create("cpu", &cpu), XR_OK);
+  cr_assert_eq(xr_hal_device_properties(cpu, &props), XR_OK);
+  xr_hal_device_destroy(cpu);
+  const char *models[] = {"AMD Instinct MI300X", props.name};
+  for (int same = 0; same < 2; same++) {
+    char text[8192];
+    snprintf(text, sizeof text,
+             "{\"format\": \"xreplay-bundle\", \"metadata\": {\"device_name\": \"%s\"}, "
+             "\"ops\": [%s, %s, %s]}",
+             models[same], MM_TIMED(4, 8, 3, 3, 30.0), MM(8, 8, 8), MM_TIMED(16, 16, 16, 1, 2.0));
+    xr_bundle_t *b;
+    cr_assert_eq(xr_bundle_decode((uint8_t *)text, strlen(text), "t.json", ".", NULL, &b), XR_OK,
+                 "%s", xr_last_error());
+    xr_replay_options_t o = quick();
+    seen_t s = {0};
+    xr_replay_observer_t observer = {.result = observe, .context = &s};
+    xr_replay_summary_t run;
+    cr_assert_eq(xr_replay_run(b, &o, &observer, &run), XR_OK, "%s", xr_last_error());
+    cr_assert_eq(s.count, 3);
+    xr_trace_ratio_stats_t want;
+    cr_assert_eq(xr_trace_ratio_stats(s.r, s.count, &want), XR_OK);
+    const xr_trace_ratio_stats_t *got = &run.devices[0].replay_vs_trace;
+    cr_assert_eq(got->count, 2, "the untimed op has no ratio");
+    cr_assert_eq(got->count, want.count);
+    cr_assert_float_eq(got->median, want.median, 1e-12);
+    cr_assert_float_eq(got->median, (s.r[0].median_us / 10.0 + s.r[2].median_us / 2.0) / 2, 1e-9,
+                       "per-call recorded times: 30 us over 3 calls, 2 us over 1");
+    cr_assert_eq(got->worst_count, 2);
+    cr_assert_eq(run.devices[0].same_device, (bool)same, "%s on %s", models[same], props.name);
+    xr_bundle_destroy(b);
+  }
 }

@@ -193,6 +193,10 @@ static xr_report_contents_t *report_of(const char *path, const char *device_name
   snprintf(run.devices[0].properties.name, sizeof run.devices[0].properties.name, "%s",
            device_name);
   run.devices[0].succeeded = run.succeeded = n;
+  /* What the engine's summary holds of the run: its statistics, and whether the device is the
+   * trace's model (the engine's own test checks that it computes them). */
+  cr_assert_eq(xr_trace_ratio_stats(results, n, &run.devices[0].replay_vs_trace), XR_OK);
+  run.devices[0].same_device = xr_trace_device_same_model(device_name, trace_device);
   xr_bundle_metadata_t meta = {.source_trace = "trace.json.gz",
                                .device_name = (char *)trace_device};
   xr_replay_options_t options;

@@ -228,7 +228,9 @@ Test(engine, the_noise_rule_stops_on_its_target_or_at_max_time) {
               "noise %g%%", r->noise_percent);
     cr_assert_geq(r->iterations, 40);
   } else {
-    cr_assert_str_eq(r->stop_reason, "max-time");
+    /* Crowded batches are set aside, so a short op can reach the iteration cap first. */
+    cr_assert(!strcmp(r->stop_reason, "max-time") || !strcmp(r->stop_reason, "max-iterations"),
+              "stopped by %s", r->stop_reason);
     cr_assert(r->contended || r->crowded_batches > 0, "only a crowded machine stops it");
   }
   cr_assert(r->runnable_mean >= 0);

@@ -23,7 +23,9 @@
  *                      (see docs/gpu.md).
  *   XR_NVML_LIBRARY, XR_AMD_SMI_LIBRARY  the management libraries xr_hal_device_clocks reads
  *                      (NVML on cuda, AMD SMI on hip), tried before their usual names; "off"
- *                      disables them. */
+ *                      disables them.
+ *   XR_MPI_LIBRARY     Open MPI's libmpi tried before libmpi.so.40 (communicators); "off"
+ *                      disables it. */
 #ifndef XR_HAL_HAL_H
 #define XR_HAL_HAL_H
 
@@ -31,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/dtype.h"
 #include "base/status.h"
 
 #ifdef __cplusplus
@@ -449,6 +452,103 @@ typedef struct xr_hal_dispatch {
  * Thread-safe (dispatches of the same kernel from several threads are serialised). */
 xr_status_t xr_hal_stream_dispatch(xr_hal_stream_t *stream, xr_hal_kernel_t *kernel,
                                    const xr_hal_dispatch_t *dispatch);
+
+/* ---------------------------------------------------------------------------------------------
+ * Communicators: the processes a launcher started together (mpirun, srun), and collectives
+ * across them on device buffers. The transport is loaded at run time like any vendor library:
+ * MPI (Open MPI's libmpi.so.40) for host-addressable devices (cpu). NCCL / RCCL for cuda / hip
+ * are not implemented yet (UNIMPLEMENTED). Collectives run in stream order; every rank must
+ * queue the same collectives in the same order.
+ * ------------------------------------------------------------------------------------------- */
+
+/* How this process was launched, from the environment: Open MPI's mpirun (OMPI_COMM_WORLD_RANK,
+ * _SIZE, _LOCAL_RANK), Slurm's srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID in a job step),
+ * a PMIx launcher (PMIX_RANK) or torchrun (RANK, WORLD_SIZE, LOCAL_RANK). */
+typedef struct xr_hal_launch {
+  bool launched; /* under one of them */
+  bool mpi;      /* one that MPI_Init can join (mpirun, srun, PMIx); torchrun is not */
+  int rank, size, local_rank;
+  char launcher[16]; /* "mpirun", "srun", "pmix", "torchrun", "" */
+} xr_hal_launch_t;
+
+/* Reads the environment. Thread-safe. */
+void xr_hal_launch_detect(xr_hal_launch_t *out_launch);
+
+typedef struct xr_hal_comm xr_hal_comm_t;
+
+/* Joins the processes started with this one for collectives on `device`'s buffers (the device
+ * only chooses the transport). A collective that waits longer than `timeout_ms` for the other
+ * ranks (0: 300 s) fails the communicator, naming the collective and the wait.
+ * UNAVAILABLE when the process was not started by a launcher MPI can join, or the transport
+ * does not load (every path tried); UNIMPLEMENTED for devices without a transport yet. One
+ * communicator per process, made once: MPI cannot start again after it ended. Not
+ * thread-safe. */
+xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
+                               xr_hal_comm_t **out_comm);
+/* Ends the transport (MPI_Finalize) once every queued collective is done. */
+void xr_hal_comm_destroy(xr_hal_comm_t *comm);
+int xr_hal_comm_rank(const xr_hal_comm_t *comm);
+int xr_hal_comm_size(const xr_hal_comm_t *comm);
+/* "MPI: libmpi.so.40 (Open MPI v4.1.4, ...)". */
+const char *xr_hal_comm_transport(const xr_hal_comm_t *comm);
+
+typedef enum xr_hal_collective_kind {
+  XR_HAL_ALLREDUCE = 0, /* sum */
+  XR_HAL_ALLGATHER,
+  XR_HAL_REDUCE_SCATTER, /* sum */
+  XR_HAL_BROADCAST,
+  XR_HAL_ALLTOALL,
+  XR_HAL_BARRIER,
+} xr_hal_collective_kind_t;
+
+/* One collective. `count`: elements of `dtype` per rank, as the vendors count them —
+ * allreduce and broadcast: the whole message; allgather: what each rank sends (recv holds
+ * size x count); reduce_scatter: what each rank receives (send holds size x count); alltoall:
+ * what each rank sends to each other (both hold size x count). Offsets in bytes. send == recv
+ * (same buffer and offset) is in place. */
+typedef struct xr_hal_collective_params {
+  xr_hal_collective_kind_t kind;
+  xr_dtype_t dtype;
+  size_t count;
+  xr_hal_buffer_t *send;
+  size_t send_offset;
+  xr_hal_buffer_t *recv;
+  size_t recv_offset;
+  int root; /* broadcast */
+} xr_hal_collective_params_t;
+
+typedef struct xr_hal_collective xr_hal_collective_t;
+
+/* Checks and binds a collective once (sums of bf16, fp16 and 8-bit floats get a reduction of
+ * our own in float); the buffers must outlive it. INVALID_ARGUMENT for buffers too small or a
+ * bad root, UNIMPLEMENTED for a dtype the transport cannot sum. Not thread-safe. */
+xr_status_t xr_hal_collective_create(xr_hal_comm_t *comm, const xr_hal_collective_params_t *params,
+                                     xr_hal_collective_t **out_collective);
+void xr_hal_collective_destroy(xr_hal_collective_t *collective);
+
+/* Queues the collective on `stream`. A failure while it runs (a rank that does not answer
+ * within the timeout, a transport error) shows at xr_hal_comm_status; a failed communicator
+ * skips every later collective. Externally synchronised per stream. */
+xr_status_t xr_hal_stream_collective(xr_hal_stream_t *stream, xr_hal_collective_t *collective);
+
+/* OK, or the first failure of a queued collective (its sentence in xr_last_error()). Call once
+ * the stream is synchronised. */
+xr_status_t xr_hal_comm_status(xr_hal_comm_t *comm);
+
+/* Blocking, on the calling thread, for the caller's own agreement between ranks (no stream
+ * work may be in flight): every rank's `bytes` at `send` into `recv` (size x bytes, by rank). */
+xr_status_t xr_hal_comm_host_allgather(xr_hal_comm_t *comm, const void *send, size_t bytes,
+                                       void *recv);
+/* `bytes` at `data` from rank `root` to every rank. */
+xr_status_t xr_hal_comm_host_broadcast(xr_hal_comm_t *comm, void *data, size_t bytes, int root);
+
+/* Ends every rank of the job (MPI_Abort) with `exit_code`: for tools, once a communicator has
+ * failed, since the ranks still waiting would wait forever. Does not return. */
+void xr_hal_comm_abort(xr_hal_comm_t *comm, int exit_code) __attribute__((noreturn));
+
+/* Which transports load, for listings: "MPI: libmpi.so.40 (Open MPI v4.1.4)" or "MPI: absent
+ * (...every path tried)"; "; "-separated. Loads nothing for good. Thread-safe. */
+void xr_hal_comm_transports(char *report, size_t capacity);
 
 #ifdef __cplusplus
 }

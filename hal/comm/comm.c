@@ -1,0 +1,510 @@
+/* Communicators and collectives (hal.h "Communicators") over MPI, loaded at run time.
+ *
+ * Open MPI is opened through the usual symbol table (hal/comm/mpi_symbols.h) and then promoted to
+ * RTLD_GLOBAL: its own components, which it dlopens, resolve their symbols against libmpi's.
+ * Collectives start as non-blocking MPI calls on the stream's worker and are polled to
+ * completion against a deadline, so a rank that stops answering fails the communicator with a
+ * sentence instead of hanging the others. Every MPI call of the process goes through one mutex:
+ * MPI_THREAD_SERIALIZED is all we need of the library. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/dynload.h"
+#include "hal/comm/mpi_symbols.h"
+#include "hal/core/driver.h"
+#include "hal/hal.h"
+
+enum { DEFAULT_TIMEOUT_MS = 300000 };
+
+/* ------------------------------------------------------------------------------------------ */
+/* launchers                                                                                   */
+
+static bool env_int(const char *name, int *out) {
+  const char *v = getenv(name);
+  if (!v || !*v) return false;
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (*end || x < 0 || x > INT_MAX) return false;
+  *out = (int)x;
+  return true;
+}
+
+void xr_hal_launch_detect(xr_hal_launch_t *out) {
+  xr_hal_launch_t l = {.size = 1};
+  int rank, size, local = 0;
+  if (env_int("OMPI_COMM_WORLD_RANK", &rank) && env_int("OMPI_COMM_WORLD_SIZE", &size)) {
+    env_int("OMPI_COMM_WORLD_LOCAL_RANK", &local);
+    l = (xr_hal_launch_t){true, true, rank, size, local, "mpirun"};
+  } else if (getenv("SLURM_STEP_ID") && env_int("SLURM_PROCID", &rank) &&
+             env_int("SLURM_NTASKS", &size)) {
+    /* A job step started by srun; sbatch's batch script alone is not one. */
+    env_int("SLURM_LOCALID", &local);
+    l = (xr_hal_launch_t){true, true, rank, size, local, "srun"};
+  } else if (env_int("PMIX_RANK", &rank)) {
+    size = 0;
+    l = (xr_hal_launch_t){true, true, rank, size, 0, "pmix"};
+  } else if (env_int("RANK", &rank) && env_int("WORLD_SIZE", &size)) {
+    env_int("LOCAL_RANK", &local);
+    l = (xr_hal_launch_t){true, false, rank, size, local, "torchrun"};
+  }
+  *out = l;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* loading Open MPI                                                                            */
+
+typedef struct mpi_api {
+  XR_MPI_SYMBOLS(XR_DYNLOAD_FIELD)
+#define MPI_OBJECT_FIELD(field, symbol) xr_mpi_handle_t field;
+  XR_MPI_OBJECTS(MPI_OBJECT_FIELD)
+#undef MPI_OBJECT_FIELD
+} mpi_api_t;
+
+#define MPI_SYMBOL(need, ret, field, params) XR_DYNLOAD_SYMBOL(mpi_api_t, need, field, field)
+static const xr_dynload_symbol_t mpi_symbols[] = {XR_MPI_SYMBOLS(MPI_SYMBOL)};
+#undef MPI_SYMBOL
+
+static const xr_dynload_spec_t mpi_library = {
+    "MPI", "XR_MPI_LIBRARY", (const char *const[]){"libmpi.so.40", "libmpi.so"}, 2};
+
+static pthread_once_t loaded = PTHREAD_ONCE_INIT;
+static mpi_api_t mpi;
+static xr_dynload_library_t library;
+static xr_status_t load_status;
+static char load_report[XR_HAL_REASON_CAPACITY];
+
+static void load(void) {
+  load_status = xr_dynload_open(&mpi_library, mpi_symbols, sizeof mpi_symbols / sizeof *mpi_symbols,
+                                &mpi, &library, load_report, sizeof load_report);
+  if (load_status != XR_OK) return;
+#define MPI_OBJECT_FIND(field, symbol)                                                           \
+  if (load_status == XR_OK && !(mpi.field = xr_dynload_find(&library, #symbol))) {               \
+    xr_dynload_report_append(load_report, sizeof load_report, "%s lacks %s: not Open MPI's ABI", \
+                             library.path, #symbol);                                             \
+    load_status = XR_UNAVAILABLE;                                                                \
+  }
+  XR_MPI_OBJECTS(MPI_OBJECT_FIND)
+#undef MPI_OBJECT_FIND
+  /* Open MPI's components resolve libmpi's symbols globally. */
+  if (load_status == XR_OK && !dlopen(library.path, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL)) {
+    xr_dynload_report_append(load_report, sizeof load_report, "%s: %s", library.path, dlerror());
+    load_status = XR_UNAVAILABLE;
+  }
+  if (load_status != XR_OK) {
+    xr_dynload_close(&library);
+    memset(&mpi, 0, sizeof mpi);
+  }
+}
+
+static void mpi_error_text(int code, char *out, size_t size) {
+  char text[XR_MPI_MAX_ERROR_STRING] = "";
+  int length = 0;
+  if (mpi.MPI_Error_string(code, text, &length) != XR_MPI_SUCCESS) text[0] = '\0';
+  snprintf(out, size, "%s (MPI error %d)", text[0] ? text : "unknown", code);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* communicators                                                                               */
+
+struct xr_hal_comm {
+  int rank, size;
+  double timeout_ms;
+  bool initialized_here; /* we called MPI_Init_thread, so we finalize */
+  pthread_mutex_t mutex; /* every MPI call; guards the failure */
+  xr_mpi_handle_t op_bf16_sum, op_f16_sum;
+  xr_status_t failure;
+  char failure_text[XR_HAL_REASON_CAPACITY];
+  char transport[XR_HAL_REASON_CAPACITY];
+};
+
+static bool comm_made; /* MPI starts once per process */
+
+static float bf16_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static uint16_t float_to_bf16(float f) { /* round to nearest even; NaN stays NaN */
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return (uint16_t)(bits >> 16);
+}
+
+/* The sums MPI has no type for, element by element in float as NCCL does. */
+static void sum_bf16(void *in, void *inout, int *count, xr_mpi_handle_t *type) {
+  (void)type;
+  const uint16_t *a = in;
+  uint16_t *b = inout;
+  for (int i = 0; i < *count; i++) b[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
+}
+
+static void sum_f16(void *in, void *inout, int *count, xr_mpi_handle_t *type) {
+  (void)type;
+  const _Float16 *a = in;
+  _Float16 *b = inout;
+  for (int i = 0; i < *count; i++) b[i] = (_Float16)((float)a[i] + (float)b[i]);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Records the communicator's first failure (under the mutex). */
+static void comm_fail(xr_hal_comm_t *c, xr_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void comm_fail(xr_hal_comm_t *c, xr_status_t st, const char *fmt, ...) {
+  if (c->failure != XR_OK) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->failure_text, sizeof c->failure_text, fmt, ap);
+  va_end(ap);
+  c->failure = st;
+}
+
+/* Polls `request` until it completes or the deadline passes (under the mutex). `what` names the
+ * collective in the failure. */
+static void wait_request(xr_hal_comm_t *c, xr_mpi_handle_t *request, int started,
+                         const char *what) {
+  if (started != XR_MPI_SUCCESS) {
+    char text[300];
+    mpi_error_text(started, text, sizeof text);
+    comm_fail(c, XR_DEVICE_ERROR, "%s on rank %d of %d: %s", what, c->rank, c->size, text);
+    return;
+  }
+  double deadline = now_ms() + c->timeout_ms;
+  for (unsigned spins = 1;; spins++) {
+    int done = 0;
+    xr_mpi_status_t status;
+    int result = mpi.MPI_Test(request, &done, &status);
+    if (result != XR_MPI_SUCCESS) {
+      char text[300];
+      mpi_error_text(result, text, sizeof text);
+      comm_fail(c, XR_DEVICE_ERROR, "%s on rank %d of %d: %s", what, c->rank, c->size, text);
+      return;
+    }
+    if (done) return;
+    /* Ranks may outnumber the CPUs: let the others run. */
+    if (spins % 64 == 0) sched_yield();
+    if (spins % 1024 == 0 && now_ms() > deadline) {
+      comm_fail(c, XR_UNAVAILABLE,
+                "%s: rank %d of %d waited %.0f s for the other ranks, in vain: one of them "
+                "stopped, or the ranks do not run the same collectives in the same order",
+                what, c->rank, c->size, c->timeout_ms / 1000);
+      return; /* the request stays pending: MPI cannot cancel a collective */
+    }
+  }
+}
+
+xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
+                               xr_hal_comm_t **out_comm) {
+  if (!device || !out_comm || timeout_ms < 0)
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "xr_hal_comm_create: NULL device or output, or a "
+                    "negative timeout");
+  xr_hal_device_properties_t props;
+  xr_status_t st = xr_hal_device_properties(device, &props);
+  if (st != XR_OK) return st;
+  if (!props.host_addressable)
+    return xr_error(XR_UNIMPLEMENTED,
+                    "%s: collectives on %s buffers need NCCL / RCCL, which xreplay does not "
+                    "drive yet; cpu devices use MPI",
+                    device->spec, props.driver);
+  xr_hal_launch_t launch;
+  xr_hal_launch_detect(&launch);
+  if (!launch.mpi)
+    return xr_error(XR_UNAVAILABLE,
+                    launch.launched ? "started by %s, which MPI cannot join: start the ranks "
+                                      "with mpirun -np N or srun -n N"
+                                    : "not started by a launcher%s: start the ranks with mpirun "
+                                      "-np N or srun -n N",
+                    launch.launcher);
+  if (comm_made)
+    return xr_error(XR_UNAVAILABLE,
+                    "a communicator was already made in this process, and MPI "
+                    "starts once per process");
+  pthread_once(&loaded, load);
+  if (load_status != XR_OK) return xr_error(XR_UNAVAILABLE, "MPI unavailable: %s", load_report);
+  xr_hal_comm_t *c = calloc(1, sizeof *c);
+  if (!c) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for a communicator");
+  c->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
+  pthread_mutex_init(&c->mutex, NULL);
+  int initialized = 0, provided = 0, result = XR_MPI_SUCCESS;
+  mpi.MPI_Initialized(&initialized);
+  if (!initialized) {
+    result = mpi.MPI_Init_thread(NULL, NULL, XR_MPI_THREAD_SERIALIZED, &provided);
+    c->initialized_here = result == XR_MPI_SUCCESS;
+  }
+  if (result == XR_MPI_SUCCESS)
+    result = mpi.MPI_Comm_set_errhandler(mpi.comm_world, mpi.errors_return);
+  if (result == XR_MPI_SUCCESS) result = mpi.MPI_Comm_rank(mpi.comm_world, &c->rank);
+  if (result == XR_MPI_SUCCESS) result = mpi.MPI_Comm_size(mpi.comm_world, &c->size);
+  if (result == XR_MPI_SUCCESS) result = mpi.MPI_Op_create(sum_bf16, 1, &c->op_bf16_sum);
+  if (result == XR_MPI_SUCCESS) result = mpi.MPI_Op_create(sum_f16, 1, &c->op_f16_sum);
+  comm_made = true;
+  if (result != XR_MPI_SUCCESS) {
+    char text[300];
+    mpi_error_text(result, text, sizeof text);
+    st = xr_error(XR_DEVICE_ERROR, "MPI (%s) could not start: %s", library.path, text);
+    xr_hal_comm_destroy(c);
+    return st;
+  }
+  char version[XR_MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int length = 0;
+  if (mpi.MPI_Get_library_version(version, &length) != XR_MPI_SUCCESS) version[0] = '\0';
+  version[strcspn(version, ",\n")] = '\0'; /* "Open MPI v4.1.4" */
+  snprintf(c->transport, sizeof c->transport, "MPI: %s (%s)", library.path,
+           version[0] ? version : "version unknown");
+  *out_comm = c;
+  return XR_OK;
+}
+
+void xr_hal_comm_destroy(xr_hal_comm_t *c) {
+  if (!c) return;
+  pthread_mutex_lock(&c->mutex);
+  if (c->op_bf16_sum) mpi.MPI_Op_free(&c->op_bf16_sum);
+  if (c->op_f16_sum) mpi.MPI_Op_free(&c->op_f16_sum);
+  /* After a failure a collective is still pending and MPI_Finalize would wait for it. */
+  if (c->initialized_here && c->failure == XR_OK) mpi.MPI_Finalize();
+  pthread_mutex_unlock(&c->mutex);
+  pthread_mutex_destroy(&c->mutex);
+  free(c);
+}
+
+int xr_hal_comm_rank(const xr_hal_comm_t *c) {
+  return c ? c->rank : 0;
+}
+int xr_hal_comm_size(const xr_hal_comm_t *c) {
+  return c ? c->size : 1;
+}
+const char *xr_hal_comm_transport(const xr_hal_comm_t *c) {
+  return c ? c->transport : "";
+}
+
+xr_status_t xr_hal_comm_status(xr_hal_comm_t *c) {
+  if (!c) return xr_error(XR_INVALID_ARGUMENT, "xr_hal_comm_status: NULL communicator");
+  pthread_mutex_lock(&c->mutex);
+  xr_status_t st = c->failure;
+  if (st != XR_OK) xr_error(st, "%s", c->failure_text);
+  pthread_mutex_unlock(&c->mutex);
+  return st;
+}
+
+xr_status_t xr_hal_comm_host_allgather(xr_hal_comm_t *c, const void *send, size_t bytes,
+                                       void *recv) {
+  if (!c || (!send && bytes) || !recv || bytes > INT_MAX)
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "xr_hal_comm_host_allgather: NULL argument or more than "
+                    "2 GiB");
+  pthread_mutex_lock(&c->mutex);
+  if (c->failure == XR_OK) {
+    xr_mpi_handle_t request;
+    int started = mpi.MPI_Iallgather(send, (int)bytes, mpi.type_byte, recv, (int)bytes,
+                                     mpi.type_byte, mpi.comm_world, &request);
+    wait_request(c, &request, started, "gathering a value from every rank");
+  }
+  pthread_mutex_unlock(&c->mutex);
+  return xr_hal_comm_status(c);
+}
+
+xr_status_t xr_hal_comm_host_broadcast(xr_hal_comm_t *c, void *data, size_t bytes, int root) {
+  if (!c || (!data && bytes) || bytes > INT_MAX || root < 0 || root >= c->size)
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "xr_hal_comm_host_broadcast: NULL argument, more than "
+                    "2 GiB, or root %d outside the %d ranks",
+                    root, c ? c->size : 0);
+  pthread_mutex_lock(&c->mutex);
+  if (c->failure == XR_OK) {
+    xr_mpi_handle_t request;
+    int started = mpi.MPI_Ibcast(data, (int)bytes, mpi.type_byte, root, mpi.comm_world, &request);
+    wait_request(c, &request, started, "broadcasting a value to every rank");
+  }
+  pthread_mutex_unlock(&c->mutex);
+  return xr_hal_comm_status(c);
+}
+
+void xr_hal_comm_abort(xr_hal_comm_t *c, int exit_code) {
+  if (c) mpi.MPI_Abort(mpi.comm_world, exit_code);
+  _exit(exit_code); /* MPI_Abort does not return either */
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* collectives                                                                                 */
+
+static const char *kind_name(xr_hal_collective_kind_t kind) {
+  switch (kind) {
+    case XR_HAL_ALLREDUCE: return "allreduce";
+    case XR_HAL_ALLGATHER: return "allgather";
+    case XR_HAL_REDUCE_SCATTER: return "reduce_scatter";
+    case XR_HAL_BROADCAST: return "broadcast";
+    case XR_HAL_ALLTOALL: return "alltoall";
+    case XR_HAL_BARRIER: return "barrier";
+  }
+  return "collective";
+}
+
+struct xr_hal_collective {
+  xr_hal_comm_t *comm;
+  xr_hal_collective_params_t p;
+  void *send, *recv; /* host addresses */
+  bool in_place;
+  xr_mpi_handle_t type, op; /* op: NULL for kinds that do not reduce */
+  int count;                /* in `type` units */
+  char what[96];            /* "allreduce of 1024 bf16" */
+};
+
+/* The MPI type and sum of a reduced dtype; false when MPI cannot sum it. */
+static bool reduction(const xr_hal_comm_t *c, xr_dtype_t d, xr_mpi_handle_t *type,
+                      xr_mpi_handle_t *op) {
+  *op = mpi.op_sum;
+  switch (d) {
+    case XR_DTYPE_F32: *type = mpi.type_float; return true;
+    case XR_DTYPE_F64: *type = mpi.type_double; return true;
+    case XR_DTYPE_I8: *type = mpi.type_int8; return true;
+    case XR_DTYPE_I16: *type = mpi.type_int16; return true;
+    case XR_DTYPE_I32: *type = mpi.type_int32; return true;
+    case XR_DTYPE_I64: *type = mpi.type_int64; return true;
+    case XR_DTYPE_U8: *type = mpi.type_uint8; return true;
+    case XR_DTYPE_BOOL: *type = mpi.type_bool, *op = mpi.op_lor; return true;
+    case XR_DTYPE_BF16: *type = mpi.type_uint16, *op = c->op_bf16_sum; return true;
+    case XR_DTYPE_F16: *type = mpi.type_uint16, *op = c->op_f16_sum; return true;
+    default: return false;
+  }
+}
+
+xr_status_t xr_hal_collective_create(xr_hal_comm_t *c, const xr_hal_collective_params_t *p,
+                                     xr_hal_collective_t **out) {
+  if (!c || !p || !out)
+    return xr_error(XR_INVALID_ARGUMENT, "xr_hal_collective_create: NULL argument");
+  const char *name = kind_name(p->kind);
+  size_t element = xr_dtype_size(p->dtype);
+  if (p->kind != XR_HAL_BARRIER && (!element || !p->send || !p->recv))
+    return xr_error(XR_INVALID_ARGUMENT, "%s: an unknown dtype or a NULL buffer", name);
+  if (p->kind == XR_HAL_BROADCAST && (p->root < 0 || p->root >= c->size))
+    return xr_error(XR_INVALID_ARGUMENT, "broadcast: root %d is not one of the %d ranks", p->root,
+                    c->size);
+  /* Elements each side holds. */
+  size_t n = (size_t)c->size, send_elements = p->count, recv_elements = p->count;
+  if (p->kind == XR_HAL_ALLGATHER) recv_elements *= n;
+  if (p->kind == XR_HAL_REDUCE_SCATTER) send_elements *= n;
+  if (p->kind == XR_HAL_ALLTOALL) send_elements *= n, recv_elements *= n;
+  xr_hal_collective_t *h = calloc(1, sizeof *h);
+  if (!h) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for a collective");
+  h->comm = c;
+  h->p = *p;
+  snprintf(h->what, sizeof h->what, "%s of %zu %s", name, p->count,
+           p->kind == XR_HAL_BARRIER ? "" : xr_dtype_short_name(p->dtype));
+  xr_status_t st = XR_OK;
+  if (p->kind != XR_HAL_BARRIER) {
+    const struct {
+      xr_hal_buffer_t *buffer;
+      size_t offset, elements;
+      void **host;
+      const char *side;
+    } sides[2] = {{p->send, p->send_offset, send_elements, &h->send, "send"},
+                  {p->recv, p->recv_offset, recv_elements, &h->recv, "receive"}};
+    for (int k = 0; k < 2 && st == XR_OK; k++) {
+      size_t size = xr_hal_buffer_size(sides[k].buffer);
+      if (sides[k].offset > size || (size - sides[k].offset) / element < sides[k].elements) {
+        st = xr_error(XR_INVALID_ARGUMENT,
+                      "%s: the %s buffer holds %zu bytes past offset %zu, "
+                      "%zu needed",
+                      h->what, sides[k].side,
+                      size - (sides[k].offset <= size ? sides[k].offset : size), sides[k].offset,
+                      sides[k].elements * element);
+        break;
+      }
+      void *base;
+      st = xr_hal_buffer_host_pointer(sides[k].buffer, &base);
+      if (st == XR_OK) *sides[k].host = (char *)base + sides[k].offset;
+    }
+  }
+  bool reduces = p->kind == XR_HAL_ALLREDUCE || p->kind == XR_HAL_REDUCE_SCATTER;
+  size_t units = p->count;
+  if (st == XR_OK && reduces && !reduction(c, p->dtype, &h->type, &h->op))
+    st = xr_error(XR_UNIMPLEMENTED, "%s: MPI sums of %s are not implemented", h->what,
+                  xr_dtype_short_name(p->dtype));
+  if (st == XR_OK && !reduces) h->type = mpi.type_byte, units = p->count * element;
+  if (st == XR_OK && units > INT_MAX)
+    st = xr_error(XR_UNIMPLEMENTED, "%s: more than 2^31-1 elements per rank in one MPI call",
+                  h->what);
+  if (st != XR_OK) {
+    free(h);
+    return st;
+  }
+  h->count = (int)units;
+  h->in_place = h->send == h->recv;
+  *out = h;
+  return XR_OK;
+}
+
+void xr_hal_collective_destroy(xr_hal_collective_t *h) {
+  free(h);
+}
+
+/* On the stream's worker. */
+static void run_collective(void *context) {
+  xr_hal_collective_t *h = context;
+  xr_hal_comm_t *c = h->comm;
+  pthread_mutex_lock(&c->mutex);
+  if (c->failure == XR_OK) {
+    /* MPI_IN_PLACE: allgather's contribution sits in its slot of the result, reduce_scatter's
+     * and alltoall's input is the receive buffer. */
+    const void *send = h->in_place ? (const void *)1 : h->send;
+    xr_mpi_handle_t request, world = mpi.comm_world;
+    int started;
+    switch (h->p.kind) {
+      case XR_HAL_ALLREDUCE:
+        started = mpi.MPI_Iallreduce(send, h->recv, h->count, h->type, h->op, world, &request);
+        break;
+      case XR_HAL_ALLGATHER:
+        started = mpi.MPI_Iallgather(send, h->count, h->type, h->recv, h->count, h->type, world,
+                                     &request);
+        break;
+      case XR_HAL_REDUCE_SCATTER:
+        started =
+            mpi.MPI_Ireduce_scatter_block(send, h->recv, h->count, h->type, h->op, world, &request);
+        break;
+      case XR_HAL_BROADCAST:
+        if (!h->in_place && c->rank == h->p.root)
+          memcpy(h->recv, h->send, (size_t)h->count); /* broadcast moves one buffer */
+        started = mpi.MPI_Ibcast(h->recv, h->count, h->type, h->p.root, world, &request);
+        break;
+      case XR_HAL_ALLTOALL:
+        started =
+            mpi.MPI_Ialltoall(send, h->count, h->type, h->recv, h->count, h->type, world, &request);
+        break;
+      default: started = mpi.MPI_Ibarrier(world, &request); break;
+    }
+    wait_request(c, &request, started, h->what);
+  }
+  pthread_mutex_unlock(&c->mutex);
+}
+
+xr_status_t xr_hal_stream_collective(xr_hal_stream_t *stream, xr_hal_collective_t *h) {
+  if (!stream || !h)
+    return xr_error(XR_INVALID_ARGUMENT, "xr_hal_stream_collective: NULL argument");
+  return xr_hal_stream_enqueue_host(stream, run_collective, h);
+}
+
+void xr_hal_comm_transports(char *report, size_t capacity) {
+  if (!report || !capacity) return;
+  report[0] = '\0';
+  char mpi_report[XR_HAL_REASON_CAPACITY] = "";
+  xr_dynload_probe(&mpi_library, mpi_report, sizeof mpi_report);
+  xr_dynload_report_append(report, capacity, "cpu: %s", mpi_report);
+  xr_dynload_report_append(report, capacity, "cuda, hip: NCCL / RCCL not implemented yet");
+}

@@ -1,0 +1,198 @@
+/* One rank of tests/hal:comm_test, started by mpirun: every collective of hal.h in every dtype
+ * on cpu buffers, each result checked exactly against the reduction this rank computes itself
+ * from what every rank sent (values are small integers, so sums are exact in every dtype).
+ * Prints one line per failure and "rank R of N: K collectives exact"; exits 1 on any failure.
+ *
+ * `comm_ranks hang` instead runs one allreduce on every rank but the last, which never joins:
+ * the others must fail within the timeout, saying so. `comm_ranks die`: the last rank is killed
+ * instead. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hal/hal.h"
+
+static xr_hal_device_t *device;
+static xr_hal_stream_t *stream;
+static xr_hal_comm_t *comm;
+static int rank, size, failures, done;
+
+/* What rank `r` sends as element `i` (at most 9 in magnitude; bools: 0 or 1). */
+static double sent(int r, size_t i, xr_dtype_t d) {
+  if (d == XR_DTYPE_BOOL) return (i + (size_t)r) % 3 == 0;
+  double v = (double)((i * 7 + (size_t)r * 3) % 10);
+  return xr_dtype_class(d) == XR_DTYPE_CLASS_UNSIGNED ? v : v - 4;
+}
+
+static void store(void *base, size_t i, xr_dtype_t d, double v) {
+  switch (d) {
+    case XR_DTYPE_F32: ((float *)base)[i] = (float)v; break;
+    case XR_DTYPE_F64: ((double *)base)[i] = v; break;
+    case XR_DTYPE_F16: ((_Float16 *)base)[i] = (_Float16)v; break;
+    case XR_DTYPE_BF16: {
+      float f = (float)v; /* small integers: exact in bf16 */
+      uint32_t bits;
+      memcpy(&bits, &f, sizeof bits);
+      ((uint16_t *)base)[i] = (uint16_t)(bits >> 16);
+      break;
+    }
+    case XR_DTYPE_I8: ((int8_t *)base)[i] = (int8_t)v; break;
+    case XR_DTYPE_I16: ((int16_t *)base)[i] = (int16_t)v; break;
+    case XR_DTYPE_I32: ((int32_t *)base)[i] = (int32_t)v; break;
+    case XR_DTYPE_I64: ((int64_t *)base)[i] = (int64_t)v; break;
+    case XR_DTYPE_U8: ((uint8_t *)base)[i] = (uint8_t)v; break;
+    case XR_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0; break;
+    default: break;
+  }
+}
+
+static double load(const void *base, size_t i, xr_dtype_t d) {
+  switch (d) {
+    case XR_DTYPE_F32: return ((const float *)base)[i];
+    case XR_DTYPE_F64: return ((const double *)base)[i];
+    case XR_DTYPE_F16: return (double)((const _Float16 *)base)[i];
+    case XR_DTYPE_BF16: {
+      uint32_t bits = (uint32_t)((const uint16_t *)base)[i] << 16;
+      float f;
+      memcpy(&f, &bits, sizeof f);
+      return f;
+    }
+    case XR_DTYPE_I8: return ((const int8_t *)base)[i];
+    case XR_DTYPE_I16: return ((const int16_t *)base)[i];
+    case XR_DTYPE_I32: return ((const int32_t *)base)[i];
+    case XR_DTYPE_I64: return (double)((const int64_t *)base)[i];
+    case XR_DTYPE_U8: return ((const uint8_t *)base)[i];
+    case XR_DTYPE_BOOL: return ((const uint8_t *)base)[i];
+    default: return NAN;
+  }
+}
+
+/* The element `i` of the result on this rank. */
+static double expected(xr_hal_collective_kind_t kind, size_t count, size_t i, xr_dtype_t d,
+                       int root) {
+  double sum = 0;
+  switch (kind) {
+    case XR_HAL_ALLREDUCE:
+      for (int r = 0; r < size; r++) sum += sent(r, i, d);
+      return d == XR_DTYPE_BOOL ? sum > 0 : sum;
+    case XR_HAL_REDUCE_SCATTER: /* this rank's part of the sum */
+      for (int r = 0; r < size; r++) sum += sent(r, (size_t)rank * count + i, d);
+      return d == XR_DTYPE_BOOL ? sum > 0 : sum;
+    case XR_HAL_ALLGATHER: return sent((int)(i / count), i % count, d);
+    case XR_HAL_BROADCAST: return sent(root, i, d);
+    case XR_HAL_ALLTOALL: /* block j came from rank j: its block for this rank */
+      return sent((int)(i / count), (size_t)rank * count + i % count, d);
+    default: return 0;
+  }
+}
+
+static const char *kind_names[] = {"allreduce", "allgather", "reduce_scatter",
+                                   "broadcast", "alltoall",  "barrier"};
+
+static void check(xr_hal_collective_kind_t kind, xr_dtype_t d, size_t count, bool in_place) {
+  size_t n = (size_t)size, element = xr_dtype_size(d);
+  size_t send_n = count, recv_n = count;
+  if (kind == XR_HAL_ALLGATHER) recv_n *= n;
+  if (kind == XR_HAL_REDUCE_SCATTER) send_n *= n;
+  if (kind == XR_HAL_ALLTOALL) send_n *= n, recv_n *= n;
+  int root = size - 1;
+  size_t bytes = (send_n > recv_n ? send_n : recv_n) * element + 16; /* a barrier has none */
+  xr_hal_buffer_t *send = NULL, *recv = NULL;
+  void *s, *r;
+  xr_hal_buffer_alloc(device, bytes, &send);
+  xr_hal_buffer_alloc(device, bytes, &recv);
+  xr_hal_buffer_host_pointer(send, &s);
+  xr_hal_buffer_host_pointer(recv, &r);
+  memset(r, 0x7f, bytes);
+  for (size_t i = 0; i < send_n; i++) store(s, i, d, sent(rank, i, d));
+  if (in_place) memcpy(r, s, bytes);
+  if (in_place && kind == XR_HAL_ALLGATHER) /* the contribution sits in this rank's slot */
+    for (size_t i = 0; i < count; i++) store(r, (size_t)rank * count + i, d, sent(rank, i, d));
+  xr_hal_collective_params_t p = {.kind = kind,
+                                  .dtype = d,
+                                  .count = count,
+                                  .send = in_place ? recv : send,
+                                  .recv = recv,
+                                  .root = root};
+  xr_hal_collective_t *c = NULL;
+  xr_status_t st = xr_hal_collective_create(comm, &p, &c);
+  if (st == XR_OK) st = xr_hal_stream_collective(stream, c);
+  if (st == XR_OK) st = xr_hal_stream_synchronize(stream);
+  if (st == XR_OK) st = xr_hal_comm_status(comm);
+  const char *what = kind_names[kind];
+  if (st != XR_OK) {
+    printf("rank %d: %s %s%s: %s\n", rank, what, xr_dtype_short_name(d),
+           in_place ? " in place" : "", xr_last_error());
+    failures++;
+  } else {
+    for (size_t i = 0; i < recv_n; i++) {
+      double want = expected(kind, count, i, d, root), got = load(r, i, d);
+      if (got != want) {
+        printf("rank %d: %s %s%s: element %zu is %g, expected %g\n", rank, what,
+               xr_dtype_short_name(d), in_place ? " in place" : "", i, got, want);
+        failures++;
+        break;
+      }
+    }
+  }
+  done++;
+  xr_hal_collective_destroy(c);
+  xr_hal_buffer_free(send);
+  xr_hal_buffer_free(recv);
+}
+
+int main(int argc, char **argv) {
+  bool die = argc > 1 && !strcmp(argv[1], "die");
+  bool hang = die || (argc > 1 && !strcmp(argv[1], "hang"));
+  if (xr_hal_device_create("cpu", &device) != XR_OK ||
+      xr_hal_stream_create(device, &stream) != XR_OK ||
+      xr_hal_comm_create(device, hang ? 2000 : 60000, &comm) != XR_OK) {
+    printf("setup: %s\n", xr_last_error());
+    return 2;
+  }
+  rank = xr_hal_comm_rank(comm);
+  size = xr_hal_comm_size(comm);
+  if (hang) {
+    if (rank == size - 1) {
+      if (die) raise(SIGKILL);
+      /* Never joins; waits for the others' abort to end the job. */
+      for (;;) pause();
+    }
+    xr_hal_buffer_t *b = NULL;
+    xr_hal_buffer_alloc(device, 64, &b);
+    xr_hal_collective_params_t p = {
+        .kind = XR_HAL_ALLREDUCE, .dtype = XR_DTYPE_F32, .count = 16, .send = b, .recv = b};
+    xr_hal_collective_t *c = NULL;
+    xr_hal_collective_create(comm, &p, &c);
+    xr_hal_stream_collective(stream, c);
+    xr_hal_stream_synchronize(stream);
+    if (xr_hal_comm_status(comm) != XR_OK) printf("rank %d: %s\n", rank, xr_last_error());
+    fflush(stdout);
+    xr_hal_comm_abort(comm, 3);
+  }
+  const xr_dtype_t dtypes[] = {XR_DTYPE_F32, XR_DTYPE_F64, XR_DTYPE_BF16, XR_DTYPE_F16,
+                               XR_DTYPE_I8,  XR_DTYPE_I16, XR_DTYPE_I32,  XR_DTYPE_I64,
+                               XR_DTYPE_U8,  XR_DTYPE_BOOL};
+  for (size_t k = 0; k < sizeof dtypes / sizeof *dtypes; k++) {
+    for (int kind = XR_HAL_ALLREDUCE; kind <= XR_HAL_ALLTOALL; kind++) {
+      check((xr_hal_collective_kind_t)kind, dtypes[k], 1000 + (size_t)k, false);
+      check((xr_hal_collective_kind_t)kind, dtypes[k], 3, true);
+    }
+  }
+  check(XR_HAL_BARRIER, XR_DTYPE_F32, 0, false);
+  /* Host agreement: every rank's number, in rank order. */
+  int mine = 100 + rank, all[64] = {0};
+  if (size <= 64 && (xr_hal_comm_host_allgather(comm, &mine, sizeof mine, all) != XR_OK ||
+                     all[size - 1] != 100 + size - 1)) {
+    printf("rank %d: host allgather: %s\n", rank, xr_last_error());
+    failures++;
+  }
+  printf("rank %d of %d: %d collectives, %d failed\n", rank, size, done, failures);
+  xr_hal_comm_destroy(comm);
+  xr_hal_stream_destroy(stream);
+  xr_hal_device_destroy(device);
+  return failures ? 1 : 0;
+}

@@ -73,6 +73,14 @@ typedef struct xr_op_plan {
   void *problem;                  /* the family's parsed problem (sizes, scalars, layouts) */
   /* Owns `op` when the family completed it (xr_op_family_t.complete); NULL otherwise. */
   xr_arena_t *completion;
+  /* Collectives (kernels/collective.c). Planning sets `collective` (the op runs across ranks:
+   * every rank must execute it the same number of times, in the same order) and its kind; the
+   * caller sets, before xr_kernel_select, the ranks it runs across (NULL: this process alone)
+   * and whether a group recorded with another size may run on them. */
+  bool collective;
+  xr_hal_collective_kind_t collective_kind;
+  xr_hal_comm_t *comm;
+  bool scale_collectives;
 } xr_op_plan_t;
 
 /* Plans `op`. A family whose ops lack state the trace cannot record (vLLM's KV cache and batch
@@ -110,8 +118,21 @@ xr_status_t xr_kernel_prepare(const xr_op_plan_t *plan, const xr_kernel_impl_t *
 /* Queues one execution on `stream`. Cheap: no allocation, no blocking. */
 xr_status_t xr_kernel_enqueue(xr_kernel_instance_t *instance, xr_hal_stream_t *stream);
 
+/* Queues what must precede each timed execution outside its timing (a collective's barrier,
+ * so that every rank starts together); nothing for most ops. */
+xr_status_t xr_kernel_enqueue_prologue(xr_kernel_instance_t *instance, xr_hal_stream_t *stream);
+
+/* The first failure of work queued by the instance that its stream could not report (a
+ * collective whose ranks stopped answering); OK for most ops. Call after synchronising. */
+xr_status_t xr_kernel_instance_status(xr_kernel_instance_t *instance);
+
 /* Waits for nothing; the caller synchronises the stream before destroying. */
 void xr_kernel_instance_destroy(xr_kernel_instance_t *instance);
+
+/* A collective's size in NCCL-tests' sense on `ranks` ranks, in bytes: what its algorithm
+ * bandwidth divides by — allreduce and broadcast: the message; allgather: the gathered result;
+ * reduce_scatter: the input scattered; alltoall: all a rank sends. 0 for other ops. */
+double xr_kernel_collective_bytes(const xr_op_plan_t *plan, int ranks);
 
 /* Every op name some family handles, NULL-terminated; for `replay ops`-style listings. */
 size_t xr_kernel_op_names(const char **out_names, size_t capacity);
@@ -158,6 +179,9 @@ struct xr_kernel_impl {
                          const xr_tensor_t *tensors, void **out_state);
   xr_status_t (*enqueue)(void *state, xr_hal_stream_t *stream);
   void (*release)(void *state);
+  /* Optional: xr_kernel_enqueue_prologue and xr_kernel_instance_status. */
+  xr_status_t (*enqueue_prologue)(void *state, xr_hal_stream_t *stream);
+  xr_status_t (*status)(void *state);
 };
 
 struct xr_op_family {

@@ -196,6 +196,16 @@ xr_status_t xr_kernel_enqueue(xr_kernel_instance_t *instance, xr_hal_stream_t *s
   return instance->impl->enqueue(instance->state, stream);
 }
 
+xr_status_t xr_kernel_enqueue_prologue(xr_kernel_instance_t *instance, xr_hal_stream_t *stream) {
+  return instance->impl->enqueue_prologue
+             ? instance->impl->enqueue_prologue(instance->state, stream)
+             : XR_OK;
+}
+
+xr_status_t xr_kernel_instance_status(xr_kernel_instance_t *instance) {
+  return instance->impl->status ? instance->impl->status(instance->state) : XR_OK;
+}
+
 void xr_kernel_instance_destroy(xr_kernel_instance_t *instance) {
   if (!instance) return;
   if (instance->impl->release) instance->impl->release(instance->state);

@@ -377,6 +377,8 @@ static xr_status_t run_batch(device_run_t *d, xr_kernel_instance_t **instances, 
   for (int i = 0; i < batch && st == XR_OK; i++) {
     if (flush)
       st = xr_hal_stream_fill(d->stream, d->flush, 0, xr_hal_buffer_size(d->flush), &zero, 1);
+    if (st == XR_OK && !graph)
+      st = xr_kernel_enqueue_prologue(instances[(first + i) % rotate], d->stream);
     if (st == XR_OK) st = xr_hal_event_record(d->events[2 * i], d->stream);
     if (st == XR_OK)
       st = graph ? xr_hal_graph_launch(graph, d->stream)
@@ -387,6 +389,7 @@ static xr_status_t run_batch(device_run_t *d, xr_kernel_instance_t **instances, 
   /* While the batch runs: how many threads want the machine's CPUs. */
   if (out_runnable) *out_runnable = runnable_now(d->loadavg);
   xr_status_t sync = xr_hal_stream_synchronize(d->stream); /* the gate lives on this stack */
+  if (sync == XR_OK) sync = xr_kernel_instance_status(instances[0]);
   return st == XR_OK ? sync : st;
 }
 
@@ -430,11 +433,26 @@ static void prepare_graph(device_run_t *d, xr_kernel_instance_t **instances, int
   *out_executions = executions;
 }
 
+/* Collectives across ranks execute as often on every rank: rank 0's batch sizes and stop
+ * decisions are everyone's. `agree` is the communicator then, NULL otherwise. */
+static const char *const stop_reasons[] = {"iterations", "noise", "max-time", "max-iterations",
+                                           "cancelled"};
+
+static xr_status_t agree_stop(xr_hal_comm_t *agree, const char **reason) {
+  int code = 0, n = (int)(sizeof stop_reasons / sizeof *stop_reasons);
+  while (*reason && code < n && strcmp(stop_reasons[code], *reason)) code++;
+  code = *reason ? code + 1 : 0;
+  xr_status_t st = xr_hal_comm_host_broadcast(agree, &code, sizeof code, 0);
+  if (st == XR_OK) *reason = code > 0 && code <= n ? stop_reasons[code - 1] : NULL;
+  return st;
+}
+
 /* One timing pass: warm-up, then batches until the stop rule says so. `first_us`: the wall time
  * of the op's first execution, what the first batch is sized by. */
 static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
                              xr_kernel_instance_t **instances, int rotate, bool flush,
-                             double first_us, timing_pass_t *t, xr_op_result_t *r) {
+                             double first_us, xr_hal_comm_t *agree, timing_pass_t *t,
+                             xr_op_result_t *r) {
   xr_status_t st = XR_OK;
   uint8_t zero = 0;
   for (int i = 0; i < o->warmup && st == XR_OK; i++) {
@@ -443,6 +461,7 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
     if (st == XR_OK) st = xr_kernel_enqueue(instances[i % rotate], d->stream);
   }
   if (st == XR_OK) st = xr_hal_stream_synchronize(d->stream); /* warm-up out of the wall time */
+  if (st == XR_OK) st = xr_kernel_instance_status(instances[0]);
   xr_hal_graph_t *graph = NULL;
   int executions = 0;
   if (st == XR_OK && o->launch == XR_LAUNCH_GRAPH && d->graphs) {
@@ -459,7 +478,7 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
   }
   r->graph_executions = graph ? executions : 0;
   while (st == XR_OK) {
-    if (o->cancel && *o->cancel) {
+    if (!agree && o->cancel && *o->cancel) {
       r->stop_reason = "cancelled";
       break;
     }
@@ -472,6 +491,7 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
     if (o->stop == XR_STOP_ITERATIONS && t->n < o->iters && o->iters - t->n < batch)
       batch = o->iters - t->n;
     if (t->n + batch > o->max_iters) batch = o->max_iters - t->n;
+    if (agree && (st = xr_hal_comm_host_broadcast(agree, &batch, sizeof batch, 0)) != XR_OK) break;
     xr_hal_clocks_t clocks;
     if (d->clocks && t->clock_n < (int)(sizeof t->clocks / sizeof t->clocks[0]) &&
         xr_hal_device_clocks(d->device, &clocks) == XR_OK && clocks.current_mhz)
@@ -482,7 +502,9 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
     t->wall_ms += wall_now_ms() - t0;
     /* More threads wanted the CPUs than there are: some waited, and a host-run device's
      * samples show it. */
-    bool crowded = d->host_run && runnable > d->cpus;
+    /* The ranks of a collective poll for each other: they are its own threads. */
+    int own = agree ? xr_hal_comm_size(agree) - 1 : 0;
+    bool crowded = d->host_run && runnable > d->cpus + own;
     t->runnable_sum += runnable > 0 ? runnable : 0;
     t->batches++;
     t->crowded_batches += crowded;
@@ -505,6 +527,8 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
     progress.judge_noise = progress.n < 1000 || progress.n >= t->judged_at + progress.n / 20;
     if (progress.judge_noise) t->judged_at = progress.n;
     const char *reason = xr_stop_reason(o, &progress);
+    if (agree && o->cancel && *o->cancel) reason = "cancelled";
+    if (agree && (st = agree_stop(agree, &reason)) != XR_OK) break;
     if (reason) {
       r->stop_reason = reason;
       break;
@@ -556,7 +580,7 @@ static void pass_free(timing_pass_t *t) {
 /* Times the op: warm, cold, or warm then cold (--cache=both, the cold figures into cold_*). */
 static xr_status_t time_op(const xr_replay_options_t *o, device_run_t *d,
                            xr_kernel_instance_t **instances, int rotate, double first_us,
-                           xr_op_result_t *r) {
+                           xr_hal_comm_t *agree, xr_op_result_t *r) {
   xr_status_t st = ensure_events(d, 2 * BATCH);
   if (st != XR_OK) return st;
   r->rotate = rotate;
@@ -564,14 +588,14 @@ static xr_status_t time_op(const xr_replay_options_t *o, device_run_t *d,
   if (d->clocks && xr_hal_device_clocks(d->device, &clocks) == XR_OK)
     r->clock_default_mhz = clocks.default_mhz;
   timing_pass_t t = {0};
-  st = time_pass(o, d, instances, rotate, o->cache == XR_CACHE_COLD, first_us, &t, r);
+  st = time_pass(o, d, instances, rotate, o->cache == XR_CACHE_COLD, first_us, agree, &t, r);
   if (st == XR_OK) pass_results(o, &t, r);
   r->launch = d->held ? "held" : r->graph_executions ? "graph" : "eager";
   pass_free(&t);
   if (o->cache != XR_CACHE_WARM) r->flush_bytes = xr_hal_buffer_size(d->flush);
   if (st != XR_OK || o->cache != XR_CACHE_BOTH) return st;
   xr_op_result_t cold = *r;
-  st = time_pass(o, d, instances, rotate, true, first_us, &t, &cold);
+  st = time_pass(o, d, instances, rotate, true, first_us, agree, &t, &cold);
   if (st == XR_OK) pass_results(o, &t, &cold);
   pass_free(&t);
   r->cold_iterations = cold.iterations;
@@ -665,6 +689,69 @@ static void check_outputs(const op_work_t *w, void *const *outputs, xr_op_result
   }
 }
 
+/* The ranks at hand when the op is a collective across several, NULL otherwise. */
+static xr_hal_comm_t *across_ranks(const engine_t *e, const op_work_t *w) {
+  xr_hal_comm_t *comm = e->o->comm;
+  return comm && xr_hal_comm_size(comm) > 1 && w->p.planned.status == XR_OK && w->p.plan.collective
+             ? comm
+             : NULL;
+}
+
+/* Whether every rank can run the collective (each says so once, at the same point): a rank
+ * that cannot would leave the others waiting in it. On a rank that could, the result says
+ * which could not. */
+static bool every_rank_ready(xr_hal_comm_t *comm, bool ready, xr_op_result_t *r) {
+  int n = xr_hal_comm_size(comm);
+  uint8_t mine = ready, *all = calloc((size_t)n, 1);
+  xr_status_t st = all ? xr_hal_comm_host_allgather(comm, &mine, 1, all)
+                       : xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  int missing = -1;
+  for (int k = 0; st == XR_OK && k < n && missing < 0; k++)
+    if (!all[k]) missing = k;
+  free(all);
+  if (!ready) return false;
+  if (st != XR_OK) {
+    fail(r, XR_OP_FAILED, "agreeing with the other ranks: ");
+  } else if (missing >= 0) {
+    r->outcome = XR_OP_FAILED;
+    snprintf(r->message, sizeof r->message,
+             "rank %d cannot run this collective (its own output says why), so no rank runs it",
+             missing);
+  }
+  return st == XR_OK && missing < 0;
+}
+
+/* A collective's time is its slowest rank's: every rank's median, and the bandwidths. */
+static void gather_ranks(xr_hal_comm_t *comm, const xr_op_plan_t *plan, xr_op_result_t *r) {
+  int n = comm ? xr_hal_comm_size(comm) : 1;
+  double *medians = malloc(sizeof(double) * (size_t)n);
+  xr_status_t st = medians ? XR_OK : xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  if (st == XR_OK && comm)
+    st = xr_hal_comm_host_allgather(comm, &r->median_us, sizeof r->median_us, medians);
+  else if (st == XR_OK)
+    medians[0] = r->median_us;
+  if (st != XR_OK) {
+    fail(r, XR_OP_FAILED, "gathering the ranks' times: ");
+    free(medians);
+    return;
+  }
+  r->ranks = n;
+  double slowest = 0;
+  for (int k = 0; k < n; k++) {
+    if (k < XR_REPLAY_MAX_RANK_MEDIANS) r->rank_median_us[k] = medians[k];
+    if (medians[k] > slowest) slowest = medians[k];
+  }
+  free(medians);
+  r->median_us = slowest;
+  if (slowest <= 0) return;
+  r->algbw_gbps = xr_kernel_collective_bytes(plan, n) / (slowest * 1e-6) / 1e9;
+  r->busbw_gbps = r->algbw_gbps * xr_bus_factor(plan->collective_kind, n);
+  r->gbps = r->algbw_gbps;
+  r->peak_percent = -1;
+  snprintf(r->peak_basis, sizeof r->peak_basis,
+           "none: a collective is bounded by its transport (see busbw_gbps)");
+}
+
 static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *r) {
   device_run_t *d = &e->devices[di];
   const xr_op_t *op = &e->bundle->ops[w->p.index];
@@ -693,12 +780,17 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
   r->outcome = xr_decide(&e->decide, &w->p, d->device, &d->info->properties, &impl, r->message,
                          sizeof r->message);
   if (impl) snprintf(r->kernel, sizeof r->kernel, "%s", xr_kernel_impl_name(impl));
-  if (r->outcome != XR_OP_SUCCEEDED) return;
+  xr_hal_comm_t *agree = across_ranks(e, w);
+  if (r->outcome != XR_OP_SUCCEEDED) {
+    if (agree) every_rank_ready(agree, false, r);
+    return;
+  }
   const xr_op_plan_t *plan = &w->p.plan;
   /* What only running finds out: the contents (files), the initializer, the kernel itself. */
   xr_status_t ready = work_inputs(e, w);
   if (ready != XR_OK) {
     fail(r, ready == XR_RESOURCE_EXHAUSTED ? XR_OP_UNSUPPORTED : XR_OP_FAILED, "");
+    if (agree) every_rank_ready(agree, false, r);
     return;
   }
   snprintf(r->init_policy, sizeof r->init_policy, "%s", w->policy);
@@ -719,14 +811,14 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     st = tensors_upload(w, d->device, &ts[k]);
     if (st == XR_OK) st = xr_kernel_prepare(plan, impl, d->device, ts[k].t, &inst[k]);
   }
-  if (st != XR_OK) {
-    fail(r, XR_OP_FAILED, "");
-    goto out;
-  }
+  if (st != XR_OK) fail(r, XR_OP_FAILED, "");
+  if (agree && !every_rank_ready(agree, st == XR_OK, r)) goto out;
+  if (st != XR_OK) goto out;
   /* The first execution on fresh inputs: what is checked, compared and dumped. */
   double first_ms = wall_now_ms();
   if ((st = xr_kernel_enqueue(inst[0], d->stream)) != XR_OK ||
-      (st = xr_hal_stream_synchronize(d->stream)) != XR_OK) {
+      (st = xr_hal_stream_synchronize(d->stream)) != XR_OK ||
+      (st = xr_kernel_instance_status(inst[0])) != XR_OK) {
     fail(r, XR_OP_FAILED, "");
     goto out;
   }
@@ -756,12 +848,13 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
       r->outputs[k].nmse_vs_first = xr_replay_nmse(&w->p.layout[w->p.out[k]], outputs[k],
                                                    w->first[k], &r->outputs[k].nonfinite_vs_first);
   }
-  if ((st = time_op(e->o, d, inst, rotate, first_ms * 1000.0, r)) != XR_OK) {
+  if ((st = time_op(e->o, d, inst, rotate, first_ms * 1000.0, agree, r)) != XR_OK) {
     fail(r, XR_OP_FAILED, "timing: ");
     goto out;
   }
   derive_rates(&d->info->properties, plan, rotate * xr_planned_op_bytes(&w->p),
                e->o->cache == XR_CACHE_COLD && d->flush_covers_caches, r);
+  if (plan->collective) gather_ranks(agree, plan, r);
 out:
   for (int k = 0; k < rotate; k++) {
     if (inst && inst[k]) {
@@ -884,6 +977,61 @@ static void trace_ratios(engine_t *e) {
   }
 }
 
+/* FNV-1a over what every rank must agree on: the ops (names, counts, arguments) and the options
+ * that decide which ops run and how often. */
+static uint64_t fingerprint_bytes(uint64_t h, const void *data, size_t n) {
+  const unsigned char *b = data;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static uint64_t fingerprint_text(uint64_t h, const char *s) {
+  return fingerprint_bytes(h, s ? s : "", s ? strlen(s) + 1 : 1);
+}
+
+static uint64_t run_fingerprint(const xr_bundle_t *b, const xr_replay_options_t *o) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = fingerprint_bytes(h, &b->op_count, sizeof b->op_count);
+  for (size_t i = 0; i < b->op_count; i++) {
+    const xr_op_t *op = &b->ops[i];
+    h = fingerprint_text(h, op->name);
+    h = fingerprint_bytes(h, &op->count, sizeof op->count);
+    const xr_arg_t *lists[2] = {op->args, op->kwargs};
+    size_t counts[2] = {op->arg_count, op->kwarg_count};
+    for (int l = 0; l < 2; l++) {
+      for (size_t k = 0; k < counts[l]; k++) {
+        char text[512];
+        xr_value_describe(&lists[l][k].value, text, sizeof text);
+        h = fingerprint_text(fingerprint_text(h, lists[l][k].name), text);
+      }
+    }
+  }
+  const int ints[] = {o->warmup, o->stop,   o->iters, o->max_iters, o->min_samples,      o->launch,
+                      o->cache,  o->rotate, o->check, o->choice,    o->scale_collectives};
+  const double doubles[] = {o->min_time_ms, o->noise_percent, o->max_time_ms};
+  h = fingerprint_bytes(h, ints, sizeof ints);
+  h = fingerprint_bytes(h, doubles, sizeof doubles);
+  h = fingerprint_bytes(h, &o->op_limit, sizeof o->op_limit);
+  h = fingerprint_text(h, o->op_filter);
+  return fingerprint_text(h, o->device);
+}
+
+/* Every rank must replay the same ops the same way, or the collectives would wait forever. */
+static xr_status_t ranks_agree(const xr_bundle_t *b, const xr_replay_options_t *o) {
+  int n = xr_hal_comm_size(o->comm);
+  uint64_t mine = run_fingerprint(b, o), *all = calloc((size_t)n, sizeof *all);
+  if (!all) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  xr_status_t st = xr_hal_comm_host_allgather(o->comm, &mine, sizeof mine, all);
+  for (int k = 0; st == XR_OK && k < n; k++)
+    if (all[k] != all[0])
+      st = xr_error(XR_INVALID_ARGUMENT,
+                    "rank %d replays other ops or options than rank 0 (fingerprint %016llx, rank "
+                    "0's %016llx): every rank must run the same bundle with the same options",
+                    k, (unsigned long long)all[k], (unsigned long long)all[0]);
+  free(all);
+  return st;
+}
+
 static void count(xr_replay_device_t *d, const xr_op_t *op, const xr_op_result_t *r) {
   if (r->outcome == XR_OP_SUCCEEDED) {
     d->succeeded++;
@@ -908,7 +1056,8 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   if (!summary) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
   summary->total = bundle->op_count;
   engine_t e = {.bundle = bundle, .o = o, .summary = summary, .decide = {.options = o}};
-  xr_status_t st = engine_open(&e);
+  xr_status_t st = o->comm && xr_hal_comm_size(o->comm) > 1 ? ranks_agree(bundle, o) : XR_OK;
+  if (st == XR_OK) st = engine_open(&e);
   if (st != XR_OK) {
     engine_close(&e);
     free(summary);

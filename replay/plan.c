@@ -191,6 +191,8 @@ xr_op_outcome_t xr_decide(const xr_decide_context_t *c, xr_planned_op_t *p,
                       ? XR_OP_UNSUPPORTED
                       : XR_OP_FAILED,
                   p->planned.message, message, size);
+  p->plan.comm = c->options->comm;
+  p->plan.scale_collectives = c->options->scale_collectives;
   if (xr_kernel_select(&p->plan, device, c->options->choice, out_impl) != XR_OK)
     return refuse(XR_OP_UNSUPPORTED, xr_last_error(), message, size);
   if (p->laid_out.status != XR_OK)

@@ -99,6 +99,13 @@ typedef struct xr_replay_options {
   /* Measure the device's memory bandwidth (and what else the HAL calibrates) when no datasheet
    * figure exists, so that "% of peak" can be given; about half a second, once per run. */
   bool calibrate;
+  /* Collectives: the ranks they run across (xr_hal_comm_create; the caller owns it and every
+   * rank runs the same bundle with the same options, which xr_replay_run checks), or NULL: this
+   * process alone, where only collectives of a group of one run. */
+  xr_hal_comm_t *comm;
+  /* Run collectives recorded with another group size on the ranks at hand, each rank keeping
+   * its recorded message (allgather's result and alltoall's totals follow the new size). */
+  bool scale_collectives;
 } xr_replay_options_t;
 
 void xr_replay_options_default(xr_replay_options_t *options);
@@ -128,6 +135,7 @@ typedef enum xr_op_outcome {
 const char *xr_op_outcome_name(xr_op_outcome_t outcome); /* "ok", "failed", "unsupported" */
 
 #define XR_MAX_CHECKED_OUTPUTS 8
+#define XR_REPLAY_MAX_RANK_MEDIANS 64
 
 typedef struct xr_op_result {
   size_t index;                   /* position in the bundle */
@@ -185,6 +193,12 @@ typedef struct xr_op_result {
   double peak_percent;
   char peak_basis[128];
   bool compute_bound;             /* flops / bytes above the device's ridge point */
+  /* Collectives (family "collective") across ranks: their number, each rank's median (the
+   * first XR_REPLAY_MAX_RANK_MEDIANS; median_us is then the slowest rank's, the collective's
+   * time), and the algorithm and bus bandwidths at it (NCCL-tests' formulas); ranks 0 else. */
+  int ranks;
+  double rank_median_us[XR_REPLAY_MAX_RANK_MEDIANS];
+  double algbw_gbps, busbw_gbps;
   double trace_us;                /* per-call GPU time recorded in the source trace; < 0 if none */
   bool checked;                   /* compared with the CPU reference (--check) */
   bool check_passed;

@@ -103,6 +103,15 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     if (r->peak_percent >= 0) add_number(o, "peak_percent", r->peak_percent);
     if (r->peak_basis[0]) cJSON_AddStringToObject(o, "peak_basis", r->peak_basis);
     cJSON_AddStringToObject(o, "bound", r->compute_bound ? "compute" : "memory");
+    if (r->ranks > 0) {
+      cJSON *across = cJSON_AddObjectToObject(o, "collective");
+      cJSON_AddNumberToObject(across, "ranks", r->ranks);
+      cJSON *medians = cJSON_AddArrayToObject(across, "rank_median_us");
+      for (int k = 0; k < r->ranks && k < XR_REPLAY_MAX_RANK_MEDIANS; k++)
+        cJSON_AddItemToArray(medians, cJSON_CreateNumber(r->rank_median_us[k]));
+      add_number(across, "algbw_gbps", r->algbw_gbps);
+      add_number(across, "busbw_gbps", r->busbw_gbps);
+    }
   }
   add_number(o, "flops", r->flops);
   add_number(o, "bytes", r->bytes);
@@ -192,6 +201,8 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
   else
     cJSON_AddNumberToObject(opts, "rotate", o->rotate);
   cJSON_AddBoolToObject(opts, "check", o->check);
+  cJSON_AddNumberToObject(opts, "ranks", o->comm ? xr_hal_comm_size(o->comm) : 1);
+  if (o->scale_collectives) cJSON_AddBoolToObject(opts, "scale_collectives", true);
   return head;
 }
 

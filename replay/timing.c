@@ -124,3 +124,15 @@ int xr_rotate_copies(int rotate, const xr_hal_device_properties_t *p, uint64_t o
   if (quarter && copies * op_bytes > quarter) copies = quarter / op_bytes;
   return copies < 1 ? 1 : (int)copies;
 }
+
+double xr_bus_factor(xr_hal_collective_kind_t kind, int ranks) {
+  double n = ranks > 0 ? ranks : 1;
+  switch (kind) {
+    case XR_HAL_ALLREDUCE: return 2 * (n - 1) / n;
+    case XR_HAL_ALLGATHER:
+    case XR_HAL_REDUCE_SCATTER:
+    case XR_HAL_ALLTOALL: return (n - 1) / n;
+    case XR_HAL_BROADCAST: return 1;
+    default: return 0;
+  }
+}

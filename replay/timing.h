@@ -53,4 +53,9 @@ typedef struct xr_timing_progress {
  * "max-iterations"), or NULL to go on. */
 const char *xr_stop_reason(const xr_replay_options_t *options, const xr_timing_progress_t *p);
 
+/* NCCL-tests' bus bandwidth over algorithm bandwidth for a collective on `ranks` ranks: what
+ * makes the figures of different rank counts comparable with the links' speed. allreduce
+ * 2(n-1)/n; allgather, reduce_scatter, alltoall (n-1)/n; broadcast 1; barrier 0. */
+double xr_bus_factor(xr_hal_collective_kind_t kind, int ranks);
+
 #endif

@@ -37,8 +37,10 @@ static const char usage[] =
     "  --check             also run the CPU reference on the same inputs; NMSE per output\n"
     "  --reference         replay the CPU reference kernels themselves (cpu only)\n"
     "  --init=OP:POLICY    custom initializer policy for an op (repeatable), e.g.\n"
-    "                      --init=_C::paged_attention_v1:uniform --init=vllm::outplace_fused_experts:zipf:1.2\n"
-    "  --report=FILE       write a .json or .csv report as the run goes (one per HAL: FILE.<hal>.json)\n"
+    "                      --init=_C::paged_attention_v1:uniform "
+    "--init=vllm::outplace_fused_experts:zipf:1.2\n"
+    "  --report=FILE       write a .json or .csv report as the run goes (one per HAL: "
+    "FILE.<hal>.json)\n"
     "  --html=FILE         at the end, the run as one HTML page (what `replay report` draws)\n"
     "  --dump-outputs=DIR  write each op's outputs (first execution) as op<i>_<target>.npy\n"
     "  --op-filter=TEXT    only ops whose name contains TEXT\n"
@@ -48,6 +50,10 @@ static const char usage[] =
     "  --max-memory=BYTES  an op needing more memory than this (K, M, G suffixes) is unsupported;\n"
     "                      default: what the host and device have available\n"
     "  --stop-on-error     stop at the first failed op\n"
+    "  --collective-timeout=S  a collective waiting longer than S seconds for the other ranks\n"
+    "                      fails and ends every rank (300)\n"
+    "  --scale-collectives run collectives recorded with another group size on the ranks at\n"
+    "                      hand, each keeping its message (default: they need as many ranks)\n"
     "  -v, --verbose       print arguments, initializer policies and per-output check results\n"
     "exit: 0 all ops succeeded or unsupported, 1 some failed, 2 usage or input error,\n"
     "      3 the HAL asked for is unavailable\n";
@@ -203,6 +209,7 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
     if (r->cold_iterations) printf("  cold %.2f us", r->cold_median_us);
     if (r->trace_us >= 0)
       printf("  trace %.2f us (x%.2f)", r->trace_us, r->median_us / r->trace_us);
+    if (r->ranks > 1) printf("  %d ranks, busbw %.2f GB/s", r->ranks, r->busbw_gbps);
     if (r->checked) printf("  check ok (nmse %.2g)", r->output_count ? r->outputs[0].nmse : 0.0);
     print_timing_flags(c, r);
   } else {
@@ -350,6 +357,31 @@ static void print_side_by_side(const run_ctx_t *c) {
   }
 }
 
+/* Under mpirun or srun: joins the other ranks for the bundle's collectives (on the first device
+ * of --hal, which chooses the transport). Started otherwise, or by torchrun on a device MPI
+ * serves, the replay runs alone, and collectives of larger groups are unsupported. */
+static int join_ranks(xr_replay_options_t *o, double timeout_s, xr_hal_comm_t **out_comm) {
+  xr_hal_launch_t launch;
+  xr_hal_launch_detect(&launch);
+  if (!launch.mpi) return XR_EXIT_OK;
+  char spec[64];
+  snprintf(spec, sizeof spec, "%s", o->device ? o->device : "auto");
+  spec[strcspn(spec, ",")] = '\0';
+  xr_hal_device_t *device = NULL;
+  xr_status_t st = xr_hal_device_create(spec, &device);
+  if (st == XR_OK) st = xr_hal_comm_create(device, timeout_s * 1000, out_comm);
+  xr_hal_device_destroy(device);
+  if (st != XR_OK) {
+    fprintf(stderr, "replay: rank %d of %d (%s): %s\n", launch.rank, launch.size, launch.launcher,
+            xr_last_error());
+    return st == XR_UNAVAILABLE || st == XR_NOT_FOUND ? XR_EXIT_UNAVAILABLE : XR_EXIT_USAGE;
+  }
+  if (xr_hal_comm_rank(*out_comm) == 0)
+    printf("== %d ranks (%s), %s\n", xr_hal_comm_size(*out_comm), launch.launcher,
+           xr_hal_comm_transport(*out_comm));
+  return XR_EXIT_OK;
+}
+
 int xr_cmd_replay(int argc, char **argv) {
   xr_replay_options_t o;
   xr_replay_options_default(&o);
@@ -357,6 +389,7 @@ int xr_cmd_replay(int argc, char **argv) {
   const char *path = NULL, *report_path = NULL, *html_path = NULL, *dump = NULL,
              *model_config = NULL;
   bool verbose = false;
+  double collective_timeout_s = 300;
   char inits[4096] = "";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -370,7 +403,8 @@ int xr_cmd_replay(int argc, char **argv) {
                                          "--html",     "--dump-outputs", "--op-filter",
                                          "--op-limit", "--max-memory",   "--model-config",
                                          "--stop",     "--min-samples",  "--max-time",
-                                         "--launch",   "--flush-bytes",  NULL};
+                                         "--launch",   "--flush-bytes",  "--collective-timeout",
+                                         NULL};
     for (const char *const *f = valued; *f && !v; f++)
       if (!strcmp(a, *f) && i + 1 < argc) v = argv[++i];
 #define IS(flag) (!strncmp(a, flag, strlen(flag)) && (a[strlen(flag)] == '=' || a[strlen(flag)] == '\0'))
@@ -408,6 +442,11 @@ int xr_cmd_replay(int argc, char **argv) {
     else if (IS("--op-filter") && v) o.op_filter = v;
     else if (IS("--op-limit") && v && xr_cli_parse_int(v, 0, &n)) o.op_limit = n;
     else if (!strcmp(a, "--stop-on-error")) o.stop_on_error = true;
+    else if (IS("--collective-timeout") && v && parse_ms(v, &collective_timeout_s) &&
+             collective_timeout_s > 0)
+      continue;
+    else if (!strcmp(a, "--scale-collectives"))
+      o.scale_collectives = true;
     else if (IS("--model-config") && v) model_config = v;
     else if (IS("--max-memory") && v && xr_cli_parse_bytes(v, &bytes)) o.max_memory_bytes = bytes;
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = true;
@@ -451,6 +490,18 @@ int xr_cmd_replay(int argc, char **argv) {
   xr_bundle_t *b;
   int loaded = xr_cli_load_bundle("replay", path, model_config, &b);
   if (loaded != XR_EXIT_OK) return loaded;
+  xr_hal_comm_t *comm = NULL;
+  int joined = join_ranks(&o, collective_timeout_s, &comm);
+  if (joined != XR_EXIT_OK) {
+    xr_bundle_destroy(b);
+    return joined;
+  }
+  if (comm && xr_hal_comm_rank(comm) > 0) {
+    /* Rank 0 reports for all: the others' medians reach it through the engine. */
+    report_path = html_path = NULL;
+    if (!freopen("/dev/null", "w", stdout)) return XR_EXIT_FAILED;
+  }
+  o.comm = comm;
   o.cancel = &cancel_flag;
   struct sigaction sa = {.sa_handler = on_sigint};
   sigaction(SIGINT, &sa, NULL);
@@ -495,5 +546,13 @@ int xr_cmd_replay(int argc, char **argv) {
   xr_bundle_destroy(b);
   if (cancel_flag && ctx.report_status == XR_OK)
     fprintf(stderr, "replay: interrupted; every op that finished is reported\n");
+  if (comm && xr_hal_comm_status(comm) != XR_OK) {
+    /* The other ranks may wait in a collective forever: end them all, reports written. */
+    fprintf(stderr, "replay: rank %d: %s; ending every rank\n", xr_hal_comm_rank(comm),
+            xr_last_error());
+    fflush(NULL);
+    xr_hal_comm_abort(comm, XR_EXIT_FAILED);
+  }
+  xr_hal_comm_destroy(comm);
   return rc;
 }

@@ -249,6 +249,13 @@ int xr_cmd_devices(int argc, char **argv) {
       }
     }
   }
+  /* Which collective transports load (hal.h "Communicators"). */
+  char transports[2048];
+  xr_hal_comm_transports(transports, sizeof transports);
+  if (json)
+    cJSON_AddStringToObject(root, "collectives", transports);
+  else
+    printf("collectives: %s\n", transports);
   if (json) {
     char *text = cJSON_Print(root);
     if (text) printf("%s\n", text);

@@ -1079,11 +1079,15 @@ static const jnode_t *dom_get(const jnode_t *obj, const char *key) {
 
 static bool is_array(const jnode_t *n) { return n && n->kind == XR_JTOK_ARRAY_BEGIN; }
 
-typedef enum kind { K_NONE, K_SCALAR, K_SCALARLIST, K_TENSOR, K_TENSORLIST } kind_t;
+/* K_OBJECT: a script object (a c10d ProcessGroup, ReduceOp or Work), recorded without a value. */
+typedef enum kind { K_NONE, K_SCALAR, K_SCALARLIST, K_TENSOR, K_TENSORLIST, K_OBJECT } kind_t;
 
 static kind_t classify_type(const char *type) {
   if (!type || !*type) return K_NONE;
   if (strcmp(type, "Scalar") == 0) return K_SCALAR;
+  if (strcmp(type, "ScriptObject") == 0 || strcmp(type, "Object") == 0 ||
+      strncmp(type, "__torch__.", 10) == 0)
+    return K_OBJECT;
   if (strcmp(type, "TensorList") == 0) return K_TENSORLIST;
   size_t n = strlen(type);
   if (n >= 4 && strcmp(type + n - 4, "List") == 0) return K_SCALARLIST;
@@ -1211,6 +1215,7 @@ static bool compatible(const xr_schema_arg_t *a, kind_t k) {
     case K_SCALARLIST: return a->is_list && !a->is_tensor_list;
     case K_SCALAR: return !a->is_tensor && !a->is_tensor_list;
     case K_NONE: return !a->is_tensor || a->is_optional;
+    case K_OBJECT: return !a->is_tensor && !a->is_tensor_list;
   }
   return false;
 }
@@ -1400,6 +1405,7 @@ static xr_status_t build_value(build_t *B, const recorded_t *rec, size_t i,
     }
     return st;
   }
+  if (k == K_OBJECT) return XR_OK; /* None: a process group or reduce op has no value to replay */
   const char *text = concrete_text(rec, i);
   if (text && *text) return parse_text_value(b, &arg->value, text, strlen(text), a, 0);
   /* Nothing recorded: None, a dropped string, or an old trace without Concrete Inputs. */

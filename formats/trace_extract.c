@@ -610,6 +610,78 @@ static xr_status_t read_device_properties(ctx_t *c, xr_jreader_t *r) {
   }
 }
 
+/* An integer written as a JSON number or a numeric string. false (the value skipped) for
+ * anything else: a fraction, an exponent, a word, an object. */
+static xr_status_t read_exact_int(xr_jreader_t *r, int64_t *out, bool *ok, char *text,
+                                  size_t text_size) {
+  xr_jtok_t t;
+  *ok = false;
+  snprintf(text, text_size, "not a number");
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) return st;
+  if (t == XR_JTOK_OBJECT_BEGIN || t == XR_JTOK_ARRAY_BEGIN) return xr_jreader_skip_rest(r);
+  if (t != XR_JTOK_NUMBER && t != XR_JTOK_STRING) return XR_OK;
+  const char *s = xr_jreader_text(r, NULL);
+  snprintf(text, text_size, "%s%.40s%s", t == XR_JTOK_STRING ? "\"" : "", s,
+           t == XR_JTOK_STRING ? "\"" : "");
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (*s && *end == '\0' && errno == 0) {
+    *out = v;
+    *ok = true;
+  }
+  return XR_OK;
+}
+
+/* distributedInfo: {"backend": "nccl", "rank": 0, "world_size": 8, ...}. The trace's own; a
+ * capture trace's is read but not used. A value that is no valid count is left out with a
+ * warning. */
+static xr_status_t read_distributed_info(ctx_t *c, xr_jreader_t *r) {
+  xr_jtok_t t;
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) return st;
+  if (t == XR_JTOK_ARRAY_BEGIN) return xr_jreader_skip_rest(r);
+  if (t != XR_JTOK_OBJECT_BEGIN) return XR_OK;
+  int64_t world = 0, rank = 0;
+  bool has_world = false, has_rank = false, ok;
+  char text[64];
+  for (;;) {
+    if ((st = xr_jreader_next(r, &t)) != XR_OK) return st;
+    if (t == XR_JTOK_OBJECT_END) break;
+    const char *k = xr_jreader_text(r, NULL);
+    bool is_world = strcmp(k, "world_size") == 0;
+    if (is_world || strcmp(k, "rank") == 0) {
+      if ((st = read_exact_int(r, is_world ? &world : &rank, &ok, text, sizeof text)) != XR_OK)
+        return st;
+      if (is_world && !(ok && world > 0))
+        xr_extract_warn(c,
+                        "%s: distributedInfo.world_size (%s) is not a positive integer: "
+                        "ignored",
+                        c->name, text);
+      else if (!is_world && !(ok && rank >= 0))
+        xr_extract_warn(c, "%s: distributedInfo.rank (%s) is not a non-negative integer: ignored",
+                        c->name, text);
+      if (is_world)
+        has_world = ok && world > 0;
+      else
+        has_rank = ok && rank >= 0;
+    } else if ((st = xr_jreader_skip(r)) != XR_OK) {
+      return st;
+    }
+  }
+  if (c->source > 0) return XR_OK;
+  if (has_world) c->world_size = world;
+  if (has_rank && has_world && rank >= world) {
+    xr_extract_warn(c, "%s: distributedInfo.rank %lld is not below world_size %lld: ignored",
+                    c->name, (long long)rank, (long long)world);
+    has_rank = false;
+  }
+  c->trace_rank = rank;
+  c->has_trace_rank = has_rank;
+  return XR_OK;
+}
+
 static void format_runtime(ctx_t *c, const char *key, double v) {
   if (c->runtime_version || !(v > 0 && v < 1e12)) return; /* not a version number */
   char buf[64];
@@ -659,6 +731,8 @@ static xr_status_t read_trace(ctx_t *c, xr_jreader_t *r) {
         st = read_events(c, r, &e);
       } else if (strcmp(k, "deviceProperties") == 0) {
         st = read_device_properties(c, r);
+      } else if (strcmp(k, "distributedInfo") == 0) {
+        st = read_distributed_info(c, r);
       } else if (strcmp(k, "hip_runtime_version") == 0 ||
                  strcmp(k, "cuda_runtime_version") == 0) {
         bool hip = k[0] == 'h'; /* k dies with the next token */
@@ -1449,6 +1523,29 @@ static const char *base_name(const char *path) {
   return slash ? slash + 1 : path;
 }
 
+/* The c10d ops and the other collectives record no group size: the trace's world size stands
+ * in, marked defaulted. */
+static xr_status_t add_group_size(build_t *B, xr_op_t *op) {
+  ctx_t *c = B->c;
+  if (xr_op_find_arg(op, "group_size")) return XR_OK;
+  if (c->world_size <= 0) {
+    xr_extract_warn(c,
+                    "%s: group size not recorded by the profiler, and the trace gives no world "
+                    "size (distributedInfo): no group_size",
+                    op->name);
+    return XR_OK;
+  }
+  xr_arg_t *a = xr_op_add_kwarg(B->b->arena, op, "group_size", "int");
+  if (!a) return XR_RESOURCE_EXHAUSTED;
+  a->value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = c->world_size};
+  a->defaulted = true;
+  xr_extract_warn(c,
+                  "%s: group size not recorded by the profiler; using the trace's world size "
+                  "%lld (distributedInfo)",
+                  op->name, (long long)c->world_size);
+  return XR_OK;
+}
+
 static xr_status_t build_op(build_t *B, const group_t *g, const recorded_t *rec,
                             const xr_schema_t *sc, const char *alias) {
   ctx_t *c = B->c;
@@ -1477,6 +1574,7 @@ static xr_status_t build_op(build_t *B, const group_t *g, const recorded_t *rec,
     }
     if ((st = build_value(B, rec, i, sc, arg)) != XR_OK) return st;
   }
+  if (xr_schema_is_collective(op->name) && (st = add_group_size(B, op)) != XR_OK) return st;
   op->count = g->count;
   op->timing = xr_arena_alloc(b->arena, sizeof *op->timing);
   if (!op->timing) return XR_RESOURCE_EXHAUSTED;
@@ -1573,15 +1671,26 @@ static xr_status_t fill_metadata(ctx_t *c, xr_bundle_t *b) {
       (st = set_meta(b, &m->capture_date, c->capture_date)) != XR_OK)
     return st;
   bool graphs = c->sum.graph_launches || c->capture_count;
-  m->extra_count = graphs ? 9 : 4;
+  size_t base = graphs ? 9 : 4, world = base; /* world_size and trace_rank follow */
+  m->extra_count = base + (c->world_size > 0) + c->has_trace_rank;
   m->extra = xr_arena_alloc(b->arena, m->extra_count * sizeof *m->extra);
   if (!m->extra) return XR_RESOURCE_EXHAUSTED;
   static const char *const names[9] = {
       "gpu_busy_us",    "extracted_gpu_share",    "attribution",
       "gpu_events",     "graph_launches",         "graph_launches_matched",
       "graph_kernels",  "graph_kernels_matched",  "graph_gpu_share"};
-  for (size_t i = 0; i < m->extra_count; i++)
+  for (size_t i = 0; i < base; i++)
     if (!(m->extra[i].name = xr_arena_strdup(b->arena, names[i]))) return XR_RESOURCE_EXHAUSTED;
+  if (c->world_size > 0) {
+    if (!(m->extra[world].name = xr_arena_strdup(b->arena, "world_size")))
+      return XR_RESOURCE_EXHAUSTED;
+    m->extra[world++].value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = c->world_size};
+  }
+  if (c->has_trace_rank) {
+    if (!(m->extra[world].name = xr_arena_strdup(b->arena, "trace_rank")))
+      return XR_RESOURCE_EXHAUSTED;
+    m->extra[world].value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = c->trace_rank};
+  }
   double busy = c->sum.gpu_busy_us;
   m->extra[0].value = (xr_value_t){.kind = XR_VALUE_FLOAT, .as.f = busy};
   m->extra[1].value = (xr_value_t){.kind = XR_VALUE_FLOAT,

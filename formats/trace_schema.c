@@ -352,9 +352,9 @@ static const char *const builtin[] = {
     "sgl_kernel::gelu_and_mul(Tensor! out, Tensor input) -> ()",
     "sgl_kernel::topk_softmax(Tensor! topk_weights, Tensor! topk_indices, Tensor gating_output, "
     "bool renormalize) -> ()",
-    /* PyTorch torch/csrc/distributed/c10d/Ops.cpp: the newest first (asyncOp, PyTorch 2.6 on),
-     * then the versions before asyncOp and, for allreduce_, before sparse_indices; each version
-     * has its own arity. The ProcessGroup, ReduceOp and Work arguments are script objects the
+    /* PyTorch torch/csrc/distributed/c10d/Ops.cpp: the newest first (with asyncOp), then the
+     * versions before asyncOp and, for allreduce_, before sparse_indices; each version has its
+     * own arity. The ProcessGroup, ReduceOp and Work arguments are script objects the
      * profiler records without a value ("ScriptObject" or ""): they become None. */
     "c10d::allreduce_(Tensor[] tensors, __torch__.torch.classes.c10d.ProcessGroup process_group, "
     "__torch__.torch.classes.c10d.ReduceOp reduce_op, Tensor? sparse_indices, bool asyncOp, int "

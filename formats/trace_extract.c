@@ -146,8 +146,29 @@ static int64_t add_ns(int64_t a, int64_t b) {
 
 enum { CAT_UNKNOWN, CAT_OTHER, CAT_CPU_OP, CAT_ANNOT, CAT_GPU, CAT_RUNTIME, CAT_FLOW };
 
+/* The fields of a collective that Kineto writes into a record_param_comms event's args (see
+ * docs/extract.md "Collectives"), kept as recorded and re-read when the op is built. */
+enum {
+  CM_COLLECTIVE,
+  CM_DTYPE,
+  CM_IN_NELEMS,
+  CM_OUT_NELEMS,
+  CM_GROUP_SIZE,
+  CM_RANK,
+  CM_IN_SPLIT,
+  CM_OUT_SPLIT,
+  CM_COUNT
+};
+static const char *const comms_keys[CM_COUNT] = {
+    "Collective name", "dtype", "In msg nelems", "Out msg nelems",
+    "Group size",      "Rank",  "In split size", "Out split size",
+};
+static const char comms_op_name[] = "record_param_comms";
+
 typedef struct event {
   xr_jbuf_t name, d, t, s, c, kernel, tmp;
+  xr_jbuf_t cm[CM_COUNT];
+  bool has_cm[CM_COUNT];
   int cat;
   char ph;
   int64_t pid, tid, id, corr;
@@ -286,6 +307,8 @@ static xr_status_t read_args(xr_jreader_t *r, event_t *e) {
       else if (strcmp(k, "Input type") == 0) dst = &e->t, flag = &e->has_t;
       else if (strcmp(k, "Input Strides") == 0) dst = &e->s, flag = &e->has_s;
       else if (strcmp(k, "Concrete Inputs") == 0) dst = &e->c, flag = &e->has_c;
+      for (int f = 0; !dst && f < CM_COUNT; f++)
+        if (strcmp(k, comms_keys[f]) == 0) dst = &e->cm[f], flag = &e->has_cm[f];
       if (dst) {
         xr_jbuf_clear(dst);
         st = xr_jreader_capture(r, dst);
@@ -428,7 +451,25 @@ static xr_status_t store_event(ctx_t *c, event_t *e) {
       int64_t name = xr_extract_intern(&c->strs, n, op_name_length(n, e->name.len));
       if (name < 0) return xr_extract_oom(c);
       op.name = (uint32_t)name;
-      if (e->has_d && e->has_t) {
+      if (e->has_cm[CM_COLLECTIVE] || strcmp(n, comms_op_name) == 0) {
+        /* A collective: its fields as recorded, {"m":{"Collective name":..,"dtype":..,..}}
+         * (the Input Dims of record_param_comms are the same tensors again). */
+        xr_jbuf_t *b = &e->tmp;
+        xr_jbuf_clear(b);
+        bool ok = xr_jbuf_append(b, "{\"m\":{", 6);
+        const char *sep = "\"";
+        for (int f = 0; ok && f < CM_COUNT; f++) {
+          if (!e->has_cm[f]) continue;
+          ok = xr_jbuf_append(b, sep, strlen(sep)) &&
+               xr_jbuf_append(b, comms_keys[f], strlen(comms_keys[f])) &&
+               xr_jbuf_append(b, "\":", 2) && xr_jbuf_append(b, e->cm[f].data, e->cm[f].len);
+          sep = ",\"";
+        }
+        ok = ok && xr_jbuf_append(b, "}}", 2);
+        int64_t id = ok ? xr_extract_intern(&c->strs, b->data, b->len) : -1;
+        if (id < 0) return xr_extract_oom(c);
+        op.args = (int32_t)id;
+      } else if (e->has_d && e->has_t) {
         /* One text per distinct argument list: {"d":..,"t":..,"s":..,"c":..}. */
         xr_jbuf_t *b = &e->tmp;
         xr_jbuf_clear(b);
@@ -518,6 +559,7 @@ static xr_status_t read_event(ctx_t *c, xr_jreader_t *r, event_t *e, xr_jtok_t t
   e->ph = 0;
   e->has_pid = e->has_tid = e->has_ts = e->has_dur = e->has_id = e->has_corr = false;
   e->has_d = e->has_t = e->has_s = e->has_c = false;
+  memset(e->has_cm, 0, sizeof e->has_cm);
   e->has_kernel = e->has_grid = e->has_block = false;
   xr_jbuf_clear(&e->name);
   for (;;) {
@@ -610,6 +652,78 @@ static xr_status_t read_device_properties(ctx_t *c, xr_jreader_t *r) {
   }
 }
 
+/* An integer written as a JSON number or a numeric string. false (the value skipped) for
+ * anything else: a fraction, an exponent, a word, an object. */
+static xr_status_t read_exact_int(xr_jreader_t *r, int64_t *out, bool *ok, char *text,
+                                  size_t text_size) {
+  xr_jtok_t t;
+  *ok = false;
+  snprintf(text, text_size, "not a number");
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) return st;
+  if (t == XR_JTOK_OBJECT_BEGIN || t == XR_JTOK_ARRAY_BEGIN) return xr_jreader_skip_rest(r);
+  if (t != XR_JTOK_NUMBER && t != XR_JTOK_STRING) return XR_OK;
+  const char *s = xr_jreader_text(r, NULL);
+  snprintf(text, text_size, "%s%.40s%s", t == XR_JTOK_STRING ? "\"" : "", s,
+           t == XR_JTOK_STRING ? "\"" : "");
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (*s && *end == '\0' && errno == 0) {
+    *out = v;
+    *ok = true;
+  }
+  return XR_OK;
+}
+
+/* distributedInfo: {"backend": "nccl", "rank": 0, "world_size": 8, ...}. The trace's own; a
+ * capture trace's is read but not used. A value that is no valid count is left out with a
+ * warning. */
+static xr_status_t read_distributed_info(ctx_t *c, xr_jreader_t *r) {
+  xr_jtok_t t;
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) return st;
+  if (t == XR_JTOK_ARRAY_BEGIN) return xr_jreader_skip_rest(r);
+  if (t != XR_JTOK_OBJECT_BEGIN) return XR_OK;
+  int64_t world = 0, rank = 0;
+  bool has_world = false, has_rank = false, ok;
+  char text[64];
+  for (;;) {
+    if ((st = xr_jreader_next(r, &t)) != XR_OK) return st;
+    if (t == XR_JTOK_OBJECT_END) break;
+    const char *k = xr_jreader_text(r, NULL);
+    bool is_world = strcmp(k, "world_size") == 0;
+    if (is_world || strcmp(k, "rank") == 0) {
+      if ((st = read_exact_int(r, is_world ? &world : &rank, &ok, text, sizeof text)) != XR_OK)
+        return st;
+      if (is_world && !(ok && world > 0))
+        xr_extract_warn(c,
+                        "%s: distributedInfo.world_size (%s) is not a positive integer: "
+                        "ignored",
+                        c->name, text);
+      else if (!is_world && !(ok && rank >= 0))
+        xr_extract_warn(c, "%s: distributedInfo.rank (%s) is not a non-negative integer: ignored",
+                        c->name, text);
+      if (is_world)
+        has_world = ok && world > 0;
+      else
+        has_rank = ok && rank >= 0;
+    } else if ((st = xr_jreader_skip(r)) != XR_OK) {
+      return st;
+    }
+  }
+  if (c->source > 0) return XR_OK;
+  if (has_world) c->world_size = world;
+  if (has_rank && has_world && rank >= world) {
+    xr_extract_warn(c, "%s: distributedInfo.rank %lld is not below world_size %lld: ignored",
+                    c->name, (long long)rank, (long long)world);
+    has_rank = false;
+  }
+  c->trace_rank = rank;
+  c->has_trace_rank = has_rank;
+  return XR_OK;
+}
+
 static void format_runtime(ctx_t *c, const char *key, double v) {
   if (c->runtime_version || !(v > 0 && v < 1e12)) return; /* not a version number */
   char buf[64];
@@ -659,6 +773,8 @@ static xr_status_t read_trace(ctx_t *c, xr_jreader_t *r) {
         st = read_events(c, r, &e);
       } else if (strcmp(k, "deviceProperties") == 0) {
         st = read_device_properties(c, r);
+      } else if (strcmp(k, "distributedInfo") == 0) {
+        st = read_distributed_info(c, r);
       } else if (strcmp(k, "hip_runtime_version") == 0 ||
                  strcmp(k, "cuda_runtime_version") == 0) {
         bool hip = k[0] == 'h'; /* k dies with the next token */
@@ -701,6 +817,7 @@ done:
   xr_jbuf_free(&e.c);
   xr_jbuf_free(&e.kernel);
   xr_jbuf_free(&e.tmp);
+  for (int f = 0; f < CM_COUNT; f++) xr_jbuf_free(&e.cm[f]);
   c->sum.bytes += xr_jreader_offset(r);
   return st;
 }
@@ -1079,11 +1196,15 @@ static const jnode_t *dom_get(const jnode_t *obj, const char *key) {
 
 static bool is_array(const jnode_t *n) { return n && n->kind == XR_JTOK_ARRAY_BEGIN; }
 
-typedef enum kind { K_NONE, K_SCALAR, K_SCALARLIST, K_TENSOR, K_TENSORLIST } kind_t;
+/* K_OBJECT: a script object (a c10d ProcessGroup, ReduceOp or Work), recorded without a value. */
+typedef enum kind { K_NONE, K_SCALAR, K_SCALARLIST, K_TENSOR, K_TENSORLIST, K_OBJECT } kind_t;
 
 static kind_t classify_type(const char *type) {
   if (!type || !*type) return K_NONE;
   if (strcmp(type, "Scalar") == 0) return K_SCALAR;
+  if (strcmp(type, "ScriptObject") == 0 || strcmp(type, "Object") == 0 ||
+      strncmp(type, "__torch__.", 10) == 0)
+    return K_OBJECT;
   if (strcmp(type, "TensorList") == 0) return K_TENSORLIST;
   size_t n = strlen(type);
   if (n >= 4 && strcmp(type + n - 4, "List") == 0) return K_SCALARLIST;
@@ -1211,6 +1332,7 @@ static bool compatible(const xr_schema_arg_t *a, kind_t k) {
     case K_SCALARLIST: return a->is_list && !a->is_tensor_list;
     case K_SCALAR: return !a->is_tensor && !a->is_tensor_list;
     case K_NONE: return !a->is_tensor || a->is_optional;
+    case K_OBJECT: return !a->is_tensor && !a->is_tensor_list;
   }
   return false;
 }
@@ -1400,6 +1522,7 @@ static xr_status_t build_value(build_t *B, const recorded_t *rec, size_t i,
     }
     return st;
   }
+  if (k == K_OBJECT) return XR_OK; /* None: a process group or reduce op has no value to replay */
   const char *text = concrete_text(rec, i);
   if (text && *text) return parse_text_value(b, &arg->value, text, strlen(text), a, 0);
   /* Nothing recorded: None, a dropped string, or an old trace without Concrete Inputs. */
@@ -1443,6 +1566,277 @@ static const char *base_name(const char *path) {
   return slash ? slash + 1 : path;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* collectives: record_param_comms                                                             */
+
+/* c10::ScalarType names, as c10::toString writes them into a collective's "dtype" field. Other
+ * spellings ("bfloat16", "float", "c10::Half") are xr_dtype_parse's. */
+static const struct {
+  const char *name;
+  xr_dtype_t dtype;
+} scalar_type_names[] = {
+    {"Byte", XR_DTYPE_U8},
+    {"Char", XR_DTYPE_I8},
+    {"Short", XR_DTYPE_I16},
+    {"Int", XR_DTYPE_I32},
+    {"Long", XR_DTYPE_I64},
+    {"Half", XR_DTYPE_F16},
+    {"Float", XR_DTYPE_F32},
+    {"Double", XR_DTYPE_F64},
+    {"Bool", XR_DTYPE_BOOL},
+    {"BFloat16", XR_DTYPE_BF16},
+    {"Float8_e5m2", XR_DTYPE_F8E5M2},
+    {"Float8_e4m3fn", XR_DTYPE_F8E4M3FN},
+    {"Float8_e5m2fnuz", XR_DTYPE_F8E5M2FNUZ},
+    {"Float8_e4m3fnuz", XR_DTYPE_F8E4M3FNUZ},
+    {"UInt16", XR_DTYPE_U16},
+    {"UInt32", XR_DTYPE_U32},
+    {"UInt64", XR_DTYPE_U64},
+    {"Float8_e8m0fnu", XR_DTYPE_F8E8M0},
+    {"Float4_e2m1fn_x2", XR_DTYPE_F4E2M1X2},
+};
+
+static xr_dtype_t comms_dtype(const char *s) {
+  for (size_t i = 0; i < sizeof scalar_type_names / sizeof scalar_type_names[0]; i++)
+    if (strcmp(s, scalar_type_names[i].name) == 0) return scalar_type_names[i].dtype;
+  return xr_dtype_parse(s);
+}
+
+/* A collective's fields, checked. Pointers into the parsed argument text. */
+typedef struct comms {
+  const char *collective; /* NULL when not recorded as a string */
+  xr_dtype_t dtype;
+  int64_t v[CM_COUNT];     /* the integer fields: nelems, group size, rank */
+  const jnode_t *split[2]; /* "In split size", "Out split size" */
+  size_t split_n[2];       /* their entries; 0 when empty */
+} comms_t;
+
+/* `s[0, n)` (spaces around allowed) as a decimal integer. */
+static bool parse_int(const char *s, size_t n, long long *out) {
+  trim(&s, &n);
+  char buf[32];
+  if (!n || n >= sizeof buf) return false;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  char *end;
+  errno = 0;
+  *out = strtoll(buf, &end, 10);
+  return *end == '\0' && errno == 0 && !isspace((unsigned char)buf[0]);
+}
+
+/* An integer field: a JSON number or a numeric string, at least `min`. */
+static bool comms_int(const jnode_t *m, int f, int64_t min, int64_t *out, char *why, size_t size) {
+  const jnode_t *n = dom_get(m, comms_keys[f]);
+  long long v;
+  if (!n) {
+    snprintf(why, size, "\"%s\" is missing", comms_keys[f]);
+    return false;
+  }
+  if (n->kind != XR_JTOK_NUMBER && n->kind != XR_JTOK_STRING) {
+    snprintf(why, size, "\"%s\" is not a number", comms_keys[f]);
+    return false;
+  }
+  if (!parse_int(n->text, strlen(n->text), &v)) {
+    snprintf(why, size, "\"%s\" is not an integer (\"%.40s\")", comms_keys[f], n->text);
+    return false;
+  }
+  if (v < min) {
+    if (v < 0)
+      snprintf(why, size, "\"%s\" is negative (%lld)", comms_keys[f], v);
+    else
+      snprintf(why, size, "\"%s\" is %lld, below %lld", comms_keys[f], v, (long long)min);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+/* A split size list: "[]" or "[4, 4, 8]" as Kineto writes it (a string), or a JSON array.
+ * Counts the entries and, with `out`, stores them. A missing field is an empty list. */
+static bool comms_split(const jnode_t *m, int f, int64_t *out, size_t *count, char *why,
+                        size_t size) {
+  const jnode_t *n = dom_get(m, comms_keys[f]);
+  *count = 0;
+  if (!n) return true;
+  if (is_array(n)) {
+    for (size_t i = 0; i < n->n; i++) {
+      const jnode_t *x = &n->items[i];
+      long long v;
+      if ((x->kind != XR_JTOK_NUMBER && x->kind != XR_JTOK_STRING) ||
+          !parse_int(x->text, strlen(x->text), &v) || v < 0) {
+        snprintf(why, size, "\"%s\"[%zu] is not a non-negative integer", comms_keys[f], i);
+        return false;
+      }
+      if (out) out[i] = v;
+    }
+    *count = n->n;
+    return true;
+  }
+  const char *s = n->kind == XR_JTOK_STRING ? n->text : NULL;
+  size_t len = s ? strlen(s) : 0;
+  if (s) trim(&s, &len);
+  if (!s || len < 2 || s[0] != '[' || s[len - 1] != ']') {
+    snprintf(why, size, "\"%s\" is not a list (\"%.40s\")", comms_keys[f], s ? n->text : "");
+    return false;
+  }
+  if (strstr(n->text, "...")) {
+    snprintf(why, size,
+             "\"%s\" was cut short by the profiler, which records 30 entries at most (\"%.40s\")",
+             comms_keys[f], n->text);
+    return false;
+  }
+  const char *p = s + 1, *stop = s + len - 1;
+  size_t inner = (size_t)(stop - p);
+  trim(&p, &inner);
+  if (!inner) return true; /* "[]" */
+  for (size_t i = 0;; i++) {
+    const char *comma = memchr(p, ',', (size_t)(stop - p));
+    const char *end = comma ? comma : stop;
+    long long v;
+    if (!parse_int(p, (size_t)(end - p), &v) || v < 0) {
+      snprintf(why, size, "\"%s\" entry %zu is not a non-negative integer (\"%.40s\")",
+               comms_keys[f], i, n->text);
+      return false;
+    }
+    if (out) out[i] = v;
+    *count = i + 1;
+    if (!comma) return true;
+    p = comma + 1;
+  }
+}
+
+static bool check_comms(const jnode_t *m, comms_t *cm, char *why, size_t size) {
+  memset(cm, 0, sizeof *cm);
+  const jnode_t *n = dom_get(m, comms_keys[CM_COLLECTIVE]);
+  if (n && n->kind == XR_JTOK_STRING && *n->text) cm->collective = n->text;
+  if (!cm->collective) {
+    snprintf(why, size, "\"%s\" is %s", comms_keys[CM_COLLECTIVE],
+             !n                          ? "missing"
+             : n->kind == XR_JTOK_STRING ? "empty"
+                                         : "not a string");
+    return false;
+  }
+  n = dom_get(m, comms_keys[CM_DTYPE]);
+  if (!n || n->kind != XR_JTOK_STRING) {
+    snprintf(why, size, "\"%s\" is %s", comms_keys[CM_DTYPE], !n ? "missing" : "not a string");
+    return false;
+  }
+  if ((cm->dtype = comms_dtype(n->text)) == XR_DTYPE_INVALID) {
+    snprintf(why, size, "\"%s\": unknown dtype \"%.40s\"", comms_keys[CM_DTYPE], n->text);
+    return false;
+  }
+  if (!comms_int(m, CM_IN_NELEMS, 0, &cm->v[CM_IN_NELEMS], why, size) ||
+      !comms_int(m, CM_OUT_NELEMS, 0, &cm->v[CM_OUT_NELEMS], why, size) ||
+      !comms_int(m, CM_GROUP_SIZE, 1, &cm->v[CM_GROUP_SIZE], why, size) ||
+      !comms_int(m, CM_RANK, 0, &cm->v[CM_RANK], why, size))
+    return false;
+  if (cm->v[CM_RANK] >= cm->v[CM_GROUP_SIZE]) {
+    snprintf(why, size, "\"%s\" %lld is not below \"%s\" %lld", comms_keys[CM_RANK],
+             (long long)cm->v[CM_RANK], comms_keys[CM_GROUP_SIZE], (long long)cm->v[CM_GROUP_SIZE]);
+    return false;
+  }
+  for (int i = 0; i < 2; i++) {
+    int f = i ? CM_OUT_NELEMS : CM_IN_NELEMS;
+    int64_t shape[1] = {cm->v[f]}, strides[1] = {1};
+    xr_tensor_spec_t t = {
+        .rank = 1, .shape = shape, .strides = strides, .storage_size = -1, .dtype = cm->dtype};
+    size_t bytes;
+    if (xr_tensor_storage_bytes(&t, &bytes) != XR_OK) {
+      snprintf(why, size, "\"%s\": %lld elements of %s overflow 64-bit sizes", comms_keys[f],
+               (long long)cm->v[f], xr_dtype_short_name(cm->dtype));
+      return false;
+    }
+    f = i ? CM_OUT_SPLIT : CM_IN_SPLIT;
+    if (!comms_split(m, f, NULL, &cm->split_n[i], why, size)) return false;
+    cm->split[i] = dom_get(m, comms_keys[f]);
+  }
+  return true;
+}
+
+static xr_status_t name_arg(xr_arena_t *arena, xr_arg_t *a, const char *name, const char *type) {
+  a->name = xr_arena_strdup(arena, name);
+  a->type = xr_arena_strdup(arena, type);
+  return a->name && a->type ? XR_OK : XR_RESOURCE_EXHAUSTED;
+}
+
+static xr_status_t finish_op(build_t *B, const group_t *g, xr_op_t *op);
+
+/* record_param_comms: no positional arguments; kwargs input, output (contiguous, of the
+ * recorded dtype, [In msg nelems] and [Out msg nelems]), collective, group_size, rank and, when
+ * recorded non-empty, in_split_sizes and out_split_sizes. */
+static xr_status_t build_comms_op(build_t *B, const group_t *g, const jnode_t *m,
+                                  const comms_t *cm) {
+  ctx_t *c = B->c;
+  xr_bundle_t *b = B->b;
+  xr_arena_t *arena = b->arena;
+  xr_op_t *op = xr_bundle_append_op(b);
+  if (!op) return XR_RESOURCE_EXHAUSTED;
+  const char *recorded = c->strs.strs[g->name];
+  if (!(op->name = xr_arena_strdup(arena, comms_op_name))) return XR_RESOURCE_EXHAUSTED;
+  if (strcmp(recorded, comms_op_name) != 0 && !(op->alias = xr_arena_strdup(arena, recorded)))
+    return XR_RESOURCE_EXHAUSTED;
+  B->op_name = op->name;
+  size_t nkw = 5 + (cm->split_n[0] > 0) + (cm->split_n[1] > 0);
+  xr_status_t st = xr_op_alloc_args(arena, op, 0, nkw);
+  if (st != XR_OK) return st;
+  xr_arg_t *kw = op->kwargs;
+  for (int i = 0; i < 2; i++) {
+    if ((st = name_arg(arena, &kw[i], i ? "output" : "input", "Tensor")) != XR_OK ||
+        (st = xr_value_make_tensor(arena, &kw[i].value, 1)) != XR_OK)
+      return st;
+    xr_tensor_spec_t *t = kw[i].value.as.tensor;
+    t->shape[0] = cm->v[i ? CM_OUT_NELEMS : CM_IN_NELEMS];
+    t->dtype = cm->dtype;
+    xr_tensor_set_contiguous(t);
+  }
+  if ((st = name_arg(arena, &kw[2], "collective", "str")) != XR_OK ||
+      (st = xr_value_make_string(arena, &kw[2].value, cm->collective)) != XR_OK ||
+      (st = name_arg(arena, &kw[3], "group_size", "int")) != XR_OK ||
+      (st = name_arg(arena, &kw[4], "rank", "int")) != XR_OK)
+    return st;
+  kw[3].value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = cm->v[CM_GROUP_SIZE]};
+  kw[4].value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = cm->v[CM_RANK]};
+  size_t k = 5;
+  for (int i = 0; i < 2; i++) {
+    size_t n = cm->split_n[i], got;
+    if (!n) continue;
+    xr_arg_t *a = &kw[k++];
+    if ((st = name_arg(arena, a, i ? "out_split_sizes" : "in_split_sizes", "int[]")) != XR_OK ||
+        (st = xr_value_make_list(arena, &a->value, n)) != XR_OK)
+      return st;
+    int64_t *v = xr_arena_alloc(arena, n * sizeof *v);
+    char why[8];
+    if (!v) return XR_RESOURCE_EXHAUSTED;
+    comms_split(m, i ? CM_OUT_SPLIT : CM_IN_SPLIT, v, &got, why, sizeof why); /* checked */
+    for (size_t j = 0; j < n; j++)
+      a->value.as.list.items[j] = (xr_value_t){.kind = XR_VALUE_INT, .as.i = v[j]};
+  }
+  return finish_op(B, g, op);
+}
+
+/* The c10d ops and the other collectives record no group size: the trace's world size stands
+ * in, marked defaulted. */
+static xr_status_t add_group_size(build_t *B, xr_op_t *op) {
+  ctx_t *c = B->c;
+  if (xr_op_find_arg(op, "group_size")) return XR_OK;
+  if (c->world_size <= 0) {
+    xr_extract_warn(c,
+                    "%s: group size not recorded by the profiler, and the trace gives no world "
+                    "size (distributedInfo): no group_size",
+                    op->name);
+    return XR_OK;
+  }
+  xr_arg_t *a = xr_op_add_kwarg(B->b->arena, op, "group_size", "int");
+  if (!a) return XR_RESOURCE_EXHAUSTED;
+  a->value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = c->world_size};
+  a->defaulted = true;
+  xr_extract_warn(c,
+                  "%s: group size not recorded by the profiler; using the trace's world size "
+                  "%lld (distributedInfo)",
+                  op->name, (long long)c->world_size);
+  return XR_OK;
+}
+
 static xr_status_t build_op(build_t *B, const group_t *g, const recorded_t *rec,
                             const xr_schema_t *sc, const char *alias) {
   ctx_t *c = B->c;
@@ -1471,6 +1865,14 @@ static xr_status_t build_op(build_t *B, const group_t *g, const recorded_t *rec,
     }
     if ((st = build_value(B, rec, i, sc, arg)) != XR_OK) return st;
   }
+  if (xr_schema_is_collective(op->name) && (st = add_group_size(B, op)) != XR_OK) return st;
+  return finish_op(B, g, op);
+}
+
+/* The op's count, its timing in the trace and its iteration hints. */
+static xr_status_t finish_op(build_t *B, const group_t *g, xr_op_t *op) {
+  ctx_t *c = B->c;
+  xr_bundle_t *b = B->b;
   op->count = g->count;
   op->timing = xr_arena_alloc(b->arena, sizeof *op->timing);
   if (!op->timing) return XR_RESOURCE_EXHAUSTED;
@@ -1567,15 +1969,26 @@ static xr_status_t fill_metadata(ctx_t *c, xr_bundle_t *b) {
       (st = set_meta(b, &m->capture_date, c->capture_date)) != XR_OK)
     return st;
   bool graphs = c->sum.graph_launches || c->capture_count;
-  m->extra_count = graphs ? 9 : 4;
+  size_t base = graphs ? 9 : 4, world = base; /* world_size and trace_rank follow */
+  m->extra_count = base + (c->world_size > 0) + c->has_trace_rank;
   m->extra = xr_arena_alloc(b->arena, m->extra_count * sizeof *m->extra);
   if (!m->extra) return XR_RESOURCE_EXHAUSTED;
   static const char *const names[9] = {
       "gpu_busy_us",    "extracted_gpu_share",    "attribution",
       "gpu_events",     "graph_launches",         "graph_launches_matched",
       "graph_kernels",  "graph_kernels_matched",  "graph_gpu_share"};
-  for (size_t i = 0; i < m->extra_count; i++)
+  for (size_t i = 0; i < base; i++)
     if (!(m->extra[i].name = xr_arena_strdup(b->arena, names[i]))) return XR_RESOURCE_EXHAUSTED;
+  if (c->world_size > 0) {
+    if (!(m->extra[world].name = xr_arena_strdup(b->arena, "world_size")))
+      return XR_RESOURCE_EXHAUSTED;
+    m->extra[world++].value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = c->world_size};
+  }
+  if (c->has_trace_rank) {
+    if (!(m->extra[world].name = xr_arena_strdup(b->arena, "trace_rank")))
+      return XR_RESOURCE_EXHAUSTED;
+    m->extra[world].value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = c->trace_rank};
+  }
   double busy = c->sum.gpu_busy_us;
   m->extra[0].value = (xr_value_t){.kind = XR_VALUE_FLOAT, .as.f = busy};
   m->extra[1].value = (xr_value_t){.kind = XR_VALUE_FLOAT,
@@ -1631,19 +2044,29 @@ static xr_status_t build_bundle(ctx_t *c, xr_bundle_t *b) {
       break;
     }
     recorded_t rec;
+    comms_t cm;
     char why[256];
-    if (!check_recorded(&root, &rec, why, sizeof why)) {
-      xr_extract_warn(c, "%s: skipped: %s", name, why);
+    const jnode_t *comms = dom_get(&root, "m");
+    if (comms ? !check_comms(comms, &cm, why, sizeof why)
+              : !check_recorded(&root, &rec, why, sizeof why)) {
+      if (comms && cm.collective)
+        xr_extract_warn(c, "%s (%s): skipped: %s", name, cm.collective, why);
+      else
+        xr_extract_warn(c, "%s: skipped: %s", name, why);
       c->sum.ops_bad_args++;
       dom_free(&root);
       continue;
     }
-    const char *target = xr_schema_alias_target(name);
-    const xr_schema_t *sc = target ? match_schema(schemas, nschemas, target, &rec) : NULL;
-    const char *alias = sc ? name : NULL;
-    if (!sc) sc = match_schema(schemas, nschemas, name, &rec);
-    if (!rec.c) c->any_concrete_missing = true;
-    st = build_op(&B, g, &rec, sc, alias);
+    if (comms) {
+      st = build_comms_op(&B, g, comms, &cm);
+    } else {
+      const char *target = xr_schema_alias_target(name);
+      const xr_schema_t *sc = target ? match_schema(schemas, nschemas, target, &rec) : NULL;
+      const char *alias = sc ? name : NULL;
+      if (!sc) sc = match_schema(schemas, nschemas, name, &rec);
+      if (!rec.c) c->any_concrete_missing = true;
+      st = build_op(&B, g, &rec, sc, alias);
+    }
     dom_free(&root);
     if (st == XR_RESOURCE_EXHAUSTED) st = xr_extract_oom(c);
     if (st != XR_OK) break;

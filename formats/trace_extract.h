@@ -14,6 +14,12 @@
  * which the profiler drops, get their schema default or a known fallback, marked `defaulted`,
  * with a warning in the summary.
  *
+ * Collectives: a record_param_comms event's fields ("Collective name", "dtype", "In msg nelems",
+ * "Out msg nelems", "Group size", "Rank", split sizes) become the kwargs input, output,
+ * collective, group_size, rank (and in_split_sizes / out_split_sizes); c10d ops get group_size
+ * from distributedInfo.world_size, which goes to the metadata with the rank. See docs/extract.md
+ * "Collectives".
+ *
  * Graph-mode traces: kernels replayed from a CUDA/HIP graph hang off one cudaGraphLaunch /
  * hipGraphLaunch and carry no op. Given the capture traces (profiles taken while the graphs were
  * captured, where each op ran once and launched the same kernels in the same order), each

@@ -143,6 +143,9 @@ typedef struct ctx {
   char *runtime_version;
   char *capture_date;
   int vendor_hint; /* 1 AMD, 2 NVIDIA */
+  int64_t world_size; /* distributedInfo.world_size of the trace; 0 when not given */
+  int64_t trace_rank; /* distributedInfo.rank, valid with has_trace_rank */
+  bool has_trace_rank;
   bool saw_trace_events;
   bool any_concrete_missing;
   xr_extract_summary_t sum;

@@ -2,9 +2,10 @@
  *
  * Sources: PyTorch aten/src/ATen/native/native_functions.yaml, vLLM csrc/torch_bindings.cpp,
  * csrc/moe/torch_bindings.cpp, csrc/rocm/torch_bindings.cpp, the Python-registered vLLM custom
- * ops (vllm::*), and the "schema" strings that TraceLens recorded in
- * tests/data/fixtures/tracelens_ir/event_to_ir_pairs.json. Overloads of one op are tried in
- * order; the first whose arity and tensor positions agree with the recorded event wins. */
+ * ops (vllm::*), PyTorch torch/csrc/distributed/c10d/Ops.cpp, and the "schema" strings that
+ * TraceLens recorded in tests/data/fixtures/tracelens_ir/event_to_ir_pairs.json. Overloads of one
+ * op are tried in order; the first whose arity and tensor positions agree with the recorded event
+ * wins. */
 #include "formats/trace_schema.h"
 
 #include <ctype.h>
@@ -351,6 +352,76 @@ static const char *const builtin[] = {
     "sgl_kernel::gelu_and_mul(Tensor! out, Tensor input) -> ()",
     "sgl_kernel::topk_softmax(Tensor! topk_weights, Tensor! topk_indices, Tensor gating_output, "
     "bool renormalize) -> ()",
+    /* PyTorch torch/csrc/distributed/c10d/Ops.cpp: the newest first (with asyncOp), then the
+     * versions before asyncOp and, for allreduce_, before sparse_indices; each version has its
+     * own arity. The ProcessGroup, ReduceOp and Work arguments are script objects the
+     * profiler records without a value ("ScriptObject" or ""): they become None. */
+    "c10d::allreduce_(Tensor[] tensors, __torch__.torch.classes.c10d.ProcessGroup process_group, "
+    "__torch__.torch.classes.c10d.ReduceOp reduce_op, Tensor? sparse_indices, bool asyncOp, int "
+    "timeout) -> (Tensor[], __torch__.torch.classes.c10d.Work)",
+    "c10d::allreduce_(Tensor[] tensors, __torch__.torch.classes.c10d.ProcessGroup process_group, "
+    "__torch__.torch.classes.c10d.ReduceOp reduce_op, Tensor? sparse_indices, int timeout) -> "
+    "(Tensor[], __torch__.torch.classes.c10d.Work)",
+    "c10d::allreduce_(Tensor[] tensors, __torch__.torch.classes.c10d.ProcessGroup process_group, "
+    "__torch__.torch.classes.c10d.ReduceOp reduce_op, int timeout) -> (Tensor[], "
+    "__torch__.torch.classes.c10d.Work)",
+    "c10d::allgather_(Tensor[][] output_tensors, Tensor[] input_tensors, "
+    "__torch__.torch.classes.c10d.ProcessGroup process_group, bool asyncOp, int timeout) -> "
+    "(Tensor[][], __torch__.torch.classes.c10d.Work)",
+    "c10d::allgather_(Tensor[][] output_tensors, Tensor[] input_tensors, "
+    "__torch__.torch.classes.c10d.ProcessGroup process_group, int timeout) -> (Tensor[][], "
+    "__torch__.torch.classes.c10d.Work)",
+    "c10d::_allgather_base_(Tensor output_tensor, Tensor input_tensor, "
+    "__torch__.torch.classes.c10d.ProcessGroup process_group, bool asyncOp, int timeout) -> "
+    "(Tensor, __torch__.torch.classes.c10d.Work)",
+    "c10d::_allgather_base_(Tensor output_tensor, Tensor input_tensor, "
+    "__torch__.torch.classes.c10d.ProcessGroup process_group) -> (Tensor, "
+    "__torch__.torch.classes.c10d.Work)",
+    "c10d::reduce_scatter_(Tensor[] output_tensors, Tensor[][] input_tensors, "
+    "__torch__.torch.classes.c10d.ProcessGroup process_group, "
+    "__torch__.torch.classes.c10d.ReduceOp reduce_op, bool asyncOp, int timeout) -> (Tensor[], "
+    "__torch__.torch.classes.c10d.Work)",
+    "c10d::reduce_scatter_(Tensor[] output_tensors, Tensor[][] input_tensors, "
+    "__torch__.torch.classes.c10d.ProcessGroup process_group, "
+    "__torch__.torch.classes.c10d.ReduceOp reduce_op, int timeout) -> (Tensor[], "
+    "__torch__.torch.classes.c10d.Work)",
+    "c10d::_reduce_scatter_base_(Tensor output_tensor, Tensor input_tensor, "
+    "__torch__.torch.classes.c10d.ProcessGroup process_group, "
+    "__torch__.torch.classes.c10d.ReduceOp reduce_op, bool asyncOp, int timeout) -> (Tensor, "
+    "__torch__.torch.classes.c10d.Work)",
+    "c10d::_reduce_scatter_base_(Tensor output_tensor, Tensor input_tensor, "
+    "__torch__.torch.classes.c10d.ProcessGroup process_group, "
+    "__torch__.torch.classes.c10d.ReduceOp reduce_op, int timeout) -> (Tensor, "
+    "__torch__.torch.classes.c10d.Work)",
+    "c10d::broadcast_(Tensor[] tensors, __torch__.torch.classes.c10d.ProcessGroup process_group, "
+    "int root_rank, int root_tensor, bool asyncOp, int timeout) -> (Tensor[], "
+    "__torch__.torch.classes.c10d.Work)",
+    "c10d::broadcast_(Tensor[] tensors, __torch__.torch.classes.c10d.ProcessGroup process_group, "
+    "int root_rank, int root_tensor, int timeout) -> (Tensor[], "
+    "__torch__.torch.classes.c10d.Work)",
+    "c10d::alltoall_(Tensor[] output_tensors, Tensor[] input_tensors, "
+    "__torch__.torch.classes.c10d.ProcessGroup process_group, bool asyncOp, int timeout) -> "
+    "(Tensor[], __torch__.torch.classes.c10d.Work)",
+    "c10d::alltoall_(Tensor[] output_tensors, Tensor[] input_tensors, "
+    "__torch__.torch.classes.c10d.ProcessGroup process_group, int timeout) -> (Tensor[], "
+    "__torch__.torch.classes.c10d.Work)",
+    "c10d::alltoall_base_(Tensor output, Tensor input, __torch__.torch.classes.c10d.ProcessGroup "
+    "process_group, int[] output_split_sizes, int[] input_split_sizes, bool asyncOp, int timeout) "
+    "-> __torch__.torch.classes.c10d.Work",
+    "c10d::alltoall_base_(Tensor output, Tensor input, __torch__.torch.classes.c10d.ProcessGroup "
+    "process_group, int[] output_split_sizes, int[] input_split_sizes, int timeout) -> "
+    "__torch__.torch.classes.c10d.Work",
+    "c10d::barrier(Tensor tensor, __torch__.torch.classes.c10d.ProcessGroup process_group, int[] "
+    "device_ids, bool asyncOp, int timeout) -> __torch__.torch.classes.c10d.Work",
+    "c10d::barrier(Tensor tensor, __torch__.torch.classes.c10d.ProcessGroup process_group, int[] "
+    "device_ids, int timeout) -> __torch__.torch.classes.c10d.Work",
+    /* PyTorch torch/csrc/distributed/c10d/symm_mem/, vLLM csrc/torch_bindings.cpp (the custom
+     * all-reduce) and vllm/distributed/parallel_state.py (vllm::all_reduce) */
+    "symm_mem::multimem_all_reduce_(Tensor(a!) input, str reduce_op, str group_name) -> "
+    "Tensor(a!)",
+    "_C_custom_ar::all_reduce(int fa, Tensor inp, Tensor! out, int reg_buffer, int "
+    "reg_buffer_sz_bytes) -> ()",
+    "vllm::all_reduce(Tensor tensor, str group_name) -> Tensor",
 };
 
 const char *const *xr_schema_builtin(size_t *out_count) {
@@ -392,12 +463,28 @@ static const struct {
     {"layer_name", "model.layers.0.self_attn.attn"},
     {"reduce", "sum"},
     {"padding_mode", "zeros"},
+    {"reduce_op", "sum"},
 };
 
 const char *xr_schema_string_fallback(const char *arg_name) {
   for (size_t i = 0; i < sizeof string_fallbacks / sizeof string_fallbacks[0]; i++)
     if (strcmp(string_fallbacks[i].arg, arg_name) == 0) return string_fallbacks[i].value;
   return NULL;
+}
+
+/* Collectives whose events record no group size (record_param_comms, which records one, is
+ * not among them). */
+static const char *const collectives[] = {
+    "symm_mem::multimem_all_reduce_",
+    "_C_custom_ar::all_reduce",
+    "vllm::all_reduce",
+};
+
+bool xr_schema_is_collective(const char *name) {
+  if (strncmp(name, "c10d::", 6) == 0) return true;
+  for (size_t i = 0; i < sizeof collectives / sizeof collectives[0]; i++)
+    if (strcmp(collectives[i], name) == 0) return true;
+  return false;
 }
 
 bool xr_schema_arg_is_pure_output(const xr_schema_t *s, size_t index) {

@@ -56,6 +56,10 @@ const char *xr_schema_alias_target(const char *name);
  * NULL when we know none. */
 const char *xr_schema_string_fallback(const char *arg_name);
 
+/* True for the collectives whose events do not record their group size: the c10d:: ops, vLLM's
+ * custom all-reduce and vllm::all_reduce, symm_mem::multimem_all_reduce_. */
+bool xr_schema_is_collective(const char *name);
+
 /* True when an argument is a pure output (overwritten, never read): the "out" of *.out
  * overloads and the destination of copy_/fill_/zero_ and of vLLM ops writing `Tensor!` results. */
 bool xr_schema_arg_is_pure_output(const xr_schema_t *schema, size_t index);

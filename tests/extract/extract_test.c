@@ -103,7 +103,7 @@ Test(extract, metadata_records_busy_time_and_share) {
   xr_bundle_t *b = extract_fixture("mi300_sglang_qwen3_8b_decode.json.gz", NULL, &s);
   cr_assert_str_eq(b->meta.runtime_version, "HIP 7.2.53211");
   cr_assert_str_eq(b->meta.capture_date, "2026-04-01T21:22:30Z");
-  bool busy = false, share = false;
+  bool busy = false, share = false, world = false, rank = false;
   for (size_t i = 0; i < b->meta.extra_count; i++) {
     const xr_arg_t *x = &b->meta.extra[i];
     if (strcmp(x->name, "gpu_busy_us") == 0) {
@@ -112,13 +112,22 @@ Test(extract, metadata_records_busy_time_and_share) {
     } else if (strcmp(x->name, "extracted_gpu_share") == 0) {
       share = true;
       cr_assert_float_eq(x->value.as.f, 104.628 / 9772.929, 1e-4);
+    } else if (strcmp(x->name, "world_size") == 0) { /* distributedInfo: one rank of one */
+      world = true;
+      cr_assert_eq(x->value.kind, XR_VALUE_INT);
+      cr_assert_eq(x->value.as.i, 1);
+    } else if (strcmp(x->name, "trace_rank") == 0) {
+      rank = true;
+      cr_assert_eq(x->value.as.i, 0);
     }
   }
-  cr_assert(busy && share);
+  cr_assert(busy && share && world && rank);
   xr_bundle_destroy(b);
   xr_extract_summary_free(&s);
   b = extract_fixture("h100_bert_small.json.gz", NULL, &s);
   cr_assert_str_eq(b->meta.runtime_version, "CUDA 12.4");
+  for (size_t i = 0; i < b->meta.extra_count; i++) /* no distributedInfo */
+    cr_assert(strcmp(b->meta.extra[i].name, "world_size") != 0);
   xr_bundle_destroy(b);
   xr_extract_summary_free(&s);
 }

@@ -919,7 +919,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   for (size_t i = 0; i < bundle->op_count; i++) {
     const xr_op_t *op = &bundle->ops[i];
     summary->trace_total_us += xr_op_trace_total_us(op);
-    if (!xr_op_selected(o, op)) continue;
+    if (!xr_op_selected(o, i, op)) continue;
     if (o->op_limit >= 0 && selected >= (size_t)o->op_limit) continue;
     selected++;
   }
@@ -930,7 +930,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   size_t position = 0;
   for (size_t i = 0; i < bundle->op_count && position < selected && !stop; i++) {
     const xr_op_t *op = &bundle->ops[i];
-    if (!xr_op_selected(o, op)) continue;
+    if (!xr_op_selected(o, i, op)) continue;
     if (o->cancel && *o->cancel) break;
     op_work_t w = {0};
     xr_planned_op_init(bundle, i, &w.p);

@@ -52,8 +52,9 @@ xr_status_t xr_once_replay(const xr_once_t *once); /* the kept status, its sente
 xr_status_t xr_device_specs(const char *list, char *buf, size_t buf_size,
                             const char *specs[XR_REPLAY_MAX_DEVICES], size_t *out_count);
 
-/* Whether op `op` is among those a run attempts before --op-limit: --op-filter's substring. */
-bool xr_op_selected(const xr_replay_options_t *options, const xr_op_t *op);
+/* Whether op `op`, at position `index` of the bundle, is among those a run attempts before
+ * --op-limit: --op-filter's substring, and in the options' shard when there is one. */
+bool xr_op_selected(const xr_replay_options_t *options, size_t index, const xr_op_t *op);
 
 /* The op's recorded GPU time (all calls), 0 when the trace has none: what the summaries add. */
 double xr_op_trace_total_us(const xr_op_t *op);

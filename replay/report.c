@@ -2,12 +2,14 @@
 #include "replay/report.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "replay/shard.h"
 #include "replay/timing.h"
 
 struct xr_report {
@@ -143,12 +145,35 @@ static void add_figure(cJSON *o, const char *key, const xr_hal_figure_t *fig) {
   cJSON_AddStringToObject(f, "source", xr_hal_figure_source_name(fig->source));
 }
 
+/* A sharded run's "shard": which of how many, of how many ops, and this shard's positions. */
+static cJSON *shard_json(const xr_shard_t *s) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "index", s->index);
+  cJSON_AddNumberToObject(o, "count", s->count);
+  cJSON_AddNumberToObject(o, "selected", (double)s->selected);
+  cJSON_AddStringToObject(o, "weights", s->by_time ? "trace_ns" : "ops");
+  cJSON_AddNumberToObject(o, "load", (double)s->load);
+  cJSON_AddNumberToObject(o, "total", (double)s->total);
+  cJSON *ops = cJSON_AddArrayToObject(o, "ops");
+  for (size_t k = 0; k < s->op_count; k++)
+    cJSON_AddItemToArray(ops, cJSON_CreateNumber((double)s->ops[k]));
+  return o;
+}
+
 /* Everything before "ops": the bundle and its source, the device, its peaks, the options. */
 static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *source,
-                          const xr_replay_device_t *device, const xr_replay_options_t *o) {
+                          const xr_replay_summary_t *run, const xr_replay_device_t *device,
+                          const xr_replay_options_t *o) {
   cJSON *head = cJSON_CreateObject();
   cJSON_AddNumberToObject(head, "xreplay_report", XR_REPORT_VERSION);
   cJSON_AddStringToObject(head, "bundle", bundle_path);
+  cJSON_AddNumberToObject(head, "bundle_ops", (double)run->total);
+  if (o->shard) {
+    char hash[17];
+    snprintf(hash, sizeof hash, "%016" PRIx64, o->shard->bundle_hash);
+    cJSON_AddStringToObject(head, "bundle_hash", hash);
+    cJSON_AddItemToObject(head, "shard", shard_json(o->shard));
+  }
   if (source && (source->source_trace || source->device_name)) {
     cJSON *src = cJSON_AddObjectToObject(head, "source");
     if (source->source_trace) cJSON_AddStringToObject(src, "trace", source->source_trace);
@@ -192,6 +217,10 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
   else
     cJSON_AddNumberToObject(opts, "rotate", o->rotate);
   cJSON_AddBoolToObject(opts, "check", o->check);
+  if (o->choice == XR_KERNEL_REFERENCE) cJSON_AddBoolToObject(opts, "reference", true);
+  if (o->op_filter) cJSON_AddStringToObject(opts, "op_filter", o->op_filter);
+  if (o->op_limit >= 0) cJSON_AddNumberToObject(opts, "op_limit", (double)o->op_limit);
+  if (o->init_overrides) cJSON_AddStringToObject(opts, "init", o->init_overrides);
   return head;
 }
 
@@ -217,7 +246,7 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
     return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
   }
   if (!path) {
-    r->doc = report_head(bundle_path, source, device, o);
+    r->doc = report_head(bundle_path, source, run, device, o);
     cJSON_AddArrayToObject(r->doc, "ops");
     cJSON_AddNullToObject(r->doc, "summary");
     *out_report = r;
@@ -231,7 +260,7 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
   }
   r->f = f;
   if (json) {
-    cJSON *head = report_head(bundle_path, source, device, o);
+    cJSON *head = report_head(bundle_path, source, run, device, o);
     char *text = cJSON_PrintUnformatted(head);
     cJSON_Delete(head);
     /* {<head fields>, "ops": [ */

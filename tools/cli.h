@@ -43,4 +43,18 @@ bool xr_cli_parse_bytes(const char *s, uint64_t *out);
 int xr_cli_load_bundle(const char *prog, const char *path, const char *model_config,
                        xr_bundle_t **out_bundle);
 
+/* tools/cli_shard.c (the :cli_shard library), for `replay --shard`. */
+struct xr_replay_options;
+struct xr_shard;
+
+/* --shard=SPEC (K/N, auto or auto/N; replay/shard.h), the environment read for auto.
+ * XR_EXIT_OK, or XR_EXIT_USAGE after printing the error, as `prog`. */
+int xr_cli_shard_parse(const char *prog, const char *spec, uint32_t *out_index,
+                       uint32_t *out_count);
+/* Shard `index` of `count` of the ops `options` selects, announced on stdout (its ops and its
+ * share of the recorded time). XR_EXIT_OK, or XR_EXIT_USAGE after printing the error. */
+int xr_cli_shard_create(const char *prog, const xr_bundle_t *bundle,
+                        const struct xr_replay_options *options, uint32_t index, uint32_t count,
+                        struct xr_shard **out_shard);
+
 #endif

@@ -2,6 +2,7 @@
 #ifndef XR_REPLAY_INTERNAL_H
 #define XR_REPLAY_INTERNAL_H
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 
 #include "replay/replay.h"
@@ -9,6 +10,11 @@
 
 /* A seed for tensor `tensor_index` of op `op_index`: independent of which ops are filtered. */
 uint64_t xr_seed_for(uint64_t seed, size_t op_index, size_t tensor_index);
+
+/* A report summary's replay_vs_trace (replay/report.c): `trace_device` (may be NULL), the
+ * statistics and whether the device is that model; NULL when no op has a ratio. */
+cJSON *xr_trace_ratio_json(const char *trace_device, const xr_trace_ratio_stats_t *stats,
+                           bool same_device);
 
 /* Default initialisation of a tensor's storage by its init (or dtype when unset). */
 const char *xr_fill_policy(const xr_tensor_spec_t *t, bool written);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "replay/internal.h"
 #include "replay/shard.h"
 #include "replay/timing.h"
 
@@ -324,14 +325,14 @@ xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
   return XR_OK;
 }
 
-/* The summary's replay_vs_trace: the engine's replay/trace ratios of the device and whether it
- * is the model the trace ran on; NULL when no op has a ratio. */
-static cJSON *trace_ratio_summary(const xr_report_t *r, const xr_replay_device_t *device) {
-  const xr_trace_ratio_stats_t *s = &device->replay_vs_trace;
+/* The summary's replay_vs_trace: the ratios' statistics and whether the device is the model the
+ * trace ran on; NULL when no op has a ratio. */
+cJSON *xr_trace_ratio_json(const char *trace_device, const xr_trace_ratio_stats_t *s,
+                           bool same_device) {
   if (s->count == 0) return NULL;
   cJSON *o = cJSON_CreateObject();
-  if (r->trace_device) cJSON_AddStringToObject(o, "trace_device", r->trace_device);
-  cJSON_AddBoolToObject(o, "same_device", device->same_device);
+  if (trace_device) cJSON_AddStringToObject(o, "trace_device", trace_device);
+  cJSON_AddBoolToObject(o, "same_device", same_device);
   cJSON_AddNumberToObject(o, "count", (double)s->count);
   add_number(o, "median", s->median);
   add_number(o, "geomean", s->geomean);
@@ -364,7 +365,7 @@ static cJSON *report_summary(const xr_report_t *r, const xr_replay_summary_t *s)
   cJSON_AddBoolToObject(o, "cancelled", s->cancelled);
   add_number(o, "trace_total_us", s->trace_total_us);
   add_number(o, "trace_covered_us", d->trace_covered_us);
-  cJSON *ratios = trace_ratio_summary(r, d);
+  cJSON *ratios = xr_trace_ratio_json(r->trace_device, &d->replay_vs_trace, d->same_device);
   if (ratios) cJSON_AddItemToObject(o, "replay_vs_trace", ratios);
   return o;
 }

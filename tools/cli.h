@@ -20,6 +20,7 @@ int xr_cmd_devices(int argc, char **argv);   /* tools/cmd_devices.c */
 int xr_cmd_convert(int argc, char **argv);   /* tools/cmd_formats.c */
 int xr_cmd_inspect(int argc, char **argv);   /* tools/cmd_formats.c */
 int xr_cmd_validate(int argc, char **argv);  /* tools/cmd_formats.c */
+int xr_cmd_merge(int argc, char **argv);     /* tools/cmd_merge.c: shards' reports as one */
 
 /* A path from the command line. Under `bazel run` the working directory is the runfiles tree,
  * so a relative path is taken from BUILD_WORKING_DIRECTORY (where the user typed the command). */

@@ -279,10 +279,12 @@ xr_status_t xr_report_merge(const xr_report_contents_t *const *reports, size_t n
       snprintf(held + len, sizeof held - len, "%s%lld", s ? ", " : "",
                (long long)shards[s]->shard.index);
     }
+    char more[64] = "";
+    if (count - (int64_t)n > 1)
+      snprintf(more, sizeof more, " (and %lld more)", (long long)(count - (int64_t)n - 1));
     st = xr_error(XR_INVALID_ARGUMENT,
-                  "shard %lld of %lld is missing (with %lld more): the reports given hold shards "
-                  "%s",
-                  (long long)missing, (long long)count, (long long)(count - (int64_t)n - 1), held);
+                  "shard %lld of %lld is missing%s: the reports given hold shards %s",
+                  (long long)missing, (long long)count, more, held);
   }
   size_t total = 0;
   for (size_t s = 0; s < n; s++) total += shards[s]->shard.op_count;

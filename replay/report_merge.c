@@ -77,6 +77,9 @@ static xr_status_t check_compatible(const xr_report_contents_t *c, const xr_repo
   if (!c->bundle_hash[0])
     return xr_error(XR_INVALID_ARGUMENT, "%s: bundle_hash: missing (a sharded run writes it)",
                     c->path);
+  if (isnan(c->bundle_ops))
+    return xr_error(XR_INVALID_ARGUMENT, "%s: bundle_ops: missing (a sharded run writes it)",
+                    c->path);
   if (c == ref) return XR_OK;
   const char *different_bundles = "shards of different bundles";
   if (strcmp(c->bundle_hash, ref->bundle_hash))

@@ -388,6 +388,10 @@ static void no_hash(cJSON *r) {
   cJSON_DeleteItemFromObject(r, "bundle_hash");
 }
 
+static void no_op_count(cJSON *r) {
+  cJSON_DeleteItemFromObject(r, "bundle_ops");
+}
+
 static int ascending(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -430,6 +434,7 @@ Test(merge, reports_without_the_shard_fields) {
   merge_edited("notobject", shard_not_an_object, (const char *[]){"shard: not an object"}, 1);
   merge_edited("badhash", bad_hash, (const char *[]){"bundle_hash: not 16 hex digits"}, 1);
   merge_edited("nohash", no_hash, (const char *[]){"bundle_hash: missing"}, 1);
+  merge_edited("noops", no_op_count, (const char *[]){"bundle_ops: missing"}, 1);
 }
 
 Test(merge, files_that_are_not_reports) {

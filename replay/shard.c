@@ -19,33 +19,59 @@ static int heaviest_first(const void *a, const void *b) {
   return (x->index > y->index) - (x->index < y->index);
 }
 
+/* A shard as the partition sees it: the next item goes to the least (load, members, index). */
+typedef struct bin {
+  uint64_t load;
+  size_t members;
+  uint32_t index;
+} bin_t;
+
+static bool before(const bin_t *a, const bin_t *b) {
+  if (a->load != b->load) return a->load < b->load;
+  if (a->members != b->members) return a->members < b->members;
+  return a->index < b->index;
+}
+
+/* Restores the heap's order below `at` after its bin grew. */
+static void sift_down(bin_t *heap, size_t n, size_t at) {
+  for (;;) {
+    size_t least = at, l = 2 * at + 1, r = l + 1;
+    if (l < n && before(&heap[l], &heap[least])) least = l;
+    if (r < n && before(&heap[r], &heap[least])) least = r;
+    if (least == at) return;
+    bin_t t = heap[at];
+    heap[at] = heap[least];
+    heap[least] = t;
+    at = least;
+  }
+}
+
 xr_status_t xr_shard_partition(const uint64_t *weights, size_t count, uint32_t shards,
                                uint32_t *out_shard_of) {
   if (shards == 0) return xr_error(XR_INVALID_ARGUMENT, "shard partition: 0 shards");
   if (count == 0) return XR_OK;
+  /* Beyond the count, shards stay empty: the first `count` take one item each, in order. */
+  size_t bins = shards < count ? shards : count;
   item_t *items = malloc(count * sizeof *items);
-  uint64_t *load = calloc(shards, sizeof *load);
-  size_t *members = calloc(shards, sizeof *members);
-  if (!items || !load || !members) {
+  bin_t *heap = malloc(bins * sizeof *heap);
+  if (!items || !heap) {
     free(items);
-    free(load);
-    free(members);
+    free(heap);
     return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory partitioning %zu ops into %u shards",
                     count, shards);
   }
   for (size_t i = 0; i < count; i++) items[i] = (item_t){weights[i], i};
   qsort(items, count, sizeof *items, heaviest_first);
+  /* All empty, in index order: already a heap. */
+  for (size_t s = 0; s < bins; s++) heap[s] = (bin_t){0, 0, (uint32_t)s};
   for (size_t i = 0; i < count; i++) {
-    uint32_t best = 0;
-    for (uint32_t s = 1; s < shards; s++)
-      if (load[s] < load[best] || (load[s] == load[best] && members[s] < members[best])) best = s;
-    out_shard_of[items[i].index] = best;
-    load[best] += items[i].weight;
-    members[best]++;
+    out_shard_of[items[i].index] = heap[0].index;
+    heap[0].load += items[i].weight;
+    heap[0].members++;
+    sift_down(heap, bins, 0);
   }
   free(items);
-  free(load);
-  free(members);
+  free(heap);
   return XR_OK;
 }
 

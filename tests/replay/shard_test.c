@@ -6,6 +6,7 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,53 @@ Test(shard, the_same_input_gives_the_same_partition) {
   for (size_t i = 0; i < 20; i++) ones[i] = 1;
   cr_assert_eq(xr_shard_partition(ones, 20, 7, a), XR_OK);
   for (size_t i = 0; i < 20; i++) cr_assert_eq(a[i], i % 7, "item %zu in shard %u", i, a[i]);
+}
+
+/* The rule written as plainly as it reads: each item, heaviest first (ties in item order), to
+ * the shard of least load, then fewest items, then lowest index. */
+static void plain_lpt(const uint64_t *w, size_t n, uint32_t shards, uint32_t *out) {
+  uint64_t load[64] = {0};
+  size_t members[64] = {0};
+  bool placed[600] = {false};
+  for (size_t k = 0; k < n; k++) {
+    size_t next = SIZE_MAX;
+    for (size_t i = 0; i < n; i++)
+      if (!placed[i] && (next == SIZE_MAX || w[i] > w[next])) next = i;
+    placed[next] = true;
+    uint32_t best = 0;
+    for (uint32_t s = 1; s < shards; s++)
+      if (load[s] < load[best] || (load[s] == load[best] && members[s] < members[best])) best = s;
+    out[next] = best;
+    load[best] += w[next];
+    members[best]++;
+  }
+}
+
+Test(shard, the_partition_is_the_rule_as_written) {
+  uint64_t state = 4242, w[600];
+  uint32_t a[600], b[600];
+  for (int round = 0; round < 40; round++) {
+    size_t n = 1 + (size_t)(lcg(&state) % 600);
+    uint32_t shards = 1 + (uint32_t)(lcg(&state) % 64);
+    uint64_t range = round % 3 == 0 ? 3 : round % 3 == 1 ? 1000 : 1000000000;
+    for (size_t i = 0; i < n; i++) w[i] = lcg(&state) % range;
+    cr_assert_eq(xr_shard_partition(w, n, shards, a), XR_OK);
+    plain_lpt(w, n, shards, b);
+    cr_assert_arr_eq(a, b, n * sizeof a[0], "round %d: %zu items on %u shards", round, n, shards);
+  }
+}
+
+Test(shard, a_million_shards_of_a_few_ops) {
+  uint64_t w[1000];
+  uint32_t shard_of[1000];
+  for (size_t i = 0; i < 1000; i++) w[i] = i % 7;
+  cr_assert_eq(xr_shard_partition(w, 1000, 1000000, shard_of), XR_OK);
+  bool used[1000] = {false};
+  for (size_t i = 0; i < 1000; i++) {
+    cr_assert_lt(shard_of[i], 1000, "the heaviest 1000 ops take shards 0..999, one each");
+    cr_assert(!used[shard_of[i]]);
+    used[shard_of[i]] = true;
+  }
 }
 
 Test(shard, zero_weights_spread_by_count) {

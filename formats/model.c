@@ -527,3 +527,111 @@ xr_status_t xr_tensor_read_data(const xr_bundle_t *bundle, const xr_tensor_spec_
                     t->data_file);
   return bundle->read_data_file(bundle, t, out_bytes, out_size);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* identity                                                                                    */
+
+typedef struct hasher {
+  uint64_t h;
+} hasher_t;
+
+static void hash_bytes(hasher_t *x, const void *data, size_t n) {
+  const uint8_t *p = data;
+  for (size_t i = 0; i < n; i++) {
+    x->h ^= p[i];
+    x->h *= 0x100000001b3ull; /* FNV-1a's 64-bit prime */
+  }
+}
+
+/* Little-endian whatever the host's byte order. */
+static void hash_u64(hasher_t *x, uint64_t v) {
+  uint8_t b[8];
+  for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
+  hash_bytes(x, b, sizeof b);
+}
+
+static void hash_double(hasher_t *x, double v) {
+  uint64_t bits = 0x7ff8000000000000ull; /* every NaN alike */
+  if (!isnan(v)) memcpy(&bits, &v, sizeof bits);
+  hash_u64(x, bits);
+}
+
+/* Its length first, so that ("ab", "c") and ("a", "bc") differ; NULL differs from "". */
+static void hash_string(hasher_t *x, const char *s) {
+  if (!s) {
+    hash_u64(x, UINT64_MAX);
+    return;
+  }
+  size_t n = strlen(s);
+  hash_u64(x, n);
+  hash_bytes(x, s, n);
+}
+
+static void hash_value(hasher_t *x, const xr_value_t *v) {
+  hash_u64(x, (uint64_t)v->kind);
+  switch (v->kind) {
+    case XR_VALUE_NULL: break;
+    case XR_VALUE_BOOL: hash_u64(x, v->as.b); break;
+    case XR_VALUE_INT: hash_u64(x, (uint64_t)v->as.i); break;
+    case XR_VALUE_FLOAT: hash_double(x, v->as.f); break;
+    case XR_VALUE_STRING: hash_string(x, v->as.s); break;
+    case XR_VALUE_LIST:
+      hash_u64(x, v->as.list.count);
+      for (size_t i = 0; i < v->as.list.count; i++) hash_value(x, &v->as.list.items[i]);
+      break;
+    case XR_VALUE_TENSOR: {
+      const xr_tensor_spec_t *t = v->as.tensor;
+      hash_u64(x, (uint64_t)t->rank);
+      for (int32_t d = 0; d < t->rank; d++) {
+        hash_u64(x, (uint64_t)t->shape[d]);
+        hash_u64(x, (uint64_t)t->strides[d]);
+      }
+      hash_u64(x, (uint64_t)t->storage_offset);
+      hash_u64(x, (uint64_t)t->storage_size);
+      hash_u64(x, (uint64_t)t->dtype);
+      hash_u64(x, (uint64_t)t->init);
+      hash_string(x, t->data_file);
+      hash_u64(x, t->data_size);
+      if (t->data_size) hash_bytes(x, t->data, t->data_size);
+      break;
+    }
+  }
+}
+
+static void hash_args(hasher_t *x, const xr_arg_t *args, size_t n) {
+  hash_u64(x, n);
+  for (size_t i = 0; i < n; i++) {
+    hash_string(x, args[i].name);
+    hash_string(x, args[i].type);
+    hash_u64(x, args[i].defaulted);
+    hash_value(x, &args[i].value);
+  }
+}
+
+uint64_t xr_bundle_hash(const xr_bundle_t *b) {
+  hasher_t x = {0xcbf29ce484222325ull}; /* FNV-1a's 64-bit offset basis */
+  hash_u64(&x, b->op_count);
+  for (size_t i = 0; i < b->op_count; i++) {
+    const xr_op_t *op = &b->ops[i];
+    hash_string(&x, op->name);
+    hash_string(&x, op->alias);
+    hash_u64(&x, (uint64_t)op->count);
+    hash_args(&x, op->args, op->arg_count);
+    hash_args(&x, op->kwargs, op->kwarg_count);
+    hash_args(&x, op->hints, op->hint_count);
+    const xr_op_timing_t *t = op->timing;
+    hash_u64(&x, t != NULL);
+    if (!t) continue;
+    hash_double(&x, t->gpu_time_us);
+    hash_string(&x, t->device);
+    hash_string(&x, t->graph_capture);
+    hash_u64(&x, (uint64_t)t->graph_batch_size);
+    hash_u64(&x, t->kernel_count);
+    for (size_t k = 0; k < t->kernel_count; k++) {
+      hash_string(&x, t->kernels[k].name);
+      hash_double(&x, t->kernels[k].duration_us);
+      hash_u64(&x, (uint64_t)t->kernels[k].count);
+    }
+  }
+  return x.h;
+}

@@ -273,6 +273,14 @@ xr_data_form_t xr_bundle_data_form(const xr_bundle_t *bundle);
  * form a bundle can be shared in. Counts the tensors changed. */
 void xr_bundle_strip_data(xr_bundle_t *bundle, size_t *out_tensors);
 
+/* The identity of a bundle's ops: a 64-bit FNV-1a over their names, aliases, counts, arguments
+ * (names, schema types, values bit-exact, every NaN alike; tensors' geometry, dtype, init, data
+ * file name and embedded contents), hints and recorded timing, in bundle order, each field
+ * encoded little-endian with its length. The same on every machine, and for the same ops read
+ * from any format (xr_bundle_equal bundles hash alike, metadata aside); the metadata is left
+ * out. What a sharded replay's reports carry so that `replay merge` can tell bundles apart. */
+uint64_t xr_bundle_hash(const xr_bundle_t *bundle);
+
 #ifdef __cplusplus
 }
 #endif

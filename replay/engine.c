@@ -15,6 +15,7 @@
 
 #include "kernels/dtype.h"
 #include "replay/internal.h"
+#include "replay/shard.h"
 #include "replay/trace_ratio.h"
 
 void xr_replay_options_default(xr_replay_options_t *o) {
@@ -977,8 +978,8 @@ static void trace_ratios(engine_t *e) {
   }
 }
 
-/* FNV-1a over what every rank must agree on: the ops (names, counts, arguments) and the options
- * that decide which ops run and how often. */
+/* FNV-1a over what every rank must agree on: the ops (xr_bundle_hash), the shard and the
+ * options that decide which ops run and how often. */
 static uint64_t fingerprint_bytes(uint64_t h, const void *data, size_t n) {
   const unsigned char *b = data;
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
@@ -990,22 +991,10 @@ static uint64_t fingerprint_text(uint64_t h, const char *s) {
 }
 
 static uint64_t run_fingerprint(const xr_bundle_t *b, const xr_replay_options_t *o) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  h = fingerprint_bytes(h, &b->op_count, sizeof b->op_count);
-  for (size_t i = 0; i < b->op_count; i++) {
-    const xr_op_t *op = &b->ops[i];
-    h = fingerprint_text(h, op->name);
-    h = fingerprint_bytes(h, &op->count, sizeof op->count);
-    const xr_arg_t *lists[2] = {op->args, op->kwargs};
-    size_t counts[2] = {op->arg_count, op->kwarg_count};
-    for (int l = 0; l < 2; l++) {
-      for (size_t k = 0; k < counts[l]; k++) {
-        char text[512];
-        xr_value_describe(&lists[l][k].value, text, sizeof text);
-        h = fingerprint_text(fingerprint_text(h, lists[l][k].name), text);
-      }
-    }
-  }
+  uint64_t h = 0xcbf29ce484222325ull, ops = xr_bundle_hash(b);
+  h = fingerprint_bytes(h, &ops, sizeof ops);
+  const uint32_t shard[2] = {o->shard ? o->shard->index : 0, o->shard ? o->shard->count : 0};
+  h = fingerprint_bytes(h, shard, sizeof shard);
   const int ints[] = {o->warmup, o->stop,   o->iters, o->max_iters, o->min_samples,      o->launch,
                       o->cache,  o->rotate, o->check, o->choice,    o->scale_collectives};
   const double doubles[] = {o->min_time_ms, o->noise_percent, o->max_time_ms};
@@ -1068,7 +1057,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   for (size_t i = 0; i < bundle->op_count; i++) {
     const xr_op_t *op = &bundle->ops[i];
     summary->trace_total_us += xr_op_trace_total_us(op);
-    if (!xr_op_selected(o, op)) continue;
+    if (!xr_op_selected(o, i, op)) continue;
     if (o->op_limit >= 0 && selected >= (size_t)o->op_limit) continue;
     selected++;
   }
@@ -1079,7 +1068,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   size_t position = 0;
   for (size_t i = 0; i < bundle->op_count && position < selected && !stop; i++) {
     const xr_op_t *op = &bundle->ops[i];
-    if (!xr_op_selected(o, op)) continue;
+    if (!xr_op_selected(o, i, op)) continue;
     if (o->cancel && *o->cancel) break;
     op_work_t w = {0};
     xr_planned_op_init(bundle, i, &w.p);

@@ -2,6 +2,7 @@
 #ifndef XR_REPLAY_INTERNAL_H
 #define XR_REPLAY_INTERNAL_H
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 
 #include "replay/replay.h"
@@ -9,6 +10,11 @@
 
 /* A seed for tensor `tensor_index` of op `op_index`: independent of which ops are filtered. */
 uint64_t xr_seed_for(uint64_t seed, size_t op_index, size_t tensor_index);
+
+/* A report summary's replay_vs_trace (replay/report.c): `trace_device` (may be NULL), the
+ * statistics and whether the device is that model; NULL when no op has a ratio. */
+cJSON *xr_trace_ratio_json(const char *trace_device, const xr_trace_ratio_stats_t *stats,
+                           bool same_device);
 
 /* Default initialisation of a tensor's storage by its init (or dtype when unset). */
 const char *xr_fill_policy(const xr_tensor_spec_t *t, bool written);
@@ -52,8 +58,9 @@ xr_status_t xr_once_replay(const xr_once_t *once); /* the kept status, its sente
 xr_status_t xr_device_specs(const char *list, char *buf, size_t buf_size,
                             const char *specs[XR_REPLAY_MAX_DEVICES], size_t *out_count);
 
-/* Whether op `op` is among those a run attempts before --op-limit: --op-filter's substring. */
-bool xr_op_selected(const xr_replay_options_t *options, const xr_op_t *op);
+/* Whether op `op`, at position `index` of the bundle, is among those a run attempts before
+ * --op-limit: --op-filter's substring, and in the options' shard when there is one. */
+bool xr_op_selected(const xr_replay_options_t *options, size_t index, const xr_op_t *op);
 
 /* The op's recorded GPU time (all calls), 0 when the trace has none: what the summaries add. */
 double xr_op_trace_total_us(const xr_op_t *op);

@@ -8,6 +8,7 @@
 #include "base/host_memory.h"
 #include "kernels/dtype.h"
 #include "replay/internal.h"
+#include "replay/shard.h"
 
 xr_status_t xr_once_keep(xr_once_t *o, xr_status_t status) {
   o->done = true;
@@ -42,8 +43,9 @@ xr_status_t xr_device_specs(const char *list, char *buf, size_t buf_size,
   return XR_OK;
 }
 
-bool xr_op_selected(const xr_replay_options_t *o, const xr_op_t *op) {
-  return !o->op_filter || strstr(op->name, o->op_filter);
+bool xr_op_selected(const xr_replay_options_t *o, size_t index, const xr_op_t *op) {
+  return (!o->op_filter || strstr(op->name, o->op_filter)) &&
+         (!o->shard || xr_shard_contains(o->shard, index));
 }
 
 double xr_op_trace_total_us(const xr_op_t *op) {
@@ -267,7 +269,7 @@ xr_status_t xr_replay_plan(const xr_bundle_t *bundle, const xr_replay_options_t 
   for (size_t i = 0; i < bundle->op_count; i++) {
     const xr_op_t *op = &bundle->ops[i];
     plan->trace_total_us += xr_op_trace_total_us(op);
-    if (!xr_op_selected(o, op)) continue;
+    if (!xr_op_selected(o, i, op)) continue;
     if (o->op_limit >= 0 && plan->attempted >= (size_t)o->op_limit) continue;
     plan->attempted++;
   }
@@ -276,7 +278,7 @@ xr_status_t xr_replay_plan(const xr_bundle_t *bundle, const xr_replay_options_t 
   size_t position = 0;
   for (size_t i = 0; st == XR_OK && i < bundle->op_count && position < plan->attempted; i++) {
     const xr_op_t *op = &bundle->ops[i];
-    if (!xr_op_selected(o, op)) continue;
+    if (!xr_op_selected(o, i, op)) continue;
     xr_planned_op_t p;
     xr_planned_op_init(bundle, i, &p);
     for (size_t d = 0; d < device_count; d++) {

@@ -85,6 +85,9 @@ typedef struct xr_replay_options {
   xr_kernel_choice_t choice; /* BEST, or REFERENCE to replay the reference itself (cpu only) */
   const char *op_filter;     /* only ops whose name contains this substring */
   int64_t op_limit;          /* at most this many ops (after filtering); < 0: all */
+  /* Only the ops of one shard of the bundle (replay/shard.h, made with the same op_filter and
+   * op_limit); NULL: all. */
+  const struct xr_shard *shard;
   bool stop_on_error;        /* stop at the first failed op */
   uint64_t max_memory_bytes; /* an op whose tensors need more host (or device) memory than this
                                 is unsupported ("does not fit"); 0: what is available */

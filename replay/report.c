@@ -2,12 +2,15 @@
 #include "replay/report.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "replay/internal.h"
+#include "replay/shard.h"
 #include "replay/timing.h"
 
 struct xr_report {
@@ -152,12 +155,35 @@ static void add_figure(cJSON *o, const char *key, const xr_hal_figure_t *fig) {
   cJSON_AddStringToObject(f, "source", xr_hal_figure_source_name(fig->source));
 }
 
+/* A sharded run's "shard": which of how many, of how many ops, and this shard's positions. */
+static cJSON *shard_json(const xr_shard_t *s) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "index", s->index);
+  cJSON_AddNumberToObject(o, "count", s->count);
+  cJSON_AddNumberToObject(o, "selected", (double)s->selected);
+  cJSON_AddStringToObject(o, "weights", s->by_time ? "trace_ns" : "ops");
+  cJSON_AddNumberToObject(o, "load", (double)s->load);
+  cJSON_AddNumberToObject(o, "total", (double)s->total);
+  cJSON *ops = cJSON_AddArrayToObject(o, "ops");
+  for (size_t k = 0; k < s->op_count; k++)
+    cJSON_AddItemToArray(ops, cJSON_CreateNumber((double)s->ops[k]));
+  return o;
+}
+
 /* Everything before "ops": the bundle and its source, the device, its peaks, the options. */
 static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *source,
-                          const xr_replay_device_t *device, const xr_replay_options_t *o) {
+                          const xr_replay_summary_t *run, const xr_replay_device_t *device,
+                          const xr_replay_options_t *o) {
   cJSON *head = cJSON_CreateObject();
   cJSON_AddNumberToObject(head, "xreplay_report", XR_REPORT_VERSION);
   cJSON_AddStringToObject(head, "bundle", bundle_path);
+  cJSON_AddNumberToObject(head, "bundle_ops", (double)run->total);
+  if (o->shard) {
+    char hash[17];
+    snprintf(hash, sizeof hash, "%016" PRIx64, o->shard->bundle_hash);
+    cJSON_AddStringToObject(head, "bundle_hash", hash);
+    cJSON_AddItemToObject(head, "shard", shard_json(o->shard));
+  }
   if (source && (source->source_trace || source->device_name)) {
     cJSON *src = cJSON_AddObjectToObject(head, "source");
     if (source->source_trace) cJSON_AddStringToObject(src, "trace", source->source_trace);
@@ -203,6 +229,10 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
   cJSON_AddBoolToObject(opts, "check", o->check);
   cJSON_AddNumberToObject(opts, "ranks", o->comm ? xr_hal_comm_size(o->comm) : 1);
   if (o->scale_collectives) cJSON_AddBoolToObject(opts, "scale_collectives", true);
+  if (o->choice == XR_KERNEL_REFERENCE) cJSON_AddBoolToObject(opts, "reference", true);
+  if (o->op_filter) cJSON_AddStringToObject(opts, "op_filter", o->op_filter);
+  if (o->op_limit >= 0) cJSON_AddNumberToObject(opts, "op_limit", (double)o->op_limit);
+  if (o->init_overrides) cJSON_AddStringToObject(opts, "init", o->init_overrides);
   return head;
 }
 
@@ -228,7 +258,7 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
     return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
   }
   if (!path) {
-    r->doc = report_head(bundle_path, source, device, o);
+    r->doc = report_head(bundle_path, source, run, device, o);
     cJSON_AddArrayToObject(r->doc, "ops");
     cJSON_AddNullToObject(r->doc, "summary");
     *out_report = r;
@@ -242,7 +272,7 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
   }
   r->f = f;
   if (json) {
-    cJSON *head = report_head(bundle_path, source, device, o);
+    cJSON *head = report_head(bundle_path, source, run, device, o);
     char *text = cJSON_PrintUnformatted(head);
     cJSON_Delete(head);
     /* {<head fields>, "ops": [ */
@@ -306,14 +336,14 @@ xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
   return XR_OK;
 }
 
-/* The summary's replay_vs_trace: the engine's replay/trace ratios of the device and whether it
- * is the model the trace ran on; NULL when no op has a ratio. */
-static cJSON *trace_ratio_summary(const xr_report_t *r, const xr_replay_device_t *device) {
-  const xr_trace_ratio_stats_t *s = &device->replay_vs_trace;
+/* The summary's replay_vs_trace: the ratios' statistics and whether the device is the model the
+ * trace ran on; NULL when no op has a ratio. */
+cJSON *xr_trace_ratio_json(const char *trace_device, const xr_trace_ratio_stats_t *s,
+                           bool same_device) {
   if (s->count == 0) return NULL;
   cJSON *o = cJSON_CreateObject();
-  if (r->trace_device) cJSON_AddStringToObject(o, "trace_device", r->trace_device);
-  cJSON_AddBoolToObject(o, "same_device", device->same_device);
+  if (trace_device) cJSON_AddStringToObject(o, "trace_device", trace_device);
+  cJSON_AddBoolToObject(o, "same_device", same_device);
   cJSON_AddNumberToObject(o, "count", (double)s->count);
   add_number(o, "median", s->median);
   add_number(o, "geomean", s->geomean);
@@ -346,7 +376,7 @@ static cJSON *report_summary(const xr_report_t *r, const xr_replay_summary_t *s)
   cJSON_AddBoolToObject(o, "cancelled", s->cancelled);
   add_number(o, "trace_total_us", s->trace_total_us);
   add_number(o, "trace_covered_us", d->trace_covered_us);
-  cJSON *ratios = trace_ratio_summary(r, d);
+  cJSON *ratios = xr_trace_ratio_json(r->trace_device, &d->replay_vs_trace, d->same_device);
   if (ratios) cJSON_AddItemToObject(o, "replay_vs_trace", ratios);
   return o;
 }

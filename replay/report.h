@@ -37,6 +37,25 @@ xr_status_t xr_report_close(xr_report_t *report, const xr_replay_summary_t *summ
 xr_status_t xr_report_close_contents(xr_report_t *report, const xr_replay_summary_t *summary,
                                      const char *name, xr_report_contents_t **out_contents);
 
+/* ------------------------------------------------------------------------------------------ */
+/* merging the reports of a sharded run (replay --shard, `replay merge`)                       */
+
+/* The JSON reports of the shards of one run (replay/shard.h), read back, as one report: the
+ * header of shard 0's with "merged" (the partition, and each shard's file, HAL, device, driver,
+ * date and op count) in place of "shard", every op once in bundle order with its "shard", and a
+ * summary over all of them (counts from the ops' outcomes, replayed vs recorded recomputed).
+ * INVALID_ARGUMENT naming the file and the field when they are not the whole of one run: a
+ * report that is not a shard's (no "shard" or "bundle_hash"), shards of different bundles
+ * (bundle_hash, bundle_ops), partitions (shard.count, .selected, .weights, .total) or options,
+ * a shard given twice or missing, an op of a shard's missing from its report (a run that did
+ * not finish) or there twice or not its own, shards that overlap, and, unless
+ * `allow_mixed_devices`, shards run on different devices (device, driver). The caller deletes
+ * the document. */
+xr_status_t xr_report_merge(const xr_report_contents_t *const *reports, size_t count,
+                            bool allow_mixed_devices, cJSON **out_report);
+/* Writes a report document to `path` as a run writes one: one op a line. */
+xr_status_t xr_report_write(const char *path, const cJSON *report);
+
 /* The JSON object describing one result (also used for --json output). Caller deletes. */
 cJSON *xr_result_to_json(const xr_op_result_t *result);
 

@@ -185,6 +185,78 @@ static void read_trace_ratio(reader_t *r, const cJSON *summary, xr_report_trace_
   if (r->st != XR_OK) t->count = t->worst_count = 0;
 }
 
+/* A whole number of at least `lo` (below 2^53); an error naming `key` when absent or not one. */
+static int64_t whole_of(reader_t *r, const cJSON *o, const char *key, double lo) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!v) {
+    if (r->st == XR_OK)
+      r->st = xr_error(XR_INVALID_ARGUMENT, "%s: %s%s: missing", r->name, r->where, key);
+    return -1;
+  }
+  double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+  if (!(x >= lo && x < 9007199254740992.0) || x != floor(x)) {
+    char what[64];
+    snprintf(what, sizeof what, "a whole number of at least %.0f", lo);
+    bad(r, key, what);
+    return -1;
+  }
+  return (int64_t)x;
+}
+
+/* The bundle's identity and, for a sharded run, its shard. */
+static void read_shard(reader_t *r, const cJSON *j, xr_report_contents_t *c) {
+  c->bundle_ops = number_of(r, j, "bundle_ops", NAN);
+  if (r->st == XR_OK && !isnan(c->bundle_ops) &&
+      !(c->bundle_ops >= 0 && c->bundle_ops < 9007199254740992.0 &&
+        c->bundle_ops == floor(c->bundle_ops)))
+    bad(r, "bundle_ops", "a count of ops");
+  c->bundle_hash = text_of(r, j, "bundle_hash");
+  size_t hex = strspn(c->bundle_hash, "0123456789abcdef");
+  if (c->bundle_hash[0] && (hex != 16 || c->bundle_hash[16]))
+    bad(r, "bundle_hash", "16 hex digits");
+  c->shard.weights = "";
+  c->shard.load = c->shard.total = NAN;
+  const cJSON *s = object_of(r, j, "shard");
+  if (!s || r->st != XR_OK) return;
+  snprintf(r->where, sizeof r->where, "shard.");
+  int64_t count = whole_of(r, s, "count", 1), index = whole_of(r, s, "index", 0);
+  int64_t selected = whole_of(r, s, "selected", 0);
+  c->shard.weights = text_of(r, s, "weights");
+  c->shard.load = number_of(r, s, "load", NAN);
+  c->shard.total = number_of(r, s, "total", NAN);
+  const cJSON *ops = cJSON_GetObjectItemCaseSensitive(s, "ops");
+  if (r->st == XR_OK && index >= count)
+    r->st = xr_error(XR_INVALID_ARGUMENT, "%s: shard.index: %lld is not under shard.count (%lld)",
+                     r->name, (long long)index, (long long)count);
+  if (r->st == XR_OK && !cJSON_IsArray(ops)) bad(r, "ops", "an array of op positions");
+  size_t n = r->st == XR_OK ? (size_t)cJSON_GetArraySize(ops) : 0;
+  if (r->st == XR_OK && n > (size_t)selected)
+    r->st = xr_error(XR_INVALID_ARGUMENT, "%s: shard.ops: %zu ops, more than shard.selected (%lld)",
+                     r->name, n, (long long)selected);
+  if (r->st == XR_OK && !(c->shard.ops = malloc((n ? n : 1) * sizeof *c->shard.ops)))
+    r->st = xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory", r->name);
+  const cJSON *op, *list = r->st == XR_OK ? ops : NULL;
+  size_t k = 0;
+  cJSON_ArrayForEach(op, list) {
+    double x = cJSON_IsNumber(op) ? op->valuedouble : NAN;
+    bool position = x >= 0 && x < 9007199254740992.0 && x == floor(x) &&
+                    (isnan(c->bundle_ops) || x < c->bundle_ops);
+    if (!position || (k && (int64_t)x <= c->shard.ops[k - 1])) {
+      r->st = xr_error(
+          XR_INVALID_ARGUMENT, "%s: shard.ops[%zu]: not %s", r->name, k,
+          !position ? "an op position in the bundle" : "after the one before (they ascend)");
+      break;
+    }
+    c->shard.ops[k++] = (int64_t)x;
+  }
+  c->shard.op_count = k;
+  r->where[0] = '\0';
+  if (r->st != XR_OK) return;
+  c->shard.index = index;
+  c->shard.count = count;
+  c->shard.selected = selected;
+}
+
 static void read_head(reader_t *r, const cJSON *j, xr_report_contents_t *c) {
   double version = number_of(r, j, "xreplay_report", 0);
   c->version = version >= 0 && version < 1e6 ? (int)version : 0;
@@ -208,6 +280,7 @@ static void read_head(reader_t *r, const cJSON *j, xr_report_contents_t *c) {
   }
   r->where[0] = '\0';
   c->options = object_of(r, j, "options");
+  read_shard(r, j, c);
   const cJSON *s = object_of(r, j, "summary");
   c->finished = s != NULL;
   c->cancelled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "cancelled"));
@@ -293,6 +366,7 @@ void xr_report_contents_free(xr_report_contents_t *c) {
   if (!c) return;
   cJSON_Delete(c->json);
   free(c->ops);
+  free(c->shard.ops);
   free((char *)c->path);
   free(c);
 }

@@ -88,6 +88,18 @@ typedef struct xr_report_contents {
   size_t peak_count;
   xr_report_figure_t peaks[XR_REPORT_MAX_PEAKS];
   const cJSON *options;      /* the run's options object, NULL when absent */
+  double bundle_ops;         /* ops in the bundle; NAN when absent (older reports) */
+  const char *bundle_hash;   /* xr_bundle_hash of its ops, 16 hex digits; "" when absent */
+  /* A sharded run's (replay --shard): shard `index` of `count` (count 0: not sharded) of the
+   * `selected` ops its partition was made of, weighed by `weights` ("trace_ns" or "ops"; `load`
+   * of `total`), and this shard's ops (positions in the bundle, ascending). */
+  struct {
+    int64_t index, count, selected;
+    const char *weights;
+    double load, total;
+    size_t op_count;
+    int64_t *ops;
+  } shard;
   size_t op_count;
   xr_report_entry_t *ops;
   bool finished;             /* the run wrote its summary */

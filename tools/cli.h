@@ -20,6 +20,7 @@ int xr_cmd_devices(int argc, char **argv);   /* tools/cmd_devices.c */
 int xr_cmd_convert(int argc, char **argv);   /* tools/cmd_formats.c */
 int xr_cmd_inspect(int argc, char **argv);   /* tools/cmd_formats.c */
 int xr_cmd_validate(int argc, char **argv);  /* tools/cmd_formats.c */
+int xr_cmd_merge(int argc, char **argv);     /* tools/cmd_merge.c: shards' reports as one */
 
 /* A path from the command line. Under `bazel run` the working directory is the runfiles tree,
  * so a relative path is taken from BUILD_WORKING_DIRECTORY (where the user typed the command). */
@@ -42,5 +43,19 @@ bool xr_cli_parse_bytes(const char *s, uint64_t *out);
  * none). XR_EXIT_OK, or XR_EXIT_USAGE after printing the error naming the file, as `prog`. */
 int xr_cli_load_bundle(const char *prog, const char *path, const char *model_config,
                        xr_bundle_t **out_bundle);
+
+/* tools/cli_shard.c (the :cli_shard library), for `replay --shard`. */
+struct xr_replay_options;
+struct xr_shard;
+
+/* --shard=SPEC (K/N, auto or auto/N; replay/shard.h), the environment read for auto.
+ * XR_EXIT_OK, or XR_EXIT_USAGE after printing the error, as `prog`. */
+int xr_cli_shard_parse(const char *prog, const char *spec, uint32_t *out_index,
+                       uint32_t *out_count);
+/* Shard `index` of `count` of the ops `options` selects, announced on stdout (its ops and its
+ * share of the recorded time). XR_EXIT_OK, or XR_EXIT_USAGE after printing the error. */
+int xr_cli_shard_create(const char *prog, const xr_bundle_t *bundle,
+                        const struct xr_replay_options *options, uint32_t index, uint32_t count,
+                        struct xr_shard **out_shard);
 
 #endif

@@ -13,6 +13,7 @@
 #include "replay/replay.h"
 #include "replay/report.h"
 #include "replay/report_html.h"
+#include "replay/shard.h"
 #include "tools/cli.h"
 
 static const char usage[] =
@@ -45,6 +46,10 @@ static const char usage[] =
     "  --dump-outputs=DIR  write each op's outputs (first execution) as op<i>_<target>.npy\n"
     "  --op-filter=TEXT    only ops whose name contains TEXT\n"
     "  --op-limit=N        at most N ops\n"
+    "  --shard=K/N|auto|auto/N  only shard K (from 0) of N of those ops, balanced by recorded\n"
+    "                      GPU time; auto: K and N of a Slurm job array, auto/N: K from Slurm\n"
+    "                      or JOB_COMPLETION_INDEX (Kubernetes); `replay merge` joins the\n"
+    "                      shards' reports (docs/fleet.md)\n"
     "  --model-config=FILE a model's config.json for layer state the bundle lacks (the expert\n"
     "                      weights, top-k, ... of vllm::moe_forward); the bundle's own win\n"
     "  --max-memory=BYTES  an op needing more memory than this (K, M, G suffixes) is unsupported;\n"
@@ -387,7 +392,7 @@ int xr_cmd_replay(int argc, char **argv) {
   xr_replay_options_default(&o);
   o.calibrate = true;
   const char *path = NULL, *report_path = NULL, *html_path = NULL, *dump = NULL,
-             *model_config = NULL;
+             *model_config = NULL, *shard_spec = NULL;
   bool verbose = false;
   double collective_timeout_s = 300;
   char inits[4096] = "";
@@ -397,13 +402,28 @@ int xr_cmd_replay(int argc, char **argv) {
     long long n;
     uint64_t bytes;
     /* Accept "--flag value" as well as "--flag=value" for flags that take a value. */
-    static const char *const valued[] = {"--hal",      "--warmup",       "--iters",
-                                         "--min-time", "--seed",         "--cache",
-                                         "--rotate",   "--init",         "--report",
-                                         "--html",     "--dump-outputs", "--op-filter",
-                                         "--op-limit", "--max-memory",   "--model-config",
-                                         "--stop",     "--min-samples",  "--max-time",
-                                         "--launch",   "--flush-bytes",  "--collective-timeout",
+    static const char *const valued[] = {"--hal",
+                                         "--warmup",
+                                         "--iters",
+                                         "--min-time",
+                                         "--seed",
+                                         "--cache",
+                                         "--rotate",
+                                         "--init",
+                                         "--report",
+                                         "--html",
+                                         "--dump-outputs",
+                                         "--op-filter",
+                                         "--op-limit",
+                                         "--max-memory",
+                                         "--model-config",
+                                         "--stop",
+                                         "--min-samples",
+                                         "--max-time",
+                                         "--launch",
+                                         "--flush-bytes",
+                                         "--shard",
+                                         "--collective-timeout",
                                          NULL};
     for (const char *const *f = valued; *f && !v; f++)
       if (!strcmp(a, *f) && i + 1 < argc) v = argv[++i];
@@ -441,6 +461,8 @@ int xr_cmd_replay(int argc, char **argv) {
     else if (IS("--dump-outputs") && v) dump = v;
     else if (IS("--op-filter") && v) o.op_filter = v;
     else if (IS("--op-limit") && v && xr_cli_parse_int(v, 0, &n)) o.op_limit = n;
+    else if (IS("--shard") && v)
+      shard_spec = v;
     else if (!strcmp(a, "--stop-on-error")) o.stop_on_error = true;
     else if (IS("--collective-timeout") && v && parse_ms(v, &collective_timeout_s) &&
              collective_timeout_s > 0)
@@ -473,6 +495,10 @@ int xr_cmd_replay(int argc, char **argv) {
     fprintf(stderr, "%s\n", xr_last_error());
     return XR_EXIT_USAGE;
   }
+  uint32_t shard_index = 0, shard_count = 0;
+  if (shard_spec &&
+      xr_cli_shard_parse("replay", shard_spec, &shard_index, &shard_count) != XR_EXIT_OK)
+    return XR_EXIT_USAGE;
   if (inits[0]) o.init_overrides = inits;
   char pbuf[4096], rbuf[4096], dbuf[4096], hbuf[4096];
   if (html_path) html_path = xr_cli_path(html_path, hbuf, sizeof hbuf);
@@ -490,9 +516,17 @@ int xr_cmd_replay(int argc, char **argv) {
   xr_bundle_t *b;
   int loaded = xr_cli_load_bundle("replay", path, model_config, &b);
   if (loaded != XR_EXIT_OK) return loaded;
+  xr_shard_t *shard = NULL;
+  if (shard_spec &&
+      xr_cli_shard_create("replay", b, &o, shard_index, shard_count, &shard) != XR_EXIT_OK) {
+    xr_bundle_destroy(b);
+    return XR_EXIT_USAGE;
+  }
+  o.shard = shard;
   xr_hal_comm_t *comm = NULL;
   int joined = join_ranks(&o, collective_timeout_s, &comm);
   if (joined != XR_EXIT_OK) {
+    xr_shard_destroy(shard);
     xr_bundle_destroy(b);
     return joined;
   }
@@ -543,6 +577,7 @@ int xr_cmd_replay(int argc, char **argv) {
   for (size_t d = 0; d < ctx.device_count; d++) xr_report_close(ctx.pages[d], NULL);
   if (ctx.report_status != XR_OK) rc = XR_EXIT_USAGE;
   free(ctx.kept);
+  xr_shard_destroy(shard);
   xr_bundle_destroy(b);
   if (cancel_flag && ctx.report_status == XR_OK)
     fprintf(stderr, "replay: interrupted; every op that finished is reported\n");

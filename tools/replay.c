@@ -21,6 +21,8 @@ static const char usage[] =
     "       replay compare A.json B.json [--svg FILE]  two reports side by side\n"
     "       replay report A.json [B.json ...] -o PAGE.html  reports as one HTML page: roofline,\n"
     "                                     speed-ups, every op (`replay report --help`)\n"
+    "       replay merge R.0.json R.1.json ... -o R.json  the reports of a sharded run\n"
+    "                                     (--shard=K/N) as one (`replay merge --help`)\n"
     "       replay inspect BUNDLE [--json]  print the op table\n"
     "       replay validate BUNDLE          check a bundle and its .npy files\n"
     "       replay convert IN OUT [--to=json|msgpack|tracelens] [--embed-data|--strip-data]\n"
@@ -48,6 +50,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "devices") == 0) return xr_cmd_devices(argc - 1, argv + 1);
   if (strcmp(cmd, "compare") == 0) return xr_cmd_compare(argc - 1, argv + 1);
   if (strcmp(cmd, "report") == 0) return xr_cmd_report(argc - 1, argv + 1);
+  if (strcmp(cmd, "merge") == 0) return xr_cmd_merge(argc - 1, argv + 1);
   if (strcmp(cmd, "extract") == 0) return xr_cmd_extract(argc - 1, argv + 1);
   if (strcmp(cmd, "--help-run") == 0) {
     char *help[] = {"replay", "--help"};

@@ -10,6 +10,7 @@ Test(examples, msgpack_matches_its_json_source) {
             "examples/llm_small.msgpack is stale at %s: run replay convert llm_small.json "
             "llm_small.msgpack",
             where);
+  cr_assert_eq(xr_bundle_hash(json), xr_bundle_hash(mp), "the same ops from either format");
   /* A GEMM, a dense attention, a paged attention and an MoE op, at least. */
   const char *needed[] = {"aten::mm", "aten::_scaled_dot_product_flash_attention",
                           "_C::paged_attention_v1", "vllm::outplace_fused_experts"};

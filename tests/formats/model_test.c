@@ -1,10 +1,11 @@
 /* The op model on its own (//formats:model, no codec linked): ops built in C, their
  * descriptions, and tensor contents read through the bundle's reader. */
+#include "formats/model.h"
+
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "formats/model.h"
 
 Test(model, builders_make_the_op_a_trace_would_record) {
   xr_bundle_t *b;
@@ -122,4 +123,61 @@ Test(model, arena_strings_and_the_dtype_table) {
   }
   cr_assert(xr_dtype_is_fp8(XR_DTYPE_F8E5M2) && !xr_dtype_is_fp8(XR_DTYPE_BF16));
   cr_assert(xr_dtype_is_floating(XR_DTYPE_F8E5M2) && !xr_dtype_is_floating(XR_DTYPE_I8));
+}
+
+/* A small bundle of one GEMM, built the same way each time. */
+static xr_bundle_t *one_mm(double beta, int64_t rows) {
+  xr_bundle_t *b;
+  cr_assert_eq(xr_bundle_create(&b), XR_OK);
+  xr_op_t *op = xr_bundle_add_op(b, "aten::addmm");
+  cr_assert_not_null(
+      xr_op_add_tensor(b->arena, op, "mat1", XR_DTYPE_BF16, 2, (int64_t[]){rows, 64}, NULL));
+  cr_assert_not_null(
+      xr_op_add_tensor(b->arena, op, "mat2", XR_DTYPE_BF16, 2, (int64_t[]){64, 32}, NULL));
+  cr_assert_eq(xr_op_add_float(b->arena, op, "beta", beta), XR_OK);
+  return b;
+}
+
+Test(model, the_bundle_hash_is_fnv1a_over_the_ops) {
+  /* No ops: FNV-1a 64 of the op count, 8 zero bytes, worked out here. */
+  xr_bundle_t *empty;
+  cr_assert_eq(xr_bundle_create(&empty), XR_OK);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int i = 0; i < 8; i++) h = (h ^ 0) * 0x100000001b3ull;
+  cr_assert_eq(xr_bundle_hash(empty), h, "%016llx, not %016llx",
+               (unsigned long long)xr_bundle_hash(empty), (unsigned long long)h);
+  xr_bundle_destroy(empty);
+
+  xr_bundle_t *a = one_mm(1.0, 16), *same = one_mm(1.0, 16);
+  uint64_t ha = xr_bundle_hash(a);
+  cr_assert_eq(ha, xr_bundle_hash(same), "the same ops hash alike");
+  cr_assert_eq(ha, xr_bundle_hash(a), "twice alike");
+  /* Metadata is not part of it. */
+  a->meta.source_trace = xr_arena_strdup(a->arena, "trace.json.gz");
+  cr_assert_eq(xr_bundle_hash(a), ha);
+  /* Everything of an op is. */
+  xr_bundle_t *other_shape = one_mm(1.0, 17), *other_beta = one_mm(0.5, 16);
+  cr_assert_neq(xr_bundle_hash(other_shape), ha);
+  cr_assert_neq(xr_bundle_hash(other_beta), ha);
+  same->ops[0].count = 3;
+  cr_assert_neq(xr_bundle_hash(same), ha, "the count");
+  same->ops[0].count = 0;
+  cr_assert_eq(xr_bundle_hash(same), ha);
+  same->ops[0].args[0].value.as.tensor->dtype = XR_DTYPE_F16;
+  cr_assert_neq(xr_bundle_hash(same), ha, "the dtype");
+  same->ops[0].args[0].value.as.tensor->dtype = XR_DTYPE_BF16;
+  xr_op_timing_t timing = {.gpu_time_us = 12.5};
+  same->ops[0].timing = &timing;
+  uint64_t timed = xr_bundle_hash(same);
+  cr_assert_neq(timed, ha, "the recorded time weighs the op when sharding");
+  timing.gpu_time_us = 12.75;
+  cr_assert_neq(xr_bundle_hash(same), timed);
+  same->ops[0].timing = NULL;
+  /* Every NaN alike; -0.0 is not 0.0 (as xr_bundle_equal tells them apart). */
+  xr_bundle_t *nan1 = one_mm(NAN, 16), *nan2 = one_mm(-NAN, 16), *zero = one_mm(0.0, 16),
+              *minus_zero = one_mm(-0.0, 16);
+  cr_assert_eq(xr_bundle_hash(nan1), xr_bundle_hash(nan2));
+  cr_assert_neq(xr_bundle_hash(zero), xr_bundle_hash(minus_zero));
+  xr_bundle_t *list[] = {a, same, other_shape, other_beta, nan1, nan2, zero, minus_zero};
+  for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) xr_bundle_destroy(list[i]);
 }

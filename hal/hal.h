@@ -456,9 +456,10 @@ xr_status_t xr_hal_stream_dispatch(xr_hal_stream_t *stream, xr_hal_kernel_t *ker
 /* ---------------------------------------------------------------------------------------------
  * Communicators: the processes a launcher started together (mpirun, srun), and collectives
  * across them on device buffers. The transport is loaded at run time like any vendor library:
- * MPI (Open MPI's libmpi.so.40) for host-addressable devices (cpu). NCCL / RCCL for cuda / hip
- * are not implemented yet (UNIMPLEMENTED). Collectives run in stream order; every rank must
- * queue the same collectives in the same order.
+ * MPI (Open MPI's libmpi.so.40) for cpu buffers, and for opencl buffers through host copies
+ * (those collectives block the calling thread, in stream order). NCCL / RCCL for cuda / hip are
+ * not implemented yet (UNIMPLEMENTED). Every rank must queue the same collectives in the same
+ * order.
  * ------------------------------------------------------------------------------------------- */
 
 /* How this process was launched, from the environment: Open MPI's mpirun (OMPI_COMM_WORLD_RANK,

@@ -299,7 +299,7 @@ static xr_status_t supports_ranks(const xr_op_plan_t *plan, xr_hal_device_t *dev
   xr_hal_device_properties_t props;
   xr_status_t st = xr_hal_device_properties(device, &props);
   if (st != XR_OK) return st;
-  if (!props.host_addressable)
+  if (strcmp(props.driver, "cpu") && strcmp(props.driver, "opencl"))
     return xr_error(XR_UNIMPLEMENTED,
                     "collectives on %s buffers need NCCL / RCCL, which xreplay "
                     "does not drive yet",
@@ -354,6 +354,8 @@ typedef struct collective_state {
   const xr_op_plan_t *plan;
   xr_hal_comm_t *comm;
   xr_hal_collective_t *collective, *barrier;
+  xr_hal_buffer_t *send_buffer, *recv_buffer;
+  size_t send_offset, recv_offset; /* bytes */
   void *send, *recv; /* host addresses of the first element (alone and reference) */
   int64_t count, ranks, rank;
 } collective_state_t;
@@ -379,12 +381,15 @@ static xr_status_t bind(const xr_op_plan_t *plan, const xr_tensor_t *tensors,
   xr_status_t st = XR_OK;
   if (p->kind != XR_HAL_BARRIER) {
     size_t e = xr_dtype_size(p->dtype);
-    char *send, *recv;
-    st = xr_tensor_host(&tensors[p->send], (void **)&send);
-    if (st == XR_OK) st = xr_tensor_host(&tensors[p->recv], (void **)&recv);
-    if (st == XR_OK) {
-      s->send = send + tensors[p->send].offset * (int64_t)e;
-      s->recv = recv + tensors[p->recv].offset * (int64_t)e;
+    s->send_buffer = tensors[p->send].buffer;
+    s->recv_buffer = tensors[p->recv].buffer;
+    s->send_offset = (size_t)tensors[p->send].offset * e;
+    s->recv_offset = (size_t)tensors[p->recv].offset * e;
+    char *send, *recv; /* opencl buffers have none */
+    if (xr_tensor_host(&tensors[p->send], (void **)&send) == XR_OK &&
+        xr_tensor_host(&tensors[p->recv], (void **)&recv) == XR_OK) {
+      s->send = send + s->send_offset;
+      s->recv = recv + s->recv_offset;
     }
   }
   if (st != XR_OK) {
@@ -404,13 +409,10 @@ static xr_status_t mpi_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   if (st != XR_OK) return st;
   xr_hal_collective_params_t params = {
       .kind = p->kind, .dtype = p->dtype, .count = (size_t)s->count, .root = (int)p->root};
-  if (p->kind != XR_HAL_BARRIER) {
-    size_t e = xr_dtype_size(p->dtype);
-    params.send = tensors[p->send].buffer;
-    params.send_offset = (size_t)tensors[p->send].offset * e;
-    params.recv = tensors[p->recv].buffer;
-    params.recv_offset = (size_t)tensors[p->recv].offset * e;
-  }
+  params.send = s->send_buffer;
+  params.send_offset = s->send_offset;
+  params.recv = s->recv_buffer;
+  params.recv_offset = s->recv_offset;
   xr_hal_collective_params_t barrier = {.kind = XR_HAL_BARRIER};
   st = xr_hal_collective_create(s->comm, &params, &s->collective);
   if (st == XR_OK) st = xr_hal_collective_create(s->comm, &barrier, &s->barrier);
@@ -483,7 +485,14 @@ static xr_status_t host_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
 }
 
 static xr_status_t alone_enqueue(void *state, xr_hal_stream_t *stream) {
-  return xr_hal_stream_enqueue_host(stream, copy_alone, state);
+  collective_state_t *s = state;
+  const collective_problem_t *p = s->plan->problem;
+  if (s->send || p->kind == XR_HAL_BARRIER)
+    return xr_hal_stream_enqueue_host(stream, copy_alone, state);
+  bool in_place = s->send_buffer == s->recv_buffer && s->send_offset == s->recv_offset;
+  return in_place ? XR_OK
+                  : xr_hal_stream_copy(stream, s->recv_buffer, s->recv_offset, s->send_buffer,
+                                       s->send_offset, (size_t)s->count * xr_dtype_size(p->dtype));
 }
 
 static xr_status_t reference_enqueue(void *state, xr_hal_stream_t *stream) {
@@ -521,8 +530,29 @@ static const xr_kernel_impl_t ref_collective = {
     .release = release,
 };
 
-static const xr_kernel_impl_t *const collective_impls[] = {&cpu_mpi, &cpu_alone, &ref_collective,
-                                                           NULL};
+/* The same on opencl buffers: MPI through host copies of them (hal/comm/comm.c). */
+static const xr_kernel_impl_t opencl_mpi = {
+    .name = "opencl.mpi",
+    .driver = "opencl",
+    .supports = supports_mpi,
+    .prepare = mpi_prepare,
+    .enqueue = mpi_enqueue,
+    .enqueue_prologue = mpi_prologue,
+    .status = mpi_status,
+    .release = release,
+};
+
+static const xr_kernel_impl_t opencl_alone = {
+    .name = "opencl.collective_alone",
+    .driver = "opencl",
+    .supports = supports_alone,
+    .prepare = host_prepare,
+    .enqueue = alone_enqueue,
+    .release = release,
+};
+
+static const xr_kernel_impl_t *const collective_impls[] = {
+    &cpu_mpi, &cpu_alone, &opencl_mpi, &opencl_alone, &ref_collective, NULL};
 
 static const struct xr_op_initializer collective_initializers[] = {
     {"record_param_comms", initialize},

@@ -218,10 +218,10 @@ xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
   xr_hal_device_properties_t props;
   xr_status_t st = xr_hal_device_properties(device, &props);
   if (st != XR_OK) return st;
-  if (!props.host_addressable)
+  if (strcmp(props.driver, "cpu") && strcmp(props.driver, "opencl"))
     return xr_error(XR_UNIMPLEMENTED,
                     "%s: collectives on %s buffers need NCCL / RCCL, which xreplay does not "
-                    "drive yet; cpu devices use MPI",
+                    "drive yet; cpu and opencl devices use MPI",
                     device->spec, props.driver);
   xr_hal_launch_t launch;
   xr_hal_launch_detect(&launch);
@@ -359,8 +359,12 @@ static const char *kind_name(xr_hal_collective_kind_t kind) {
 struct xr_hal_collective {
   xr_hal_comm_t *comm;
   xr_hal_collective_params_t p;
-  void *send, *recv; /* host addresses */
+  void *send, *recv; /* host addresses: the buffers', or the staging copies' */
   bool in_place;
+  /* Buffers without host addresses (opencl) go through host copies of their bytes. */
+  bool staged;
+  void *staging;
+  size_t send_bytes, recv_bytes;
   xr_mpi_handle_t type, op; /* op: NULL for kinds that do not reduce */
   int count;                /* in `type` units */
   char what[96];            /* "allreduce of 1024 bf16" */
@@ -427,9 +431,22 @@ xr_status_t xr_hal_collective_create(xr_hal_comm_t *c, const xr_hal_collective_p
                       sides[k].elements * element);
         break;
       }
-      void *base;
-      st = xr_hal_buffer_host_pointer(sides[k].buffer, &base);
-      if (st == XR_OK) *sides[k].host = (char *)base + sides[k].offset;
+    }
+    h->send_bytes = send_elements * element;
+    h->recv_bytes = recv_elements * element;
+    void *send_base, *recv_base;
+    if (st == XR_OK && xr_hal_buffer_host_pointer(p->send, &send_base) == XR_OK &&
+        xr_hal_buffer_host_pointer(p->recv, &recv_base) == XR_OK) {
+      h->send = (char *)send_base + p->send_offset;
+      h->recv = (char *)recv_base + p->recv_offset;
+    } else if (st == XR_OK) {
+      bool in_place = p->send == p->recv && p->send_offset == p->recv_offset;
+      size_t bytes = h->send_bytes > h->recv_bytes ? h->send_bytes : h->recv_bytes;
+      h->staged = true;
+      h->staging = malloc(in_place ? bytes : h->send_bytes + h->recv_bytes + 1);
+      if (!h->staging) st = xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", h->what);
+      h->send = h->staging;
+      h->recv = in_place ? h->staging : (char *)h->staging + h->send_bytes;
     }
   }
   bool reduces = p->kind == XR_HAL_ALLREDUCE || p->kind == XR_HAL_REDUCE_SCATTER;
@@ -442,7 +459,7 @@ xr_status_t xr_hal_collective_create(xr_hal_comm_t *c, const xr_hal_collective_p
     st = xr_error(XR_UNIMPLEMENTED, "%s: more than 2^31-1 elements per rank in one MPI call",
                   h->what);
   if (st != XR_OK) {
-    free(h);
+    xr_hal_collective_destroy(h);
     return st;
   }
   h->count = (int)units;
@@ -452,6 +469,8 @@ xr_status_t xr_hal_collective_create(xr_hal_comm_t *c, const xr_hal_collective_p
 }
 
 void xr_hal_collective_destroy(xr_hal_collective_t *h) {
+  if (!h) return;
+  free(h->staging);
   free(h);
 }
 
@@ -497,7 +516,27 @@ static void run_collective(void *context) {
 xr_status_t xr_hal_stream_collective(xr_hal_stream_t *stream, xr_hal_collective_t *h) {
   if (!stream || !h)
     return xr_error(XR_INVALID_ARGUMENT, "xr_hal_stream_collective: NULL argument");
-  return xr_hal_stream_enqueue_host(stream, run_collective, h);
+  if (!h->staged) {
+    xr_status_t queued = xr_hal_stream_enqueue_host(stream, run_collective, h);
+    if (queued != XR_UNIMPLEMENTED) return queued;
+    /* A stream without host work (opencl) and nothing to stage (a barrier): here, in order. */
+    queued = xr_hal_stream_synchronize(stream);
+    if (queued == XR_OK) run_collective(h);
+    return queued;
+  }
+  /* Staged: in stream order, but on this thread — what came before, the bytes to send to the
+   * host (in place: the whole receive buffer), the collective, the result back. */
+  const xr_hal_collective_params_t *p = &h->p;
+  xr_status_t st = xr_hal_stream_synchronize(stream);
+  if (st == XR_OK && p->kind != XR_HAL_BARRIER)
+    st = xr_hal_buffer_read(
+        h->send, p->send, p->send_offset,
+        h->in_place && h->recv_bytes > h->send_bytes ? h->recv_bytes : h->send_bytes);
+  if (st != XR_OK) return st;
+  run_collective(h);
+  if (p->kind != XR_HAL_BARRIER && xr_hal_comm_status(h->comm) == XR_OK)
+    st = xr_hal_buffer_write(p->recv, p->recv_offset, h->recv, h->recv_bytes);
+  return st;
 }
 
 void xr_hal_comm_transports(char *report, size_t capacity) {
@@ -505,6 +544,6 @@ void xr_hal_comm_transports(char *report, size_t capacity) {
   report[0] = '\0';
   char mpi_report[XR_HAL_REASON_CAPACITY] = "";
   xr_dynload_probe(&mpi_library, mpi_report, sizeof mpi_report);
-  xr_dynload_report_append(report, capacity, "cpu: %s", mpi_report);
+  xr_dynload_report_append(report, capacity, "cpu, opencl: %s", mpi_report);
   xr_dynload_report_append(report, capacity, "cuda, hip: NCCL / RCCL not implemented yet");
 }

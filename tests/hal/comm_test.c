@@ -121,6 +121,6 @@ Test(comm, outside_a_launcher_there_is_no_communicator_and_the_reason_says_how_t
 Test(comm, the_transports_report_says_what_loads) {
   char report[1024];
   xr_hal_comm_transports(report, sizeof report);
-  cr_assert(strstr(report, "cpu: MPI: "), "%s", report);
+  cr_assert(strstr(report, "cpu, opencl: MPI: "), "%s", report);
   cr_assert(strstr(report, "NCCL / RCCL not implemented yet"), "%s", report);
 }

@@ -295,6 +295,27 @@ Test(collectives, a_rank_that_stops_answering_ends_the_job_within_the_timeout) {
 
 Test(collectives, replay_devices_says_which_transports_load) {
   cr_assert_eq(replay("devices"), 0, "%s", err_text);
-  cr_assert(strstr(out_text, "collectives: cpu: MPI: "), "%s", out_text);
+  cr_assert(strstr(out_text, "collectives: cpu, opencl: MPI: "), "%s", out_text);
   cr_assert(strstr(out_text, "NCCL / RCCL not implemented yet"), "%s", out_text);
+}
+
+Test(collectives, opencl_buffers_go_through_the_host_and_check_exactly_on_2_ranks) {
+  need_mpirun();
+  char bundle[512], command[2048];
+  snprintf(bundle, sizeof bundle, "%s/collectives_opencl.json", tmpdir());
+  write_bundle(bundle, 2, 1);
+  snprintf(command, sizeof command,
+           "mpirun --oversubscribe -np 2 tools/replay --hal=opencl --warmup=0 --iters=3 --check "
+           "%s",
+           bundle);
+  int code = run(command, NULL);
+  if (code == 3) cr_skip_test("no OpenCL device: %.300s", output);
+  cr_assert_eq(code, 0, "exit %d:\n%s", code, output);
+  cr_assert(strstr(output, "opencl.mpi"), "%s", output);
+  /* Every collective on opencl; aten::mm too, unless its dtype has no opencl kernel. */
+  cr_assert(strstr(output, "0 failed") && !strstr(output, "check failed"), "%s", output);
+  const char *summary = strstr(output, "summary [opencl]: 20 of 20 ops attempted: ");
+  cr_assert(summary, "%s", output);
+  cr_assert(atoi(summary + strlen("summary [opencl]: 20 of 20 ops attempted: ")) >= 19, "%s",
+            summary);
 }

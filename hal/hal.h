@@ -25,7 +25,8 @@
  *                      (NVML on cuda, AMD SMI on hip), tried before their usual names; "off"
  *                      disables them.
  *   XR_MPI_LIBRARY     Open MPI's libmpi tried before libmpi.so.40 (communicators); "off"
- *                      disables it. */
+ *                      disables it. XR_NCCL_LIBRARY, XR_RCCL_LIBRARY: the same for NCCL (cuda)
+ *                      and RCCL (hip). */
 #ifndef XR_HAL_HAL_H
 #define XR_HAL_HAL_H
 
@@ -457,9 +458,10 @@ xr_status_t xr_hal_stream_dispatch(xr_hal_stream_t *stream, xr_hal_kernel_t *ker
  * Communicators: the processes a launcher started together (mpirun, srun), and collectives
  * across them on device buffers. The transport is loaded at run time like any vendor library:
  * MPI (Open MPI's libmpi.so.40) for cpu buffers, and for opencl buffers through host copies
- * (those collectives block the calling thread, in stream order). NCCL / RCCL for cuda / hip are
- * not implemented yet (UNIMPLEMENTED). Every rank must queue the same collectives in the same
- * order.
+ * (those collectives block the calling thread, in stream order); NCCL (libnccl.so.2) for cuda
+ * and RCCL (librccl.so.1) for hip, on the device's streams, with MPI carrying their unique id
+ * (so the ranks still come from mpirun or srun). Every rank must queue the same collectives in
+ * the same order.
  * ------------------------------------------------------------------------------------------- */
 
 /* How this process was launched, from the environment: Open MPI's mpirun (OMPI_COMM_WORLD_RANK,
@@ -488,6 +490,9 @@ xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
                                xr_hal_comm_t **out_comm);
 /* Ends the transport (MPI_Finalize) once every queued collective is done. */
 void xr_hal_comm_destroy(xr_hal_comm_t *comm);
+/* Whether collectives on `device`'s buffers can run on this communicator (MPI: cpu and opencl;
+ * NCCL / RCCL: the driver it was made for). Thread-safe. */
+bool xr_hal_comm_serves(const xr_hal_comm_t *comm, xr_hal_device_t *device);
 int xr_hal_comm_rank(const xr_hal_comm_t *comm);
 int xr_hal_comm_size(const xr_hal_comm_t *comm);
 /* "MPI: libmpi.so.40 (Open MPI v4.1.4, ...)". */

@@ -299,11 +299,9 @@ static xr_status_t supports_ranks(const xr_op_plan_t *plan, xr_hal_device_t *dev
   xr_hal_device_properties_t props;
   xr_status_t st = xr_hal_device_properties(device, &props);
   if (st != XR_OK) return st;
-  if (strcmp(props.driver, "cpu") && strcmp(props.driver, "opencl"))
-    return xr_error(XR_UNIMPLEMENTED,
-                    "collectives on %s buffers need NCCL / RCCL, which xreplay "
-                    "does not drive yet",
-                    props.driver);
+  if (plan->comm && !xr_hal_comm_serves(plan->comm, device))
+    return xr_error(XR_UNIMPLEMENTED, "the ranks' communicator (%s) does not carry %s buffers",
+                    xr_hal_comm_transport(plan->comm), props.driver);
   int64_t n = ranks_of(plan), g = p->group > 0 ? p->group : n;
   if (g != n && !plan->scale_collectives) {
     if (!plan->comm)
@@ -551,8 +549,29 @@ static const xr_kernel_impl_t opencl_alone = {
     .release = release,
 };
 
+/* cuda and hip: NCCL / RCCL on the device's stream (hal/comm/nccl.c). */
+static const xr_kernel_impl_t gpu_nccl = {
+    .name = "gpu.nccl",
+    .driver = "gpu",
+    .supports = supports_mpi,
+    .prepare = mpi_prepare,
+    .enqueue = mpi_enqueue,
+    .enqueue_prologue = mpi_prologue,
+    .status = mpi_status,
+    .release = release,
+};
+
+static const xr_kernel_impl_t gpu_alone = {
+    .name = "gpu.collective_alone",
+    .driver = "gpu",
+    .supports = supports_alone,
+    .prepare = host_prepare,
+    .enqueue = alone_enqueue,
+    .release = release,
+};
+
 static const xr_kernel_impl_t *const collective_impls[] = {
-    &cpu_mpi, &cpu_alone, &opencl_mpi, &opencl_alone, &ref_collective, NULL};
+    &cpu_mpi, &cpu_alone, &opencl_mpi, &opencl_alone, &gpu_nccl, &gpu_alone, &ref_collective, NULL};
 
 static const struct xr_op_initializer collective_initializers[] = {
     {"record_param_comms", initialize},

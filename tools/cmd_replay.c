@@ -363,8 +363,9 @@ static void print_side_by_side(const run_ctx_t *c) {
 }
 
 /* Under mpirun or srun: joins the other ranks for the bundle's collectives (on the first device
- * of --hal, which chooses the transport). Started otherwise, or by torchrun on a device MPI
- * serves, the replay runs alone, and collectives of larger groups are unsupported. */
+ * of --hal, which chooses the transport: MPI for cpu and opencl, NCCL / RCCL for cuda and hip).
+ * Started otherwise (torchrun included), the replay runs alone, and collectives of larger
+ * groups are unsupported. */
 static int join_ranks(xr_replay_options_t *o, double timeout_s, xr_hal_comm_t **out_comm) {
   xr_hal_launch_t launch;
   xr_hal_launch_detect(&launch);
@@ -372,6 +373,15 @@ static int join_ranks(xr_replay_options_t *o, double timeout_s, xr_hal_comm_t **
   char spec[64];
   snprintf(spec, sizeof spec, "%s", o->device ? o->device : "auto");
   spec[strcspn(spec, ",")] = '\0';
+  /* A bare --hal=cuda or hip gives each rank of a node its own GPU: the local rank's. */
+  static char own[64];
+  xr_hal_driver_info_t info;
+  if ((!strcmp(spec, "cuda") || !strcmp(spec, "hip")) && !strchr(o->device, ',') &&
+      xr_hal_driver_info_by_name(spec, &info) == XR_OK && info.device_count > 0) {
+    snprintf(own, sizeof own, "%.8s:%d", spec, launch.local_rank % info.device_count);
+    o->device = own;
+    snprintf(spec, sizeof spec, "%s", own);
+  }
   xr_hal_device_t *device = NULL;
   xr_status_t st = xr_hal_device_create(spec, &device);
   if (st == XR_OK) st = xr_hal_comm_create(device, timeout_s * 1000, out_comm);

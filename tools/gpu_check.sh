@@ -9,7 +9,8 @@
 #   5. prints a table: target, result, cases passed / failed / skipped;
 #   6. replays examples/llm_small.msgpack with --launch=eager and --launch=graph and prints each
 #      op's median side by side (graph / eager ratio): graphs leave the host's launch cost out;
-#   7. measures copy bandwidth and event overhead with hal_bench.
+#   7. measures copy bandwidth and event overhead with hal_bench;
+#   8. replays examples/allreduce_tp2.json's all-reduces through NCCL / RCCL on one mpirun rank.
 # Budget: under 8 minutes on an H100/H200-class machine (a cold build is most of it).
 #
 # usage: tools/gpu_check.sh [cuda|hip]      (default cuda)
@@ -142,6 +143,21 @@ fi
 echo
 say "hal_bench: copy bandwidth (GB/s of payload, best of several) and event overhead"
 timeout 120 bazel-bin/tools/hal_bench --driver "$driver" --max-mib 256 || say "hal_bench failed"
+
+# ---- 8. a collective through NCCL / RCCL -----------------------------------------------------
+# One rank (mpirun -np 1): the all-reduces of examples/allreduce_tp2.json scaled to it, checked.
+echo
+if command -v mpirun >/dev/null; then
+  say "NCCL / RCCL: mpirun -np 1 replay --hal=$driver --check --scale-collectives"
+  if ! OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun -np 1 \
+       bazel-bin/tools/replay --hal="$driver" --check --scale-collectives --iters=10 \
+       examples/allreduce_tp2.json; then
+    say "the collective replay failed"
+    failures=$((failures + 1))
+  fi
+else
+  say "mpirun is not installed (openmpi-bin): no NCCL / RCCL check"
+fi
 
 say "done in $(elapsed) s (budget 480 s): $failures failing target(s)"
 ((failures == 0))

@@ -19,6 +19,7 @@
 
 #include "base/dynload.h"
 #include "hal/comm/mpi_symbols.h"
+#include "hal/comm/nccl.h"
 #include "hal/core/driver.h"
 #include "hal/hal.h"
 
@@ -123,6 +124,12 @@ struct xr_hal_comm {
   xr_status_t failure;
   char failure_text[XR_HAL_REASON_CAPACITY];
   char transport[XR_HAL_REASON_CAPACITY];
+  /* cuda and hip: NCCL / RCCL carries the collectives (MPI the unique id and the host's
+   * agreement), with a device of the comm's own and a 4-byte scratch buffer for barriers. */
+  char driver[16];
+  xr_nccl_t *nccl;
+  xr_hal_device_t *device;
+  xr_hal_buffer_t *scratch;
 };
 
 static bool comm_made; /* MPI starts once per process */
@@ -209,6 +216,24 @@ static void wait_request(xr_hal_comm_t *c, xr_mpi_handle_t *request, int started
   }
 }
 
+static xr_status_t broadcast_id(void *context, void *data, size_t bytes, int root) {
+  return xr_hal_comm_host_broadcast(context, data, bytes, root);
+}
+
+/* NCCL / RCCL on a device of the comm's own (the caller's may go), MPI carrying the id. */
+static xr_status_t join_nccl(xr_hal_comm_t *c, xr_hal_device_t *device) {
+  xr_status_t st = xr_hal_device_create(device->spec, &c->device);
+  if (st == XR_OK) st = xr_hal_buffer_alloc(c->device, 4, &c->scratch);
+  if (st == XR_OK)
+    st = xr_nccl_create(c->device, c->driver, c->rank, c->size, broadcast_id, c, &c->nccl);
+  if (st != XR_OK) return st;
+  char mpi_part[XR_HAL_REASON_CAPACITY];
+  snprintf(mpi_part, sizeof mpi_part, "%s", c->transport);
+  snprintf(c->transport, sizeof c->transport, "%.400s, ids over %.400s", xr_nccl_transport(c->nccl),
+           mpi_part);
+  return XR_OK;
+}
+
 xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
                                xr_hal_comm_t **out_comm) {
   if (!device || !out_comm || timeout_ms < 0)
@@ -218,11 +243,10 @@ xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
   xr_hal_device_properties_t props;
   xr_status_t st = xr_hal_device_properties(device, &props);
   if (st != XR_OK) return st;
-  if (strcmp(props.driver, "cpu") && strcmp(props.driver, "opencl"))
-    return xr_error(XR_UNIMPLEMENTED,
-                    "%s: collectives on %s buffers need NCCL / RCCL, which xreplay does not "
-                    "drive yet; cpu and opencl devices use MPI",
-                    device->spec, props.driver);
+  bool gpu = !strcmp(props.driver, "cuda") || !strcmp(props.driver, "hip");
+  if (!gpu && strcmp(props.driver, "cpu") && strcmp(props.driver, "opencl"))
+    return xr_error(XR_UNIMPLEMENTED, "%s: no collective transport for %s buffers", device->spec,
+                    props.driver);
   xr_hal_launch_t launch;
   xr_hal_launch_detect(&launch);
   if (!launch.mpi)
@@ -268,12 +292,20 @@ xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
   version[strcspn(version, ",\n")] = '\0'; /* "Open MPI v4.1.4" */
   snprintf(c->transport, sizeof c->transport, "MPI: %s (%s)", library.path,
            version[0] ? version : "version unknown");
+  snprintf(c->driver, sizeof c->driver, "%s", props.driver);
+  if (gpu && (st = join_nccl(c, device)) != XR_OK) {
+    xr_hal_comm_destroy(c);
+    return st;
+  }
   *out_comm = c;
   return XR_OK;
 }
 
 void xr_hal_comm_destroy(xr_hal_comm_t *c) {
   if (!c) return;
+  xr_nccl_destroy(c->nccl, c->failure != XR_OK);
+  xr_hal_buffer_free(c->scratch);
+  xr_hal_device_destroy(c->device);
   pthread_mutex_lock(&c->mutex);
   if (c->op_bf16_sum) mpi.MPI_Op_free(&c->op_bf16_sum);
   if (c->op_f16_sum) mpi.MPI_Op_free(&c->op_f16_sum);
@@ -297,10 +329,19 @@ const char *xr_hal_comm_transport(const xr_hal_comm_t *c) {
 xr_status_t xr_hal_comm_status(xr_hal_comm_t *c) {
   if (!c) return xr_error(XR_INVALID_ARGUMENT, "xr_hal_comm_status: NULL communicator");
   pthread_mutex_lock(&c->mutex);
+  if (c->failure == XR_OK && c->nccl && xr_nccl_status(c->nccl) != XR_OK)
+    comm_fail(c, XR_DEVICE_ERROR, "%s", xr_last_error());
   xr_status_t st = c->failure;
   if (st != XR_OK) xr_error(st, "%s", c->failure_text);
   pthread_mutex_unlock(&c->mutex);
   return st;
+}
+
+bool xr_hal_comm_serves(const xr_hal_comm_t *c, xr_hal_device_t *device) {
+  xr_hal_device_properties_t props;
+  if (!c || !device || xr_hal_device_properties(device, &props) != XR_OK) return false;
+  if (c->nccl) return !strcmp(props.driver, c->driver);
+  return !strcmp(props.driver, "cpu") || !strcmp(props.driver, "opencl");
 }
 
 xr_status_t xr_hal_comm_host_allgather(xr_hal_comm_t *c, const void *send, size_t bytes,
@@ -370,6 +411,22 @@ struct xr_hal_collective {
   char what[96];            /* "allreduce of 1024 bf16" */
 };
 
+/* NCCL's device pointers: the buffers' (a barrier: the comm's scratch). */
+static xr_status_t nccl_pointers(xr_hal_collective_t *h) {
+  const xr_hal_collective_params_t *p = &h->p;
+  bool barrier = p->kind == XR_HAL_BARRIER;
+  xr_hal_buffer_t *send = barrier ? h->comm->scratch : p->send;
+  xr_hal_buffer_t *recv = barrier ? h->comm->scratch : p->recv;
+  void *send_handle, *recv_handle;
+  size_t send_offset, recv_offset;
+  xr_status_t st = xr_hal_buffer_native(send, &send_handle, &send_offset);
+  if (st == XR_OK) st = xr_hal_buffer_native(recv, &recv_handle, &recv_offset);
+  if (st != XR_OK) return st;
+  h->send = (char *)send_handle + send_offset + (barrier ? 0 : p->send_offset);
+  h->recv = (char *)recv_handle + recv_offset + (barrier ? 0 : p->recv_offset);
+  return XR_OK;
+}
+
 /* The MPI type and sum of a reduced dtype; false when MPI cannot sum it. */
 static bool reduction(const xr_hal_comm_t *c, xr_dtype_t d, xr_mpi_handle_t *type,
                       xr_mpi_handle_t *op) {
@@ -435,8 +492,10 @@ xr_status_t xr_hal_collective_create(xr_hal_comm_t *c, const xr_hal_collective_p
     h->send_bytes = send_elements * element;
     h->recv_bytes = recv_elements * element;
     void *send_base, *recv_base;
-    if (st == XR_OK && xr_hal_buffer_host_pointer(p->send, &send_base) == XR_OK &&
-        xr_hal_buffer_host_pointer(p->recv, &recv_base) == XR_OK) {
+    if (st == XR_OK && c->nccl) {
+      st = nccl_pointers(h);
+    } else if (st == XR_OK && xr_hal_buffer_host_pointer(p->send, &send_base) == XR_OK &&
+               xr_hal_buffer_host_pointer(p->recv, &recv_base) == XR_OK) {
       h->send = (char *)send_base + p->send_offset;
       h->recv = (char *)recv_base + p->recv_offset;
     } else if (st == XR_OK) {
@@ -448,6 +507,18 @@ xr_status_t xr_hal_collective_create(xr_hal_comm_t *c, const xr_hal_collective_p
       h->send = h->staging;
       h->recv = in_place ? h->staging : (char *)h->staging + h->send_bytes;
     }
+  }
+  if (st == XR_OK && c->nccl && p->kind == XR_HAL_BARRIER) st = nccl_pointers(h);
+  if (c->nccl) {
+    if (st == XR_OK && !xr_nccl_supports(p->kind, p->dtype))
+      st = xr_error(XR_UNIMPLEMENTED, "%s: NCCL / RCCL cannot sum %s", h->what,
+                    xr_dtype_short_name(p->dtype));
+    if (st != XR_OK) {
+      xr_hal_collective_destroy(h);
+      return st;
+    }
+    *out = h;
+    return XR_OK;
   }
   bool reduces = p->kind == XR_HAL_ALLREDUCE || p->kind == XR_HAL_REDUCE_SCATTER;
   size_t units = p->count;
@@ -516,6 +587,13 @@ static void run_collective(void *context) {
 xr_status_t xr_hal_stream_collective(xr_hal_stream_t *stream, xr_hal_collective_t *h) {
   if (!stream || !h)
     return xr_error(XR_INVALID_ARGUMENT, "xr_hal_stream_collective: NULL argument");
+  if (h->comm->nccl) {
+    xr_status_t st = xr_hal_comm_status(h->comm);
+    if (st == XR_OK)
+      st = xr_nccl_collective(h->comm->nccl, stream, h->p.kind, h->p.dtype, h->p.count, h->send,
+                              h->recv, h->p.root);
+    return st;
+  }
   if (!h->staged) {
     xr_status_t queued = xr_hal_stream_enqueue_host(stream, run_collective, h);
     if (queued != XR_UNIMPLEMENTED) return queued;
@@ -545,5 +623,5 @@ void xr_hal_comm_transports(char *report, size_t capacity) {
   char mpi_report[XR_HAL_REASON_CAPACITY] = "";
   xr_dynload_probe(&mpi_library, mpi_report, sizeof mpi_report);
   xr_dynload_report_append(report, capacity, "cpu, opencl: %s", mpi_report);
-  xr_dynload_report_append(report, capacity, "cuda, hip: NCCL / RCCL not implemented yet");
+  xr_nccl_transports(report, capacity);
 }

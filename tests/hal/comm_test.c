@@ -122,5 +122,5 @@ Test(comm, the_transports_report_says_what_loads) {
   char report[1024];
   xr_hal_comm_transports(report, sizeof report);
   cr_assert(strstr(report, "cpu, opencl: MPI: "), "%s", report);
-  cr_assert(strstr(report, "NCCL / RCCL not implemented yet"), "%s", report);
+  cr_assert(strstr(report, "; cuda: NCCL: ") && strstr(report, "; hip: RCCL: "), "%s", report);
 }

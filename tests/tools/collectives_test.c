@@ -296,7 +296,8 @@ Test(collectives, a_rank_that_stops_answering_ends_the_job_within_the_timeout) {
 Test(collectives, replay_devices_says_which_transports_load) {
   cr_assert_eq(replay("devices"), 0, "%s", err_text);
   cr_assert(strstr(out_text, "collectives: cpu, opencl: MPI: "), "%s", out_text);
-  cr_assert(strstr(out_text, "NCCL / RCCL not implemented yet"), "%s", out_text);
+  cr_assert(strstr(out_text, "; cuda: NCCL: ") && strstr(out_text, "; hip: RCCL: "), "%s",
+            out_text);
 }
 
 Test(collectives, opencl_buffers_go_through_the_host_and_check_exactly_on_2_ranks) {

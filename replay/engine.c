@@ -502,8 +502,7 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
     st = run_batch(d, instances, rotate, t->n, batch, flush, graph, &runnable);
     t->wall_ms += wall_now_ms() - t0;
     /* More threads wanted the CPUs than there are: some waited, and a host-run device's
-     * samples show it. */
-    /* The ranks of a collective poll for each other: they are its own threads. */
+     * samples show it. The ranks of a collective poll for each other: those are its own. */
     int own = agree ? xr_hal_comm_size(agree) - 1 : 0;
     bool crowded = d->host_run && runnable > d->cpus + own;
     t->runnable_sum += runnable > 0 ? runnable : 0;
@@ -716,7 +715,7 @@ static bool every_rank_ready(xr_hal_comm_t *comm, bool ready, xr_op_result_t *r)
   } else if (missing >= 0) {
     r->outcome = XR_OP_FAILED;
     snprintf(r->message, sizeof r->message,
-             "rank %d cannot run this collective (its own output says why), so no rank runs it",
+             "rank %d cannot run this collective (its stderr says why), so no rank runs it",
              missing);
   }
   return st == XR_OK && missing < 0;
@@ -1002,7 +1001,14 @@ static uint64_t run_fingerprint(const xr_bundle_t *b, const xr_replay_options_t 
   h = fingerprint_bytes(h, doubles, sizeof doubles);
   h = fingerprint_bytes(h, &o->op_limit, sizeof o->op_limit);
   h = fingerprint_text(h, o->op_filter);
-  return fingerprint_text(h, o->device);
+  /* The drivers of --hal, not their ordinals: each rank may have a GPU of its own. */
+  for (const char *spec = o->device ? o->device : "auto"; *spec;) {
+    size_t len = strcspn(spec, ",");
+    h = fingerprint_bytes(h, spec, strcspn(spec, ":,"));
+    h = fingerprint_bytes(h, ",", 1);
+    spec += len + (spec[len] == ',');
+  }
+  return h;
 }
 
 /* Every rank must replay the same ops the same way, or the collectives would wait forever. */

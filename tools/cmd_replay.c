@@ -103,6 +103,7 @@ typedef struct kept {
 } kept_t;
 
 typedef struct run_ctx {
+  int rank; /* under a launcher; the others print only what fails in collectives */
   const xr_bundle_t *bundle;
   const char *path, *report_path, *html_path;
   const xr_replay_options_t *options;
@@ -258,6 +259,9 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
 
 static void on_result(void *context, const xr_op_result_t *r, size_t position, size_t count) {
   run_ctx_t *c = context;
+  if (c->rank > 0 && r->outcome != XR_OP_SUCCEEDED && !strcmp(r->family, "collective"))
+    fprintf(stderr, "replay: rank %d: op %zu %s %s: %s\n", c->rank, r->index, r->op->name,
+            xr_op_outcome_name(r->outcome), r->message); /* rank 0 says the others' cannot */
   if (c->kept) {
     kept_t *k = &c->kept[r->index * c->device_count + r->device_index];
     k->ran = true;
@@ -551,9 +555,15 @@ int xr_cmd_replay(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
-  run_ctx_t ctx = {.bundle = b, .path = path, .report_path = report_path, .html_path = html_path,
+  run_ctx_t ctx = {.rank = comm ? xr_hal_comm_rank(comm) : 0,
+                   .bundle = b,
+                   .path = path,
+                   .report_path = report_path,
+                   .html_path = html_path,
                    .options = &o,
-                   .verbose = verbose, .tty = isatty(2), .started_s = now_s()};
+                   .verbose = verbose,
+                   .tty = isatty(2),
+                   .started_s = now_s()};
   xr_replay_observer_t observer = {.started = on_started, .result = on_result, .context = &ctx};
   xr_replay_summary_t s;
   xr_status_t st = xr_replay_run(b, &o, &observer, &s);

@@ -294,12 +294,14 @@ static xr_status_t initialize(xr_init_context_t *c) {
 /* ------------------------------------------------------------------------------------------ */
 /* implementations                                                                             */
 
-static xr_status_t supports_ranks(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+/* Whether the problem fits the ranks at hand; `carried`: and the communicator reaches the
+ * device's buffers (the reference, which does not communicate, needs not). */
+static xr_status_t fits_ranks(const xr_op_plan_t *plan, xr_hal_device_t *device, bool carried) {
   const collective_problem_t *p = plan->problem;
   xr_hal_device_properties_t props;
   xr_status_t st = xr_hal_device_properties(device, &props);
   if (st != XR_OK) return st;
-  if (plan->comm && !xr_hal_comm_serves(plan->comm, device))
+  if (carried && plan->comm && !xr_hal_comm_serves(plan->comm, device))
     return xr_error(XR_UNIMPLEMENTED, "the ranks' communicator (%s) does not carry %s buffers",
                     xr_hal_comm_transport(plan->comm), props.driver);
   int64_t n = ranks_of(plan), g = p->group > 0 ? p->group : n;
@@ -334,17 +336,21 @@ static xr_status_t supports_ranks(const xr_op_plan_t *plan, xr_hal_device_t *dev
   return XR_OK;
 }
 
+static xr_status_t supports_reference(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  return fits_ranks(plan, device, false);
+}
+
 static xr_status_t supports_mpi(const xr_op_plan_t *plan, xr_hal_device_t *device) {
-  xr_status_t st = supports_ranks(plan, device);
+  xr_status_t st = fits_ranks(plan, device, true);
   if (st == XR_OK && !plan->comm)
     return xr_error(XR_UNIMPLEMENTED, "a group of one, run alone (no launcher)");
   return st;
 }
 
 static xr_status_t supports_alone(const xr_op_plan_t *plan, xr_hal_device_t *device) {
-  xr_status_t st = supports_ranks(plan, device);
+  xr_status_t st = fits_ranks(plan, device, true);
   if (st == XR_OK && plan->comm)
-    return xr_error(XR_UNIMPLEMENTED, "ranks are at hand: MPI runs it");
+    return xr_error(XR_UNIMPLEMENTED, "ranks are at hand: their communicator runs it");
   return st;
 }
 
@@ -522,7 +528,7 @@ static const xr_kernel_impl_t ref_collective = {
     .name = "ref.collective",
     .driver = "cpu",
     .reference = true,
-    .supports = supports_ranks,
+    .supports = supports_reference,
     .prepare = host_prepare,
     .enqueue = reference_enqueue,
     .release = release,

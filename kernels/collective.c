@@ -503,25 +503,27 @@ static xr_status_t reference_enqueue(void *state, xr_hal_stream_t *stream) {
   return xr_hal_stream_enqueue_host(stream, compute, state);
 }
 
-static const xr_kernel_impl_t cpu_mpi = {
-    .name = "cpu.mpi",
-    .driver = "cpu",
-    .supports = supports_mpi,
-    .prepare = mpi_prepare,
-    .enqueue = mpi_enqueue,
-    .enqueue_prologue = mpi_prologue,
-    .status = mpi_status,
-    .release = release,
-};
+/* The two implementations of each driver: across the ranks (the communicator's transport —
+ * MPI on cpu, MPI through host copies on opencl, NCCL / RCCL on cuda and hip: hal/comm/), and
+ * alone, a group of one. */
+#define ACROSS_RANKS(impl_name, driver_name)                                                   \
+  {                                                                                            \
+    .name = impl_name, .driver = driver_name, .supports = supports_mpi, .prepare = mpi_prepare, \
+    .enqueue = mpi_enqueue, .enqueue_prologue = mpi_prologue, .status = mpi_status,            \
+    .release = release,                                                                        \
+  }
+#define ALONE(impl_name, driver_name)                                                          \
+  {                                                                                            \
+    .name = impl_name, .driver = driver_name, .supports = supports_alone,                      \
+    .prepare = host_prepare, .enqueue = alone_enqueue, .release = release,                     \
+  }
 
-static const xr_kernel_impl_t cpu_alone = {
-    .name = "cpu.collective_alone",
-    .driver = "cpu",
-    .supports = supports_alone,
-    .prepare = host_prepare,
-    .enqueue = alone_enqueue,
-    .release = release,
-};
+static const xr_kernel_impl_t cpu_mpi = ACROSS_RANKS("cpu.mpi", "cpu");
+static const xr_kernel_impl_t cpu_alone = ALONE("cpu.collective_alone", "cpu");
+static const xr_kernel_impl_t opencl_mpi = ACROSS_RANKS("opencl.mpi", "opencl");
+static const xr_kernel_impl_t opencl_alone = ALONE("opencl.collective_alone", "opencl");
+static const xr_kernel_impl_t gpu_nccl = ACROSS_RANKS("gpu.nccl", "gpu");
+static const xr_kernel_impl_t gpu_alone = ALONE("gpu.collective_alone", "gpu");
 
 /* Every rank's result from the integers each sends: no communication. */
 static const xr_kernel_impl_t ref_collective = {
@@ -531,48 +533,6 @@ static const xr_kernel_impl_t ref_collective = {
     .supports = supports_reference,
     .prepare = host_prepare,
     .enqueue = reference_enqueue,
-    .release = release,
-};
-
-/* The same on opencl buffers: MPI through host copies of them (hal/comm/comm.c). */
-static const xr_kernel_impl_t opencl_mpi = {
-    .name = "opencl.mpi",
-    .driver = "opencl",
-    .supports = supports_mpi,
-    .prepare = mpi_prepare,
-    .enqueue = mpi_enqueue,
-    .enqueue_prologue = mpi_prologue,
-    .status = mpi_status,
-    .release = release,
-};
-
-static const xr_kernel_impl_t opencl_alone = {
-    .name = "opencl.collective_alone",
-    .driver = "opencl",
-    .supports = supports_alone,
-    .prepare = host_prepare,
-    .enqueue = alone_enqueue,
-    .release = release,
-};
-
-/* cuda and hip: NCCL / RCCL on the device's stream (hal/comm/nccl.c). */
-static const xr_kernel_impl_t gpu_nccl = {
-    .name = "gpu.nccl",
-    .driver = "gpu",
-    .supports = supports_mpi,
-    .prepare = mpi_prepare,
-    .enqueue = mpi_enqueue,
-    .enqueue_prologue = mpi_prologue,
-    .status = mpi_status,
-    .release = release,
-};
-
-static const xr_kernel_impl_t gpu_alone = {
-    .name = "gpu.collective_alone",
-    .driver = "gpu",
-    .supports = supports_alone,
-    .prepare = host_prepare,
-    .enqueue = alone_enqueue,
     .release = release,
 };
 

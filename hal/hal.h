@@ -523,6 +523,11 @@ typedef struct xr_hal_collective_params {
   int root; /* broadcast */
 } xr_hal_collective_params_t;
 
+/* What the send and receive buffers of `kind` hold, in elements, for `count` on `ranks` ranks
+ * (the counting above). Thread-safe. */
+void xr_hal_collective_elements(xr_hal_collective_kind_t kind, size_t count, int ranks,
+                                size_t *out_send, size_t *out_recv);
+
 typedef struct xr_hal_collective xr_hal_collective_t;
 
 /* Checks and binds a collective once (sums of bf16, fp16 and 8-bit floats get a reduction of

@@ -319,17 +319,14 @@ static xr_status_t fits_ranks(const xr_op_plan_t *plan, xr_hal_device_t *device,
                     (long long)g, (long long)n);
   }
   if (p->kind == XR_HAL_BARRIER) return XR_OK;
-  int64_t count = count_on(p, n);
-  int64_t send_need = count, recv_need = count;
-  if (p->kind == XR_HAL_ALLGATHER) recv_need *= n;
-  if (p->kind == XR_HAL_REDUCE_SCATTER) send_need *= n;
-  if (p->kind == XR_HAL_ALLTOALL) send_need *= n, recv_need *= n;
-  if (send_need > p->send_elements || recv_need > p->recv_elements)
+  size_t send_need, recv_need;
+  xr_hal_collective_elements(p->kind, (size_t)count_on(p, n), (int)n, &send_need, &recv_need);
+  if (send_need > (size_t)p->send_elements || recv_need > (size_t)p->recv_elements)
     return xr_error(XR_UNIMPLEMENTED,
-                    "on %lld ranks it needs %lld elements to send and %lld to "
+                    "on %lld ranks it needs %zu elements to send and %zu to "
                     "receive; the recorded tensors hold %lld and %lld",
-                    (long long)n, (long long)send_need, (long long)recv_need,
-                    (long long)p->send_elements, (long long)p->recv_elements);
+                    (long long)n, send_need, recv_need, (long long)p->send_elements,
+                    (long long)p->recv_elements);
   if (p->kind == XR_HAL_BROADCAST && p->root >= n)
     return xr_error(XR_UNIMPLEMENTED, "root %lld is not one of the %lld ranks", (long long)p->root,
                     (long long)n);
@@ -450,9 +447,11 @@ static void compute(void *context) {
   const collective_problem_t *p = s->plan->problem;
   if (p->kind == XR_HAL_BARRIER) return;
   xr_dtype_t d = p->dtype;
-  int64_t n = s->ranks, c = s->count,
-          total = p->kind == XR_HAL_ALLGATHER || p->kind == XR_HAL_ALLTOALL ? n * c : c;
-  for (int64_t i = 0; i < total; i++) {
+  int64_t c = s->count;
+  size_t sent_elements, total;
+  xr_hal_collective_elements(p->kind, (size_t)c, (int)s->ranks, &sent_elements, &total);
+  int64_t n = s->ranks;
+  for (int64_t i = 0; i < (int64_t)total; i++) {
     double v = 0;
     switch (p->kind) {
       case XR_HAL_ALLREDUCE:

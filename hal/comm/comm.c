@@ -271,6 +271,16 @@ xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
   if (!initialized) {
     result = mpi.MPI_Init_thread(NULL, NULL, XR_MPI_THREAD_SERIALIZED, &provided);
     c->initialized_here = result == XR_MPI_SUCCESS;
+    /* Stream workers call MPI too (one at a time, under the mutex). */
+    if (result == XR_MPI_SUCCESS && provided < XR_MPI_THREAD_SERIALIZED) {
+      comm_made = true;
+      st = xr_error(XR_UNAVAILABLE,
+                    "MPI (%s) gives thread level %d; xreplay needs "
+                    "MPI_THREAD_SERIALIZED (%d)",
+                    library.path, provided, XR_MPI_THREAD_SERIALIZED);
+      xr_hal_comm_destroy(c);
+      return st;
+    }
   }
   if (result == XR_MPI_SUCCESS)
     result = mpi.MPI_Comm_set_errhandler(mpi.comm_world, mpi.errors_return);
@@ -411,6 +421,15 @@ struct xr_hal_collective {
   char what[96];            /* "allreduce of 1024 bf16" */
 };
 
+void xr_hal_collective_elements(xr_hal_collective_kind_t kind, size_t count, int ranks,
+                                size_t *out_send, size_t *out_recv) {
+  size_t n = ranks > 0 ? (size_t)ranks : 1;
+  bool gathers = kind == XR_HAL_ALLGATHER || kind == XR_HAL_ALLTOALL;
+  bool scatters = kind == XR_HAL_REDUCE_SCATTER || kind == XR_HAL_ALLTOALL;
+  *out_send = kind == XR_HAL_BARRIER ? 0 : scatters ? count * n : count;
+  *out_recv = kind == XR_HAL_BARRIER ? 0 : gathers ? count * n : count;
+}
+
 /* NCCL's device pointers: the buffers' (a barrier: the comm's scratch). */
 static xr_status_t nccl_pointers(xr_hal_collective_t *h) {
   const xr_hal_collective_params_t *p = &h->p;
@@ -457,11 +476,8 @@ xr_status_t xr_hal_collective_create(xr_hal_comm_t *c, const xr_hal_collective_p
   if (p->kind == XR_HAL_BROADCAST && (p->root < 0 || p->root >= c->size))
     return xr_error(XR_INVALID_ARGUMENT, "broadcast: root %d is not one of the %d ranks", p->root,
                     c->size);
-  /* Elements each side holds. */
-  size_t n = (size_t)c->size, send_elements = p->count, recv_elements = p->count;
-  if (p->kind == XR_HAL_ALLGATHER) recv_elements *= n;
-  if (p->kind == XR_HAL_REDUCE_SCATTER) send_elements *= n;
-  if (p->kind == XR_HAL_ALLTOALL) send_elements *= n, recv_elements *= n;
+  size_t send_elements, recv_elements;
+  xr_hal_collective_elements(p->kind, p->count, c->size, &send_elements, &recv_elements);
   xr_hal_collective_t *h = calloc(1, sizeof *h);
   if (!h) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for a collective");
   h->comm = c;
@@ -473,10 +489,9 @@ xr_status_t xr_hal_collective_create(xr_hal_comm_t *c, const xr_hal_collective_p
     const struct {
       xr_hal_buffer_t *buffer;
       size_t offset, elements;
-      void **host;
       const char *side;
-    } sides[2] = {{p->send, p->send_offset, send_elements, &h->send, "send"},
-                  {p->recv, p->recv_offset, recv_elements, &h->recv, "receive"}};
+    } sides[2] = {{p->send, p->send_offset, send_elements, "send"},
+                  {p->recv, p->recv_offset, recv_elements, "receive"}};
     for (int k = 0; k < 2 && st == XR_OK; k++) {
       size_t size = xr_hal_buffer_size(sides[k].buffer);
       if (sides[k].offset > size || (size - sides[k].offset) / element < sides[k].elements) {

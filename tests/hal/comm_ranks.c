@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hal/hal.h"
+#include "kernels/dtype.h"
 
 static xr_hal_device_t *device;
 static xr_hal_stream_t *stream;
@@ -25,49 +26,6 @@ static double sent(int r, size_t i, xr_dtype_t d) {
   if (d == XR_DTYPE_BOOL) return (i + (size_t)r) % 3 == 0;
   double v = (double)((i * 7 + (size_t)r * 3) % 10);
   return xr_dtype_class(d) == XR_DTYPE_CLASS_UNSIGNED ? v : v - 4;
-}
-
-static void store(void *base, size_t i, xr_dtype_t d, double v) {
-  switch (d) {
-    case XR_DTYPE_F32: ((float *)base)[i] = (float)v; break;
-    case XR_DTYPE_F64: ((double *)base)[i] = v; break;
-    case XR_DTYPE_F16: ((_Float16 *)base)[i] = (_Float16)v; break;
-    case XR_DTYPE_BF16: {
-      float f = (float)v; /* small integers: exact in bf16 */
-      uint32_t bits;
-      memcpy(&bits, &f, sizeof bits);
-      ((uint16_t *)base)[i] = (uint16_t)(bits >> 16);
-      break;
-    }
-    case XR_DTYPE_I8: ((int8_t *)base)[i] = (int8_t)v; break;
-    case XR_DTYPE_I16: ((int16_t *)base)[i] = (int16_t)v; break;
-    case XR_DTYPE_I32: ((int32_t *)base)[i] = (int32_t)v; break;
-    case XR_DTYPE_I64: ((int64_t *)base)[i] = (int64_t)v; break;
-    case XR_DTYPE_U8: ((uint8_t *)base)[i] = (uint8_t)v; break;
-    case XR_DTYPE_BOOL: ((uint8_t *)base)[i] = v != 0; break;
-    default: break;
-  }
-}
-
-static double load(const void *base, size_t i, xr_dtype_t d) {
-  switch (d) {
-    case XR_DTYPE_F32: return ((const float *)base)[i];
-    case XR_DTYPE_F64: return ((const double *)base)[i];
-    case XR_DTYPE_F16: return (double)((const _Float16 *)base)[i];
-    case XR_DTYPE_BF16: {
-      uint32_t bits = (uint32_t)((const uint16_t *)base)[i] << 16;
-      float f;
-      memcpy(&f, &bits, sizeof f);
-      return f;
-    }
-    case XR_DTYPE_I8: return ((const int8_t *)base)[i];
-    case XR_DTYPE_I16: return ((const int16_t *)base)[i];
-    case XR_DTYPE_I32: return ((const int32_t *)base)[i];
-    case XR_DTYPE_I64: return (double)((const int64_t *)base)[i];
-    case XR_DTYPE_U8: return ((const uint8_t *)base)[i];
-    case XR_DTYPE_BOOL: return ((const uint8_t *)base)[i];
-    default: return NAN;
-  }
 }
 
 /* The element `i` of the result on this rank. */
@@ -107,10 +65,11 @@ static void check(xr_hal_collective_kind_t kind, xr_dtype_t d, size_t count, boo
   xr_hal_buffer_host_pointer(send, &s);
   xr_hal_buffer_host_pointer(recv, &r);
   memset(r, 0x7f, bytes);
-  for (size_t i = 0; i < send_n; i++) store(s, i, d, sent(rank, i, d));
+  for (size_t i = 0; i < send_n; i++) xr_store_element(s, d, (int64_t)i, sent(rank, i, d));
   if (in_place) memcpy(r, s, bytes);
   if (in_place && kind == XR_HAL_ALLGATHER) /* the contribution sits in this rank's slot */
-    for (size_t i = 0; i < count; i++) store(r, (size_t)rank * count + i, d, sent(rank, i, d));
+    for (size_t i = 0; i < count; i++)
+      xr_store_element(r, d, (int64_t)(rank * count + i), sent(rank, i, d));
   xr_hal_collective_params_t p = {.kind = kind,
                                   .dtype = d,
                                   .count = count,
@@ -129,7 +88,7 @@ static void check(xr_hal_collective_kind_t kind, xr_dtype_t d, size_t count, boo
     failures++;
   } else {
     for (size_t i = 0; i < recv_n; i++) {
-      double want = expected(kind, count, i, d, root), got = load(r, i, d);
+      double want = expected(kind, count, i, d, root), got = xr_load_element(r, d, (int64_t)i);
       if (got != want) {
         printf("rank %d: %s %s%s: element %zu is %g, expected %g\n", rank, what,
                xr_dtype_short_name(d), in_place ? " in place" : "", i, got, want);

@@ -51,6 +51,8 @@ xr_status_t xr_plan_error(const xr_op_plan_t *plan, const char *fmt, ...)
 /* Fills a contiguous return descriptor. */
 void xr_desc_set(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int64_t *shape);
 int64_t xr_desc_numel(const xr_tensor_desc_t *d);
+/* Row-major strides of a contiguous shape. */
+void xr_contiguous_strides(int rank, const int64_t *shape, int64_t *out_strides);
 int64_t xr_spec_numel(const xr_tensor_spec_t *t); /* validated specs only: no overflow */
 
 /* A tensor's host address on host-addressable devices (cpu): the storage start; element

@@ -145,8 +145,6 @@ static inline void xr_rows_ref_store(const xr_rows_ref_t *s, int k, int64_t r, i
  * i.e. broadcast, as weights over rows and mean/rstd over a row). */
 void xr_rows_set_operand(xr_rows_problem_t *p, int k, int index, xr_dtype_t dtype,
                          const int64_t *outer_strides, const int64_t *inner_strides);
-/* Row-major strides of a contiguous shape. */
-void xr_contiguous_strides(int rank, const int64_t *shape, int64_t *out_strides);
 /* Flops and bytes of one execution of a simplified problem. */
 void xr_rows_costs(const xr_rows_problem_t *p, double *out_flops, double *out_bytes);
 

@@ -6,6 +6,6 @@
 #include "kernels/kernels.h"
 #include "tests/kernels/conv_cases.h"
 
-Test(conv, reference_runs_every_case, .timeout = 300) {
-  conv_cases("cpu", "ref.");
+Test(conv, cpu_matches_reference, .timeout = 300) {
+  conv_cases("cpu", "cpu.");
 }

@@ -636,6 +636,7 @@ static const xr_kernel_impl_t ref_conv = {
 };
 
 static const xr_kernel_impl_t *const conv_impls[] = {
+    &xr_cpu_conv_onednn_impl,
     &xr_cpu_conv_impl,
     &ref_conv,
     NULL,

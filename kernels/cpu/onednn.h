@@ -1,6 +1,7 @@
 /* oneDNN (libdnnl.so.2, the 2.x C API of dnnl.h) loaded at run time: libdnnl links libOpenCL,
  * so it is opened with dlopen, never linked. Every symbol the GEMM family uses is listed once
- * below, in the list style of base/dynload.h.
+ * below, in the list style of base/dynload.h; the convolution family's (OPTIONAL, so that a
+ * oneDNN without them still serves the GEMMs) with them.
  *
  * Environment: XR_ONEDNN_LIBRARY is tried before libdnnl.so.2 / libdnnl.so; "off" disables
  * oneDNN (the blocked kernel then runs everything, which is how its tests reach it). */
@@ -20,49 +21,62 @@
 #include "formats/model.h"
 #include "hal/hal.h"
 
-#define XR_DNNL_SYMBOLS(X)                                                     \
-  X(REQUIRED, dnnl_status_t, dnnl_engine_create, (dnnl_engine_t *, dnnl_engine_kind_t, size_t))    \
-  X(REQUIRED, dnnl_status_t, dnnl_stream_create, (dnnl_stream_t *, dnnl_engine_t, unsigned))       \
-  X(REQUIRED, dnnl_status_t, dnnl_stream_wait, (dnnl_stream_t))                                    \
-  X(REQUIRED, dnnl_status_t, dnnl_stream_destroy, (dnnl_stream_t))                                 \
-  X(REQUIRED, dnnl_status_t, dnnl_memory_desc_init_by_strides,                                     \
-           (dnnl_memory_desc_t *, int, const dnnl_dims_t, dnnl_data_type_t, const dnnl_dims_t)) \
-  X(REQUIRED, dnnl_status_t, dnnl_matmul_desc_init,                                                \
-           (dnnl_matmul_desc_t *, const dnnl_memory_desc_t *, const dnnl_memory_desc_t *,       \
-            const dnnl_memory_desc_t *, const dnnl_memory_desc_t *))                            \
-  X(REQUIRED, dnnl_status_t, dnnl_primitive_attr_create, (dnnl_primitive_attr_t *))                \
-  X(REQUIRED, dnnl_status_t, dnnl_primitive_attr_destroy, (dnnl_primitive_attr_t))                 \
-  X(REQUIRED, dnnl_status_t, dnnl_primitive_attr_set_output_scales,                                \
-           (dnnl_primitive_attr_t, dnnl_dim_t, int, const float *))                             \
-  X(REQUIRED, dnnl_status_t, dnnl_primitive_attr_set_scratchpad_mode,                              \
-           (dnnl_primitive_attr_t, dnnl_scratchpad_mode_t))                                     \
-  X(REQUIRED, dnnl_status_t, dnnl_primitive_attr_set_post_ops,                                     \
-           (dnnl_primitive_attr_t, const_dnnl_post_ops_t))                                      \
-  X(REQUIRED, dnnl_status_t, dnnl_post_ops_create, (dnnl_post_ops_t *))                            \
-  X(REQUIRED, dnnl_status_t, dnnl_post_ops_destroy, (dnnl_post_ops_t))                             \
-  X(REQUIRED, dnnl_status_t, dnnl_post_ops_append_sum, (dnnl_post_ops_t, float))                   \
-  X(REQUIRED, dnnl_status_t, dnnl_primitive_desc_create,                                           \
-           (dnnl_primitive_desc_t *, const_dnnl_op_desc_t, const_dnnl_primitive_attr_t,         \
-            dnnl_engine_t, const_dnnl_primitive_desc_t))                                        \
-  X(REQUIRED, dnnl_status_t, dnnl_primitive_desc_query,                                            \
-           (const_dnnl_primitive_desc_t, dnnl_query_t, int, void *))                            \
-  X(REQUIRED, dnnl_status_t, dnnl_primitive_desc_destroy, (dnnl_primitive_desc_t))                 \
-  X(REQUIRED, dnnl_status_t, dnnl_primitive_create, (dnnl_primitive_t *, const_dnnl_primitive_desc_t)) \
-  X(REQUIRED, dnnl_status_t, dnnl_primitive_execute,                                               \
-           (const_dnnl_primitive_t, dnnl_stream_t, int, const dnnl_exec_arg_t *))               \
-  X(REQUIRED, dnnl_status_t, dnnl_primitive_destroy, (dnnl_primitive_t))                           \
-  X(REQUIRED, dnnl_status_t, dnnl_memory_create,                                                   \
-           (dnnl_memory_t *, const dnnl_memory_desc_t *, dnnl_engine_t, void *))                \
-  X(REQUIRED, dnnl_status_t, dnnl_memory_destroy, (dnnl_memory_t))                                 \
-  X(REQUIRED, dnnl_status_t, dnnl_memory_desc_init_by_tag,                                         \
-           (dnnl_memory_desc_t *, int, const dnnl_dims_t, dnnl_data_type_t, dnnl_format_tag_t)) \
-  X(REQUIRED, const dnnl_memory_desc_t *, dnnl_primitive_desc_query_md,                            \
-           (const_dnnl_primitive_desc_t, dnnl_query_t, int))                                    \
-  X(REQUIRED, size_t, dnnl_memory_desc_get_size, (const dnnl_memory_desc_t *))                     \
-  X(REQUIRED, dnnl_status_t, dnnl_reorder_primitive_desc_create,                                   \
-           (dnnl_primitive_desc_t *, const dnnl_memory_desc_t *, dnnl_engine_t,                 \
-            const dnnl_memory_desc_t *, dnnl_engine_t, const_dnnl_primitive_attr_t))            \
-  X(OPTIONAL, const char *, dnnl_status2str, (dnnl_status_t))                                      \
+#define XR_DNNL_SYMBOLS(X)                                                                       \
+  X(REQUIRED, dnnl_status_t, dnnl_engine_create, (dnnl_engine_t *, dnnl_engine_kind_t, size_t))  \
+  X(REQUIRED, dnnl_status_t, dnnl_stream_create, (dnnl_stream_t *, dnnl_engine_t, unsigned))     \
+  X(REQUIRED, dnnl_status_t, dnnl_stream_wait, (dnnl_stream_t))                                  \
+  X(REQUIRED, dnnl_status_t, dnnl_stream_destroy, (dnnl_stream_t))                               \
+  X(REQUIRED, dnnl_status_t, dnnl_memory_desc_init_by_strides,                                   \
+    (dnnl_memory_desc_t *, int, const dnnl_dims_t, dnnl_data_type_t, const dnnl_dims_t))         \
+  X(REQUIRED, dnnl_status_t, dnnl_matmul_desc_init,                                              \
+    (dnnl_matmul_desc_t *, const dnnl_memory_desc_t *, const dnnl_memory_desc_t *,               \
+     const dnnl_memory_desc_t *, const dnnl_memory_desc_t *))                                    \
+  X(REQUIRED, dnnl_status_t, dnnl_primitive_attr_create, (dnnl_primitive_attr_t *))              \
+  X(REQUIRED, dnnl_status_t, dnnl_primitive_attr_destroy, (dnnl_primitive_attr_t))               \
+  X(REQUIRED, dnnl_status_t, dnnl_primitive_attr_set_output_scales,                              \
+    (dnnl_primitive_attr_t, dnnl_dim_t, int, const float *))                                     \
+  X(REQUIRED, dnnl_status_t, dnnl_primitive_attr_set_scratchpad_mode,                            \
+    (dnnl_primitive_attr_t, dnnl_scratchpad_mode_t))                                             \
+  X(REQUIRED, dnnl_status_t, dnnl_primitive_attr_set_post_ops,                                   \
+    (dnnl_primitive_attr_t, const_dnnl_post_ops_t))                                              \
+  X(REQUIRED, dnnl_status_t, dnnl_post_ops_create, (dnnl_post_ops_t *))                          \
+  X(REQUIRED, dnnl_status_t, dnnl_post_ops_destroy, (dnnl_post_ops_t))                           \
+  X(REQUIRED, dnnl_status_t, dnnl_post_ops_append_sum, (dnnl_post_ops_t, float))                 \
+  X(REQUIRED, dnnl_status_t, dnnl_primitive_desc_create,                                         \
+    (dnnl_primitive_desc_t *, const_dnnl_op_desc_t, const_dnnl_primitive_attr_t, dnnl_engine_t,  \
+     const_dnnl_primitive_desc_t))                                                               \
+  X(REQUIRED, dnnl_status_t, dnnl_primitive_desc_query,                                          \
+    (const_dnnl_primitive_desc_t, dnnl_query_t, int, void *))                                    \
+  X(REQUIRED, dnnl_status_t, dnnl_primitive_desc_destroy, (dnnl_primitive_desc_t))               \
+  X(REQUIRED, dnnl_status_t, dnnl_primitive_create,                                              \
+    (dnnl_primitive_t *, const_dnnl_primitive_desc_t))                                           \
+  X(REQUIRED, dnnl_status_t, dnnl_primitive_execute,                                             \
+    (const_dnnl_primitive_t, dnnl_stream_t, int, const dnnl_exec_arg_t *))                       \
+  X(REQUIRED, dnnl_status_t, dnnl_primitive_destroy, (dnnl_primitive_t))                         \
+  X(REQUIRED, dnnl_status_t, dnnl_memory_create,                                                 \
+    (dnnl_memory_t *, const dnnl_memory_desc_t *, dnnl_engine_t, void *))                        \
+  X(REQUIRED, dnnl_status_t, dnnl_memory_destroy, (dnnl_memory_t))                               \
+  X(REQUIRED, dnnl_status_t, dnnl_memory_desc_init_by_tag,                                       \
+    (dnnl_memory_desc_t *, int, const dnnl_dims_t, dnnl_data_type_t, dnnl_format_tag_t))         \
+  X(REQUIRED, const dnnl_memory_desc_t *, dnnl_primitive_desc_query_md,                          \
+    (const_dnnl_primitive_desc_t, dnnl_query_t, int))                                            \
+  X(REQUIRED, size_t, dnnl_memory_desc_get_size, (const dnnl_memory_desc_t *))                   \
+  X(REQUIRED, dnnl_status_t, dnnl_reorder_primitive_desc_create,                                 \
+    (dnnl_primitive_desc_t *, const dnnl_memory_desc_t *, dnnl_engine_t,                         \
+     const dnnl_memory_desc_t *, dnnl_engine_t, const_dnnl_primitive_attr_t))                    \
+  X(OPTIONAL, dnnl_status_t, dnnl_dilated_convolution_forward_desc_init,                         \
+    (dnnl_convolution_desc_t *, dnnl_prop_kind_t, dnnl_alg_kind_t, const dnnl_memory_desc_t *,   \
+     const dnnl_memory_desc_t *, const dnnl_memory_desc_t *, const dnnl_memory_desc_t *,         \
+     const dnnl_dims_t, const dnnl_dims_t, const dnnl_dims_t, const dnnl_dims_t))                \
+  X(OPTIONAL, dnnl_status_t, dnnl_dilated_convolution_backward_weights_desc_init,                \
+    (dnnl_convolution_desc_t *, dnnl_alg_kind_t, const dnnl_memory_desc_t *,                     \
+     const dnnl_memory_desc_t *, const dnnl_memory_desc_t *, const dnnl_memory_desc_t *,         \
+     const dnnl_dims_t, const dnnl_dims_t, const dnnl_dims_t, const dnnl_dims_t))                \
+  X(OPTIONAL, dnnl_status_t, dnnl_dilated_deconvolution_forward_desc_init,                       \
+    (dnnl_deconvolution_desc_t *, dnnl_prop_kind_t, dnnl_alg_kind_t, const dnnl_memory_desc_t *, \
+     const dnnl_memory_desc_t *, const dnnl_memory_desc_t *, const dnnl_memory_desc_t *,         \
+     const dnnl_dims_t, const dnnl_dims_t, const dnnl_dims_t, const dnnl_dims_t))                \
+  X(OPTIONAL, const char *, dnnl_status2str, (dnnl_status_t))                                    \
   X(OPTIONAL, const dnnl_version_t *, dnnl_version, (void))
 
 typedef struct xr_dnnl {

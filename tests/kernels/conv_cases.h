@@ -42,7 +42,7 @@ static inline int64_t conv_out_size(const conv_case_t *c, int d) {
   if (c->transposed) return (c->in[d] - 1) * s - 2 * c->pad + span + c->output_padding + 1;
   if (c->padding && !strcmp(c->padding, "same")) return c->in[d];
   int64_t pad = c->padding ? 0 : c->pad;
-  return (c->in[d] + 2 * pad - span - 1) / s + 1;
+  return s > 0 ? (c->in[d] + 2 * pad - span - 1) / s + 1 : 1; /* stride 0: a malformed case */
 }
 
 /* A list argument of `spatial` entries, the second (2-D) `second` when non-zero. */

@@ -1,0 +1,514 @@
+/* cpu.onednn_conv: the convolution steps (kernels/conv.h) on oneDNN's primitives — FORWARD on
+ * the convolution forward primitive (bias fused), BACKWARD_DATA on the deconvolution forward
+ * primitive (oneDNN's deconvolution is the data gradient of its convolution, and takes the bias
+ * a transposed convolution adds), BACKWARD_WEIGHT on the convolution backward-weights primitive,
+ * which also sums the bias gradient when that sums the same tensor (a plain convolution's
+ * grad_output); any other BIAS_GRAD is a per-channel sum of ours. Every operand is described
+ * with its own strides (NCHW, channels-last, views), so nothing is copied: oneDNN picks its
+ * kernel for the layout the trace recorded, as PyTorch's oneDNN path does without reorders.
+ *
+ * Not here (supports() says which, and cpu.conv runs them): dtypes or layouts for which this
+ * oneDNN has no kernel but its reference one (fp16 on most x86 CPUs in oneDNN 2.6, f64),
+ * zero strides, padding oneDNN cannot express. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/conv.h"
+#include "kernels/cpu/onednn.h"
+
+#ifdef XR_HAVE_DNNL_H
+
+static dnnl_data_type_t dnnl_dtype(xr_dtype_t d) {
+  switch (d) {
+    case XR_DTYPE_F32: return dnnl_f32;
+    case XR_DTYPE_BF16: return dnnl_bf16;
+    case XR_DTYPE_F16: return dnnl_f16;
+    default: return dnnl_data_type_undef;
+  }
+}
+
+/* A size-1 dim gets the extent of the dims inside it as its stride (a broadcast batch's 0, an
+ * unbatched input's, would otherwise read as an unsupported layout); other zero strides are
+ * unsupported. */
+static xr_status_t memory_desc(const xr_dnnl_t *d, int nd, dnnl_dims_t dims, dnnl_dims_t strides,
+                               xr_dtype_t dtype, dnnl_memory_desc_t *out) {
+  for (int i = nd - 1; i >= 0; i--) {
+    if (dims[i] == 1) {
+      dnnl_dim_t extent = 1;
+      for (int j = i + 1; j < nd; j++)
+        if (strides[j] * dims[j] > extent) extent = strides[j] * dims[j];
+      strides[i] = extent;
+    } else if (strides[i] <= 0) {
+      return xr_error(XR_UNIMPLEMENTED, "an operand has a zero or negative stride");
+    }
+  }
+  if (dnnl_dtype(dtype) == dnnl_data_type_undef)
+    return xr_error(XR_UNIMPLEMENTED, "%s is not a oneDNN dtype", xr_dtype_name(dtype));
+  dnnl_status_t st = d->dnnl_memory_desc_init_by_strides(out, nd, dims, dnnl_dtype(dtype), strides);
+  if (st != dnnl_success)
+    return xr_error(XR_UNIMPLEMENTED, "dnnl_memory_desc_init_by_strides: %s",
+                    xr_dnnl_status_name(d, st));
+  return XR_OK;
+}
+
+/* An activation [n, c, spatial...] of the traced rank. */
+static xr_status_t activation_desc(const xr_dnnl_t *d, const xr_conv_problem_t *p,
+                                   const xr_conv_operand_t *o, dnnl_memory_desc_t *out) {
+  dnnl_dims_t dims = {o->shape[0], o->shape[1]}, strides = {o->strides[0], o->strides[1]};
+  for (int k = 0; k < p->spatial; k++) {
+    dims[2 + k] = o->shape[5 - p->spatial + k];
+    strides[2 + k] = o->strides[5 - p->spatial + k];
+  }
+  return memory_desc(d, p->spatial + 2, dims, strides, o->dtype, out);
+}
+
+/* The weights as oneDNN's convolution wants them ([g,] oc/g, ic/g, k...), or, `deconv`, as its
+ * deconvolution wants them for the same tensor: the roles of oc and ic exchanged. */
+static xr_status_t weights_desc(const xr_dnnl_t *d, const xr_conv_problem_t *p,
+                                const xr_conv_operand_t *o, bool deconv, dnnl_memory_desc_t *out) {
+  int64_t cg_out = p->c_out / p->groups;
+  dnnl_dims_t dims, strides;
+  int nd = 0;
+  if (p->groups > 1) dims[nd] = p->groups, strides[nd++] = cg_out * o->strides[0];
+  if (deconv) {
+    dims[nd] = o->shape[1], strides[nd++] = o->strides[1];
+    dims[nd] = cg_out, strides[nd++] = o->strides[0];
+  } else {
+    dims[nd] = p->groups > 1 ? cg_out : o->shape[0], strides[nd++] = o->strides[0];
+    dims[nd] = o->shape[1], strides[nd++] = o->strides[1];
+  }
+  for (int k = 0; k < p->spatial; k++) {
+    dims[nd] = o->shape[5 - p->spatial + k];
+    strides[nd++] = o->strides[5 - p->spatial + k];
+  }
+  return memory_desc(d, nd, dims, strides, o->dtype, out);
+}
+
+static xr_status_t vector_desc(const xr_dnnl_t *d, const xr_conv_operand_t *o,
+                               dnnl_memory_desc_t *out) {
+  dnnl_dims_t dims = {o->shape[0]}, strides = {o->strides[0]};
+  return memory_desc(d, 1, dims, strides, o->dtype, out);
+}
+
+/* Strides, dilations (oneDNN counts the gaps: dilation - 1) and pads of the traced spatial
+ * dims. oneDNN derives the output size as (in - span + pad_l + pad_r) / stride + 1, so the right
+ * pad is the smallest non-negative one that gives the geometry's output size. */
+static void geometry(const xr_conv_problem_t *p, dnnl_dims_t strides, dnnl_dims_t dilates,
+                     dnnl_dims_t pad_l, dnnl_dims_t pad_r) {
+  for (int k = 0; k < p->spatial; k++) {
+    int c = 3 - p->spatial + k;
+    int64_t span = (p->kernel[c] - 1) * p->dilation[c] + 1;
+    int64_t right = (p->out[c] - 1) * p->stride[c] + span - p->in[c] - p->pad[c];
+    if (right < 0) right = right + p->stride[c] - 1 >= 0 ? 0 : right + p->stride[c] - 1;
+    strides[k] = p->stride[c];
+    dilates[k] = p->dilation[c] - 1;
+    pad_l[k] = p->pad[c];
+    pad_r[k] = right;
+  }
+}
+
+/* A primitive with its arguments and its own scratchpad. */
+typedef struct dnnl_call {
+  dnnl_primitive_t primitive;
+  dnnl_memory_t memory[5];
+  dnnl_exec_arg_t args[5];
+  int arg_count;
+  void *scratchpad;
+} dnnl_call_t;
+
+typedef struct onednn_step {
+  const xr_conv_step_t *step;
+  /* A staged step's reorders: the read weights in before the step (`in`), its result out
+   * after it (`out`); then conv; no conv primitive: our per-channel sum (a BIAS_GRAD step). */
+  dnnl_call_t in[2], conv, out;
+  void *staging[4];
+  void *y_base, *bias_base; /* the per-channel sum's operands */
+  int64_t y_offset, bias_offset;
+} onednn_step_t;
+
+typedef struct onednn_state {
+  const xr_dnnl_t *d;
+  dnnl_stream_t stream;
+  int count;
+  onednn_step_t step[3];
+} onednn_state_t;
+
+/* The bias-gradient step after BACKWARD_WEIGHT step i that sums that step's y, or NULL. */
+static const xr_conv_step_t *fusable_bias(const xr_conv_problem_t *p, int i) {
+  const xr_conv_step_t *s = &p->steps[i];
+  if (s->pass != XR_CONV_BACKWARD_WEIGHT || i + 1 >= p->step_count) return NULL;
+  const xr_conv_step_t *next = &p->steps[i + 1];
+  if (next->pass != XR_CONV_BIAS_GRAD || next->y.index != s->y.index) return NULL;
+  return next;
+}
+
+/* The argument a step writes: the weights' gradient, else the destination. */
+static int written_arg(const xr_conv_step_t *s) {
+  return s->pass == XR_CONV_BACKWARD_WEIGHT ? 1 : 3;
+}
+
+/* The memory descriptors of step i's arguments on the traced layouts, in `args` order: (src,
+ * weights, bias?, dst) for FORWARD and BACKWARD_DATA, (src, diff_weights, diff_bias?, diff_dst)
+ * for BACKWARD_WEIGHT; operands[k] the operand of each (NULL: no bias). */
+static xr_status_t describe(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i,
+                            dnnl_memory_desc_t mds[4], const xr_conv_operand_t *operands[4]) {
+  const xr_conv_problem_t *p = plan->problem;
+  const xr_conv_step_t *s = &p->steps[i];
+  if (!d->dnnl_dilated_convolution_forward_desc_init ||
+      !d->dnnl_dilated_convolution_backward_weights_desc_init ||
+      !d->dnnl_dilated_deconvolution_forward_desc_init)
+    return xr_error(XR_UNIMPLEMENTED, "this oneDNN lacks the convolution primitives");
+  bool deconv = s->pass == XR_CONV_BACKWARD_DATA;
+  const xr_conv_operand_t *src = deconv ? &s->y : &s->x, *dst = deconv ? &s->x : &s->y;
+  const xr_conv_step_t *fused = fusable_bias(p, i);
+  const xr_conv_operand_t *bias = s->pass == XR_CONV_BACKWARD_WEIGHT
+                                      ? (fused ? &fused->bias : NULL)
+                                      : (s->bias.index >= 0 ? &s->bias : NULL);
+  operands[0] = src, operands[1] = &s->w, operands[2] = bias, operands[3] = dst;
+  xr_status_t st;
+  if ((st = activation_desc(d, p, src, &mds[0])) ||
+      (st = weights_desc(d, p, &s->w, deconv, &mds[1])) ||
+      (bias && (st = vector_desc(d, bias, &mds[2]))) || (st = activation_desc(d, p, dst, &mds[3])))
+    return st;
+  return XR_OK;
+}
+
+/* The primitive descriptor of step i over `mds` (a bias when mds_bias). */
+static xr_status_t try_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i,
+                          const dnnl_memory_desc_t mds[4], bool has_bias,
+                          dnnl_primitive_desc_t *out_pd) {
+  const xr_conv_problem_t *p = plan->problem;
+  const xr_conv_step_t *s = &p->steps[i];
+  dnnl_dims_t strides, dilates, pad_l, pad_r;
+  geometry(p, strides, dilates, pad_l, pad_r);
+  const dnnl_memory_desc_t *bias_md = has_bias ? &mds[2] : NULL;
+  /* The scratchpad is ours: oneDNN's own belongs to the thread that created the primitive, and
+   * the stream's worker runs it. */
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_status_t ds = d->dnnl_primitive_attr_create(&attr);
+  if (ds == dnnl_success)
+    ds = d->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  dnnl_primitive_desc_t pd = NULL, hint = NULL;
+  if (ds != dnnl_success) {
+  } else if (s->pass == XR_CONV_FORWARD) {
+    dnnl_convolution_desc_t cd;
+    ds = d->dnnl_dilated_convolution_forward_desc_init(
+        &cd, dnnl_forward_inference, dnnl_convolution_direct, &mds[0], &mds[1], bias_md, &mds[3],
+        strides, dilates, pad_l, pad_r);
+    if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&pd, &cd, attr, d->engine, NULL);
+  } else if (s->pass == XR_CONV_BACKWARD_DATA) {
+    dnnl_deconvolution_desc_t dd;
+    ds = d->dnnl_dilated_deconvolution_forward_desc_init(
+        &dd, dnnl_forward_inference, dnnl_deconvolution_direct, &mds[0], &mds[1], bias_md, &mds[3],
+        strides, dilates, pad_l, pad_r);
+    if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&pd, &dd, attr, d->engine, NULL);
+  } else {
+    /* Backward primitives need the forward one they are the gradient of as a hint. */
+    dnnl_convolution_desc_t fd, bd;
+    ds = d->dnnl_dilated_convolution_forward_desc_init(
+        &fd, dnnl_forward_training, dnnl_convolution_direct, &mds[0], &mds[1], bias_md, &mds[3],
+        strides, dilates, pad_l, pad_r);
+    if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&hint, &fd, NULL, d->engine, NULL);
+    if (ds == dnnl_success)
+      ds = d->dnnl_dilated_convolution_backward_weights_desc_init(
+          &bd, dnnl_convolution_direct, &mds[0], &mds[1], bias_md, &mds[3], strides, dilates, pad_l,
+          pad_r);
+    if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&pd, &bd, attr, d->engine, hint);
+    if (hint) d->dnnl_primitive_desc_destroy(hint);
+  }
+  if (attr) d->dnnl_primitive_attr_destroy(attr);
+  static const char *const pass_names[] = {"forward", "backward data", "backward weights"};
+  xr_dtype_t dtype = s->w.dtype;
+  if (ds != dnnl_success)
+    return xr_error(XR_UNIMPLEMENTED, "oneDNN convolution %s for %s: %s", pass_names[s->pass],
+                    xr_dtype_name(dtype), xr_dnnl_status_name(d, ds));
+  const char *impl = "";
+  d->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  if (!impl || !strncmp(impl, "ref", 3)) {
+    d->dnnl_primitive_desc_destroy(pd);
+    return xr_error(XR_UNIMPLEMENTED,
+                    "oneDNN offers only its reference convolution %s for %s in this layout",
+                    pass_names[s->pass], xr_dtype_name(dtype));
+  }
+  *out_pd = pd;
+  return XR_OK;
+}
+
+/* Step i's primitive descriptor on the traced layouts; else with oneDNN's choice of layout for
+ * the weights and the argument the step writes; else for every argument but the bias (its fast
+ * kernels for a channels-last input want blocked weights and a channels-last destination, its bf16
+ * deconvolution blocked everything; with the traced layouts it has only the reference).
+ * *out_staged then has bit k set for each argument k that goes through a staging buffer in the
+ * layout mds[k]: reorders copy read ones in before the step and the written one out after it,
+ * out_user[k] describing the tensor as traced. */
+static xr_status_t create_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i,
+                             dnnl_primitive_desc_t *out_pd, dnnl_memory_desc_t mds[4],
+                             const xr_conv_operand_t *operands[4], dnnl_memory_desc_t out_user[4],
+                             unsigned *out_staged) {
+  *out_staged = 0;
+  xr_status_t st = describe(plan, d, i, mds, operands);
+  if (st != XR_OK || try_pd(plan, d, i, mds, operands[2] != NULL, out_pd) == XR_OK) return st;
+  int written = written_arg(&((const xr_conv_problem_t *)plan->problem)->steps[i]);
+  for (int k = 0; k < 4; k++) out_user[k] = mds[k];
+  const unsigned attempts[2] = {1u << 1 | 1u << written, 1u << 0 | 1u << 1 | 1u << 3};
+  for (int a = 0; a < 2; a++) {
+    for (int k = 0; k < 4; k++) {
+      if (!(attempts[a] & 1u << k)) continue;
+      dnnl_memory_desc_t *md = &mds[k];
+      dnnl_status_t ds = d->dnnl_memory_desc_init_by_tag(md, md->ndims, md->dims, md->data_type,
+                                                         dnnl_format_tag_any);
+      if (ds != dnnl_success)
+        return xr_error(XR_UNIMPLEMENTED, "dnnl_memory_desc_init_by_tag: %s",
+                        xr_dnnl_status_name(d, ds));
+    }
+    if ((st = try_pd(plan, d, i, mds, operands[2] != NULL, out_pd)) != XR_OK) continue;
+    bool bw = written == 1;
+    const dnnl_query_t queries[4] = {dnnl_query_src_md,
+                                     bw ? dnnl_query_diff_weights_md : dnnl_query_weights_md,
+                                     dnnl_query_undef, /* the bias keeps its layout */
+                                     bw ? dnnl_query_diff_dst_md : dnnl_query_dst_md};
+    for (int k = 0; k < 4; k++)
+      if (attempts[a] & 1u << k) mds[k] = *d->dnnl_primitive_desc_query_md(*out_pd, queries[k], 0);
+    *out_staged = attempts[a];
+    return XR_OK;
+  }
+  return st;
+}
+
+static bool fused_into_previous(const xr_conv_problem_t *p, int i) {
+  return i > 0 && fusable_bias(p, i - 1) == &p->steps[i];
+}
+
+static xr_status_t onednn_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)device;
+  const xr_conv_problem_t *p = plan->problem;
+  const xr_dnnl_t *d;
+  xr_status_t st = xr_dnnl_get(&d);
+  if (st != XR_OK) return xr_error_prefix(XR_UNIMPLEMENTED, "cpu.onednn_conv: ");
+  for (int i = 0; i < p->step_count; i++) {
+    if (p->steps[i].pass == XR_CONV_BIAS_GRAD) continue;
+    dnnl_primitive_desc_t pd;
+    dnnl_memory_desc_t mds[4], user[4];
+    const xr_conv_operand_t *operands[4];
+    unsigned staged;
+    if ((st = create_pd(plan, d, i, &pd, mds, operands, user, &staged)) != XR_OK)
+      return xr_error_prefix(st, "cpu.onednn_conv: %s: ", plan->op->name);
+    d->dnnl_primitive_desc_destroy(pd);
+  }
+  return XR_OK;
+}
+
+static void onednn_release(void *state) {
+  onednn_state_t *s = state;
+  if (!s) return;
+  for (int i = 0; i < s->count; i++) {
+    onednn_step_t *os = &s->step[i];
+    dnnl_call_t *calls[4] = {&os->in[0], &os->in[1], &os->conv, &os->out};
+    for (int c = 0; c < 4; c++) {
+      for (int k = 0; k < 5; k++)
+        if (calls[c]->memory[k]) s->d->dnnl_memory_destroy(calls[c]->memory[k]);
+      if (calls[c]->primitive) s->d->dnnl_primitive_destroy(calls[c]->primitive);
+      free(calls[c]->scratchpad);
+    }
+    for (int k = 0; k < 4; k++) free(os->staging[k]);
+  }
+  if (s->stream) s->d->dnnl_stream_destroy(s->stream);
+  free(s);
+}
+
+static void *first_element(const xr_tensor_t *t, void *base) {
+  return (uint8_t *)base + (size_t)t->offset * xr_dtype_size(t->dtype);
+}
+
+/* Appends argument `role` over `at`, described by md. */
+static xr_status_t call_arg(const xr_dnnl_t *d, dnnl_call_t *call, int role,
+                            const dnnl_memory_desc_t *md, void *at) {
+  dnnl_memory_t *m = &call->memory[call->arg_count];
+  dnnl_status_t ds = d->dnnl_memory_create(m, md, d->engine, at);
+  if (ds != dnnl_success)
+    return xr_error(XR_DEVICE_ERROR, "cpu.onednn_conv: dnnl_memory_create: %s",
+                    xr_dnnl_status_name(d, ds));
+  call->args[call->arg_count++] = (dnnl_exec_arg_t){role, *m};
+  return XR_OK;
+}
+
+/* Creates the primitive of `pd` (and destroys pd) with a scratchpad of its own. */
+static xr_status_t call_create(const xr_dnnl_t *d, dnnl_primitive_desc_t pd, dnnl_call_t *call) {
+  const dnnl_memory_desc_t *scratch_md =
+      d->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  size_t scratch = scratch_md ? d->dnnl_memory_desc_get_size(scratch_md) : 0;
+  dnnl_status_t ds = d->dnnl_primitive_create(&call->primitive, pd);
+  d->dnnl_primitive_desc_destroy(pd);
+  if (ds != dnnl_success)
+    return xr_error(XR_DEVICE_ERROR, "cpu.onednn_conv: dnnl_primitive_create: %s",
+                    xr_dnnl_status_name(d, ds));
+  if (scratch == 0) return XR_OK;
+  dnnl_memory_desc_t md;
+  xr_status_t st = xr_dnnl_scratchpad_md(d, scratch, &md);
+  if (st != XR_OK) return st;
+  call->scratchpad = aligned_alloc(64, (scratch + 63) / 64 * 64);
+  if (!call->scratchpad) return xr_error(XR_RESOURCE_EXHAUSTED, "cpu.onednn_conv: out of memory");
+  return call_arg(d, call, DNNL_ARG_SCRATCHPAD, &md, call->scratchpad);
+}
+
+/* A reorder from `from` (described by from_md) to `to`. */
+static xr_status_t reorder_create(const xr_dnnl_t *d, const dnnl_memory_desc_t *from_md, void *from,
+                                  const dnnl_memory_desc_t *to_md, void *to, dnnl_call_t *call) {
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_status_t ds = d->dnnl_primitive_attr_create(&attr);
+  if (ds == dnnl_success)
+    ds = d->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (ds == dnnl_success)
+    ds = d->dnnl_reorder_primitive_desc_create(&pd, from_md, d->engine, to_md, d->engine, attr);
+  if (attr) d->dnnl_primitive_attr_destroy(attr);
+  if (ds != dnnl_success)
+    return xr_error(XR_DEVICE_ERROR, "cpu.onednn_conv: a layout reorder: %s",
+                    xr_dnnl_status_name(d, ds));
+  xr_status_t st;
+  if ((st = call_create(d, pd, call)) || (st = call_arg(d, call, DNNL_ARG_FROM, from_md, from)) ||
+      (st = call_arg(d, call, DNNL_ARG_TO, to_md, to)))
+    return st;
+  return XR_OK;
+}
+
+static xr_status_t prepare_step(const xr_op_plan_t *plan, onednn_state_t *s, int i,
+                                const xr_tensor_t *tensors) {
+  const xr_conv_problem_t *p = plan->problem;
+  const xr_dnnl_t *d = s->d;
+  onednn_step_t *os = &s->step[s->count++];
+  os->step = &p->steps[i];
+  xr_status_t st;
+  if (os->step->pass == XR_CONV_BIAS_GRAD) {
+    if ((st = xr_tensor_host(&tensors[os->step->y.index], &os->y_base)) ||
+        (st = xr_tensor_host(&tensors[os->step->bias.index], &os->bias_base)))
+      return st;
+    os->y_offset = tensors[os->step->y.index].offset;
+    os->bias_offset = tensors[os->step->bias.index].offset;
+    return XR_OK;
+  }
+  dnnl_primitive_desc_t pd;
+  dnnl_memory_desc_t mds[4], user[4];
+  const xr_conv_operand_t *operands[4];
+  unsigned staged;
+  if ((st = create_pd(plan, d, i, &pd, mds, operands, user, &staged)) != XR_OK) return st;
+  bool backward_weights = os->step->pass == XR_CONV_BACKWARD_WEIGHT;
+  const int roles[4] = {
+      DNNL_ARG_SRC,
+      backward_weights ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS,
+      backward_weights ? DNNL_ARG_DIFF_BIAS : DNNL_ARG_BIAS,
+      backward_weights ? DNNL_ARG_DIFF_DST : DNNL_ARG_DST,
+  };
+  int written = written_arg(os->step), reads = 0;
+  if ((st = call_create(d, pd, &os->conv)) != XR_OK) return st;
+  for (int k = 0; k < 4; k++) {
+    if (!operands[k]) continue;
+    const xr_tensor_t *t = &tensors[operands[k]->index];
+    void *base;
+    if ((st = xr_tensor_host(t, &base)) != XR_OK) return st;
+    void *at = first_element(t, base);
+    if (staged & 1u << k) {
+      void **staging = &os->staging[k];
+      size_t size = d->dnnl_memory_desc_get_size(&mds[k]);
+      *staging = aligned_alloc(64, (size + 63) / 64 * 64);
+      if (!*staging) return xr_error(XR_RESOURCE_EXHAUSTED, "cpu.onednn_conv: out of memory");
+      bool out = k == written;
+      if ((st = reorder_create(d, out ? &mds[k] : &user[k], out ? *staging : at,
+                               out ? &user[k] : &mds[k], out ? at : *staging,
+                               out ? &os->out : &os->in[reads++])))
+        return st;
+      at = *staging;
+    }
+    if ((st = call_arg(d, &os->conv, roles[k], &mds[k], at)) != XR_OK) return st;
+  }
+  return XR_OK;
+}
+
+static xr_status_t onednn_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                                  const xr_tensor_t *tensors, void **out_state) {
+  (void)device;
+  const xr_conv_problem_t *p = plan->problem;
+  const xr_dnnl_t *d;
+  xr_status_t st = xr_dnnl_get(&d);
+  if (st != XR_OK) return st;
+  onednn_state_t *s = calloc(1, sizeof *s);
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "cpu.onednn_conv: out of memory");
+  s->d = d;
+  dnnl_status_t ds = d->dnnl_stream_create(&s->stream, d->engine, dnnl_stream_default_flags);
+  if (ds != dnnl_success)
+    st = xr_error(XR_DEVICE_ERROR, "cpu.onednn_conv: dnnl_stream_create: %s",
+                  xr_dnnl_status_name(d, ds));
+  for (int i = 0; i < p->step_count && st == XR_OK; i++)
+    if (!fused_into_previous(p, i)) st = prepare_step(plan, s, i, tensors);
+  if (st != XR_OK) {
+    onednn_release(s);
+    return st;
+  }
+  *out_state = s;
+  return XR_OK;
+}
+
+/* bias[c] = the sum of channel c of y, for channels [begin, end). */
+static void bias_sum(void *ctx, size_t begin, size_t end) {
+  const onednn_step_t *os = ctx;
+  const xr_conv_operand_t *Y = &os->step->y, *B = &os->step->bias;
+  for (size_t c = begin; c < end; c++) {
+    double acc = 0;
+    for (int64_t n = 0; n < Y->shape[0]; n++)
+      for (int64_t z = 0; z < Y->shape[2]; z++)
+        for (int64_t h = 0; h < Y->shape[3]; h++)
+          for (int64_t w = 0; w < Y->shape[4]; w++)
+            acc += xr_load_element(os->y_base, Y->dtype,
+                                   os->y_offset + xr_conv_offset(Y, n, (int64_t)c, z, h, w));
+    xr_store_element(os->bias_base, B->dtype, os->bias_offset + (int64_t)c * B->strides[0], acc);
+  }
+}
+
+static void onednn_run(void *ctx) {
+  onednn_state_t *s = ctx;
+  for (int i = 0; i < s->count; i++) {
+    onednn_step_t *os = &s->step[i];
+    dnnl_call_t *calls[4] = {&os->in[0], &os->in[1], &os->conv, &os->out};
+    for (int c = 0; c < 4; c++) {
+      if (!calls[c]->primitive) continue;
+      /* A failure leaves the output poisoned, which the check reports. */
+      if (s->d->dnnl_primitive_execute(calls[c]->primitive, s->stream, calls[c]->arg_count,
+                                       calls[c]->args) == dnnl_success)
+        s->d->dnnl_stream_wait(s->stream);
+    }
+  }
+}
+
+static xr_status_t onednn_enqueue(void *state, xr_hal_stream_t *stream) {
+  onednn_state_t *s = state;
+  xr_status_t st = xr_hal_stream_enqueue_host(stream, onednn_run, s);
+  for (int i = 0; i < s->count && st == XR_OK; i++) {
+    onednn_step_t *os = &s->step[i];
+    if (!os->conv.primitive)
+      st = xr_hal_stream_enqueue_parallel(stream, (size_t)os->step->bias.shape[0], 1, bias_sum, os);
+  }
+  return st;
+}
+
+const xr_kernel_impl_t xr_cpu_conv_onednn_impl = {
+    .name = "cpu.onednn_conv",
+    .driver = "cpu",
+    .supports = onednn_supports,
+    .prepare = onednn_prepare,
+    .enqueue = onednn_enqueue,
+    .release = onednn_release,
+};
+
+#else /* no dnnl.h at build time */
+
+static xr_status_t onednn_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)plan, (void)device;
+  return xr_error(XR_UNIMPLEMENTED, "cpu.onednn_conv: built without oneDNN's headers (dnnl.h)");
+}
+
+const xr_kernel_impl_t xr_cpu_conv_onednn_impl = {
+    .name = "cpu.onednn_conv",
+    .driver = "cpu",
+    .supports = onednn_supports,
+};
+#endif

@@ -20,7 +20,8 @@
  *   convolution_backward(grad_output, input, weight, bias_sizes?, stride, padding, dilation,
  *       transposed, output_padding, groups, output_mask) -> (grad_input, grad_weight,
  *       grad_bias); an output the mask leaves out is returned empty.
- * Returns are contiguous (NCHW-ordered) whatever the input's memory format.
+ * Returns take PyTorch's memory format: channels-last (NHWC, NDHWC) when the input or the
+ * weight is channels-last, else contiguous.
  *
  * The reference sums in double and rounds once per output element. */
 #include "kernels/conv.h"
@@ -135,15 +136,43 @@ static void input_operand(const xr_op_plan_t *plan, xr_conv_operand_t *o, int in
   operand_of(o, index, t->dtype, t->rank, t->shape, t->strides, unbatched);
 }
 
+/* Whether a 4-D or 5-D tensor is laid out channels-last (its dims of more than one element
+ * dense in the order n, spatial..., c) and not also contiguous: PyTorch's
+ * suggest_memory_format, which picks the memory format of a convolution's results. */
+static bool is_channels_last(const xr_tensor_spec_t *t) {
+  if (t->rank < 4 || xr_tensor_is_contiguous(t)) return false;
+  int64_t expect = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int d = i == 0 ? 1 : i == t->rank - 1 ? 0 : t->rank - i; /* c, then w, h(, d), then n */
+    if (t->shape[d] != 1 && t->strides[d] != expect) return false;
+    expect *= t->shape[d];
+  }
+  return true;
+}
+
+/* Return k: dtype, shape, and strides, channels-last or contiguous. */
+static void set_return(xr_op_plan_t *plan, int k, xr_dtype_t dtype, int rank, const int64_t *shape,
+                       bool channels_last, int64_t *strides) {
+  xr_tensor_desc_t *r = &plan->returns[k];
+  xr_desc_set(r, dtype, rank, shape);
+  xr_contiguous_strides(rank, shape, strides);
+  if (!channels_last || rank < 4) return;
+  int64_t s = shape[1];
+  strides[1] = 1;
+  for (int d = rank - 1; d >= 2; d--) strides[d] = s, s *= shape[d];
+  strides[0] = s;
+  r->dense_strides = true;
+  for (int d = 0; d < rank; d++) r->strides[d] = strides[d];
+}
+
 /* Return k, shaped like `like` (an input's rank and batching) with channels `c` and spatial
  * sizes `sizes` (canonical d, h, w); or, when `skip`, an empty return and an absent operand. */
 static void return_operand(xr_op_plan_t *plan, xr_conv_operand_t *o, int k, xr_dtype_t dtype,
                            int rank, bool unbatched, int64_t n, int64_t c, const int64_t *sizes,
-                           bool skip) {
-  xr_tensor_desc_t *r = &plan->returns[k];
+                           bool channels_last, bool skip) {
   if (skip) {
     int64_t zero = 0;
-    xr_desc_set(r, dtype, 1, &zero);
+    xr_desc_set(&plan->returns[k], dtype, 1, &zero);
     o->index = -1;
     return;
   }
@@ -154,8 +183,7 @@ static void return_operand(xr_op_plan_t *plan, xr_conv_operand_t *o, int k, xr_d
   else
     shape[0] = n, shape[1] = c;
   for (int d = 0; d < spatial; d++) shape[lead + d] = sizes[3 - spatial + d];
-  xr_desc_set(r, dtype, rank, shape);
-  xr_contiguous_strides(rank, shape, strides);
+  set_return(plan, k, dtype, rank, shape, channels_last && !unbatched, strides);
   operand_of(o, (int)plan->input_count + k, dtype, rank, shape, strides, unbatched);
 }
 
@@ -327,6 +355,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
     p->dilation[d] = real ? dilation[k] : 1;
   }
 
+  bool channels_last = !unbatched && (is_channels_last(x) || is_channels_last(w));
   xr_conv_operand_t weight_op, input_op;
   input_operand(plan, &weight_op, weight, false);
   input_operand(plan, &input_op, input, unbatched);
@@ -340,7 +369,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
     *from = input_op;
     plan->return_count = 1;
     return_operand(plan, to, 0, dtype, x->rank, unbatched, n, w_out, transposed ? p->in : p->out,
-                   false);
+                   channels_last, false);
     step->bias.index = -1;
     if (bias >= 0) {
       const xr_tensor_spec_t *b = plan->inputs[bias];
@@ -369,12 +398,11 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
     plan->return_count = 3;
     xr_conv_operand_t grad_input, grad_weight;
     return_operand(plan, &grad_input, 0, dtype, x->rank, unbatched, n, channels,
-                   transposed ? p->out : p->in, !mask[0]);
+                   transposed ? p->out : p->in, channels_last, !mask[0]);
     int64_t zero = 0;
     if (mask[1]) {
       int64_t wstrides[5];
-      xr_desc_set(&plan->returns[1], dtype, w->rank, w->shape);
-      xr_contiguous_strides(w->rank, w->shape, wstrides);
+      set_return(plan, 1, dtype, w->rank, w->shape, channels_last, wstrides);
       operand_of(&grad_weight, (int)plan->input_count + 1, dtype, w->rank, w->shape, wstrides,
                  false);
     } else {

@@ -49,11 +49,15 @@ typedef struct xr_tensor {
   int64_t offset;                /* elements from the buffer's start */
 } xr_tensor_t;
 
-/* A tensor the op returns; always contiguous, offset 0. */
+/* A tensor the op returns, offset 0: contiguous, or, when `dense_strides`, laid out densely in
+ * another dim order given by `strides` (a convolution of a channels-last input returns a
+ * channels-last result, as PyTorch does). */
 typedef struct xr_tensor_desc {
   xr_dtype_t dtype;
   int32_t rank;
   int64_t shape[XR_MAX_RANK];
+  bool dense_strides;
+  int64_t strides[XR_MAX_RANK]; /* elements; only with dense_strides */
 } xr_tensor_desc_t;
 
 typedef struct xr_op_family xr_op_family_t;

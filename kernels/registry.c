@@ -357,6 +357,7 @@ xr_status_t xr_plan_error(const xr_op_plan_t *plan, const char *fmt, ...) {
 void xr_desc_set(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int64_t *shape) {
   d->dtype = dtype;
   d->rank = rank;
+  d->dense_strides = false;
   for (int32_t i = 0; i < rank; i++) d->shape[i] = shape[i];
 }
 

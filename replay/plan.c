@@ -55,7 +55,8 @@ double xr_op_trace_total_us(const xr_op_t *op) {
 /* ------------------------------------------------------------------------------------------ */
 /* the op's plan and layout                                                                    */
 
-/* The view of tensor i of a plan (an input's spec, or a contiguous return) and its storage. */
+/* The view of tensor i of a plan (an input's spec, or a return: contiguous unless its plan gave
+ * dense strides) and its storage. */
 static xr_status_t tensor_layout(const xr_op_plan_t *plan, size_t i, xr_tensor_t *t,
                                  size_t *bytes) {
   memset(t, 0, sizeof *t);
@@ -76,7 +77,7 @@ static xr_status_t tensor_layout(const xr_op_plan_t *plan, size_t i, xr_tensor_t
   int64_t n = 1;
   for (int32_t k = d->rank - 1; k >= 0; k--) {
     t->shape[k] = d->shape[k];
-    t->strides[k] = n;
+    t->strides[k] = d->dense_strides ? d->strides[k] : n;
     n *= d->shape[k];
   }
   *bytes = (size_t)n * xr_dtype_size(d->dtype);

@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "formats/bundle.h"
 #include "hal/hal.h"
 #include "kernels/kernels.h"
+#include "tools/op_timing.h"
 
 typedef struct shape {
   const char *op; /* aten::mm or aten::linear */
@@ -25,27 +25,6 @@ static const shape_t shapes[] = {
     {"aten::mm", 512, 512, 512},    {"aten::mm", 1024, 1024, 1024}, {"aten::mm", 2048, 2048, 2048},
     {"aten::linear", 1, 4096, 4096}, {"aten::linear", 16, 4096, 4096},
 };
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void fill_random(void *data, xr_dtype_t dtype, size_t count, unsigned *seed) {
-  for (size_t i = 0; i < count; i++) {
-    float v = (float)rand_r(seed) / (float)RAND_MAX - 0.5f;
-    if (dtype == XR_DTYPE_F32) {
-      ((float *)data)[i] = v;
-    } else {
-      uint32_t u;
-      memcpy(&u, &v, sizeof u);
-      /* bf16: truncated bits; fp16: a small exactly representable value */
-      ((uint16_t *)data)[i] = dtype == XR_DTYPE_BF16 ? (uint16_t)(u >> 16)
-                                                     : (uint16_t)(0x3800 + (rand_r(seed) & 0x3ff));
-    }
-  }
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Replay path                                                                                */
@@ -68,77 +47,7 @@ static double replay_time(const shape_t *s, const char *dtype, const char *devic
              "{\"dtype\": \"%s\", \"shape\": [%lld, %lld]}}, {\"name\": \"weight\", \"type\": "
              "\"Tensor\", \"value\": {\"dtype\": \"%s\", \"shape\": [%lld, %lld]}}]}]}",
              dtype, (long long)s->M, (long long)s->K, dtype, (long long)s->N, (long long)s->K);
-  xr_bundle_t *bundle = NULL;
-  xr_hal_device_t *device = NULL;
-  xr_hal_stream_t *stream = NULL;
-  xr_hal_event_t *start = NULL, *end = NULL;
-  xr_op_plan_t plan;
-  bool planned = false;
-  const xr_kernel_impl_t *impl = NULL;
-  xr_kernel_instance_t *instance = NULL;
-  xr_tensor_t tensors[3] = {{0}};
-  double best = -1;
-  xr_status_t st = xr_bundle_decode((const uint8_t *)json, strlen(json), "bench", ".", NULL, &bundle);
-  if (st == XR_OK) st = xr_hal_device_create(device_spec, &device);
-  if (st == XR_OK) st = xr_kernel_plan(&bundle->ops[0], &plan);
-  planned = st == XR_OK;
-  if (st == XR_OK) st = xr_kernel_select(&plan, device, XR_KERNEL_BEST, &impl);
-  if (st == XR_OK) snprintf(kernel, kernel_size, "%s", xr_kernel_impl_name(impl));
-  unsigned seed = 1;
-  for (size_t i = 0; st == XR_OK && i < plan.input_count + plan.return_count; i++) {
-    xr_tensor_t *t = &tensors[i];
-    bool input = i < plan.input_count;
-    const xr_tensor_spec_t *spec = input ? plan.inputs[i] : NULL;
-    const xr_tensor_desc_t *desc = input ? NULL : &plan.returns[i - plan.input_count];
-    t->dtype = input ? spec->dtype : desc->dtype;
-    t->rank = input ? spec->rank : desc->rank;
-    size_t count = 1;
-    for (int d = 0; d < t->rank; d++) t->shape[d] = input ? spec->shape[d] : desc->shape[d];
-    for (int d = t->rank - 1; d >= 0; d--) t->strides[d] = (int64_t)count, count *= (size_t)t->shape[d];
-    size_t bytes = count * xr_dtype_size(t->dtype);
-    st = xr_hal_buffer_alloc(device, bytes, &t->buffer);
-    void *host = malloc(bytes);
-    if (st == XR_OK && host) {
-      fill_random(host, t->dtype, count, &seed);
-      st = xr_hal_buffer_write(t->buffer, 0, host, bytes);
-    }
-    free(host);
-  }
-  if (st == XR_OK) st = xr_kernel_prepare(&plan, impl, device, tensors, &instance);
-  if (st == XR_OK) st = xr_hal_stream_create(device, &stream);
-  if (st == XR_OK) st = xr_hal_event_create(device, &start);
-  if (st == XR_OK) st = xr_hal_event_create(device, &end);
-  /* Warm-up, then the best of 3 batches, each at least ~0.2 s of work. */
-  int iters = 1;
-  for (int w = 0; st == XR_OK && w < 2; w++) st = xr_kernel_enqueue(instance, stream);
-  if (st == XR_OK) st = xr_hal_stream_synchronize(stream);
-  for (int batch = 0; st == XR_OK && batch < 4; batch++) {
-    st = xr_hal_event_record(start, stream);
-    for (int i = 0; st == XR_OK && i < iters; i++) st = xr_kernel_enqueue(instance, stream);
-    if (st == XR_OK) st = xr_hal_event_record(end, stream);
-    double ms = 0;
-    if (st == XR_OK) st = xr_hal_event_elapsed_ms(start, end, &ms);
-    double per = ms * 1e-3 / iters;
-    if (batch == 0) { /* sizing run */
-      iters = per > 0 ? (int)(0.2 / per) + 1 : 100;
-      continue;
-    }
-    if (st == XR_OK && (best < 0 || per < best)) best = per;
-  }
-  if (st != XR_OK) {
-    fprintf(stderr, "  %s %s on %s: %s\n", s->op, dtype, device_spec, xr_last_error());
-    best = -1;
-  }
-  if (stream) xr_hal_stream_synchronize(stream);
-  xr_kernel_instance_destroy(instance);
-  xr_hal_event_destroy(end);
-  xr_hal_event_destroy(start);
-  xr_hal_stream_destroy(stream);
-  for (size_t i = 0; i < 3; i++) xr_hal_buffer_free(tensors[i].buffer);
-  if (planned) xr_kernel_plan_free(&plan);
-  xr_hal_device_destroy(device);
-  xr_bundle_destroy(bundle);
-  return best;
+  return op_time_seconds(json, device_spec, kernel, kernel_size);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -224,8 +133,8 @@ static double dnnl_time(const shape_t *s, dnnl_data_type_t dt, size_t esize) {
   void *A = host[0], *B = host[1], *C = host[2];
   unsigned seed = 2;
   xr_dtype_t xd = dt == dnnl_f32 ? XR_DTYPE_F32 : XR_DTYPE_BF16;
-  fill_random(A, xd, na, &seed);
-  fill_random(B, xd, nb, &seed);
+  op_timing_fill(A, xd, na, &seed);
+  op_timing_fill(B, xd, nb, &seed);
   dnnl_memory_t ma, mb, mc;
   dnnl.mem_create(&ma, &a, dnnl.engine, A);
   dnnl.mem_create(&mb, &b, dnnl.engine, B);
@@ -236,10 +145,10 @@ static double dnnl_time(const shape_t *s, dnnl_data_type_t dt, size_t esize) {
   double best = -1;
   int iters = 1;
   for (int batch = 0; batch < 4; batch++) {
-    double t0 = now_s();
+    double t0 = op_timing_now();
     for (int i = 0; i < iters; i++) dnnl.execute(prim, dnnl.stream, 3, args);
     dnnl.stream_wait(dnnl.stream);
-    double per = (now_s() - t0) / iters;
+    double per = (op_timing_now() - t0) / iters;
     if (batch == 0) {
       iters = (int)(0.2 / per) + 1;
       continue;

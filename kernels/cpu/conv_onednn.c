@@ -250,8 +250,8 @@ static xr_status_t create_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i
   if (st != XR_OK || try_pd(plan, d, i, mds, operands[2] != NULL, out_pd) == XR_OK) return st;
   int written = written_arg(&((const xr_conv_problem_t *)plan->problem)->steps[i]);
   for (int k = 0; k < 4; k++) out_user[k] = mds[k];
-  const unsigned attempts[2] = {1u << 1 | 1u << written, 1u << 0 | 1u << 1 | 1u << 3};
-  for (int a = 0; a < 2; a++) {
+  const unsigned attempts[3] = {1u << 1, 1u << 1 | 1u << written, 1u << 0 | 1u << 1 | 1u << 3};
+  for (int a = 0; a < 3; a++) {
     for (int k = 0; k < 4; k++) {
       if (!(attempts[a] & 1u << k)) continue;
       dnnl_memory_desc_t *md = &mds[k];

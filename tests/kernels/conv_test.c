@@ -60,6 +60,19 @@ Test(conv, plans_return_shapes_and_flops) {
   cr_assert(plan.returns[2].rank == 1 && plan.returns[2].shape[0] == 9);
   xr_kernel_plan_free(&plan);
   xr_bundle_destroy(b);
+  /* a channels-last input gives a channels-last result, as PyTorch's convolutions do */
+  cr_assert_eq(plan_of(conv_json(&conv_forward_cases[3]), &b, &plan), XR_OK, "%s", xr_last_error());
+  cr_assert(plan.returns[0].dense_strides, "a channels-last input returns a channels-last result");
+  const int64_t *rs = plan.returns[0].strides; /* [2, 16, 12, 12] */
+  cr_assert(rs[0] == 16 * 144 && rs[1] == 1 && rs[2] == 12 * 16 && rs[3] == 16,
+            "%lld %lld %lld %lld", (long long)rs[0], (long long)rs[1], (long long)rs[2],
+            (long long)rs[3]);
+  xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(b);
+  cr_assert_eq(plan_of(conv_json(&conv_forward_cases[0]), &b, &plan), XR_OK, "%s", xr_last_error());
+  cr_assert(!plan.returns[0].dense_strides, "an NCHW input returns a contiguous result");
+  xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(b);
   /* unbatched: [c, h, w] in, [c_out, h, w] out */
   cr_assert_eq(plan_of(conv_json(&conv_forward_cases[7]), &b, &plan), XR_OK, "%s", xr_last_error());
   cr_assert(plan.returns[0].rank == 3 && plan.returns[0].shape[0] == 8 &&

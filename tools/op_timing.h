@@ -1,0 +1,22 @@
+/* One op of a one-op bundle timed through the kernel API exactly as the replay engine runs it
+ * (xr_kernel_plan / select / prepare, then enqueue between HAL events), for the benchmarks that
+ * put the replay path next to a vendor library called directly (gemm_bench, conv_bench). */
+#ifndef XR_TOOLS_OP_TIMING_H
+#define XR_TOOLS_OP_TIMING_H
+
+#include <stddef.h>
+
+/* Seconds per execution of the bundle's op (`json`, our schema or TraceLens IR) on
+ * `device_spec`: 2 warm-ups, a sizing batch, then the best of 3 batches of at least 0.2 s.
+ * Inputs hold random values (bf16 truncated, fp16 small exact ones) in storage as their specs
+ * lay it out. The kernel that ran goes to `kernel`. < 0 with the reason on stderr when it
+ * cannot run. */
+double op_time_seconds(const char *json, const char *device_spec, char *kernel, size_t kernel_size);
+
+/* Fills `count` elements of fp32, bf16 or fp16 with values in [-0.5, 0.5). */
+void op_timing_fill(void *data, int dtype, size_t count, unsigned *seed);
+
+/* CLOCK_MONOTONIC in seconds. */
+double op_timing_now(void);
+
+#endif

@@ -244,6 +244,39 @@ static const char *const builtin[] = {
     "output_padding, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
     "aten::miopen_convolution(Tensor self, Tensor weight, Tensor? bias, int[] padding, int[] "
     "stride, int[] dilation, int groups, bool benchmark, bool deterministic) -> Tensor",
+    /* the rest of the names convolutions are dispatched under (kernels/conv.c) */
+    "aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] "
+    "padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool "
+    "benchmark, bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor",
+    "aten::cudnn_convolution(Tensor self, Tensor weight, SymInt[] padding, SymInt[] stride, "
+    "SymInt[] dilation, SymInt groups, bool benchmark, bool deterministic, bool allow_tf32) -> "
+    "Tensor",
+    "aten::cudnn_convolution_transpose(Tensor self, Tensor weight, SymInt[] padding, SymInt[] "
+    "output_padding, SymInt[] stride, SymInt[] dilation, SymInt groups, bool benchmark, bool "
+    "deterministic, bool allow_tf32) -> Tensor",
+    "aten::miopen_convolution_transpose(Tensor self, Tensor weight, Tensor? bias, SymInt[] "
+    "padding, SymInt[] output_padding, SymInt[] stride, SymInt[] dilation, SymInt groups, bool "
+    "benchmark, bool deterministic) -> Tensor",
+    "aten::miopen_depthwise_convolution(Tensor self, Tensor weight, Tensor? bias, SymInt[] "
+    "padding, SymInt[] stride, SymInt[] dilation, SymInt groups, bool benchmark, bool "
+    "deterministic) -> Tensor",
+    "aten::mkldnn_convolution(Tensor self, Tensor weight, Tensor? bias, SymInt[] padding, SymInt[] "
+    "stride, SymInt[] dilation, SymInt groups) -> Tensor",
+    "aten::conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, SymInt[1] "
+    "padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
+    "aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] "
+    "padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
+    "aten::conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, SymInt[3] "
+    "padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor",
+    "aten::conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, "
+    "SymInt[1] padding=0, SymInt[1] output_padding=0, SymInt groups=1, SymInt[1] dilation=1) -> "
+    "Tensor",
+    "aten::conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] "
+    "stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] "
+    "dilation=1) -> Tensor",
+    "aten::conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] "
+    "stride=1, SymInt[3] padding=0, SymInt[3] output_padding=0, SymInt groups=1, SymInt[3] "
+    "dilation=1) -> Tensor",
     "aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "
     "padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
     /* attention */

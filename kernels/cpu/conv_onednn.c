@@ -4,17 +4,23 @@
  * a transposed convolution adds), BACKWARD_WEIGHT on the convolution backward-weights primitive,
  * which also sums the bias gradient when that sums the same tensor (a plain convolution's
  * grad_output); any other BIAS_GRAD is a per-channel sum of ours. Every operand is described
- * with its own strides (NCHW, channels-last, views), so nothing is copied: oneDNN picks its
- * kernel for the layout the trace recorded, as PyTorch's oneDNN path does without reorders.
+ * with its own strides (NCHW, channels-last, views), so where oneDNN has fast kernels for the
+ * traced layouts nothing is copied.
  *
- * Not here (supports() says which, and cpu.conv runs them): dtypes or layouts for which this
- * oneDNN has no kernel but its reference one (fp16 on most x86 CPUs in oneDNN 2.6, f64),
- * zero strides, padding oneDNN cannot express. */
+ * Where oneDNN's kernels want other layouts than the traced ones (channels-last activations
+ * want blocked weights), it picks them and reorders run around the step (create_pd). fp16,
+ * which this oneDNN does not compute on x86, runs on fp32 copies of the tensors converted in
+ * before and out after (the conversions are part of what is timed).
+ *
+ * Not here (supports() says which, and cpu.conv runs them): f64, zero strides, layouts for
+ * which oneDNN has only its reference kernel even in its own layouts (bf16 backward data and
+ * weights of channels-last tensors on this oneDNN). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/conv.h"
 #include "kernels/cpu/onednn.h"
+#include "kernels/dtype.h"
 
 #ifdef XR_HAVE_DNNL_H
 
@@ -31,7 +37,8 @@ static dnnl_data_type_t dnnl_dtype(xr_dtype_t d) {
  * unbatched input's, would otherwise read as an unsupported layout); other zero strides are
  * unsupported. */
 static xr_status_t memory_desc(const xr_dnnl_t *d, int nd, dnnl_dims_t dims, dnnl_dims_t strides,
-                               xr_dtype_t dtype, dnnl_memory_desc_t *out) {
+                               xr_dtype_t dtype, bool widen, dnnl_memory_desc_t *out) {
+  if (widen && dtype == XR_DTYPE_F16) dtype = XR_DTYPE_F32;
   for (int i = nd - 1; i >= 0; i--) {
     if (dims[i] == 1) {
       dnnl_dim_t extent = 1;
@@ -53,19 +60,21 @@ static xr_status_t memory_desc(const xr_dnnl_t *d, int nd, dnnl_dims_t dims, dnn
 
 /* An activation [n, c, spatial...] of the traced rank. */
 static xr_status_t activation_desc(const xr_dnnl_t *d, const xr_conv_problem_t *p,
-                                   const xr_conv_operand_t *o, dnnl_memory_desc_t *out) {
+                                   const xr_conv_operand_t *o, bool widen,
+                                   dnnl_memory_desc_t *out) {
   dnnl_dims_t dims = {o->shape[0], o->shape[1]}, strides = {o->strides[0], o->strides[1]};
   for (int k = 0; k < p->spatial; k++) {
     dims[2 + k] = o->shape[5 - p->spatial + k];
     strides[2 + k] = o->strides[5 - p->spatial + k];
   }
-  return memory_desc(d, p->spatial + 2, dims, strides, o->dtype, out);
+  return memory_desc(d, p->spatial + 2, dims, strides, o->dtype, widen, out);
 }
 
 /* The weights as oneDNN's convolution wants them ([g,] oc/g, ic/g, k...), or, `deconv`, as its
  * deconvolution wants them for the same tensor: the roles of oc and ic exchanged. */
 static xr_status_t weights_desc(const xr_dnnl_t *d, const xr_conv_problem_t *p,
-                                const xr_conv_operand_t *o, bool deconv, dnnl_memory_desc_t *out) {
+                                const xr_conv_operand_t *o, bool deconv, bool widen,
+                                dnnl_memory_desc_t *out) {
   int64_t cg_out = p->c_out / p->groups;
   dnnl_dims_t dims, strides;
   int nd = 0;
@@ -81,13 +90,13 @@ static xr_status_t weights_desc(const xr_dnnl_t *d, const xr_conv_problem_t *p,
     dims[nd] = o->shape[5 - p->spatial + k];
     strides[nd++] = o->strides[5 - p->spatial + k];
   }
-  return memory_desc(d, nd, dims, strides, o->dtype, out);
+  return memory_desc(d, nd, dims, strides, o->dtype, widen, out);
 }
 
-static xr_status_t vector_desc(const xr_dnnl_t *d, const xr_conv_operand_t *o,
+static xr_status_t vector_desc(const xr_dnnl_t *d, const xr_conv_operand_t *o, bool widen,
                                dnnl_memory_desc_t *out) {
   dnnl_dims_t dims = {o->shape[0]}, strides = {o->strides[0]};
-  return memory_desc(d, 1, dims, strides, o->dtype, out);
+  return memory_desc(d, 1, dims, strides, o->dtype, widen, out);
 }
 
 /* Strides, dilations (oneDNN counts the gaps: dilation - 1) and pads of the traced spatial
@@ -118,19 +127,32 @@ typedef struct dnnl_call {
 
 typedef struct onednn_step {
   const xr_conv_step_t *step;
-  /* A staged step's reorders: the read weights in before the step (`in`), its result out
-   * after it (`out`); then conv; no conv primitive: our per-channel sum (a BIAS_GRAD step). */
+  /* A staged step's reorders: the read arguments in before the step (`in`), its results out
+   * after it (`out`); without a conv primitive, our per-channel sum (a BIAS_GRAD step). */
   dnnl_call_t in[2], conv, out;
   void *staging[4];
   void *y_base, *bias_base; /* the per-channel sum's operands */
   int64_t y_offset, bias_offset;
 } onednn_step_t;
 
+/* An fp16 tensor's fp32 copy (its whole storage) for steps oneDNN computes in fp32 only. */
+typedef struct widened {
+  uint16_t *f16;
+  float *f32;
+  int64_t count;
+  bool out; /* a result: copied back after the steps, not in before them */
+  xr_hal_buffer_t *buffer;
+} widened_t;
+
+#define MAX_TENSORS 8
+
 typedef struct onednn_state {
   const xr_dnnl_t *d;
   dnnl_stream_t stream;
   int count;
   onednn_step_t step[3];
+  int widened_count;
+  widened_t widened[MAX_TENSORS];
 } onednn_state_t;
 
 /* The bias-gradient step after BACKWARD_WEIGHT step i that sums that step's y, or NULL. */
@@ -149,8 +171,9 @@ static int written_arg(const xr_conv_step_t *s) {
 
 /* The memory descriptors of step i's arguments on the traced layouts, in `args` order: (src,
  * weights, bias?, dst) for FORWARD and BACKWARD_DATA, (src, diff_weights, diff_bias?, diff_dst)
- * for BACKWARD_WEIGHT; operands[k] the operand of each (NULL: no bias). */
-static xr_status_t describe(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i,
+ * for BACKWARD_WEIGHT; operands[k] the operand of each (NULL: no bias). `widen`: fp16 operands
+ * as fp32 (their fp32 copies, see onednn_state_t). */
+static xr_status_t describe(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i, bool widen,
                             dnnl_memory_desc_t mds[4], const xr_conv_operand_t *operands[4]) {
   const xr_conv_problem_t *p = plan->problem;
   const xr_conv_step_t *s = &p->steps[i];
@@ -166,9 +189,10 @@ static xr_status_t describe(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i,
                                       : (s->bias.index >= 0 ? &s->bias : NULL);
   operands[0] = src, operands[1] = &s->w, operands[2] = bias, operands[3] = dst;
   xr_status_t st;
-  if ((st = activation_desc(d, p, src, &mds[0])) ||
-      (st = weights_desc(d, p, &s->w, deconv, &mds[1])) ||
-      (bias && (st = vector_desc(d, bias, &mds[2]))) || (st = activation_desc(d, p, dst, &mds[3])))
+  if ((st = activation_desc(d, p, src, widen, &mds[0])) ||
+      (st = weights_desc(d, p, &s->w, deconv, widen, &mds[1])) ||
+      (bias && (st = vector_desc(d, bias, widen, &mds[2]))) ||
+      (st = activation_desc(d, p, dst, widen, &mds[3])))
     return st;
   return XR_OK;
 }
@@ -234,21 +258,22 @@ static xr_status_t try_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i,
   return XR_OK;
 }
 
-/* Step i's primitive descriptor on the traced layouts; else with oneDNN's choice of layout for
- * the weights and the argument the step writes; else for every argument but the bias (its fast
- * kernels for a channels-last input want blocked weights and a channels-last destination, its bf16
- * deconvolution blocked everything; with the traced layouts it has only the reference).
+/* Step i's primitive descriptor on the traced layouts; else with oneDNN's choice of layout
+ * for the weights; else for the weights and the argument the step writes; else for every
+ * argument but the bias (its fast kernels for channels-last activations want blocked weights,
+ * its bf16 deconvolution blocked everything; with the traced layouts it has only the reference).
  * *out_staged then has bit k set for each argument k that goes through a staging buffer in the
- * layout mds[k]: reorders copy read ones in before the step and the written one out after it,
- * out_user[k] describing the tensor as traced. */
-static xr_status_t create_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i,
+ * layout mds[k]: reorders copy the read ones in before the step and the written one out after
+ * it, out_user[k] describing the tensor as traced. `widen` as for describe(). */
+static xr_status_t create_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i, bool widen,
                              dnnl_primitive_desc_t *out_pd, dnnl_memory_desc_t mds[4],
                              const xr_conv_operand_t *operands[4], dnnl_memory_desc_t out_user[4],
                              unsigned *out_staged) {
   *out_staged = 0;
-  xr_status_t st = describe(plan, d, i, mds, operands);
+  xr_status_t st = describe(plan, d, i, widen, mds, operands);
   if (st != XR_OK || try_pd(plan, d, i, mds, operands[2] != NULL, out_pd) == XR_OK) return st;
   int written = written_arg(&((const xr_conv_problem_t *)plan->problem)->steps[i]);
+  bool bw = written == 1;
   for (int k = 0; k < 4; k++) out_user[k] = mds[k];
   const unsigned attempts[3] = {1u << 1, 1u << 1 | 1u << written, 1u << 0 | 1u << 1 | 1u << 3};
   for (int a = 0; a < 3; a++) {
@@ -262,7 +287,6 @@ static xr_status_t create_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i
                         xr_dnnl_status_name(d, ds));
     }
     if ((st = try_pd(plan, d, i, mds, operands[2] != NULL, out_pd)) != XR_OK) continue;
-    bool bw = written == 1;
     const dnnl_query_t queries[4] = {dnnl_query_src_md,
                                      bw ? dnnl_query_diff_weights_md : dnnl_query_weights_md,
                                      dnnl_query_undef, /* the bias keeps its layout */
@@ -275,6 +299,22 @@ static xr_status_t create_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i
   return st;
 }
 
+/* Whether the plan's fp16 steps must run on fp32 copies: some step has no fp16 primitive. */
+static bool needs_widening(const xr_op_plan_t *plan, const xr_dnnl_t *d) {
+  const xr_conv_problem_t *p = plan->problem;
+  if (p->steps[0].w.dtype != XR_DTYPE_F16 && p->steps[0].y.dtype != XR_DTYPE_F16) return false;
+  for (int i = 0; i < p->step_count; i++) {
+    if (p->steps[i].pass == XR_CONV_BIAS_GRAD) continue;
+    dnnl_primitive_desc_t pd;
+    dnnl_memory_desc_t mds[4], user[4];
+    const xr_conv_operand_t *operands[4];
+    unsigned staged;
+    if (create_pd(plan, d, i, false, &pd, mds, operands, user, &staged) != XR_OK) return true;
+    d->dnnl_primitive_desc_destroy(pd);
+  }
+  return false;
+}
+
 static bool fused_into_previous(const xr_conv_problem_t *p, int i) {
   return i > 0 && fusable_bias(p, i - 1) == &p->steps[i];
 }
@@ -285,13 +325,16 @@ static xr_status_t onednn_supports(const xr_op_plan_t *plan, xr_hal_device_t *de
   const xr_dnnl_t *d;
   xr_status_t st = xr_dnnl_get(&d);
   if (st != XR_OK) return xr_error_prefix(XR_UNIMPLEMENTED, "cpu.onednn_conv: ");
+  if (plan->input_count + plan->return_count > MAX_TENSORS)
+    return xr_error(XR_UNIMPLEMENTED, "cpu.onednn_conv: more than %d tensors", MAX_TENSORS);
+  bool widen = needs_widening(plan, d);
   for (int i = 0; i < p->step_count; i++) {
     if (p->steps[i].pass == XR_CONV_BIAS_GRAD) continue;
     dnnl_primitive_desc_t pd;
     dnnl_memory_desc_t mds[4], user[4];
     const xr_conv_operand_t *operands[4];
     unsigned staged;
-    if ((st = create_pd(plan, d, i, &pd, mds, operands, user, &staged)) != XR_OK)
+    if ((st = create_pd(plan, d, i, widen, &pd, mds, operands, user, &staged)) != XR_OK)
       return xr_error_prefix(st, "cpu.onednn_conv: %s: ", plan->op->name);
     d->dnnl_primitive_desc_destroy(pd);
   }
@@ -312,6 +355,7 @@ static void onednn_release(void *state) {
     }
     for (int k = 0; k < 4; k++) free(os->staging[k]);
   }
+  for (int k = 0; k < s->widened_count; k++) xr_hal_buffer_free(s->widened[k].buffer);
   if (s->stream) s->d->dnnl_stream_destroy(s->stream);
   free(s);
 }
@@ -372,8 +416,11 @@ static xr_status_t reorder_create(const xr_dnnl_t *d, const dnnl_memory_desc_t *
   return XR_OK;
 }
 
+/* Step i on `tensors`, its convolution on `conv_tensors` (fp32 copies of fp16 ones when
+ * `widen`). */
 static xr_status_t prepare_step(const xr_op_plan_t *plan, onednn_state_t *s, int i,
-                                const xr_tensor_t *tensors) {
+                                const xr_tensor_t *tensors, const xr_tensor_t *conv_tensors,
+                                bool widen) {
   const xr_conv_problem_t *p = plan->problem;
   const xr_dnnl_t *d = s->d;
   onednn_step_t *os = &s->step[s->count++];
@@ -391,7 +438,7 @@ static xr_status_t prepare_step(const xr_op_plan_t *plan, onednn_state_t *s, int
   dnnl_memory_desc_t mds[4], user[4];
   const xr_conv_operand_t *operands[4];
   unsigned staged;
-  if ((st = create_pd(plan, d, i, &pd, mds, operands, user, &staged)) != XR_OK) return st;
+  if ((st = create_pd(plan, d, i, widen, &pd, mds, operands, user, &staged)) != XR_OK) return st;
   bool backward_weights = os->step->pass == XR_CONV_BACKWARD_WEIGHT;
   const int roles[4] = {
       DNNL_ARG_SRC,
@@ -403,7 +450,7 @@ static xr_status_t prepare_step(const xr_op_plan_t *plan, onednn_state_t *s, int
   if ((st = call_create(d, pd, &os->conv)) != XR_OK) return st;
   for (int k = 0; k < 4; k++) {
     if (!operands[k]) continue;
-    const xr_tensor_t *t = &tensors[operands[k]->index];
+    const xr_tensor_t *t = &conv_tensors[operands[k]->index];
     void *base;
     if ((st = xr_tensor_host(t, &base)) != XR_OK) return st;
     void *at = first_element(t, base);
@@ -424,9 +471,43 @@ static xr_status_t prepare_step(const xr_op_plan_t *plan, onednn_state_t *s, int
   return XR_OK;
 }
 
+/* The tensors the convolution steps use: `tensors`, or, when `widen`, fp32 copies (cpu
+ * buffers of the same strides and offset) in place of the fp16 ones, listed in s->widened. */
+static xr_status_t widen_tensors(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                                 const xr_tensor_t *tensors, bool widen, onednn_state_t *s,
+                                 xr_tensor_t *out) {
+  const xr_conv_problem_t *p = plan->problem;
+  size_t count = plan->input_count + plan->return_count;
+  bool used[MAX_TENSORS] = {false};
+  for (int i = 0; i < p->step_count; i++) {
+    const xr_conv_step_t *step = &p->steps[i];
+    if (step->pass == XR_CONV_BIAS_GRAD && !fused_into_previous(p, i)) continue;
+    const xr_conv_operand_t *all[4] = {&step->x, &step->w, &step->y, &step->bias};
+    for (int k = 0; k < 4; k++)
+      if (all[k]->index >= 0) used[all[k]->index] = true;
+  }
+  for (size_t i = 0; i < count; i++) {
+    out[i] = tensors[i];
+    if (!widen || !used[i] || tensors[i].dtype != XR_DTYPE_F16) continue;
+    int64_t extent = tensors[i].offset + 1;
+    for (int d = 0; d < tensors[i].rank; d++)
+      extent += (tensors[i].shape[d] - 1) * tensors[i].strides[d];
+    widened_t *w = &s->widened[s->widened_count];
+    void *f16, *f32;
+    xr_status_t st = xr_tensor_host(&tensors[i], &f16);
+    if (st == XR_OK) st = xr_hal_buffer_alloc(device, (size_t)extent * sizeof(float), &w->buffer);
+    if (st != XR_OK) return st;
+    s->widened_count++;
+    if ((st = xr_hal_buffer_host_pointer(w->buffer, &f32)) != XR_OK) return st;
+    w->f16 = f16, w->f32 = f32, w->count = extent, w->out = i >= plan->input_count;
+    out[i].buffer = w->buffer;
+    out[i].dtype = XR_DTYPE_F32;
+  }
+  return XR_OK;
+}
+
 static xr_status_t onednn_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
                                   const xr_tensor_t *tensors, void **out_state) {
-  (void)device;
   const xr_conv_problem_t *p = plan->problem;
   const xr_dnnl_t *d;
   xr_status_t st = xr_dnnl_get(&d);
@@ -438,8 +519,11 @@ static xr_status_t onednn_prepare(const xr_op_plan_t *plan, xr_hal_device_t *dev
   if (ds != dnnl_success)
     st = xr_error(XR_DEVICE_ERROR, "cpu.onednn_conv: dnnl_stream_create: %s",
                   xr_dnnl_status_name(d, ds));
+  bool widen = st == XR_OK && needs_widening(plan, d);
+  xr_tensor_t conv_tensors[MAX_TENSORS];
+  if (st == XR_OK) st = widen_tensors(plan, device, tensors, widen, s, conv_tensors);
   for (int i = 0; i < p->step_count && st == XR_OK; i++)
-    if (!fused_into_previous(p, i)) st = prepare_step(plan, s, i, tensors);
+    if (!fused_into_previous(p, i)) st = prepare_step(plan, s, i, tensors, conv_tensors, widen);
   if (st != XR_OK) {
     onednn_release(s);
     return st;
@@ -479,9 +563,29 @@ static void onednn_run(void *ctx) {
   }
 }
 
+/* Elements [begin, end) of an fp16 tensor into its fp32 copy, or back for a result. */
+static void widen_run(void *ctx, size_t begin, size_t end) {
+  const widened_t *w = ctx;
+  for (size_t i = begin; i < end; i++) {
+    if (w->out)
+      w->f16[i] = xr_f32_to_f16(w->f32[i]);
+    else
+      w->f32[i] = xr_f16_to_f32(w->f16[i]);
+  }
+}
+
 static xr_status_t onednn_enqueue(void *state, xr_hal_stream_t *stream) {
   onednn_state_t *s = state;
-  xr_status_t st = xr_hal_stream_enqueue_host(stream, onednn_run, s);
+  xr_status_t st = XR_OK;
+  for (int k = 0; k < s->widened_count && st == XR_OK; k++)
+    if (!s->widened[k].out)
+      st = xr_hal_stream_enqueue_parallel(stream, (size_t)s->widened[k].count, 4096, widen_run,
+                                          &s->widened[k]);
+  if (st == XR_OK) st = xr_hal_stream_enqueue_host(stream, onednn_run, s);
+  for (int k = 0; k < s->widened_count && st == XR_OK; k++)
+    if (s->widened[k].out)
+      st = xr_hal_stream_enqueue_parallel(stream, (size_t)s->widened[k].count, 4096, widen_run,
+                                          &s->widened[k]);
   for (int i = 0; i < s->count && st == XR_OK; i++) {
     onednn_step_t *os = &s->step[i];
     if (!os->conv.primitive)

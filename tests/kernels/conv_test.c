@@ -18,7 +18,7 @@ Test(conv, cpu_own_kernel_matches_reference, .timeout = 300) {
   conv_cases("cpu", "cpu.conv");
 }
 
-/* oneDNN runs the common shapes (NCHW and channels-last, bf16, backward, transposed) wherever
+/* oneDNN runs the common shapes (NCHW and channels-last, fp16, bf16, backward, transposed) wherever
  * it loads: a regression that quietly sends them to cpu.conv fails here. */
 Test(conv, onednn_runs_the_common_cases, .timeout = 120) {
   void *dnnl = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);

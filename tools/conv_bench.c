@@ -2,7 +2,7 @@
  * path (aten::convolution through the kernel API, timed with HAL events, as a replay runs it)
  * next to oneDNN's convolution called directly in the same run, and next to the GEMM of the
  * same size (oneDNN's matmul of [N*OH*OW, C*KH*KW] x [C*KH*KW, K]). Not a test:
- *   bazel run -c opt //tools:conv_bench [-- --shape I] [-- --dtype fp32|bf16] [-- --layout
+ *   bazel run -c opt //tools:conv_bench [-- --shape I] [-- --dtype fp32|bf16|fp16] [-- --layout
  * nchw|nhwc]
  *
  * The direct call is oneDNN at its best on the same input: the input in the traced layout, the
@@ -262,7 +262,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--layout") && i + 1 < argc)
       only_layout = argv[++i];
     else {
-      fprintf(stderr, "usage: conv_bench [--shape I] [--dtype fp32|bf16] [--layout nchw|nhwc]\n");
+      fprintf(stderr,
+              "usage: conv_bench [--shape I] [--dtype fp32|bf16|fp16] [--layout nchw|nhwc]\n");
       return 2;
     }
   }
@@ -281,7 +282,9 @@ int main(int argc, char **argv) {
   const struct {
     const char *name, *spelling;
     xr_dtype_t dtype;
-  } dtypes[] = {{"fp32", "float", XR_DTYPE_F32}, {"bf16", "c10::BFloat16", XR_DTYPE_BF16}};
+  } dtypes[] = {{"fp32", "float", XR_DTYPE_F32},
+                {"bf16", "c10::BFloat16", XR_DTYPE_BF16},
+                {"fp16", "c10::Half", XR_DTYPE_F16}};
   for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
     if (only >= 0 && (size_t)only != i) continue;
     const conv_shape_t *s = &shapes[i];
@@ -290,15 +293,24 @@ int main(int argc, char **argv) {
              (long long)s->c, (long long)s->h, (long long)s->w, (long long)s->k);
     for (int layout = 0; layout < 2; layout++) {
       if (only_layout && strcmp(only_layout, layout ? "nhwc" : "nchw")) continue;
-      for (size_t t = 0; t < 2; t++) {
+      double f32_time = -1;
+      for (size_t t = 0; t < 3; t++) {
         if (only_dtype && strcmp(only_dtype, dtypes[t].name)) continue;
         char json[4096], kernel[64] = "?";
         conv_json(s, dtypes[t].spelling, layout == 1, json, sizeof json);
         double replay = op_time_seconds(json, "cpu", kernel, sizeof kernel);
+        double f = conv_flops(s) * 1e-9;
+        if (t == 0) f32_time = replay;
+        if (dtypes[t].dtype == XR_DTYPE_F16) { /* no fp16 convolution in this oneDNN */
+          printf("| %s | %s | fp16 | %s | %.1f | (fp16 time / fp32 time: %.2f) | | | | |\n", label,
+                 layout ? "channels-last" : "NCHW", kernel, replay > 0 ? f / replay : 0,
+                 replay > 0 && f32_time > 0 ? replay / f32_time : 0);
+          fflush(stdout);
+          continue;
+        }
         job_t conv = {s, dtypes[t].dtype, layout == 1, false, -1, "?"};
         job_t gemm = {s, dtypes[t].dtype, layout == 1, true, -1, ""};
         double direct = d ? baseline(&conv) : -1, mm = d ? baseline(&gemm) : -1;
-        double f = conv_flops(s) * 1e-9;
         printf("| %s | %s | %s | %s | %.1f | %.1f | %.2f | %s | %.1f | %.2f |\n", label,
                layout ? "channels-last" : "NCHW", dtypes[t].name, kernel,
                replay > 0 ? f / replay : 0, direct > 0 ? f / direct : 0,

@@ -14,6 +14,7 @@
 #include "hal/hal.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
+#include "tools/op_timing.h"
 
 typedef struct shape {
   const char *op;
@@ -43,36 +44,11 @@ static double time_impl(const xr_op_plan_t *plan, const xr_kernel_impl_t *impl,
                         xr_hal_device_t *device, xr_hal_stream_t *stream, const xr_tensor_t *tensors,
                         char *reason, size_t reason_size) {
   xr_kernel_instance_t *instance = NULL;
-  xr_hal_event_t *start = NULL, *end = NULL;
   xr_status_t st = impl->supports ? impl->supports(plan, device) : XR_OK;
   if (st == XR_OK) st = xr_kernel_prepare(plan, impl, device, tensors, &instance);
-  if (st == XR_OK) st = xr_hal_event_create(device, &start);
-  if (st == XR_OK) st = xr_hal_event_create(device, &end);
-  double best = -1;
-  int iters = 1;
-  for (int w = 0; st == XR_OK && w < 3; w++) st = xr_kernel_enqueue(instance, stream);
-  if (st == XR_OK) st = xr_hal_stream_synchronize(stream);
-  for (int batch = 0; st == XR_OK && batch < 4; batch++) {
-    st = xr_hal_event_record(start, stream);
-    for (int i = 0; st == XR_OK && i < iters; i++) st = xr_kernel_enqueue(instance, stream);
-    if (st == XR_OK) st = xr_hal_event_record(end, stream);
-    double ms = 0;
-    if (st == XR_OK) st = xr_hal_event_elapsed_ms(start, end, &ms);
-    double per = ms * 1e-3 / iters;
-    if (batch == 0) { /* sizing run */
-      iters = per > 0 ? (int)(0.1 / per) + 1 : 100;
-      continue;
-    }
-    if (st == XR_OK && (best < 0 || per < best)) best = per;
-  }
-  if (st != XR_OK) {
-    snprintf(reason, reason_size, "%s", xr_last_error());
-    best = -1;
-  }
-  xr_hal_stream_synchronize(stream);
+  double best = st == XR_OK ? op_timing_best(instance, device, stream, 3, 0.1) : -1;
+  if (best < 0) snprintf(reason, reason_size, "%s", xr_last_error());
   xr_kernel_instance_destroy(instance);
-  xr_hal_event_destroy(end);
-  xr_hal_event_destroy(start);
   return best;
 }
 

@@ -31,6 +31,34 @@ void op_timing_fill(void *data, int dtype, size_t count, unsigned *seed) {
   }
 }
 
+double op_timing_best(xr_kernel_instance_t *instance, xr_hal_device_t *device,
+                      xr_hal_stream_t *stream, int warmups, double batch_seconds) {
+  xr_hal_event_t *start = NULL, *end = NULL;
+  xr_status_t st = xr_hal_event_create(device, &start);
+  if (st == XR_OK) st = xr_hal_event_create(device, &end);
+  double best = -1;
+  int iters = 1;
+  for (int w = 0; st == XR_OK && w < warmups; w++) st = xr_kernel_enqueue(instance, stream);
+  if (st == XR_OK) st = xr_hal_stream_synchronize(stream);
+  for (int batch = 0; st == XR_OK && batch < 4; batch++) {
+    st = xr_hal_event_record(start, stream);
+    for (int i = 0; st == XR_OK && i < iters; i++) st = xr_kernel_enqueue(instance, stream);
+    if (st == XR_OK) st = xr_hal_event_record(end, stream);
+    double ms = 0;
+    if (st == XR_OK) st = xr_hal_event_elapsed_ms(start, end, &ms);
+    double per = ms * 1e-3 / iters;
+    if (batch == 0) { /* sizing run */
+      iters = per > 0 ? (int)(batch_seconds / per) + 1 : 100;
+      continue;
+    }
+    if (st == XR_OK && (best < 0 || per < best)) best = per;
+  }
+  xr_hal_stream_synchronize(stream);
+  xr_hal_event_destroy(end);
+  xr_hal_event_destroy(start);
+  return st == XR_OK ? best : -1;
+}
+
 #define MAX_TENSORS 16
 
 double op_time_seconds(const char *json, const char *device_spec, char *kernel,
@@ -38,7 +66,6 @@ double op_time_seconds(const char *json, const char *device_spec, char *kernel,
   xr_bundle_t *bundle = NULL;
   xr_hal_device_t *device = NULL;
   xr_hal_stream_t *stream = NULL;
-  xr_hal_event_t *start = NULL, *end = NULL;
   xr_op_plan_t plan;
   bool planned = false;
   const xr_kernel_impl_t *impl = NULL;
@@ -88,24 +115,9 @@ double op_time_seconds(const char *json, const char *device_spec, char *kernel,
   }
   if (st == XR_OK) st = xr_kernel_prepare(&plan, impl, device, tensors, &instance);
   if (st == XR_OK) st = xr_hal_stream_create(device, &stream);
-  if (st == XR_OK) st = xr_hal_event_create(device, &start);
-  if (st == XR_OK) st = xr_hal_event_create(device, &end);
-  /* Warm-up, then the best of 3 batches, each at least ~0.2 s of work. */
-  int iters = 1;
-  for (int w = 0; st == XR_OK && w < 2; w++) st = xr_kernel_enqueue(instance, stream);
-  if (st == XR_OK) st = xr_hal_stream_synchronize(stream);
-  for (int batch = 0; st == XR_OK && batch < 4; batch++) {
-    st = xr_hal_event_record(start, stream);
-    for (int i = 0; st == XR_OK && i < iters; i++) st = xr_kernel_enqueue(instance, stream);
-    if (st == XR_OK) st = xr_hal_event_record(end, stream);
-    double ms = 0;
-    if (st == XR_OK) st = xr_hal_event_elapsed_ms(start, end, &ms);
-    double per = ms * 1e-3 / iters;
-    if (batch == 0) { /* sizing run */
-      iters = per > 0 ? (int)(0.2 / per) + 1 : 100;
-      continue;
-    }
-    if (st == XR_OK && (best < 0 || per < best)) best = per;
+  if (st == XR_OK) {
+    best = op_timing_best(instance, device, stream, 2, 0.2);
+    if (best < 0) st = XR_INTERNAL;
   }
   if (st != XR_OK) {
     fprintf(stderr, "  %s on %s: %s\n", planned ? bundle->ops[0].name : "op", device_spec,
@@ -114,8 +126,6 @@ double op_time_seconds(const char *json, const char *device_spec, char *kernel,
   }
   if (stream) xr_hal_stream_synchronize(stream);
   xr_kernel_instance_destroy(instance);
-  xr_hal_event_destroy(end);
-  xr_hal_event_destroy(start);
   xr_hal_stream_destroy(stream);
   for (size_t i = 0; i < MAX_TENSORS; i++) xr_hal_buffer_free(tensors[i].buffer);
   if (planned) xr_kernel_plan_free(&plan);

@@ -6,12 +6,20 @@
 
 #include <stddef.h>
 
+#include "kernels/kernels.h"
+
 /* Seconds per execution of the bundle's op (`json`, our schema or TraceLens IR) on
  * `device_spec`: 2 warm-ups, a sizing batch, then the best of 3 batches of at least 0.2 s.
  * Inputs hold random values (bf16 truncated, fp16 small exact ones) in storage as their specs
  * lay it out. The kernel that ran goes to `kernel`. < 0 with the reason on stderr when it
  * cannot run. */
 double op_time_seconds(const char *json, const char *device_spec, char *kernel, size_t kernel_size);
+
+/* Seconds per execution of a prepared `instance` on `stream`: `warmups` executions, a sizing
+ * batch, then the best of 3 batches of at least `batch_seconds`, timed with HAL events. < 0
+ * when a call fails (xr_last_error() says why). */
+double op_timing_best(xr_kernel_instance_t *instance, xr_hal_device_t *device,
+                      xr_hal_stream_t *stream, int warmups, double batch_seconds);
 
 /* Fills `count` elements of fp32, bf16 or fp16 with values in [-0.5, 0.5). */
 void op_timing_fill(void *data, int dtype, size_t count, unsigned *seed);

@@ -80,6 +80,15 @@ static void valid_range(int64_t in, int64_t out, int64_t stride, int64_t pad, in
   if (*hi > out) *hi = out;
 }
 
+/* valid_range in each spatial dim for kernel position (kd, kh, kw). */
+static void window_ranges(const xr_conv_problem_t *p, int64_t kd, int64_t kh, int64_t kw,
+                          int64_t *d0, int64_t *d1, int64_t *h0, int64_t *h1, int64_t *w0,
+                          int64_t *w1) {
+  valid_range(p->in[0], p->out[0], p->stride[0], p->pad[0], kd, p->dilation[0], d0, d1);
+  valid_range(p->in[1], p->out[1], p->stride[1], p->pad[1], kh, p->dilation[1], h0, h1);
+  valid_range(p->in[2], p->out[2], p->stride[2], p->pad[2], kw, p->dilation[2], w0, w1);
+}
+
 static float bias_value(const cpu_step_t *s, int64_t c) {
   return s->bias.f ? s->bias.f[c] : 0.0f;
 }
@@ -104,9 +113,7 @@ static void run_forward(void *ctx, size_t begin, size_t end) {
           for (int64_t kw = 0; kw < p->kernel[2]; kw++) {
             float wv = wp[(kd * p->kernel[1] + kh) * p->kernel[2] + kw];
             int64_t d0, d1, h0, h1, w0, w1;
-            valid_range(p->in[0], p->out[0], p->stride[0], p->pad[0], kd, p->dilation[0], &d0, &d1);
-            valid_range(p->in[1], p->out[1], p->stride[1], p->pad[1], kh, p->dilation[1], &h0, &h1);
-            valid_range(p->in[2], p->out[2], p->stride[2], p->pad[2], kw, p->dilation[2], &w0, &w1);
+            window_ranges(p, kd, kh, kw, &d0, &d1, &h0, &h1, &w0, &w1);
             for (int64_t od = d0; od < d1; od++)
               for (int64_t oh = h0; oh < h1; oh++) {
                 int64_t id = od * p->stride[0] - p->pad[0] + kd * p->dilation[0];
@@ -146,9 +153,7 @@ static void run_backward_data(void *ctx, size_t begin, size_t end) {
           for (int64_t kw = 0; kw < p->kernel[2]; kw++) {
             float wv = wp[(kd * p->kernel[1] + kh) * p->kernel[2] + kw];
             int64_t d0, d1, h0, h1, w0, w1;
-            valid_range(p->in[0], p->out[0], p->stride[0], p->pad[0], kd, p->dilation[0], &d0, &d1);
-            valid_range(p->in[1], p->out[1], p->stride[1], p->pad[1], kh, p->dilation[1], &h0, &h1);
-            valid_range(p->in[2], p->out[2], p->stride[2], p->pad[2], kw, p->dilation[2], &w0, &w1);
+            window_ranges(p, kd, kh, kw, &d0, &d1, &h0, &h1, &w0, &w1);
             for (int64_t od = d0; od < d1; od++)
               for (int64_t oh = h0; oh < h1; oh++) {
                 int64_t id = od * p->stride[0] - p->pad[0] + kd * p->dilation[0];
@@ -178,9 +183,7 @@ static void run_backward_weight(void *ctx, size_t begin, size_t end) {
       for (int64_t kh = 0; kh < p->kernel[1]; kh++)
         for (int64_t kw = 0; kw < p->kernel[2]; kw++) {
           int64_t d0, d1, h0, h1, w0, w1;
-          valid_range(p->in[0], p->out[0], p->stride[0], p->pad[0], kd, p->dilation[0], &d0, &d1);
-          valid_range(p->in[1], p->out[1], p->stride[1], p->pad[1], kh, p->dilation[1], &h0, &h1);
-          valid_range(p->in[2], p->out[2], p->stride[2], p->pad[2], kw, p->dilation[2], &w0, &w1);
+          window_ranges(p, kd, kh, kw, &d0, &d1, &h0, &h1, &w0, &w1);
           double acc = 0;
           for (int64_t n = 0; n < p->n; n++) {
             const float *yp = s->y.f + (n * p->c_out + co) * out_plane;

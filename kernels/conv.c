@@ -664,10 +664,7 @@ static const xr_kernel_impl_t ref_conv = {
 };
 
 static const xr_kernel_impl_t *const conv_impls[] = {
-    &xr_cpu_conv_onednn_impl,
-    &xr_cpu_conv_impl,
-    &ref_conv,
-    NULL,
+    &xr_cpu_conv_onednn_impl, &xr_cpu_conv_impl, &xr_opencl_conv_impl, &ref_conv, NULL,
 };
 
 const xr_op_family_t xr_family_conv = {

@@ -12,6 +12,10 @@ Test(conv, cpu_matches_reference, .timeout = 300) {
   conv_cases("cpu", "cpu.");
 }
 
+Test(conv, opencl_matches_reference, .timeout = 300) {
+  conv_cases("opencl", "opencl.");
+}
+
 /* The cases again with oneDNN off: our own kernel runs every one. */
 Test(conv, cpu_own_kernel_matches_reference, .timeout = 300) {
   setenv("XR_ONEDNN_LIBRARY", "off", 1);

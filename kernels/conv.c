@@ -663,8 +663,14 @@ static const xr_kernel_impl_t ref_conv = {
     .release = free,
 };
 
+/* Most preferred first: vendor libraries, then our kernels, per driver. */
 static const xr_kernel_impl_t *const conv_impls[] = {
-    &xr_cpu_conv_onednn_impl, &xr_cpu_conv_impl, &xr_opencl_conv_impl, &ref_conv, NULL,
+    &xr_cpu_conv_onednn_impl,     /* cpu */
+    &xr_cpu_conv_impl,            /* cpu */
+    &xr_opencl_conv_clblast_impl, /* opencl */
+    &xr_opencl_conv_impl,         /* opencl */
+    &ref_conv,
+    NULL,
 };
 
 const xr_op_family_t xr_family_conv = {

@@ -68,6 +68,7 @@ static inline int64_t xr_conv_offset(const xr_conv_operand_t *o, int64_t i0, int
 double xr_conv_macs(const xr_conv_problem_t *p);
 
 /* Implementations other files provide, listed in the family's table. */
-extern const xr_kernel_impl_t xr_cpu_conv_onednn_impl, xr_cpu_conv_impl, xr_opencl_conv_impl;
+extern const xr_kernel_impl_t xr_cpu_conv_onednn_impl, xr_cpu_conv_impl,
+    xr_opencl_conv_clblast_impl, xr_opencl_conv_impl;
 
 #endif

@@ -30,12 +30,17 @@
    const cl_mem, const size_t *, const size_t, const T *, cl_mem, const size_t *, const size_t, \
    const size_t, cl_command_queue *, cl_event *)
 
-#define XR_CLBLAST_SYMBOLS(X)                                                 \
-  X(REQUIRED, CLBlastStatusCode, CLBlastSgemm, XR_CLBLAST_GEMM_PARAMS(float))                      \
-  X(REQUIRED, CLBlastStatusCode, CLBlastSgemmBatched, XR_CLBLAST_BATCHED_PARAMS(float))            \
-  X(OPTIONAL, CLBlastStatusCode, CLBlastHgemm, XR_CLBLAST_GEMM_PARAMS(cl_half))                    \
-  X(OPTIONAL, CLBlastStatusCode, CLBlastHgemmBatched, XR_CLBLAST_BATCHED_PARAMS(cl_half))          \
-  /* from the OpenCL loader CLBlast links, to ask the device for cl_khr_fp16 */                \
+#define XR_CLBLAST_SYMBOLS(X)                                                             \
+  X(REQUIRED, CLBlastStatusCode, CLBlastSgemm, XR_CLBLAST_GEMM_PARAMS(float))             \
+  X(REQUIRED, CLBlastStatusCode, CLBlastSgemmBatched, XR_CLBLAST_BATCHED_PARAMS(float))   \
+  X(OPTIONAL, CLBlastStatusCode, CLBlastHgemm, XR_CLBLAST_GEMM_PARAMS(cl_half))           \
+  X(OPTIONAL, CLBlastStatusCode, CLBlastHgemmBatched, XR_CLBLAST_BATCHED_PARAMS(cl_half)) \
+  X(OPTIONAL, CLBlastStatusCode, CLBlastSconvgemm,                                        \
+    (const CLBlastKernelMode, const size_t, const size_t, const size_t, const size_t,     \
+     const size_t, const size_t, const size_t, const size_t, const size_t, const size_t,  \
+     const size_t, const size_t, const size_t, const cl_mem, const size_t, const cl_mem,  \
+     const size_t, cl_mem, const size_t, cl_command_queue *, cl_event *))                 \
+  /* from the OpenCL loader CLBlast links, to ask the device for cl_khr_fp16 */           \
   X(REQUIRED, cl_int, clGetDeviceInfo, (cl_device_id, cl_device_info, size_t, void *, size_t *))
 
 typedef struct xr_clblast {

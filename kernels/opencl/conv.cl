@@ -170,3 +170,20 @@ __kernel void xr_conv_bias_grad(const xr_conv_args a, __global const uchar *x,
       }
   st(bias, a.bias.dtype, a.bias.offset + c * a.bias.strides[0], acc);
 }
+
+// y[n, c, ...] += bias[c] over the y slot's elements (after CLBlast's convgemm, which has no
+// bias).
+__kernel void xr_conv_add_bias(const xr_conv_args a, __global const uchar *x,
+                               __global const uchar *w, __global uchar *y,
+                               __global const uchar *bias) {
+  long e = get_global_id(0);
+  if (e >= a.total) return;
+  long i4 = e % a.y.shape[4], t = e / a.y.shape[4];
+  long i3 = t % a.y.shape[3];
+  t /= a.y.shape[3];
+  long i2 = t % a.y.shape[2];
+  t /= a.y.shape[2];
+  long c = t % a.y.shape[1], n = t / a.y.shape[1];
+  long i = at(&a.y, n, c, i2, i3, i4);
+  st(y, a.y.dtype, i, ld(y, a.y.dtype, i) + bias_of(&a, bias, c));
+}

@@ -1,30 +1,17 @@
 /* opencl.conv: every convolution step (kernels/conv.h) as one of conv.cl's kernels. Tensors are
  * bound as whole storage buffers; geometry, offsets, strides and dtype codes go in one by-value
  * argument struct whose layout (all 64-bit fields) conv.cl mirrors. */
+#include "kernels/opencl/conv_opencl.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/conv.h"
 #include "kernels/opencl/sources.h"
-
-enum { CONV_WG = 64 }; /* XR_CONV_WG in conv.cl */
-
-typedef struct cl_operand {
-  int64_t offset, dtype;
-  int64_t shape[5], strides[5];
-} cl_operand_t;
-
-typedef struct cl_conv_args {
-  int64_t n, groups, c_in, c_out;
-  int64_t in_size[3], out_size[3], window[3], stride[3], pad[3], dilation[3];
-  int64_t total, has_bias;
-  cl_operand_t x, w, y, bias;
-} cl_conv_args_t;
 
 typedef struct cl_step {
   xr_hal_kernel_t *kernel;
-  cl_conv_args_t args;
+  xr_conv_cl_args_t args;
   xr_hal_buffer_t *buffers[4]; /* x, w, y, bias (an absent one: any bound buffer) */
 } cl_step_t;
 
@@ -42,8 +29,7 @@ static bool fast_dtype(xr_dtype_t d) {
   return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
 }
 
-/* The operand step `s` writes: one work-item per element. */
-static const xr_conv_operand_t *written(const xr_conv_step_t *s) {
+const xr_conv_operand_t *xr_conv_cl_written(const xr_conv_step_t *s) {
   switch (s->pass) {
     case XR_CONV_FORWARD: return &s->y;
     case XR_CONV_BACKWARD_DATA: return &s->x;
@@ -52,7 +38,7 @@ static const xr_conv_operand_t *written(const xr_conv_step_t *s) {
   }
 }
 
-static int64_t element_count(const xr_conv_operand_t *o) {
+int64_t xr_conv_cl_elements(const xr_conv_operand_t *o) {
   int64_t n = 1;
   for (int d = 0; d < 5; d++) n *= o->shape[d];
   return n;
@@ -63,9 +49,9 @@ static xr_status_t conv_supports(const xr_op_plan_t *plan, xr_hal_device_t *devi
   const xr_conv_problem_t *p = plan->problem;
   for (int i = 0; i < p->step_count; i++) {
     const xr_conv_step_t *s = &p->steps[i];
-    if (element_count(written(s)) / CONV_WG >= (int64_t)UINT32_MAX)
+    if (xr_conv_cl_elements(xr_conv_cl_written(s)) / XR_CONV_CL_WG >= (int64_t)UINT32_MAX)
       return xr_error(XR_UNIMPLEMENTED, "opencl.conv: %s: %lld results exceed one dispatch",
-                      plan->op->name, (long long)element_count(written(s)));
+                      plan->op->name, (long long)xr_conv_cl_elements(xr_conv_cl_written(s)));
     const xr_conv_operand_t *all[4] = {&s->x, &s->w, &s->y, &s->bias};
     for (int k = 0; k < 4; k++)
       if (all[k]->index >= 0 && !fast_dtype(all[k]->dtype))
@@ -90,6 +76,25 @@ static void operand_args(const xr_conv_operand_t *o, const xr_tensor_t *tensors,
   for (int d = 0; d < 5; d++) out->shape[d] = o->shape[d], out->strides[d] = o->strides[d];
 }
 
+void xr_conv_cl_args(const xr_conv_problem_t *p, const xr_conv_step_t *step,
+                     const xr_tensor_t *tensors, xr_conv_cl_args_t *a, xr_hal_buffer_t **buffers) {
+  memset(a, 0, sizeof *a);
+  a->n = p->n, a->groups = p->groups, a->c_in = p->c_in, a->c_out = p->c_out;
+  for (int d = 0; d < 3; d++) {
+    a->in_size[d] = p->in[d], a->out_size[d] = p->out[d], a->window[d] = p->kernel[d];
+    a->stride[d] = p->stride[d], a->pad[d] = p->pad[d], a->dilation[d] = p->dilation[d];
+  }
+  const xr_conv_operand_t *all[4] = {&step->x, &step->w, &step->y, &step->bias};
+  cl_operand_t *args[4] = {&a->x, &a->w, &a->y, &a->bias};
+  int any = step->y.index; /* every step has a y */
+  for (int k = 0; k < 4; k++) {
+    operand_args(all[k], tensors, args[k]);
+    buffers[k] = tensors[all[k]->index >= 0 ? all[k]->index : any].buffer;
+  }
+  a->has_bias = step->bias.index >= 0;
+  a->total = xr_conv_cl_elements(xr_conv_cl_written(step));
+}
+
 static xr_status_t conv_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
                                 const xr_tensor_t *tensors, void **out_state) {
   const xr_conv_problem_t *p = plan->problem;
@@ -102,21 +107,7 @@ static xr_status_t conv_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
     const xr_conv_step_t *step = &p->steps[i];
     cl_step_t *c = &s->step[s->count++];
     if ((st = xr_hal_kernel_lookup(s->exe, kernels[step->pass], &c->kernel)) != XR_OK) break;
-    cl_conv_args_t *a = &c->args;
-    a->n = p->n, a->groups = p->groups, a->c_in = p->c_in, a->c_out = p->c_out;
-    for (int d = 0; d < 3; d++) {
-      a->in_size[d] = p->in[d], a->out_size[d] = p->out[d], a->window[d] = p->kernel[d];
-      a->stride[d] = p->stride[d], a->pad[d] = p->pad[d], a->dilation[d] = p->dilation[d];
-    }
-    const xr_conv_operand_t *all[4] = {&step->x, &step->w, &step->y, &step->bias};
-    cl_operand_t *args[4] = {&a->x, &a->w, &a->y, &a->bias};
-    int any = step->y.index; /* every step has a y */
-    for (int k = 0; k < 4; k++) {
-      operand_args(all[k], tensors, args[k]);
-      c->buffers[k] = tensors[all[k]->index >= 0 ? all[k]->index : any].buffer;
-    }
-    a->has_bias = step->bias.index >= 0;
-    a->total = element_count(written(step));
+    xr_conv_cl_args(p, step, tensors, &c->args, c->buffers);
   }
   if (st != XR_OK) {
     conv_release(s);
@@ -126,20 +117,25 @@ static xr_status_t conv_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
   return XR_OK;
 }
 
+xr_status_t xr_conv_cl_dispatch(xr_hal_stream_t *stream, xr_hal_kernel_t *kernel,
+                                const xr_conv_cl_args_t *a, xr_hal_buffer_t *const *buffers) {
+  if (a->total == 0) return XR_OK;
+  xr_hal_kernel_arg_t args[5] = {xr_hal_arg_bytes(a, sizeof *a)};
+  for (int k = 0; k < 4; k++) args[1 + k] = xr_hal_arg_buffer(buffers[k]);
+  xr_hal_dispatch_t d = {
+      .grid = {(uint32_t)((a->total + XR_CONV_CL_WG - 1) / XR_CONV_CL_WG), 1, 1},
+      .block = {XR_CONV_CL_WG, 1, 1},
+      .args = args,
+      .arg_count = 5,
+  };
+  return xr_hal_stream_dispatch(stream, kernel, &d);
+}
+
 static xr_status_t conv_enqueue(void *state, xr_hal_stream_t *stream) {
   cl_conv_t *s = state;
   for (int i = 0; i < s->count; i++) {
-    cl_step_t *c = &s->step[i];
-    if (c->args.total == 0) continue;
-    xr_hal_kernel_arg_t args[5] = {xr_hal_arg_bytes(&c->args, sizeof c->args)};
-    for (int k = 0; k < 4; k++) args[1 + k] = xr_hal_arg_buffer(c->buffers[k]);
-    xr_hal_dispatch_t d = {
-        .grid = {(uint32_t)((c->args.total + CONV_WG - 1) / CONV_WG), 1, 1},
-        .block = {CONV_WG, 1, 1},
-        .args = args,
-        .arg_count = 5,
-    };
-    xr_status_t st = xr_hal_stream_dispatch(stream, c->kernel, &d);
+    xr_status_t st =
+        xr_conv_cl_dispatch(stream, s->step[i].kernel, &s->step[i].args, s->step[i].buffers);
     if (st != XR_OK) return st;
   }
   return XR_OK;

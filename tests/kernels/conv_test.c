@@ -16,6 +16,19 @@ Test(conv, opencl_matches_reference, .timeout = 300) {
   conv_cases("opencl", "opencl.");
 }
 
+/* CLBlast's convgemm runs the forward fp32 NCHW cases where it loads; grouped ones, the
+ * transposed and backward ones run on our kernels. */
+Test(conv, opencl_clblast_runs_plain_forward_cases, .timeout = 300) {
+  void *clblast = dlopen("libclblast.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!clblast) cr_skip_test("CLBlast is not installed: %s", dlerror());
+  dlclose(clblast);
+  expect_match(conv_json(&conv_forward_cases[0]), "opencl", "opencl.conv_clblast");
+  expect_match(conv_json(&conv_forward_cases[8]), "opencl", "opencl.conv_clblast");
+  expect_match(conv_json(&conv_forward_cases[5]), "opencl", "opencl.conv_clblast"); /* 1-D */
+  expect_match(conv_json(&conv_forward_cases[4]), "opencl", "opencl.conv");         /* grouped */
+  expect_match(conv_json(&conv_backward_cases[0]), "opencl", "opencl.conv");
+}
+
 /* The cases again with oneDNN off: our own kernel runs every one. */
 Test(conv, cpu_own_kernel_matches_reference, .timeout = 300) {
   setenv("XR_ONEDNN_LIBRARY", "off", 1);

@@ -1,0 +1,547 @@
+/* The channel_norm family: batch norm and group norm, statistics over channels and spatial
+ * positions, as PyTorch's CUDA kernels compute them, with a plain-C reference.
+ *   native_batch_norm / _native_batch_norm_legit / cudnn_batch_norm / miopen_batch_norm(input,
+ *       weight?, bias?, running_mean?, running_var?, training, momentum, eps):
+ *       training: mean and biased variance per channel over N and the spatial dims; out =
+ *       (x - mean) * invstd * weight + bias; save_mean = mean, save_invstd = 1/sqrt(var + eps)
+ *       (cudnn's and miopen's "save_var" hold the same); running_mean and running_var, when
+ *       given, move by momentum towards mean and the unbiased variance (in place). Eval: the
+ *       running statistics normalise, and the saved ones are returned empty, as on CUDA.
+ *       cudnn_batch_norm also returns an empty uint8 reserve.
+ *   _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var,
+ *       momentum, eps): eval.
+ *   native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?,
+ *       save_mean?, save_invstd?, train, eps, output_mask) and cudnn_/miopen_batch_norm_backward
+ *       (input, grad_output, weight, running_mean?, running_var?, save_mean, save_var, epsilon[,
+ *       reserveSpace]), training form: grad_input = weight * invstd * (g - mean(g) - xhat *
+ *       mean(g * xhat)), grad_weight = sum(g * xhat), grad_bias = sum(g), xhat = (x - mean) *
+ *       invstd; eval form (train false): grad_input = g * weight * invstd of the running var.
+ *   native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd): per
+ *       sample and group of C / group channels; mean and rstd [N, group] in the input's dtype.
+ * Saved statistics are fp32 for fp16, bf16 and fp32 inputs (fp64 for fp64). Inputs are [N, C,
+ * ...] of rank 2 to 5, any strides; results take the input's memory format. The reference sums
+ * in double. No device implementation yet: the reference is what runs, on the cpu. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/family.h"
+#include "kernels/initializer.h"
+
+typedef enum cn_kind {
+  CN_BATCH = 0,
+  CN_BATCH_BACKWARD,
+  CN_GROUP,
+} cn_kind_t;
+
+/* A tensor as n, c, d, h, w; a per-channel vector as c (shape[1]); -1: absent. */
+typedef struct view {
+  int index;
+  xr_dtype_t dtype;
+  int64_t shape[5], strides[5];
+} view_t;
+
+enum {
+  V_X,
+  V_GRAD,
+  V_WEIGHT,
+  V_BIAS,
+  V_RMEAN,
+  V_RVAR,
+  V_SMEAN,
+  V_SINV,
+  V_OUT,
+  V_OUT_MEAN,
+  V_OUT_INV,
+  V_GRAD_W,
+  V_GRAD_B,
+  V_COUNT
+};
+
+typedef struct cn_problem {
+  cn_kind_t kind;
+  bool training;
+  double momentum, eps;
+  int64_t n, c, spatial, groups;
+  view_t v[V_COUNT];
+} cn_problem_t;
+
+static const char *const cn_ops[] = {
+    "aten::native_batch_norm",
+    "aten::_native_batch_norm_legit",
+    "aten::_native_batch_norm_legit_no_training",
+    "aten::cudnn_batch_norm",
+    "aten::miopen_batch_norm",
+    "aten::native_batch_norm_backward",
+    "aten::cudnn_batch_norm_backward",
+    "aten::miopen_batch_norm_backward",
+    "aten::native_group_norm",
+    NULL,
+};
+
+static bool is_float(xr_dtype_t d) {
+  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F64;
+}
+
+static void absent(view_t *v) {
+  memset(v, 0, sizeof *v), v->index = -1;
+}
+
+/* [N, C, spatial...] (rank 2..5) as n, c, d, h, w. */
+static void activation(view_t *v, int index, xr_dtype_t dtype, int rank, const int64_t *shape,
+                       const int64_t *strides) {
+  v->index = index;
+  v->dtype = dtype;
+  for (int d = 0; d < 5; d++) v->shape[d] = 1, v->strides[d] = 0;
+  v->shape[0] = shape[0], v->strides[0] = strides[0];
+  v->shape[1] = shape[1], v->strides[1] = strides[1];
+  for (int d = 2; d < rank; d++)
+    v->shape[5 - rank + d] = shape[d], v->strides[5 - rank + d] = strides[d];
+}
+
+static void vector_view(view_t *v, int index, xr_dtype_t dtype, int64_t n, int64_t stride) {
+  absent(v);
+  v->index = index;
+  v->dtype = dtype;
+  for (int d = 0; d < 5; d++) v->shape[d] = 1;
+  v->shape[1] = n;
+  v->strides[1] = stride;
+}
+
+static bool channels_last(const xr_tensor_spec_t *t) {
+  if (t->rank < 4 || xr_tensor_is_contiguous(t)) return false;
+  int64_t expect = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int d = i == 0 ? 1 : i == t->rank - 1 ? 0 : t->rank - i;
+    if (t->shape[d] != 1 && t->strides[d] != expect) return false;
+    expect *= t->shape[d];
+  }
+  return true;
+}
+
+/* Return k like input x (shape and memory format). */
+static void like_input(xr_op_plan_t *plan, int k, const xr_tensor_spec_t *x, view_t *v) {
+  int64_t strides[XR_MAX_RANK];
+  xr_tensor_desc_t *r = &plan->returns[k];
+  xr_desc_set(r, x->dtype, x->rank, x->shape);
+  xr_contiguous_strides(x->rank, x->shape, strides);
+  if (channels_last(x)) {
+    int64_t s = x->shape[1];
+    strides[1] = 1;
+    for (int d = x->rank - 1; d >= 2; d--) strides[d] = s, s *= x->shape[d];
+    strides[0] = s;
+    r->dense_strides = true;
+    for (int d = 0; d < x->rank; d++) r->strides[d] = strides[d];
+  }
+  activation(v, (int)plan->input_count + k, x->dtype, x->rank, x->shape, strides);
+}
+
+/* Return k a vector of n elements (0: empty, and no view). */
+static void vector_return(xr_op_plan_t *plan, int k, xr_dtype_t dtype, int64_t n, view_t *v) {
+  xr_desc_set(&plan->returns[k], dtype, 1, &n);
+  if (n)
+    vector_view(v, (int)plan->input_count + k, dtype, n, 1);
+  else
+    absent(v);
+}
+
+static xr_dtype_t stats_dtype(xr_dtype_t x) {
+  return x == XR_DTYPE_F64 ? XR_DTYPE_F64 : XR_DTYPE_F32;
+}
+
+/* A per-channel tensor argument: absent, or [C] of a float dtype. */
+static xr_status_t channel_arg(xr_op_plan_t *plan, int position, const char *name, int64_t c,
+                               int slot) {
+  cn_problem_t *p = plan->problem;
+  int index = -1;
+  xr_status_t st = xr_arg_tensor(plan, position, name, false, &index);
+  if (st != XR_OK) return st;
+  if (index < 0) return absent(&p->v[slot]), XR_OK;
+  const xr_tensor_spec_t *t = plan->inputs[index];
+  if (t->rank != 1 || (t->shape[0] != c && t->shape[0] != 0) || !is_float(t->dtype))
+    return xr_plan_error(plan, "%s: expected a float [%lld], got %d-D %s", name, (long long)c,
+                         t->rank, xr_dtype_name(t->dtype));
+  if (t->shape[0] == 0) return absent(&p->v[slot]), XR_OK; /* an empty saved statistic */
+  vector_view(&p->v[slot], index, t->dtype, c, t->strides[0]);
+  return XR_OK;
+}
+
+static xr_status_t analyze_batch(xr_op_plan_t *plan, cn_problem_t *p) {
+  const xr_op_t *op = plan->op;
+  bool cudnn = strstr(op->name, "cudnn_") || strstr(op->name, "miopen_");
+  bool no_training = !strcmp(op->name, "aten::_native_batch_norm_legit_no_training");
+  int x_index;
+  xr_status_t st = xr_arg_tensor(plan, 0, "input", true, &x_index);
+  if (st != XR_OK) return st;
+  const xr_tensor_spec_t *x = plan->inputs[x_index];
+  if (x->rank < 2 || x->rank > 5 || !is_float(x->dtype))
+    return xr_plan_error(plan, "input: expected a float tensor of rank 2 to 5, got %d-D %s",
+                         x->rank, xr_dtype_name(x->dtype));
+  p->c = x->shape[1];
+  activation(&p->v[V_X], x_index, x->dtype, x->rank, x->shape, x->strides);
+  if ((st = channel_arg(plan, 1, "weight", p->c, V_WEIGHT)) ||
+      (st = channel_arg(plan, 2, "bias", p->c, V_BIAS)) ||
+      (st = channel_arg(plan, 3, "running_mean", p->c, V_RMEAN)) ||
+      (st = channel_arg(plan, 4, "running_var", p->c, V_RVAR)))
+    return st;
+  p->training = !no_training;
+  if (!no_training && (st = xr_arg_bool(op, 5, "training", true, &p->training))) return st;
+  if ((st = xr_arg_double(op, no_training ? 5 : 6,
+                          cudnn ? "exponential_average_factor" : "momentum", true, &p->momentum)) ||
+      (st = xr_arg_double(op, no_training ? 6 : 7, cudnn ? "epsilon" : "eps", true, &p->eps)))
+    return st;
+  if (!p->training && (p->v[V_RMEAN].index < 0 || p->v[V_RVAR].index < 0))
+    return xr_plan_error(plan, "running_mean: evaluation needs the running statistics");
+  xr_plan_mark_written(plan, p->v[V_RMEAN].index);
+  xr_plan_mark_written(plan, p->v[V_RVAR].index);
+  bool reserve = !strcmp(op->name, "aten::cudnn_batch_norm");
+  plan->return_count = reserve ? 4 : 3;
+  like_input(plan, 0, x, &p->v[V_OUT]);
+  int64_t saved = p->training ? p->c : 0;
+  vector_return(plan, 1, stats_dtype(x->dtype), saved, &p->v[V_OUT_MEAN]);
+  vector_return(plan, 2, stats_dtype(x->dtype), saved, &p->v[V_OUT_INV]);
+  if (reserve) {
+    int64_t zero = 0;
+    xr_desc_set(&plan->returns[3], XR_DTYPE_U8, 1, &zero);
+  }
+  return XR_OK;
+}
+
+static xr_status_t output_mask(const xr_op_plan_t *plan, int position, bool *mask) {
+  const xr_value_t *v = xr_op_arg(plan->op, position, "output_mask");
+  if (!v) return xr_plan_error(plan, "argument 'output_mask' (position %d) is missing", position);
+  if (v->kind != XR_VALUE_LIST || v->as.list.count != 3)
+    return xr_plan_error(plan, "output_mask: expected a list of three bools");
+  for (int k = 0; k < 3; k++) {
+    const xr_value_t *b = &v->as.list.items[k];
+    mask[k] = b->kind == XR_VALUE_BOOL ? b->as.b : b->kind == XR_VALUE_INT && b->as.i != 0;
+  }
+  return XR_OK;
+}
+
+static xr_status_t analyze_batch_backward(xr_op_plan_t *plan, cn_problem_t *p) {
+  const xr_op_t *op = plan->op;
+  bool native = !strcmp(op->name, "aten::native_batch_norm_backward");
+  int x_index, g_index;
+  xr_status_t st;
+  if ((st = xr_arg_tensor(plan, native ? 1 : 0, "input", true, &x_index)) ||
+      (st = xr_arg_tensor(plan, native ? 0 : 1, native ? "grad_out" : "grad_output", true,
+                          &g_index)))
+    return st;
+  const xr_tensor_spec_t *x = plan->inputs[x_index], *g = plan->inputs[g_index];
+  if (x->rank < 2 || x->rank > 5 || !is_float(x->dtype))
+    return xr_plan_error(plan, "input: expected a float tensor of rank 2 to 5, got %d-D %s",
+                         x->rank, xr_dtype_name(x->dtype));
+  if (g->rank != x->rank || memcmp(g->shape, x->shape, sizeof(int64_t) * (size_t)x->rank))
+    return xr_plan_error(plan, "grad_output: expected the input's shape");
+  p->c = x->shape[1];
+  activation(&p->v[V_X], x_index, x->dtype, x->rank, x->shape, x->strides);
+  activation(&p->v[V_GRAD], g_index, g->dtype, g->rank, g->shape, g->strides);
+  absent(&p->v[V_BIAS]);
+  if ((st = channel_arg(plan, 2, "weight", p->c, V_WEIGHT)) ||
+      (st = channel_arg(plan, 3, "running_mean", p->c, V_RMEAN)) ||
+      (st = channel_arg(plan, 4, "running_var", p->c, V_RVAR)) ||
+      (st = channel_arg(plan, 5, "save_mean", p->c, V_SMEAN)) ||
+      (st = channel_arg(plan, 6, native ? "save_invstd" : "save_var", p->c, V_SINV)))
+    return st;
+  bool mask[3] = {true, true, true};
+  p->training = true;
+  if (native &&
+      ((st = xr_arg_bool(op, 7, "train", true, &p->training)) ||
+       (st = xr_arg_double(op, 8, "eps", true, &p->eps)) || (st = output_mask(plan, 9, mask))))
+    return st;
+  if (!native && (st = xr_arg_double(op, 7, "epsilon", true, &p->eps))) return st;
+  if (p->training && (p->v[V_SMEAN].index < 0 || p->v[V_SINV].index < 0))
+    return xr_plan_error(plan, "save_mean: the training form needs the saved statistics");
+  if (!p->training && (p->v[V_RMEAN].index < 0 || p->v[V_RVAR].index < 0))
+    return xr_plan_error(plan, "running_mean: the eval form needs the running statistics");
+  plan->return_count = 3;
+  if (mask[0])
+    like_input(plan, 0, x, &p->v[V_OUT]);
+  else
+    vector_return(plan, 0, x->dtype, 0, &p->v[V_OUT]);
+  xr_dtype_t wd = p->v[V_WEIGHT].index >= 0 ? p->v[V_WEIGHT].dtype : x->dtype;
+  vector_return(plan, 1, wd, mask[1] ? p->c : 0, &p->v[V_GRAD_W]);
+  vector_return(plan, 2, wd, mask[2] ? p->c : 0, &p->v[V_GRAD_B]);
+  return XR_OK;
+}
+
+static xr_status_t analyze_group(xr_op_plan_t *plan, cn_problem_t *p) {
+  const xr_op_t *op = plan->op;
+  int x_index;
+  int64_t n, c, hxw;
+  xr_status_t st;
+  if ((st = xr_arg_tensor(plan, 0, "input", true, &x_index)) ||
+      (st = xr_arg_int(op, 3, "N", true, &n)) || (st = xr_arg_int(op, 4, "C", true, &c)) ||
+      (st = xr_arg_int(op, 5, "HxW", true, &hxw)) ||
+      (st = xr_arg_int(op, 6, "group", true, &p->groups)) ||
+      (st = xr_arg_double(op, 7, "eps", true, &p->eps)))
+    return st;
+  const xr_tensor_spec_t *x = plan->inputs[x_index];
+  if (x->rank < 2 || x->rank > 5 || !is_float(x->dtype))
+    return xr_plan_error(plan, "input: expected a float tensor of rank 2 to 5, got %d-D %s",
+                         x->rank, xr_dtype_name(x->dtype));
+  int64_t spatial = 1;
+  for (int d = 2; d < x->rank; d++) spatial *= x->shape[d];
+  if (x->shape[0] != n || x->shape[1] != c || spatial != hxw)
+    return xr_plan_error(plan, "N: N %lld, C %lld, HxW %lld do not describe the input",
+                         (long long)n, (long long)c, (long long)hxw);
+  if (p->groups < 1 || c % p->groups != 0)
+    return xr_plan_error(plan, "group: %lld does not divide the %lld channels",
+                         (long long)p->groups, (long long)c);
+  p->c = c;
+  activation(&p->v[V_X], x_index, x->dtype, x->rank, x->shape, x->strides);
+  if ((st = channel_arg(plan, 1, "weight", c, V_WEIGHT)) ||
+      (st = channel_arg(plan, 2, "bias", c, V_BIAS)))
+    return st;
+  plan->return_count = 3;
+  like_input(plan, 0, x, &p->v[V_OUT]);
+  int64_t shape[2] = {n, p->groups}, strides[2] = {p->groups, 1};
+  for (int k = 1; k < 3; k++) {
+    xr_desc_set(&plan->returns[k], x->dtype, 2, shape);
+    activation(&p->v[k == 1 ? V_OUT_MEAN : V_OUT_INV], (int)plan->input_count + k, x->dtype, 2,
+               shape, strides);
+  }
+  return XR_OK;
+}
+
+static xr_status_t analyze(xr_op_plan_t *plan) {
+  const char *name = plan->op->name;
+  cn_problem_t *p = calloc(1, sizeof *p);
+  if (!p) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", name);
+  plan->problem = p;
+  for (int k = 0; k < V_COUNT; k++) absent(&p->v[k]);
+  p->kind = strstr(name, "group_norm")  ? CN_GROUP
+            : strstr(name, "_backward") ? CN_BATCH_BACKWARD
+                                        : CN_BATCH;
+  xr_status_t st = p->kind == CN_GROUP            ? analyze_group(plan, p)
+                   : p->kind == CN_BATCH_BACKWARD ? analyze_batch_backward(plan, p)
+                                                  : analyze_batch(plan, p);
+  if (st != XR_OK) return st;
+  const view_t *x = &p->v[V_X];
+  p->n = x->shape[0];
+  p->spatial = x->shape[2] * x->shape[3] * x->shape[4];
+  double elements = (double)p->n * (double)p->c * (double)p->spatial;
+  double esize = (double)xr_dtype_size(x->dtype);
+  plan->flops = elements * (p->kind == CN_BATCH_BACKWARD ? 8 : 6);
+  plan->bytes = elements * esize * (p->kind == CN_BATCH_BACKWARD ? 3 : 2);
+  return XR_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* CPU reference                                                                              */
+
+typedef struct ref_state {
+  const cn_problem_t *p;
+  void *base[V_COUNT];
+  int64_t off[V_COUNT];
+} ref_state_t;
+
+static int64_t at(const ref_state_t *s, int k, int64_t n, int64_t c, int64_t i) {
+  const view_t *v = &s->p->v[k];
+  int64_t w = i % v->shape[4], t = i / v->shape[4];
+  int64_t h = t % v->shape[3], d = t / v->shape[3];
+  return s->off[k] + n * v->strides[0] + c * v->strides[1] + d * v->strides[2] + h * v->strides[3] +
+         w * v->strides[4];
+}
+
+static double ld(const ref_state_t *s, int k, int64_t n, int64_t c, int64_t i) {
+  return xr_load_element(s->base[k], s->p->v[k].dtype, at(s, k, n, c, i));
+}
+
+static void st(const ref_state_t *s, int k, int64_t n, int64_t c, int64_t i, double v) {
+  if (s->base[k]) xr_store_element(s->base[k], s->p->v[k].dtype, at(s, k, n, c, i), v);
+}
+
+/* Per-channel vector k at c, or `fallback` when absent. */
+static double vec(const ref_state_t *s, int k, int64_t c, double fallback) {
+  return s->base[k] ? ld(s, k, 0, c, 0) : fallback;
+}
+
+static void ref_batch(void *ctx, size_t begin, size_t end) {
+  const ref_state_t *s = ctx;
+  const cn_problem_t *p = s->p;
+  double count = (double)p->n * (double)p->spatial;
+  for (size_t cc = begin; cc < end; cc++) {
+    int64_t c = (int64_t)cc;
+    double mean, invstd;
+    if (p->training) {
+      double sum = 0, sq = 0;
+      for (int64_t n = 0; n < p->n; n++)
+        for (int64_t i = 0; i < p->spatial; i++) sum += ld(s, V_X, n, c, i);
+      mean = sum / count;
+      for (int64_t n = 0; n < p->n; n++)
+        for (int64_t i = 0; i < p->spatial; i++) {
+          double d = ld(s, V_X, n, c, i) - mean;
+          sq += d * d;
+        }
+      double var = sq / count;
+      invstd = 1 / sqrt(var + p->eps);
+      st(s, V_OUT_MEAN, 0, c, 0, mean);
+      st(s, V_OUT_INV, 0, c, 0, invstd);
+      if (s->base[V_RMEAN])
+        st(s, V_RMEAN, 0, c, 0, (1 - p->momentum) * vec(s, V_RMEAN, c, 0) + p->momentum * mean);
+      if (s->base[V_RVAR])
+        st(s, V_RVAR, 0, c, 0,
+           (1 - p->momentum) * vec(s, V_RVAR, c, 0) +
+               p->momentum * (count > 1 ? sq / (count - 1) : var));
+    } else {
+      mean = vec(s, V_RMEAN, c, 0);
+      invstd = 1 / sqrt(vec(s, V_RVAR, c, 1) + p->eps);
+    }
+    double w = vec(s, V_WEIGHT, c, 1), b = vec(s, V_BIAS, c, 0);
+    for (int64_t n = 0; n < p->n; n++)
+      for (int64_t i = 0; i < p->spatial; i++)
+        st(s, V_OUT, n, c, i, (ld(s, V_X, n, c, i) - mean) * invstd * w + b);
+  }
+}
+
+static void ref_batch_backward(void *ctx, size_t begin, size_t end) {
+  const ref_state_t *s = ctx;
+  const cn_problem_t *p = s->p;
+  double count = (double)p->n * (double)p->spatial;
+  for (size_t cc = begin; cc < end; cc++) {
+    int64_t c = (int64_t)cc;
+    double mean = p->training ? vec(s, V_SMEAN, c, 0) : vec(s, V_RMEAN, c, 0);
+    double invstd = p->training ? vec(s, V_SINV, c, 1) : 1 / sqrt(vec(s, V_RVAR, c, 1) + p->eps);
+    double w = vec(s, V_WEIGHT, c, 1), sum_g = 0, sum_gx = 0;
+    for (int64_t n = 0; n < p->n; n++)
+      for (int64_t i = 0; i < p->spatial; i++) {
+        double g = ld(s, V_GRAD, n, c, i);
+        sum_g += g;
+        sum_gx += g * (ld(s, V_X, n, c, i) - mean) * invstd;
+      }
+    st(s, V_GRAD_W, 0, c, 0, sum_gx);
+    st(s, V_GRAD_B, 0, c, 0, sum_g);
+    if (!s->base[V_OUT]) continue;
+    for (int64_t n = 0; n < p->n; n++)
+      for (int64_t i = 0; i < p->spatial; i++) {
+        double g = ld(s, V_GRAD, n, c, i), v;
+        if (p->training) {
+          double xhat = (ld(s, V_X, n, c, i) - mean) * invstd;
+          v = w * invstd * (g - sum_g / count - xhat * sum_gx / count);
+        } else {
+          v = g * w * invstd;
+        }
+        st(s, V_OUT, n, c, i, v);
+      }
+  }
+}
+
+/* item = n * groups + g */
+static void ref_group(void *ctx, size_t begin, size_t end) {
+  const ref_state_t *s = ctx;
+  const cn_problem_t *p = s->p;
+  int64_t per = p->c / p->groups;
+  double count = (double)per * (double)p->spatial;
+  for (size_t item = begin; item < end; item++) {
+    int64_t n = (int64_t)item / p->groups, g = (int64_t)item % p->groups;
+    double sum = 0, sq = 0;
+    for (int64_t c = g * per; c < (g + 1) * per; c++)
+      for (int64_t i = 0; i < p->spatial; i++) sum += ld(s, V_X, n, c, i);
+    double mean = sum / count;
+    for (int64_t c = g * per; c < (g + 1) * per; c++)
+      for (int64_t i = 0; i < p->spatial; i++) {
+        double d = ld(s, V_X, n, c, i) - mean;
+        sq += d * d;
+      }
+    double rstd = 1 / sqrt(sq / count + p->eps);
+    /* mean and rstd are [N, groups]: n, c(= g) of a 2-D view */
+    st(s, V_OUT_MEAN, n, g, 0, mean);
+    st(s, V_OUT_INV, n, g, 0, rstd);
+    for (int64_t c = g * per; c < (g + 1) * per; c++) {
+      double w = vec(s, V_WEIGHT, c, 1), b = vec(s, V_BIAS, c, 0);
+      for (int64_t i = 0; i < p->spatial; i++)
+        st(s, V_OUT, n, c, i, (ld(s, V_X, n, c, i) - mean) * rstd * w + b);
+    }
+  }
+}
+
+static xr_status_t ref_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                               const xr_tensor_t *tensors, void **out_state) {
+  (void)device;
+  const cn_problem_t *p = plan->problem;
+  ref_state_t *s = calloc(1, sizeof *s);
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+  s->p = p;
+  for (int k = 0; k < V_COUNT; k++) {
+    if (p->v[k].index < 0) continue;
+    s->off[k] = tensors[p->v[k].index].offset;
+    xr_status_t status = xr_tensor_host(&tensors[p->v[k].index], &s->base[k]);
+    if (status != XR_OK) {
+      free(s);
+      return status;
+    }
+  }
+  *out_state = s;
+  return XR_OK;
+}
+
+static xr_status_t ref_enqueue(void *state, xr_hal_stream_t *stream) {
+  ref_state_t *s = state;
+  const cn_problem_t *p = s->p;
+  size_t items = (size_t)(p->kind == CN_GROUP ? p->n * p->groups : p->c);
+  if (items == 0) return XR_OK;
+  xr_hal_parallel_fn_t fn = p->kind == CN_GROUP            ? ref_group
+                            : p->kind == CN_BATCH_BACKWARD ? ref_batch_backward
+                                                           : ref_batch;
+  return xr_hal_stream_enqueue_parallel(stream, items, 1, fn, s);
+}
+
+static const xr_kernel_impl_t ref_channel_norm = {
+    .name = "ref.channel_norm",
+    .driver = "cpu",
+    .reference = true,
+    .prepare = ref_prepare,
+    .enqueue = ref_enqueue,
+    .release = free,
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* initializers                                                                               */
+
+/* Variances and inverse standard deviations must be positive: running_var, and the saved
+ * invstd / var of the backward ops, get values in [0.5, 1.5) where the bundle has no data. */
+static xr_status_t init_positive(xr_init_context_t *c) {
+  const cn_problem_t *p = c->plan->problem;
+  const int slots[2] = {V_RVAR, V_SINV};
+  uint64_t seed = c->seed;
+  bool any = false;
+  for (int k = 0; k < 2; k++) {
+    const view_t *v = &p->v[slots[k]];
+    if (v->index < 0 || c->has_data[v->index]) continue;
+    const xr_tensor_spec_t *t = c->plan->inputs[v->index];
+    for (int64_t i = 0; i < v->shape[1]; i++)
+      xr_store_element(c->host[v->index], t->dtype, t->storage_offset + i * v->strides[1],
+                       0.5 + xr_rng_uniform(&seed));
+    any = true;
+  }
+  if (any) xr_init_describe(c, "running_var, save_invstd uniform in [0.5, 1.5)");
+  return XR_OK;
+}
+
+static const struct xr_op_initializer cn_initializers[] = {
+    {"aten::native_batch_norm", init_positive},
+    {"aten::_native_batch_norm_legit", init_positive},
+    {"aten::_native_batch_norm_legit_no_training", init_positive},
+    {"aten::cudnn_batch_norm", init_positive},
+    {"aten::miopen_batch_norm", init_positive},
+    {"aten::native_batch_norm_backward", init_positive},
+    {"aten::cudnn_batch_norm_backward", init_positive},
+    {"aten::miopen_batch_norm_backward", init_positive},
+    {NULL, NULL},
+};
+
+static const xr_kernel_impl_t *const cn_impls[] = {
+    &ref_channel_norm,
+    NULL,
+};
+
+const xr_op_family_t xr_family_channel_norm = {
+    .name = "channel_norm",
+    .op_names = cn_ops,
+    .analyze = analyze,
+    .free_problem = free,
+    .impls = cn_impls,
+    .initializers = cn_initializers,
+};

@@ -1,0 +1,222 @@
+/* The pool and channel_norm families (kernels/pool.c, kernels/channel_norm.c): plans (output
+ * sizes, memory formats, saved statistics), argument errors that name the argument, and the ops
+ * the golden cases leave out (backwards, eval forms, upsampling by scale factor) replayed on the
+ * cpu, where their plain-C reference is what runs. Their semantics are checked against
+ * independent outputs by tests/replay:golden_test. */
+#include "formats/bundle.h"
+#include "kernels/kernels.h"
+#include "tests/kernels/bundle_text.h"
+
+static const char *T(text_t *t, const char *dtype, int rank, const int64_t *shape,
+                     const int64_t *strides) {
+  t->n = 0;
+  return tensor(t, dtype, rank, shape, strides, 0);
+}
+
+/* Plans `json`; returns its status, the plan in *plan (free it when OK). */
+static xr_status_t plan_json(const char *json, xr_bundle_t **b, xr_op_plan_t *plan) {
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, b), XR_OK,
+               "%s", xr_last_error());
+  return xr_kernel_plan(&(*b)->ops[0], plan);
+}
+
+static void expect_error(const char *json, const char *field) {
+  xr_bundle_t *b;
+  xr_op_plan_t plan;
+  cr_assert_eq(plan_json(json, &b, &plan), XR_INVALID_ARGUMENT, "%s: expected an error", json);
+  cr_assert(strstr(xr_last_error(), field), "'%s' does not name %s", xr_last_error(), field);
+  xr_bundle_destroy(b);
+}
+
+static const char *max_pool(const char *x, const char *k, const char *s, const char *p,
+                            const char *ceil) {
+  static char args[4096];
+  format(args, sizeof args,
+         "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, "
+         "{\"name\": \"kernel_size\", \"type\": \"int[2]\", \"value\": %s}, "
+         "{\"name\": \"stride\", \"type\": \"int[2]\", \"value\": %s}, "
+         "{\"name\": \"padding\", \"type\": \"int[2]\", \"value\": %s}, "
+         "{\"name\": \"dilation\", \"type\": \"int[2]\", \"value\": [1, 1]}, "
+         "{\"name\": \"ceil_mode\", \"type\": \"bool\", \"value\": %s}",
+         x, k, s, p, ceil);
+  return bundle("aten::max_pool2d_with_indices", args, NULL);
+}
+
+Test(pool, plans_sizes_and_memory_formats) {
+  text_t x;
+  xr_bundle_t *b;
+  xr_op_plan_t plan;
+  /* ceil_mode: (10 + 2 - 3 + 1) / 2 + 1 = 6, the last window starting inside: 6 */
+  const char *json =
+      max_pool(T(&x, "float", 4, SHAPE(2, 3, 10, 10), NULL), "[3, 3]", "[2, 2]", "[1, 1]", "true");
+  cr_assert_eq(plan_json(json, &b, &plan), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(plan.return_count, 2);
+  cr_assert(plan.returns[0].shape[2] == 6 && plan.returns[0].shape[3] == 6);
+  cr_assert_eq(plan.returns[1].dtype, XR_DTYPE_I64, "indices are int64");
+  cr_assert(!plan.returns[0].dense_strides);
+  xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(b);
+  /* channels-last in, channels-last out */
+  json = max_pool(T(&x, "c10::BFloat16", 4, SHAPE(2, 3, 8, 8), SHAPE(192, 1, 24, 3)), "[2, 2]",
+                  "[]", "[0, 0]", "false");
+  cr_assert_eq(plan_json(json, &b, &plan), XR_OK, "%s", xr_last_error());
+  cr_assert(plan.returns[0].dense_strides && plan.returns[0].strides[1] == 1 &&
+                plan.returns[0].strides[3] == 3,
+            "channels-last result");
+  cr_assert(plan.returns[0].shape[2] == 4, "stride defaults to the kernel size");
+  xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(b);
+}
+
+Test(pool, malformed_arguments_name_the_argument) {
+  text_t x;
+  expect_error(
+      max_pool(T(&x, "float", 4, SHAPE(1, 1, 8, 8), NULL), "[0, 3]", "[1, 1]", "[0, 0]", "false"),
+      "kernel_size");
+  expect_error(
+      max_pool(T(&x, "float", 4, SHAPE(1, 1, 8, 8), NULL), "[3, 3]", "[1, 1]", "[2, 2]", "false"),
+      "padding");
+  expect_error(max_pool(T(&x, "float", 5, SHAPE(1, 1, 2, 8, 8), NULL), "[3, 3]", "[1, 1]", "[0, 0]",
+                        "false"),
+               "self");
+  expect_error(
+      max_pool(T(&x, "float", 4, SHAPE(1, 1, 2, 2), NULL), "[3, 3]", "[1, 1]", "[0, 0]", "false"),
+      "kernel_size");
+}
+
+/* Upsampling by scale factors (.vec): out = floor(in * scale); replayed on the cpu. */
+Test(pool, upsampling_by_scale_factor) {
+  text_t x;
+  char args[4096];
+  format(args, sizeof args,
+         "{\"name\": \"input\", \"type\": \"Tensor\", \"value\": %s}, "
+         "{\"name\": \"output_size\", \"type\": \"SymInt[]?\", \"value\": null}, "
+         "{\"name\": \"align_corners\", \"type\": \"bool\", \"value\": false}, "
+         "{\"name\": \"scale_factors\", \"type\": \"float[]?\", \"value\": [2.5, 1.5]}",
+         T(&x, "float", 4, SHAPE(1, 2, 4, 6), NULL));
+  const char *json = bundle("aten::upsample_bilinear2d", args, NULL);
+  xr_bundle_t *b;
+  xr_op_plan_t plan;
+  cr_assert_eq(plan_json(json, &b, &plan), XR_OK, "%s", xr_last_error());
+  cr_assert(plan.returns[0].shape[2] == 10 && plan.returns[0].shape[3] == 9);
+  xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(b);
+  expect_match(json, "cpu", "ref.pool");
+}
+
+/* The backward's indices come from the family's initializer: valid positions, so the
+ * reference's scatter stays in the plane (ASan would see it leave). */
+Test(pool, max_pool_backward_replays) {
+  text_t g, x, ix;
+  char args[4096];
+  format(args, sizeof args,
+         "{\"name\": \"grad_output\", \"type\": \"Tensor\", \"value\": %s}, "
+         "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, "
+         "{\"name\": \"kernel_size\", \"type\": \"int[2]\", \"value\": [3, 3]}, "
+         "{\"name\": \"stride\", \"type\": \"int[2]\", \"value\": [2, 2]}, "
+         "{\"name\": \"padding\", \"type\": \"int[2]\", \"value\": [1, 1]}, "
+         "{\"name\": \"dilation\", \"type\": \"int[2]\", \"value\": [1, 1]}, "
+         "{\"name\": \"ceil_mode\", \"type\": \"bool\", \"value\": false}, "
+         "{\"name\": \"indices\", \"type\": \"Tensor\", \"value\": %s}",
+         T(&g, "c10::BFloat16", 4, SHAPE(2, 3, 5, 5), NULL),
+         T(&x, "c10::BFloat16", 4, SHAPE(2, 3, 9, 9), NULL),
+         T(&ix, "long int", 4, SHAPE(2, 3, 5, 5), NULL));
+  expect_match(bundle("aten::max_pool2d_with_indices_backward", args, NULL), "cpu", "ref.pool");
+}
+
+static const char *batch_norm(const char *op, const char *x, const char *w, const char *rm,
+                              const char *rv, bool training) {
+  static char args[4096];
+  bool cudnn = strstr(op, "cudnn") != NULL;
+  format(args, sizeof args,
+         "{\"name\": \"input\", \"type\": \"Tensor\", \"value\": %s}, "
+         "{\"name\": \"weight\", \"type\": \"Tensor?\", \"value\": %s}, "
+         "{\"name\": \"bias\", \"type\": \"Tensor?\", \"value\": null}, "
+         "{\"name\": \"running_mean\", \"type\": \"Tensor(a!)?\", \"value\": %s}, "
+         "{\"name\": \"running_var\", \"type\": \"Tensor(b!)?\", \"value\": %s}, "
+         "{\"name\": \"training\", \"type\": \"bool\", \"value\": %s}, "
+         "{\"name\": \"%s\", \"type\": \"float\", \"value\": 0.1}, "
+         "{\"name\": \"%s\", \"type\": \"float\", \"value\": 1e-05}",
+         x, w, rm, rv, training ? "true" : "false",
+         cudnn ? "exponential_average_factor" : "momentum", cudnn ? "epsilon" : "eps");
+  return bundle(op, args, NULL);
+}
+
+Test(channel_norm, plans_saved_statistics) {
+  text_t x, w, rm, rv;
+  xr_bundle_t *b;
+  xr_op_plan_t plan;
+  const char *json =
+      batch_norm("aten::cudnn_batch_norm", T(&x, "c10::BFloat16", 4, SHAPE(2, 8, 5, 5), NULL),
+                 T(&w, "float", 1, SHAPE(8), NULL), T(&rm, "float", 1, SHAPE(8), NULL),
+                 T(&rv, "float", 1, SHAPE(8), NULL), true);
+  cr_assert_eq(plan_json(json, &b, &plan), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(plan.return_count, 4, "out, save_mean, save_var, reserve");
+  cr_assert(plan.returns[1].dtype == XR_DTYPE_F32 && plan.returns[1].shape[0] == 8);
+  cr_assert(plan.returns[3].dtype == XR_DTYPE_U8 && plan.returns[3].shape[0] == 0);
+  cr_assert(plan.input_written[2] && plan.input_written[3], "running statistics are written");
+  xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(b);
+  /* eval: the saved statistics are empty */
+  json = batch_norm("aten::native_batch_norm", T(&x, "float", 3, SHAPE(2, 8, 7), NULL), "null",
+                    T(&rm, "float", 1, SHAPE(8), NULL), T(&rv, "float", 1, SHAPE(8), NULL), false);
+  cr_assert_eq(plan_json(json, &b, &plan), XR_OK, "%s", xr_last_error());
+  cr_assert(plan.returns[1].shape[0] == 0 && plan.returns[2].shape[0] == 0);
+  xr_kernel_plan_free(&plan);
+  xr_bundle_destroy(b);
+  expect_match(json, "cpu", "ref.channel_norm");
+}
+
+Test(channel_norm, malformed_arguments_name_the_argument) {
+  text_t x, w, rm, rv;
+  expect_error(batch_norm("aten::native_batch_norm", T(&x, "float", 4, SHAPE(2, 8, 5, 5), NULL),
+                          T(&w, "float", 1, SHAPE(7), NULL), "null", "null", true),
+               "weight");
+  expect_error(batch_norm("aten::native_batch_norm", T(&x, "float", 4, SHAPE(2, 8, 5, 5), NULL),
+                          "null", "null", "null", false),
+               "running_mean");
+  expect_error(
+      batch_norm("aten::native_batch_norm", T(&x, "float", 6, SHAPE(2, 8, 2, 2, 2, 2), NULL),
+                 "null", T(&rm, "float", 1, SHAPE(8), NULL), T(&rv, "float", 1, SHAPE(8), NULL),
+                 true),
+      "input");
+  char args[2048];
+  format(args, sizeof args,
+         "{\"name\": \"input\", \"type\": \"Tensor\", \"value\": %s}, "
+         "{\"name\": \"weight\", \"type\": \"Tensor?\", \"value\": null}, "
+         "{\"name\": \"bias\", \"type\": \"Tensor?\", \"value\": null}, "
+         "{\"name\": \"N\", \"type\": \"SymInt\", \"value\": 2}, "
+         "{\"name\": \"C\", \"type\": \"SymInt\", \"value\": 6}, "
+         "{\"name\": \"HxW\", \"type\": \"SymInt\", \"value\": 9}, "
+         "{\"name\": \"group\", \"type\": \"int\", \"value\": 4}, "
+         "{\"name\": \"eps\", \"type\": \"float\", \"value\": 1e-05}",
+         T(&x, "float", 4, SHAPE(2, 6, 3, 3), NULL));
+  expect_error(bundle("aten::native_group_norm", args, NULL), "group");
+}
+
+/* Batch norm's backward in both forms, and each output_mask, on the cpu. */
+Test(channel_norm, backward_replays) {
+  text_t g, x, w, rm, rv, sm, si;
+  for (int train = 0; train < 2; train++)
+    for (int m = 0; m < 3; m++) {
+      char args[4096];
+      const char *masks[] = {"[true, true, true]", "[true, false, false]", "[false, true, true]"};
+      format(args, sizeof args,
+             "{\"name\": \"grad_out\", \"type\": \"Tensor\", \"value\": %s}, "
+             "{\"name\": \"input\", \"type\": \"Tensor\", \"value\": %s}, "
+             "{\"name\": \"weight\", \"type\": \"Tensor?\", \"value\": %s}, "
+             "{\"name\": \"running_mean\", \"type\": \"Tensor?\", \"value\": %s}, "
+             "{\"name\": \"running_var\", \"type\": \"Tensor?\", \"value\": %s}, "
+             "{\"name\": \"save_mean\", \"type\": \"Tensor?\", \"value\": %s}, "
+             "{\"name\": \"save_invstd\", \"type\": \"Tensor?\", \"value\": %s}, "
+             "{\"name\": \"train\", \"type\": \"bool\", \"value\": %s}, "
+             "{\"name\": \"eps\", \"type\": \"float\", \"value\": 1e-05}, "
+             "{\"name\": \"output_mask\", \"type\": \"bool[3]\", \"value\": %s}",
+             T(&g, "float", 4, SHAPE(2, 4, 3, 5), NULL), T(&x, "float", 4, SHAPE(2, 4, 3, 5), NULL),
+             T(&w, "float", 1, SHAPE(4), NULL), T(&rm, "float", 1, SHAPE(4), NULL),
+             T(&rv, "float", 1, SHAPE(4), NULL), T(&sm, "float", 1, SHAPE(4), NULL),
+             T(&si, "float", 1, SHAPE(4), NULL), train ? "true" : "false", masks[m]);
+      expect_match(bundle("aten::native_batch_norm_backward", args, NULL), "cpu",
+                   "ref.channel_norm");
+    }
+}

@@ -108,31 +108,11 @@ static void vector_view(view_t *v, int index, xr_dtype_t dtype, int64_t n, int64
   v->strides[1] = stride;
 }
 
-static bool channels_last(const xr_tensor_spec_t *t) {
-  if (t->rank < 4 || xr_tensor_is_contiguous(t)) return false;
-  int64_t expect = 1;
-  for (int i = 0; i < t->rank; i++) {
-    int d = i == 0 ? 1 : i == t->rank - 1 ? 0 : t->rank - i;
-    if (t->shape[d] != 1 && t->strides[d] != expect) return false;
-    expect *= t->shape[d];
-  }
-  return true;
-}
-
 /* Return k like input x (shape and memory format). */
 static void like_input(xr_op_plan_t *plan, int k, const xr_tensor_spec_t *x, view_t *v) {
   int64_t strides[XR_MAX_RANK];
-  xr_tensor_desc_t *r = &plan->returns[k];
-  xr_desc_set(r, x->dtype, x->rank, x->shape);
-  xr_contiguous_strides(x->rank, x->shape, strides);
-  if (channels_last(x)) {
-    int64_t s = x->shape[1];
-    strides[1] = 1;
-    for (int d = x->rank - 1; d >= 2; d--) strides[d] = s, s *= x->shape[d];
-    strides[0] = s;
-    r->dense_strides = true;
-    for (int d = 0; d < x->rank; d++) r->strides[d] = strides[d];
-  }
+  xr_desc_set_format(&plan->returns[k], x->dtype, x->rank, x->shape, xr_spec_channels_last(x),
+                     strides);
   activation(v, (int)plan->input_count + k, x->dtype, x->rank, x->shape, strides);
 }
 

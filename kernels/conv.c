@@ -136,35 +136,6 @@ static void input_operand(const xr_op_plan_t *plan, xr_conv_operand_t *o, int in
   operand_of(o, index, t->dtype, t->rank, t->shape, t->strides, unbatched);
 }
 
-/* Whether a 4-D or 5-D tensor is laid out channels-last (its dims of more than one element
- * dense in the order n, spatial..., c) and not also contiguous: PyTorch's
- * suggest_memory_format, which picks the memory format of a convolution's results. */
-static bool is_channels_last(const xr_tensor_spec_t *t) {
-  if (t->rank < 4 || xr_tensor_is_contiguous(t)) return false;
-  int64_t expect = 1;
-  for (int i = 0; i < t->rank; i++) {
-    int d = i == 0 ? 1 : i == t->rank - 1 ? 0 : t->rank - i; /* c, then w, h(, d), then n */
-    if (t->shape[d] != 1 && t->strides[d] != expect) return false;
-    expect *= t->shape[d];
-  }
-  return true;
-}
-
-/* Return k: dtype, shape, and strides, channels-last or contiguous. */
-static void set_return(xr_op_plan_t *plan, int k, xr_dtype_t dtype, int rank, const int64_t *shape,
-                       bool channels_last, int64_t *strides) {
-  xr_tensor_desc_t *r = &plan->returns[k];
-  xr_desc_set(r, dtype, rank, shape);
-  xr_contiguous_strides(rank, shape, strides);
-  if (!channels_last || rank < 4) return;
-  int64_t s = shape[1];
-  strides[1] = 1;
-  for (int d = rank - 1; d >= 2; d--) strides[d] = s, s *= shape[d];
-  strides[0] = s;
-  r->dense_strides = true;
-  for (int d = 0; d < rank; d++) r->strides[d] = strides[d];
-}
-
 /* Return k, shaped like `like` (an input's rank and batching) with channels `c` and spatial
  * sizes `sizes` (canonical d, h, w); or, when `skip`, an empty return and an absent operand. */
 static void return_operand(xr_op_plan_t *plan, xr_conv_operand_t *o, int k, xr_dtype_t dtype,
@@ -183,7 +154,7 @@ static void return_operand(xr_op_plan_t *plan, xr_conv_operand_t *o, int k, xr_d
   else
     shape[0] = n, shape[1] = c;
   for (int d = 0; d < spatial; d++) shape[lead + d] = sizes[3 - spatial + d];
-  set_return(plan, k, dtype, rank, shape, channels_last && !unbatched, strides);
+  xr_desc_set_format(&plan->returns[k], dtype, rank, shape, channels_last && !unbatched, strides);
   operand_of(o, (int)plan->input_count + k, dtype, rank, shape, strides, unbatched);
 }
 
@@ -355,7 +326,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
     p->dilation[d] = real ? dilation[k] : 1;
   }
 
-  bool channels_last = !unbatched && (is_channels_last(x) || is_channels_last(w));
+  bool channels_last = !unbatched && (xr_spec_channels_last(x) || xr_spec_channels_last(w));
   xr_conv_operand_t weight_op, input_op;
   input_operand(plan, &weight_op, weight, false);
   input_operand(plan, &input_op, input, unbatched);
@@ -402,7 +373,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
     int64_t zero = 0;
     if (mask[1]) {
       int64_t wstrides[5];
-      set_return(plan, 1, dtype, w->rank, w->shape, channels_last, wstrides);
+      xr_desc_set_format(&plan->returns[1], dtype, w->rank, w->shape, channels_last, wstrides);
       operand_of(&grad_weight, (int)plan->input_count + 1, dtype, w->rank, w->shape, wstrides,
                  false);
     } else {

@@ -53,6 +53,14 @@ void xr_desc_set(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int6
 int64_t xr_desc_numel(const xr_tensor_desc_t *d);
 /* Row-major strides of a contiguous shape. */
 void xr_contiguous_strides(int rank, const int64_t *shape, int64_t *out_strides);
+/* Whether a 4-D or 5-D tensor is laid out channels-last (its dims of more than one element
+ * dense in the order n, spatial..., c) and not also contiguous: PyTorch's suggest_memory_format,
+ * which picks the memory format of convolution, pooling and normalisation results. */
+bool xr_spec_channels_last(const xr_tensor_spec_t *t);
+/* xr_desc_set, then strides into out_strides: contiguous, or, when `channels_last` (4-D and 5-D
+ * only), channels-last, which the descriptor then carries as dense strides. */
+void xr_desc_set_format(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int64_t *shape,
+                        bool channels_last, int64_t *out_strides);
 int64_t xr_spec_numel(const xr_tensor_spec_t *t); /* validated specs only: no overflow */
 
 /* A tensor's host address on host-addressable devices (cpu): the storage start; element

@@ -84,18 +84,6 @@ static void view_of(view_t *v, int index, xr_dtype_t dtype, int rank, const int6
   }
 }
 
-/* Whether a 4-D or 5-D spec is channels-last (and not also contiguous). */
-static bool channels_last(const xr_tensor_spec_t *t) {
-  if (t->rank < 4 || xr_tensor_is_contiguous(t)) return false;
-  int64_t expect = 1;
-  for (int i = 0; i < t->rank; i++) {
-    int d = i == 0 ? 1 : i == t->rank - 1 ? 0 : t->rank - i;
-    if (t->shape[d] != 1 && t->strides[d] != expect) return false;
-    expect *= t->shape[d];
-  }
-  return true;
-}
-
 /* Return k shaped like input x (its rank) with spatial sizes `out`, in x's memory format. */
 static void add_return(xr_op_plan_t *plan, int k, const xr_tensor_spec_t *x, int spatial,
                        const int64_t *out, xr_dtype_t dtype, view_t *v) {
@@ -103,17 +91,7 @@ static void add_return(xr_op_plan_t *plan, int k, const xr_tensor_spec_t *x, int
   int lead = x->rank - spatial;
   for (int d = 0; d < lead; d++) shape[d] = x->shape[d];
   for (int d = 0; d < spatial; d++) shape[lead + d] = out[3 - spatial + d];
-  xr_tensor_desc_t *r = &plan->returns[k];
-  xr_desc_set(r, dtype, x->rank, shape);
-  xr_contiguous_strides(x->rank, shape, strides);
-  if (channels_last(x)) {
-    int64_t s = shape[1];
-    strides[1] = 1;
-    for (int d = x->rank - 1; d >= 2; d--) strides[d] = s, s *= shape[d];
-    strides[0] = s;
-    r->dense_strides = true;
-    for (int d = 0; d < x->rank; d++) r->strides[d] = strides[d];
-  }
+  xr_desc_set_format(&plan->returns[k], dtype, x->rank, shape, xr_spec_channels_last(x), strides);
   view_of(v, (int)plan->input_count + k, dtype, x->rank, shape, strides, spatial);
 }
 

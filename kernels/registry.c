@@ -361,6 +361,30 @@ void xr_desc_set(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int6
   for (int32_t i = 0; i < rank; i++) d->shape[i] = shape[i];
 }
 
+bool xr_spec_channels_last(const xr_tensor_spec_t *t) {
+  if (t->rank < 4 || t->rank > 5 || xr_tensor_is_contiguous(t)) return false;
+  int64_t expect = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int d = i == 0 ? 1 : i == t->rank - 1 ? 0 : t->rank - i; /* c, then w, h(, d), then n */
+    if (t->shape[d] != 1 && t->strides[d] != expect) return false;
+    expect *= t->shape[d];
+  }
+  return true;
+}
+
+void xr_desc_set_format(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int64_t *shape,
+                        bool channels_last, int64_t *out_strides) {
+  xr_desc_set(d, dtype, rank, shape);
+  xr_contiguous_strides(rank, shape, out_strides);
+  if (!channels_last || rank < 4 || rank > 5) return;
+  int64_t s = shape[1];
+  out_strides[1] = 1;
+  for (int k = rank - 1; k >= 2; k--) out_strides[k] = s, s *= shape[k];
+  out_strides[0] = s;
+  d->dense_strides = true;
+  for (int k = 0; k < rank; k++) d->strides[k] = out_strides[k];
+}
+
 int64_t xr_desc_numel(const xr_tensor_desc_t *d) {
   int64_t n = 1;
   for (int32_t i = 0; i < d->rank; i++) n *= d->shape[i];

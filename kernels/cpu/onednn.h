@@ -1,7 +1,7 @@
 /* oneDNN (libdnnl.so.2, the 2.x C API of dnnl.h) loaded at run time: libdnnl links libOpenCL,
  * so it is opened with dlopen, never linked. Every symbol the GEMM family uses is listed once
- * below, in the list style of base/dynload.h; the convolution family's (OPTIONAL, so that a
- * oneDNN without them still serves the GEMMs) with them.
+ * below, in the list style of base/dynload.h, and the convolution family's with them: those
+ * are OPTIONAL, so that a oneDNN without them still serves the GEMMs.
  *
  * Environment: XR_ONEDNN_LIBRARY is tried before libdnnl.so.2 / libdnnl.so; "off" disables
  * oneDNN (the blocked kernel then runs everything, which is how its tests reach it). */

@@ -279,6 +279,63 @@ static const char *const builtin[] = {
     "dilation=1) -> Tensor",
     "aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "
     "padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
+    /* the rest of the pool family (kernels/pool.c) */
+    "aten::max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, "
+    "int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+    "aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool "
+    "ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor",
+    "aten::avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] "
+    "stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> "
+    "Tensor",
+    "aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
+    "aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
+    "aten::_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor",
+    "aten::upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor",
+    "aten::upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> "
+    "Tensor",
+    "aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? "
+    "scales_w=None) -> Tensor",
+    "aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> "
+    "Tensor",
+    "aten::upsample_nearest3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? "
+    "scales_h=None, float? scales_w=None) -> Tensor",
+    "aten::upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> "
+    "Tensor",
+    "aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? "
+    "scales_h=None, float? scales_w=None) -> Tensor",
+    "aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
+    "float[]? scale_factors) -> Tensor",
+    /* batch and group norm (kernels/channel_norm.c; aten::native_batch_norm is above) */
+    "aten::_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) "
+    "running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, "
+    "Tensor, Tensor)",
+    "aten::_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor "
+    "running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+    "aten::cudnn_batch_norm(Tensor input, Tensor weight, Tensor? bias, Tensor? running_mean, "
+    "Tensor? running_var, bool training, float exponential_average_factor, float epsilon) -> "
+    "(Tensor, Tensor, Tensor, Tensor)",
+    "aten::miopen_batch_norm(Tensor input, Tensor weight, Tensor? bias, Tensor? running_mean, "
+    "Tensor? running_var, bool training, float exponential_average_factor, float epsilon) -> "
+    "(Tensor, Tensor, Tensor)",
+    "aten::native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? "
+    "running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float "
+    "eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+    "aten::cudnn_batch_norm_backward(Tensor input, Tensor grad_output, Tensor weight, Tensor? "
+    "running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_var, float epsilon, "
+    "Tensor reserveSpace) -> (Tensor, Tensor, Tensor)",
+    "aten::miopen_batch_norm_backward(Tensor input, Tensor grad_output, Tensor weight, Tensor? "
+    "running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_var, float epsilon) -> "
+    "(Tensor, Tensor, Tensor)",
+    "aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, "
+    "SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)",
+    "aten::native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, "
+    "Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, "
+    "Tensor, Tensor)",
+    /* aiter's group norm: the older form returns y, the newer writes the caller's */
+    "aiter::_groupnorm_run(Tensor input, int num_groups, Tensor weight, Tensor bias, float eps) -> "
+    "Tensor",
+    "aiter::_groupnorm_run.out(Tensor! y, Tensor workspace, Tensor input, int num_groups, Tensor "
+    "weight, Tensor bias, float eps) -> ()",
     /* attention */
     "aten::_scaled_dot_product_flash_attention(Tensor query, Tensor key, Tensor value, float "
     "dropout_p=0.0, bool is_causal=False, bool return_debug_mask=False, *, float? scale=None) -> "

@@ -33,12 +33,8 @@ typedef enum xr_conv_pass {
   XR_CONV_BIAS_GRAD,
 } xr_conv_pass_t;
 
-typedef struct xr_conv_operand {
-  int index; /* binding index; -1 when absent */
-  xr_dtype_t dtype;
-  int64_t shape[5]; /* n, c, d, h, w (weights: co, ci per group, kd, kh, kw; bias: c) */
-  int64_t strides[5];
-} xr_conv_operand_t;
+/* n, c, d, h, w; weights: co, ci per group, kd, kh, kw; bias: c. */
+typedef xr_view5_t xr_conv_operand_t;
 
 typedef struct xr_conv_step {
   xr_conv_pass_t pass;

@@ -48,6 +48,15 @@ xr_status_t xr_plan_wrap_dim(const xr_op_plan_t *plan, int64_t dim, int rank, in
 xr_status_t xr_plan_error(const xr_op_plan_t *plan, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A tensor seen as five dims n, c, d, h, w (the vision families' operands: a missing dim has
+ * size 1 and stride 0). Element (i0..i4) is at storage offset + sum(i_k * strides[k]). */
+typedef struct xr_view5 {
+  int index; /* binding index; -1 when absent */
+  xr_dtype_t dtype;
+  int64_t shape[5];
+  int64_t strides[5];
+} xr_view5_t;
+
 /* Fills a contiguous return descriptor. */
 void xr_desc_set(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int64_t *shape);
 int64_t xr_desc_numel(const xr_tensor_desc_t *d);

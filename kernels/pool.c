@@ -8,8 +8,11 @@
  *   avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode, count_include_pad=True,
  *       divisor_override=None): zero padding; the divisor is the override, else the window
  *       clipped to the padded input (count_include_pad) or its real elements.
+ *       avg_pool2d_backward(grad_output, self, the same...): each grad_output element / that
+ *       divisor added over its window's real elements.
  *   adaptive_avg_pool2d / _adaptive_avg_pool2d(self, output_size): cell i averages
- *       [floor(i * in / out), ceil((i + 1) * in / out)).
+ *       [floor(i * in / out), ceil((i + 1) * in / out)); _adaptive_avg_pool2d_backward
+ *       (grad_output, self) spreads each cell's gradient evenly over those.
  *   upsample_nearest1d/2d/3d(self, output_size, scales...) and their .vec(input, output_size?,
  *       scale_factors?): src = min(floor(dst * scale), in - 1), scale = 1 / scale_factor when
  *       given, else in / out, in float as PyTorch computes it.
@@ -18,47 +21,23 @@
  *       linear between floor(src) and min(floor(src) + 1, in - 1) in h and w.
  * Pooling is 2-D; inputs are [N, C, H, W] or unbatched [C, H, W], any strides. Outputs take the
  * input's memory format (channels-last in, channels-last out). The reference sums in double and
- * rounds once. No device implementation yet: the reference is what runs, on the cpu. */
+ * rounds once; opencl.pool (kernels/opencl/pool_opencl.c) runs every op on OpenCL devices. */
+#include "kernels/pool.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/family.h"
 #include "kernels/initializer.h"
-
-typedef enum pool_kind {
-  POOL_MAX = 0,
-  POOL_MAX_BACKWARD,
-  POOL_AVG,
-  POOL_ADAPTIVE_AVG,
-  POOL_NEAREST,
-  POOL_BILINEAR,
-} pool_kind_t;
-
-/* A tensor as n, c, d, h, w (missing leading dims: size 1, stride 0). */
-typedef struct view {
-  int index;
-  xr_dtype_t dtype;
-  int64_t shape[5], strides[5];
-} view_t;
-
-typedef struct pool_problem {
-  pool_kind_t kind;
-  int spatial;           /* 1, 2 or 3 */
-  int64_t in[3], out[3]; /* d, h, w */
-  int64_t kernel[3], stride[3], pad[3], dilation[3];
-  bool ceil_mode, count_include_pad, align_corners;
-  int64_t divisor;      /* 0: none */
-  double scale[3];      /* > 0: the given scale factor per dim */
-  view_t x, y, indices; /* the input, the result, max pooling's indices */
-} pool_problem_t;
 
 static const char *const pool_ops[] = {
     "aten::max_pool2d_with_indices",
     "aten::max_pool2d_with_indices_backward",
     "aten::avg_pool2d",
+    "aten::avg_pool2d_backward",
     "aten::adaptive_avg_pool2d",
     "aten::_adaptive_avg_pool2d",
+    "aten::_adaptive_avg_pool2d_backward",
     "aten::upsample_nearest1d",
     "aten::upsample_nearest2d",
     "aten::upsample_nearest3d",
@@ -70,7 +49,7 @@ static bool is_float(xr_dtype_t d) {
   return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16 || d == XR_DTYPE_F64;
 }
 
-static void view_of(view_t *v, int index, xr_dtype_t dtype, int rank, const int64_t *shape,
+static void view_of(xr_view5_t *v, int index, xr_dtype_t dtype, int rank, const int64_t *shape,
                     const int64_t *strides, int spatial) {
   v->index = index;
   v->dtype = dtype;
@@ -86,7 +65,7 @@ static void view_of(view_t *v, int index, xr_dtype_t dtype, int rank, const int6
 
 /* Return k shaped like input x (its rank) with spatial sizes `out`, in x's memory format. */
 static void add_return(xr_op_plan_t *plan, int k, const xr_tensor_spec_t *x, int spatial,
-                       const int64_t *out, xr_dtype_t dtype, view_t *v) {
+                       const int64_t *out, xr_dtype_t dtype, xr_view5_t *v) {
   int64_t shape[5], strides[5];
   int lead = x->rank - spatial;
   for (int d = 0; d < lead; d++) shape[d] = x->shape[d];
@@ -126,10 +105,10 @@ static int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t 
   return out;
 }
 
-static xr_status_t analyze_pool(xr_op_plan_t *plan, pool_problem_t *p, const xr_tensor_spec_t *x,
+static xr_status_t analyze_pool(xr_op_plan_t *plan, xr_pool_problem_t *p, const xr_tensor_spec_t *x,
                                 int base) {
   const xr_op_t *op = plan->op;
-  bool avg = p->kind == POOL_AVG;
+  bool avg = p->kind == XR_POOL_AVG || p->kind == XR_POOL_AVG_BACKWARD;
   int64_t k[2], s[2], pad[2], dil[2] = {1, 1}, one[2] = {1, 1}, zero[2] = {0, 0};
   xr_status_t st;
   if ((st = pair(plan, base + 1, "kernel_size", NULL, 1, k)) ||
@@ -140,8 +119,8 @@ static xr_status_t analyze_pool(xr_op_plan_t *plan, pool_problem_t *p, const xr_
     return st;
   if (avg) {
     p->count_include_pad = true;
-    if ((st = xr_arg_bool(op, 5, "count_include_pad", false, &p->count_include_pad)) ||
-        (st = xr_arg_int(op, 6, "divisor_override", false, &p->divisor)))
+    if ((st = xr_arg_bool(op, base + 5, "count_include_pad", false, &p->count_include_pad)) ||
+        (st = xr_arg_int(op, base + 6, "divisor_override", false, &p->divisor)))
       return st;
     if (p->divisor < 0) return xr_plan_error(plan, "divisor_override: %lld", (long long)p->divisor);
   }
@@ -162,24 +141,26 @@ static xr_status_t analyze_pool(xr_op_plan_t *plan, pool_problem_t *p, const xr_
 
 static xr_status_t analyze(xr_op_plan_t *plan) {
   const xr_op_t *op = plan->op;
-  pool_problem_t *p = calloc(1, sizeof *p);
+  xr_pool_problem_t *p = calloc(1, sizeof *p);
   if (!p) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", op->name);
   plan->problem = p;
+  p->indices.index = -1;
   const char *name = op->name;
-  p->kind = !strcmp(name, "aten::max_pool2d_with_indices")            ? POOL_MAX
-            : !strcmp(name, "aten::max_pool2d_with_indices_backward") ? POOL_MAX_BACKWARD
-            : !strcmp(name, "aten::avg_pool2d")                       ? POOL_AVG
-            : strstr(name, "adaptive_avg_pool2d")                     ? POOL_ADAPTIVE_AVG
-            : strstr(name, "upsample_nearest")                        ? POOL_NEAREST
-                                                                      : POOL_BILINEAR;
-  p->spatial = p->kind == POOL_NEAREST ? name[strlen(name) - 2] - '0' : 2;
-  bool backward = p->kind == POOL_MAX_BACKWARD;
+  bool backward = strstr(name, "_backward") != NULL;
+  p->kind = strstr(name, "max_pool2d") ? (backward ? XR_POOL_MAX_BACKWARD : XR_POOL_MAX)
+            : strstr(name, "adaptive_avg_pool2d")
+                ? (backward ? XR_POOL_ADAPTIVE_AVG_BACKWARD : XR_POOL_ADAPTIVE_AVG)
+            : strstr(name, "avg_pool2d")       ? (backward ? XR_POOL_AVG_BACKWARD : XR_POOL_AVG)
+            : strstr(name, "upsample_nearest") ? XR_POOL_NEAREST
+                                               : XR_POOL_BILINEAR;
+  p->spatial = p->kind == XR_POOL_NEAREST ? name[strlen(name) - 2] - '0' : 2;
   int x_index = -1, grad = -1, indices = -1;
   xr_status_t st;
   if (backward) {
     if ((st = xr_arg_tensor(plan, 0, "grad_output", true, &grad)) ||
         (st = xr_arg_tensor(plan, 1, "self", true, &x_index)) ||
-        (st = xr_arg_tensor(plan, 7, "indices", true, &indices)))
+        (p->kind == XR_POOL_MAX_BACKWARD &&
+         (st = xr_arg_tensor(plan, 7, "indices", true, &indices))))
       return st;
   } else {
     const xr_value_t *self = xr_op_arg(op, 0, "self");
@@ -198,9 +179,14 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   }
   view_of(&p->x, x_index, x->dtype, x->rank, x->shape, x->strides, p->spatial);
   double elements = 1;
-  if (p->kind == POOL_MAX || backward || p->kind == POOL_AVG) {
+  if (p->kind == XR_POOL_ADAPTIVE_AVG_BACKWARD) { /* the pooled size is grad_output's */
+    const xr_tensor_spec_t *g = plan->inputs[grad];
+    p->out[1] = g->rank >= 2 ? g->shape[g->rank - 2] : 0;
+    p->out[2] = g->shape[g->rank - 1];
+  } else if (p->kind != XR_POOL_ADAPTIVE_AVG && p->kind != XR_POOL_NEAREST &&
+             p->kind != XR_POOL_BILINEAR) {
     if ((st = analyze_pool(plan, p, x, backward ? 1 : 0))) return st;
-  } else if (p->kind == POOL_ADAPTIVE_AVG) {
+  } else if (p->kind == XR_POOL_ADAPTIVE_AVG) {
     int64_t size[2];
     if ((st = pair(plan, 1, "output_size", NULL, 1, size))) return st;
     p->out[1] = size[0], p->out[2] = size[1];
@@ -212,10 +198,10 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
     if (os && os->kind != XR_VALUE_NULL &&
         (st = xr_arg_int_list(op, 1, "output_size", false, size, 3, &n)))
       return st;
-    if (p->kind == POOL_BILINEAR &&
+    if (p->kind == XR_POOL_BILINEAR &&
         (st = xr_arg_bool(op, 2, "align_corners", true, &p->align_corners)))
       return st;
-    int scales_at = p->kind == POOL_BILINEAR ? 3 : 2;
+    int scales_at = p->kind == XR_POOL_BILINEAR ? 3 : 2;
     if (vec) {
       const xr_value_t *sf = xr_op_arg(op, scales_at, "scale_factors");
       if (sf && sf->kind == XR_VALUE_LIST) {
@@ -250,29 +236,41 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
     }
   }
   if (backward) {
-    const xr_tensor_spec_t *g = plan->inputs[grad], *ix = plan->inputs[indices];
-    if (g->rank != x->rank || ix->rank != x->rank || g->shape[x->rank - 1] != p->out[2] ||
-        g->shape[x->rank - 2] != p->out[1])
+    const xr_tensor_spec_t *g = plan->inputs[grad];
+    if (g->rank != x->rank || g->shape[x->rank - 1] != p->out[2] ||
+        g->shape[x->rank - 2] != p->out[1] || p->out[1] < 1 || p->out[2] < 1)
       return xr_plan_error(plan, "grad_output: expected the pooled shape [.., %lld, %lld]",
                            (long long)p->out[1], (long long)p->out[2]);
-    if (ix->dtype != XR_DTYPE_I64 && ix->dtype != XR_DTYPE_I32)
-      return xr_plan_error(plan, "indices: expected int64, got %s", xr_dtype_name(ix->dtype));
+    if (!is_float(g->dtype))
+      return xr_plan_error(plan, "grad_output: expected a float tensor, got %s",
+                           xr_dtype_name(g->dtype));
     view_of(&p->y, grad, g->dtype, g->rank, g->shape, g->strides, 2);
-    view_of(&p->indices, indices, ix->dtype, ix->rank, ix->shape, ix->strides, 2);
+    if (p->kind == XR_POOL_MAX_BACKWARD) {
+      const xr_tensor_spec_t *ix = plan->inputs[indices];
+      if (ix->rank != x->rank || memcmp(ix->shape, g->shape, sizeof(int64_t) * (size_t)g->rank))
+        return xr_plan_error(plan, "indices: expected grad_output's shape");
+      if (ix->dtype != XR_DTYPE_I64 && ix->dtype != XR_DTYPE_I32)
+        return xr_plan_error(plan, "indices: expected int64, got %s", xr_dtype_name(ix->dtype));
+      view_of(&p->indices, indices, ix->dtype, ix->rank, ix->shape, ix->strides, 2);
+    }
     plan->return_count = 1;
-    view_t gi;
+    xr_view5_t gi;
     add_return(plan, 0, x, 2, p->in, x->dtype, &gi);
     p->x = gi; /* the written gradient takes the input's place */
   } else {
-    plan->return_count = p->kind == POOL_MAX ? 2 : 1;
+    plan->return_count = p->kind == XR_POOL_MAX ? 2 : 1;
     add_return(plan, 0, x, p->spatial, p->out, x->dtype, &p->y);
-    if (p->kind == POOL_MAX) add_return(plan, 1, x, 2, p->out, XR_DTYPE_I64, &p->indices);
+    if (p->kind == XR_POOL_MAX) add_return(plan, 1, x, 2, p->out, XR_DTYPE_I64, &p->indices);
   }
-  for (int d = 0; d < 5; d++) elements *= (double)(backward ? p->y.shape[d] : p->y.shape[d]);
-  double window = (double)(p->kernel[1] * p->kernel[2]);
-  plan->flops = elements * (p->kind == POOL_BILINEAR ? 8 : p->kind == POOL_NEAREST ? 0 : window);
+  for (int d = 0; d < 5; d++) elements *= (double)p->y.shape[d];
+  bool adaptive = p->kind == XR_POOL_ADAPTIVE_AVG || p->kind == XR_POOL_ADAPTIVE_AVG_BACKWARD;
+  double window = adaptive ? (double)(p->in[1] * p->in[2]) / (double)(p->out[1] * p->out[2])
+                           : (double)(p->kernel[1] * p->kernel[2]);
+  plan->flops = elements * (p->kind == XR_POOL_BILINEAR  ? 8
+                            : p->kind == XR_POOL_NEAREST ? 0
+                                                         : window);
   plan->bytes = (double)xr_spec_numel(x) * (double)xr_dtype_size(x->dtype) +
-                elements * (double)xr_dtype_size(x->dtype) * (p->kind == POOL_MAX ? 5 : 1);
+                elements * (double)xr_dtype_size(x->dtype) * (p->kind == XR_POOL_MAX ? 5 : 1);
   return XR_OK;
 }
 
@@ -280,38 +278,59 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
 /* CPU reference                                                                              */
 
 typedef struct ref_state {
-  const pool_problem_t *p;
+  const xr_pool_problem_t *p;
   void *x, *y, *ix;
   int64_t x_off, y_off, ix_off;
 } ref_state_t;
 
-static int64_t at(const view_t *v, int64_t off, int64_t n, int64_t c, int64_t d, int64_t h,
+static int64_t at(const xr_view5_t *v, int64_t off, int64_t n, int64_t c, int64_t d, int64_t h,
                   int64_t w) {
   return off + n * v->strides[0] + c * v->strides[1] + d * v->strides[2] + h * v->strides[3] +
          w * v->strides[4];
 }
 
-static double load(void *base, const view_t *v, int64_t i) {
+static double load(void *base, const xr_view5_t *v, int64_t i) {
   return xr_load_element(base, v->dtype, i);
 }
 
-/* PyTorch's source-index scale of one dim (area_pixel_compute_scale), in float. */
-static float pixel_scale(const pool_problem_t *p, int d, bool align) {
+float xr_pool_source_scale(const xr_pool_problem_t *p, int d, bool align) {
   if (align) return p->out[d] > 1 ? (float)(p->in[d] - 1) / (float)(p->out[d] - 1) : 0.0f;
   return p->scale[d] > 0 ? (float)(1.0 / p->scale[d]) : (float)p->in[d] / (float)p->out[d];
 }
 
-static int64_t nearest_source(const pool_problem_t *p, int d, int64_t i) {
-  float s = pixel_scale(p, d, false);
+static int64_t nearest_source(const xr_pool_problem_t *p, int d, int64_t i) {
+  float s = xr_pool_source_scale(p, d, false);
   int64_t src = (int64_t)floorf((float)i * s);
   return src < p->in[d] - 1 ? src : p->in[d] - 1;
+}
+
+/* The input cells [win[0], win[1]) x [win[2], win[3]) that average pooling's output cell (oh,
+ * ow) averages (plain or adaptive; the backward kinds alike), and the divisor. */
+static double avg_window(const xr_pool_problem_t *p, int64_t oh, int64_t ow, int64_t *win) {
+  if (p->kind == XR_POOL_ADAPTIVE_AVG || p->kind == XR_POOL_ADAPTIVE_AVG_BACKWARD) {
+    win[0] = xr_pool_adaptive_start(oh, p->in[1], p->out[1]);
+    win[1] = xr_pool_adaptive_end(oh, p->in[1], p->out[1]);
+    win[2] = xr_pool_adaptive_start(ow, p->in[2], p->out[2]);
+    win[3] = xr_pool_adaptive_end(ow, p->in[2], p->out[2]);
+    return (double)((win[1] - win[0]) * (win[3] - win[2]));
+  }
+  int64_t h0 = oh * p->stride[1] - p->pad[1], w0 = ow * p->stride[2] - p->pad[2];
+  int64_t h1 = h0 + p->kernel[1], w1 = w0 + p->kernel[2];
+  if (h1 > p->in[1] + p->pad[1]) h1 = p->in[1] + p->pad[1];
+  if (w1 > p->in[2] + p->pad[2]) w1 = p->in[2] + p->pad[2];
+  int64_t padded = (h1 - h0) * (w1 - w0);
+  win[0] = h0 > 0 ? h0 : 0, win[1] = h1 < p->in[1] ? h1 : p->in[1];
+  win[2] = w0 > 0 ? w0 : 0, win[3] = w1 < p->in[2] ? w1 : p->in[2];
+  return (double)(p->divisor             ? p->divisor
+                  : p->count_include_pad ? padded
+                                         : (win[1] - win[0]) * (win[3] - win[2]));
 }
 
 /* Output plane (n, c) for item = n * C + c. */
 static void ref_plane(void *ctx, size_t begin, size_t end) {
   const ref_state_t *s = ctx;
-  const pool_problem_t *p = s->p;
-  const view_t *X = &p->x, *Y = &p->y, *I = &p->indices;
+  const xr_pool_problem_t *p = s->p;
+  const xr_view5_t *X = &p->x, *Y = &p->y, *I = &p->indices;
   int64_t C = X->shape[1];
   for (size_t item = begin; item < end; item++) {
     int64_t n = (int64_t)item / C, c = (int64_t)item % C;
@@ -320,7 +339,7 @@ static void ref_plane(void *ctx, size_t begin, size_t end) {
         for (int64_t ow = 0; ow < p->out[2]; ow++) {
           double v = 0;
           int64_t best = -1;
-          if (p->kind == POOL_MAX) {
+          if (p->kind == XR_POOL_MAX) {
             v = -INFINITY;
             for (int64_t kh = 0; kh < p->kernel[1]; kh++) {
               int64_t ih = oh * p->stride[1] - p->pad[1] + kh * p->dilation[1];
@@ -333,33 +352,14 @@ static void ref_plane(void *ctx, size_t begin, size_t end) {
               }
             }
             xr_store_element(s->ix, I->dtype, at(I, s->ix_off, n, c, 0, oh, ow), (double)best);
-          } else if (p->kind == POOL_AVG) {
-            int64_t h0 = oh * p->stride[1] - p->pad[1], w0 = ow * p->stride[2] - p->pad[2];
-            int64_t h1 = h0 + p->kernel[1], w1 = w0 + p->kernel[2];
-            if (h1 > p->in[1] + p->pad[1]) h1 = p->in[1] + p->pad[1];
-            if (w1 > p->in[2] + p->pad[2]) w1 = p->in[2] + p->pad[2];
-            int64_t padded = (h1 - h0) * (w1 - w0);
-            if (h0 < 0) h0 = 0;
-            if (w0 < 0) w0 = 0;
-            if (h1 > p->in[1]) h1 = p->in[1];
-            if (w1 > p->in[2]) w1 = p->in[2];
-            for (int64_t ih = h0; ih < h1; ih++)
-              for (int64_t iw = w0; iw < w1; iw++)
+          } else if (p->kind == XR_POOL_AVG || p->kind == XR_POOL_ADAPTIVE_AVG) {
+            int64_t win[4];
+            double divisor = avg_window(p, oh, ow, win);
+            for (int64_t ih = win[0]; ih < win[1]; ih++)
+              for (int64_t iw = win[2]; iw < win[3]; iw++)
                 v += load(s->x, X, at(X, s->x_off, n, c, 0, ih, iw));
-            int64_t divisor = p->divisor             ? p->divisor
-                              : p->count_include_pad ? padded
-                                                     : (h1 - h0) * (w1 - w0);
-            v /= (double)divisor;
-          } else if (p->kind == POOL_ADAPTIVE_AVG) {
-            int64_t h0 = oh * p->in[1] / p->out[1],
-                    h1 = ((oh + 1) * p->in[1] + p->out[1] - 1) / p->out[1];
-            int64_t w0 = ow * p->in[2] / p->out[2],
-                    w1 = ((ow + 1) * p->in[2] + p->out[2] - 1) / p->out[2];
-            for (int64_t ih = h0; ih < h1; ih++)
-              for (int64_t iw = w0; iw < w1; iw++)
-                v += load(s->x, X, at(X, s->x_off, n, c, 0, ih, iw));
-            v /= (double)((h1 - h0) * (w1 - w0));
-          } else if (p->kind == POOL_NEAREST) {
+            v /= divisor;
+          } else if (p->kind == XR_POOL_NEAREST) {
             v = load(s->x, X,
                      at(X, s->x_off, n, c, nearest_source(p, 0, od), nearest_source(p, 1, oh),
                         nearest_source(p, 2, ow)));
@@ -369,7 +369,7 @@ static void ref_plane(void *ctx, size_t begin, size_t end) {
             const int64_t o[2] = {oh, ow};
             for (int k = 0; k < 2; k++) {
               int d = 1 + k;
-              float scale = pixel_scale(p, d, p->align_corners);
+              float scale = xr_pool_source_scale(p, d, p->align_corners);
               float f =
                   p->align_corners ? (float)o[k] * scale : ((float)o[k] + 0.5f) * scale - 0.5f;
               if (f < 0) f = 0;
@@ -389,11 +389,12 @@ static void ref_plane(void *ctx, size_t begin, size_t end) {
   }
 }
 
-/* grad_input plane (n, c): zero, then each grad_output element added at its index. */
+/* grad_input plane (n, c): zero, then each grad_output element added at its index (max) or
+ * spread over its window (average). */
 static void ref_backward_plane(void *ctx, size_t begin, size_t end) {
   const ref_state_t *s = ctx;
-  const pool_problem_t *p = s->p;
-  const view_t *GI = &p->x, *G = &p->y, *I = &p->indices;
+  const xr_pool_problem_t *p = s->p;
+  const xr_view5_t *GI = &p->x, *G = &p->y, *I = &p->indices;
   int64_t C = GI->shape[1], plane = p->in[1] * p->in[2];
   double *acc = malloc(sizeof(double) * (size_t)plane);
   if (!acc) return; /* the poisoned output shows it */
@@ -402,8 +403,16 @@ static void ref_backward_plane(void *ctx, size_t begin, size_t end) {
     memset(acc, 0, sizeof(double) * (size_t)plane);
     for (int64_t oh = 0; oh < p->out[1]; oh++)
       for (int64_t ow = 0; ow < p->out[2]; ow++) {
-        int64_t i = (int64_t)xr_load_element(s->ix, I->dtype, at(I, s->ix_off, n, c, 0, oh, ow));
-        if (i >= 0 && i < plane) acc[i] += load(s->y, G, at(G, s->y_off, n, c, 0, oh, ow));
+        double g = load(s->y, G, at(G, s->y_off, n, c, 0, oh, ow));
+        if (p->kind == XR_POOL_MAX_BACKWARD) {
+          int64_t i = (int64_t)xr_load_element(s->ix, I->dtype, at(I, s->ix_off, n, c, 0, oh, ow));
+          if (i >= 0 && i < plane) acc[i] += g;
+          continue;
+        }
+        int64_t win[4];
+        double share = g / avg_window(p, oh, ow, win);
+        for (int64_t ih = win[0]; ih < win[1]; ih++)
+          for (int64_t iw = win[2]; iw < win[3]; iw++) acc[ih * p->in[2] + iw] += share;
       }
     for (int64_t i = 0; i < plane; i++)
       xr_store_element(s->x, GI->dtype, at(GI, s->x_off, n, c, 0, i / p->in[2], i % p->in[2]),
@@ -412,7 +421,8 @@ static void ref_backward_plane(void *ctx, size_t begin, size_t end) {
   free(acc);
 }
 
-static xr_status_t bind(const xr_tensor_t *tensors, const view_t *v, void **base, int64_t *off) {
+static xr_status_t bind(const xr_tensor_t *tensors, const xr_view5_t *v, void **base,
+                        int64_t *off) {
   *base = NULL;
   if (v->index < 0) return XR_OK;
   *off = tensors[v->index].offset;
@@ -422,16 +432,14 @@ static xr_status_t bind(const xr_tensor_t *tensors, const view_t *v, void **base
 static xr_status_t ref_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
                                const xr_tensor_t *tensors, void **out_state) {
   (void)device;
-  const pool_problem_t *p = plan->problem;
+  const xr_pool_problem_t *p = plan->problem;
   ref_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   s->p = p;
-  view_t none = {.index = -1};
   xr_status_t st;
   if ((st = bind(tensors, &p->x, &s->x, &s->x_off)) ||
       (st = bind(tensors, &p->y, &s->y, &s->y_off)) ||
-      (st = bind(tensors, p->kind == POOL_MAX || p->kind == POOL_MAX_BACKWARD ? &p->indices : &none,
-                 &s->ix, &s->ix_off))) {
+      (st = bind(tensors, &p->indices, &s->ix, &s->ix_off))) {
     free(s);
     return st;
   }
@@ -444,7 +452,7 @@ static xr_status_t ref_enqueue(void *state, xr_hal_stream_t *stream) {
   size_t planes = (size_t)(s->p->x.shape[0] * s->p->x.shape[1]);
   if (planes == 0) return XR_OK;
   return xr_hal_stream_enqueue_parallel(
-      stream, planes, 1, s->p->kind == POOL_MAX_BACKWARD ? ref_backward_plane : ref_plane, s);
+      stream, planes, 1, xr_pool_is_backward(s->p->kind) ? ref_backward_plane : ref_plane, s);
 }
 
 static const xr_kernel_impl_t ref_pool = {
@@ -462,11 +470,11 @@ static const xr_kernel_impl_t ref_pool = {
 /* max_pool2d_with_indices_backward's indices: for each output cell, a random position of its
  * window inside the input, as the forward pass could have chosen. */
 static xr_status_t init_max_backward(xr_init_context_t *c) {
-  const pool_problem_t *p = c->plan->problem;
+  const xr_pool_problem_t *p = c->plan->problem;
   int index = p->indices.index;
   if (index < 0 || c->has_data[index]) return XR_OK;
   const xr_tensor_spec_t *t = c->plan->inputs[index];
-  const view_t *I = &p->indices;
+  const xr_view5_t *I = &p->indices;
   uint64_t seed = c->seed;
   for (int64_t n = 0; n < I->shape[0]; n++)
     for (int64_t ch = 0; ch < I->shape[1]; ch++)
@@ -495,6 +503,7 @@ static const struct xr_op_initializer pool_initializers[] = {
 };
 
 static const xr_kernel_impl_t *const pool_impls[] = {
+    &xr_opencl_pool_impl, /* opencl */
     &ref_pool,
     NULL,
 };

@@ -1,13 +1,12 @@
 // The convolution steps (kernels/conv.h): one work-item per element the step writes, summing in
-// fp32 over the elements it depends on, every operand read and written through its strides.
+// fp32 over the elements it depends on, every operand read and written through its strides
+// (dtypes as xr_dtype_t codes, float_io.h).
 // The host (conv_opencl.c) fills xr_conv_args with the same field order (all 64-bit; `in`, `out`
 // and `kernel` are reserved words in OpenCL C, hence in_size, out_size, window).
 
 #define XR_CONV_WG 64 // work-group size; conv_opencl.c dispatches with the same
 
-#define DT_F32 0
-#define DT_F16 1
-#define DT_BF16 2
+#include "float_io.h"
 
 typedef struct {
   long offset, dtype;
@@ -22,31 +21,13 @@ typedef struct {
   xr_operand x, w, y, bias;
 } xr_conv_args;
 
-float ld(__global const uchar *base, long dt, long i) {
-  if (dt == DT_F32) return ((__global const float *)base)[i];
-  if (dt == DT_F16) return vload_half(i, (__global const half *)base);
-  return as_float((uint)((__global const ushort *)base)[i] << 16);
-}
-
-ushort to_bf16(float v) {
-  uint u = as_uint(v);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); // quiet NaN
-  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-void st(__global uchar *base, long dt, long i, float v) {
-  if (dt == DT_F32) ((__global float *)base)[i] = v;
-  else if (dt == DT_F16) vstore_half_rte(v, i, (__global half *)base);
-  else ((__global ushort *)base)[i] = to_bf16(v);
-}
-
 long at(const xr_operand *o, long i0, long i1, long i2, long i3, long i4) {
   return o->offset + i0 * o->strides[0] + i1 * o->strides[1] + i2 * o->strides[2] +
          i3 * o->strides[3] + i4 * o->strides[4];
 }
 
 float bias_of(const xr_conv_args *a, __global const uchar *bias, long c) {
-  return a->has_bias ? ld(bias, a->bias.dtype, a->bias.offset + c * a->bias.strides[0]) : 0.0f;
+  return a->has_bias ? xr_ld(bias, a->bias.dtype, a->bias.offset + c * a->bias.strides[0]) : 0.0f;
 }
 
 // The output position o with o * stride - pad + k * dilation == i, or -1.
@@ -80,12 +61,12 @@ __kernel void xr_conv_forward(const xr_conv_args a, __global const uchar *x,
         for (long kw = 0; kw < a.window[2]; kw++) {
           long iw = ow * a.stride[2] - a.pad[2] + kw * a.dilation[2];
           if (iw < 0 || iw >= a.in_size[2]) continue;
-          acc += ld(x, a.x.dtype, at(&a.x, n, g * cg_in + ci, id, ih, iw)) *
-                 ld(w, a.w.dtype, at(&a.w, co, ci, kd, kh, kw));
+          acc += xr_ld(x, a.x.dtype, at(&a.x, n, g * cg_in + ci, id, ih, iw)) *
+                 xr_ld(w, a.w.dtype, at(&a.w, co, ci, kd, kh, kw));
         }
       }
     }
-  st(y, a.y.dtype, at(&a.y, n, co, od, oh, ow), acc);
+  xr_st(y, a.y.dtype, at(&a.y, n, co, od, oh, ow), acc);
 }
 
 // x[n, ci, id, ih, iw] = bias[ci] + the forward's products that read it.
@@ -112,12 +93,12 @@ __kernel void xr_conv_backward_data(const xr_conv_args a, __global uchar *x,
         long ow = source_of(iw, kw, a.stride[2], a.pad[2], a.dilation[2], a.out_size[2]);
         if (ow < 0) continue;
         for (long co = g * cg_out; co < (g + 1) * cg_out; co++)
-          acc += ld(y, a.y.dtype, at(&a.y, n, co, od, oh, ow)) *
-                 ld(w, a.w.dtype, at(&a.w, co, ci - g * cg_in, kd, kh, kw));
+          acc += xr_ld(y, a.y.dtype, at(&a.y, n, co, od, oh, ow)) *
+                 xr_ld(w, a.w.dtype, at(&a.w, co, ci - g * cg_in, kd, kh, kw));
       }
     }
   }
-  st(x, a.x.dtype, at(&a.x, n, ci, id, ih, iw), acc);
+  xr_st(x, a.x.dtype, at(&a.x, n, ci, id, ih, iw), acc);
 }
 
 // w[co, ci, kd, kh, kw] = sum over n and output positions of y * x.
@@ -145,13 +126,13 @@ __kernel void xr_conv_backward_weight(const xr_conv_args a, __global const uchar
         for (long ow = 0; ow < a.out_size[2]; ow++) {
           long iw = ow * a.stride[2] - a.pad[2] + kw * a.dilation[2];
           if (iw < 0 || iw >= a.in_size[2]) continue;
-          row += ld(y, a.y.dtype, at(&a.y, n, co, od, oh, ow)) *
-                 ld(x, a.x.dtype, at(&a.x, n, g * cg_in + ci, id, ih, iw));
+          row += xr_ld(y, a.y.dtype, at(&a.y, n, co, od, oh, ow)) *
+                 xr_ld(x, a.x.dtype, at(&a.x, n, g * cg_in + ci, id, ih, iw));
         }
         acc += row;
       }
     }
-  st(w, a.w.dtype, at(&a.w, co, ci, kd, kh, kw), acc);
+  xr_st(w, a.w.dtype, at(&a.w, co, ci, kd, kh, kw), acc);
 }
 
 // bias[c] = the sum of channel c of the tensor in the y slot (its own shape).
@@ -165,10 +146,10 @@ __kernel void xr_conv_bias_grad(const xr_conv_args a, __global const uchar *x,
     for (long d = 0; d < a.y.shape[2]; d++)
       for (long h = 0; h < a.y.shape[3]; h++) {
         float row = 0;
-        for (long v = 0; v < a.y.shape[4]; v++) row += ld(y, a.y.dtype, at(&a.y, n, c, d, h, v));
+        for (long v = 0; v < a.y.shape[4]; v++) row += xr_ld(y, a.y.dtype, at(&a.y, n, c, d, h, v));
         acc += row;
       }
-  st(bias, a.bias.dtype, a.bias.offset + c * a.bias.strides[0], acc);
+  xr_st(bias, a.bias.dtype, a.bias.offset + c * a.bias.strides[0], acc);
 }
 
 // y[n, c, ...] += bias[c] over the y slot's elements (after CLBlast's convgemm, which has no
@@ -185,5 +166,5 @@ __kernel void xr_conv_add_bias(const xr_conv_args a, __global const uchar *x,
   t /= a.y.shape[2];
   long c = t % a.y.shape[1], n = t / a.y.shape[1];
   long i = at(&a.y, n, c, i2, i3, i4);
-  st(y, a.y.dtype, i, ld(y, a.y.dtype, i) + bias_of(&a, bias, c));
+  xr_st(y, a.y.dtype, i, xr_ld(y, a.y.dtype, i) + bias_of(&a, bias, c));
 }

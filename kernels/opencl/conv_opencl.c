@@ -21,10 +21,6 @@ typedef struct cl_conv {
   cl_step_t step[3];
 } cl_conv_t;
 
-static int64_t dtype_code(xr_dtype_t d) {
-  return d == XR_DTYPE_F32 ? 0 : d == XR_DTYPE_F16 ? 1 : 2;
-}
-
 static bool fast_dtype(xr_dtype_t d) {
   return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
 }
@@ -72,7 +68,7 @@ static void operand_args(const xr_conv_operand_t *o, const xr_tensor_t *tensors,
                          cl_operand_t *out) {
   if (o->index < 0) return;
   out->offset = tensors[o->index].offset;
-  out->dtype = dtype_code(o->dtype);
+  out->dtype = o->dtype;
   for (int d = 0; d < 5; d++) out->shape[d] = o->shape[d], out->strides[d] = o->strides[d];
 }
 

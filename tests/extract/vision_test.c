@@ -3,9 +3,8 @@
  * backward (conv2d > convolution > _convolution > cudnn_convolution, batch_norm > cudnn_batch_norm,
  * relu_, max_pool2d > max_pool2d_with_indices, their backwards) and the SD VAE decoder's group
  * norm, SiLU and nearest upsampling, bf16 on an H100. Extracted, it must replay whole with
- * --check on the cpu: every op run, every output matching the reference, all of the trace's GPU
- * time covered. On opencl the convolutions, relu_ and silu run and match; the pooling and
- * batch/group norm families have no OpenCL kernels yet, and each of those ops must say so. */
+ * --check on the cpu and on opencl: every op run (on opencl by an OpenCL kernel), every output
+ * matching the reference, all of the trace's GPU time covered. */
 #include "replay/replay.h"
 #include "tests/extract/extract_util.h"
 
@@ -42,27 +41,17 @@ static xr_bundle_t *extract_vision(void) {
 }
 
 typedef struct outcomes {
+  const char *kernel_prefix; /* what every kernel that ran must start with ("" on the cpu) */
   size_t count;
   char failures[4096];
 } outcomes_t;
-
-/* Ops the device may report unsupported (with the reason), NULL-terminated; NULL: none. */
-static const char *const *allowed_unsupported;
-
-static bool may_be_unsupported(const xr_op_result_t *r) {
-  for (const char *const *name = allowed_unsupported; name && *name; name++)
-    if (!strcmp(r->op->name, *name) && r->outcome == XR_OP_UNSUPPORTED &&
-        strstr(r->message, "no opencl implementation"))
-      return true;
-  return false;
-}
 
 static void collect(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
   (void)position, (void)count;
   outcomes_t *o = ctx;
   o->count++;
-  bool ok =
-      (r->outcome == XR_OP_SUCCEEDED && r->checked && r->check_passed) || may_be_unsupported(r);
+  bool ok = r->outcome == XR_OP_SUCCEEDED && r->checked && r->check_passed &&
+            !strncmp(r->kernel, o->kernel_prefix, strlen(o->kernel_prefix));
   size_t n = strlen(o->failures);
   if (!ok)
     snprintf(o->failures + n, sizeof o->failures - n, "%s on %s: %s %s%s; ", r->op->name, r->kernel,
@@ -70,7 +59,7 @@ static void collect(void *ctx, const xr_op_result_t *r, size_t position, size_t 
              r->checked && !r->check_passed ? " (check failed)" : "");
 }
 
-static void replays_whole(const char *device) {
+static void replays_whole(const char *device, const char *kernel_prefix) {
   xr_bundle_t *b = extract_vision();
   xr_replay_options_t o;
   xr_replay_options_default(&o);
@@ -78,7 +67,7 @@ static void replays_whole(const char *device) {
   o.check = true;
   o.warmup = 0;
   o.iters = 1;
-  outcomes_t out = {0};
+  outcomes_t out = {.kernel_prefix = kernel_prefix};
   xr_replay_observer_t observer = {.result = collect, .context = &out};
   xr_replay_summary_t summary;
   xr_status_t st = xr_replay_run(b, &o, &observer, &summary);
@@ -88,29 +77,16 @@ static void replays_whole(const char *device) {
   cr_assert_eq(out.count, OP_COUNT);
   cr_assert_str_empty(out.failures, "%s", out.failures);
   cr_assert_float_eq(summary.trace_total_us, 368.5, 1e-6, "the trace's kernels sum to 368.5 us");
-  if (!allowed_unsupported) {
-    cr_assert_eq(summary.succeeded, OP_COUNT);
-    cr_assert_float_eq(summary.trace_covered_us, summary.trace_total_us, 1e-6,
-                       "covered %.1f of %.1f us", summary.trace_covered_us, summary.trace_total_us);
-  } else { /* the convolutions' 195.5 us, relu_'s 12 and silu's 5.5 */
-    cr_assert_float_eq(summary.trace_covered_us, 213.0, 1e-6, "covered %.1f us",
-                       summary.trace_covered_us);
-  }
+  cr_assert_eq(summary.succeeded, OP_COUNT);
+  cr_assert_float_eq(summary.trace_covered_us, summary.trace_total_us, 1e-6,
+                     "covered %.1f of %.1f us", summary.trace_covered_us, summary.trace_total_us);
   xr_bundle_destroy(b);
 }
 
 Test(vision, replays_whole_on_cpu, .timeout = 300) {
-  replays_whole("cpu");
+  replays_whole("cpu", "");
 }
 
-Test(vision, convolutions_replay_on_opencl, .timeout = 300) {
-  static const char *const no_opencl_kernels_yet[] = {"aten::cudnn_batch_norm",
-                                                      "aten::cudnn_batch_norm_backward",
-                                                      "aten::max_pool2d_with_indices",
-                                                      "aten::max_pool2d_with_indices_backward",
-                                                      "aten::native_group_norm",
-                                                      "aten::upsample_nearest2d",
-                                                      NULL};
-  allowed_unsupported = no_opencl_kernels_yet;
-  replays_whole("opencl");
+Test(vision, replays_whole_on_opencl, .timeout = 300) {
+  replays_whole("opencl", "opencl.");
 }

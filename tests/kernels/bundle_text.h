@@ -49,6 +49,14 @@ static inline const char *tensor(text_t *t, const char *dtype, int rank, const i
   return t->s + start;
 }
 
+/* Channels-last strides of an [n, c, spatial...] shape (memory order n, spatial..., c). */
+static inline void channels_last_strides(int rank, const int64_t *shape, int64_t *strides) {
+  int64_t s = shape[1];
+  strides[1] = 1;
+  for (int d = rank - 1; d >= 2; d--) strides[d] = s, s *= shape[d];
+  strides[0] = s;
+}
+
 #define SHAPE(...) (const int64_t[]){__VA_ARGS__}
 #define RANK(...) ((int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
 

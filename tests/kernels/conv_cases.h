@@ -27,14 +27,6 @@ typedef struct conv_case {
   bool mask[3];
 } conv_case_t;
 
-/* Channels-last strides of an [n, c, spatial...] shape (memory order n, spatial..., c). */
-static inline void conv_channels_last(int rank, const int64_t *shape, int64_t *strides) {
-  int64_t s = shape[1];
-  strides[1] = 1;
-  for (int d = rank - 1; d >= 2; d--) strides[d] = s, s *= shape[d];
-  strides[0] = s;
-}
-
 /* The op's spatial output size in dim d. */
 static inline int64_t conv_out_size(const conv_case_t *c, int d) {
   int64_t s = d == 1 && c->stride_h ? c->stride_h : c->stride;
@@ -63,7 +55,7 @@ static inline void conv_activation(text_t *t, const conv_case_t *c, const char *
   shape[rank++] = ch;
   for (int d = 0; d < c->spatial; d++) shape[rank++] = sizes[d];
   bool cl = c->channels_last && c->n;
-  if (cl) conv_channels_last(rank, shape, strides);
+  if (cl) channels_last_strides(rank, shape, strides);
   text_t v = {.n = 0};
   tensor(&v, c->dtype, rank, shape, cl ? strides : NULL, c->offset);
   put(t, "%s{\"name\": \"%s\", \"type\": \"Tensor\", \"value\": %s}", comma ? ", " : "", name, v.s);

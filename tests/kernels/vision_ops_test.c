@@ -1,11 +1,22 @@
-/* The pool and channel_norm families (kernels/pool.c, kernels/channel_norm.c): plans (output
- * sizes, memory formats, saved statistics), argument errors that name the argument, and the ops
- * the golden cases leave out (backwards, eval forms, upsampling by scale factor) replayed on the
- * cpu, where their plain-C reference is what runs. Their semantics are checked against
- * independent outputs by tests/replay:golden_test. */
+/* The pool and channel_norm families (kernels/pool.c, kernels/channel_norm.c): every case of
+ * vision_cases.h replayed through the engine with --check on "cpu" (where the plain-C
+ * reference runs) and "opencl" (its kernels against the reference); plans (output sizes, memory
+ * formats, saved statistics), argument errors that name the argument, and the ops the golden
+ * cases leave out (backwards, eval forms, upsampling by scale factor). Their semantics are
+ * checked against independent outputs by tests/replay:golden_test. */
 #include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/bundle_text.h"
+#include "tests/kernels/vision_cases.h"
+
+/* Both timed tests have the same .timeout (conv_test.c says why). */
+Test(vision, cases_run_on_cpu, .timeout = 300) {
+  vision_cases("cpu", "ref.");
+}
+
+Test(vision, opencl_matches_reference, .timeout = 300) {
+  vision_cases("opencl", "opencl.");
+}
 
 static const char *T(text_t *t, const char *dtype, int rank, const int64_t *shape,
                      const int64_t *strides) {

@@ -1,5 +1,5 @@
 /* The channel_norm family (kernels/channel_norm.c): the problem its analysis produces, shared by
- * the CPU reference and the OpenCL kernels (kernels/opencl/channel_norm_opencl.c).
+ * the CPU reference and the device kernels (kernels/vision_device.c: OpenCL, CUDA and HIP).
  *
  * Operands are xr_view5_t slots (index -1: absent). Activations (x, grad, out) are n, c, d, h,
  * w; per-channel vectors (weight, bias, running and saved statistics, grad_weight, grad_bias)
@@ -42,6 +42,6 @@ typedef struct xr_cn_problem {
   xr_view5_t v[XR_CN_SLOTS];
 } xr_cn_problem_t;
 
-extern const xr_kernel_impl_t xr_opencl_channel_norm_impl;
+extern const xr_kernel_impl_t xr_opencl_channel_norm_impl, xr_gpu_channel_norm_impl;
 
 #endif

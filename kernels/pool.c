@@ -21,7 +21,8 @@
  *       linear between floor(src) and min(floor(src) + 1, in - 1) in h and w.
  * Pooling is 2-D; inputs are [N, C, H, W] or unbatched [C, H, W], any strides. Outputs take the
  * input's memory format (channels-last in, channels-last out). The reference sums in double and
- * rounds once; opencl.pool (kernels/opencl/pool_opencl.c) runs every op on OpenCL devices. */
+ * rounds once; opencl.pool and gpu.pool (kernels/vision_device.c) run every op on OpenCL, CUDA
+ * and HIP devices. */
 #include "kernels/pool.h"
 
 #include <math.h>
@@ -504,6 +505,7 @@ static const struct xr_op_initializer pool_initializers[] = {
 
 static const xr_kernel_impl_t *const pool_impls[] = {
     &xr_opencl_pool_impl, /* opencl */
+    &xr_gpu_pool_impl,    /* cuda, hip */
     &ref_pool,
     NULL,
 };

@@ -1,5 +1,5 @@
 /* The pool family (kernels/pool.c): the problem its analysis produces, shared by the CPU
- * reference and the OpenCL kernels (kernels/opencl/pool_opencl.c).
+ * reference and the device kernels (kernels/vision_device.c: OpenCL, CUDA and HIP).
  *
  * Every op reads or writes two activations over the same planes (n, c): the input side `x`
  * (in[] spatial sizes) and the output side `y` (out[] sizes), both xr_view5_t with d, h, w last
@@ -52,6 +52,6 @@ static inline int64_t xr_pool_adaptive_end(int64_t i, int64_t in, int64_t out) {
  * else 1 / scale_factor when one was given, else in / out. */
 float xr_pool_source_scale(const xr_pool_problem_t *p, int d, bool align);
 
-extern const xr_kernel_impl_t xr_opencl_pool_impl;
+extern const xr_kernel_impl_t xr_opencl_pool_impl, xr_gpu_pool_impl;
 
 #endif

@@ -1,32 +1,18 @@
 // The convolution steps (kernels/conv.h): one work-item per element the step writes, summing in
 // fp32 over the elements it depends on, every operand read and written through its strides
 // (dtypes as xr_dtype_t codes, float_io.h).
-// The host (conv_opencl.c) fills xr_conv_args with the same field order (all 64-bit; `in`, `out`
-// and `kernel` are reserved words in OpenCL C, hence in_size, out_size, window).
+// The twin of kernels/gpu/conv.cu; the host is kernels/conv_device.c (argument block:
+// kernels/conv_args.h).
 
-#define XR_CONV_WG 64 // work-group size; conv_opencl.c dispatches with the same
-
+#include "conv_args.h"
 #include "float_io.h"
 
-typedef struct {
-  long offset, dtype;
-  long shape[5], strides[5];
-} xr_operand;
-
-typedef struct {
-  long n, groups, c_in, c_out;
-  long in_size[3], out_size[3], window[3], stride[3], pad[3], dilation[3];
-  long total; // elements the step writes
-  long has_bias;
-  xr_operand x, w, y, bias;
-} xr_conv_args;
-
-long at(const xr_operand *o, long i0, long i1, long i2, long i3, long i4) {
+long at(const xr_conv_operand_args_t *o, long i0, long i1, long i2, long i3, long i4) {
   return o->offset + i0 * o->strides[0] + i1 * o->strides[1] + i2 * o->strides[2] +
          i3 * o->strides[3] + i4 * o->strides[4];
 }
 
-float bias_of(const xr_conv_args *a, __global const uchar *bias, long c) {
+float bias_of(const xr_conv_args_t *a, __global const uchar *bias, long c) {
   return a->has_bias ? xr_ld(bias, a->bias.dtype, a->bias.offset + c * a->bias.strides[0]) : 0.0f;
 }
 
@@ -38,7 +24,7 @@ long source_of(long i, long k, long stride, long pad, long dilation, long out) {
 }
 
 // y[n, co, od, oh, ow] = bias[co] + sum x * w.
-__kernel void xr_conv_forward(const xr_conv_args a, __global const uchar *x,
+__kernel void xr_conv_forward(const xr_conv_args_t a, __global const uchar *x,
                               __global const uchar *w, __global uchar *y,
                               __global const uchar *bias) {
   long e = get_global_id(0);
@@ -70,7 +56,7 @@ __kernel void xr_conv_forward(const xr_conv_args a, __global const uchar *x,
 }
 
 // x[n, ci, id, ih, iw] = bias[ci] + the forward's products that read it.
-__kernel void xr_conv_backward_data(const xr_conv_args a, __global uchar *x,
+__kernel void xr_conv_backward_data(const xr_conv_args_t a, __global uchar *x,
                                     __global const uchar *w, __global const uchar *y,
                                     __global const uchar *bias) {
   long e = get_global_id(0);
@@ -102,7 +88,7 @@ __kernel void xr_conv_backward_data(const xr_conv_args a, __global uchar *x,
 }
 
 // w[co, ci, kd, kh, kw] = sum over n and output positions of y * x.
-__kernel void xr_conv_backward_weight(const xr_conv_args a, __global const uchar *x,
+__kernel void xr_conv_backward_weight(const xr_conv_args_t a, __global const uchar *x,
                                       __global uchar *w, __global const uchar *y,
                                       __global const uchar *unused) {
   long e = get_global_id(0);
@@ -136,7 +122,7 @@ __kernel void xr_conv_backward_weight(const xr_conv_args a, __global const uchar
 }
 
 // bias[c] = the sum of channel c of the tensor in the y slot (its own shape).
-__kernel void xr_conv_bias_grad(const xr_conv_args a, __global const uchar *x,
+__kernel void xr_conv_bias_grad(const xr_conv_args_t a, __global const uchar *x,
                                 __global const uchar *w, __global const uchar *y,
                                 __global uchar *bias) {
   long c = get_global_id(0);
@@ -154,7 +140,7 @@ __kernel void xr_conv_bias_grad(const xr_conv_args a, __global const uchar *x,
 
 // y[n, c, ...] += bias[c] over the y slot's elements (after CLBlast's convgemm, which has no
 // bias).
-__kernel void xr_conv_add_bias(const xr_conv_args a, __global const uchar *x,
+__kernel void xr_conv_add_bias(const xr_conv_args_t a, __global const uchar *x,
                                __global const uchar *w, __global uchar *y,
                                __global const uchar *bias) {
   long e = get_global_id(0);

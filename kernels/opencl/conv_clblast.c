@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/conv_device.h"
 #include "kernels/opencl/clblast.h"
-#include "kernels/opencl/conv_opencl.h"
 #include "kernels/opencl/sources.h"
 
 #ifdef XR_HAVE_CLBLAST_H
@@ -71,7 +71,7 @@ typedef struct conv_clblast {
   size_t x_off, w_off, y_off; /* elements */
   xr_hal_executable_t *exe;   /* the bias addition */
   xr_hal_kernel_t *add_bias;
-  xr_conv_cl_args_t args;
+  xr_conv_args_t args;
   xr_hal_buffer_t *buffers[4];
 } conv_clblast_t;
 
@@ -106,7 +106,7 @@ static xr_status_t clblast_prepare(const xr_op_plan_t *plan, xr_hal_device_t *de
   if (st == XR_OK && step->bias.index >= 0) {
     st = xr_opencl_build(device, "conv.cl", NULL, &s->exe);
     if (st == XR_OK) st = xr_hal_kernel_lookup(s->exe, "xr_conv_add_bias", &s->add_bias);
-    xr_conv_cl_args(p, step, tensors, &s->args, s->buffers);
+    xr_conv_device_args(p, step, tensors, &s->args, s->buffers);
   }
   if (st != XR_OK) {
     clblast_release(s);
@@ -131,8 +131,8 @@ static xr_status_t clblast_enqueue(void *state, xr_hal_stream_t *stream) {
   if (code != CLBlastSuccess)
     return xr_error(XR_DEVICE_ERROR, "opencl.conv_clblast: CLBlastSconvgemm: CLBlast status %d",
                     (int)code);
-  /* xr_conv_cl_args sized the dispatch by y, which a forward step writes */
-  return s->add_bias ? xr_conv_cl_dispatch(stream, s->add_bias, &s->args, s->buffers) : XR_OK;
+  /* xr_conv_device_args sized the dispatch by y, which a forward step writes */
+  return s->add_bias ? xr_conv_device_dispatch(stream, s->add_bias, &s->args, s->buffers) : XR_OK;
 }
 
 const xr_kernel_impl_t xr_opencl_conv_clblast_impl = {

@@ -1,24 +1,15 @@
-// Pooling and upsampling (kernels/pool.h): one work-item per element written, summing in fp32.
-// Forward ops gather their window of the input; the backward ops gather, for each input cell,
-// the grad_output cells whose windows hold it (no atomics, so the result is deterministic).
-// Semantics as kernels/pool.c's reference; the host is pool_opencl.c.
+// Pooling and upsampling (kernels/pool.h), the twin of kernels/gpu/pool.cu (one host,
+// kernels/vision_device.c, launches both): one work-item per element written in a grid-stride
+// loop, summing in fp32. Forward ops gather their window of the input; the backward ops gather,
+// for each input cell, the grad_output cells whose windows hold it (no atomics, so the result
+// is deterministic). Semantics as kernels/pool.c's reference.
 
 #pragma OPENCL FP_CONTRACT OFF // the source indices of upsampling round as the host's do
 
 #include "float_io.h"
 #include "pool_args.h"
 
-// xr_pool_kind_t (kernels/pool.h)
-#define MAX 0
-#define MAX_BACKWARD 1
-#define AVG 2
-#define AVG_BACKWARD 3
-#define ADAPTIVE_AVG 4
-#define ADAPTIVE_AVG_BACKWARD 5
-#define NEAREST 6
-#define BILINEAR 7
-
-long at(const xr_cl_view5_t *v, long n, long c, long d, long h, long w) {
+long at(const xr_view5_args_t *v, long n, long c, long d, long h, long w) {
   return v->offset + n * v->strides[0] + c * v->strides[1] + d * v->strides[2] +
          h * v->strides[3] + w * v->strides[4];
 }
@@ -32,8 +23,8 @@ long adaptive_end(long i, long in, long out) { return ((i + 1) * in + out - 1) /
 
 // The input cells [win[0], win[1]) x [win[2], win[3]) averaged into output cell (oh, ow), and
 // the divisor (pool.c's avg_window).
-float avg_window(const xr_pool_cl_args_t *a, long oh, long ow, long *win) {
-  if (a->kind == ADAPTIVE_AVG || a->kind == ADAPTIVE_AVG_BACKWARD) {
+float avg_window(const xr_pool_args_t *a, long oh, long ow, long *win) {
+  if (a->kind == XR_POOL_ARGS_ADAPTIVE_AVG || a->kind == XR_POOL_ARGS_ADAPTIVE_AVG_BACKWARD) {
     win[0] = adaptive_start(oh, a->in_size[1], a->out_size[1]);
     win[1] = adaptive_end(oh, a->in_size[1], a->out_size[1]);
     win[2] = adaptive_start(ow, a->in_size[2], a->out_size[2]);
@@ -52,23 +43,22 @@ float avg_window(const xr_pool_cl_args_t *a, long oh, long ow, long *win) {
   return (float)divisor;
 }
 
-long nearest_source(const xr_pool_cl_args_t *a, int d, long i) {
+long nearest_source(const xr_pool_args_t *a, int d, long i) {
   long src = (long)floor((float)i * a->src_scale[d]);
   return min(src, a->in_size[d] - 1);
 }
 
-__kernel void xr_pool_forward(const xr_pool_cl_args_t a, __global const uchar *x,
+__kernel void xr_pool_forward(const xr_pool_args_t a, __global const uchar *x,
                               __global uchar *y, __global uchar *indices) {
-  long gid = get_global_id(0);
-  if (gid >= a.total) return;
-  long ow = gid % a.out_size[2], t = gid / a.out_size[2];
+  for (long e = get_global_id(0); e < a.total; e += get_global_size(0)) {
+  long ow = e % a.out_size[2], t = e / a.out_size[2];
   long oh = t % a.out_size[1];
   t /= a.out_size[1];
   long od = t % a.out_size[0];
   t /= a.out_size[0];
   long c = t % a.planes_c, n = t / a.planes_c;
   float v = 0.0f;
-  if (a.kind == MAX) {
+  if (a.kind == XR_POOL_ARGS_MAX) {
     long best = -1;
     v = -INFINITY;
     for (long kh = 0; kh < a.window[1]; kh++) {
@@ -82,13 +72,13 @@ __kernel void xr_pool_forward(const xr_pool_cl_args_t a, __global const uchar *x
       }
     }
     ((__global long *)indices)[at(&a.indices, n, c, 0, oh, ow)] = best;
-  } else if (a.kind == AVG || a.kind == ADAPTIVE_AVG) {
+  } else if (a.kind == XR_POOL_ARGS_AVG || a.kind == XR_POOL_ARGS_ADAPTIVE_AVG) {
     long win[4];
     float divisor = avg_window(&a, oh, ow, win);
     for (long ih = win[0]; ih < win[1]; ih++)
       for (long iw = win[2]; iw < win[3]; iw++) v += xr_ld(x, a.x.dtype, at(&a.x, n, c, 0, ih, iw));
     v /= divisor;
-  } else if (a.kind == NEAREST) {
+  } else if (a.kind == XR_POOL_ARGS_NEAREST) {
     v = xr_ld(x, a.x.dtype,
               at(&a.x, n, c, nearest_source(&a, 0, od), nearest_source(&a, 1, oh),
                  nearest_source(&a, 2, ow)));
@@ -112,19 +102,19 @@ __kernel void xr_pool_forward(const xr_pool_cl_args_t a, __global const uchar *x
              xr_ld(x, a.x.dtype, at(&a.x, n, c, 0, src[0][i], src[1][j]));
   }
   xr_st(y, a.y.dtype, at(&a.y, n, c, od, oh, ow), v);
+  }
 }
 
 // grad_input[n, c, ih, iw] (x) from grad_output (y).
-__kernel void xr_pool_backward(const xr_pool_cl_args_t a, __global uchar *x,
+__kernel void xr_pool_backward(const xr_pool_args_t a, __global uchar *x,
                                __global const uchar *y, __global const uchar *indices) {
-  long gid = get_global_id(0);
-  if (gid >= a.total) return;
-  long iw = gid % a.in_size[2], t = gid / a.in_size[2];
+  for (long e = get_global_id(0); e < a.total; e += get_global_size(0)) {
+  long iw = e % a.in_size[2], t = e / a.in_size[2];
   long ih = t % a.in_size[1];
   t /= a.in_size[1];
   long c = t % a.planes_c, n = t / a.planes_c;
   float acc = 0.0f;
-  if (a.kind == MAX_BACKWARD) {
+  if (a.kind == XR_POOL_ARGS_MAX_BACKWARD) {
     long self = ih * a.in_size[2] + iw;
     for (long kh = 0; kh < a.window[1]; kh++) {
       long th = ih + a.pad[1] - kh * a.dilation[1];
@@ -139,7 +129,7 @@ __kernel void xr_pool_backward(const xr_pool_cl_args_t a, __global uchar *x,
     }
   } else {
     long oh0, oh1, ow0, ow1; // candidate output cells [oh0, oh1) x [ow0, ow1)
-    if (a.kind == ADAPTIVE_AVG_BACKWARD) {
+    if (a.kind == XR_POOL_ARGS_ADAPTIVE_AVG_BACKWARD) {
       oh0 = ih * a.out_size[1] / a.in_size[1], ow0 = iw * a.out_size[2] / a.in_size[2];
       oh1 = min(((ih + 1) * a.out_size[1] + a.in_size[1] - 1) / a.in_size[1] + 1, a.out_size[1]);
       ow1 = min(((iw + 1) * a.out_size[2] + a.in_size[2] - 1) / a.in_size[2] + 1, a.out_size[2]);
@@ -159,4 +149,5 @@ __kernel void xr_pool_backward(const xr_pool_cl_args_t a, __global uchar *x,
       }
   }
   xr_st(x, a.x.dtype, at(&a.x, n, c, 0, ih, iw), acc);
+  }
 }

@@ -3,8 +3,9 @@
  * backward (conv2d > convolution > _convolution > cudnn_convolution, batch_norm > cudnn_batch_norm,
  * relu_, max_pool2d > max_pool2d_with_indices, their backwards) and the SD VAE decoder's group
  * norm, SiLU and nearest upsampling, bf16 on an H100. Extracted, it must replay whole with
- * --check on the cpu and on opencl: every op run (on opencl by an OpenCL kernel), every output
- * matching the reference, all of the trace's GPU time covered. */
+ * --check on the cpu, on opencl and (where present) on cuda and hip: every op run (on a device
+ * by a device kernel), every output matching the reference, all of the trace's GPU time
+ * covered. */
 #include "replay/replay.h"
 #include "tests/extract/extract_util.h"
 
@@ -89,4 +90,13 @@ Test(vision, replays_whole_on_cpu, .timeout = 300) {
 
 Test(vision, replays_whole_on_opencl, .timeout = 300) {
   replays_whole("opencl", "opencl.");
+}
+
+/* Where a GPU is present (they skip elsewhere). */
+Test(vision, replays_whole_on_cuda, .timeout = 300) {
+  replays_whole("cuda", "gpu.");
+}
+
+Test(vision, replays_whole_on_hip, .timeout = 300) {
+  replays_whole("hip", "gpu.");
 }

@@ -126,6 +126,15 @@ static void kernels_i_define_every_kernel_looked_up(const char *target) {
   expect_kernels(target, "quant.cu", quant, sizeof quant / sizeof *quant);
   expect_kernels(target, "reduce.cu", reduce, sizeof reduce / sizeof *reduce);
   expect_kernels(target, "scatter.cu", scatter, sizeof scatter / sizeof *scatter);
+  static const char *const pool[] = {"xr_pool_forward", "xr_pool_backward"};
+  static const char *const channel_norm[] = {"xr_cn_batch", "xr_cn_batch_backward", "xr_cn_group",
+                                             "xr_cn_group_backward", "xr_cn_group_param_grads"};
+  static const char *const conv[] = {"xr_conv_forward", "xr_conv_backward_data",
+                                     "xr_conv_backward_weight", "xr_conv_bias_grad"};
+  expect_kernels(target, "conv.cu", conv, sizeof conv / sizeof *conv);
+  expect_kernels(target, "pool.cu", pool, sizeof pool / sizeof *pool);
+  expect_kernels(target, "channel_norm.cu", channel_norm,
+                 sizeof channel_norm / sizeof *channel_norm);
 }
 
 Test(compile, sources_define_every_kernel_looked_up_sm_80) {

@@ -58,6 +58,9 @@ inline float __shfl_xor(float value, int mask) { return xr_emu_shfl(value, (xr_e
 inline float __shfl(float value, int lane) { return xr_emu_shfl(value, lane); }
 inline float __shfl_down(float value, int delta) { return xr_emu_shfl(value, xr_emu_linear() % warpSize + delta); }
 inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+// The host rounds every operation (no contraction), as these intrinsics do.
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, 4); return i; }
 

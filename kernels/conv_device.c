@@ -1,0 +1,174 @@
+/* opencl.conv and gpu.conv: every convolution step (kernels/conv.h) as one of the kernels that
+ * kernels/opencl/conv.cl and kernels/gpu/conv.cu (NVRTC / hiprtc) both define, one work-item
+ * per element the step writes, summing in fp32. Tensors are bound as whole storage buffers;
+ * geometry, offsets, strides and dtypes go in the by-value block of conv_args.h. */
+#include "kernels/conv_device.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/gpu/sources.h"
+#include "kernels/opencl/sources.h"
+
+_Static_assert(sizeof(long) == 8, "the device argument block needs a 64-bit long");
+
+/* Where the kernels come from: OpenCL C or CUDA C++, and the builder of that language. */
+typedef struct backend {
+  const char *name, *source;
+  xr_status_t (*build)(xr_hal_device_t *device, const char *file, const char *options,
+                       xr_hal_executable_t **out_executable);
+} backend_t;
+
+static const backend_t opencl = {"opencl.conv", "conv.cl", xr_opencl_build};
+static const backend_t gpu = {"gpu.conv", "conv.cu", xr_gpu_build};
+
+typedef struct device_step {
+  xr_hal_kernel_t *kernel;
+  xr_conv_args_t args;
+  xr_hal_buffer_t *buffers[4]; /* x, w, y, bias (an absent one: any bound buffer) */
+} device_step_t;
+
+typedef struct device_conv {
+  xr_hal_executable_t *exe;
+  int count;
+  device_step_t step[3];
+} device_conv_t;
+
+static bool fast_dtype(xr_dtype_t d) {
+  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
+}
+
+/* The operand step `s` writes (one work-item per element) and its element count. */
+static const xr_conv_operand_t *written(const xr_conv_step_t *s) {
+  switch (s->pass) {
+    case XR_CONV_FORWARD: return &s->y;
+    case XR_CONV_BACKWARD_DATA: return &s->x;
+    case XR_CONV_BACKWARD_WEIGHT: return &s->w;
+    default: return &s->bias;
+  }
+}
+
+static int64_t elements(const xr_conv_operand_t *o) {
+  int64_t n = 1;
+  for (int d = 0; d < 5; d++) n *= o->shape[d];
+  return n;
+}
+
+static xr_status_t conv_supports(const backend_t *b, const xr_op_plan_t *plan) {
+  const xr_conv_problem_t *p = plan->problem;
+  for (int i = 0; i < p->step_count; i++) {
+    const xr_conv_step_t *s = &p->steps[i];
+    if (elements(written(s)) / XR_CONV_THREADS >= (int64_t)INT32_MAX) /* CUDA's grid limit */
+      return xr_error(XR_UNIMPLEMENTED, "%s: %s: %lld results exceed one dispatch", b->name,
+                      plan->op->name, (long long)elements(written(s)));
+    const xr_conv_operand_t *all[4] = {&s->x, &s->w, &s->y, &s->bias};
+    for (int k = 0; k < 4; k++)
+      if (all[k]->index >= 0 && !fast_dtype(all[k]->dtype))
+        return xr_error(XR_UNIMPLEMENTED, "%s: %s: %s tensors (fp32, fp16, bf16 only)", b->name,
+                        plan->op->name, xr_dtype_name(all[k]->dtype));
+  }
+  return XR_OK;
+}
+
+static void conv_release(void *state) {
+  device_conv_t *s = state;
+  if (!s) return;
+  xr_hal_executable_destroy(s->exe);
+  free(s);
+}
+
+static void operand_args(const xr_conv_operand_t *o, const xr_tensor_t *tensors,
+                         xr_conv_operand_args_t *out) {
+  if (o->index < 0) return;
+  out->offset = tensors[o->index].offset;
+  out->dtype = o->dtype;
+  for (int d = 0; d < 5; d++) out->shape[d] = o->shape[d], out->strides[d] = o->strides[d];
+}
+
+void xr_conv_device_args(const xr_conv_problem_t *p, const xr_conv_step_t *step,
+                         const xr_tensor_t *tensors, xr_conv_args_t *a, xr_hal_buffer_t **buffers) {
+  memset(a, 0, sizeof *a);
+  a->n = p->n, a->groups = p->groups, a->c_in = p->c_in, a->c_out = p->c_out;
+  for (int d = 0; d < 3; d++) {
+    a->in_size[d] = p->in[d], a->out_size[d] = p->out[d], a->window[d] = p->kernel[d];
+    a->stride[d] = p->stride[d], a->pad[d] = p->pad[d], a->dilation[d] = p->dilation[d];
+  }
+  const xr_conv_operand_t *all[4] = {&step->x, &step->w, &step->y, &step->bias};
+  xr_conv_operand_args_t *args[4] = {&a->x, &a->w, &a->y, &a->bias};
+  int any = step->y.index; /* every step has a y */
+  for (int k = 0; k < 4; k++) {
+    operand_args(all[k], tensors, args[k]);
+    buffers[k] = tensors[all[k]->index >= 0 ? all[k]->index : any].buffer;
+  }
+  a->has_bias = step->bias.index >= 0;
+  a->total = elements(written(step));
+}
+
+static xr_status_t conv_prepare(const backend_t *b, const xr_op_plan_t *plan,
+                                xr_hal_device_t *device, const xr_tensor_t *tensors,
+                                void **out_state) {
+  const xr_conv_problem_t *p = plan->problem;
+  device_conv_t *s = calloc(1, sizeof *s);
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+  static const char *const kernels[] = {"xr_conv_forward", "xr_conv_backward_data",
+                                        "xr_conv_backward_weight", "xr_conv_bias_grad"};
+  xr_status_t st = b->build(device, b->source, NULL, &s->exe);
+  for (int i = 0; i < p->step_count && st == XR_OK; i++) {
+    const xr_conv_step_t *step = &p->steps[i];
+    device_step_t *c = &s->step[s->count++];
+    if ((st = xr_hal_kernel_lookup(s->exe, kernels[step->pass], &c->kernel)) != XR_OK) break;
+    xr_conv_device_args(p, step, tensors, &c->args, c->buffers);
+  }
+  if (st != XR_OK) {
+    conv_release(s);
+    return xr_error_prefix(st, "%s: ", plan->op->name);
+  }
+  *out_state = s;
+  return XR_OK;
+}
+
+xr_status_t xr_conv_device_dispatch(xr_hal_stream_t *stream, xr_hal_kernel_t *kernel,
+                                    const xr_conv_args_t *a, xr_hal_buffer_t *const *buffers) {
+  if (a->total == 0) return XR_OK;
+  xr_hal_kernel_arg_t args[5] = {xr_hal_arg_bytes(a, sizeof *a)};
+  for (int k = 0; k < 4; k++) args[1 + k] = xr_hal_arg_buffer(buffers[k]);
+  xr_hal_dispatch_t d = {
+      .grid = {(uint32_t)((a->total + XR_CONV_THREADS - 1) / XR_CONV_THREADS), 1, 1},
+      .block = {XR_CONV_THREADS, 1, 1},
+      .args = args,
+      .arg_count = 5,
+  };
+  return xr_hal_stream_dispatch(stream, kernel, &d);
+}
+
+static xr_status_t conv_enqueue(void *state, xr_hal_stream_t *stream) {
+  device_conv_t *s = state;
+  for (int i = 0; i < s->count; i++) {
+    xr_status_t st =
+        xr_conv_device_dispatch(stream, s->step[i].kernel, &s->step[i].args, s->step[i].buffers);
+    if (st != XR_OK) return st;
+  }
+  return XR_OK;
+}
+
+#define DEVICE_IMPL(symbol, driver_name, backend_var)                                       \
+  static xr_status_t symbol##_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) { \
+    (void)device;                                                                           \
+    return conv_supports(&backend_var, plan);                                               \
+  }                                                                                         \
+  static xr_status_t symbol##_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,    \
+                                      const xr_tensor_t *tensors, void **out_state) {       \
+    return conv_prepare(&backend_var, plan, device, tensors, out_state);                    \
+  }                                                                                         \
+  const xr_kernel_impl_t symbol = {                                                         \
+      .name = #backend_var ".conv",                                                         \
+      .driver = driver_name,                                                                \
+      .supports = symbol##_supports,                                                        \
+      .prepare = symbol##_prepare,                                                          \
+      .enqueue = conv_enqueue,                                                              \
+      .release = conv_release,                                                              \
+  };
+
+DEVICE_IMPL(xr_opencl_conv_impl, "opencl", opencl)
+DEVICE_IMPL(xr_gpu_conv_impl, "gpu", gpu)

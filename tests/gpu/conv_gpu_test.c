@@ -1,0 +1,14 @@
+/* The convolution family (kernels/gpu/conv.cu) on a cuda or hip device (built once per driver,
+ * XR_GPU_DRIVER=cuda|hip) against the CPU reference, with the cases of the cpu/opencl suite
+ * (tests/kernels/conv_cases.h). Skips without such a device. */
+#include <criterion/criterion.h>
+
+#include "tests/kernels/conv_cases.h"
+
+#define STRINGIFY2(x) #x
+#define STRINGIFY(x) STRINGIFY2(x)
+#define DRIVER STRINGIFY(XR_GPU_DRIVER)
+
+Test(conv_gpu, cases, .timeout = 600) {
+  conv_cases(DRIVER, "gpu.");
+}

@@ -29,9 +29,8 @@ static const char *const expected_ops[] = {
 
 static xr_bundle_t *extract_vision(void) {
   xr_extract_options_t o = {0};
-  xr_extract_summary_t s;
   xr_bundle_t *b = NULL;
-  cr_assert_eq(xr_trace_extract(VISION_TRACE, &o, &b, &s), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(xr_trace_extract(VISION_TRACE, &o, &b, NULL), XR_OK, "%s", xr_last_error());
   cr_assert_eq(b->op_count, OP_COUNT, "%zu ops", b->op_count);
   for (size_t i = 0; i < OP_COUNT; i++) {
     bool found = false;
@@ -72,8 +71,10 @@ static void replays_whole(const char *device, const char *kernel_prefix) {
   xr_replay_observer_t observer = {.result = collect, .context = &out};
   xr_replay_summary_t summary;
   xr_status_t st = xr_replay_run(b, &o, &observer, &summary);
-  if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND)
+  if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) {
+    xr_bundle_destroy(b);
     cr_skip_test("%s unavailable: %s", device, xr_last_error());
+  }
   cr_assert_eq(st, XR_OK, "%s", xr_last_error());
   cr_assert_eq(out.count, OP_COUNT);
   cr_assert_str_empty(out.failures, "%s", out.failures);

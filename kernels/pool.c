@@ -21,8 +21,8 @@
  *       linear between floor(src) and min(floor(src) + 1, in - 1) in h and w.
  * Pooling is 2-D; inputs are [N, C, H, W] or unbatched [C, H, W], any strides. Outputs take the
  * input's memory format (channels-last in, channels-last out). The reference sums in double and
- * rounds once; opencl.pool and gpu.pool (kernels/vision_device.c) run every op on OpenCL, CUDA
- * and HIP devices. */
+ * rounds once; cpu.pool (kernels/cpu/pool_cpu.c, fp32) runs every op on the cpu, opencl.pool and
+ * gpu.pool (kernels/vision_device.c) on OpenCL, CUDA and HIP devices. */
 #include "kernels/pool.h"
 
 #include <math.h>
@@ -299,15 +299,13 @@ float xr_pool_source_scale(const xr_pool_problem_t *p, int d, bool align) {
   return p->scale[d] > 0 ? (float)(1.0 / p->scale[d]) : (float)p->in[d] / (float)p->out[d];
 }
 
-static int64_t nearest_source(const xr_pool_problem_t *p, int d, int64_t i) {
+int64_t xr_pool_nearest_source(const xr_pool_problem_t *p, int d, int64_t i) {
   float s = xr_pool_source_scale(p, d, false);
   int64_t src = (int64_t)floorf((float)i * s);
   return src < p->in[d] - 1 ? src : p->in[d] - 1;
 }
 
-/* The input cells [win[0], win[1]) x [win[2], win[3]) that average pooling's output cell (oh,
- * ow) averages (plain or adaptive; the backward kinds alike), and the divisor. */
-static double avg_window(const xr_pool_problem_t *p, int64_t oh, int64_t ow, int64_t *win) {
+double xr_pool_avg_window(const xr_pool_problem_t *p, int64_t oh, int64_t ow, int64_t *win) {
   if (p->kind == XR_POOL_ADAPTIVE_AVG || p->kind == XR_POOL_ADAPTIVE_AVG_BACKWARD) {
     win[0] = xr_pool_adaptive_start(oh, p->in[1], p->out[1]);
     win[1] = xr_pool_adaptive_end(oh, p->in[1], p->out[1]);
@@ -355,15 +353,15 @@ static void ref_plane(void *ctx, size_t begin, size_t end) {
             xr_store_element(s->ix, I->dtype, at(I, s->ix_off, n, c, 0, oh, ow), (double)best);
           } else if (p->kind == XR_POOL_AVG || p->kind == XR_POOL_ADAPTIVE_AVG) {
             int64_t win[4];
-            double divisor = avg_window(p, oh, ow, win);
+            double divisor = xr_pool_avg_window(p, oh, ow, win);
             for (int64_t ih = win[0]; ih < win[1]; ih++)
               for (int64_t iw = win[2]; iw < win[3]; iw++)
                 v += load(s->x, X, at(X, s->x_off, n, c, 0, ih, iw));
             v /= divisor;
           } else if (p->kind == XR_POOL_NEAREST) {
             v = load(s->x, X,
-                     at(X, s->x_off, n, c, nearest_source(p, 0, od), nearest_source(p, 1, oh),
-                        nearest_source(p, 2, ow)));
+                     at(X, s->x_off, n, c, xr_pool_nearest_source(p, 0, od),
+                        xr_pool_nearest_source(p, 1, oh), xr_pool_nearest_source(p, 2, ow)));
           } else { /* bilinear */
             int64_t src[2][2];
             double lambda[2];
@@ -411,7 +409,7 @@ static void ref_backward_plane(void *ctx, size_t begin, size_t end) {
           continue;
         }
         int64_t win[4];
-        double share = g / avg_window(p, oh, ow, win);
+        double share = g / xr_pool_avg_window(p, oh, ow, win);
         for (int64_t ih = win[0]; ih < win[1]; ih++)
           for (int64_t iw = win[2]; iw < win[3]; iw++) acc[ih * p->in[2] + iw] += share;
       }
@@ -504,6 +502,7 @@ static const struct xr_op_initializer pool_initializers[] = {
 };
 
 static const xr_kernel_impl_t *const pool_impls[] = {
+    &xr_cpu_pool_impl,    /* cpu */
     &xr_opencl_pool_impl, /* opencl */
     &xr_gpu_pool_impl,    /* cuda, hip */
     &ref_pool,

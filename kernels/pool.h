@@ -52,6 +52,14 @@ static inline int64_t xr_pool_adaptive_end(int64_t i, int64_t in, int64_t out) {
  * else 1 / scale_factor when one was given, else in / out. */
 float xr_pool_source_scale(const xr_pool_problem_t *p, int d, bool align);
 
-extern const xr_kernel_impl_t xr_opencl_pool_impl, xr_gpu_pool_impl;
+/* Nearest upsampling's source index of destination index i in dim d: min(floor(i * scale),
+ * in - 1). */
+int64_t xr_pool_nearest_source(const xr_pool_problem_t *p, int d, int64_t i);
+
+/* The input cells [win[0], win[1]) x [win[2], win[3]) that average pooling's output cell (oh,
+ * ow) averages (plain or adaptive, the backward kinds alike), and its divisor. */
+double xr_pool_avg_window(const xr_pool_problem_t *p, int64_t oh, int64_t ow, int64_t *win);
+
+extern const xr_kernel_impl_t xr_cpu_pool_impl, xr_opencl_pool_impl, xr_gpu_pool_impl;
 
 #endif

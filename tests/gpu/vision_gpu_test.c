@@ -10,5 +10,5 @@
 #define DRIVER STRINGIFY(XR_GPU_DRIVER)
 
 Test(vision_gpu, cases, .timeout = 600) {
-  vision_cases(DRIVER, "gpu.");
+  vision_cases(DRIVER, "gpu.", "gpu.");
 }

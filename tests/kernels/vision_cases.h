@@ -342,12 +342,14 @@ static const cn_case_t cn_cases[] = {
 };
 // clang-format on
 
-/* Every case on `device`; the kernel that ran must start with `prefix` ("ref.", "opencl."). */
-static inline void vision_cases(const char *device, const char *prefix) {
+/* Every case on `device`; the kernel that ran must start with `pool_prefix` for the pool
+ * family, `norm_prefix` for batch and group norm ("cpu.", "ref.", "opencl.", "gpu."). */
+static inline void vision_cases(const char *device, const char *pool_prefix,
+                                const char *norm_prefix) {
   for (size_t i = 0; i < sizeof pool_cases / sizeof *pool_cases; i++)
-    expect_match(pool_json(&pool_cases[i]), device, prefix);
+    expect_match(pool_json(&pool_cases[i]), device, pool_prefix);
   for (size_t i = 0; i < sizeof cn_cases / sizeof *cn_cases; i++)
-    expect_match(cn_json(&cn_cases[i]), device, prefix);
+    expect_match(cn_json(&cn_cases[i]), device, norm_prefix);
 }
 
 #endif

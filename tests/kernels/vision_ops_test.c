@@ -1,9 +1,10 @@
 /* The pool and channel_norm families (kernels/pool.c, kernels/channel_norm.c): every case of
- * vision_cases.h replayed through the engine with --check on "cpu" (where the plain-C
- * reference runs) and "opencl" (its kernels against the reference); plans (output sizes, memory
- * formats, saved statistics), argument errors that name the argument, and the ops the golden
- * cases leave out (backwards, eval forms, upsampling by scale factor). Their semantics are
- * checked against independent outputs by tests/replay:golden_test. */
+ * vision_cases.h replayed through the engine with --check on "cpu" (cpu.pool against the
+ * reference; batch and group norm run the reference there) and "opencl" (its kernels against
+ * the reference); plans (output sizes, memory formats, saved statistics), argument errors that
+ * name the argument, and the ops the golden cases leave out (backwards, eval forms, upsampling
+ * by scale factor). Their semantics are checked against independent outputs by
+ * tests/replay:golden_test. */
 #include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/bundle_text.h"
@@ -11,11 +12,11 @@
 
 /* Both timed tests have the same .timeout (conv_test.c says why). */
 Test(vision, cases_run_on_cpu, .timeout = 300) {
-  vision_cases("cpu", "ref.");
+  vision_cases("cpu", "cpu.pool", "ref.channel_norm");
 }
 
 Test(vision, opencl_matches_reference, .timeout = 300) {
-  vision_cases("opencl", "opencl.");
+  vision_cases("opencl", "opencl.", "opencl.");
 }
 
 static const char *T(text_t *t, const char *dtype, int rank, const int64_t *shape,
@@ -112,7 +113,7 @@ Test(pool, upsampling_by_scale_factor) {
   cr_assert(plan.returns[0].shape[2] == 10 && plan.returns[0].shape[3] == 9);
   xr_kernel_plan_free(&plan);
   xr_bundle_destroy(b);
-  expect_match(json, "cpu", "ref.pool");
+  expect_match(json, "cpu", "cpu.pool");
 }
 
 /* The backward's indices come from the family's initializer: valid positions, so the
@@ -132,7 +133,7 @@ Test(pool, max_pool_backward_replays) {
          T(&g, "c10::BFloat16", 4, SHAPE(2, 3, 5, 5), NULL),
          T(&x, "c10::BFloat16", 4, SHAPE(2, 3, 9, 9), NULL),
          T(&ix, "long int", 4, SHAPE(2, 3, 5, 5), NULL));
-  expect_match(bundle("aten::max_pool2d_with_indices_backward", args, NULL), "cpu", "ref.pool");
+  expect_match(bundle("aten::max_pool2d_with_indices_backward", args, NULL), "cpu", "cpu.pool");
 }
 
 static const char *batch_norm(const char *op, const char *x, const char *w, const char *rm,

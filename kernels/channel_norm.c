@@ -25,8 +25,9 @@
  *       over the group, grad_weight = sum(g * xhat), grad_bias = sum(g) over n and spatial.
  * Saved statistics are fp32 for fp16, bf16 and fp32 inputs (fp64 for fp64). Inputs are [N, C,
  * ...] of rank 2 to 5, any strides; results take the input's memory format. The reference sums
- * in double; opencl.channel_norm and gpu.channel_norm (kernels/vision_device.c) run every op on
- * OpenCL, CUDA and HIP devices. */
+ * in double; cpu.channel_norm (kernels/cpu/channel_norm_cpu.c, fp32) runs every op on the cpu,
+ * opencl.channel_norm and gpu.channel_norm (kernels/vision_device.c) on OpenCL, CUDA and HIP
+ * devices. */
 #include "kernels/channel_norm.h"
 
 #include <math.h>
@@ -637,6 +638,7 @@ static const struct xr_op_initializer cn_initializers[] = {
 };
 
 static const xr_kernel_impl_t *const cn_impls[] = {
+    &xr_cpu_channel_norm_impl,    /* cpu */
     &xr_opencl_channel_norm_impl, /* opencl */
     &xr_gpu_channel_norm_impl,    /* cuda, hip */
     &ref_channel_norm,

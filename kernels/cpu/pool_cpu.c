@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/dtype.h"
+#include "kernels/cpu/plane_io.h"
 #include "kernels/pool.h"
 
 typedef struct cpu_pool {
@@ -18,45 +18,6 @@ typedef struct cpu_pool {
 
 static bool fast_dtype(xr_dtype_t d) {
   return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
-}
-
-/* Plane (n, c) of view v (d, h, w sizes `size`) to or from a contiguous fp32 buffer. */
-static void gather(const void *base, int64_t off, const xr_view5_t *v, int64_t n, int64_t c,
-                   const int64_t *size, float *out) {
-  int64_t o = off + n * v->strides[0] + c * v->strides[1], k = 0;
-  for (int64_t d = 0; d < size[0]; d++)
-    for (int64_t h = 0; h < size[1]; h++) {
-      int64_t row = o + d * v->strides[2] + h * v->strides[3], s = v->strides[4];
-      if (v->dtype == XR_DTYPE_F32) {
-        const float *src = (const float *)base + row;
-        for (int64_t w = 0; w < size[2]; w++) out[k++] = src[w * s];
-      } else {
-        const uint16_t *src = (const uint16_t *)base + row;
-        if (v->dtype == XR_DTYPE_BF16)
-          for (int64_t w = 0; w < size[2]; w++) out[k++] = xr_bf16_to_f32(src[w * s]);
-        else
-          for (int64_t w = 0; w < size[2]; w++) out[k++] = xr_f16_to_f32(src[w * s]);
-      }
-    }
-}
-
-static void scatter(void *base, int64_t off, const xr_view5_t *v, int64_t n, int64_t c,
-                    const int64_t *size, const float *in) {
-  int64_t o = off + n * v->strides[0] + c * v->strides[1], k = 0;
-  for (int64_t d = 0; d < size[0]; d++)
-    for (int64_t h = 0; h < size[1]; h++) {
-      int64_t row = o + d * v->strides[2] + h * v->strides[3], s = v->strides[4];
-      if (v->dtype == XR_DTYPE_F32) {
-        float *dst = (float *)base + row;
-        for (int64_t w = 0; w < size[2]; w++) dst[w * s] = in[k++];
-      } else {
-        uint16_t *dst = (uint16_t *)base + row;
-        if (v->dtype == XR_DTYPE_BF16)
-          for (int64_t w = 0; w < size[2]; w++) dst[w * s] = xr_f32_to_bf16(in[k++]);
-        else
-          for (int64_t w = 0; w < size[2]; w++) dst[w * s] = xr_f32_to_f16(in[k++]);
-      }
-    }
 }
 
 static int64_t index_at(const cpu_pool_t *s, int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -151,14 +112,14 @@ static void run_planes(void *ctx, size_t begin, size_t end) {
     for (size_t item = begin; item < end; item++) {
       int64_t n = (int64_t)item / C, c = (int64_t)item % C;
       if (backward) {
-        gather(s->base[1], s->off[1], &p->y, n, c, p->out, out);
+        xr_plane_gather(s->base[1], s->off[1], &p->y, n, c, p->out, out);
         memset(in, 0, sizeof(float) * (size_t)in_n);
         backward_plane(s, n, c, out, in);
-        scatter(s->base[0], s->off[0], &p->x, n, c, p->in, in);
+        xr_plane_scatter(s->base[0], s->off[0], &p->x, n, c, p->in, in);
       } else {
-        gather(s->base[0], s->off[0], &p->x, n, c, p->in, in);
+        xr_plane_gather(s->base[0], s->off[0], &p->x, n, c, p->in, in);
         forward_plane(s, n, c, in, out);
-        scatter(s->base[1], s->off[1], &p->y, n, c, p->out, out);
+        xr_plane_scatter(s->base[1], s->off[1], &p->y, n, c, p->out, out);
       }
     }
   } /* else: out of memory, and the poisoned result shows it */

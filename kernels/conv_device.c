@@ -35,10 +35,6 @@ typedef struct device_conv {
   device_step_t step[3];
 } device_conv_t;
 
-static bool fast_dtype(xr_dtype_t d) {
-  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
-}
-
 /* The operand step `s` writes (one work-item per element) and its element count. */
 static const xr_conv_operand_t *written(const xr_conv_step_t *s) {
   switch (s->pass) {
@@ -64,7 +60,7 @@ static xr_status_t conv_supports(const backend_t *b, const xr_op_plan_t *plan) {
                       plan->op->name, (long long)elements(written(s)));
     const xr_conv_operand_t *all[4] = {&s->x, &s->w, &s->y, &s->bias};
     for (int k = 0; k < 4; k++)
-      if (all[k]->index >= 0 && !fast_dtype(all[k]->dtype))
+      if (all[k]->index >= 0 && !xr_fast_float_dtype(all[k]->dtype))
         return xr_error(XR_UNIMPLEMENTED, "%s: %s: %s tensors (fp32, fp16, bf16 only)", b->name,
                         plan->op->name, xr_dtype_name(all[k]->dtype));
   }

@@ -48,6 +48,11 @@ xr_status_t xr_plan_wrap_dim(const xr_op_plan_t *plan, int64_t dim, int rank, in
 xr_status_t xr_plan_error(const xr_op_plan_t *plan, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The dtypes the fast kernels compute in fp32 (f64 stays on the reference). */
+static inline bool xr_fast_float_dtype(xr_dtype_t d) {
+  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
+}
+
 /* A tensor seen as five dims n, c, d, h, w (the vision families' operands: a missing dim has
  * size 1 and stride 0). Element (i0..i4) is at storage offset + sum(i_k * strides[k]). */
 typedef struct xr_view5 {

@@ -264,9 +264,9 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
     if (p->kind == XR_POOL_MAX) add_return(plan, 1, x, 2, p->out, XR_DTYPE_I64, &p->indices);
   }
   for (int d = 0; d < 5; d++) elements *= (double)p->y.shape[d];
-  bool adaptive = p->kind == XR_POOL_ADAPTIVE_AVG || p->kind == XR_POOL_ADAPTIVE_AVG_BACKWARD;
-  double window = adaptive ? (double)(p->in[1] * p->in[2]) / (double)(p->out[1] * p->out[2])
-                           : (double)(p->kernel[1] * p->kernel[2]);
+  double window = xr_pool_is_adaptive(p->kind)
+                      ? (double)(p->in[1] * p->in[2]) / (double)(p->out[1] * p->out[2])
+                      : (double)(p->kernel[1] * p->kernel[2]);
   plan->flops = elements * (p->kind == XR_POOL_BILINEAR  ? 8
                             : p->kind == XR_POOL_NEAREST ? 0
                                                          : window);
@@ -305,8 +305,18 @@ int64_t xr_pool_nearest_source(const xr_pool_problem_t *p, int d, int64_t i) {
   return src < p->in[d] - 1 ? src : p->in[d] - 1;
 }
 
+float xr_pool_linear_source(const xr_pool_problem_t *p, int d, int64_t o, int64_t *src) {
+  float scale = xr_pool_source_scale(p, d, p->align_corners);
+  float f = p->align_corners ? (float)o * scale : ((float)o + 0.5f) * scale - 0.5f;
+  if (f < 0) f = 0;
+  int64_t i0 = (int64_t)f;
+  if (i0 > p->in[d] - 1) i0 = p->in[d] - 1;
+  src[0] = i0, src[1] = i0 + 1 < p->in[d] ? i0 + 1 : i0;
+  return f - (float)i0;
+}
+
 double xr_pool_avg_window(const xr_pool_problem_t *p, int64_t oh, int64_t ow, int64_t *win) {
-  if (p->kind == XR_POOL_ADAPTIVE_AVG || p->kind == XR_POOL_ADAPTIVE_AVG_BACKWARD) {
+  if (xr_pool_is_adaptive(p->kind)) {
     win[0] = xr_pool_adaptive_start(oh, p->in[1], p->out[1]);
     win[1] = xr_pool_adaptive_end(oh, p->in[1], p->out[1]);
     win[2] = xr_pool_adaptive_start(ow, p->in[2], p->out[2]);
@@ -363,25 +373,12 @@ static void ref_plane(void *ctx, size_t begin, size_t end) {
                      at(X, s->x_off, n, c, xr_pool_nearest_source(p, 0, od),
                         xr_pool_nearest_source(p, 1, oh), xr_pool_nearest_source(p, 2, ow)));
           } else { /* bilinear */
-            int64_t src[2][2];
-            double lambda[2];
-            const int64_t o[2] = {oh, ow};
-            for (int k = 0; k < 2; k++) {
-              int d = 1 + k;
-              float scale = xr_pool_source_scale(p, d, p->align_corners);
-              float f =
-                  p->align_corners ? (float)o[k] * scale : ((float)o[k] + 0.5f) * scale - 0.5f;
-              if (f < 0) f = 0;
-              int64_t i0 = (int64_t)f;
-              if (i0 > p->in[d] - 1) i0 = p->in[d] - 1;
-              src[k][0] = i0;
-              src[k][1] = i0 + 1 < p->in[d] ? i0 + 1 : i0;
-              lambda[k] = (double)(f - (float)i0);
-            }
+            int64_t h[2], w[2];
+            double lh = xr_pool_linear_source(p, 1, oh, h), lw = xr_pool_linear_source(p, 2, ow, w);
             for (int a = 0; a < 2; a++)
               for (int b = 0; b < 2; b++)
-                v += (a ? lambda[0] : 1 - lambda[0]) * (b ? lambda[1] : 1 - lambda[1]) *
-                     load(s->x, X, at(X, s->x_off, n, c, 0, src[0][a], src[1][b]));
+                v += (a ? lh : 1 - lh) * (b ? lw : 1 - lw) *
+                     load(s->x, X, at(X, s->x_off, n, c, 0, h[a], w[b]));
           }
           xr_store_element(s->y, Y->dtype, at(Y, s->y_off, n, c, od, oh, ow), v);
         }

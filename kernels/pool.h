@@ -38,6 +38,10 @@ static inline bool xr_pool_is_backward(xr_pool_kind_t k) {
          k == XR_POOL_ADAPTIVE_AVG_BACKWARD;
 }
 
+static inline bool xr_pool_is_adaptive(xr_pool_kind_t k) {
+  return k == XR_POOL_ADAPTIVE_AVG || k == XR_POOL_ADAPTIVE_AVG_BACKWARD;
+}
+
 /* Adaptive average pooling's cell i of `out` over `in`: [floor(i * in / out),
  * ceil((i + 1) * in / out)). */
 static inline int64_t xr_pool_adaptive_start(int64_t i, int64_t in, int64_t out) {
@@ -55,6 +59,10 @@ float xr_pool_source_scale(const xr_pool_problem_t *p, int d, bool align);
 /* Nearest upsampling's source index of destination index i in dim d: min(floor(i * scale),
  * in - 1). */
 int64_t xr_pool_nearest_source(const xr_pool_problem_t *p, int d, int64_t i);
+
+/* Bilinear upsampling's two source indices in dim d for destination index o (src[1] ==
+ * src[0] at the last row), and the weight of src[1]: PyTorch's float arithmetic. */
+float xr_pool_linear_source(const xr_pool_problem_t *p, int d, int64_t o, int64_t *src);
 
 /* The input cells [win[0], win[1]) x [win[2], win[3]) that average pooling's output cell (oh,
  * ow) averages (plain or adaptive, the backward kinds alike), and its divisor. */

@@ -57,10 +57,6 @@ typedef struct device_op {
   } block;
 } device_op_t;
 
-static bool fast_dtype(xr_dtype_t d) {
-  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
-}
-
 static xr_status_t unsupported_dtype(const xr_op_plan_t *plan, const char *impl, xr_dtype_t d) {
   return xr_error(XR_UNIMPLEMENTED, "%s: %s: %s tensors (fp32, fp16, bf16 only)", impl,
                   plan->op->name, xr_dtype_name(d));
@@ -122,8 +118,8 @@ static int64_t pool_written(const xr_pool_problem_t *p) {
 
 static xr_status_t pool_supports(const xr_op_plan_t *plan, const char *impl) {
   const xr_pool_problem_t *p = plan->problem;
-  if (!fast_dtype(p->x.dtype)) return unsupported_dtype(plan, impl, p->x.dtype);
-  if (!fast_dtype(p->y.dtype)) return unsupported_dtype(plan, impl, p->y.dtype);
+  if (!xr_fast_float_dtype(p->x.dtype)) return unsupported_dtype(plan, impl, p->x.dtype);
+  if (!xr_fast_float_dtype(p->y.dtype)) return unsupported_dtype(plan, impl, p->y.dtype);
   return XR_OK;
 }
 
@@ -170,7 +166,7 @@ static xr_status_t pool_prepare(const backend_t *b, const xr_op_plan_t *plan,
 static xr_status_t cn_supports(const xr_op_plan_t *plan, const char *impl) {
   const xr_cn_problem_t *p = plan->problem;
   for (int k = 0; k < XR_CN_SLOTS; k++)
-    if (p->v[k].index >= 0 && !fast_dtype(p->v[k].dtype))
+    if (p->v[k].index >= 0 && !xr_fast_float_dtype(p->v[k].dtype))
       return unsupported_dtype(plan, impl, p->v[k].dtype);
   /* one work-group per statistic, in one launch */
   if (p->n * p->groups >= INT32_MAX || p->c >= INT32_MAX)

@@ -18,10 +18,6 @@ typedef struct cpu_cn {
   int64_t size[3]; /* d, h, w */
 } cpu_cn_t;
 
-static bool fast_dtype(xr_dtype_t d) {
-  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
-}
-
 /* Vector slot k at (n, c) (a [C] vector: n = 0; group statistics: [N, groups]), or `fallback`. */
 static float vec(const cpu_cn_t *s, int k, int64_t n, int64_t c, float fallback) {
   const xr_view5_t *v = &s->p->v[k];
@@ -37,7 +33,7 @@ static void set_vec(const cpu_cn_t *s, int k, int64_t n, int64_t c, double value
                      value);
 }
 
-/* Planes (n, c) for the `count` (n, c) pairs of a statistic, into or out of one buffer. */
+/* The planes (n, c) for n in [n0, n1), c in [c0, c1), n-major, into or out of one buffer. */
 static void gather(const cpu_cn_t *s, int k, int64_t n0, int64_t n1, int64_t c0, int64_t c1,
                    float *out) {
   int64_t plane = s->size[0] * s->size[1] * s->size[2];
@@ -87,14 +83,12 @@ static void scratch_put(scratch_t *t) {
 static void batch_items(void *ctx, size_t begin, size_t end) {
   const cpu_cn_t *s = ctx;
   const xr_cn_problem_t *p = s->p;
-  int64_t count = p->n * p->spatial, plane = p->spatial;
+  int64_t count = p->n * p->spatial;
   scratch_t t;
   if (!scratch_get(&t, count)) goto done; /* the poisoned results show it */
   for (size_t cc = begin; cc < end; cc++) {
     int64_t c = (int64_t)cc;
-    for (int64_t n = 0; n < p->n; n++)
-      xr_plane_gather(s->base[XR_CN_X], s->off[XR_CN_X], &p->v[XR_CN_X], n, c, s->size,
-                      t.a + n * plane);
+    gather(s, XR_CN_X, 0, p->n, c, c + 1, t.a);
     float w = vec(s, XR_CN_WEIGHT, 0, c, 1);
     if (p->kind == XR_CN_BATCH) {
       float mean, invstd;
@@ -114,9 +108,7 @@ static void batch_items(void *ctx, size_t begin, size_t end) {
       float scale = invstd * w, shift = vec(s, XR_CN_BIAS, 0, c, 0) - mean * scale;
       for (int64_t i = 0; i < count; i++) t.b[i] = t.a[i] * scale + shift;
     } else { /* backward */
-      for (int64_t n = 0; n < p->n; n++)
-        xr_plane_gather(s->base[XR_CN_GRAD], s->off[XR_CN_GRAD], &p->v[XR_CN_GRAD], n, c, s->size,
-                        t.b + n * plane);
+      gather(s, XR_CN_GRAD, 0, p->n, c, c + 1, t.b);
       float mean = p->training ? vec(s, XR_CN_SMEAN, 0, c, 0) : vec(s, XR_CN_RMEAN, 0, c, 0);
       float invstd = p->training ? vec(s, XR_CN_SINV, 0, c, 1)
                                  : 1.0f / sqrtf(vec(s, XR_CN_RVAR, 0, c, 1) + (float)p->eps);
@@ -134,9 +126,7 @@ static void batch_items(void *ctx, size_t begin, size_t end) {
         t.b[i] = p->training ? w * invstd * (t.b[i] - mg - xhat * mgx) : t.b[i] * w * invstd;
       }
     }
-    for (int64_t n = 0; n < p->n; n++)
-      xr_plane_scatter(s->base[XR_CN_OUT], s->off[XR_CN_OUT], &p->v[XR_CN_OUT], n, c, s->size,
-                       t.b + n * plane);
+    scatter(s, XR_CN_OUT, 0, p->n, c, c + 1, t.b);
   }
 done:
   scratch_put(&t);
@@ -217,7 +207,7 @@ static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *devic
   (void)device;
   const xr_cn_problem_t *p = plan->problem;
   for (int k = 0; k < XR_CN_SLOTS; k++)
-    if (p->v[k].index >= 0 && !fast_dtype(p->v[k].dtype))
+    if (p->v[k].index >= 0 && !xr_fast_float_dtype(p->v[k].dtype))
       return xr_error(XR_UNIMPLEMENTED,
                       "cpu.channel_norm: %s: %s tensors (fp32, fp16, bf16; f64: ref.channel_norm)",
                       plan->op->name, xr_dtype_name(p->v[k].dtype));

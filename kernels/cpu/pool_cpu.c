@@ -16,10 +16,6 @@ typedef struct cpu_pool {
   int64_t off[3];
 } cpu_pool_t;
 
-static bool fast_dtype(xr_dtype_t d) {
-  return d == XR_DTYPE_F32 || d == XR_DTYPE_F16 || d == XR_DTYPE_BF16;
-}
-
 static int64_t index_at(const cpu_pool_t *s, int64_t n, int64_t c, int64_t h, int64_t w) {
   const xr_view5_t *v = &s->p->indices;
   return s->off[2] + n * v->strides[0] + c * v->strides[1] + h * v->strides[3] + w * v->strides[4];
@@ -57,23 +53,11 @@ static void forward_plane(const cpu_pool_t *s, int64_t n, int64_t c, const float
           v = x[(xr_pool_nearest_source(p, 0, od) * H + xr_pool_nearest_source(p, 1, oh)) * W +
                 xr_pool_nearest_source(p, 2, ow)];
         } else { /* bilinear */
-          int64_t src[2][2];
-          float lambda[2];
-          const int64_t o[2] = {oh, ow};
-          for (int k = 0; k < 2; k++) {
-            int d = 1 + k;
-            float scale = xr_pool_source_scale(p, d, p->align_corners);
-            float f = p->align_corners ? (float)o[k] * scale : ((float)o[k] + 0.5f) * scale - 0.5f;
-            if (f < 0) f = 0;
-            int64_t i0 = (int64_t)f;
-            if (i0 > p->in[d] - 1) i0 = p->in[d] - 1;
-            src[k][0] = i0, src[k][1] = i0 + 1 < p->in[d] ? i0 + 1 : i0;
-            lambda[k] = f - (float)i0;
-          }
+          int64_t h[2], w[2];
+          float lh = xr_pool_linear_source(p, 1, oh, h), lw = xr_pool_linear_source(p, 2, ow, w);
           for (int a = 0; a < 2; a++)
             for (int b = 0; b < 2; b++)
-              v += (a ? lambda[0] : 1 - lambda[0]) * (b ? lambda[1] : 1 - lambda[1]) *
-                   x[src[0][a] * W + src[1][b]];
+              v += (a ? lh : 1 - lh) * (b ? lw : 1 - lw) * x[h[a] * W + w[b]];
         }
         y[(od * p->out[1] + oh) * p->out[2] + ow] = v;
       }
@@ -130,10 +114,10 @@ static void run_planes(void *ctx, size_t begin, size_t end) {
 static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
   const xr_pool_problem_t *p = plan->problem;
-  if (!fast_dtype(p->x.dtype) || !fast_dtype(p->y.dtype))
+  if (!xr_fast_float_dtype(p->x.dtype) || !xr_fast_float_dtype(p->y.dtype))
     return xr_error(XR_UNIMPLEMENTED, "cpu.pool: %s: %s tensors (fp32, fp16, bf16; f64: ref.pool)",
                     plan->op->name,
-                    xr_dtype_name(fast_dtype(p->x.dtype) ? p->y.dtype : p->x.dtype));
+                    xr_dtype_name(xr_fast_float_dtype(p->x.dtype) ? p->y.dtype : p->x.dtype));
   return XR_OK;
 }
 

@@ -309,6 +309,8 @@ static const char *const builtin[] = {
     "aten::_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) "
     "running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, "
     "Tensor, Tensor)",
+    "aten::_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool "
+    "training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
     "aten::_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor "
     "running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
     "aten::cudnn_batch_norm(Tensor input, Tensor weight, Tensor? bias, Tensor? running_mean, "

@@ -9,7 +9,8 @@
  *       running statistics normalise, and the saved ones are returned empty, as on CUDA.
  *       cudnn_batch_norm also returns an empty uint8 reserve.
  *   _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var,
- *       momentum, eps): eval.
+ *       momentum, eps): eval. _native_batch_norm_legit.no_stats(input, weight?, bias?,
+ *       training, momentum, eps): no running statistics.
  *   native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?,
  *       save_mean?, save_invstd?, train, eps, output_mask) and cudnn_/miopen_batch_norm_backward
  *       (input, grad_output, weight, running_mean?, running_var?, save_mean, save_var, epsilon[,
@@ -122,6 +123,10 @@ static xr_status_t analyze_batch(xr_op_plan_t *plan, xr_cn_problem_t *p) {
   const xr_op_t *op = plan->op;
   bool cudnn = strstr(op->name, "cudnn_") || strstr(op->name, "miopen_");
   bool no_training = !strcmp(op->name, "aten::_native_batch_norm_legit_no_training");
+  /* _native_batch_norm_legit.no_stats(input, weight?, bias?, training, momentum, eps): no
+   * running statistics, the rest of the arguments two places earlier */
+  bool no_stats = !strcmp(op->name, "aten::_native_batch_norm_legit") && op->arg_count == 6;
+  int shift = no_training ? -1 : no_stats ? -2 : 0;
   int x_index;
   xr_status_t st = xr_arg_tensor(plan, 0, "input", true, &x_index);
   if (st != XR_OK) return st;
@@ -132,15 +137,17 @@ static xr_status_t analyze_batch(xr_op_plan_t *plan, xr_cn_problem_t *p) {
   p->c = x->shape[1];
   activation(&p->v[XR_CN_X], x_index, x->dtype, x->rank, x->shape, x->strides);
   if ((st = channel_arg(plan, 1, "weight", p->c, XR_CN_WEIGHT)) ||
-      (st = channel_arg(plan, 2, "bias", p->c, XR_CN_BIAS)) ||
-      (st = channel_arg(plan, 3, "running_mean", p->c, XR_CN_RMEAN)) ||
-      (st = channel_arg(plan, 4, "running_var", p->c, XR_CN_RVAR)))
+      (st = channel_arg(plan, 2, "bias", p->c, XR_CN_BIAS)))
+    return st;
+  absent(&p->v[XR_CN_RMEAN]), absent(&p->v[XR_CN_RVAR]);
+  if (!no_stats && ((st = channel_arg(plan, 3, "running_mean", p->c, XR_CN_RMEAN)) ||
+                    (st = channel_arg(plan, 4, "running_var", p->c, XR_CN_RVAR))))
     return st;
   p->training = !no_training;
-  if (!no_training && (st = xr_arg_bool(op, 5, "training", true, &p->training))) return st;
-  if ((st = xr_arg_double(op, no_training ? 5 : 6,
-                          cudnn ? "exponential_average_factor" : "momentum", true, &p->momentum)) ||
-      (st = xr_arg_double(op, no_training ? 6 : 7, cudnn ? "epsilon" : "eps", true, &p->eps)))
+  if (!no_training && (st = xr_arg_bool(op, 5 + shift, "training", true, &p->training))) return st;
+  if ((st = xr_arg_double(op, 6 + shift, cudnn ? "exponential_average_factor" : "momentum", true,
+                          &p->momentum)) ||
+      (st = xr_arg_double(op, 7 + shift, cudnn ? "epsilon" : "eps", true, &p->eps)))
     return st;
   if (!p->training && (p->v[XR_CN_RMEAN].index < 0 || p->v[XR_CN_RVAR].index < 0))
     return xr_plan_error(plan, "running_mean: evaluation needs the running statistics");
@@ -638,9 +645,10 @@ static const struct xr_op_initializer cn_initializers[] = {
 };
 
 static const xr_kernel_impl_t *const cn_impls[] = {
-    &xr_cpu_channel_norm_impl,    /* cpu */
-    &xr_opencl_channel_norm_impl, /* opencl */
-    &xr_gpu_channel_norm_impl,    /* cuda, hip */
+    &xr_cpu_onednn_batch_norm_impl, /* cpu: batch norm */
+    &xr_cpu_channel_norm_impl,      /* cpu */
+    &xr_opencl_channel_norm_impl,   /* opencl */
+    &xr_gpu_channel_norm_impl,      /* cuda, hip */
     &ref_channel_norm,
     NULL,
 };

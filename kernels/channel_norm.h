@@ -42,7 +42,7 @@ typedef struct xr_cn_problem {
   xr_view5_t v[XR_CN_SLOTS];
 } xr_cn_problem_t;
 
-extern const xr_kernel_impl_t xr_cpu_channel_norm_impl, xr_opencl_channel_norm_impl,
-    xr_gpu_channel_norm_impl;
+extern const xr_kernel_impl_t xr_cpu_onednn_batch_norm_impl, xr_cpu_channel_norm_impl,
+    xr_opencl_channel_norm_impl, xr_gpu_channel_norm_impl;
 
 #endif

@@ -499,9 +499,10 @@ static const struct xr_op_initializer pool_initializers[] = {
 };
 
 static const xr_kernel_impl_t *const pool_impls[] = {
-    &xr_cpu_pool_impl,    /* cpu */
-    &xr_opencl_pool_impl, /* opencl */
-    &xr_gpu_pool_impl,    /* cuda, hip */
+    &xr_cpu_onednn_pool_impl, /* cpu, where oneDNN computes the op as PyTorch does */
+    &xr_cpu_pool_impl,        /* cpu */
+    &xr_opencl_pool_impl,     /* opencl */
+    &xr_gpu_pool_impl,        /* cuda, hip */
     &ref_pool,
     NULL,
 };

@@ -68,6 +68,7 @@ float xr_pool_linear_source(const xr_pool_problem_t *p, int d, int64_t o, int64_
  * ow) averages (plain or adaptive, the backward kinds alike), and its divisor. */
 double xr_pool_avg_window(const xr_pool_problem_t *p, int64_t oh, int64_t ow, int64_t *win);
 
-extern const xr_kernel_impl_t xr_cpu_pool_impl, xr_opencl_pool_impl, xr_gpu_pool_impl;
+extern const xr_kernel_impl_t xr_cpu_onednn_pool_impl, xr_cpu_pool_impl, xr_opencl_pool_impl,
+    xr_gpu_pool_impl;
 
 #endif

@@ -63,12 +63,16 @@ double op_timing_best(xr_kernel_instance_t *instance, xr_hal_device_t *device,
 
 double op_time_seconds(const char *json, const char *device_spec, char *kernel,
                        size_t kernel_size) {
+  return op_time_impl_seconds(json, device_spec, NULL, kernel, kernel_size);
+}
+
+double op_time_impl_seconds(const char *json, const char *device_spec, const xr_kernel_impl_t *impl,
+                            char *kernel, size_t kernel_size) {
   xr_bundle_t *bundle = NULL;
   xr_hal_device_t *device = NULL;
   xr_hal_stream_t *stream = NULL;
   xr_op_plan_t plan;
   bool planned = false;
-  const xr_kernel_impl_t *impl = NULL;
   xr_kernel_instance_t *instance = NULL;
   xr_tensor_t tensors[MAX_TENSORS] = {{0}};
   double best = -1;
@@ -79,7 +83,10 @@ double op_time_seconds(const char *json, const char *device_spec, char *kernel,
   planned = st == XR_OK;
   if (st == XR_OK && plan.input_count + plan.return_count > MAX_TENSORS)
     st = xr_error(XR_UNIMPLEMENTED, "more than %d tensors", MAX_TENSORS);
-  if (st == XR_OK) st = xr_kernel_select(&plan, device, XR_KERNEL_BEST, &impl);
+  if (st == XR_OK && impl)
+    st = impl->supports(&plan, device);
+  else if (st == XR_OK)
+    st = xr_kernel_select(&plan, device, XR_KERNEL_BEST, &impl);
   if (st == XR_OK) snprintf(kernel, kernel_size, "%s", xr_kernel_impl_name(impl));
   unsigned seed = 1;
   for (size_t i = 0; st == XR_OK && i < plan.input_count + plan.return_count; i++) {

@@ -1,6 +1,7 @@
 /* One op of a one-op bundle timed through the kernel API exactly as the replay engine runs it
  * (xr_kernel_plan / select / prepare, then enqueue between HAL events), for the benchmarks that
- * put the replay path next to a vendor library called directly (gemm_bench, conv_bench). */
+ * put the replay path next to a vendor library called directly (gemm_bench, conv_bench) or next
+ * to another of our kernels (vision_bench). */
 #ifndef XR_TOOLS_OP_TIMING_H
 #define XR_TOOLS_OP_TIMING_H
 
@@ -14,6 +15,11 @@
  * lay it out. The kernel that ran goes to `kernel`. < 0 with the reason on stderr when it
  * cannot run. */
 double op_time_seconds(const char *json, const char *device_spec, char *kernel, size_t kernel_size);
+
+/* op_time_seconds with `impl` (when it supports the op there) in place of the one the engine
+ * picks; NULL: the engine's pick. */
+double op_time_impl_seconds(const char *json, const char *device_spec, const xr_kernel_impl_t *impl,
+                            char *kernel, size_t kernel_size);
 
 /* Seconds per execution of a prepared `instance` on `stream`: `warmups` executions, a sizing
  * batch, then the best of 3 batches of at least `batch_seconds`, timed with HAL events. < 0

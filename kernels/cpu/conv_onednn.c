@@ -15,6 +15,7 @@
  * Not here (supports() says which, and cpu.conv runs them): f64, zero strides, layouts for
  * which oneDNN has only its reference kernel even in its own layouts (bf16 backward data and
  * weights of channels-last tensors on this oneDNN). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,50 +25,19 @@
 
 #ifdef XR_HAVE_DNNL_H
 
-static dnnl_data_type_t dnnl_dtype(xr_dtype_t d) {
-  switch (d) {
-    case XR_DTYPE_F32: return dnnl_f32;
-    case XR_DTYPE_BF16: return dnnl_bf16;
-    case XR_DTYPE_F16: return dnnl_f16;
-    default: return dnnl_data_type_undef;
-  }
-}
-
-/* A size-1 dim gets the extent of the dims inside it as its stride (a broadcast batch's 0, an
- * unbatched input's, would otherwise read as an unsupported layout); other zero strides are
- * unsupported. */
+/* widen: an fp16 operand as its fp32 copy (see onednn_state_t). */
 static xr_status_t memory_desc(const xr_dnnl_t *d, int nd, dnnl_dims_t dims, dnnl_dims_t strides,
                                xr_dtype_t dtype, bool widen, dnnl_memory_desc_t *out) {
-  if (widen && dtype == XR_DTYPE_F16) dtype = XR_DTYPE_F32;
-  for (int i = nd - 1; i >= 0; i--) {
-    if (dims[i] == 1) {
-      dnnl_dim_t extent = 1;
-      for (int j = i + 1; j < nd; j++)
-        if (strides[j] * dims[j] > extent) extent = strides[j] * dims[j];
-      strides[i] = extent;
-    } else if (strides[i] <= 0) {
-      return xr_error(XR_UNIMPLEMENTED, "an operand has a zero or negative stride");
-    }
-  }
-  if (dnnl_dtype(dtype) == dnnl_data_type_undef)
-    return xr_error(XR_UNIMPLEMENTED, "%s is not a oneDNN dtype", xr_dtype_name(dtype));
-  dnnl_status_t st = d->dnnl_memory_desc_init_by_strides(out, nd, dims, dnnl_dtype(dtype), strides);
-  if (st != dnnl_success)
-    return xr_error(XR_UNIMPLEMENTED, "dnnl_memory_desc_init_by_strides: %s",
-                    xr_dnnl_status_name(d, st));
-  return XR_OK;
+  return xr_dnnl_strided_md(d, nd, dims, strides,
+                            widen && dtype == XR_DTYPE_F16 ? XR_DTYPE_F32 : dtype, out);
 }
 
 /* An activation [n, c, spatial...] of the traced rank. */
 static xr_status_t activation_desc(const xr_dnnl_t *d, const xr_conv_problem_t *p,
                                    const xr_conv_operand_t *o, bool widen,
                                    dnnl_memory_desc_t *out) {
-  dnnl_dims_t dims = {o->shape[0], o->shape[1]}, strides = {o->strides[0], o->strides[1]};
-  for (int k = 0; k < p->spatial; k++) {
-    dims[2 + k] = o->shape[5 - p->spatial + k];
-    strides[2 + k] = o->strides[5 - p->spatial + k];
-  }
-  return memory_desc(d, p->spatial + 2, dims, strides, o->dtype, widen, out);
+  return xr_dnnl_view_md(d, o, p->spatial,
+                         widen && o->dtype == XR_DTYPE_F16 ? XR_DTYPE_F32 : o->dtype, out);
 }
 
 /* The weights as oneDNN's convolution wants them ([g,] oc/g, ic/g, k...), or, `deconv`, as its
@@ -100,36 +70,24 @@ static xr_status_t vector_desc(const xr_dnnl_t *d, const xr_conv_operand_t *o, b
 }
 
 /* Strides, dilations (oneDNN counts the gaps: dilation - 1) and pads of the traced spatial
- * dims. oneDNN derives the output size as (in - span + pad_l + pad_r) / stride + 1, so the right
- * pad is the smallest non-negative one that gives the geometry's output size. */
+ * dims. */
 static void geometry(const xr_conv_problem_t *p, dnnl_dims_t strides, dnnl_dims_t dilates,
                      dnnl_dims_t pad_l, dnnl_dims_t pad_r) {
   for (int k = 0; k < p->spatial; k++) {
     int c = 3 - p->spatial + k;
     int64_t span = (p->kernel[c] - 1) * p->dilation[c] + 1;
-    int64_t right = (p->out[c] - 1) * p->stride[c] + span - p->in[c] - p->pad[c];
-    if (right < 0) right = right + p->stride[c] - 1 >= 0 ? 0 : right + p->stride[c] - 1;
     strides[k] = p->stride[c];
     dilates[k] = p->dilation[c] - 1;
     pad_l[k] = p->pad[c];
-    pad_r[k] = right;
+    pad_r[k] = xr_dnnl_right_pad(p->in[c], p->out[c], span, p->stride[c], p->pad[c]);
   }
 }
-
-/* A primitive with its arguments and its own scratchpad. */
-typedef struct dnnl_call {
-  dnnl_primitive_t primitive;
-  dnnl_memory_t memory[5];
-  dnnl_exec_arg_t args[5];
-  int arg_count;
-  void *scratchpad;
-} dnnl_call_t;
 
 typedef struct onednn_step {
   const xr_conv_step_t *step;
   /* A staged step's reorders: the read arguments in before the step (`in`), its results out
    * after it (`out`); without a conv primitive, our per-channel sum (a BIAS_GRAD step). */
-  dnnl_call_t in[2], conv, out;
+  xr_dnnl_call_t in[2], conv, out;
   void *staging[4];
   void *y_base, *bias_base; /* the per-channel sum's operands */
   int64_t y_offset, bias_offset;
@@ -206,29 +164,27 @@ static xr_status_t try_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i,
   dnnl_dims_t strides, dilates, pad_l, pad_r;
   geometry(p, strides, dilates, pad_l, pad_r);
   const dnnl_memory_desc_t *bias_md = has_bias ? &mds[2] : NULL;
-  /* The scratchpad is ours: oneDNN's own belongs to the thread that created the primitive, and
-   * the stream's worker runs it. */
-  dnnl_primitive_attr_t attr = NULL;
-  dnnl_status_t ds = d->dnnl_primitive_attr_create(&attr);
-  if (ds == dnnl_success)
-    ds = d->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  dnnl_primitive_desc_t pd = NULL, hint = NULL;
-  if (ds != dnnl_success) {
-  } else if (s->pass == XR_CONV_FORWARD) {
+  static const char *const pass_names[] = {"forward", "backward data", "backward weights"};
+  char what[64];
+  snprintf(what, sizeof what, "convolution %s for %s", pass_names[s->pass],
+           xr_dtype_name(s->w.dtype));
+  dnnl_status_t ds;
+  if (s->pass == XR_CONV_FORWARD) {
     dnnl_convolution_desc_t cd;
     ds = d->dnnl_dilated_convolution_forward_desc_init(
         &cd, dnnl_forward_inference, dnnl_convolution_direct, &mds[0], &mds[1], bias_md, &mds[3],
         strides, dilates, pad_l, pad_r);
-    if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&pd, &cd, attr, d->engine, NULL);
+    if (ds == dnnl_success) return xr_dnnl_pd_create(d, &cd, NULL, what, out_pd);
   } else if (s->pass == XR_CONV_BACKWARD_DATA) {
     dnnl_deconvolution_desc_t dd;
     ds = d->dnnl_dilated_deconvolution_forward_desc_init(
         &dd, dnnl_forward_inference, dnnl_deconvolution_direct, &mds[0], &mds[1], bias_md, &mds[3],
         strides, dilates, pad_l, pad_r);
-    if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&pd, &dd, attr, d->engine, NULL);
+    if (ds == dnnl_success) return xr_dnnl_pd_create(d, &dd, NULL, what, out_pd);
   } else {
     /* Backward primitives need the forward one they are the gradient of as a hint. */
     dnnl_convolution_desc_t fd, bd;
+    dnnl_primitive_desc_t hint = NULL;
     ds = d->dnnl_dilated_convolution_forward_desc_init(
         &fd, dnnl_forward_training, dnnl_convolution_direct, &mds[0], &mds[1], bias_md, &mds[3],
         strides, dilates, pad_l, pad_r);
@@ -237,25 +193,12 @@ static xr_status_t try_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i,
       ds = d->dnnl_dilated_convolution_backward_weights_desc_init(
           &bd, dnnl_convolution_direct, &mds[0], &mds[1], bias_md, &mds[3], strides, dilates, pad_l,
           pad_r);
-    if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&pd, &bd, attr, d->engine, hint);
+    xr_status_t st = XR_OK;
+    if (ds == dnnl_success) st = xr_dnnl_pd_create(d, &bd, hint, what, out_pd);
     if (hint) d->dnnl_primitive_desc_destroy(hint);
+    if (ds == dnnl_success) return st;
   }
-  if (attr) d->dnnl_primitive_attr_destroy(attr);
-  static const char *const pass_names[] = {"forward", "backward data", "backward weights"};
-  xr_dtype_t dtype = s->w.dtype;
-  if (ds != dnnl_success)
-    return xr_error(XR_UNIMPLEMENTED, "oneDNN convolution %s for %s: %s", pass_names[s->pass],
-                    xr_dtype_name(dtype), xr_dnnl_status_name(d, ds));
-  const char *impl = "";
-  d->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-  if (!impl || !strncmp(impl, "ref", 3)) {
-    d->dnnl_primitive_desc_destroy(pd);
-    return xr_error(XR_UNIMPLEMENTED,
-                    "oneDNN offers only its reference convolution %s for %s in this layout",
-                    pass_names[s->pass], xr_dtype_name(dtype));
-  }
-  *out_pd = pd;
-  return XR_OK;
+  return xr_error(XR_UNIMPLEMENTED, "oneDNN %s: %s", what, xr_dnnl_status_name(d, ds));
 }
 
 /* Step i's primitive descriptor on the traced layouts; else with oneDNN's choice of layout
@@ -346,13 +289,8 @@ static void onednn_release(void *state) {
   if (!s) return;
   for (int i = 0; i < s->count; i++) {
     onednn_step_t *os = &s->step[i];
-    dnnl_call_t *calls[4] = {&os->in[0], &os->in[1], &os->conv, &os->out};
-    for (int c = 0; c < 4; c++) {
-      for (int k = 0; k < 5; k++)
-        if (calls[c]->memory[k]) s->d->dnnl_memory_destroy(calls[c]->memory[k]);
-      if (calls[c]->primitive) s->d->dnnl_primitive_destroy(calls[c]->primitive);
-      free(calls[c]->scratchpad);
-    }
+    xr_dnnl_call_t *calls[4] = {&os->in[0], &os->in[1], &os->conv, &os->out};
+    for (int c = 0; c < 4; c++) xr_dnnl_call_release(s->d, calls[c]);
     for (int k = 0; k < 4; k++) free(os->staging[k]);
   }
   for (int k = 0; k < s->widened_count; k++) xr_hal_buffer_free(s->widened[k].buffer);
@@ -364,40 +302,9 @@ static void *first_element(const xr_tensor_t *t, void *base) {
   return (uint8_t *)base + (size_t)t->offset * xr_dtype_size(t->dtype);
 }
 
-/* Appends argument `role` over `at`, described by md. */
-static xr_status_t call_arg(const xr_dnnl_t *d, dnnl_call_t *call, int role,
-                            const dnnl_memory_desc_t *md, void *at) {
-  dnnl_memory_t *m = &call->memory[call->arg_count];
-  dnnl_status_t ds = d->dnnl_memory_create(m, md, d->engine, at);
-  if (ds != dnnl_success)
-    return xr_error(XR_DEVICE_ERROR, "cpu.onednn_conv: dnnl_memory_create: %s",
-                    xr_dnnl_status_name(d, ds));
-  call->args[call->arg_count++] = (dnnl_exec_arg_t){role, *m};
-  return XR_OK;
-}
-
-/* Creates the primitive of `pd` (and destroys pd) with a scratchpad of its own. */
-static xr_status_t call_create(const xr_dnnl_t *d, dnnl_primitive_desc_t pd, dnnl_call_t *call) {
-  const dnnl_memory_desc_t *scratch_md =
-      d->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-  size_t scratch = scratch_md ? d->dnnl_memory_desc_get_size(scratch_md) : 0;
-  dnnl_status_t ds = d->dnnl_primitive_create(&call->primitive, pd);
-  d->dnnl_primitive_desc_destroy(pd);
-  if (ds != dnnl_success)
-    return xr_error(XR_DEVICE_ERROR, "cpu.onednn_conv: dnnl_primitive_create: %s",
-                    xr_dnnl_status_name(d, ds));
-  if (scratch == 0) return XR_OK;
-  dnnl_memory_desc_t md;
-  xr_status_t st = xr_dnnl_scratchpad_md(d, scratch, &md);
-  if (st != XR_OK) return st;
-  call->scratchpad = aligned_alloc(64, (scratch + 63) / 64 * 64);
-  if (!call->scratchpad) return xr_error(XR_RESOURCE_EXHAUSTED, "cpu.onednn_conv: out of memory");
-  return call_arg(d, call, DNNL_ARG_SCRATCHPAD, &md, call->scratchpad);
-}
-
 /* A reorder from `from` (described by from_md) to `to`. */
 static xr_status_t reorder_create(const xr_dnnl_t *d, const dnnl_memory_desc_t *from_md, void *from,
-                                  const dnnl_memory_desc_t *to_md, void *to, dnnl_call_t *call) {
+                                  const dnnl_memory_desc_t *to_md, void *to, xr_dnnl_call_t *call) {
   dnnl_primitive_desc_t pd = NULL;
   dnnl_primitive_attr_t attr = NULL;
   dnnl_status_t ds = d->dnnl_primitive_attr_create(&attr);
@@ -407,11 +314,11 @@ static xr_status_t reorder_create(const xr_dnnl_t *d, const dnnl_memory_desc_t *
     ds = d->dnnl_reorder_primitive_desc_create(&pd, from_md, d->engine, to_md, d->engine, attr);
   if (attr) d->dnnl_primitive_attr_destroy(attr);
   if (ds != dnnl_success)
-    return xr_error(XR_DEVICE_ERROR, "cpu.onednn_conv: a layout reorder: %s",
-                    xr_dnnl_status_name(d, ds));
+    return xr_error(XR_DEVICE_ERROR, "a layout reorder: %s", xr_dnnl_status_name(d, ds));
   xr_status_t st;
-  if ((st = call_create(d, pd, call)) || (st = call_arg(d, call, DNNL_ARG_FROM, from_md, from)) ||
-      (st = call_arg(d, call, DNNL_ARG_TO, to_md, to)))
+  if ((st = xr_dnnl_call_create(d, pd, call)) ||
+      (st = xr_dnnl_call_arg(d, call, DNNL_ARG_FROM, from_md, from)) ||
+      (st = xr_dnnl_call_arg(d, call, DNNL_ARG_TO, to_md, to)))
     return st;
   return XR_OK;
 }
@@ -447,7 +354,7 @@ static xr_status_t prepare_step(const xr_op_plan_t *plan, onednn_state_t *s, int
       backward_weights ? DNNL_ARG_DIFF_DST : DNNL_ARG_DST,
   };
   int written = written_arg(os->step), reads = 0;
-  if ((st = call_create(d, pd, &os->conv)) != XR_OK) return st;
+  if ((st = xr_dnnl_call_create(d, pd, &os->conv)) != XR_OK) return st;
   for (int k = 0; k < 4; k++) {
     if (!operands[k]) continue;
     const xr_tensor_t *t = &conv_tensors[operands[k]->index];
@@ -458,7 +365,7 @@ static xr_status_t prepare_step(const xr_op_plan_t *plan, onednn_state_t *s, int
       void **staging = &os->staging[k];
       size_t size = d->dnnl_memory_desc_get_size(&mds[k]);
       *staging = aligned_alloc(64, (size + 63) / 64 * 64);
-      if (!*staging) return xr_error(XR_RESOURCE_EXHAUSTED, "cpu.onednn_conv: out of memory");
+      if (!*staging) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
       bool out = k == written;
       if ((st = reorder_create(d, out ? &mds[k] : &user[k], out ? *staging : at,
                                out ? &user[k] : &mds[k], out ? at : *staging,
@@ -466,7 +373,7 @@ static xr_status_t prepare_step(const xr_op_plan_t *plan, onednn_state_t *s, int
         return st;
       at = *staging;
     }
-    if ((st = call_arg(d, &os->conv, roles[k], &mds[k], at)) != XR_OK) return st;
+    if ((st = xr_dnnl_call_arg(d, &os->conv, roles[k], &mds[k], at)) != XR_OK) return st;
   }
   return XR_OK;
 }
@@ -517,8 +424,7 @@ static xr_status_t onednn_prepare(const xr_op_plan_t *plan, xr_hal_device_t *dev
   s->d = d;
   dnnl_status_t ds = d->dnnl_stream_create(&s->stream, d->engine, dnnl_stream_default_flags);
   if (ds != dnnl_success)
-    st = xr_error(XR_DEVICE_ERROR, "cpu.onednn_conv: dnnl_stream_create: %s",
-                  xr_dnnl_status_name(d, ds));
+    st = xr_error(XR_DEVICE_ERROR, "dnnl_stream_create: %s", xr_dnnl_status_name(d, ds));
   bool widen = st == XR_OK && needs_widening(plan, d);
   xr_tensor_t conv_tensors[MAX_TENSORS];
   if (st == XR_OK) st = widen_tensors(plan, device, tensors, widen, s, conv_tensors);
@@ -526,7 +432,7 @@ static xr_status_t onednn_prepare(const xr_op_plan_t *plan, xr_hal_device_t *dev
     if (!fused_into_previous(p, i)) st = prepare_step(plan, s, i, tensors, conv_tensors, widen);
   if (st != XR_OK) {
     onednn_release(s);
-    return st;
+    return xr_error_prefix(st, "cpu.onednn_conv: ");
   }
   *out_state = s;
   return XR_OK;
@@ -552,14 +458,10 @@ static void onednn_run(void *ctx) {
   onednn_state_t *s = ctx;
   for (int i = 0; i < s->count; i++) {
     onednn_step_t *os = &s->step[i];
-    dnnl_call_t *calls[4] = {&os->in[0], &os->in[1], &os->conv, &os->out};
-    for (int c = 0; c < 4; c++) {
-      if (!calls[c]->primitive) continue;
-      /* A failure leaves the output poisoned, which the check reports. */
-      if (s->d->dnnl_primitive_execute(calls[c]->primitive, s->stream, calls[c]->arg_count,
-                                       calls[c]->args) == dnnl_success)
-        s->d->dnnl_stream_wait(s->stream);
-    }
+    xr_dnnl_call_t *calls[4] = {&os->in[0], &os->in[1], &os->conv, &os->out};
+    /* A failure leaves the output poisoned, which the check reports. */
+    for (int c = 0; c < 4; c++)
+      if (!xr_dnnl_call_run(s->d, s->stream, calls[c])) break;
   }
 }
 

@@ -47,7 +47,7 @@ xr_status_t xr_dnnl_get(const xr_dnnl_t **out_dnnl) {
   return XR_OK;
 }
 
-static dnnl_data_type_t matrix_dtype(xr_dtype_t d) {
+static dnnl_data_type_t data_type(xr_dtype_t d) {
   switch (d) {
     case XR_DTYPE_F32: return dnnl_f32;
     case XR_DTYPE_BF16: return dnnl_bf16;
@@ -63,18 +63,18 @@ xr_status_t xr_dnnl_matmul_create(const xr_dnnl_t *d, const xr_dnnl_matrix_t *sr
   const xr_dnnl_matrix_t *m[3] = {src, weights, dst};
   dnnl_status_t ds = dnnl_success;
   for (int i = 0; i < 3 && ds == dnnl_success; i++) {
-    if (matrix_dtype(m[i]->dtype) == dnnl_data_type_undef)
+    if (data_type(m[i]->dtype) == dnnl_data_type_undef)
       return xr_error(XR_UNIMPLEMENTED, "%s is not a oneDNN matmul dtype", xr_dtype_name(m[i]->dtype));
     if (m[i]->rows <= 0 || m[i]->cols <= 0 || m[i]->row_stride <= 0 || m[i]->col_stride <= 0)
       return xr_error(XR_UNIMPLEMENTED, "an empty operand or a zero or negative stride");
     dnnl_dims_t dims = {m[i]->rows, m[i]->cols}, strides = {m[i]->row_stride, m[i]->col_stride};
-    ds = d->dnnl_memory_desc_init_by_strides(&mds[i], 2, dims, matrix_dtype(m[i]->dtype), strides);
+    ds = d->dnnl_memory_desc_init_by_strides(&mds[i], 2, dims, data_type(m[i]->dtype), strides);
   }
   if (ds == dnnl_success && !out_primitive) return XR_OK;
   dnnl_memory_desc_t weights_md = mds[1];
   if (ds == dnnl_success && packed_weights) {
     dnnl_dims_t dims = {weights->rows, weights->cols};
-    ds = d->dnnl_memory_desc_init_by_tag(&weights_md, 2, dims, matrix_dtype(weights->dtype),
+    ds = d->dnnl_memory_desc_init_by_tag(&weights_md, 2, dims, data_type(weights->dtype),
                                          dnnl_format_tag_any);
   }
   dnnl_matmul_desc_t md;
@@ -128,8 +128,8 @@ xr_status_t xr_dnnl_pack_weights(const xr_dnnl_t *d, const xr_dnnl_matrix_t *wei
   dnnl_primitive_t reorder = NULL;
   dnnl_memory_t src = NULL, dst = NULL;
   dnnl_stream_t stream = NULL;
-  dnnl_status_t ds = d->dnnl_memory_desc_init_by_strides(&strided, 2, dims,
-                                                         matrix_dtype(weights->dtype), strides);
+  dnnl_status_t ds =
+      d->dnnl_memory_desc_init_by_strides(&strided, 2, dims, data_type(weights->dtype), strides);
   if (ds == dnnl_success)
     ds = d->dnnl_reorder_primitive_desc_create(&pd, &strided, d->engine, packed, d->engine, NULL);
   if (ds == dnnl_success) ds = d->dnnl_primitive_create(&reorder, pd);
@@ -149,6 +149,105 @@ xr_status_t xr_dnnl_pack_weights(const xr_dnnl_t *d, const xr_dnnl_matrix_t *wei
   if (ds != dnnl_success)
     return xr_error(XR_DEVICE_ERROR, "oneDNN weight reorder: %s", xr_dnnl_status_name(d, ds));
   return XR_OK;
+}
+
+xr_status_t xr_dnnl_strided_md(const xr_dnnl_t *d, int nd, const dnnl_dims_t dims,
+                               dnnl_dims_t strides, xr_dtype_t dtype, dnnl_memory_desc_t *out) {
+  for (int i = nd - 1; i >= 0; i--) {
+    if (dims[i] == 1 && strides[i] <= 0) {
+      dnnl_dim_t extent = 1;
+      for (int j = i + 1; j < nd; j++)
+        if (strides[j] * dims[j] > extent) extent = strides[j] * dims[j];
+      strides[i] = extent;
+    } else if (strides[i] <= 0) {
+      return xr_error(XR_UNIMPLEMENTED, "an operand has a zero or negative stride");
+    }
+  }
+  if (data_type(dtype) == dnnl_data_type_undef)
+    return xr_error(XR_UNIMPLEMENTED, "%s is not a oneDNN dtype", xr_dtype_name(dtype));
+  dnnl_status_t st = d->dnnl_memory_desc_init_by_strides(out, nd, dims, data_type(dtype), strides);
+  if (st != dnnl_success)
+    return xr_error(XR_UNIMPLEMENTED, "dnnl_memory_desc_init_by_strides: %s",
+                    xr_dnnl_status_name(d, st));
+  return XR_OK;
+}
+
+xr_status_t xr_dnnl_view_md(const xr_dnnl_t *d, const xr_view5_t *v, int spatial, xr_dtype_t dtype,
+                            dnnl_memory_desc_t *out) {
+  dnnl_dims_t dims = {v->shape[0], v->shape[1]}, strides = {v->strides[0], v->strides[1]};
+  for (int k = 0; k < spatial; k++) {
+    dims[2 + k] = v->shape[5 - spatial + k];
+    strides[2 + k] = v->strides[5 - spatial + k];
+  }
+  return xr_dnnl_strided_md(d, spatial + 2, dims, strides, dtype, out);
+}
+
+xr_status_t xr_dnnl_pd_create(const xr_dnnl_t *d, const_dnnl_op_desc_t desc,
+                              const_dnnl_primitive_desc_t hint, const char *what,
+                              dnnl_primitive_desc_t *out_pd) {
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t ds = d->dnnl_primitive_attr_create(&attr);
+  if (ds == dnnl_success)
+    ds = d->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&pd, desc, attr, d->engine, hint);
+  if (attr) d->dnnl_primitive_attr_destroy(attr);
+  if (ds != dnnl_success)
+    return xr_error(XR_UNIMPLEMENTED, "oneDNN %s: %s", what, xr_dnnl_status_name(d, ds));
+  const char *impl = "";
+  d->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  if (!impl || !strncmp(impl, "ref", 3)) {
+    d->dnnl_primitive_desc_destroy(pd);
+    return xr_error(XR_UNIMPLEMENTED, "oneDNN offers only its reference %s in this layout", what);
+  }
+  *out_pd = pd;
+  return XR_OK;
+}
+
+xr_status_t xr_dnnl_call_arg(const xr_dnnl_t *d, xr_dnnl_call_t *call, int role,
+                             const dnnl_memory_desc_t *md, void *at) {
+  if (call->arg_count == XR_DNNL_MAX_ARGS)
+    return xr_error(XR_INTERNAL, "a oneDNN primitive with more than %d arguments",
+                    XR_DNNL_MAX_ARGS);
+  dnnl_memory_t *m = &call->memory[call->arg_count];
+  dnnl_status_t ds = d->dnnl_memory_create(m, md, d->engine, at);
+  if (ds != dnnl_success)
+    return xr_error(XR_DEVICE_ERROR, "dnnl_memory_create: %s", xr_dnnl_status_name(d, ds));
+  call->args[call->arg_count++] = (dnnl_exec_arg_t){role, *m};
+  return XR_OK;
+}
+
+xr_status_t xr_dnnl_call_create(const xr_dnnl_t *d, dnnl_primitive_desc_t pd,
+                                xr_dnnl_call_t *call) {
+  const dnnl_memory_desc_t *scratch_md =
+      d->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  size_t scratch = scratch_md ? d->dnnl_memory_desc_get_size(scratch_md) : 0;
+  dnnl_status_t ds = d->dnnl_primitive_create(&call->primitive, pd);
+  d->dnnl_primitive_desc_destroy(pd);
+  if (ds != dnnl_success)
+    return xr_error(XR_DEVICE_ERROR, "dnnl_primitive_create: %s", xr_dnnl_status_name(d, ds));
+  if (scratch == 0) return XR_OK;
+  dnnl_memory_desc_t md;
+  xr_status_t st = xr_dnnl_scratchpad_md(d, scratch, &md);
+  if (st != XR_OK) return st;
+  call->scratchpad = aligned_alloc(64, (scratch + 63) / 64 * 64);
+  if (!call->scratchpad) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  return xr_dnnl_call_arg(d, call, DNNL_ARG_SCRATCHPAD, &md, call->scratchpad);
+}
+
+bool xr_dnnl_call_run(const xr_dnnl_t *d, dnnl_stream_t stream, const xr_dnnl_call_t *call) {
+  if (!call->primitive) return true;
+  return d->dnnl_primitive_execute(call->primitive, stream, call->arg_count, call->args) ==
+             dnnl_success &&
+         d->dnnl_stream_wait(stream) == dnnl_success;
+}
+
+void xr_dnnl_call_release(const xr_dnnl_t *d, xr_dnnl_call_t *call) {
+  for (int k = 0; k < call->arg_count; k++)
+    if (call->memory[k]) d->dnnl_memory_destroy(call->memory[k]);
+  if (call->primitive) d->dnnl_primitive_destroy(call->primitive);
+  free(call->scratchpad);
+  memset(call, 0, sizeof *call);
 }
 
 /* libdnnl.so.2 on Debian runs on OpenMP (libgomp), loaded with it and therefore not in the

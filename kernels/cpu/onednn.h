@@ -1,7 +1,8 @@
 /* oneDNN (libdnnl.so.2, the 2.x C API of dnnl.h) loaded at run time: libdnnl links libOpenCL,
  * so it is opened with dlopen, never linked. Every symbol the GEMM family uses is listed once
- * below, in the list style of base/dynload.h, and the convolution family's with them: those
- * are OPTIONAL, so that a oneDNN without them still serves the GEMMs.
+ * below, in the list style of base/dynload.h, and the convolution, pooling, resampling and
+ * batch-norm primitives with them: those are OPTIONAL, so that a oneDNN without them still
+ * serves the GEMMs.
  *
  * Environment: XR_ONEDNN_LIBRARY is tried before libdnnl.so.2 / libdnnl.so; "off" disables
  * oneDNN (the blocked kernel then runs everything, which is how its tests reach it). */
@@ -20,6 +21,7 @@
 #include "base/dynload.h"
 #include "formats/model.h"
 #include "hal/hal.h"
+#include "kernels/family.h"
 
 #define XR_DNNL_SYMBOLS(X)                                                                       \
   X(REQUIRED, dnnl_status_t, dnnl_engine_create, (dnnl_engine_t *, dnnl_engine_kind_t, size_t))  \
@@ -76,6 +78,23 @@
     (dnnl_deconvolution_desc_t *, dnnl_prop_kind_t, dnnl_alg_kind_t, const dnnl_memory_desc_t *, \
      const dnnl_memory_desc_t *, const dnnl_memory_desc_t *, const dnnl_memory_desc_t *,         \
      const dnnl_dims_t, const dnnl_dims_t, const dnnl_dims_t, const dnnl_dims_t))                \
+  X(OPTIONAL, dnnl_status_t, dnnl_pooling_v2_forward_desc_init,                                  \
+    (dnnl_pooling_v2_desc_t *, dnnl_prop_kind_t, dnnl_alg_kind_t, const dnnl_memory_desc_t *,    \
+     const dnnl_memory_desc_t *, const dnnl_dims_t, const dnnl_dims_t, const dnnl_dims_t,        \
+     const dnnl_dims_t, const dnnl_dims_t))                                                      \
+  X(OPTIONAL, dnnl_status_t, dnnl_pooling_v2_backward_desc_init,                                 \
+    (dnnl_pooling_v2_desc_t *, dnnl_alg_kind_t, const dnnl_memory_desc_t *,                      \
+     const dnnl_memory_desc_t *, const dnnl_dims_t, const dnnl_dims_t, const dnnl_dims_t,        \
+     const dnnl_dims_t, const dnnl_dims_t))                                                      \
+  X(OPTIONAL, dnnl_status_t, dnnl_batch_normalization_forward_desc_init,                         \
+    (dnnl_batch_normalization_desc_t *, dnnl_prop_kind_t, const dnnl_memory_desc_t *, float,     \
+     unsigned))                                                                                  \
+  X(OPTIONAL, dnnl_status_t, dnnl_batch_normalization_backward_desc_init,                        \
+    (dnnl_batch_normalization_desc_t *, dnnl_prop_kind_t, const dnnl_memory_desc_t *,            \
+     const dnnl_memory_desc_t *, float, unsigned))                                               \
+  X(OPTIONAL, dnnl_status_t, dnnl_resampling_forward_desc_init,                                  \
+    (dnnl_resampling_desc_t *, dnnl_prop_kind_t, dnnl_alg_kind_t, const float *,                 \
+     const dnnl_memory_desc_t *, const dnnl_memory_desc_t *))                                    \
   X(OPTIONAL, const char *, dnnl_status2str, (dnnl_status_t))                                    \
   X(OPTIONAL, const dnnl_version_t *, dnnl_version, (void))
 
@@ -122,6 +141,63 @@ xr_status_t xr_dnnl_pack_weights(const xr_dnnl_t *dnnl, const xr_dnnl_matrix_t *
  * the previous number, or 0 (nothing changed) when the OpenMP runtime cannot be reached. A
  * primitive keeps the thread count it was created with. */
 int xr_dnnl_set_thread_count(const xr_dnnl_t *dnnl, int count);
+
+/* A memory descriptor of `nd` dims over element strides (fp32, bf16, fp16). A size-1 dim of
+ * stride 0 (a broadcast batch, an unbatched input) gets the extent of the dims inside it as its
+ * stride, which would otherwise read as an unsupported layout (`strides` is updated); PyTorch's
+ * own strides of size-1 dims are kept: they are the ones its memory format gives (a
+ * channels-last [n, c, 1, 1] is [c, 1, c, c]), and so oneDNN's. Other zero or negative strides
+ * are UNIMPLEMENTED. */
+xr_status_t xr_dnnl_strided_md(const xr_dnnl_t *dnnl, int nd, const dnnl_dims_t dims,
+                               dnnl_dims_t strides, xr_dtype_t dtype, dnnl_memory_desc_t *out);
+
+/* An activation view (n, c, d, h, w) as [n, c, spatial...] with its last `spatial` dims, in
+ * `dtype` (the view's own, or the dtype of a converted copy of the same layout). */
+xr_status_t xr_dnnl_view_md(const xr_dnnl_t *dnnl, const xr_view5_t *v, int spatial,
+                            xr_dtype_t dtype, dnnl_memory_desc_t *out);
+
+/* The right pad of a window `span` wide moved by `stride` over `in` elements padded by `pad_l`
+ * on the left that gives `out` windows: oneDNN derives the output size as (in - span + pad_l +
+ * pad_r) / stride + 1, so the smallest non-negative one that does (or the negative one that
+ * drops a tail no window reaches). */
+static inline int64_t xr_dnnl_right_pad(int64_t in, int64_t out, int64_t span, int64_t stride,
+                                        int64_t pad_l) {
+  int64_t right = (out - 1) * stride + span - in - pad_l;
+  if (right < 0) right = right + stride - 1 >= 0 ? 0 : right + stride - 1;
+  return right;
+}
+
+/* The primitive descriptor of the op descriptor `desc` (`hint`: the forward one a backward
+ * primitive is the gradient of), with a user scratchpad: oneDNN's own belongs to the thread
+ * that created the primitive, and the stream's worker runs it. UNIMPLEMENTED, naming `what`
+ * ("convolution forward for bf16"), when oneDNN has no kernel or only its reference one. */
+xr_status_t xr_dnnl_pd_create(const xr_dnnl_t *dnnl, const_dnnl_op_desc_t desc,
+                              const_dnnl_primitive_desc_t hint, const char *what,
+                              dnnl_primitive_desc_t *out_pd);
+
+/* A primitive with its arguments and its own scratchpad. */
+#define XR_DNNL_MAX_ARGS 12
+typedef struct xr_dnnl_call {
+  dnnl_primitive_t primitive;
+  dnnl_memory_t memory[XR_DNNL_MAX_ARGS];
+  dnnl_exec_arg_t args[XR_DNNL_MAX_ARGS];
+  int arg_count;
+  void *scratchpad;
+} xr_dnnl_call_t;
+
+/* Creates call's primitive from `pd` (destroying pd), with a scratchpad of its own. */
+xr_status_t xr_dnnl_call_create(const xr_dnnl_t *dnnl, dnnl_primitive_desc_t pd,
+                                xr_dnnl_call_t *call);
+
+/* Appends argument `role` (DNNL_ARG_SRC, ...) over `at`, described by md. */
+xr_status_t xr_dnnl_call_arg(const xr_dnnl_t *dnnl, xr_dnnl_call_t *call, int role,
+                             const dnnl_memory_desc_t *md, void *at);
+
+/* Executes call's primitive (if any) on `stream` and waits; false when oneDNN fails. */
+bool xr_dnnl_call_run(const xr_dnnl_t *dnnl, dnnl_stream_t stream, const xr_dnnl_call_t *call);
+
+/* Frees what call holds (a zeroed call holds nothing). */
+void xr_dnnl_call_release(const xr_dnnl_t *dnnl, xr_dnnl_call_t *call);
 
 /* "dnnl_unimplemented (3)". */
 const char *xr_dnnl_status_name(const xr_dnnl_t *dnnl, dnnl_status_t status);

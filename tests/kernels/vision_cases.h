@@ -339,6 +339,15 @@ static const cn_case_t cn_cases[] = {
      .groups = 8},
     {.op = "aiter::_groupnorm_run", .dtype = "c10::Half", .rank = 4, .shape = {1, 16, 5, 7},
      .groups = 4, .in_place = true},
+    /* batch norm over 3 values a channel: the running variance's unbiased factor is 3 / 2 */
+    {.op = "aten::native_batch_norm", .dtype = "float", .rank = 2, .shape = {3, 4},
+     .affine = true, .running = true},
+    /* the eval forms over channels-last data */
+    {.op = "aten::native_batch_norm", .dtype = "c10::BFloat16", .param_dtype = "float", .rank = 4,
+     .shape = {2, 6, 5, 7}, .affine = true, .running = true, .eval = true, .channels_last = true},
+    {.op = "aten::native_batch_norm_backward", .dtype = "float", .rank = 4, .shape = {3, 4, 5, 3},
+     .affine = true, .running = true, .eval = true, .channels_last = true,
+     .mask = "[true, true, true]"},
 };
 // clang-format on
 

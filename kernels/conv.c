@@ -640,6 +640,7 @@ static const xr_kernel_impl_t *const conv_impls[] = {
     &xr_cpu_conv_impl,            /* cpu */
     &xr_opencl_conv_clblast_impl, /* opencl */
     &xr_opencl_conv_impl,         /* opencl */
+    &xr_cuda_cudnn_conv_impl,     /* cuda */
     &xr_gpu_conv_impl,            /* cuda, hip */
     &ref_conv,
     NULL,

@@ -62,6 +62,21 @@ typedef struct xr_view5 {
   int64_t strides[5];
 } xr_view5_t;
 
+/* For the descriptors of vendor libraries (oneDNN, cuDNN), which read a zero stride as an
+ * unsupported layout: each size-1 dim of stride 0 or less (a broadcast batch, an unbatched
+ * input, the leading spatial dims of a lower-rank view) gets the extent of the dims inside it.
+ * PyTorch's own strides of size-1 dims are kept: they are the ones its memory format gives (a
+ * channels-last [n, c, 1, 1] is [c, 1, c, c]). */
+static inline void xr_unit_dim_strides(int nd, const int64_t *dims, int64_t *strides) {
+  for (int i = nd - 1; i >= 0; i--) {
+    if (dims[i] != 1 || strides[i] > 0) continue;
+    int64_t extent = 1;
+    for (int j = i + 1; j < nd; j++)
+      if (strides[j] * dims[j] > extent) extent = strides[j] * dims[j];
+    strides[i] = extent;
+  }
+}
+
 /* Fills a contiguous return descriptor. */
 void xr_desc_set(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int64_t *shape);
 int64_t xr_desc_numel(const xr_tensor_desc_t *d);

@@ -153,16 +153,10 @@ xr_status_t xr_dnnl_pack_weights(const xr_dnnl_t *d, const xr_dnnl_matrix_t *wei
 
 xr_status_t xr_dnnl_strided_md(const xr_dnnl_t *d, int nd, const dnnl_dims_t dims,
                                dnnl_dims_t strides, xr_dtype_t dtype, dnnl_memory_desc_t *out) {
-  for (int i = nd - 1; i >= 0; i--) {
-    if (dims[i] == 1 && strides[i] <= 0) {
-      dnnl_dim_t extent = 1;
-      for (int j = i + 1; j < nd; j++)
-        if (strides[j] * dims[j] > extent) extent = strides[j] * dims[j];
-      strides[i] = extent;
-    } else if (strides[i] <= 0) {
+  xr_unit_dim_strides(nd, dims, strides);
+  for (int i = 0; i < nd; i++)
+    if (strides[i] <= 0)
       return xr_error(XR_UNIMPLEMENTED, "an operand has a zero or negative stride");
-    }
-  }
   if (data_type(dtype) == dnnl_data_type_undef)
     return xr_error(XR_UNIMPLEMENTED, "%s is not a oneDNN dtype", xr_dtype_name(dtype));
   dnnl_status_t st = d->dnnl_memory_desc_init_by_strides(out, nd, dims, data_type(dtype), strides);

@@ -142,11 +142,8 @@ xr_status_t xr_dnnl_pack_weights(const xr_dnnl_t *dnnl, const xr_dnnl_matrix_t *
  * primitive keeps the thread count it was created with. */
 int xr_dnnl_set_thread_count(const xr_dnnl_t *dnnl, int count);
 
-/* A memory descriptor of `nd` dims over element strides (fp32, bf16, fp16). A size-1 dim of
- * stride 0 (a broadcast batch, an unbatched input) gets the extent of the dims inside it as its
- * stride, which would otherwise read as an unsupported layout (`strides` is updated); PyTorch's
- * own strides of size-1 dims are kept: they are the ones its memory format gives (a
- * channels-last [n, c, 1, 1] is [c, 1, c, c]), and so oneDNN's. Other zero or negative strides
+/* A memory descriptor of `nd` dims over element strides (fp32, bf16, fp16), size-1 dims' zero
+ * strides replaced (xr_unit_dim_strides; `strides` is updated). Other zero or negative strides
  * are UNIMPLEMENTED. */
 xr_status_t xr_dnnl_strided_md(const xr_dnnl_t *dnnl, int nd, const dnnl_dims_t dims,
                                dnnl_dims_t strides, xr_dtype_t dtype, dnnl_memory_desc_t *out);

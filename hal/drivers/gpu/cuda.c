@@ -141,11 +141,12 @@ static void cuda_before_launch(void *function, unsigned int shared_bytes) {
 }
 
 /* What the probe reports besides the driver. */
-static const xr_dynload_spec_t cuda_blas[] = {
+static const xr_dynload_spec_t cuda_libraries[] = {
     XR_GPU_LIBRARY("cuBLASLt", "XR_CUBLASLT_LIBRARY", "libcublasLt.so.13", "libcublasLt.so.12",
                    "libcublasLt.so.11"),
     XR_GPU_LIBRARY("cuBLAS", "XR_CUBLAS_LIBRARY", "libcublas.so.13", "libcublas.so.12",
                    "libcublas.so.11"),
+    XR_GPU_LIBRARY("cuDNN", "XR_CUDNN_LIBRARY", "libcudnn.so.9", "libcudnn.so.8"),
 };
 
 static const xr_gpu_vendor_t cuda_vendor = {
@@ -153,7 +154,8 @@ static const xr_gpu_vendor_t cuda_vendor = {
     .symbols = cuda_symbol_list, .symbol_count = XR_GPU_COUNT(cuda_symbol_list),
     .runtime = &cu.gpu, .init = cuda_init, .init_call = "cuInit",
     .error_name = cuda_error_name, .describe_runtime = cuda_describe_runtime,
-    .compiler = XR_GPU_COMPILER_NVRTC, .blas = cuda_blas, .blas_count = XR_GPU_COUNT(cuda_blas),
+    .compiler = XR_GPU_COMPILER_NVRTC,
+    .libraries = cuda_libraries, .library_count = XR_GPU_COUNT(cuda_libraries),
     .open = cuda_open, .close = cuda_close,
     .make_current = cuda_make_current, .make_current_call = "cuCtxSetCurrent",
     .binary_format = XR_HAL_EXECUTABLE_CUDA_FATBIN, .binary_formats = "fatbin/cubin/PTX",

@@ -96,8 +96,8 @@ struct xr_gpu_vendor {
   size_t symbol_count;
   xr_gpu_runtime_t *runtime;
   xr_gpu_compiler_kind_t compiler;          /* named in the probe's report */
-  const xr_dynload_spec_t *blas;            /* vendor BLAS libraries the probe reports */
-  size_t blas_count;
+  const xr_dynload_spec_t *libraries;       /* vendor libraries (BLAS, DNN) the probe reports */
+  size_t library_count;
   xr_hal_executable_format_t binary_format; /* the prebuilt images it loads ... */
   const char *binary_formats;               /* ... as its refusal names them */
   xr_gpu_attributes_t attributes;

@@ -797,13 +797,13 @@ xr_status_t xr_gpu_device_create(const xr_gpu_vendor_t *vendor, const xr_hal_dri
 /* ------------------------------------------------------------------------------------------ */
 /* Probe                                                                                      */
 
-/* Appends what serves kernels besides the runtime: the run-time compiler and vendor BLAS. */
+/* Appends what serves kernels besides the runtime: the run-time compiler and vendor libraries. */
 static void describe_libraries(const xr_gpu_vendor_t *vendor, char *reason, size_t capacity) {
   char compiler[512];
   xr_gpu_compiler_describe(vendor->compiler, compiler, sizeof compiler);
   xr_dynload_report_append(reason, capacity, "kernels: %s", compiler);
-  for (size_t i = 0; i < vendor->blas_count; i++) {
-    xr_dynload_probe(&vendor->blas[i], reason, capacity);
+  for (size_t i = 0; i < vendor->library_count; i++) {
+    xr_dynload_probe(&vendor->libraries[i], reason, capacity);
   }
 }
 

@@ -130,10 +130,12 @@ static void hip_estimate(xr_gpu_device_t *device, int *out_fp32_lanes, double *o
 }
 
 /* What the probe reports besides the runtime. */
-static const xr_dynload_spec_t hip_blas[] = {
+static const xr_dynload_spec_t hip_libraries[] = {
     XR_GPU_LIBRARY("hipBLASLt", "XR_HIPBLASLT_LIBRARY", "libhipblaslt.so.1", "libhipblaslt.so.0"),
     XR_GPU_LIBRARY("rocBLAS", "XR_ROCBLAS_LIBRARY", "librocblas.so.5", "librocblas.so.4",
                    "librocblas.so.3"),
+    /* Listed so that a user sees whether it is there; no kernel calls MIOpen yet. */
+    XR_GPU_LIBRARY("MIOpen", "XR_MIOPEN_LIBRARY", "libMIOpen.so.1"),
 };
 
 static const xr_gpu_vendor_t hip_vendor = {
@@ -142,7 +144,8 @@ static const xr_gpu_vendor_t hip_vendor = {
     .symbols = hip_symbol_list, .symbol_count = XR_GPU_COUNT(hip_symbol_list),
     .runtime = &hip.gpu,
     .error_name = hip_error_name, .describe_runtime = hip_describe_runtime,
-    .compiler = XR_GPU_COMPILER_HIPRTC, .blas = hip_blas, .blas_count = XR_GPU_COUNT(hip_blas),
+    .compiler = XR_GPU_COMPILER_HIPRTC,
+    .libraries = hip_libraries, .library_count = XR_GPU_COUNT(hip_libraries),
     .open = hip_open,
     .make_current = hip_make_current, .make_current_call = "hipSetDevice",
     .binary_format = XR_HAL_EXECUTABLE_HIP_CODE_OBJECT, .binary_formats = "code objects",

@@ -1,0 +1,408 @@
+/* cuda.cudnn_conv: the convolution steps (kernels/conv.h) on cuDNN's convolution API, ahead of
+ * our direct kernel (gpu.conv), on the HAL's own buffers and stream:
+ *   FORWARD          cudnnConvolutionForward (+ cudnnAddTensor of the bias)
+ *   BACKWARD_DATA    cudnnConvolutionBackwardData (+ the bias a transposed convolution adds)
+ *   BACKWARD_WEIGHT  cudnnConvolutionBackwardFilter
+ *   BIAS_GRAD        cudnnConvolutionBackwardBias
+ * Activations are described with their own strides (NCHW, channels-last, views); the weights
+ * must be packed NCHW or NHWC, as cuDNN's filter descriptors are. Each step's algorithm is
+ * cuDNN's first heuristic choice (cudnnGet*Algorithm_v7) that needs at most 64 MiB of workspace,
+ * with the math type that choice names, as PyTorch's default (benchmark off) takes it: fp32
+ * may then run on TF32 tensor cores, as PyTorch's does with allow_tf32 (its default for cuDNN).
+ *
+ *   supports()  loads cuDNN, takes fp32 / fp16 / bf16 steps of one dtype with packed weights,
+ *               and asks the heuristics for every step (UNIMPLEMENTED with a sentence when one
+ *               has no algorithm: gpu.conv takes it);
+ *   prepare()   the same for the real tensors, plus the workspace (a HAL buffer);
+ *   enqueue()   the steps' calls on the stream, no allocation.
+ * One cuDNN handle per device, created on first use and kept for the process. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/conv.h"
+#include "kernels/gpu/cudnn.h"
+
+#define MAX_WORKSPACE_BYTES ((size_t)64 << 20)
+#define MAX_DEVICES 64
+
+static struct {
+  pthread_mutex_t lock;
+  size_t count;
+  struct {
+    char spec[32];
+    void *handle;
+  } entries[MAX_DEVICES];
+} handles = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static xr_status_t cudnn_fail(const xr_cudnn_t *lib, const char *op, const char *call, int result) {
+  return xr_error(XR_DEVICE_ERROR, "%s: %s %s: %s (%d)", op, lib->version, call,
+                  lib->cudnnGetErrorString(result), result);
+}
+
+/* The device's handle, created with the device current (cuDNN binds it to that device). */
+static xr_status_t device_handle(const xr_cudnn_t *lib, xr_hal_device_t *device, void **out) {
+  xr_hal_device_properties_t p;
+  void *native;
+  xr_status_t st = xr_hal_device_properties(device, &p);
+  if (st == XR_OK) st = xr_hal_device_native(device, &native); /* makes it current */
+  if (st != XR_OK) return st;
+  pthread_mutex_lock(&handles.lock);
+  for (size_t i = 0; i < handles.count; i++) {
+    if (!strcmp(handles.entries[i].spec, p.spec)) {
+      *out = handles.entries[i].handle;
+      pthread_mutex_unlock(&handles.lock);
+      return XR_OK;
+    }
+  }
+  void *handle = NULL;
+  int result = handles.count < MAX_DEVICES ? lib->cudnnCreate(&handle) : -1;
+  if (result == 0) {
+    snprintf(handles.entries[handles.count].spec, sizeof handles.entries[0].spec, "%s", p.spec);
+    handles.entries[handles.count++].handle = handle;
+  }
+  pthread_mutex_unlock(&handles.lock);
+  if (result != 0)
+    return xr_error(XR_UNAVAILABLE, "%s: %s (%s): cudnnCreate: %s", p.spec, lib->version, lib->path,
+                    result < 0 ? "too many devices" : lib->cudnnGetErrorString(result));
+  *out = handle;
+  return XR_OK;
+}
+
+static int cudnn_type(xr_dtype_t d) {
+  return d == XR_DTYPE_F32   ? XR_CUDNN_DATA_FLOAT
+         : d == XR_DTYPE_F16 ? XR_CUDNN_DATA_HALF
+                             : XR_CUDNN_DATA_BFLOAT16;
+}
+
+/* A view's dims as cuDNN's: n, c and the spatial dims (at least two: a 1-D convolution runs
+ * as a 2-D one of height 1), with strides, in int. False when a value exceeds int. */
+static int view_dims(const xr_conv_problem_t *p, const xr_conv_operand_t *v, int *dims,
+                     int *strides) {
+  int spatial = p->spatial == 3 ? 3 : 2, nd = 2 + spatial;
+  int64_t d[5], s[5];
+  d[0] = v->shape[0], s[0] = v->strides[0];
+  d[1] = v->shape[1], s[1] = v->strides[1];
+  for (int k = 0; k < spatial; k++)
+    d[2 + k] = v->shape[5 - spatial + k], s[2 + k] = v->strides[5 - spatial + k];
+  xr_unit_dim_strides(nd, d, s);
+  for (int k = 0; k < nd; k++) {
+    if (d[k] > INT_MAX || s[k] > INT_MAX || s[k] <= 0) return 0;
+    dims[k] = (int)d[k];
+    if (strides) strides[k] = (int)s[k];
+  }
+  return nd;
+}
+
+/* A per-channel vector (a bias) as [1, C, 1, 1(, 1)]. */
+static int vector_dims(const xr_conv_problem_t *p, const xr_conv_operand_t *v, int *dims,
+                       int *strides) {
+  int nd = 2 + (p->spatial == 3 ? 3 : 2);
+  if (v->shape[0] > INT_MAX || v->strides[0] * v->shape[0] > INT_MAX) return 0;
+  for (int k = 0; k < nd; k++) dims[k] = 1, strides[k] = 1;
+  dims[1] = (int)v->shape[0];
+  strides[1] = (int)(v->shape[0] > 1 ? v->strides[0] : 1);
+  strides[0] = dims[1] * strides[1];
+  return nd;
+}
+
+/* The filter format of weights packed NCHW (co, ci, k... row-major) or NHWC (co, k..., ci
+ * innermost), or -1. */
+static int filter_format(int nd, const int *dims, const int *strides) {
+  static const int nchw[5] = {0, 1, 2, 3, 4}, nhwc4[4] = {0, 2, 3, 1}, nhwc5[5] = {0, 2, 3, 4, 1};
+  const int *orders[2] = {nchw, nd == 4 ? nhwc4 : nhwc5};
+  for (int f = 0; f < 2; f++) {
+    int64_t expect = 1;
+    bool packed = true;
+    for (int k = nd - 1; k >= 0 && packed; k--) {
+      int dim = orders[f][k];
+      packed = dims[dim] == 1 || strides[dim] == expect;
+      expect *= dims[dim];
+    }
+    if (packed) return f == 0 ? XR_CUDNN_TENSOR_NCHW : XR_CUDNN_TENSOR_NHWC;
+  }
+  return -1;
+}
+
+typedef struct cudnn_step {
+  const xr_conv_step_t *step;
+  void *x, *y, *w, *bias, *conv; /* descriptors (w a filter descriptor) */
+  int algo;
+  size_t workspace;
+  const void *pointer[4]; /* x, w, y, bias on the device */
+} cudnn_step_t;
+
+typedef struct cudnn_state {
+  const xr_cudnn_t *lib;
+  const char *op;
+  void *handle;
+  int count;
+  cudnn_step_t step[3];
+  xr_hal_buffer_t *workspace;
+  void *workspace_pointer;
+  size_t workspace_bytes;
+} cudnn_state_t;
+
+static void destroy_descriptors(cudnn_state_t *s) {
+  for (int i = 0; i < s->count; i++) {
+    cudnn_step_t *c = &s->step[i];
+    if (c->x) s->lib->cudnnDestroyTensorDescriptor(c->x);
+    if (c->y) s->lib->cudnnDestroyTensorDescriptor(c->y);
+    if (c->bias) s->lib->cudnnDestroyTensorDescriptor(c->bias);
+    if (c->w) s->lib->cudnnDestroyFilterDescriptor(c->w);
+    if (c->conv) s->lib->cudnnDestroyConvolutionDescriptor(c->conv);
+  }
+}
+
+static void cudnn_release(void *state) {
+  cudnn_state_t *s = state;
+  if (!s) return;
+  destroy_descriptors(s);
+  xr_hal_buffer_free(s->workspace);
+  free(s);
+}
+
+static xr_status_t tensor_desc(cudnn_state_t *s, const xr_conv_problem_t *p,
+                               const xr_conv_operand_t *v, bool vector, void **out) {
+  int dims[XR_CUDNN_DIM_MAX], strides[XR_CUDNN_DIM_MAX];
+  int nd = vector ? vector_dims(p, v, dims, strides) : view_dims(p, v, dims, strides);
+  if (!nd) return xr_error(XR_UNIMPLEMENTED, "%s: an operand's size or stride exceeds int", s->op);
+  int r = s->lib->cudnnCreateTensorDescriptor(out);
+  if (r == 0) r = s->lib->cudnnSetTensorNdDescriptor(*out, cudnn_type(v->dtype), nd, dims, strides);
+  return r == 0 ? XR_OK : cudnn_fail(s->lib, s->op, "cudnnSetTensorNdDescriptor", r);
+}
+
+static xr_status_t filter_desc(cudnn_state_t *s, const xr_conv_problem_t *p,
+                               const xr_conv_operand_t *v, void **out) {
+  int dims[XR_CUDNN_DIM_MAX], strides[XR_CUDNN_DIM_MAX];
+  int nd = view_dims(p, v, dims, strides), format = nd ? filter_format(nd, dims, strides) : -1;
+  if (format < 0)
+    return xr_error(XR_UNIMPLEMENTED,
+                    "%s: weights not packed NCHW or NHWC (cuDNN's filter "
+                    "layouts)",
+                    s->op);
+  int r = s->lib->cudnnCreateFilterDescriptor(out);
+  if (r == 0) r = s->lib->cudnnSetFilterNdDescriptor(*out, cudnn_type(v->dtype), format, nd, dims);
+  return r == 0 ? XR_OK : cudnn_fail(s->lib, s->op, "cudnnSetFilterNdDescriptor", r);
+}
+
+static xr_status_t conv_desc(cudnn_state_t *s, const xr_conv_problem_t *p, void **out) {
+  int spatial = p->spatial == 3 ? 3 : 2, pad[3], stride[3], dilation[3];
+  for (int k = 0; k < spatial; k++) {
+    int c = 3 - spatial + k;
+    pad[k] = (int)p->pad[c], stride[k] = (int)p->stride[c], dilation[k] = (int)p->dilation[c];
+  }
+  int r = s->lib->cudnnCreateConvolutionDescriptor(out);
+  if (r == 0)
+    r = s->lib->cudnnSetConvolutionNdDescriptor(*out, spatial, pad, stride, dilation,
+                                                XR_CUDNN_CROSS_CORRELATION, XR_CUDNN_DATA_FLOAT);
+  if (r == 0) r = s->lib->cudnnSetConvolutionGroupCount(*out, (int)p->groups);
+  return r == 0 ? XR_OK : cudnn_fail(s->lib, s->op, "cudnnSetConvolutionNdDescriptor", r);
+}
+
+/* Step c's algorithm: the heuristics' first that succeeds within the workspace limit, its math
+ * type set on the convolution descriptor, and the workspace it needs. */
+static xr_status_t choose_algorithm(cudnn_state_t *s, cudnn_step_t *c) {
+  const xr_cudnn_t *l = s->lib;
+  xr_cudnn_algo_perf_t perf[8];
+  int returned = 0, r;
+  xr_conv_pass_t pass = c->step->pass;
+  if (pass == XR_CONV_FORWARD)
+    r = l->cudnnGetConvolutionForwardAlgorithm_v7(s->handle, c->x, c->w, c->conv, c->y, 8,
+                                                  &returned, perf);
+  else if (pass == XR_CONV_BACKWARD_DATA)
+    r = l->cudnnGetConvolutionBackwardDataAlgorithm_v7(s->handle, c->w, c->y, c->conv, c->x, 8,
+                                                       &returned, perf);
+  else
+    r = l->cudnnGetConvolutionBackwardFilterAlgorithm_v7(s->handle, c->x, c->y, c->conv, c->w, 8,
+                                                         &returned, perf);
+  if (r != 0) return cudnn_fail(l, s->op, "cudnnGetConvolution*Algorithm_v7", r);
+  for (int i = 0; i < returned; i++) {
+    if (perf[i].status != XR_CUDNN_STATUS_SUCCESS || perf[i].memory > MAX_WORKSPACE_BYTES) continue;
+    c->algo = perf[i].algo;
+    r = l->cudnnSetConvolutionMathType(c->conv, perf[i].math_type);
+    if (r == 0 && pass == XR_CONV_FORWARD)
+      r = l->cudnnGetConvolutionForwardWorkspaceSize(s->handle, c->x, c->w, c->conv, c->y, c->algo,
+                                                     &c->workspace);
+    else if (r == 0 && pass == XR_CONV_BACKWARD_DATA)
+      r = l->cudnnGetConvolutionBackwardDataWorkspaceSize(s->handle, c->w, c->y, c->conv, c->x,
+                                                          c->algo, &c->workspace);
+    else if (r == 0)
+      r = l->cudnnGetConvolutionBackwardFilterWorkspaceSize(s->handle, c->x, c->y, c->conv, c->w,
+                                                            c->algo, &c->workspace);
+    if (r != 0) return cudnn_fail(l, s->op, "cudnnGetConvolution*WorkspaceSize", r);
+    if (c->workspace > s->workspace_bytes) s->workspace_bytes = c->workspace;
+    return XR_OK;
+  }
+  static const char *const passes[] = {"forward", "backward data", "backward filter"};
+  return xr_error(XR_UNIMPLEMENTED,
+                  "%s: %s has no %s algorithm within %zu MiB of workspace "
+                  "(%d proposed)",
+                  s->op, l->version, passes[pass], MAX_WORKSPACE_BYTES >> 20, returned);
+}
+
+/* Whether cuDNN's output size of x under w is y's: its padding is symmetric, so the geometries
+ * PyTorch pads unevenly ("same" with an even kernel) are not its. */
+static xr_status_t check_geometry(cudnn_state_t *s, const xr_conv_problem_t *p, cudnn_step_t *c) {
+  int dims[XR_CUDNN_DIM_MAX], want[XR_CUDNN_DIM_MAX];
+  int nd = view_dims(p, &c->step->y, want, NULL);
+  int r = s->lib->cudnnGetConvolutionNdForwardOutputDim(c->conv, c->x, c->w, nd, dims);
+  if (r != 0) return cudnn_fail(s->lib, s->op, "cudnnGetConvolutionNdForwardOutputDim", r);
+  for (int k = 0; k < nd; k++)
+    if (dims[k] != want[k])
+      return xr_error(XR_UNIMPLEMENTED,
+                      "%s: cuDNN's output size %d in dim %d, not %d (uneven "
+                      "padding)",
+                      s->op, dims[k], k, want[k]);
+  return XR_OK;
+}
+
+/* Descriptors and algorithms of every step. */
+static xr_status_t configure(cudnn_state_t *s, const xr_op_plan_t *plan) {
+  const xr_conv_problem_t *p = plan->problem;
+  xr_status_t st = XR_OK;
+  for (int i = 0; i < p->step_count && st == XR_OK; i++) {
+    cudnn_step_t *c = &s->step[s->count++];
+    const xr_conv_step_t *step = c->step = &p->steps[i];
+    if (step->pass == XR_CONV_BIAS_GRAD) {
+      if ((st = tensor_desc(s, p, &step->y, false, &c->y)) == XR_OK)
+        st = tensor_desc(s, p, &step->bias, true, &c->bias);
+      continue;
+    }
+    if ((st = tensor_desc(s, p, &step->x, false, &c->x)) ||
+        (st = tensor_desc(s, p, &step->y, false, &c->y)) ||
+        (st = filter_desc(s, p, &step->w, &c->w)) || (st = conv_desc(s, p, &c->conv)) ||
+        (step->pass != XR_CONV_BACKWARD_WEIGHT && step->bias.index >= 0 &&
+         (st = tensor_desc(s, p, &step->bias, true, &c->bias))))
+      break;
+    if ((st = check_geometry(s, p, c)) == XR_OK) st = choose_algorithm(s, c);
+  }
+  return st;
+}
+
+static xr_status_t check_dtypes(const xr_op_plan_t *plan) {
+  const xr_conv_problem_t *p = plan->problem;
+  for (int i = 0; i < p->step_count; i++) {
+    const xr_conv_step_t *s = &p->steps[i];
+    const xr_conv_operand_t *all[4] = {&s->x, &s->w, &s->y, &s->bias};
+    xr_dtype_t dtype = s->pass == XR_CONV_BIAS_GRAD ? s->y.dtype : s->w.dtype;
+    if (!xr_fast_float_dtype(dtype))
+      return xr_error(XR_UNIMPLEMENTED, "cuda.cudnn_conv: %s: %s (fp32, fp16, bf16)",
+                      plan->op->name, xr_dtype_name(dtype));
+    for (int k = 0; k < 4; k++)
+      if (all[k]->index >= 0 && all[k]->dtype != dtype)
+        return xr_error(XR_UNIMPLEMENTED, "cuda.cudnn_conv: %s: operands of more than one dtype",
+                        plan->op->name);
+  }
+  return XR_OK;
+}
+
+static xr_status_t start(const xr_op_plan_t *plan, xr_hal_device_t *device, cudnn_state_t *s) {
+  s->op = plan->op->name;
+  xr_status_t st = check_dtypes(plan);
+  if (st == XR_OK) st = xr_cudnn_get(&s->lib);
+  if (st == XR_OK) st = device_handle(s->lib, device, &s->handle);
+  if (st == XR_OK) st = configure(s, plan);
+  return st;
+}
+
+static xr_status_t cudnn_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  cudnn_state_t probe = {0};
+  xr_status_t st = start(plan, device, &probe);
+  if (probe.lib) destroy_descriptors(&probe);
+  return st;
+}
+
+/* The device address of a tensor's first element. */
+static xr_status_t device_pointer(const xr_tensor_t *t, const void **out) {
+  void *base;
+  size_t offset;
+  xr_status_t st = xr_hal_buffer_native(t->buffer, &base, &offset);
+  if (st == XR_OK) *out = (char *)base + offset + (size_t)t->offset * xr_dtype_size(t->dtype);
+  return st;
+}
+
+static xr_status_t cudnn_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                                 const xr_tensor_t *tensors, void **out_state) {
+  cudnn_state_t *s = calloc(1, sizeof *s);
+  if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", plan->op->name);
+  xr_status_t st = start(plan, device, s);
+  for (int i = 0; i < s->count && st == XR_OK; i++) {
+    const xr_conv_step_t *step = s->step[i].step;
+    const xr_conv_operand_t *all[4] = {&step->x, &step->w, &step->y, &step->bias};
+    for (int k = 0; k < 4 && st == XR_OK; k++)
+      if (all[k]->index >= 0) st = device_pointer(&tensors[all[k]->index], &s->step[i].pointer[k]);
+  }
+  if (st == XR_OK && s->workspace_bytes) {
+    void *base;
+    size_t offset;
+    st = xr_hal_buffer_alloc(device, s->workspace_bytes, &s->workspace);
+    if (st == XR_OK) st = xr_hal_buffer_native(s->workspace, &base, &offset);
+    if (st == XR_OK) s->workspace_pointer = (char *)base + offset;
+  }
+  if (st != XR_OK) {
+    cudnn_release(s);
+    return st;
+  }
+  *out_state = s;
+  return XR_OK;
+}
+
+static xr_status_t cudnn_enqueue(void *state, xr_hal_stream_t *stream) {
+  cudnn_state_t *s = state;
+  const xr_cudnn_t *l = s->lib;
+  void *native;
+  xr_status_t st = xr_hal_stream_native(stream, &native); /* makes the device current */
+  if (st != XR_OK) return xr_error_prefix(st, "%s: ", s->op);
+  int r = l->cudnnSetStream(s->handle, native);
+  if (r != 0) return cudnn_fail(l, s->op, "cudnnSetStream", r);
+  const float one = 1, zero = 0;
+  for (int i = 0; i < s->count; i++) {
+    cudnn_step_t *c = &s->step[i];
+    void *x = (void *)c->pointer[0], *w = (void *)c->pointer[1], *y = (void *)c->pointer[2];
+    void *bias = (void *)c->pointer[3], *ws = s->workspace_pointer;
+    size_t wsb = s->workspace_bytes;
+    const char *call;
+    switch (c->step->pass) {
+      case XR_CONV_FORWARD:
+        call = "cudnnConvolutionForward";
+        r = l->cudnnConvolutionForward(s->handle, &one, c->x, x, c->w, w, c->conv, c->algo, ws, wsb,
+                                       &zero, c->y, y);
+        if (r == 0 && c->bias) {
+          call = "cudnnAddTensor";
+          r = l->cudnnAddTensor(s->handle, &one, c->bias, bias, &one, c->y, y);
+        }
+        break;
+      case XR_CONV_BACKWARD_DATA:
+        call = "cudnnConvolutionBackwardData";
+        r = l->cudnnConvolutionBackwardData(s->handle, &one, c->w, w, c->y, y, c->conv, c->algo, ws,
+                                            wsb, &zero, c->x, x);
+        if (r == 0 && c->bias) {
+          call = "cudnnAddTensor";
+          r = l->cudnnAddTensor(s->handle, &one, c->bias, bias, &one, c->x, x);
+        }
+        break;
+      case XR_CONV_BACKWARD_WEIGHT:
+        call = "cudnnConvolutionBackwardFilter";
+        r = l->cudnnConvolutionBackwardFilter(s->handle, &one, c->x, x, c->y, y, c->conv, c->algo,
+                                              ws, wsb, &zero, c->w, w);
+        break;
+      default:
+        call = "cudnnConvolutionBackwardBias";
+        r = l->cudnnConvolutionBackwardBias(s->handle, &one, c->y, y, &zero, c->bias, bias);
+    }
+    if (r != 0) return cudnn_fail(l, s->op, call, r);
+  }
+  return XR_OK;
+}
+
+const xr_kernel_impl_t xr_cuda_cudnn_conv_impl = {
+    .name = "cuda.cudnn_conv",
+    .driver = "cuda",
+    .supports = cudnn_supports,
+    .prepare = cudnn_prepare,
+    .enqueue = cudnn_enqueue,
+    .release = cudnn_release,
+};

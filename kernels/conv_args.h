@@ -6,6 +6,10 @@
 #define XR_KERNELS_CONV_ARGS_H
 
 #define XR_CONV_THREADS 64 /* per work-group / block: one work-item per element written */
+/* The implicit-GEMM kernels of kernels/gpu/conv.cu: a TILE x TILE tile of the GEMM per block,
+ * 4 x 4 elements per thread. */
+#define XR_CONV_TILE 64
+#define XR_CONV_GEMM_THREADS 256
 
 typedef struct xr_conv_operand_args {
   long offset, dtype; /* elements; xr_dtype_t code */

@@ -1,7 +1,10 @@
 /* opencl.conv and gpu.conv: every convolution step (kernels/conv.h) as one of the kernels that
  * kernels/opencl/conv.cl and kernels/gpu/conv.cu (NVRTC / hiprtc) both define, one work-item
- * per element the step writes, summing in fp32. Tensors are bound as whole storage buffers;
- * geometry, offsets, strides and dtypes go in the by-value block of conv_args.h. */
+ * per element the step writes, summing in fp32; on CUDA and HIP the products whose GEMM view is
+ * at least GEMM_MIN on both sides run as conv.cu's implicit GEMMs instead (depthwise and other
+ * thin groups stay direct: a tile of 64 would be mostly idle). Tensors are bound as whole
+ * storage buffers; geometry, offsets, strides and dtypes go in the by-value block of
+ * conv_args.h. */
 #include "kernels/conv_device.h"
 
 #include <stdint.h>
@@ -23,8 +26,12 @@ typedef struct backend {
 static const backend_t opencl = {"opencl.conv", "conv.cl", xr_opencl_build};
 static const backend_t gpu = {"gpu.conv", "conv.cu", xr_gpu_build};
 
+/* The smallest M and N (the GEMM's output sides) that the implicit GEMM takes. */
+#define GEMM_MIN 16
+
 typedef struct device_step {
   xr_hal_kernel_t *kernel;
+  uint32_t gemm_grid[3]; /* an implicit-GEMM step's grid; [0] == 0: a direct one */
   xr_conv_args_t args;
   xr_hal_buffer_t *buffers[4]; /* x, w, y, bias (an absent one: any bound buffer) */
 } device_step_t;
@@ -101,6 +108,34 @@ void xr_conv_device_args(const xr_conv_problem_t *p, const xr_conv_step_t *step,
   a->total = elements(written(step));
 }
 
+/* The GEMM view of a product step (as conv.cu's xr_conv_gemm_of): its output is M x N per
+ * group. */
+static void gemm_sides(const xr_conv_problem_t *p, xr_conv_pass_t pass, int64_t *m, int64_t *n) {
+  int64_t window = p->kernel[0] * p->kernel[1] * p->kernel[2];
+  int64_t cg_in = p->c_in / p->groups, cg_out = p->c_out / p->groups;
+  if (pass == XR_CONV_FORWARD)
+    *m = p->n * p->out[0] * p->out[1] * p->out[2], *n = cg_out;
+  else if (pass == XR_CONV_BACKWARD_DATA)
+    *m = p->n * p->in[0] * p->in[1] * p->in[2], *n = cg_in;
+  else
+    *m = cg_out, *n = cg_in * window;
+}
+
+/* Whether step `s` runs as an implicit GEMM on backend b, and its grid. */
+static bool gemm_grid(const backend_t *b, const xr_conv_problem_t *p, const xr_conv_step_t *s,
+                      uint32_t *grid) {
+  if (b != &gpu || s->pass == XR_CONV_BIAS_GRAD) return false;
+  int64_t m, n;
+  gemm_sides(p, s->pass, &m, &n);
+  int64_t tiles_m = (m + XR_CONV_TILE - 1) / XR_CONV_TILE,
+          tiles_n = (n + XR_CONV_TILE - 1) / XR_CONV_TILE;
+  /* CUDA's grid limits: 2^31 - 1 blocks in x, 65535 in y and z */
+  if (m < GEMM_MIN || n < GEMM_MIN || tiles_m > INT32_MAX || tiles_n > 65535 || p->groups > 65535)
+    return false;
+  grid[0] = (uint32_t)tiles_m, grid[1] = (uint32_t)tiles_n, grid[2] = (uint32_t)p->groups;
+  return true;
+}
+
 static xr_status_t conv_prepare(const backend_t *b, const xr_op_plan_t *plan,
                                 xr_hal_device_t *device, const xr_tensor_t *tensors,
                                 void **out_state) {
@@ -109,11 +144,15 @@ static xr_status_t conv_prepare(const backend_t *b, const xr_op_plan_t *plan,
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   static const char *const kernels[] = {"xr_conv_forward", "xr_conv_backward_data",
                                         "xr_conv_backward_weight", "xr_conv_bias_grad"};
+  static const char *const gemm_kernels[] = {"xr_conv_forward_gemm", "xr_conv_backward_data_gemm",
+                                             "xr_conv_backward_weight_gemm"};
   xr_status_t st = b->build(device, b->source, NULL, &s->exe);
   for (int i = 0; i < p->step_count && st == XR_OK; i++) {
     const xr_conv_step_t *step = &p->steps[i];
     device_step_t *c = &s->step[s->count++];
-    if ((st = xr_hal_kernel_lookup(s->exe, kernels[step->pass], &c->kernel)) != XR_OK) break;
+    const char *name =
+        gemm_grid(b, p, step, c->gemm_grid) ? gemm_kernels[step->pass] : kernels[step->pass];
+    if ((st = xr_hal_kernel_lookup(s->exe, name, &c->kernel)) != XR_OK) break;
     xr_conv_device_args(p, step, tensors, &c->args, c->buffers);
   }
   if (st != XR_OK) {
@@ -138,11 +177,25 @@ xr_status_t xr_conv_device_dispatch(xr_hal_stream_t *stream, xr_hal_kernel_t *ke
   return xr_hal_stream_dispatch(stream, kernel, &d);
 }
 
+static xr_status_t gemm_dispatch(xr_hal_stream_t *stream, const device_step_t *c) {
+  xr_hal_kernel_arg_t args[5] = {xr_hal_arg_bytes(&c->args, sizeof c->args)};
+  for (int k = 0; k < 4; k++) args[1 + k] = xr_hal_arg_buffer(c->buffers[k]);
+  xr_hal_dispatch_t d = {
+      .grid = {c->gemm_grid[0], c->gemm_grid[1], c->gemm_grid[2]},
+      .block = {XR_CONV_GEMM_THREADS, 1, 1},
+      .args = args,
+      .arg_count = 5,
+  };
+  return xr_hal_stream_dispatch(stream, c->kernel, &d);
+}
+
 static xr_status_t conv_enqueue(void *state, xr_hal_stream_t *stream) {
   device_conv_t *s = state;
   for (int i = 0; i < s->count; i++) {
-    xr_status_t st =
-        xr_conv_device_dispatch(stream, s->step[i].kernel, &s->step[i].args, s->step[i].buffers);
+    const device_step_t *c = &s->step[i];
+    xr_status_t st = c->gemm_grid[0]
+                         ? gemm_dispatch(stream, c)
+                         : xr_conv_device_dispatch(stream, c->kernel, &c->args, c->buffers);
     if (st != XR_OK) return st;
   }
   return XR_OK;

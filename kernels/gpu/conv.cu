@@ -1,8 +1,9 @@
-// The convolution steps (kernels/conv.h) on CUDA and HIP, the twin of kernels/opencl/conv.cl
-// (one host, kernels/conv_device.c, launches both): one thread per element the step writes,
-// summing in fp32 over the elements it depends on, every operand read and written through its
-// strides. Dtypes are run-time values (f32, f16, bf16). A direct form, not yet an implicit
-// GEMM: it is there for coverage and for agreement with the other backends.
+// The convolution steps (kernels/conv.h) on CUDA and HIP. The direct kernels are the twins of
+// kernels/opencl/conv.cl (one host, kernels/conv_device.c, launches both): one thread per
+// element the step writes, summing in fp32 over the elements it depends on, every operand read
+// and written through its strides. The implicit-GEMM kernels below (CUDA and HIP only) run the
+// three products as tiled GEMMs where their GEMM view is wide enough. Dtypes are run-time
+// values (f32, f16, bf16).
 // Each header uses the ones before it.
 // clang-format off
 #include "hip_compat.h"
@@ -159,4 +160,183 @@ extern "C" __global__ void __launch_bounds__(XR_CONV_THREADS)
         acc += row;
       }
   xr_store_float(bias, (int)a.bias.dtype, a.bias.offset + c * a.bias.strides[0], acc);
+}
+
+// ---- implicit GEMM ---------------------------------------------------------------------------
+// The three products as tiled GEMMs over one group each (blockIdx.z), the operands gathered
+// from the tensors as the tiles are loaded (nothing is materialised):
+//   FORWARD          C[M = n x out positions, N = c_out / g] over K = c_in / g x kernel positions:
+//                    A = x at the window's position (0 in the padding), B = w
+//   BACKWARD_DATA    C[M = n x in positions, N = c_in / g] over K = c_out / g x kernel positions:
+//                    A = y at the output position that reads the input one (0 where none), B = w
+//   BACKWARD_WEIGHT  C[M = c_out / g, N = c_in / g x kernel positions] over K = n x out
+//                    positions: A = y, B = x at the window's position
+// Each block computes an XR_CONV_TILE x XR_CONV_TILE tile of C from XR_CONV_TILE_K-deep slices
+// staged in shared memory, each of its 256 threads a 4 x 4 block of it, summing in fp32.
+
+#define XR_CONV_TILE_K 16
+
+struct xr_conv_gemm {
+  i64 m, n, k;        // the GEMM's sizes
+  i64 cg_in, cg_out;  // channels per group
+  i64 window, out_pos, in_pos;
+};
+
+static __device__ __forceinline__ xr_conv_gemm xr_conv_gemm_of(const xr_conv_args_t &a, int pass) {
+  xr_conv_gemm s;
+  s.cg_in = a.c_in / a.groups, s.cg_out = a.c_out / a.groups;
+  s.window = a.window[0] * a.window[1] * a.window[2];
+  s.out_pos = a.out_size[0] * a.out_size[1] * a.out_size[2];
+  s.in_pos = a.in_size[0] * a.in_size[1] * a.in_size[2];
+  if (pass == 0)
+    s.m = a.n * s.out_pos, s.n = s.cg_out, s.k = s.cg_in * s.window;
+  else if (pass == 1)
+    s.m = a.n * s.in_pos, s.n = s.cg_in, s.k = s.cg_out * s.window;
+  else
+    s.m = s.cg_out, s.n = s.cg_in * s.window, s.k = a.n * s.out_pos;
+  return s;
+}
+
+// A position index as (d, h, w) of `size`.
+static __device__ __forceinline__ void xr_conv_split(i64 p, const long *size, i64 *d) {
+  d[2] = p % size[2];
+  p /= size[2];
+  d[1] = p % size[1];
+  d[0] = p / size[1];
+}
+
+// The input position the kernel position `kk` of output position `o` reads, or false (padding).
+static __device__ __forceinline__ bool xr_conv_input_of(const xr_conv_args_t &a, const i64 *o,
+                                                        const i64 *kk, i64 *in) {
+  bool inside = true;
+  for (int d = 0; d < 3; d++) {
+    in[d] = o[d] * a.stride[d] - a.pad[d] + kk[d] * a.dilation[d];
+    inside = inside && in[d] >= 0 && in[d] < a.in_size[d];
+  }
+  return inside;
+}
+
+// A[row, col] of the pass's GEMM for group g.
+static __device__ float xr_conv_a(const xr_conv_args_t &a, const xr_conv_gemm &s, int pass, i64 g,
+                                  i64 row, i64 col, const unsigned char *x,
+                                  const unsigned char *y) {
+  i64 o[3], kk[3], in[3];
+  if (pass == 0) {  // x[n, g * cg_in + ci, window position of output position]
+    const i64 n = row / s.out_pos, ci = col / s.window;
+    xr_conv_split(row % s.out_pos, a.out_size, o);
+    xr_conv_split(col % s.window, a.window, kk);
+    if (!xr_conv_input_of(a, o, kk, in)) return 0.0f;
+    return xr_conv_ld(x, a.x, xr_conv_at(a.x, n, g * s.cg_in + ci, in[0], in[1], in[2]));
+  }
+  if (pass == 1) {  // y[n, g * cg_out + co, the output position reading input position row]
+    const i64 n = row / s.in_pos, co = col / s.window;
+    xr_conv_split(row % s.in_pos, a.in_size, in);
+    xr_conv_split(col % s.window, a.window, kk);
+    for (int d = 0; d < 3; d++) {
+      o[d] = xr_conv_source(in[d], kk[d], a.stride[d], a.pad[d], a.dilation[d], a.out_size[d]);
+      if (o[d] < 0) return 0.0f;
+    }
+    return xr_conv_ld(y, a.y, xr_conv_at(a.y, n, g * s.cg_out + co, o[0], o[1], o[2]));
+  }
+  // y[n, g * cg_out + row, output position]
+  const i64 n = col / s.out_pos;
+  xr_conv_split(col % s.out_pos, a.out_size, o);
+  return xr_conv_ld(y, a.y, xr_conv_at(a.y, n, g * s.cg_out + row, o[0], o[1], o[2]));
+}
+
+// B[row, col] of the pass's GEMM for group g.
+static __device__ float xr_conv_b(const xr_conv_args_t &a, const xr_conv_gemm &s, int pass, i64 g,
+                                  i64 row, i64 col, const unsigned char *x,
+                                  const unsigned char *w) {
+  i64 kk[3];
+  if (pass != 2) {  // w[g * cg_out + co, ci, kernel position]
+    const i64 outer = row / s.window;
+    xr_conv_split(row % s.window, a.window, kk);
+    const i64 co = pass == 0 ? col : outer, ci = pass == 0 ? outer : col;
+    return xr_conv_ld(w, a.w, xr_conv_at(a.w, g * s.cg_out + co, ci, kk[0], kk[1], kk[2]));
+  }
+  // x[n, g * cg_in + ci, window position kk of output position]
+  i64 o[3], in[3];
+  const i64 n = row / s.out_pos, ci = col / s.window;
+  xr_conv_split(row % s.out_pos, a.out_size, o);
+  xr_conv_split(col % s.window, a.window, kk);
+  if (!xr_conv_input_of(a, o, kk, in)) return 0.0f;
+  return xr_conv_ld(x, a.x, xr_conv_at(a.x, n, g * s.cg_in + ci, in[0], in[1], in[2]));
+}
+
+// C[row, col] (+ the bias) into the tensor the pass writes.
+static __device__ void xr_conv_c(const xr_conv_args_t &a, const xr_conv_gemm &s, int pass, i64 g,
+                                 i64 row, i64 col, float v, unsigned char *out,
+                                 const unsigned char *bias) {
+  i64 p[3];
+  if (pass == 0) {
+    const i64 n = row / s.out_pos, co = g * s.cg_out + col;
+    xr_conv_split(row % s.out_pos, a.out_size, p);
+    xr_store_float(out, (int)a.y.dtype, xr_conv_at(a.y, n, co, p[0], p[1], p[2]),
+                   v + xr_conv_bias(a, bias, co));
+  } else if (pass == 1) {
+    const i64 n = row / s.in_pos, ci = g * s.cg_in + col;
+    xr_conv_split(row % s.in_pos, a.in_size, p);
+    xr_store_float(out, (int)a.x.dtype, xr_conv_at(a.x, n, ci, p[0], p[1], p[2]),
+                   v + xr_conv_bias(a, bias, ci));
+  } else {
+    const i64 ci = col / s.window;
+    xr_conv_split(col % s.window, a.window, p);
+    xr_store_float(out, (int)a.w.dtype, xr_conv_at(a.w, g * s.cg_out + row, ci, p[0], p[1], p[2]),
+                   v);
+  }
+}
+
+static __device__ void xr_conv_igemm(const xr_conv_args_t &a, int pass, const unsigned char *x,
+                                     const unsigned char *w, const unsigned char *y,
+                                     const unsigned char *bias, unsigned char *out) {
+  __shared__ float as[XR_CONV_TILE_K][XR_CONV_TILE];
+  __shared__ float bs[XR_CONV_TILE_K][XR_CONV_TILE];
+  const xr_conv_gemm s = xr_conv_gemm_of(a, pass);
+  const i64 g = blockIdx.z, row0 = (i64)blockIdx.x * XR_CONV_TILE,
+            col0 = (i64)blockIdx.y * XR_CONV_TILE;
+  const int t = threadIdx.x, tr = t / 16, tc = t % 16;
+  float acc[4][4] = {{0.0f}};
+  for (i64 k0 = 0; k0 < s.k; k0 += XR_CONV_TILE_K) {
+    // 256 threads stage 16 x 64 elements of A and of B, 4 each, consecutive threads along
+    // the tile's 64 (output positions for A: x's fastest dim in NCHW).
+    for (int i = 0; i < 4; i++) {
+      const int e = t + 256 * i, r = e % XR_CONV_TILE, kk = e / XR_CONV_TILE;
+      const i64 k = k0 + kk, row = row0 + r, col = col0 + r;
+      as[kk][r] = k < s.k && row < s.m ? xr_conv_a(a, s, pass, g, row, k, x, y) : 0.0f;
+      bs[kk][r] = k < s.k && col < s.n ? xr_conv_b(a, s, pass, g, k, col, x, w) : 0.0f;
+    }
+    __syncthreads();
+    for (int kk = 0; kk < XR_CONV_TILE_K; kk++) {
+      float av[4], bv[4];
+      for (int i = 0; i < 4; i++) av[i] = as[kk][tr + 16 * i], bv[i] = bs[kk][tc + 16 * i];
+      for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) acc[i][j] += av[i] * bv[j];
+    }
+    __syncthreads();
+  }
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) {
+      const i64 row = row0 + tr + 16 * i, col = col0 + tc + 16 * j;
+      if (row < s.m && col < s.n) xr_conv_c(a, s, pass, g, row, col, acc[i][j], out, bias);
+    }
+}
+
+// Grid: (ceil(M / XR_CONV_TILE), ceil(N / XR_CONV_TILE), groups), XR_CONV_GEMM_THREADS threads.
+extern "C" __global__ void __launch_bounds__(XR_CONV_GEMM_THREADS)
+    xr_conv_forward_gemm(xr_conv_args_t a, const unsigned char *x, const unsigned char *w,
+                         unsigned char *y, const unsigned char *bias) {
+  xr_conv_igemm(a, 0, x, w, y, bias, y);
+}
+
+extern "C" __global__ void __launch_bounds__(XR_CONV_GEMM_THREADS)
+    xr_conv_backward_data_gemm(xr_conv_args_t a, unsigned char *x, const unsigned char *w,
+                               const unsigned char *y, const unsigned char *bias) {
+  xr_conv_igemm(a, 1, x, w, y, bias, x);
+}
+
+extern "C" __global__ void __launch_bounds__(XR_CONV_GEMM_THREADS)
+    xr_conv_backward_weight_gemm(xr_conv_args_t a, const unsigned char *x, unsigned char *w,
+                                 const unsigned char *y, const unsigned char *unused) {
+  xr_conv_igemm(a, 2, x, w, y, unused, w);
 }

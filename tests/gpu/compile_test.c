@@ -129,8 +129,13 @@ static void kernels_i_define_every_kernel_looked_up(const char *target) {
   static const char *const pool[] = {"xr_pool_forward", "xr_pool_backward"};
   static const char *const channel_norm[] = {"xr_cn_batch", "xr_cn_batch_backward", "xr_cn_group",
                                              "xr_cn_group_backward", "xr_cn_group_param_grads"};
-  static const char *const conv[] = {"xr_conv_forward", "xr_conv_backward_data",
-                                     "xr_conv_backward_weight", "xr_conv_bias_grad"};
+  static const char *const conv[] = {"xr_conv_forward",
+                                     "xr_conv_backward_data",
+                                     "xr_conv_backward_weight",
+                                     "xr_conv_bias_grad",
+                                     "xr_conv_forward_gemm",
+                                     "xr_conv_backward_data_gemm",
+                                     "xr_conv_backward_weight_gemm"};
   expect_kernels(target, "conv.cu", conv, sizeof conv / sizeof *conv);
   expect_kernels(target, "pool.cu", pool, sizeof pool / sizeof *pool);
   expect_kernels(target, "channel_norm.cu", channel_norm,

@@ -129,22 +129,38 @@ void each_product(const conv_case &k, F f) {
               }
 }
 
-}  // namespace
+// The grid of an implicit-GEMM step whose GEMM view is m x n per group.
+xr_emu_dim gemm_grid(long long m, long long n, long long groups) {
+  return xr_emu_dim{(unsigned)((m + XR_CONV_TILE - 1) / XR_CONV_TILE),
+                    (unsigned)((n + XR_CONV_TILE - 1) / XR_CONV_TILE), (unsigned)groups};
+}
 
-Test(vision_emulated, convolution_steps) {
-  conv_case k;
+// k's three products, on the direct kernels or the implicit GEMMs (`gemm`), against the formulas;
+// the forward with a bias.
+void check_products(const conv_case &k, bool gemm) {
   t4 x = make(k.n, k.ci, k.ih, k.iw), w = make(k.co, k.ci / k.groups, k.kh, k.kw);
   t4 y = make(k.n, k.co, k.oh(), k.ow(), false);
-  std::vector<float> bias = randoms((size_t)k.co), bias_grad((size_t)k.co, NAN);
+  std::vector<float> bias = randoms((size_t)k.co);
+  const long long cg_in = k.ci / k.groups, cg_out = k.co / k.groups, window = k.kh * k.kw;
+  const char *how = gemm ? "implicit GEMM" : "direct";
 
   // FORWARD with bias
   xr_conv_args_t a = conv_args(k, x, w, y, (long)y.v.size());
   a.has_bias = 1;
   a.bias.dtype = XR_GPU_F32, a.bias.shape[0] = (long)k.co, a.bias.strides[0] = 1;
-  launch_conv(a.total, [&] {
-    xr_conv_forward(a, (const unsigned char *)x.v.data(), (const unsigned char *)w.v.data(),
-                    (unsigned char *)y.v.data(), (const unsigned char *)bias.data());
-  });
+  auto forward = [&] {
+    if (gemm)
+      xr_conv_forward_gemm(a, (const unsigned char *)x.v.data(), (const unsigned char *)w.v.data(),
+                           (unsigned char *)y.v.data(), (const unsigned char *)bias.data());
+    else
+      xr_conv_forward(a, (const unsigned char *)x.v.data(), (const unsigned char *)w.v.data(),
+                      (unsigned char *)y.v.data(), (const unsigned char *)bias.data());
+  };
+  if (gemm)
+    xr_emu_launch(gemm_grid(k.n * k.oh() * k.ow(), cg_out, k.groups), XR_CONV_GEMM_THREADS,
+                  forward);
+  else
+    launch_conv(a.total, forward);
   std::vector<double> want(y.v.size());
   for (long long i = 0; i < (long long)want.size(); i++)
     want[i] = bias[(i / (k.oh() * k.ow())) % k.co];
@@ -152,47 +168,89 @@ Test(vision_emulated, convolution_steps) {
                       auto iw) {
     want[y.at(n, co, oh, ow)] += (double)x(n, ci, ih, iw) * w(co, c, kh, kw);
   });
+  cr_log_info("%s forward", how);
   expect_near("forward", y.v, want);
 
   // BACKWARD_DATA: x' = sum of y * w over the products that read x (no bias)
   t4 dx = make(k.n, k.ci, k.ih, k.iw, false);
   a = conv_args(k, dx, w, y, (long)dx.v.size());
-  launch_conv(a.total, [&] {
-    xr_conv_backward_data(a, (unsigned char *)dx.v.data(), (const unsigned char *)w.v.data(),
-                          (const unsigned char *)y.v.data(), (const unsigned char *)w.v.data());
-  });
+  auto backward_data = [&] {
+    unsigned char *out = (unsigned char *)dx.v.data();
+    const unsigned char *wp = (const unsigned char *)w.v.data(),
+                        *yp = (const unsigned char *)y.v.data();
+    if (gemm)
+      xr_conv_backward_data_gemm(a, out, wp, yp, wp);
+    else
+      xr_conv_backward_data(a, out, wp, yp, wp);
+  };
+  if (gemm)
+    xr_emu_launch(gemm_grid(k.n * k.ih * k.iw, cg_in, k.groups), XR_CONV_GEMM_THREADS,
+                  backward_data);
+  else
+    launch_conv(a.total, backward_data);
   want.assign(dx.v.size(), 0.0);
   each_product(k, [&](auto n, auto co, auto oh, auto ow, auto ci, auto c, auto kh, auto kw, auto ih,
                       auto iw) {
     want[dx.at(n, ci, ih, iw)] += (double)y(n, co, oh, ow) * w(co, c, kh, kw);
   });
+  cr_log_info("%s backward data", how);
   expect_near("backward_data", dx.v, want);
 
   // BACKWARD_WEIGHT: w' = sum of y * x
   t4 dw = make(k.co, k.ci / k.groups, k.kh, k.kw, false);
   a = conv_args(k, x, dw, y, (long)dw.v.size());
-  launch_conv(a.total, [&] {
-    xr_conv_backward_weight(a, (const unsigned char *)x.v.data(), (unsigned char *)dw.v.data(),
-                            (const unsigned char *)y.v.data(), (const unsigned char *)x.v.data());
-  });
+  auto backward_weight = [&] {
+    const unsigned char *xp = (const unsigned char *)x.v.data(),
+                        *yp = (const unsigned char *)y.v.data();
+    unsigned char *out = (unsigned char *)dw.v.data();
+    if (gemm)
+      xr_conv_backward_weight_gemm(a, xp, out, yp, xp);
+    else
+      xr_conv_backward_weight(a, xp, out, yp, xp);
+  };
+  if (gemm)
+    xr_emu_launch(gemm_grid(cg_out, cg_in * window, k.groups), XR_CONV_GEMM_THREADS,
+                  backward_weight);
+  else
+    launch_conv(a.total, backward_weight);
   want.assign(dw.v.size(), 0.0);
   each_product(k, [&](auto n, auto co, auto oh, auto ow, auto ci, auto c, auto kh, auto kw, auto ih,
                       auto iw) {
     want[dw.at(co, c, kh, kw)] += (double)y(n, co, oh, ow) * x(n, ci, ih, iw);
   });
+  cr_log_info("%s backward weight", how);
   expect_near("backward_weight", dw.v, want);
+}
+
+}  // namespace
+
+Test(vision_emulated, convolution_steps) {
+  conv_case k;
+  check_products(k, false);
 
   // BIAS_GRAD: the sums of y's channels
-  a = conv_args(k, x, w, y, (long)k.co);
+  t4 x = make(k.n, k.ci, k.ih, k.iw), w = make(k.co, k.ci / k.groups, k.kh, k.kw);
+  t4 y = make(k.n, k.co, k.oh(), k.ow());
+  std::vector<float> bias_grad((size_t)k.co, NAN);
+  xr_conv_args_t a = conv_args(k, x, w, y, (long)k.co);
   a.bias.dtype = XR_GPU_F32, a.bias.shape[0] = (long)k.co, a.bias.strides[0] = 1;
   launch_conv(a.total, [&] {
     xr_conv_bias_grad(a, (const unsigned char *)x.v.data(), (const unsigned char *)w.v.data(),
                       (const unsigned char *)y.v.data(), (unsigned char *)bias_grad.data());
   });
-  want.assign((size_t)k.co, 0.0);
+  std::vector<double> want((size_t)k.co, 0.0);
   for (long long i = 0; i < (long long)y.v.size(); i++)
     want[(i / (k.oh() * k.ow())) % k.co] += y.v[i];
   expect_near("bias_grad", bias_grad, want);
+}
+
+// The implicit GEMMs on a case of several tiles in M and N, partial tiles and K slices (the
+// forward's K is 9 x 3 x 3 = 81, five slices of 16), 2 groups, stride, padding and dilation.
+Test(vision_emulated, implicit_gemm_convolution_steps) {
+  conv_case k;
+  k.n = 2, k.ci = 18, k.co = 68, k.groups = 2, k.ih = 11, k.iw = 9, k.kh = 3, k.kw = 3;
+  k.sh = 1, k.sw = 2, k.ph = 1, k.pw = 2, k.dh = 2, k.dw = 1;
+  check_products(k, true);
 }
 
 // ---- pooling ----------------------------------------------------------------------------------

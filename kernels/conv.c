@@ -641,6 +641,7 @@ static const xr_kernel_impl_t *const conv_impls[] = {
     &xr_opencl_conv_clblast_impl, /* opencl */
     &xr_opencl_conv_impl,         /* opencl */
     &xr_cuda_cudnn_conv_impl,     /* cuda */
+    &xr_hip_miopen_conv_impl,     /* hip */
     &xr_gpu_conv_impl,            /* cuda, hip */
     &ref_conv,
     NULL,

@@ -65,6 +65,7 @@ double xr_conv_macs(const xr_conv_problem_t *p);
 
 /* Implementations other files provide, listed in the family's table. */
 extern const xr_kernel_impl_t xr_cpu_conv_onednn_impl, xr_cpu_conv_impl,
-    xr_opencl_conv_clblast_impl, xr_opencl_conv_impl, xr_cuda_cudnn_conv_impl, xr_gpu_conv_impl;
+    xr_opencl_conv_clblast_impl, xr_opencl_conv_impl, xr_cuda_cudnn_conv_impl,
+    xr_hip_miopen_conv_impl, xr_gpu_conv_impl;
 
 #endif

@@ -16,96 +16,36 @@
  *   prepare()   the same for the real tensors, plus the workspace (a HAL buffer);
  *   enqueue()   the steps' calls on the stream, no allocation.
  * One cuDNN handle per device, created on first use and kept for the process. */
-#include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/conv.h"
 #include "kernels/gpu/cudnn.h"
+#include "kernels/gpu/dnn_conv.h"
 
 #define MAX_WORKSPACE_BYTES ((size_t)64 << 20)
-#define MAX_DEVICES 64
 
-static struct {
-  pthread_mutex_t lock;
-  size_t count;
-  struct {
-    char spec[32];
-    void *handle;
-  } entries[MAX_DEVICES];
-} handles = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static xr_dnn_handles_t handles = XR_DNN_HANDLES_INIT;
 
 static xr_status_t cudnn_fail(const xr_cudnn_t *lib, const char *op, const char *call, int result) {
   return xr_error(XR_DEVICE_ERROR, "%s: %s %s: %s (%d)", op, lib->version, call,
                   lib->cudnnGetErrorString(result), result);
 }
 
-/* The device's handle, created with the device current (cuDNN binds it to that device). */
 static xr_status_t device_handle(const xr_cudnn_t *lib, xr_hal_device_t *device, void **out) {
-  xr_hal_device_properties_t p;
-  void *native;
-  xr_status_t st = xr_hal_device_properties(device, &p);
-  if (st == XR_OK) st = xr_hal_device_native(device, &native); /* makes it current */
-  if (st != XR_OK) return st;
-  pthread_mutex_lock(&handles.lock);
-  for (size_t i = 0; i < handles.count; i++) {
-    if (!strcmp(handles.entries[i].spec, p.spec)) {
-      *out = handles.entries[i].handle;
-      pthread_mutex_unlock(&handles.lock);
-      return XR_OK;
-    }
-  }
-  void *handle = NULL;
-  int result = handles.count < MAX_DEVICES ? lib->cudnnCreate(&handle) : -1;
-  if (result == 0) {
-    snprintf(handles.entries[handles.count].spec, sizeof handles.entries[0].spec, "%s", p.spec);
-    handles.entries[handles.count++].handle = handle;
-  }
-  pthread_mutex_unlock(&handles.lock);
-  if (result != 0)
-    return xr_error(XR_UNAVAILABLE, "%s: %s (%s): cudnnCreate: %s", p.spec, lib->version, lib->path,
-                    result < 0 ? "too many devices" : lib->cudnnGetErrorString(result));
-  *out = handle;
-  return XR_OK;
+  int result;
+  xr_status_t st = xr_dnn_device_handle(&handles, device, lib->cudnnCreate, out, &result);
+  if (st == XR_UNAVAILABLE)
+    return xr_error(XR_UNAVAILABLE, "%s: %s (%s): cudnnCreate: %s", xr_last_error(), lib->version,
+                    lib->path, result < 0 ? "too many devices" : lib->cudnnGetErrorString(result));
+  return st;
 }
 
 static int cudnn_type(xr_dtype_t d) {
   return d == XR_DTYPE_F32   ? XR_CUDNN_DATA_FLOAT
          : d == XR_DTYPE_F16 ? XR_CUDNN_DATA_HALF
                              : XR_CUDNN_DATA_BFLOAT16;
-}
-
-/* A view's dims as cuDNN's: n, c and the spatial dims (at least two: a 1-D convolution runs
- * as a 2-D one of height 1), with strides, in int. False when a value exceeds int. */
-static int view_dims(const xr_conv_problem_t *p, const xr_conv_operand_t *v, int *dims,
-                     int *strides) {
-  int spatial = p->spatial == 3 ? 3 : 2, nd = 2 + spatial;
-  int64_t d[5], s[5];
-  d[0] = v->shape[0], s[0] = v->strides[0];
-  d[1] = v->shape[1], s[1] = v->strides[1];
-  for (int k = 0; k < spatial; k++)
-    d[2 + k] = v->shape[5 - spatial + k], s[2 + k] = v->strides[5 - spatial + k];
-  xr_unit_dim_strides(nd, d, s);
-  for (int k = 0; k < nd; k++) {
-    if (d[k] > INT_MAX || s[k] > INT_MAX || s[k] <= 0) return 0;
-    dims[k] = (int)d[k];
-    if (strides) strides[k] = (int)s[k];
-  }
-  return nd;
-}
-
-/* A per-channel vector (a bias) as [1, C, 1, 1(, 1)]. */
-static int vector_dims(const xr_conv_problem_t *p, const xr_conv_operand_t *v, int *dims,
-                       int *strides) {
-  int nd = 2 + (p->spatial == 3 ? 3 : 2);
-  if (v->shape[0] > INT_MAX || v->strides[0] * v->shape[0] > INT_MAX) return 0;
-  for (int k = 0; k < nd; k++) dims[k] = 1, strides[k] = 1;
-  dims[1] = (int)v->shape[0];
-  strides[1] = (int)(v->shape[0] > 1 ? v->strides[0] : 1);
-  strides[0] = dims[1] * strides[1];
-  return nd;
 }
 
 /* The filter format of weights packed NCHW (co, ci, k... row-major) or NHWC (co, k..., ci
@@ -167,7 +107,7 @@ static void cudnn_release(void *state) {
 static xr_status_t tensor_desc(cudnn_state_t *s, const xr_conv_problem_t *p,
                                const xr_conv_operand_t *v, bool vector, void **out) {
   int dims[XR_CUDNN_DIM_MAX], strides[XR_CUDNN_DIM_MAX];
-  int nd = vector ? vector_dims(p, v, dims, strides) : view_dims(p, v, dims, strides);
+  int nd = vector ? xr_dnn_vector_dims(p, v, dims, strides) : xr_dnn_view_dims(p, v, dims, strides);
   if (!nd) return xr_error(XR_UNIMPLEMENTED, "%s: an operand's size or stride exceeds int", s->op);
   int r = s->lib->cudnnCreateTensorDescriptor(out);
   if (r == 0) r = s->lib->cudnnSetTensorNdDescriptor(*out, cudnn_type(v->dtype), nd, dims, strides);
@@ -177,7 +117,8 @@ static xr_status_t tensor_desc(cudnn_state_t *s, const xr_conv_problem_t *p,
 static xr_status_t filter_desc(cudnn_state_t *s, const xr_conv_problem_t *p,
                                const xr_conv_operand_t *v, void **out) {
   int dims[XR_CUDNN_DIM_MAX], strides[XR_CUDNN_DIM_MAX];
-  int nd = view_dims(p, v, dims, strides), format = nd ? filter_format(nd, dims, strides) : -1;
+  int nd = xr_dnn_view_dims(p, v, dims, strides),
+      format = nd ? filter_format(nd, dims, strides) : -1;
   if (format < 0)
     return xr_error(XR_UNIMPLEMENTED,
                     "%s: weights not packed NCHW or NHWC (cuDNN's filter "
@@ -247,7 +188,7 @@ static xr_status_t choose_algorithm(cudnn_state_t *s, cudnn_step_t *c) {
  * PyTorch pads unevenly ("same" with an even kernel) are not its. */
 static xr_status_t check_geometry(cudnn_state_t *s, const xr_conv_problem_t *p, cudnn_step_t *c) {
   int dims[XR_CUDNN_DIM_MAX], want[XR_CUDNN_DIM_MAX];
-  int nd = view_dims(p, &c->step->y, want, NULL);
+  int nd = xr_dnn_view_dims(p, &c->step->y, want, NULL);
   int r = s->lib->cudnnGetConvolutionNdForwardOutputDim(c->conv, c->x, c->w, nd, dims);
   if (r != 0) return cudnn_fail(s->lib, s->op, "cudnnGetConvolutionNdForwardOutputDim", r);
   for (int k = 0; k < nd; k++)
@@ -282,26 +223,9 @@ static xr_status_t configure(cudnn_state_t *s, const xr_op_plan_t *plan) {
   return st;
 }
 
-static xr_status_t check_dtypes(const xr_op_plan_t *plan) {
-  const xr_conv_problem_t *p = plan->problem;
-  for (int i = 0; i < p->step_count; i++) {
-    const xr_conv_step_t *s = &p->steps[i];
-    const xr_conv_operand_t *all[4] = {&s->x, &s->w, &s->y, &s->bias};
-    xr_dtype_t dtype = s->pass == XR_CONV_BIAS_GRAD ? s->y.dtype : s->w.dtype;
-    if (!xr_fast_float_dtype(dtype))
-      return xr_error(XR_UNIMPLEMENTED, "cuda.cudnn_conv: %s: %s (fp32, fp16, bf16)",
-                      plan->op->name, xr_dtype_name(dtype));
-    for (int k = 0; k < 4; k++)
-      if (all[k]->index >= 0 && all[k]->dtype != dtype)
-        return xr_error(XR_UNIMPLEMENTED, "cuda.cudnn_conv: %s: operands of more than one dtype",
-                        plan->op->name);
-  }
-  return XR_OK;
-}
-
 static xr_status_t start(const xr_op_plan_t *plan, xr_hal_device_t *device, cudnn_state_t *s) {
   s->op = plan->op->name;
-  xr_status_t st = check_dtypes(plan);
+  xr_status_t st = xr_dnn_check_dtypes(plan, "cuda.cudnn_conv");
   if (st == XR_OK) st = xr_cudnn_get(&s->lib);
   if (st == XR_OK) st = device_handle(s->lib, device, &s->handle);
   if (st == XR_OK) st = configure(s, plan);
@@ -315,15 +239,6 @@ static xr_status_t cudnn_supports(const xr_op_plan_t *plan, xr_hal_device_t *dev
   return st;
 }
 
-/* The device address of a tensor's first element. */
-static xr_status_t device_pointer(const xr_tensor_t *t, const void **out) {
-  void *base;
-  size_t offset;
-  xr_status_t st = xr_hal_buffer_native(t->buffer, &base, &offset);
-  if (st == XR_OK) *out = (char *)base + offset + (size_t)t->offset * xr_dtype_size(t->dtype);
-  return st;
-}
-
 static xr_status_t cudnn_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
                                  const xr_tensor_t *tensors, void **out_state) {
   cudnn_state_t *s = calloc(1, sizeof *s);
@@ -333,7 +248,8 @@ static xr_status_t cudnn_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devi
     const xr_conv_step_t *step = s->step[i].step;
     const xr_conv_operand_t *all[4] = {&step->x, &step->w, &step->y, &step->bias};
     for (int k = 0; k < 4 && st == XR_OK; k++)
-      if (all[k]->index >= 0) st = device_pointer(&tensors[all[k]->index], &s->step[i].pointer[k]);
+      if (all[k]->index >= 0)
+        st = xr_dnn_device_pointer(&tensors[all[k]->index], &s->step[i].pointer[k]);
   }
   if (st == XR_OK && s->workspace_bytes) {
     void *base;

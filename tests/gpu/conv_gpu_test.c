@@ -1,7 +1,8 @@
 /* The convolution family on a cuda or hip device (built once per driver, XR_GPU_DRIVER=cuda|hip)
  * against the CPU reference, with the cases of the cpu/opencl suite (tests/kernels/conv_cases.h):
- * our kernel (kernels/gpu/conv.cu) with cuDNN off, and on cuda cuDNN (kernels/gpu/cudnn_conv.c)
- * where it loads. Skips without such a device. */
+ * our kernels (kernels/gpu/conv.cu) with the vendor libraries off, then cuDNN
+ * (kernels/gpu/cudnn_conv.c) or MIOpen (kernels/gpu/miopen_conv.c) where they load. Skips
+ * without such a device. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <string.h>
@@ -15,21 +16,25 @@
 /* Both tests have the same .timeout (tests/kernels/conv_test.c says why). */
 Test(conv_gpu, our_kernel_matches_reference, .timeout = 600) {
   setenv("XR_CUDNN_LIBRARY", "off", 1);
+  setenv("XR_MIOPEN_LIBRARY", "off", 1);
   conv_cases(DRIVER, "gpu.conv");
 }
 
-/* Every case with cuDNN on (whichever kernel takes it must agree), and the plain NCHW and
- * channels-last forwards and backwards on cuDNN itself: a regression that quietly sends them
- * to gpu.conv fails here. */
-Test(conv_gpu, cudnn_matches_reference, .timeout = 600) {
-  if (strcmp(DRIVER, "cuda")) cr_skip_test("cuDNN serves cuda only; no MIOpen kernel yet");
-  void *cudnn = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-  if (!cudnn) cudnn = dlopen("libcudnn.so.8", RTLD_NOW | RTLD_LOCAL);
-  if (!cudnn) cr_skip_test("cuDNN is not installed: %s", dlerror());
-  dlclose(cudnn);
+/* Every case with the vendor's library on (cuDNN on cuda, MIOpen on hip: whichever kernel
+ * takes a case must agree), and the plain NCHW and channels-last forwards and backwards on the
+ * library itself: a regression that quietly sends them to gpu.conv fails here. */
+Test(conv_gpu, vendor_library_matches_reference, .timeout = 600) {
+  bool cuda = !strcmp(DRIVER, "cuda");
+  const char *sonames[2] = {cuda ? "libcudnn.so.9" : "libMIOpen.so.1",
+                            cuda ? "libcudnn.so.8" : NULL};
+  void *library = dlopen(sonames[0], RTLD_NOW | RTLD_LOCAL);
+  if (!library && sonames[1]) library = dlopen(sonames[1], RTLD_NOW | RTLD_LOCAL);
+  if (!library) cr_skip_test("%s is not installed: %s", cuda ? "cuDNN" : "MIOpen", dlerror());
+  dlclose(library);
   conv_cases(DRIVER, "");
+  /* fp32 with a bias, channels-last, and backwards (MIOpen declines bf16 biases) */
   const conv_case_t *cases[] = {&conv_forward_cases[0], &conv_forward_cases[3],
                                 &conv_backward_cases[0], &conv_backward_cases[6]};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-    expect_match(conv_json(cases[i]), DRIVER, "cuda.cudnn_conv");
+    expect_match(conv_json(cases[i]), DRIVER, cuda ? "cuda.cudnn_conv" : "hip.miopen_conv");
 }

@@ -134,7 +134,6 @@ static const xr_dynload_spec_t hip_libraries[] = {
     XR_GPU_LIBRARY("hipBLASLt", "XR_HIPBLASLT_LIBRARY", "libhipblaslt.so.1", "libhipblaslt.so.0"),
     XR_GPU_LIBRARY("rocBLAS", "XR_ROCBLAS_LIBRARY", "librocblas.so.5", "librocblas.so.4",
                    "librocblas.so.3"),
-    /* Listed so that a user sees whether it is there; no kernel calls MIOpen yet. */
     XR_GPU_LIBRARY("MIOpen", "XR_MIOPEN_LIBRARY", "libMIOpen.so.1"),
 };
 

@@ -2,7 +2,8 @@
  * the device's thread pool. Each task gathers its input plane (any strides, fp32 / fp16 / bf16)
  * into a contiguous fp32 buffer once, computes there, and writes its result plane rounded once
  * to the result's dtype; the backwards scatter into an fp32 plane the same way. Semantics as
- * the reference (kernels/pool.c), whose window and source-index helpers it calls. */
+ * the reference (kernels/pool.c), whose window and source-index helpers it calls, once per
+ * output index of each dim at prepare time for upsampling and max pooling (dim_table_t). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,13 @@
 #include "kernels/cpu/plane_io.h"
 #include "kernels/pool.h"
 
+typedef struct dim_table dim_table_t;
+
 typedef struct cpu_pool {
   const xr_pool_problem_t *p;
   void *base[3]; /* x, y, indices */
   int64_t off[3];
+  struct dim_table *table; /* [3]: d, h, w (forward kinds) */
 } cpu_pool_t;
 
 static int64_t index_at(const cpu_pool_t *s, int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -21,46 +25,91 @@ static int64_t index_at(const cpu_pool_t *s, int64_t n, int64_t c, int64_t h, in
   return s->off[2] + n * v->strides[0] + c * v->strides[1] + h * v->strides[3] + w * v->strides[4];
 }
 
+/* Per-output-index tables of one dim, computed once per op (prepare): nearest and bilinear
+ * upsampling's source indices and weights, and max pooling's window range inside the input. */
+typedef struct dim_table {
+  int64_t *src0, *src1; /* nearest: src0; bilinear: src0, src1; max: the first and end kernel */
+  float *weight;        /* bilinear: src1's weight */
+} dim_table_t;
+
+/* The kernel positions k in [lo, hi) whose input index o * stride - pad + k * dilation lies in
+ * [0, in). */
+static void max_range(const xr_pool_problem_t *p, int d, int64_t o, int64_t *lo, int64_t *hi) {
+  int64_t start = o * p->stride[d] - p->pad[d], dil = p->dilation[d];
+  *lo = start < 0 ? (-start + dil - 1) / dil : 0;
+  int64_t end = (p->in[d] - start + dil - 1) / dil;
+  *hi = end < p->kernel[d] ? end : p->kernel[d];
+  if (*hi < *lo) *hi = *lo;
+}
+
+/* Max pooling's plane: the first maximum of each window wins, a NaN over any number. */
+static void max_plane(const cpu_pool_t *s, int64_t n, int64_t c, const float *x, float *y) {
+  const xr_pool_problem_t *p = s->p;
+  const int64_t W = p->in[2], OH = p->out[1], OW = p->out[2];
+  const int64_t sh = p->stride[1], sw = p->stride[2], ph = p->pad[1], pw = p->pad[2];
+  const int64_t dh = p->dilation[1], dw = p->dilation[2];
+  const dim_table_t *th = &s->table[1], *tw = &s->table[2];
+  const xr_view5_t *I = &p->indices;
+  int64_t *indices = (int64_t *)s->base[2] + s->off[2] + n * I->strides[0] + c * I->strides[1];
+  const int64_t ish = I->strides[3], isw = I->strides[4];
+  for (int64_t oh = 0; oh < OH; oh++) {
+    const int64_t h0 = oh * sh - ph, kh0 = th->src0[oh], kh1 = th->src1[oh];
+    for (int64_t ow = 0; ow < OW; ow++) {
+      const int64_t w0 = ow * sw - pw, kw0 = tw->src0[ow], kw1 = tw->src1[ow];
+      float v = -INFINITY;
+      int64_t best = -1;
+      for (int64_t kh = kh0; kh < kh1; kh++) {
+        const int64_t row = (h0 + kh * dh) * W + w0;
+        for (int64_t kw = kw0; kw < kw1; kw++) {
+          const int64_t at = row + kw * dw;
+          const float e = x[at];
+          const bool take = best < 0 || e > v || (e != e && v == v);
+          v = take ? e : v;
+          best = take ? at : best;
+        }
+      }
+      y[oh * OW + ow] = v;
+      indices[oh * ish + ow * isw] = best;
+    }
+  }
+}
+
 /* The result plane y from the input plane x (both contiguous fp32, d-h-w order). */
 static void forward_plane(const cpu_pool_t *s, int64_t n, int64_t c, const float *x, float *y) {
   const xr_pool_problem_t *p = s->p;
-  const int64_t H = p->in[1], W = p->in[2];
-  for (int64_t od = 0; od < p->out[0]; od++)
-    for (int64_t oh = 0; oh < p->out[1]; oh++)
-      for (int64_t ow = 0; ow < p->out[2]; ow++) {
-        float v = 0;
-        if (p->kind == XR_POOL_MAX) {
-          int64_t best = -1;
-          v = -INFINITY;
-          for (int64_t kh = 0; kh < p->kernel[1]; kh++) {
-            int64_t ih = oh * p->stride[1] - p->pad[1] + kh * p->dilation[1];
-            if (ih < 0 || ih >= H) continue;
-            for (int64_t kw = 0; kw < p->kernel[2]; kw++) {
-              int64_t iw = ow * p->stride[2] - p->pad[2] + kw * p->dilation[2];
-              if (iw < 0 || iw >= W) continue;
-              float e = x[ih * W + iw];
-              if (best < 0 || e > v || (isnan(e) && !isnan(v))) v = e, best = ih * W + iw;
-            }
-          }
-          ((int64_t *)s->base[2])[index_at(s, n, c, oh, ow)] = best;
-        } else if (p->kind == XR_POOL_AVG || p->kind == XR_POOL_ADAPTIVE_AVG) {
+  if (p->kind == XR_POOL_MAX) {
+    max_plane(s, n, c, x, y);
+    return;
+  }
+  const int64_t D = p->in[0], H = p->in[1], W = p->in[2];
+  const int64_t OD = p->out[0], OH = p->out[1], OW = p->out[2];
+  const dim_table_t *t = s->table;
+  (void)D;
+  for (int64_t od = 0; od < OD; od++)
+    for (int64_t oh = 0; oh < OH; oh++) {
+      float *out = y + (od * OH + oh) * OW;
+      if (p->kind == XR_POOL_NEAREST) {
+        const float *row = x + (t[0].src0[od] * H + t[1].src0[oh]) * W;
+        for (int64_t ow = 0; ow < OW; ow++) out[ow] = row[t[2].src0[ow]];
+      } else if (p->kind == XR_POOL_BILINEAR) {
+        const float lh = t[1].weight[oh];
+        const float *r0 = x + t[1].src0[oh] * W, *r1 = x + t[1].src1[oh] * W;
+        for (int64_t ow = 0; ow < OW; ow++) {
+          const int64_t w0 = t[2].src0[ow], w1 = t[2].src1[ow];
+          const float lw = t[2].weight[ow];
+          out[ow] = (1 - lh) * (1 - lw) * r0[w0] + (1 - lh) * lw * r0[w1] + lh * (1 - lw) * r1[w0] +
+                    lh * lw * r1[w1];
+        }
+      } else { /* average, plain or adaptive */
+        for (int64_t ow = 0; ow < OW; ow++) {
           int64_t win[4];
-          float divisor = (float)xr_pool_avg_window(p, oh, ow, win);
+          float divisor = (float)xr_pool_avg_window(p, oh, ow, win), v = 0;
           for (int64_t ih = win[0]; ih < win[1]; ih++)
             for (int64_t iw = win[2]; iw < win[3]; iw++) v += x[ih * W + iw];
-          v /= divisor;
-        } else if (p->kind == XR_POOL_NEAREST) {
-          v = x[(xr_pool_nearest_source(p, 0, od) * H + xr_pool_nearest_source(p, 1, oh)) * W +
-                xr_pool_nearest_source(p, 2, ow)];
-        } else { /* bilinear */
-          int64_t h[2], w[2];
-          float lh = xr_pool_linear_source(p, 1, oh, h), lw = xr_pool_linear_source(p, 2, ow, w);
-          for (int a = 0; a < 2; a++)
-            for (int b = 0; b < 2; b++)
-              v += (a ? lh : 1 - lh) * (b ? lw : 1 - lw) * x[h[a] * W + w[b]];
+          out[ow] = v / divisor;
         }
-        y[(od * p->out[1] + oh) * p->out[2] + ow] = v;
       }
+    }
 }
 
 /* grad_input plane gx (zeroed) from the grad_output plane g. */
@@ -121,6 +170,43 @@ static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *devic
   return XR_OK;
 }
 
+static void cpu_release(void *state) {
+  cpu_pool_t *s = state;
+  if (!s) return;
+  if (s->table)
+    for (int d = 0; d < 3; d++)
+      free(s->table[d].src0), free(s->table[d].src1), free(s->table[d].weight);
+  free(s->table);
+  free(s);
+}
+
+/* The per-dim tables of the forward kinds that use them (dim_table_t). */
+static bool build_tables(cpu_pool_t *s) {
+  const xr_pool_problem_t *p = s->p;
+  if (p->kind != XR_POOL_MAX && p->kind != XR_POOL_NEAREST && p->kind != XR_POOL_BILINEAR)
+    return true;
+  if (!(s->table = calloc(3, sizeof *s->table))) return false;
+  for (int d = 0; d < 3; d++) {
+    dim_table_t *t = &s->table[d];
+    size_t n = (size_t)p->out[d];
+    t->src0 = malloc(sizeof(int64_t) * n), t->src1 = malloc(sizeof(int64_t) * n);
+    t->weight = malloc(sizeof(float) * n);
+    if (!t->src0 || !t->src1 || !t->weight) return false;
+    for (int64_t i = 0; i < p->out[d]; i++) {
+      if (p->kind == XR_POOL_MAX) {
+        max_range(p, d, i, &t->src0[i], &t->src1[i]);
+      } else if (p->kind == XR_POOL_NEAREST) {
+        t->src0[i] = xr_pool_nearest_source(p, d, i);
+      } else {
+        int64_t src[2];
+        t->weight[i] = xr_pool_linear_source(p, d, i, src);
+        t->src0[i] = src[0], t->src1[i] = src[1];
+      }
+    }
+  }
+  return true;
+}
+
 static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
                                const xr_tensor_t *tensors, void **out_state) {
   (void)device;
@@ -129,14 +215,17 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   s->p = p;
   const xr_view5_t *views[3] = {&p->x, &p->y, &p->indices};
-  for (int k = 0; k < 3; k++) {
+  xr_status_t st = XR_OK;
+  for (int k = 0; k < 3 && st == XR_OK; k++) {
     if (views[k]->index < 0) continue;
     s->off[k] = tensors[views[k]->index].offset;
-    xr_status_t st = xr_tensor_host(&tensors[views[k]->index], &s->base[k]);
-    if (st != XR_OK) {
-      free(s);
-      return st;
-    }
+    st = xr_tensor_host(&tensors[views[k]->index], &s->base[k]);
+  }
+  if (st == XR_OK && !build_tables(s))
+    st = xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
+  if (st != XR_OK) {
+    cpu_release(s);
+    return st;
   }
   *out_state = s;
   return XR_OK;
@@ -154,5 +243,5 @@ const xr_kernel_impl_t xr_cpu_pool_impl = {
     .supports = cpu_supports,
     .prepare = cpu_prepare,
     .enqueue = cpu_enqueue,
-    .release = free,
+    .release = cpu_release,
 };

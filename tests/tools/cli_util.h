@@ -14,7 +14,8 @@ const char *tmpdir(void);
 void slurp(const char *path, char *buf, size_t n);
 void write_text(const char *path, const char *text);
 /* Runs `tools/replay ARGS` (a shell command line), keeping stdout and stderr in out_text and
- * err_text; returns the exit code, and fails the test when replay did not exit normally. */
+ * err_text; returns the exit code, and fails the test when replay did not exit normally. Runs
+ * it once more when LeakSanitizer's tracer (not a leak) crashed at its exit. */
 int replay(const char *args);
 
 #endif

@@ -57,8 +57,10 @@ static const char usage[] =
     "  --stop-on-error     stop at the first failed op\n"
     "  --collective-timeout=S  a collective waiting longer than S seconds for the other ranks\n"
     "                      fails and ends every rank (300)\n"
+    "  --world-size-from-trace  collectives need as many ranks as their recorded group, and\n"
+    "                      are unsupported, saying so, with any other number (the default)\n"
     "  --scale-collectives run collectives recorded with another group size on the ranks at\n"
-    "                      hand, each keeping its message (default: they need as many ranks)\n"
+    "                      hand, each keeping its message\n"
     "  -v, --verbose       print arguments, initializer policies and per-output check results\n"
     "exit: 0 all ops succeeded or unsupported, 1 some failed, 2 usage or input error,\n"
     "      3 the HAL asked for is unavailable\n";
@@ -483,6 +485,8 @@ int xr_cmd_replay(int argc, char **argv) {
       continue;
     else if (!strcmp(a, "--scale-collectives"))
       o.scale_collectives = true;
+    else if (!strcmp(a, "--world-size-from-trace"))
+      o.scale_collectives = false;
     else if (IS("--model-config") && v) model_config = v;
     else if (IS("--max-memory") && v && xr_cli_parse_bytes(v, &bytes)) o.max_memory_bytes = bytes;
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = true;

@@ -249,6 +249,13 @@ Test(collectives, another_group_size_runs_only_when_asked_to_scale) {
   /* All but the broadcast, whose recorded root is not among these ranks. */
   cr_assert(strstr(output, "19 succeeded, 0 failed, 1 unsupported"), "%s", output);
   cr_assert(strstr(output, "root 3 is not one of the 2 ranks"), "%s", output);
+  /* --world-size-from-trace names the default, and the later of the two flags wins. */
+  snprintf(command, sizeof command,
+           "mpirun --oversubscribe -np 2 tools/replay --hal=cpu --warmup=0 --iters=2 "
+           "--scale-collectives --world-size-from-trace %s",
+           bundle);
+  cr_assert_eq(run(command, NULL), 0, "%s", output);
+  cr_assert(strstr(output, "1 succeeded, 0 failed, 19 unsupported"), "%s", output);
 }
 
 Test(collectives, ranks_with_different_bundles_fail_at_start) {

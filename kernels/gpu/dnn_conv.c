@@ -50,11 +50,29 @@ xr_status_t xr_dnn_check_dtypes(const xr_op_plan_t *plan, const char *impl) {
   return XR_OK;
 }
 
-xr_status_t xr_dnn_device_pointer(const xr_tensor_t *t, const void **out) {
+xr_status_t xr_dnn_step_pointers(const xr_conv_step_t *step, const xr_tensor_t *tensors,
+                                 const void *out[4]) {
+  const xr_conv_operand_t *all[4] = {&step->x, &step->w, &step->y, &step->bias};
+  for (int k = 0; k < 4; k++) {
+    if (all[k]->index < 0) continue;
+    const xr_tensor_t *t = &tensors[all[k]->index];
+    void *base;
+    size_t offset;
+    xr_status_t st = xr_hal_buffer_native(t->buffer, &base, &offset);
+    if (st != XR_OK) return st;
+    out[k] = (char *)base + offset + (size_t)t->offset * xr_dtype_size(t->dtype);
+  }
+  return XR_OK;
+}
+
+xr_status_t xr_dnn_workspace(xr_hal_device_t *device, size_t bytes, xr_hal_buffer_t **out_buffer,
+                             void **out_pointer) {
+  if (bytes == 0) return XR_OK;
   void *base;
   size_t offset;
-  xr_status_t st = xr_hal_buffer_native(t->buffer, &base, &offset);
-  if (st == XR_OK) *out = (char *)base + offset + (size_t)t->offset * xr_dtype_size(t->dtype);
+  xr_status_t st = xr_hal_buffer_alloc(device, bytes, out_buffer);
+  if (st == XR_OK) st = xr_hal_buffer_native(*out_buffer, &base, &offset);
+  if (st == XR_OK) *out_pointer = (char *)base + offset;
   return st;
 }
 

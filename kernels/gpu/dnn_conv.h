@@ -1,6 +1,6 @@
 /* What the vendor-DNN convolutions (cuda.cudnn_conv, hip.miopen_conv) share: the operands as
- * the libraries' Nd tensor descriptors want them, device addresses, and one library handle per
- * device. */
+ * the libraries' Nd tensor descriptors want them, device addresses and workspaces, and one
+ * library handle per device. */
 #ifndef XR_KERNELS_GPU_DNN_CONV_H
 #define XR_KERNELS_GPU_DNN_CONV_H
 
@@ -21,8 +21,13 @@ int xr_dnn_vector_dims(const xr_conv_problem_t *p, const xr_conv_operand_t *v, i
 /* UNIMPLEMENTED, naming `impl`, unless every step's operands share one of fp32, fp16, bf16. */
 xr_status_t xr_dnn_check_dtypes(const xr_op_plan_t *plan, const char *impl);
 
-/* The device address of a tensor's first element. */
-xr_status_t xr_dnn_device_pointer(const xr_tensor_t *t, const void **out);
+/* The device addresses of a step's x, w, y and bias (an absent one: left as it is). */
+xr_status_t xr_dnn_step_pointers(const xr_conv_step_t *step, const xr_tensor_t *tensors,
+                                 const void *out[4]);
+
+/* A device workspace of `bytes` and its address (nothing for 0). */
+xr_status_t xr_dnn_workspace(xr_hal_device_t *device, size_t bytes, xr_hal_buffer_t **out_buffer,
+                             void **out_pointer);
 
 #define XR_DNN_MAX_DEVICES 64
 

@@ -206,20 +206,10 @@ static xr_status_t miopen_prepare(const xr_op_plan_t *plan, xr_hal_device_t *dev
   miopen_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", plan->op->name);
   xr_status_t st = start(plan, device, s);
-  for (int i = 0; i < s->count && st == XR_OK; i++) {
-    const xr_conv_step_t *step = s->step[i].step;
-    const xr_conv_operand_t *all[4] = {&step->x, &step->w, &step->y, &step->bias};
-    for (int k = 0; k < 4 && st == XR_OK; k++)
-      if (all[k]->index >= 0)
-        st = xr_dnn_device_pointer(&tensors[all[k]->index], &s->step[i].pointer[k]);
-  }
-  if (st == XR_OK && s->workspace_bytes) {
-    void *base;
-    size_t offset;
-    st = xr_hal_buffer_alloc(device, s->workspace_bytes, &s->workspace);
-    if (st == XR_OK) st = xr_hal_buffer_native(s->workspace, &base, &offset);
-    if (st == XR_OK) s->workspace_pointer = (char *)base + offset;
-  }
+  for (int i = 0; i < s->count && st == XR_OK; i++)
+    st = xr_dnn_step_pointers(s->step[i].step, tensors, s->step[i].pointer);
+  if (st == XR_OK)
+    st = xr_dnn_workspace(device, s->workspace_bytes, &s->workspace, &s->workspace_pointer);
   for (int i = 0; i < s->count && st == XR_OK; i++)
     if (s->step[i].step->pass != XR_CONV_BIAS_GRAD) st = find_algorithm(s, &s->step[i]);
   if (st != XR_OK) {

@@ -187,21 +187,15 @@ static xr_status_t try_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i,
         strides, dilates, pad_l, pad_r);
     if (ds == dnnl_success) return xr_dnnl_pd_create(d, &dd, NULL, what, out_pd);
   } else {
-    /* Backward primitives need the forward one they are the gradient of as a hint. */
     dnnl_convolution_desc_t fd, bd;
-    dnnl_primitive_desc_t hint = NULL;
     ds = d->dnnl_dilated_convolution_forward_desc_init(
         &fd, dnnl_forward_training, dnnl_convolution_direct, &mds[0], &mds[1], bias_md, &mds[3],
         strides, dilates, pad_l, pad_r);
-    if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&hint, &fd, NULL, d->engine, NULL);
     if (ds == dnnl_success)
       ds = d->dnnl_dilated_convolution_backward_weights_desc_init(
           &bd, dnnl_convolution_direct, &mds[0], &mds[1], bias_md, &mds[3], strides, dilates, pad_l,
           pad_r);
-    xr_status_t st = XR_OK;
-    if (ds == dnnl_success) st = xr_dnnl_pd_create(d, &bd, hint, what, out_pd);
-    if (hint) d->dnnl_primitive_desc_destroy(hint);
-    if (ds == dnnl_success) return st;
+    if (ds == dnnl_success) return xr_dnnl_pd_create(d, &bd, &fd, what, out_pd);
   }
   return xr_error(XR_UNIMPLEMENTED, "oneDNN %s: %s", what, xr_dnnl_status_name(d, ds));
 }

@@ -177,15 +177,18 @@ xr_status_t xr_dnnl_view_md(const xr_dnnl_t *d, const xr_view5_t *v, int spatial
 }
 
 xr_status_t xr_dnnl_pd_create(const xr_dnnl_t *d, const_dnnl_op_desc_t desc,
-                              const_dnnl_primitive_desc_t hint, const char *what,
+                              const_dnnl_op_desc_t forward, const char *what,
                               dnnl_primitive_desc_t *out_pd) {
   dnnl_primitive_attr_t attr = NULL;
-  dnnl_primitive_desc_t pd = NULL;
-  dnnl_status_t ds = d->dnnl_primitive_attr_create(&attr);
+  dnnl_primitive_desc_t pd = NULL, hint = NULL;
+  dnnl_status_t ds = dnnl_success;
+  if (forward) ds = d->dnnl_primitive_desc_create(&hint, forward, NULL, d->engine, NULL);
+  if (ds == dnnl_success) ds = d->dnnl_primitive_attr_create(&attr);
   if (ds == dnnl_success)
     ds = d->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (ds == dnnl_success) ds = d->dnnl_primitive_desc_create(&pd, desc, attr, d->engine, hint);
   if (attr) d->dnnl_primitive_attr_destroy(attr);
+  if (hint) d->dnnl_primitive_desc_destroy(hint);
   if (ds != dnnl_success)
     return xr_error(XR_UNIMPLEMENTED, "oneDNN %s: %s", what, xr_dnnl_status_name(d, ds));
   const char *impl = "";

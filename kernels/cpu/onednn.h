@@ -164,12 +164,13 @@ static inline int64_t xr_dnnl_right_pad(int64_t in, int64_t out, int64_t span, i
   return right;
 }
 
-/* The primitive descriptor of the op descriptor `desc` (`hint`: the forward one a backward
- * primitive is the gradient of), with a user scratchpad: oneDNN's own belongs to the thread
- * that created the primitive, and the stream's worker runs it. UNIMPLEMENTED, naming `what`
+/* The primitive descriptor of the op descriptor `desc`, with a user scratchpad: oneDNN's own
+ * belongs to the thread that created the primitive, and the stream's worker runs it. A backward
+ * primitive names the forward op descriptor it is the gradient of (`forward`; else NULL),
+ * whose primitive descriptor oneDNN wants as a hint. UNIMPLEMENTED, naming `what`
  * ("convolution forward for bf16"), when oneDNN has no kernel or only its reference one. */
 xr_status_t xr_dnnl_pd_create(const xr_dnnl_t *dnnl, const_dnnl_op_desc_t desc,
-                              const_dnnl_primitive_desc_t hint, const char *what,
+                              const_dnnl_op_desc_t forward, const char *what,
                               dnnl_primitive_desc_t *out_pd);
 
 /* A primitive with its arguments and its own scratchpad. */

@@ -11,26 +11,24 @@
 #include "kernels/cpu/plane_io.h"
 #include "kernels/pool.h"
 
-typedef struct dim_table dim_table_t;
-
-typedef struct cpu_pool {
-  const xr_pool_problem_t *p;
-  void *base[3]; /* x, y, indices */
-  int64_t off[3];
-  struct dim_table *table; /* [3]: d, h, w (forward kinds) */
-} cpu_pool_t;
-
-static int64_t index_at(const cpu_pool_t *s, int64_t n, int64_t c, int64_t h, int64_t w) {
-  const xr_view5_t *v = &s->p->indices;
-  return s->off[2] + n * v->strides[0] + c * v->strides[1] + h * v->strides[3] + w * v->strides[4];
-}
-
 /* Per-output-index tables of one dim, computed once per op (prepare): nearest and bilinear
  * upsampling's source indices and weights, and max pooling's window range inside the input. */
 typedef struct dim_table {
   int64_t *src0, *src1; /* nearest: src0; bilinear: src0, src1; max: the first and end kernel */
   float *weight;        /* bilinear: src1's weight */
 } dim_table_t;
+
+typedef struct cpu_pool {
+  const xr_pool_problem_t *p;
+  void *base[3]; /* x, y, indices */
+  int64_t off[3];
+  dim_table_t *table; /* [3]: d, h, w (the forward kinds that use them) */
+} cpu_pool_t;
+
+static int64_t index_at(const cpu_pool_t *s, int64_t n, int64_t c, int64_t h, int64_t w) {
+  const xr_view5_t *v = &s->p->indices;
+  return s->off[2] + n * v->strides[0] + c * v->strides[1] + h * v->strides[3] + w * v->strides[4];
+}
 
 /* The kernel positions k in [lo, hi) whose input index o * stride - pad + k * dilation lies in
  * [0, in). */
@@ -81,10 +79,8 @@ static void forward_plane(const cpu_pool_t *s, int64_t n, int64_t c, const float
     max_plane(s, n, c, x, y);
     return;
   }
-  const int64_t D = p->in[0], H = p->in[1], W = p->in[2];
-  const int64_t OD = p->out[0], OH = p->out[1], OW = p->out[2];
+  const int64_t H = p->in[1], W = p->in[2], OD = p->out[0], OH = p->out[1], OW = p->out[2];
   const dim_table_t *t = s->table;
-  (void)D;
   for (int64_t od = 0; od < OD; od++)
     for (int64_t oh = 0; oh < OH; oh++) {
       float *out = y + (od * OH + oh) * OW;

@@ -24,22 +24,11 @@
 #include "kernels/gpu/cudnn.h"
 #include "kernels/gpu/dnn_conv.h"
 
-#define MAX_WORKSPACE_BYTES ((size_t)64 << 20)
-
 static xr_dnn_handles_t handles = XR_DNN_HANDLES_INIT;
 
 static xr_status_t cudnn_fail(const xr_cudnn_t *lib, const char *op, const char *call, int result) {
   return xr_error(XR_DEVICE_ERROR, "%s: %s %s: %s (%d)", op, lib->version, call,
                   lib->cudnnGetErrorString(result), result);
-}
-
-static xr_status_t device_handle(const xr_cudnn_t *lib, xr_hal_device_t *device, void **out) {
-  int result;
-  xr_status_t st = xr_dnn_device_handle(&handles, device, lib->cudnnCreate, out, &result);
-  if (st == XR_UNAVAILABLE)
-    return xr_error(XR_UNAVAILABLE, "%s: %s (%s): cudnnCreate: %s", xr_last_error(), lib->version,
-                    lib->path, result < 0 ? "too many devices" : lib->cudnnGetErrorString(result));
-  return st;
 }
 
 static int cudnn_type(xr_dtype_t d) {
@@ -66,28 +55,17 @@ static int filter_format(int nd, const int *dims, const int *strides) {
   return -1;
 }
 
-typedef struct cudnn_step {
-  const xr_conv_step_t *step;
-  void *x, *y, *w, *bias, *conv; /* descriptors (w a filter descriptor) */
-  int algo;
-  size_t workspace;
-  const void *pointer[4]; /* x, w, y, bias on the device */
-} cudnn_step_t;
-
+/* The steps' w descriptors are filter descriptors. */
 typedef struct cudnn_state {
   const xr_cudnn_t *lib;
   const char *op;
   void *handle;
-  int count;
-  cudnn_step_t step[3];
-  xr_hal_buffer_t *workspace;
-  void *workspace_pointer;
-  size_t workspace_bytes;
+  xr_dnn_steps_t steps;
 } cudnn_state_t;
 
 static void destroy_descriptors(cudnn_state_t *s) {
-  for (int i = 0; i < s->count; i++) {
-    cudnn_step_t *c = &s->step[i];
+  for (int i = 0; i < s->steps.count; i++) {
+    xr_dnn_step_t *c = &s->steps.step[i];
     if (c->x) s->lib->cudnnDestroyTensorDescriptor(c->x);
     if (c->y) s->lib->cudnnDestroyTensorDescriptor(c->y);
     if (c->bias) s->lib->cudnnDestroyTensorDescriptor(c->bias);
@@ -100,7 +78,7 @@ static void cudnn_release(void *state) {
   cudnn_state_t *s = state;
   if (!s) return;
   destroy_descriptors(s);
-  xr_hal_buffer_free(s->workspace);
+  xr_hal_buffer_free(s->steps.workspace);
   free(s);
 }
 
@@ -117,12 +95,10 @@ static xr_status_t tensor_desc(cudnn_state_t *s, const xr_conv_problem_t *p,
 static xr_status_t filter_desc(cudnn_state_t *s, const xr_conv_problem_t *p,
                                const xr_conv_operand_t *v, void **out) {
   int dims[XR_CUDNN_DIM_MAX], strides[XR_CUDNN_DIM_MAX];
-  int nd = xr_dnn_view_dims(p, v, dims, strides),
-      format = nd ? filter_format(nd, dims, strides) : -1;
+  int nd = xr_dnn_view_dims(p, v, dims, strides);
+  int format = nd ? filter_format(nd, dims, strides) : -1;
   if (format < 0)
-    return xr_error(XR_UNIMPLEMENTED,
-                    "%s: weights not packed NCHW or NHWC (cuDNN's filter "
-                    "layouts)",
+    return xr_error(XR_UNIMPLEMENTED, "%s: weights not packed NCHW or NHWC (cuDNN's filters)",
                     s->op);
   int r = s->lib->cudnnCreateFilterDescriptor(out);
   if (r == 0) r = s->lib->cudnnSetFilterNdDescriptor(*out, cudnn_type(v->dtype), format, nd, dims);
@@ -130,11 +106,7 @@ static xr_status_t filter_desc(cudnn_state_t *s, const xr_conv_problem_t *p,
 }
 
 static xr_status_t conv_desc(cudnn_state_t *s, const xr_conv_problem_t *p, void **out) {
-  int spatial = p->spatial == 3 ? 3 : 2, pad[3], stride[3], dilation[3];
-  for (int k = 0; k < spatial; k++) {
-    int c = 3 - spatial + k;
-    pad[k] = (int)p->pad[c], stride[k] = (int)p->stride[c], dilation[k] = (int)p->dilation[c];
-  }
+  int pad[3], stride[3], dilation[3], spatial = xr_dnn_geometry(p, pad, stride, dilation);
   int r = s->lib->cudnnCreateConvolutionDescriptor(out);
   if (r == 0)
     r = s->lib->cudnnSetConvolutionNdDescriptor(*out, spatial, pad, stride, dilation,
@@ -145,7 +117,7 @@ static xr_status_t conv_desc(cudnn_state_t *s, const xr_conv_problem_t *p, void 
 
 /* Step c's algorithm: the heuristics' first that succeeds within the workspace limit, its math
  * type set on the convolution descriptor, and the workspace it needs. */
-static xr_status_t choose_algorithm(cudnn_state_t *s, cudnn_step_t *c) {
+static xr_status_t choose_algorithm(cudnn_state_t *s, xr_dnn_step_t *c) {
   const xr_cudnn_t *l = s->lib;
   xr_cudnn_algo_perf_t perf[8];
   int returned = 0, r;
@@ -161,7 +133,8 @@ static xr_status_t choose_algorithm(cudnn_state_t *s, cudnn_step_t *c) {
                                                          &returned, perf);
   if (r != 0) return cudnn_fail(l, s->op, "cudnnGetConvolution*Algorithm_v7", r);
   for (int i = 0; i < returned; i++) {
-    if (perf[i].status != XR_CUDNN_STATUS_SUCCESS || perf[i].memory > MAX_WORKSPACE_BYTES) continue;
+    if (perf[i].status != XR_CUDNN_STATUS_SUCCESS || perf[i].memory > XR_DNN_MAX_WORKSPACE_BYTES)
+      continue;
     c->algo = perf[i].algo;
     r = l->cudnnSetConvolutionMathType(c->conv, perf[i].math_type);
     if (r == 0 && pass == XR_CONV_FORWARD)
@@ -174,30 +147,21 @@ static xr_status_t choose_algorithm(cudnn_state_t *s, cudnn_step_t *c) {
       r = l->cudnnGetConvolutionBackwardFilterWorkspaceSize(s->handle, c->x, c->y, c->conv, c->w,
                                                             c->algo, &c->workspace);
     if (r != 0) return cudnn_fail(l, s->op, "cudnnGetConvolution*WorkspaceSize", r);
-    if (c->workspace > s->workspace_bytes) s->workspace_bytes = c->workspace;
+    if (c->workspace > s->steps.workspace_bytes) s->steps.workspace_bytes = c->workspace;
     return XR_OK;
   }
   static const char *const passes[] = {"forward", "backward data", "backward filter"};
   return xr_error(XR_UNIMPLEMENTED,
-                  "%s: %s has no %s algorithm within %zu MiB of workspace "
-                  "(%d proposed)",
-                  s->op, l->version, passes[pass], MAX_WORKSPACE_BYTES >> 20, returned);
+                  "%s: %s has no %s algorithm within %zu MiB of workspace (%d "
+                  "proposed)",
+                  s->op, l->version, passes[pass], XR_DNN_MAX_WORKSPACE_BYTES >> 20, returned);
 }
 
-/* Whether cuDNN's output size of x under w is y's: its padding is symmetric, so the geometries
- * PyTorch pads unevenly ("same" with an even kernel) are not its. */
-static xr_status_t check_geometry(cudnn_state_t *s, const xr_conv_problem_t *p, cudnn_step_t *c) {
-  int dims[XR_CUDNN_DIM_MAX], want[XR_CUDNN_DIM_MAX];
-  int nd = xr_dnn_view_dims(p, &c->step->y, want, NULL);
+static xr_status_t check_geometry(cudnn_state_t *s, const xr_conv_problem_t *p, xr_dnn_step_t *c) {
+  int dims[XR_CUDNN_DIM_MAX], nd = 2 + (p->spatial == 3 ? 3 : 2);
   int r = s->lib->cudnnGetConvolutionNdForwardOutputDim(c->conv, c->x, c->w, nd, dims);
   if (r != 0) return cudnn_fail(s->lib, s->op, "cudnnGetConvolutionNdForwardOutputDim", r);
-  for (int k = 0; k < nd; k++)
-    if (dims[k] != want[k])
-      return xr_error(XR_UNIMPLEMENTED,
-                      "%s: cuDNN's output size %d in dim %d, not %d (uneven "
-                      "padding)",
-                      s->op, dims[k], k, want[k]);
-  return XR_OK;
+  return xr_dnn_check_output(p, c, dims, nd, "cuDNN", s->op);
 }
 
 /* Descriptors and algorithms of every step. */
@@ -205,7 +169,7 @@ static xr_status_t configure(cudnn_state_t *s, const xr_op_plan_t *plan) {
   const xr_conv_problem_t *p = plan->problem;
   xr_status_t st = XR_OK;
   for (int i = 0; i < p->step_count && st == XR_OK; i++) {
-    cudnn_step_t *c = &s->step[s->count++];
+    xr_dnn_step_t *c = &s->steps.step[s->steps.count++];
     const xr_conv_step_t *step = c->step = &p->steps[i];
     if (step->pass == XR_CONV_BIAS_GRAD) {
       if ((st = tensor_desc(s, p, &step->y, false, &c->y)) == XR_OK)
@@ -227,7 +191,12 @@ static xr_status_t start(const xr_op_plan_t *plan, xr_hal_device_t *device, cudn
   s->op = plan->op->name;
   xr_status_t st = xr_dnn_check_dtypes(plan, "cuda.cudnn_conv");
   if (st == XR_OK) st = xr_cudnn_get(&s->lib);
-  if (st == XR_OK) st = device_handle(s->lib, device, &s->handle);
+  if (st == XR_OK) {
+    char call[640];
+    snprintf(call, sizeof call, "%s (%s): cudnnCreate", s->lib->version, s->lib->path);
+    st = xr_dnn_device_handle(&handles, device, s->lib->cudnnCreate, s->lib->cudnnGetErrorString,
+                              call, &s->handle);
+  }
   if (st == XR_OK) st = configure(s, plan);
   return st;
 }
@@ -244,10 +213,7 @@ static xr_status_t cudnn_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devi
   cudnn_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", plan->op->name);
   xr_status_t st = start(plan, device, s);
-  for (int i = 0; i < s->count && st == XR_OK; i++)
-    st = xr_dnn_step_pointers(s->step[i].step, tensors, s->step[i].pointer);
-  if (st == XR_OK)
-    st = xr_dnn_workspace(device, s->workspace_bytes, &s->workspace, &s->workspace_pointer);
+  if (st == XR_OK) st = xr_dnn_bind(&s->steps, device, tensors);
   if (st != XR_OK) {
     cudnn_release(s);
     return st;
@@ -265,11 +231,11 @@ static xr_status_t cudnn_enqueue(void *state, xr_hal_stream_t *stream) {
   int r = l->cudnnSetStream(s->handle, native);
   if (r != 0) return cudnn_fail(l, s->op, "cudnnSetStream", r);
   const float one = 1, zero = 0;
-  for (int i = 0; i < s->count; i++) {
-    cudnn_step_t *c = &s->step[i];
+  for (int i = 0; i < s->steps.count; i++) {
+    xr_dnn_step_t *c = &s->steps.step[i];
     void *x = (void *)c->pointer[0], *w = (void *)c->pointer[1], *y = (void *)c->pointer[2];
-    void *bias = (void *)c->pointer[3], *ws = s->workspace_pointer;
-    size_t wsb = s->workspace_bytes;
+    void *bias = (void *)c->pointer[3], *ws = s->steps.workspace_pointer;
+    size_t wsb = s->steps.workspace_bytes;
     const char *call;
     switch (c->step->pass) {
       case XR_CONV_FORWARD:

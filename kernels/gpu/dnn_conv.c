@@ -50,7 +50,30 @@ xr_status_t xr_dnn_check_dtypes(const xr_op_plan_t *plan, const char *impl) {
   return XR_OK;
 }
 
-xr_status_t xr_dnn_step_pointers(const xr_conv_step_t *step, const xr_tensor_t *tensors,
+int xr_dnn_geometry(const xr_conv_problem_t *p, int *pad, int *stride, int *dilation) {
+  int spatial = p->spatial == 3 ? 3 : 2;
+  for (int k = 0; k < spatial; k++) {
+    int c = 3 - spatial + k;
+    pad[k] = (int)p->pad[c], stride[k] = (int)p->stride[c], dilation[k] = (int)p->dilation[c];
+  }
+  return spatial;
+}
+
+xr_status_t xr_dnn_check_output(const xr_conv_problem_t *p, const xr_dnn_step_t *c, const int *got,
+                                int nd, const char *library, const char *op) {
+  int want[5];
+  if (xr_dnn_view_dims(p, &c->step->y, want, NULL) != nd)
+    return xr_error(XR_UNIMPLEMENTED, "%s: %s's output has %d dims", op, library, nd);
+  for (int k = 0; k < nd; k++)
+    if (got[k] != want[k])
+      return xr_error(XR_UNIMPLEMENTED,
+                      "%s: %s's output size %d in dim %d, not %d (uneven padding)", op, library,
+                      got[k], k, want[k]);
+  return XR_OK;
+}
+
+/* The device addresses of a step's x, w, y and bias (an absent one: left as it is). */
+static xr_status_t step_pointers(const xr_conv_step_t *step, const xr_tensor_t *tensors,
                                  const void *out[4]) {
   const xr_conv_operand_t *all[4] = {&step->x, &step->w, &step->y, &step->bias};
   for (int k = 0; k < 4; k++) {
@@ -65,19 +88,22 @@ xr_status_t xr_dnn_step_pointers(const xr_conv_step_t *step, const xr_tensor_t *
   return XR_OK;
 }
 
-xr_status_t xr_dnn_workspace(xr_hal_device_t *device, size_t bytes, xr_hal_buffer_t **out_buffer,
-                             void **out_pointer) {
-  if (bytes == 0) return XR_OK;
+xr_status_t xr_dnn_bind(xr_dnn_steps_t *s, xr_hal_device_t *device, const xr_tensor_t *tensors) {
+  xr_status_t st = XR_OK;
+  for (int i = 0; i < s->count && st == XR_OK; i++)
+    st = step_pointers(s->step[i].step, tensors, s->step[i].pointer);
+  if (st != XR_OK || s->workspace_bytes == 0) return st;
   void *base;
   size_t offset;
-  xr_status_t st = xr_hal_buffer_alloc(device, bytes, out_buffer);
-  if (st == XR_OK) st = xr_hal_buffer_native(*out_buffer, &base, &offset);
-  if (st == XR_OK) *out_pointer = (char *)base + offset;
+  st = xr_hal_buffer_alloc(device, s->workspace_bytes, &s->workspace);
+  if (st == XR_OK) st = xr_hal_buffer_native(s->workspace, &base, &offset);
+  if (st == XR_OK) s->workspace_pointer = (char *)base + offset;
   return st;
 }
 
 xr_status_t xr_dnn_device_handle(xr_dnn_handles_t *cache, xr_hal_device_t *device,
-                                 int (*create)(void **handle), void **out, int *out_result) {
+                                 int (*create)(void **handle), const char *(*error_string)(int),
+                                 const char *call, void **out) {
   xr_hal_device_properties_t p;
   void *native;
   xr_status_t st = xr_hal_device_properties(device, &p);
@@ -98,8 +124,9 @@ xr_status_t xr_dnn_device_handle(xr_dnn_handles_t *cache, xr_hal_device_t *devic
     cache->entries[cache->count++].handle = handle;
   }
   pthread_mutex_unlock(&cache->lock);
-  *out_result = result;
-  if (result != 0) return xr_error(XR_UNAVAILABLE, "%s", p.spec);
+  if (result != 0)
+    return xr_error(XR_UNAVAILABLE, "%s: %s: %s", p.spec, call,
+                    result < 0 ? "too many devices" : error_string(result));
   *out = handle;
   return XR_OK;
 }

@@ -21,13 +21,40 @@ int xr_dnn_vector_dims(const xr_conv_problem_t *p, const xr_conv_operand_t *v, i
 /* UNIMPLEMENTED, naming `impl`, unless every step's operands share one of fp32, fp16, bf16. */
 xr_status_t xr_dnn_check_dtypes(const xr_op_plan_t *plan, const char *impl);
 
-/* The device addresses of a step's x, w, y and bias (an absent one: left as it is). */
-xr_status_t xr_dnn_step_pointers(const xr_conv_step_t *step, const xr_tensor_t *tensors,
-                                 const void *out[4]);
+/* The convolution's pads, strides and dilations over the spatial dims the libraries see (as
+ * xr_dnn_view_dims); their count. */
+int xr_dnn_geometry(const xr_conv_problem_t *p, int *pad, int *stride, int *dilation);
 
-/* A device workspace of `bytes` and its address (nothing for 0). */
-xr_status_t xr_dnn_workspace(xr_hal_device_t *device, size_t bytes, xr_hal_buffer_t **out_buffer,
-                             void **out_pointer);
+/* The largest workspace a step may ask for. */
+#define XR_DNN_MAX_WORKSPACE_BYTES ((size_t)64 << 20)
+
+/* One step: its descriptors (the library's own, as pointers), algorithm and workspace size,
+ * and its operands' device addresses. */
+typedef struct xr_dnn_step {
+  const xr_conv_step_t *step;
+  void *x, *y, *w, *bias, *conv;
+  int algo;
+  size_t workspace;
+  const void *pointer[4]; /* x, w, y, bias */
+} xr_dnn_step_t;
+
+/* An op's steps and the workspace they share (the largest step's). */
+typedef struct xr_dnn_steps {
+  int count;
+  xr_dnn_step_t step[3];
+  size_t workspace_bytes;
+  xr_hal_buffer_t *workspace;
+  void *workspace_pointer;
+} xr_dnn_steps_t;
+
+/* UNIMPLEMENTED, naming `library`, unless its output size `got` of c's x under its w (nd dims)
+ * is c's y: the libraries pad symmetrically, so geometries PyTorch pads unevenly ("same" with
+ * an even kernel) are not theirs. */
+xr_status_t xr_dnn_check_output(const xr_conv_problem_t *p, const xr_dnn_step_t *c, const int *got,
+                                int nd, const char *library, const char *op);
+
+/* Every step's operand addresses on `tensors`, and the workspace. */
+xr_status_t xr_dnn_bind(xr_dnn_steps_t *s, xr_hal_device_t *device, const xr_tensor_t *tensors);
 
 #define XR_DNN_MAX_DEVICES 64
 
@@ -45,9 +72,11 @@ typedef struct xr_dnn_handles {
   { .lock = PTHREAD_MUTEX_INITIALIZER }
 
 /* The device's handle in `cache`, made with `create` (the library's cudnnCreate / miopenCreate)
- * with the device current, as the libraries bind a handle to it. On failure UNAVAILABLE, with
- * *out_result the library's status (-1: too many devices). */
+ * with the device current, as the libraries bind a handle to it. UNAVAILABLE when that fails,
+ * naming the device, `call` ("cuDNN 9.19.0 (libcudnn.so.9): cudnnCreate") and the library's
+ * reason for the status (`error_string`). */
 xr_status_t xr_dnn_device_handle(xr_dnn_handles_t *cache, xr_hal_device_t *device,
-                                 int (*create)(void **handle), void **out, int *out_result);
+                                 int (*create)(void **handle), const char *(*error_string)(int),
+                                 const char *call, void **out);
 
 #endif

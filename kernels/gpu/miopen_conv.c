@@ -18,8 +18,6 @@
 #include "kernels/gpu/dnn_conv.h"
 #include "kernels/gpu/miopen.h"
 
-#define MAX_WORKSPACE_BYTES ((size_t)64 << 20)
-
 static xr_dnn_handles_t handles = XR_DNN_HANDLES_INIT;
 
 static xr_status_t miopen_fail(const xr_miopen_t *lib, const char *op, const char *call,
@@ -34,28 +32,16 @@ static int miopen_type(xr_dtype_t d) {
                              : XR_MIOPEN_BFLOAT16;
 }
 
-typedef struct miopen_step {
-  const xr_conv_step_t *step;
-  void *x, *y, *w, *bias, *conv; /* descriptors */
-  int algo;
-  size_t workspace;
-  const void *pointer[4]; /* x, w, y, bias on the device */
-} miopen_step_t;
-
 typedef struct miopen_state {
   const xr_miopen_t *lib;
   const char *op;
   void *handle;
-  int count;
-  miopen_step_t step[3];
-  xr_hal_buffer_t *workspace;
-  void *workspace_pointer;
-  size_t workspace_bytes;
+  xr_dnn_steps_t steps;
 } miopen_state_t;
 
 static void destroy_descriptors(miopen_state_t *s) {
-  for (int i = 0; i < s->count; i++) {
-    miopen_step_t *c = &s->step[i];
+  for (int i = 0; i < s->steps.count; i++) {
+    xr_dnn_step_t *c = &s->steps.step[i];
     void *tensors[4] = {c->x, c->y, c->w, c->bias};
     for (int k = 0; k < 4; k++)
       if (tensors[k]) s->lib->miopenDestroyTensorDescriptor(tensors[k]);
@@ -67,7 +53,7 @@ static void miopen_release(void *state) {
   miopen_state_t *s = state;
   if (!s) return;
   destroy_descriptors(s);
-  xr_hal_buffer_free(s->workspace);
+  xr_hal_buffer_free(s->steps.workspace);
   free(s);
 }
 
@@ -82,11 +68,7 @@ static xr_status_t tensor_desc(miopen_state_t *s, const xr_conv_problem_t *p,
 }
 
 static xr_status_t conv_desc(miopen_state_t *s, const xr_conv_problem_t *p, void **out) {
-  int spatial = p->spatial == 3 ? 3 : 2, pad[3], stride[3], dilation[3];
-  for (int k = 0; k < spatial; k++) {
-    int c = 3 - spatial + k;
-    pad[k] = (int)p->pad[c], stride[k] = (int)p->stride[c], dilation[k] = (int)p->dilation[c];
-  }
+  int pad[3], stride[3], dilation[3], spatial = xr_dnn_geometry(p, pad, stride, dilation);
   int r = s->lib->miopenCreateConvolutionDescriptor(out);
   if (r == 0)
     r = s->lib->miopenInitConvolutionNdDescriptor(*out, spatial, pad, stride, dilation,
@@ -97,18 +79,13 @@ static xr_status_t conv_desc(miopen_state_t *s, const xr_conv_problem_t *p, void
 
 /* MIOpen's output size of x under w must be y's (its padding is symmetric), and the workspace
  * it asks for within the limit. */
-static xr_status_t check_step(miopen_state_t *s, const xr_conv_problem_t *p, miopen_step_t *c) {
+static xr_status_t check_step(miopen_state_t *s, const xr_conv_problem_t *p, xr_dnn_step_t *c) {
   const xr_miopen_t *l = s->lib;
-  int dims[5], want[5], nd_out = 0;
-  int nd = xr_dnn_view_dims(p, &c->step->y, want, NULL);
-  int r = l->miopenGetConvolutionNdForwardOutputDim(c->conv, c->x, c->w, &nd_out, dims);
+  int dims[8], nd = 0; /* MIOpen writes nd of them */
+  int r = l->miopenGetConvolutionNdForwardOutputDim(c->conv, c->x, c->w, &nd, dims);
   if (r != 0) return miopen_fail(l, s->op, "miopenGetConvolutionNdForwardOutputDim", r);
-  for (int k = 0; k < nd; k++)
-    if (nd_out != nd || dims[k] != want[k])
-      return xr_error(XR_UNIMPLEMENTED,
-                      "%s: MIOpen's output size %d in dim %d, not %d (uneven "
-                      "padding)",
-                      s->op, dims[k], k, want[k]);
+  xr_status_t st = xr_dnn_check_output(p, c, dims, nd, "MIOpen", s->op);
+  if (st != XR_OK) return st;
   xr_conv_pass_t pass = c->step->pass;
   if (pass == XR_CONV_FORWARD)
     r = l->miopenConvolutionForwardGetWorkSpaceSize(s->handle, c->w, c->x, c->conv, c->y,
@@ -120,10 +97,10 @@ static xr_status_t check_step(miopen_state_t *s, const xr_conv_problem_t *p, mio
     r = l->miopenConvolutionBackwardWeightsGetWorkSpaceSize(s->handle, c->y, c->x, c->conv, c->w,
                                                             &c->workspace);
   if (r != 0) return miopen_fail(l, s->op, "miopenConvolution*GetWorkSpaceSize", r);
-  if (c->workspace > MAX_WORKSPACE_BYTES)
+  if (c->workspace > XR_DNN_MAX_WORKSPACE_BYTES)
     return xr_error(XR_UNIMPLEMENTED, "%s: MIOpen asks for %zu MiB of workspace (at most %zu)",
-                    s->op, c->workspace >> 20, MAX_WORKSPACE_BYTES >> 20);
-  if (c->workspace > s->workspace_bytes) s->workspace_bytes = c->workspace;
+                    s->op, c->workspace >> 20, XR_DNN_MAX_WORKSPACE_BYTES >> 20);
+  if (c->workspace > s->steps.workspace_bytes) s->steps.workspace_bytes = c->workspace;
   return XR_OK;
 }
 
@@ -132,7 +109,7 @@ static xr_status_t configure(miopen_state_t *s, const xr_op_plan_t *plan) {
   const xr_conv_problem_t *p = plan->problem;
   xr_status_t st = XR_OK;
   for (int i = 0; i < p->step_count && st == XR_OK; i++) {
-    miopen_step_t *c = &s->step[s->count++];
+    xr_dnn_step_t *c = &s->steps.step[s->steps.count++];
     const xr_conv_step_t *step = c->step = &p->steps[i];
     if (step->pass == XR_CONV_BIAS_GRAD) {
       if ((st = tensor_desc(s, p, &step->y, false, &c->y)) == XR_OK)
@@ -161,12 +138,12 @@ static xr_status_t start(const xr_op_plan_t *plan, xr_hal_device_t *device, miop
                     "decline bf16)",
                     plan->op->name);
   if (st == XR_OK) st = xr_miopen_get(&s->lib);
-  int result;
-  if (st == XR_OK && (st = xr_dnn_device_handle(&handles, device, s->lib->miopenCreate, &s->handle,
-                                                &result)) == XR_UNAVAILABLE)
-    st = xr_error(XR_UNAVAILABLE, "%s: %s (%s): miopenCreate: %s", xr_last_error(), s->lib->version,
-                  s->lib->path,
-                  result < 0 ? "too many devices" : s->lib->miopenGetErrorString(result));
+  if (st == XR_OK) {
+    char call[640];
+    snprintf(call, sizeof call, "%s (%s): miopenCreate", s->lib->version, s->lib->path);
+    st = xr_dnn_device_handle(&handles, device, s->lib->miopenCreate, s->lib->miopenGetErrorString,
+                              call, &s->handle);
+  }
   if (st == XR_OK) st = configure(s, plan);
   return st;
 }
@@ -179,13 +156,13 @@ static xr_status_t miopen_supports(const xr_op_plan_t *plan, xr_hal_device_t *de
 }
 
 /* Step c's algorithm: MIOpen's first without an exhaustive search (which runs the step). */
-static xr_status_t find_algorithm(miopen_state_t *s, miopen_step_t *c) {
+static xr_status_t find_algorithm(miopen_state_t *s, xr_dnn_step_t *c) {
   const xr_miopen_t *l = s->lib;
   xr_miopen_algo_perf_t perf;
   int returned = 0, r;
   void *x = (void *)c->pointer[0], *w = (void *)c->pointer[1], *y = (void *)c->pointer[2];
-  void *ws = s->workspace_pointer;
-  size_t wsb = s->workspace_bytes;
+  void *ws = s->steps.workspace_pointer;
+  size_t wsb = s->steps.workspace_bytes;
   if (c->step->pass == XR_CONV_FORWARD)
     r = l->miopenFindConvolutionForwardAlgorithm(s->handle, c->x, x, c->w, w, c->conv, c->y, y, 1,
                                                  &returned, &perf, ws, wsb, false);
@@ -206,12 +183,9 @@ static xr_status_t miopen_prepare(const xr_op_plan_t *plan, xr_hal_device_t *dev
   miopen_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", plan->op->name);
   xr_status_t st = start(plan, device, s);
-  for (int i = 0; i < s->count && st == XR_OK; i++)
-    st = xr_dnn_step_pointers(s->step[i].step, tensors, s->step[i].pointer);
-  if (st == XR_OK)
-    st = xr_dnn_workspace(device, s->workspace_bytes, &s->workspace, &s->workspace_pointer);
-  for (int i = 0; i < s->count && st == XR_OK; i++)
-    if (s->step[i].step->pass != XR_CONV_BIAS_GRAD) st = find_algorithm(s, &s->step[i]);
+  if (st == XR_OK) st = xr_dnn_bind(&s->steps, device, tensors);
+  for (int i = 0; i < s->steps.count && st == XR_OK; i++)
+    if (s->steps.step[i].step->pass != XR_CONV_BIAS_GRAD) st = find_algorithm(s, &s->steps.step[i]);
   if (st != XR_OK) {
     miopen_release(s);
     return st;
@@ -229,11 +203,11 @@ static xr_status_t miopen_enqueue(void *state, xr_hal_stream_t *stream) {
   int r = l->miopenSetStream(s->handle, native);
   if (r != 0) return miopen_fail(l, s->op, "miopenSetStream", r);
   const float one = 1, zero = 0;
-  for (int i = 0; i < s->count; i++) {
-    miopen_step_t *c = &s->step[i];
+  for (int i = 0; i < s->steps.count; i++) {
+    xr_dnn_step_t *c = &s->steps.step[i];
     void *x = (void *)c->pointer[0], *w = (void *)c->pointer[1], *y = (void *)c->pointer[2];
-    void *bias = (void *)c->pointer[3], *ws = s->workspace_pointer;
-    size_t wsb = s->workspace_bytes;
+    void *bias = (void *)c->pointer[3], *ws = s->steps.workspace_pointer;
+    size_t wsb = s->steps.workspace_bytes;
     const char *call;
     switch (c->step->pass) {
       case XR_CONV_FORWARD:

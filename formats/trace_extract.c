@@ -157,11 +157,13 @@ enum {
   CM_RANK,
   CM_IN_SPLIT,
   CM_OUT_SPLIT,
+  CM_STRIDE,
   CM_COUNT
 };
 static const char *const comms_keys[CM_COUNT] = {
-    "Collective name", "dtype", "In msg nelems", "Out msg nelems",
-    "Group size",      "Rank",  "In split size", "Out split size",
+    "Collective name", "dtype",          "In msg nelems",
+    "Out msg nelems",  "Group size",     "Rank",
+    "In split size",   "Out split size", "Global rank stride",
 };
 static const char comms_op_name[] = "record_param_comms";
 
@@ -1606,7 +1608,7 @@ static xr_dtype_t comms_dtype(const char *s) {
 typedef struct comms {
   const char *collective; /* NULL when not recorded as a string */
   xr_dtype_t dtype;
-  int64_t v[CM_COUNT];     /* the integer fields: nelems, group size, rank */
+  int64_t v[CM_COUNT];     /* the integer fields: nelems, group size, rank, stride (1 if absent) */
   const jnode_t *split[2]; /* "In split size", "Out split size" */
   size_t split_n[2];       /* their entries; 0 when empty */
 } comms_t;
@@ -1641,7 +1643,7 @@ static bool comms_int(const jnode_t *m, int f, int64_t min, int64_t *out, char *
     return false;
   }
   if (v < min) {
-    if (v < 0)
+    if (v < 0 && min >= 0)
       snprintf(why, size, "\"%s\" is negative (%lld)", comms_keys[f], v);
     else
       snprintf(why, size, "\"%s\" is %lld, below %lld", comms_keys[f], v, (long long)min);
@@ -1730,6 +1732,11 @@ static bool check_comms(const jnode_t *m, comms_t *cm, char *why, size_t size) {
       !comms_int(m, CM_GROUP_SIZE, 1, &cm->v[CM_GROUP_SIZE], why, size) ||
       !comms_int(m, CM_RANK, 0, &cm->v[CM_RANK], why, size))
     return false;
+  /* torch's: the ranks' distance in the world, -1 when not evenly spaced, 0 for one rank. */
+  cm->v[CM_STRIDE] = 1;
+  if (dom_get(m, comms_keys[CM_STRIDE]) &&
+      !comms_int(m, CM_STRIDE, -1, &cm->v[CM_STRIDE], why, size))
+    return false;
   if (cm->v[CM_RANK] >= cm->v[CM_GROUP_SIZE]) {
     snprintf(why, size, "\"%s\" %lld is not below \"%s\" %lld", comms_keys[CM_RANK],
              (long long)cm->v[CM_RANK], comms_keys[CM_GROUP_SIZE], (long long)cm->v[CM_GROUP_SIZE]);
@@ -1763,7 +1770,8 @@ static xr_status_t finish_op(build_t *B, const group_t *g, xr_op_t *op);
 
 /* record_param_comms: no positional arguments; kwargs input, output (contiguous, of the
  * recorded dtype, [In msg nelems] and [Out msg nelems]), collective, group_size, rank and, when
- * recorded non-empty, in_split_sizes and out_split_sizes. */
+ * recorded non-empty, in_split_sizes and out_split_sizes; group_stride when a group of several
+ * was recorded with ranks other than adjacent. */
 static xr_status_t build_comms_op(build_t *B, const group_t *g, const jnode_t *m,
                                   const comms_t *cm) {
   ctx_t *c = B->c;
@@ -1776,7 +1784,8 @@ static xr_status_t build_comms_op(build_t *B, const group_t *g, const jnode_t *m
   if (strcmp(recorded, comms_op_name) != 0 && !(op->alias = xr_arena_strdup(arena, recorded)))
     return XR_RESOURCE_EXHAUSTED;
   B->op_name = op->name;
-  size_t nkw = 5 + (cm->split_n[0] > 0) + (cm->split_n[1] > 0);
+  bool strided = cm->v[CM_GROUP_SIZE] > 1 && cm->v[CM_STRIDE] != 1;
+  size_t nkw = 5 + (cm->split_n[0] > 0) + (cm->split_n[1] > 0) + strided;
   xr_status_t st = xr_op_alloc_args(arena, op, 0, nkw);
   if (st != XR_OK) return st;
   xr_arg_t *kw = op->kwargs;
@@ -1810,6 +1819,10 @@ static xr_status_t build_comms_op(build_t *B, const group_t *g, const jnode_t *m
     comms_split(m, i ? CM_OUT_SPLIT : CM_IN_SPLIT, v, &got, why, sizeof why); /* checked */
     for (size_t j = 0; j < n; j++)
       a->value.as.list.items[j] = (xr_value_t){.kind = XR_VALUE_INT, .as.i = v[j]};
+  }
+  if (strided) {
+    if ((st = name_arg(arena, &kw[k], "group_stride", "int")) != XR_OK) return st;
+    kw[k++].value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = cm->v[CM_STRIDE]};
   }
   return finish_op(B, g, op);
 }

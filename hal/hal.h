@@ -498,6 +498,20 @@ int xr_hal_comm_size(const xr_hal_comm_t *comm);
 /* "MPI: libmpi.so.40 (Open MPI v4.1.4, ...)". */
 const char *xr_hal_comm_transport(const xr_hal_comm_t *comm);
 
+/* The communicator of this rank's process group when the world's ranks are split into groups
+ * of `size` ranks `stride` apart, as torch records a process group ("Group size", "Global rank
+ * stride"): world rank r is rank (r / stride) % size of the group that holds r + (k - that) x
+ * stride for k < size. Tensor-parallel groups are stride 1; the data-parallel groups across
+ * them, stride = their size. INVALID_ARGUMENT unless size x stride divides the world's size.
+ * Made the first time it is asked for, collectively: every rank of the world must ask for the
+ * same groups in the same order (a rank asking for another group, or missing within the
+ * timeout, fails it on every rank). Then the same one; size = the world's, stride 1, is the
+ * world. Owned by the world (xr_hal_comm_destroy of a group does nothing). Not thread-safe. */
+xr_status_t xr_hal_comm_group(xr_hal_comm_t *world, int size, int stride,
+                              xr_hal_comm_t **out_group);
+/* The group made before (or the world), NULL if none: communicates nothing. */
+xr_hal_comm_t *xr_hal_comm_find_group(xr_hal_comm_t *world, int size, int stride);
+
 typedef enum xr_hal_collective_kind {
   XR_HAL_ALLREDUCE = 0, /* sum */
   XR_HAL_ALLGATHER,

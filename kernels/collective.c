@@ -14,8 +14,11 @@
  *   inp, out, ...) and vllm::all_reduce(tensor) -> Tensor, all as all-reduces of their size.
  * The group size comes from group_size= (record_param_comms; extraction adds the trace's world
  * size to the others), else from the ranks at hand. A group of one runs alone as a copy; a
- * larger one needs as many ranks (plan->comm), or plan->scale_collectives, which keeps each
- * rank's message and changes the group.
+ * larger one needs as many ranks (plan->comm), or a world it tiles: with group_stride= (the
+ * recorded "Global rank stride", 1 when absent) the ranks split into such groups (hal.h
+ * xr_hal_comm_group, made by the caller first, xr_kernel_collective_group) and each runs the
+ * collective in its own, all at once. Else plan->scale_collectives keeps each rank's message
+ * and changes the group to the ranks at hand.
  *
  * Data: the initializer fills what each rank sends with small integers from its rank, so the
  * reference computes every rank's result by itself, exactly, without communicating. */
@@ -44,7 +47,8 @@ static const char *const collective_ops[] = {"record_param_comms",
 typedef struct collective_problem {
   xr_hal_collective_kind_t kind;
   xr_dtype_t dtype;
-  int64_t group; /* ranks the trace's group had; 0: not recorded */
+  int64_t group;  /* ranks the trace's group had; 0: not recorded */
+  int64_t stride; /* their distance in the world: 1, or -1 when not evenly spaced */
   int64_t root;
   int send, recv;                       /* binding indices (-1: none, a barrier) */
   int64_t send_elements, recv_elements; /* what those tensors hold */
@@ -195,9 +199,15 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   plan->problem = p;
   xr_status_t st = parse(plan, p);
   if (st == XR_OK) st = xr_arg_int(plan->op, -1, "group_size", false, &p->group);
+  p->stride = 1;
+  if (st == XR_OK) st = xr_arg_int(plan->op, -1, "group_stride", false, &p->stride);
   if (st != XR_OK) return st;
   if (p->group < 0 || p->group > 1 << 20)
     return xr_plan_error(plan, "group_size: %lld ranks", (long long)p->group);
+  if (p->stride < -1 || p->stride > 1 << 20)
+    return xr_plan_error(plan, "group_stride: %lld (-1: not evenly spaced, else 0 or more)",
+                         (long long)p->stride);
+  if (p->stride == 0) p->stride = 1; /* torch's for a group of one */
   plan->collective = true;
   plan->collective_kind = p->kind;
   plan->flops = 0;
@@ -273,11 +283,40 @@ static double sent(int64_t r, int64_t i, xr_dtype_t d) {
   return xr_dtype_is_unsigned(d) ? v : v - 4;
 }
 
+/* Whether the recorded group is one of the groups the world at hand splits into: smaller,
+ * evenly spaced, and tiling it. */
+static bool splits_world(const collective_problem_t *p, int64_t world) {
+  return p->group > 1 && p->group < world && p->stride >= 1 && world % (p->group * p->stride) == 0;
+}
+
+bool xr_kernel_collective_group(const xr_op_plan_t *plan, int *out_size, int *out_stride) {
+  const collective_problem_t *p = plan->collective ? plan->problem : NULL;
+  if (!p || !plan->comm || !splits_world(p, xr_hal_comm_size(plan->comm))) return false;
+  *out_size = (int)p->group;
+  *out_stride = (int)p->stride;
+  return true;
+}
+
+/* The communicator the collective runs on: its group's when the world splits into them (once
+ * made), else the world; NULL alone. */
+static xr_hal_comm_t *comm_of(const xr_op_plan_t *plan) {
+  int size, stride;
+  if (xr_kernel_collective_group(plan, &size, &stride))
+    return xr_hal_comm_find_group(plan->comm, size, stride);
+  return plan->comm;
+}
+
 static int rank_of(const xr_op_plan_t *plan) {
-  return plan->comm ? xr_hal_comm_rank(plan->comm) : 0;
+  xr_hal_comm_t *c = comm_of(plan);
+  return c ? xr_hal_comm_rank(c) : 0;
 }
 static int ranks_of(const xr_op_plan_t *plan) {
-  return plan->comm ? xr_hal_comm_size(plan->comm) : 1;
+  xr_hal_comm_t *c = comm_of(plan);
+  return c ? xr_hal_comm_size(c) : plan->comm ? xr_hal_comm_size(plan->comm) : 1;
+}
+
+int xr_kernel_collective_ranks(const xr_op_plan_t *plan) {
+  return ranks_of(plan);
 }
 
 static xr_status_t initialize(xr_init_context_t *c) {
@@ -304,20 +343,36 @@ static xr_status_t fits_ranks(const xr_op_plan_t *plan, xr_hal_device_t *device,
   if (carried && plan->comm && !xr_hal_comm_serves(plan->comm, device))
     return xr_error(XR_UNIMPLEMENTED, "the ranks' communicator (%s) does not carry %s buffers",
                     xr_hal_comm_transport(plan->comm), props.driver);
-  int64_t n = ranks_of(plan), g = p->group > 0 ? p->group : n;
-  if (g != n && !plan->scale_collectives) {
+  int64_t world = plan->comm ? xr_hal_comm_size(plan->comm) : 1;
+  int64_t g = p->group > 0 ? p->group : world;
+  if (plan->comm && splits_world(p, world)) {
+    if (!comm_of(plan))
+      return xr_error(XR_UNIMPLEMENTED,
+                      "its groups of %lld ranks, %lld apart, were not made first "
+                      "(xr_hal_comm_group)",
+                      (long long)g, (long long)p->stride);
+  } else if (g != world && !plan->scale_collectives) {
     if (!plan->comm)
       return xr_error(XR_UNIMPLEMENTED,
                       "a collective of a group of %lld ranks; this replay is one "
                       "process: start %lld ranks with mpirun -np %lld or srun -n "
                       "%lld (docs/collectives.md)",
                       (long long)g, (long long)g, (long long)g, (long long)g);
+    char why[160] = "";
+    if (g < world && p->stride < 0)
+      snprintf(why, sizeof why,
+               " (the group's ranks are not evenly spaced, so which ranks "
+               "form the other groups is unknown)");
+    else if (g < world)
+      snprintf(why, sizeof why, " (groups of %lld ranks, %lld apart, do not tile %lld)",
+               (long long)g, (long long)p->stride, (long long)world);
     return xr_error(XR_UNIMPLEMENTED,
-                    "recorded with a group of %lld ranks, replayed on %lld: "
+                    "recorded with a group of %lld ranks, replayed on %lld%s: "
                     "--scale-collectives runs it on these keeping each rank's "
                     "message",
-                    (long long)g, (long long)n);
+                    (long long)g, (long long)world, why);
   }
+  int64_t n = ranks_of(plan);
   if (p->kind == XR_HAL_BARRIER) return XR_OK;
   size_t send_need, recv_need;
   xr_hal_collective_elements(p->kind, (size_t)count_on(p, n), (int)n, &send_need, &recv_need);
@@ -375,7 +430,7 @@ static xr_status_t bind(const xr_op_plan_t *plan, const xr_tensor_t *tensors,
   collective_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   s->plan = plan;
-  s->comm = plan->comm;
+  s->comm = comm_of(plan);
   s->ranks = ranks_of(plan);
   s->rank = rank_of(plan);
   s->count = count_on(p, s->ranks);
@@ -416,7 +471,9 @@ static xr_status_t mpi_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   params.recv_offset = s->recv_offset;
   xr_hal_collective_params_t barrier = {.kind = XR_HAL_BARRIER};
   st = xr_hal_collective_create(s->comm, &params, &s->collective);
-  if (st == XR_OK) st = xr_hal_collective_create(s->comm, &barrier, &s->barrier);
+  /* All the world's ranks line up before each timed run: its groups run at once, as they do
+   * in a job of several. */
+  if (st == XR_OK) st = xr_hal_collective_create(plan->comm, &barrier, &s->barrier);
   if (st != XR_OK) {
     release(s);
     return st;

@@ -138,6 +138,13 @@ void xr_kernel_instance_destroy(xr_kernel_instance_t *instance);
  * reduce_scatter: the input scattered; alltoall: all a rank sends. 0 for other ops. */
 double xr_kernel_collective_bytes(const xr_op_plan_t *plan, int ranks);
 
+/* Whether the collective runs in a group smaller than the world at hand (plan->comm), which it
+ * tiles: the group's size and stride for xr_hal_comm_group, which the caller calls first, in
+ * the same order on every rank. */
+bool xr_kernel_collective_group(const xr_op_plan_t *plan, int *out_size, int *out_stride);
+/* The ranks a collective runs across: its group's, else the world's (1 alone). */
+int xr_kernel_collective_ranks(const xr_op_plan_t *plan);
+
 /* Every op name some family handles, NULL-terminated; for `replay ops`-style listings. */
 size_t xr_kernel_op_names(const char **out_names, size_t capacity);
 

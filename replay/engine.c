@@ -94,6 +94,7 @@ typedef struct engine {
 typedef struct op_work {
   xr_planned_op_t p;
   xr_once_t inputs, reference_run;
+  xr_once_t group;             /* a collective's process group, made before any device runs it */
   void **host;                 /* per tensor: initial contents (outputs poisoned) */
   bool *has_data;
   char policy[1024];
@@ -721,7 +722,23 @@ static bool every_rank_ready(xr_hal_comm_t *comm, bool ready, xr_op_result_t *r)
   return st == XR_OK && missing < 0;
 }
 
-/* A collective's time is its slowest rank's: every rank's median, and the bandwidths. */
+/* A collective recorded in a group smaller than the world at hand runs in the world's groups
+ * of that size: made here, once per kind, by every rank at the same op (ranks_agree saw them
+ * replay the same ops), before any device runs it. */
+static void make_group(const engine_t *e, op_work_t *w) {
+  xr_hal_comm_t *world = e->o->comm;
+  int size, stride;
+  if (!world || xr_hal_comm_size(world) < 2 || w->p.planned.status != XR_OK ||
+      !w->p.plan.collective)
+    return;
+  w->p.plan.comm = world;
+  if (!xr_kernel_collective_group(&w->p.plan, &size, &stride)) return;
+  xr_hal_comm_t *group;
+  xr_once_keep(&w->group, xr_hal_comm_group(world, size, stride, &group));
+}
+
+/* A collective's time is its slowest rank's: every rank's median, and the bandwidths in its
+ * group. */
 static void gather_ranks(xr_hal_comm_t *comm, const xr_op_plan_t *plan, xr_op_result_t *r) {
   int n = comm ? xr_hal_comm_size(comm) : 1;
   double *medians = malloc(sizeof(double) * (size_t)n);
@@ -743,9 +760,10 @@ static void gather_ranks(xr_hal_comm_t *comm, const xr_op_plan_t *plan, xr_op_re
   }
   free(medians);
   r->median_us = slowest;
+  r->group_ranks = xr_kernel_collective_ranks(plan);
   if (slowest <= 0) return;
-  r->algbw_gbps = xr_kernel_collective_bytes(plan, n) / (slowest * 1e-6) / 1e9;
-  r->busbw_gbps = r->algbw_gbps * xr_bus_factor(plan->collective_kind, n);
+  r->algbw_gbps = xr_kernel_collective_bytes(plan, r->group_ranks) / (slowest * 1e-6) / 1e9;
+  r->busbw_gbps = r->algbw_gbps * xr_bus_factor(plan->collective_kind, r->group_ranks);
   r->gbps = r->algbw_gbps;
   r->peak_percent = -1;
   snprintf(r->peak_basis, sizeof r->peak_basis,
@@ -780,6 +798,10 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
   r->outcome = xr_decide(&e->decide, &w->p, d->device, &d->info->properties, &impl, r->message,
                          sizeof r->message);
   if (impl) snprintf(r->kernel, sizeof r->kernel, "%s", xr_kernel_impl_name(impl));
+  if (r->outcome == XR_OP_SUCCEEDED && w->group.done && w->group.status != XR_OK) {
+    r->outcome = XR_OP_FAILED;
+    snprintf(r->message, sizeof r->message, "its process group: %.900s", w->group.message);
+  }
   xr_hal_comm_t *agree = across_ranks(e, w);
   if (r->outcome != XR_OP_SUCCEEDED) {
     if (agree) every_rank_ready(agree, false, r);
@@ -1078,6 +1100,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
     if (o->cancel && *o->cancel) break;
     op_work_t w = {0};
     xr_planned_op_init(bundle, i, &w.p);
+    make_group(&e, &w);
     summary->attempted++;
     for (size_t d = 0; d < e.device_count && !stop; d++) {
       xr_op_result_t r;

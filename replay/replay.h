@@ -198,8 +198,9 @@ typedef struct xr_op_result {
   bool compute_bound;             /* flops / bytes above the device's ridge point */
   /* Collectives (family "collective") across ranks: their number, each rank's median (the
    * first XR_REPLAY_MAX_RANK_MEDIANS; median_us is then the slowest rank's, the collective's
-   * time), and the algorithm and bus bandwidths at it (NCCL-tests' formulas); ranks 0 else. */
-  int ranks;
+   * time), and the algorithm and bus bandwidths at it (NCCL-tests' formulas) in its group of
+   * group_ranks (ranks, or fewer where the ranks split into process groups); ranks 0 else. */
+  int ranks, group_ranks;
   double rank_median_us[XR_REPLAY_MAX_RANK_MEDIANS];
   double algbw_gbps, busbw_gbps;
   double trace_us;                /* per-call GPU time recorded in the source trace; < 0 if none */

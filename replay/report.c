@@ -109,6 +109,7 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     if (r->ranks > 0) {
       cJSON *across = cJSON_AddObjectToObject(o, "collective");
       cJSON_AddNumberToObject(across, "ranks", r->ranks);
+      cJSON_AddNumberToObject(across, "group_ranks", r->group_ranks);
       cJSON *medians = cJSON_AddArrayToObject(across, "rank_median_us");
       for (int k = 0; k < r->ranks && k < XR_REPLAY_MAX_RANK_MEDIANS; k++)
         cJSON_AddItemToArray(medians, cJSON_CreateNumber(r->rank_median_us[k]));

@@ -217,7 +217,11 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
     if (r->cold_iterations) printf("  cold %.2f us", r->cold_median_us);
     if (r->trace_us >= 0)
       printf("  trace %.2f us (x%.2f)", r->trace_us, r->median_us / r->trace_us);
-    if (r->ranks > 1) printf("  %d ranks, busbw %.2f GB/s", r->ranks, r->busbw_gbps);
+    if (r->ranks > 1 && r->group_ranks < r->ranks)
+      printf("  %d ranks in groups of %d, busbw %.2f GB/s", r->ranks, r->group_ranks,
+             r->busbw_gbps);
+    else if (r->ranks > 1)
+      printf("  %d ranks, busbw %.2f GB/s", r->ranks, r->busbw_gbps);
     if (r->checked) printf("  check ok (nmse %.2g)", r->output_count ? r->outputs[0].nmse : 0.0);
     print_timing_flags(c, r);
   } else {

@@ -115,21 +115,33 @@ static void mpi_error_text(int code, char *out, size_t size) {
 /* ------------------------------------------------------------------------------------------ */
 /* communicators                                                                               */
 
+enum { MAX_GROUPS = 16 };
+
+/* The world's communicator, or a group split from it (xr_hal_comm_group). The world holds what
+ * the process has once: the lock, the first failure (a group's fails the world: its ranks
+ * would wait for the others at the next collective anyway), the sums, the groups. */
 struct xr_hal_comm {
+  xr_hal_comm_t *world;   /* itself for the world */
+  xr_mpi_handle_t handle; /* MPI_COMM_WORLD, or the group's */
   int rank, size;
+  int group_stride; /* groups: their ranks' distance in the world */
+  char transport[XR_HAL_REASON_CAPACITY];
+  /* cuda and hip: NCCL / RCCL carries the collectives (MPI the unique id and the host's
+   * agreement), with a device of the world's own and a 4-byte scratch buffer for barriers
+   * (the world's, shared by its groups). */
+  char driver[16];
+  xr_nccl_t *nccl;
+  xr_hal_device_t *device;
+  xr_hal_buffer_t *scratch;
+  /* The world's alone. */
   double timeout_ms;
   bool initialized_here; /* we called MPI_Init_thread, so we finalize */
   pthread_mutex_t mutex; /* every MPI call; guards the failure */
   xr_mpi_handle_t op_bf16_sum, op_f16_sum;
   xr_status_t failure;
   char failure_text[XR_HAL_REASON_CAPACITY];
-  char transport[XR_HAL_REASON_CAPACITY];
-  /* cuda and hip: NCCL / RCCL carries the collectives (MPI the unique id and the host's
-   * agreement), with a device of the comm's own and a 4-byte scratch buffer for barriers. */
-  char driver[16];
-  xr_nccl_t *nccl;
-  xr_hal_device_t *device;
-  xr_hal_buffer_t *scratch;
+  xr_hal_comm_t *groups[MAX_GROUPS];
+  int group_count;
 };
 
 static bool comm_made; /* MPI starts once per process */
@@ -170,10 +182,11 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Records the communicator's first failure (under the mutex). */
+/* Records the first failure of the world (under the mutex). */
 static void comm_fail(xr_hal_comm_t *c, xr_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void comm_fail(xr_hal_comm_t *c, xr_status_t st, const char *fmt, ...) {
+  c = c->world;
   if (c->failure != XR_OK) return;
   va_list ap;
   va_start(ap, fmt);
@@ -192,7 +205,7 @@ static void wait_request(xr_hal_comm_t *c, xr_mpi_handle_t *request, int started
     comm_fail(c, XR_DEVICE_ERROR, "%s on rank %d of %d: %s", what, c->rank, c->size, text);
     return;
   }
-  double deadline = now_ms() + c->timeout_ms;
+  double deadline = now_ms() + c->world->timeout_ms;
   for (unsigned spins = 1;; spins++) {
     int done = 0;
     xr_mpi_status_t status;
@@ -208,9 +221,10 @@ static void wait_request(xr_hal_comm_t *c, xr_mpi_handle_t *request, int started
     if (spins % 64 == 0) sched_yield();
     if (spins % 1024 == 0 && now_ms() > deadline) {
       comm_fail(c, XR_UNAVAILABLE,
-                "%s: rank %d of %d waited %.0f s for the other ranks, in vain: one of them "
+                "%s: rank %d of %d%s waited %.0f s for the other ranks, in vain: one of them "
                 "stopped, or the ranks do not run the same collectives in the same order",
-                what, c->rank, c->size, c->timeout_ms / 1000);
+                what, c->world->rank, c->world->size, c->world != c ? " (in a group)" : "",
+                c->world->timeout_ms / 1000);
       return; /* the request stays pending: MPI cannot cancel a collective */
     }
   }
@@ -264,6 +278,8 @@ xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
   if (load_status != XR_OK) return xr_error(XR_UNAVAILABLE, "MPI unavailable: %s", load_report);
   xr_hal_comm_t *c = calloc(1, sizeof *c);
   if (!c) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for a communicator");
+  c->world = c;
+  c->handle = mpi.comm_world;
   c->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
   pthread_mutex_init(&c->mutex, NULL);
   int initialized = 0, provided = 0, result = XR_MPI_SUCCESS;
@@ -311,8 +327,21 @@ xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
   return XR_OK;
 }
 
+/* A group's MPI communicator and NCCL's, under the world's lock. */
+static void group_destroy(xr_hal_comm_t *g) {
+  xr_hal_comm_t *w = g->world;
+  xr_nccl_destroy(g->nccl, w->failure != XR_OK);
+  /* After a failure a collective may be pending on it, and freeing would wait. */
+  if (g->handle && w->failure == XR_OK) mpi.MPI_Comm_free(&g->handle);
+  free(g);
+}
+
 void xr_hal_comm_destroy(xr_hal_comm_t *c) {
-  if (!c) return;
+  if (!c || c->world != c) return; /* groups go with their world */
+  pthread_mutex_lock(&c->mutex);
+  for (int k = 0; k < c->group_count; k++) group_destroy(c->groups[k]);
+  c->group_count = 0;
+  pthread_mutex_unlock(&c->mutex);
   xr_nccl_destroy(c->nccl, c->failure != XR_OK);
   xr_hal_buffer_free(c->scratch);
   xr_hal_device_destroy(c->device);
@@ -338,12 +367,13 @@ const char *xr_hal_comm_transport(const xr_hal_comm_t *c) {
 
 xr_status_t xr_hal_comm_status(xr_hal_comm_t *c) {
   if (!c) return xr_error(XR_INVALID_ARGUMENT, "xr_hal_comm_status: NULL communicator");
-  pthread_mutex_lock(&c->mutex);
-  if (c->failure == XR_OK && c->nccl && xr_nccl_status(c->nccl) != XR_OK)
+  xr_hal_comm_t *w = c->world;
+  pthread_mutex_lock(&w->mutex);
+  if (w->failure == XR_OK && c->nccl && xr_nccl_status(c->nccl) != XR_OK)
     comm_fail(c, XR_DEVICE_ERROR, "%s", xr_last_error());
-  xr_status_t st = c->failure;
-  if (st != XR_OK) xr_error(st, "%s", c->failure_text);
-  pthread_mutex_unlock(&c->mutex);
+  xr_status_t st = w->failure;
+  if (st != XR_OK) xr_error(st, "%s", w->failure_text);
+  pthread_mutex_unlock(&w->mutex);
   return st;
 }
 
@@ -360,14 +390,14 @@ xr_status_t xr_hal_comm_host_allgather(xr_hal_comm_t *c, const void *send, size_
     return xr_error(XR_INVALID_ARGUMENT,
                     "xr_hal_comm_host_allgather: NULL argument or more than "
                     "2 GiB");
-  pthread_mutex_lock(&c->mutex);
-  if (c->failure == XR_OK) {
+  pthread_mutex_lock(&c->world->mutex);
+  if (c->world->failure == XR_OK) {
     xr_mpi_handle_t request;
     int started = mpi.MPI_Iallgather(send, (int)bytes, mpi.type_byte, recv, (int)bytes,
-                                     mpi.type_byte, mpi.comm_world, &request);
+                                     mpi.type_byte, c->handle, &request);
     wait_request(c, &request, started, "gathering a value from every rank");
   }
-  pthread_mutex_unlock(&c->mutex);
+  pthread_mutex_unlock(&c->world->mutex);
   return xr_hal_comm_status(c);
 }
 
@@ -377,14 +407,90 @@ xr_status_t xr_hal_comm_host_broadcast(xr_hal_comm_t *c, void *data, size_t byte
                     "xr_hal_comm_host_broadcast: NULL argument, more than "
                     "2 GiB, or root %d outside the %d ranks",
                     root, c ? c->size : 0);
-  pthread_mutex_lock(&c->mutex);
-  if (c->failure == XR_OK) {
+  pthread_mutex_lock(&c->world->mutex);
+  if (c->world->failure == XR_OK) {
     xr_mpi_handle_t request;
-    int started = mpi.MPI_Ibcast(data, (int)bytes, mpi.type_byte, root, mpi.comm_world, &request);
+    int started = mpi.MPI_Ibcast(data, (int)bytes, mpi.type_byte, root, c->handle, &request);
     wait_request(c, &request, started, "broadcasting a value to every rank");
   }
-  pthread_mutex_unlock(&c->mutex);
+  pthread_mutex_unlock(&c->world->mutex);
   return xr_hal_comm_status(c);
+}
+
+/* Rank `r`'s group when the world is split into groups of `size` ranks `stride` apart: which
+ * (color) and its place in it (key). */
+static void group_place(int r, int size, int stride, int *color, int *key) {
+  int block = r / (size * stride), within = r % (size * stride);
+  *color = block * stride + within % stride;
+  *key = within / stride;
+}
+
+xr_hal_comm_t *xr_hal_comm_find_group(xr_hal_comm_t *w, int size, int stride) {
+  if (!w || w->world != w) return NULL;
+  if (size == w->size && stride == 1) return w;
+  for (int k = 0; k < w->group_count; k++)
+    if (w->groups[k]->size == size && w->groups[k]->group_stride == stride) return w->groups[k];
+  return NULL;
+}
+
+xr_status_t xr_hal_comm_group(xr_hal_comm_t *w, int size, int stride, xr_hal_comm_t **out) {
+  if (!w || !out || w->world != w || size < 1 || stride < 1 || w->size % size ||
+      (w->size / size) % stride)
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "xr_hal_comm_group: groups of %d ranks %d apart do not tile the %d ranks%s",
+                    size, stride, w ? w->size : 0, w && w->world != w ? " (not a world)" : "");
+  if ((*out = xr_hal_comm_find_group(w, size, stride))) return XR_OK;
+  if (w->group_count == MAX_GROUPS)
+    return xr_error(XR_RESOURCE_EXHAUSTED, "more than %d kinds of process groups", MAX_GROUPS);
+  /* Every rank must ask for the same group now: MPI_Comm_split blocks with no deadline, so
+   * the ranks first meet where a missing one is caught. */
+  int mine[2] = {size, stride}, *all = malloc(sizeof mine * (size_t)w->size);
+  xr_status_t st = all ? xr_hal_comm_host_allgather(w, mine, sizeof mine, all)
+                       : xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  for (int r = 0; st == XR_OK && r < w->size; r++)
+    if (all[2 * r] != size || all[2 * r + 1] != stride)
+      st = xr_error(XR_INVALID_ARGUMENT,
+                    "rank %d asks for groups of %d ranks %d apart, rank %d for %d ranks %d "
+                    "apart: the ranks do not replay the same collectives",
+                    r, all[2 * r], all[2 * r + 1], w->rank, size, stride);
+  free(all);
+  if (st != XR_OK) return st;
+  xr_hal_comm_t *g = calloc(1, sizeof *g);
+  if (!g) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for a communicator");
+  g->world = w;
+  g->group_stride = stride;
+  snprintf(g->driver, sizeof g->driver, "%s", w->driver);
+  g->device = w->device;
+  g->scratch = w->scratch;
+  int color, key;
+  group_place(w->rank, size, stride, &color, &key);
+  pthread_mutex_lock(&w->mutex);
+  int result = mpi.MPI_Comm_split(w->handle, color, key, &g->handle);
+  if (result == XR_MPI_SUCCESS) result = mpi.MPI_Comm_set_errhandler(g->handle, mpi.errors_return);
+  if (result == XR_MPI_SUCCESS) result = mpi.MPI_Comm_rank(g->handle, &g->rank);
+  if (result == XR_MPI_SUCCESS) result = mpi.MPI_Comm_size(g->handle, &g->size);
+  pthread_mutex_unlock(&w->mutex);
+  if (result != XR_MPI_SUCCESS) {
+    char text[300];
+    mpi_error_text(result, text, sizeof text);
+    st = xr_error(XR_DEVICE_ERROR, "splitting the %d ranks into groups of %d: %s", w->size, size,
+                  text);
+  } else if (g->size != size || g->rank != key) {
+    st = xr_error(XR_DEVICE_ERROR, "MPI_Comm_split made a group of %d ranks (rank %d), not %d",
+                  g->size, g->rank, size);
+  }
+  snprintf(g->transport, sizeof g->transport, "%s", w->transport);
+  if (st == XR_OK && w->nccl)
+    st = xr_nccl_create(g->device, g->driver, g->rank, g->size, broadcast_id, g, &g->nccl);
+  if (st != XR_OK) {
+    pthread_mutex_lock(&w->mutex);
+    group_destroy(g);
+    pthread_mutex_unlock(&w->mutex);
+    return st;
+  }
+  w->groups[w->group_count++] = g;
+  *out = g;
+  return XR_OK;
 }
 
 void xr_hal_comm_abort(xr_hal_comm_t *c, int exit_code) {
@@ -459,8 +565,8 @@ static bool reduction(const xr_hal_comm_t *c, xr_dtype_t d, xr_mpi_handle_t *typ
     case XR_DTYPE_I64: *type = mpi.type_int64; return true;
     case XR_DTYPE_U8: *type = mpi.type_uint8; return true;
     case XR_DTYPE_BOOL: *type = mpi.type_bool, *op = mpi.op_lor; return true;
-    case XR_DTYPE_BF16: *type = mpi.type_uint16, *op = c->op_bf16_sum; return true;
-    case XR_DTYPE_F16: *type = mpi.type_uint16, *op = c->op_f16_sum; return true;
+    case XR_DTYPE_BF16: *type = mpi.type_uint16, *op = c->world->op_bf16_sum; return true;
+    case XR_DTYPE_F16: *type = mpi.type_uint16, *op = c->world->op_f16_sum; return true;
     default: return false;
   }
 }
@@ -564,12 +670,12 @@ void xr_hal_collective_destroy(xr_hal_collective_t *h) {
 static void run_collective(void *context) {
   xr_hal_collective_t *h = context;
   xr_hal_comm_t *c = h->comm;
-  pthread_mutex_lock(&c->mutex);
-  if (c->failure == XR_OK) {
+  pthread_mutex_lock(&c->world->mutex);
+  if (c->world->failure == XR_OK) {
     /* MPI_IN_PLACE: allgather's contribution sits in its slot of the result, reduce_scatter's
      * and alltoall's input is the receive buffer. */
     const void *send = h->in_place ? (const void *)1 : h->send;
-    xr_mpi_handle_t request, world = mpi.comm_world;
+    xr_mpi_handle_t request, world = c->handle;
     int started;
     switch (h->p.kind) {
       case XR_HAL_ALLREDUCE:
@@ -596,7 +702,7 @@ static void run_collective(void *context) {
     }
     wait_request(c, &request, started, h->what);
   }
-  pthread_mutex_unlock(&c->mutex);
+  pthread_mutex_unlock(&c->world->mutex);
 }
 
 xr_status_t xr_hal_stream_collective(xr_hal_stream_t *stream, xr_hal_collective_t *h) {

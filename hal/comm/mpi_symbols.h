@@ -38,6 +38,8 @@ enum {
   X(REQUIRED, int, MPI_Comm_rank, (xr_mpi_handle_t, int *))                             \
   X(REQUIRED, int, MPI_Comm_size, (xr_mpi_handle_t, int *))                             \
   X(REQUIRED, int, MPI_Comm_set_errhandler, (xr_mpi_handle_t, xr_mpi_handle_t))         \
+  X(REQUIRED, int, MPI_Comm_split, (xr_mpi_handle_t, int, int, xr_mpi_handle_t *))      \
+  X(REQUIRED, int, MPI_Comm_free, (xr_mpi_handle_t *))                                  \
   X(REQUIRED, int, MPI_Error_string, (int, char *, int *))                              \
   X(REQUIRED, int, MPI_Get_library_version, (char *, int *))                            \
   X(REQUIRED, int, MPI_Op_create, (xr_mpi_user_fn_t, int, xr_mpi_handle_t *))           \

@@ -563,6 +563,38 @@ Test(collectives, script_objects_of_ops_without_a_schema_are_none) {
 }
 
 /* Bad collective fields: the op is skipped with a warning naming the field; nothing crashes. */
+/* "Global rank stride": a group of several whose ranks are not adjacent records it as
+ * group_stride (-1: not evenly spaced); adjacent ranks (1) and a group of one record none. */
+Test(collectives, a_strided_group_records_its_stride) {
+  static const struct {
+    const char *fields;
+    bool recorded;
+    int64_t stride;
+  } cases[] = {
+      {"\"Group size\": 2, \"Global rank stride\": 4", true, 4},
+      {"\"Group size\": 4, \"Global rank stride\": \"-1\"", true, -1},
+      {"\"Group size\": 4, \"Global rank stride\": 1", false, 1},
+      {"\"Group size\": 1, \"Global rank stride\": 0", false, 1},
+      {"\"Group size\": 4", false, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char fields[512];
+    snprintf(fields, sizeof fields,
+             "\"Collective name\": \"allreduce\", \"dtype\": \"Float\", \"In msg nelems\": 8, "
+             "\"Out msg nelems\": 8, \"Rank\": 0, %s",
+             cases[i].fields);
+    char *text = comms_trace(fields, "cudaLaunchKernel", "");
+    xr_bundle_t *b;
+    cr_assert_eq(extract_string(text, NULL, &b, NULL), XR_OK, "%s: %s", fields, xr_last_error());
+    free(text);
+    cr_assert_eq(b->op_count, 1, "%s", fields);
+    const xr_arg_t *stride = xr_op_find_arg(&b->ops[0], "group_stride");
+    cr_assert_eq(stride != NULL, cases[i].recorded, "%s", fields);
+    if (stride) cr_assert_eq(stride->value.as.i, cases[i].stride, "%s", fields);
+    xr_bundle_destroy(b);
+  }
+}
+
 Test(collectives, bad_fields_skip_the_op_with_a_warning) {
   static const struct {
     const char *fields, *warning;
@@ -620,6 +652,9 @@ Test(collectives, bad_fields_skip_the_op_with_a_warning) {
       {"\"Collective name\": \"allreduce\", \"dtype\": \"Float\", \"In msg nelems\": "
        "99999999999999999999999, \"Out msg nelems\": 8, \"Group size\": 2, \"Rank\": 0",
        "\"In msg nelems\" is not an integer"},
+      {"\"Collective name\": \"allreduce\", \"dtype\": \"Float\", \"In msg nelems\": 8, "
+       "\"Out msg nelems\": 8, \"Group size\": 2, \"Rank\": 0, \"Global rank stride\": -2",
+       "\"Global rank stride\" is -2, below -1"},
       {"", "record_param_comms: skipped: \"Collective name\" is missing"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

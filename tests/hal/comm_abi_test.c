@@ -62,7 +62,9 @@ static const char mpi_prototypes[] =
     "int (*h)(MPI_User_function *, int, MPI_Op *) = MPI_Op_create;\n"
     "int (*i)(int *, char ***, int, int *) = MPI_Init_thread;\n"
     "int (*j)(MPI_Comm, MPI_Errhandler) = MPI_Comm_set_errhandler;\n"
-    "int (*k)(MPI_Comm, int) = MPI_Abort;\n";
+    "int (*k)(MPI_Comm, int) = MPI_Abort;\n"
+    "int (*l)(MPI_Comm, int, int, MPI_Comm *) = MPI_Comm_split;\n"
+    "int (*m)(MPI_Comm *) = MPI_Comm_free;\n";
 
 static const char nccl_check[] =
     "#include <nccl.h>\n"

@@ -1,7 +1,10 @@
 /* One rank of tests/hal:comm_test, started by mpirun: every collective of hal.h in every dtype
  * on cpu buffers, each result checked exactly against the reduction this rank computes itself
  * from what every rank sent (values are small integers, so sums are exact in every dtype).
- * Prints one line per failure and "rank R of N: K collectives exact"; exits 1 on any failure.
+ * Prints one line per failure and "rank R of N: K collectives, F failed"; exits 1 on any failure.
+ * On an even number of ranks (4 or more) it then splits them into groups of 2, adjacent
+ * (tensor-parallel) and size/2 apart (data-parallel), checks each group's members, and runs the
+ * collectives in each group: "rank R of N: K collectives in groups of 2, F failed".
  *
  * `comm_ranks hang` instead runs one allreduce on every rank but the last, which never joins:
  * the others must fail within the timeout, saying so. `comm_ranks die`: the last rank is killed
@@ -103,6 +106,41 @@ static void check(xr_hal_collective_kind_t kind, xr_dtype_t d, size_t count, boo
   xr_hal_buffer_free(recv);
 }
 
+/* The collectives again within groups of 2: `comm`, `rank` and `size` become the group's. */
+static void in_groups_of_2(void) {
+  xr_hal_comm_t *world = comm;
+  int world_rank = rank, world_size = size, world_failures = failures;
+  done = failures = 0;
+  for (int stride = 1; stride <= world_size / 2; stride *= world_size / 2) {
+    xr_hal_comm_t *group = NULL;
+    if (xr_hal_comm_group(world, 2, stride, &group) != XR_OK) {
+      printf("rank %d: groups of 2, %d apart: %s\n", world_rank, stride, xr_last_error());
+      failures++;
+      continue;
+    }
+    /* Its members: this rank and the one `stride` away within its block of 2 x stride. */
+    int members[2] = {-1, -1}, first = world_rank - (world_rank / stride % 2) * stride;
+    if (xr_hal_comm_host_allgather(group, &world_rank, sizeof world_rank, members) != XR_OK ||
+        members[0] != first || members[1] != first + stride ||
+        xr_hal_comm_find_group(world, 2, stride) != group) {
+      printf("rank %d: groups of 2, %d apart: members %d, %d, expected %d, %d (%s)\n", world_rank,
+             stride, members[0], members[1], first, first + stride, xr_last_error());
+      failures++;
+    }
+    comm = group;
+    rank = xr_hal_comm_rank(group);
+    size = xr_hal_comm_size(group);
+    for (int kind = XR_HAL_ALLREDUCE; kind <= XR_HAL_ALLTOALL; kind++) {
+      check((xr_hal_collective_kind_t)kind, XR_DTYPE_BF16, 500, false);
+      check((xr_hal_collective_kind_t)kind, XR_DTYPE_F32, 3, true);
+    }
+    check(XR_HAL_BARRIER, XR_DTYPE_F32, 0, false);
+    comm = world, rank = world_rank, size = world_size;
+  }
+  printf("rank %d of %d: %d collectives in groups of 2, %d failed\n", rank, size, done, failures);
+  failures += world_failures;
+}
+
 int main(int argc, char **argv) {
   bool die = argc > 1 && !strcmp(argv[1], "die");
   bool hang = die || (argc > 1 && !strcmp(argv[1], "hang"));
@@ -150,6 +188,7 @@ int main(int argc, char **argv) {
     failures++;
   }
   printf("rank %d of %d: %d collectives, %d failed\n", rank, size, done, failures);
+  if (size >= 4 && size % 2 == 0) in_groups_of_2();
   xr_hal_comm_destroy(comm);
   xr_hal_stream_destroy(stream);
   xr_hal_device_destroy(device);

@@ -81,18 +81,27 @@ static cJSON *op(cJSON *ops, const char *name) {
   return o;
 }
 
+/* The group's size, and its stride when not 1 (as extraction records them). */
+static int stride_of_group = 1;
+static void group_kwargs(cJSON *kw, int group) {
+  arg(kw, "group_size", "int", cJSON_CreateNumber(group));
+  if (stride_of_group != 1) arg(kw, "group_stride", "int", cJSON_CreateNumber(stride_of_group));
+}
+
 static void comms(cJSON *ops, const char *collective, long long in, long long out,
                   const char *dtype, int group, int rank) {
   cJSON *kw = cJSON_GetObjectItem(op(ops, "record_param_comms"), "kwargs");
   arg(kw, "input", "Tensor", tensor(in, dtype));
   arg(kw, "output", "Tensor", tensor(out, dtype));
   arg(kw, "collective", "str", cJSON_CreateString(collective));
-  arg(kw, "group_size", "int", cJSON_CreateNumber(group));
+  group_kwargs(kw, group);
   arg(kw, "rank", "int", cJSON_CreateNumber(rank));
 }
 
-/* Every collective for a group of `g`, `scale` times the elements (an aten::mm last). */
-static void write_bundle(const char *path, int g, int scale) {
+/* Every collective for a group of `g` ranks `stride` apart, `scale` times the elements (an
+ * aten::mm last). */
+static void write_group_bundle(const char *path, int g, int stride, int scale) {
+  stride_of_group = stride;
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "format", "xreplay-bundle");
   cJSON_AddNumberToObject(root, "format_version", 1);
@@ -114,21 +123,21 @@ static void write_bundle(const char *path, int g, int scale) {
   cJSON *list = cJSON_CreateArray();
   cJSON_AddItemToArray(list, tensor(n, "c10::BFloat16"));
   arg(cJSON_GetObjectItem(o, "args"), "tensors", "Tensor(a!)[]", list);
-  arg(cJSON_GetObjectItem(o, "kwargs"), "group_size", "int", cJSON_CreateNumber(g));
+  group_kwargs(cJSON_GetObjectItem(o, "kwargs"), g);
   o = op(ops, "vllm::all_reduce");
   arg(cJSON_GetObjectItem(o, "args"), "tensor", "Tensor", tensor(n, "c10::BFloat16"));
-  arg(cJSON_GetObjectItem(o, "kwargs"), "group_size", "int", cJSON_CreateNumber(g));
+  group_kwargs(cJSON_GetObjectItem(o, "kwargs"), g);
   o = op(ops, "_C_custom_ar::all_reduce");
   cJSON *args = cJSON_GetObjectItem(o, "args");
   arg(args, "fa", "int", cJSON_CreateNumber(0));
   arg(args, "inp", "Tensor", tensor(n, "c10::Half"));
   arg(args, "out", "Tensor(a!)", tensor(n, "c10::Half"));
-  arg(cJSON_GetObjectItem(o, "kwargs"), "group_size", "int", cJSON_CreateNumber(g));
+  group_kwargs(cJSON_GetObjectItem(o, "kwargs"), g);
   o = op(ops, "symm_mem::multimem_all_reduce_");
   args = cJSON_GetObjectItem(o, "args");
   arg(args, "input", "Tensor(a!)", tensor(n, "float"));
   arg(args, "reduce_op", "str", cJSON_CreateString("sum"));
-  arg(cJSON_GetObjectItem(o, "kwargs"), "group_size", "int", cJSON_CreateNumber(g));
+  group_kwargs(cJSON_GetObjectItem(o, "kwargs"), g);
   o = op(ops, "aten::mm");
   cJSON *self = tensor(64, "float"), *mat2 = tensor(64, "float");
   cJSON_ReplaceItemInObject(self, "shape", cJSON_CreateIntArray((int[]){8, 8}, 2));
@@ -141,6 +150,10 @@ static void write_bundle(const char *path, int g, int scale) {
   write_text(path, text);
   free(text);
   cJSON_Delete(root);
+}
+
+static void write_bundle(const char *path, int g, int scale) {
+  write_group_bundle(path, g, 1, scale);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -162,12 +175,13 @@ static double bus_factor(const char *collective, int n) {
   return (double)(n - 1) / n;
 }
 
-static void every_collective_exact(int n) {
+/* On `n` ranks, the collectives of groups of `g` ranks `stride` apart. */
+static void every_collective_exact_in(int n, int g, int stride) {
   need_mpirun();
   char bundle[512], report[512], command[2048];
-  snprintf(bundle, sizeof bundle, "%s/collectives_%d.json", tmpdir(), n);
-  snprintf(report, sizeof report, "%s/collectives_%d.report.json", tmpdir(), n);
-  write_bundle(bundle, n, 1);
+  snprintf(bundle, sizeof bundle, "%s/collectives_%d_%d_%d.json", tmpdir(), n, g, stride);
+  snprintf(report, sizeof report, "%s/collectives_%d_%d_%d.report.json", tmpdir(), n, g, stride);
+  write_group_bundle(bundle, g, stride, 1);
   snprintf(command, sizeof command,
            "mpirun --oversubscribe -np %d tools/replay --hal=cpu --warmup=1 --iters=5 --check "
            "--report=%s %s",
@@ -194,6 +208,7 @@ static void every_collective_exact(int n) {
     collectives++;
     cr_assert_not_null(c, "%s has no collective figures", name);
     cr_assert_eq(cJSON_GetObjectItem(c, "ranks")->valueint, n);
+    cr_assert_eq(cJSON_GetObjectItem(c, "group_ranks")->valueint, g, "%s", name);
     const cJSON *medians = cJSON_GetObjectItem(c, "rank_median_us");
     cr_assert_eq(cJSON_GetArraySize(medians), n);
     double slowest = 0, median = cJSON_GetObjectItem(o, "median_us")->valuedouble;
@@ -208,16 +223,48 @@ static void every_collective_exact(int n) {
     const cJSON *kwargs = cJSON_GetObjectItem(o, "args");
     if (!strcmp(name, "record_param_comms")) kind = kwargs->valuestring; /* names it */
     if (strstr(kind, "collective='")) kind = strstr(kind, "collective='") + 12;
-    cr_assert_float_eq(busbw, algbw * bus_factor(kind, n), 1e-6 * (busbw + 1), "%s: %s", name,
+    cr_assert_float_eq(busbw, algbw * bus_factor(kind, g), 1e-6 * (busbw + 1), "%s: %s", name,
                        kind);
   }
   cr_assert_eq(collectives, 19);
   cJSON_Delete(r);
 }
 
+static void every_collective_exact(int n) {
+  every_collective_exact_in(n, n, 1);
+}
+
 Test(collectives, every_kind_and_dtype_checks_exactly_on_2_ranks) { every_collective_exact(2); }
 Test(collectives, every_kind_and_dtype_checks_exactly_on_3_ranks) { every_collective_exact(3); }
 Test(collectives, every_kind_and_dtype_checks_exactly_on_4_ranks) { every_collective_exact(4); }
+
+/* Tensor-parallel groups inside a data-parallel world, and the data-parallel groups across
+ * them: 4 ranks split into {0,1} {2,3}, then {0,2} {1,3}; each group's results are exact. */
+Test(collectives, groups_of_2_adjacent_on_4_ranks_check_exactly) {
+  every_collective_exact_in(4, 2, 1);
+}
+Test(collectives, groups_of_2_strided_on_4_ranks_check_exactly) {
+  every_collective_exact_in(4, 2, 2);
+}
+
+Test(collectives, groups_that_do_not_tile_the_ranks_say_why) {
+  need_mpirun();
+  char bundle[512], command[2048];
+  snprintf(bundle, sizeof bundle, "%s/collectives_untiled.json", tmpdir());
+  write_group_bundle(bundle, 3, 1, 1);
+  snprintf(command, sizeof command,
+           "mpirun --oversubscribe -np 4 tools/replay --hal=cpu --warmup=0 --iters=1 %s", bundle);
+  cr_assert_eq(run(command, NULL), 0, "%s", output);
+  cr_assert(strstr(output, "1 succeeded, 0 failed, 19 unsupported"), "%s", output);
+  cr_assert(strstr(output,
+                   "recorded with a group of 3 ranks, replayed on 4 (groups of 3 ranks, "
+                   "1 apart, do not tile 4): --scale-collectives"),
+            "%s", output);
+  write_group_bundle(bundle, 2, -1, 1);
+  cr_assert_eq(run(command, NULL), 0, "%s", output);
+  cr_assert(strstr(output, "1 succeeded, 0 failed, 19 unsupported"), "%s", output);
+  cr_assert(strstr(output, "not evenly spaced"), "%s", output);
+}
 
 Test(collectives, alone_they_are_unsupported_and_say_how_to_start_the_ranks) {
   char bundle[512], args[1024];

@@ -1,11 +1,14 @@
-/* A sharded replay on a real Slurm cluster: the test starts, as root, munged (with a key of its
- * own), slurmctld and slurmd for a one-node cluster configured in a directory of its own, runs
- * examples/slurm/submit.sh (replay.sbatch as a job array of 3 tasks, each `replay --shard=auto`
- * on the cpu, then merge.sbatch depending on it), and checks that the merged report holds the
- * ops of an unsharded run of the same bundle: the same ops, in the same order, each once, each
- * from the shard whose report names it. It skips, saying why, where the daemons cannot start
- * (not root, Debian's slurm-wlm and munge absent, a daemon that does not come up), and stops
- * every process it started, by the ids it keeps, whatever happens. */
+/* A real Slurm cluster: each test starts, as root, munged (with a key of its own), slurmctld and
+ * slurmd for a one-node cluster configured in a directory of its own.
+ * - A sharded replay: examples/slurm/submit.sh (replay.sbatch as a job array of 3 tasks, each
+ *   `replay --shard=auto` on the cpu, then merge.sbatch depending on it); the merged report holds
+ *   the ops of an unsharded run of the same bundle: the same ops, in the same order, each once,
+ *   each from the shard whose report names it.
+ * - srun as the launcher of MPI ranks (Slurm's mpi/pmix, Debian's Open MPI): comm_ranks' exact
+ *   collectives on 4 ranks of one job step, and a replay whose ranks srun started.
+ * They skip, saying why, where the daemons cannot start (not root, Debian's slurm-wlm and munge
+ * absent, a daemon that does not come up), and stop every process they started, by the ids
+ * they keep, whatever happens. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -215,14 +218,14 @@ static void start_cluster(void) {
   if (geteuid() != 0)
     skip("starting munged, slurmctld and slurmd needs root (running as uid %d)", (int)geteuid());
   char munged[PATH_MAX], slurmctld[PATH_MAX], slurmd[PATH_MAX], any[PATH_MAX];
-  const char *clients[] = {"sbatch", "squeue", "scontrol", "scancel", "sinfo"};
+  const char *clients[] = {"sbatch", "squeue", "scontrol", "scancel", "sinfo", "srun"};
   if (!find_program("munged", munged, sizeof munged) ||
       !find_program("slurmctld", slurmctld, sizeof slurmctld) ||
       !find_program("slurmd", slurmd, sizeof slurmd))
     skip(
         "munged, slurmctld or slurmd is not installed (Debian's munge and slurm-wlm "
         "packages, which ./bazelw installs)");
-  for (int k = 0; k < 5; k++)
+  for (size_t k = 0; k < sizeof clients / sizeof *clients; k++)
     if (!find_program(clients[k], any, sizeof any))
       skip("%s is not installed (Debian's slurm-wlm package)", clients[k]);
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -424,4 +427,34 @@ Test(slurm, a_job_array_of_shards_merges_into_the_unsharded_run, .fini = teardow
   cr_assert_eq(number(cJSON_GetObjectItem(m, "merged"), "count"), SHARDS);
   cJSON_Delete(m);
   cJSON_Delete(f);
+}
+
+/* Job steps of MPI ranks: srun starts them through PMIx and MPI_Init joins them, no mpirun. */
+Test(slurm, srun_starts_the_mpi_ranks_of_collectives, .fini = teardown, .timeout = 240) {
+  start_cluster();
+  char text[1 << 16], cmd[PATH_MAX + 1024], bundle[PATH_MAX];
+  if (run("srun --mpi=list", text, sizeof text) != 0 || !strstr(text, "pmix"))
+    skip("this Slurm has no mpi/pmix plugin (srun --mpi=list: %.300s)", text);
+  /* More ranks than the node's cores (-O); under --config=asan the ranks skip the exit-time leak
+   * check, as tests/hal:comm_test's do. */
+  const char *step = "ASAN_OPTIONS=\"$ASAN_OPTIONS:detect_leaks=0\" timeout 120 srun --mpi=pmix -O";
+  snprintf(cmd, sizeof cmd, "%s -n 4 tests/hal/comm_ranks", step);
+  int code = run(cmd, text, sizeof text);
+  cr_assert_eq(code, 0, "%s: exit %d:\n%s", cmd, code, text);
+  for (int r = 0; r < 4; r++) {
+    char line[96];
+    snprintf(line, sizeof line, "rank %d of 4: 101 collectives, 0 failed", r);
+    cr_assert(strstr(text, line), "no \"%s\" in:\n%s", line, text);
+    snprintf(line, sizeof line, "rank %d of 4: 22 collectives in groups of 2, 0 failed", r);
+    cr_assert(strstr(text, line), "no \"%s\" in:\n%s", line, text);
+  }
+  cr_assert_not_null(realpath("examples/allreduce_tp2.json", bundle));
+  snprintf(cmd, sizeof cmd, "%s -n 2 tools/replay --hal=cpu --check --warmup=0 --iters=2 %s", step,
+           bundle);
+  code = run(cmd, text, sizeof text);
+  fprintf(stderr, "slurm_test: %s:\n%s\n", cmd, text);
+  cr_assert_eq(code, 0, "%s: exit %d:\n%s", cmd, code, text);
+  cr_assert(strstr(text, "== 2 ranks (srun), MPI: "), "%s", text);
+  cr_assert(strstr(text, " 0 failed, 0 unsupported"), "%s", text);
+  cr_assert(strstr(text, "2 ranks, busbw"), "%s", text);
 }

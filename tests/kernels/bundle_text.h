@@ -84,12 +84,6 @@ static inline void expect_match(const char *json, const char *device, const char
             r.kernel, prefix);
 }
 
-/* oneDNN computes bf16 with kernels of its own on AVX-512 CPUs (avx512_core and newer) only;
- * elsewhere (an AVX2 EPYC) it has just its reference kernel, which cpu.onednn_* decline. */
-static inline bool onednn_computes(const char *dtype) {
-  return !strstr(dtype, "BFloat16") || __builtin_cpu_supports("avx512bw");
-}
-
 /* expect_match on the cpu for a case oneDNN runs where it computes the dtype; elsewhere the
  * case must still pass its check, on whichever cpu kernel. */
 static inline void expect_onednn(const char *json, const char *dtype, const char *prefix) {

@@ -84,4 +84,10 @@ static inline xr_op_result_t check_op(const char *json, const char *device) {
               "ran %s, expected a %s kernel", r_.kernel, (kernel_prefix));                     \
   } while (0)
 
+/* oneDNN computes bf16 with kernels of its own on AVX-512 CPUs (avx512_core and newer) only;
+ * elsewhere (an AVX2 EPYC) it has just its reference kernel, which cpu.onednn_* decline. */
+static inline bool onednn_computes(const char *dtype) {
+  return !strstr(dtype, "BFloat16") || __builtin_cpu_supports("avx512bw");
+}
+
 #endif

@@ -482,10 +482,11 @@ typedef struct xr_hal_comm xr_hal_comm_t;
 /* Joins the processes started with this one for collectives on `device`'s buffers (the device
  * only chooses the transport). A collective that waits longer than `timeout_ms` for the other
  * ranks (0: 300 s) fails the communicator, naming the collective and the wait.
- * UNAVAILABLE when the process was not started by a launcher MPI can join, or the transport
- * does not load (every path tried); UNIMPLEMENTED for devices without a transport yet. One
- * communicator per process, made once: MPI cannot start again after it ended. Not
- * thread-safe. */
+ * UNAVAILABLE when the process was not started by a launcher MPI can join (on cuda and hip,
+ * torchrun's ranks are joined by NCCL / RCCL alone, through NCCL_COMM_ID: docs/collectives.md),
+ * or the transport does not load (every path tried); UNIMPLEMENTED for devices without a
+ * transport yet. One communicator per process, made once: MPI cannot start again after it
+ * ended. Not thread-safe. */
 xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
                                xr_hal_comm_t **out_comm);
 /* Ends the transport (MPI_Finalize) once every queued collective is done. */

@@ -372,14 +372,15 @@ static void print_side_by_side(const run_ctx_t *c) {
   }
 }
 
-/* Under mpirun or srun: joins the other ranks for the bundle's collectives (on the first device
- * of --hal, which chooses the transport: MPI for cpu and opencl, NCCL / RCCL for cuda and hip).
- * Started otherwise (torchrun included), the replay runs alone, and collectives of larger
- * groups are unsupported. */
+/* Under mpirun, srun or torchrun: joins the other ranks for the bundle's collectives (on the
+ * first device of --hal, which chooses the transport: MPI for cpu and opencl, NCCL / RCCL for
+ * cuda and hip, which alone join torchrun's ranks). Started otherwise, the replay runs alone,
+ * and collectives of larger groups are unsupported. */
 static int join_ranks(xr_replay_options_t *o, double timeout_s, xr_hal_comm_t **out_comm) {
   xr_hal_launch_t launch;
   xr_hal_launch_detect(&launch);
-  if (!launch.mpi) return XR_EXIT_OK;
+  /* torchrun's world of one needs no communicator; its larger ones need NCCL / RCCL. */
+  if (!launch.launched || (!launch.mpi && launch.size <= 1)) return XR_EXIT_OK;
   char spec[64];
   snprintf(spec, sizeof spec, "%s", o->device ? o->device : "auto");
   spec[strcspn(spec, ",")] = '\0';

@@ -134,6 +134,7 @@ struct xr_hal_comm {
   xr_hal_device_t *device;
   xr_hal_buffer_t *scratch;
   /* The world's alone. */
+  bool mpi; /* MPI runs beside NCCL, or carries the collectives; false under torchrun */
   double timeout_ms;
   bool initialized_here; /* we called MPI_Init_thread, so we finalize */
   pthread_mutex_t mutex; /* every MPI call; guards the failure */
@@ -248,6 +249,51 @@ static xr_status_t join_nccl(xr_hal_comm_t *c, xr_hal_device_t *device) {
   return XR_OK;
 }
 
+/* torchrun's ranks on cuda and hip: NCCL / RCCL alone. Every rank makes the same unique id
+ * from NCCL_COMM_ID (set here to MASTER_ADDR:MASTER_PORT + 1 unless given: torchrun's store
+ * holds MASTER_PORT), where rank 0's ncclCommInitRank listens; then NCCL_COMM_ID is unset, so
+ * that groups get ids of their own. The host's agreement goes through NCCL too. */
+static xr_status_t create_without_mpi(xr_hal_device_t *device, const char *driver,
+                                      const xr_hal_launch_t *launch, double timeout_ms,
+                                      xr_hal_comm_t **out) {
+  char id[300];
+  const char *given = getenv("NCCL_COMM_ID");
+  const char *addr = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
+  int port_number = port ? atoi(port) : 0;
+  if (given && *given) {
+    snprintf(id, sizeof id, "%s", given);
+  } else if (!addr || !*addr || port_number <= 0 || port_number >= 65535) {
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "started by %s without MASTER_ADDR and MASTER_PORT (or NCCL_COMM_ID): NCCL "
+                    "has no address to meet at",
+                    launch->launcher);
+  } else {
+    snprintf(id, sizeof id, "%s:%d", addr, port_number + 1);
+    setenv("NCCL_COMM_ID", id, 1);
+  }
+  xr_hal_comm_t *c = calloc(1, sizeof *c);
+  if (!c) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for a communicator");
+  c->world = c;
+  c->rank = launch->rank;
+  c->size = launch->size;
+  c->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
+  pthread_mutex_init(&c->mutex, NULL);
+  snprintf(c->driver, sizeof c->driver, "%s", driver);
+  comm_made = true;
+  xr_status_t st = xr_hal_device_create(device->spec, &c->device);
+  if (st == XR_OK) st = xr_hal_buffer_alloc(c->device, 4, &c->scratch);
+  if (st == XR_OK) st = xr_nccl_create(c->device, driver, c->rank, c->size, NULL, NULL, &c->nccl);
+  unsetenv("NCCL_COMM_ID");
+  if (st != XR_OK) {
+    xr_hal_comm_destroy(c);
+    return st;
+  }
+  snprintf(c->transport, sizeof c->transport, "%.400s, ids from NCCL_COMM_ID=%.200s",
+           xr_nccl_transport(c->nccl), id);
+  *out = c;
+  return XR_OK;
+}
+
 xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
                                xr_hal_comm_t **out_comm) {
   if (!device || !out_comm || timeout_ms < 0)
@@ -263,10 +309,11 @@ xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
                     props.driver);
   xr_hal_launch_t launch;
   xr_hal_launch_detect(&launch);
-  if (!launch.mpi)
+  if (!launch.mpi && !(gpu && launch.launched))
     return xr_error(XR_UNAVAILABLE,
                     launch.launched ? "started by %s, which MPI cannot join: start the ranks "
-                                      "with mpirun -np N or srun -n N"
+                                      "with mpirun -np N or srun -n N (on cuda and hip, NCCL "
+                                      "and RCCL join torchrun's ranks)"
                                     : "not started by a launcher%s: start the ranks with mpirun "
                                       "-np N or srun -n N",
                     launch.launcher);
@@ -274,11 +321,13 @@ xr_status_t xr_hal_comm_create(xr_hal_device_t *device, double timeout_ms,
     return xr_error(XR_UNAVAILABLE,
                     "a communicator was already made in this process, and MPI "
                     "starts once per process");
+  if (!launch.mpi) return create_without_mpi(device, props.driver, &launch, timeout_ms, out_comm);
   pthread_once(&loaded, load);
   if (load_status != XR_OK) return xr_error(XR_UNAVAILABLE, "MPI unavailable: %s", load_report);
   xr_hal_comm_t *c = calloc(1, sizeof *c);
   if (!c) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for a communicator");
   c->world = c;
+  c->mpi = true;
   c->handle = mpi.comm_world;
   c->timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
   pthread_mutex_init(&c->mutex, NULL);
@@ -384,12 +433,28 @@ bool xr_hal_comm_serves(const xr_hal_comm_t *c, xr_hal_device_t *device) {
   return !strcmp(props.driver, "cpu") || !strcmp(props.driver, "opencl");
 }
 
+/* Without MPI (torchrun): through NCCL itself, under the lock, failing the world on error. */
+static xr_status_t host_exchange(xr_hal_comm_t *c, bool gather, const void *send, size_t bytes,
+                                 void *recv, int root) {
+  xr_hal_comm_t *w = c->world;
+  pthread_mutex_lock(&w->mutex);
+  if (w->failure == XR_OK) {
+    xr_status_t st = xr_nccl_host_exchange(c->nccl, c->device, gather, send, bytes, recv, root);
+    if (st != XR_OK)
+      comm_fail(c, st, "%s host values on rank %d of %d: %s", gather ? "gathering" : "broadcasting",
+                w->rank, w->size, xr_last_error());
+  }
+  pthread_mutex_unlock(&w->mutex);
+  return xr_hal_comm_status(c);
+}
+
 xr_status_t xr_hal_comm_host_allgather(xr_hal_comm_t *c, const void *send, size_t bytes,
                                        void *recv) {
   if (!c || (!send && bytes) || !recv || bytes > INT_MAX)
     return xr_error(XR_INVALID_ARGUMENT,
                     "xr_hal_comm_host_allgather: NULL argument or more than "
                     "2 GiB");
+  if (!c->world->mpi) return host_exchange(c, true, send, bytes, recv, 0);
   pthread_mutex_lock(&c->world->mutex);
   if (c->world->failure == XR_OK) {
     xr_mpi_handle_t request;
@@ -407,6 +472,7 @@ xr_status_t xr_hal_comm_host_broadcast(xr_hal_comm_t *c, void *data, size_t byte
                     "xr_hal_comm_host_broadcast: NULL argument, more than "
                     "2 GiB, or root %d outside the %d ranks",
                     root, c ? c->size : 0);
+  if (!c->world->mpi) return host_exchange(c, false, data, bytes, data, root);
   pthread_mutex_lock(&c->world->mutex);
   if (c->world->failure == XR_OK) {
     xr_mpi_handle_t request;
@@ -423,6 +489,21 @@ static void group_place(int r, int size, int stride, int *color, int *key) {
   int block = r / (size * stride), within = r % (size * stride);
   *color = block * stride + within % stride;
   *key = within / stride;
+}
+
+/* Without MPI, xr_nccl_create's broadcast within a group: every rank of the world gathers
+ * what each holds (a group's rank 0, its id) and keeps its own group's. */
+static xr_status_t group_id_over_world(void *context, void *data, size_t bytes, int root) {
+  xr_hal_comm_t *g = context, *w = g->world;
+  (void)root; /* 0: the group's first rank */
+  char *all = calloc((size_t)w->size, bytes);
+  if (!all) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  xr_status_t st = xr_hal_comm_host_allgather(w, data, bytes, all);
+  /* This rank's group's first rank: `stride` x its place before it. */
+  int first = w->rank - g->rank * g->group_stride;
+  if (st == XR_OK) memcpy(data, all + (size_t)first * bytes, bytes);
+  free(all);
+  return st;
 }
 
 xr_hal_comm_t *xr_hal_comm_find_group(xr_hal_comm_t *w, int size, int stride) {
@@ -464,6 +545,19 @@ xr_status_t xr_hal_comm_group(xr_hal_comm_t *w, int size, int stride, xr_hal_com
   g->scratch = w->scratch;
   int color, key;
   group_place(w->rank, size, stride, &color, &key);
+  if (!w->mpi) {
+    g->rank = key;
+    g->size = size;
+    snprintf(g->transport, sizeof g->transport, "%s", w->transport);
+    st = xr_nccl_create(g->device, g->driver, g->rank, g->size, group_id_over_world, g, &g->nccl);
+    if (st != XR_OK) {
+      free(g);
+      return st;
+    }
+    w->groups[w->group_count++] = g;
+    *out = g;
+    return XR_OK;
+  }
   pthread_mutex_lock(&w->mutex);
   int result = mpi.MPI_Comm_split(w->handle, color, key, &g->handle);
   if (result == XR_MPI_SUCCESS) result = mpi.MPI_Comm_set_errhandler(g->handle, mpi.errors_return);
@@ -494,8 +588,8 @@ xr_status_t xr_hal_comm_group(xr_hal_comm_t *w, int size, int stride, xr_hal_com
 }
 
 void xr_hal_comm_abort(xr_hal_comm_t *c, int exit_code) {
-  if (c) mpi.MPI_Abort(mpi.comm_world, exit_code);
-  _exit(exit_code); /* MPI_Abort does not return either */
+  if (c && c->world->mpi) mpi.MPI_Abort(mpi.comm_world, exit_code);
+  _exit(exit_code); /* MPI_Abort does not return either; torchrun stops the other ranks */
 }
 
 /* ------------------------------------------------------------------------------------------ */

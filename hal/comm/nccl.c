@@ -1,7 +1,8 @@
 /* NCCL on cuda, RCCL on hip (the same API), loaded at run time through our declarations
  * (hal/comm/nccl_symbols.h). Rank 0 makes the unique id and the caller's broadcast (MPI)
- * carries it to the others; every call runs on the device's native stream, made current on
- * the calling thread by xr_hal_stream_native. */
+ * carries it to the others, or every rank makes the same one from NCCL_COMM_ID; every call
+ * runs on the device's native stream, made current on the calling thread by
+ * xr_hal_stream_native. */
 #include "hal/comm/nccl.h"
 
 #include <pthread.h>
@@ -63,14 +64,21 @@ static xr_status_t nccl_fail(const xr_nccl_t *n, const char *call, int result) {
                   call, text ? text : "error", result);
 }
 
-xr_status_t xr_nccl_create(xr_hal_device_t *device, const char *driver, int rank, int size,
-                           xr_nccl_broadcast_fn broadcast, void *context, xr_nccl_t **out) {
+/* The vendor of `driver`, loaded; NULL with the reason when its library does not load. */
+static vendor_t *vendor_of(const char *driver, const char *spec, int *out_k) {
   int k = !strcmp(driver, "hip");
   pthread_once(&vendors[k].once, k ? load_rccl : load_nccl);
-  vendor_t *v = &vendors[k];
-  if (v->status != XR_OK)
-    return xr_error(XR_UNAVAILABLE, "%s: %s unavailable: %s", device->spec, libraries[k].label,
-                    v->report);
+  *out_k = k;
+  if (vendors[k].status == XR_OK) return &vendors[k];
+  xr_error(XR_UNAVAILABLE, "%s: %s unavailable: %s", spec, libraries[k].label, vendors[k].report);
+  return NULL;
+}
+
+xr_status_t xr_nccl_create(xr_hal_device_t *device, const char *driver, int rank, int size,
+                           xr_nccl_broadcast_fn broadcast, void *context, xr_nccl_t **out) {
+  int k;
+  vendor_t *v = vendor_of(driver, device->spec, &k);
+  if (!v) return XR_UNAVAILABLE;
   xr_nccl_t *n = calloc(1, sizeof *n);
   if (!n) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for a communicator");
   n->api = &v->api;
@@ -86,9 +94,10 @@ xr_status_t xr_nccl_create(xr_hal_device_t *device, const char *driver, int rank
   void *native;
   xr_status_t st = xr_hal_device_native(device, &native); /* makes the device current */
   int result = XR_NCCL_SUCCESS;
-  if (st == XR_OK && rank == 0 && (result = n->api->ncclGetUniqueId(&id)) != XR_NCCL_SUCCESS)
+  if (st == XR_OK && (rank == 0 || !broadcast) &&
+      (result = n->api->ncclGetUniqueId(&id)) != XR_NCCL_SUCCESS)
     st = nccl_fail(n, "ncclGetUniqueId", result);
-  if (st == XR_OK) st = broadcast(context, &id, sizeof id, 0);
+  if (st == XR_OK && broadcast) st = broadcast(context, &id, sizeof id, 0);
   if (st == XR_OK) st = xr_hal_device_native(device, &native);
   if (st == XR_OK &&
       (result = n->api->ncclCommInitRank(&n->comm, size, id, rank)) != XR_NCCL_SUCCESS)
@@ -180,6 +189,31 @@ xr_status_t xr_nccl_collective(xr_nccl_t *n, xr_hal_stream_t *stream, xr_hal_col
       break;
   }
   return result == XR_NCCL_SUCCESS ? XR_OK : nccl_fail(n, call, result);
+}
+
+xr_status_t xr_nccl_host_exchange(xr_nccl_t *n, xr_hal_device_t *device, bool gather,
+                                  const void *send, size_t bytes, void *recv, int root) {
+  size_t total = gather ? bytes * (size_t)n->size : bytes;
+  size_t at = gather ? bytes * (size_t)n->rank : 0;
+  xr_hal_buffer_t *buffer = NULL;
+  xr_hal_stream_t *stream = NULL;
+  void *base = NULL;
+  size_t offset = 0;
+  xr_status_t st = xr_hal_buffer_alloc(device, total ? total : 1, &buffer);
+  if (st == XR_OK) st = xr_hal_stream_create(device, &stream);
+  if (st == XR_OK && bytes && (gather || n->rank == root))
+    st = xr_hal_buffer_write(buffer, at, send, bytes);
+  if (st == XR_OK) st = xr_hal_buffer_native(buffer, &base, &offset);
+  char *p = (char *)base + offset;
+  if (st == XR_OK && bytes) /* in place: allgather's own part sits in its slot */
+    st = xr_nccl_collective(n, stream, gather ? XR_HAL_ALLGATHER : XR_HAL_BROADCAST, XR_DTYPE_U8,
+                            bytes, p + at, p, root);
+  if (st == XR_OK) st = xr_hal_stream_synchronize(stream);
+  if (st == XR_OK) st = xr_nccl_status(n);
+  if (st == XR_OK && total) st = xr_hal_buffer_read(recv, buffer, 0, total);
+  xr_hal_stream_destroy(stream);
+  xr_hal_buffer_free(buffer);
+  return st;
 }
 
 xr_status_t xr_nccl_status(xr_nccl_t *n) {

@@ -276,6 +276,27 @@ Test(collectives, alone_they_are_unsupported_and_say_how_to_start_the_ranks) {
   cr_assert(strstr(out_text, "start 2 ranks with mpirun -np 2 or srun -n 2"), "%s", out_text);
 }
 
+/* torchrun's variables: a world of one runs alone; a larger one on cpu buffers cannot start,
+ * since MPI does not join torchrun's ranks (NCCL / RCCL do, on cuda and hip), and says so. */
+Test(collectives, under_torchrun_the_cpu_says_which_transport_joins) {
+  char bundle[512], args[1024];
+  snprintf(bundle, sizeof bundle, "%s/collectives_torchrun.json", tmpdir());
+  write_bundle(bundle, 2, 1);
+  snprintf(args, sizeof args, "--hal=cpu --iters=1 --warmup=0 %s", bundle);
+  setenv("RANK", "0", 1);
+  setenv("LOCAL_RANK", "0", 1);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", "29500", 1);
+  setenv("WORLD_SIZE", "1", 1);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "1 succeeded, 0 failed, 19 unsupported"), "%s", out_text);
+  setenv("WORLD_SIZE", "2", 1);
+  cr_assert_eq(replay(args), 3, "%s%s", out_text, err_text);
+  cr_assert(strstr(err_text, "rank 0 of 2 (torchrun): started by torchrun, which MPI cannot join"),
+            "%s", err_text);
+  cr_assert(strstr(err_text, "NCCL and RCCL join torchrun's ranks"), "%s", err_text);
+}
+
 Test(collectives, another_group_size_runs_only_when_asked_to_scale) {
   need_mpirun();
   char bundle[512], command[2048];

@@ -10,13 +10,14 @@
  * Where oneDNN's kernels want other layouts than the traced ones (channels-last activations
  * want blocked weights), it picks them and reorders run around the step (create_pd). A forward
  * convolution that does run on the traced layouts is also built with every tensor in oneDNN's
- * own, and prepare() keeps whichever of the two runs faster there (worth_timing). fp16,
- * which this oneDNN does not compute on x86, runs on fp32 copies of the tensors converted in
- * before and out after (the conversions are part of what is timed).
+ * own, and prepare() keeps whichever of the two runs faster there (worth_timing). fp16, which
+ * this oneDNN does not compute on x86, and bf16 where it has only its reference kernel (CPUs
+ * without AVX-512; channels-last backward steps on any), run on fp32 copies of the tensors
+ * converted in before and out after (the conversions are part of what is timed), as PyTorch
+ * sums them in fp32 too.
  *
  * Not here (supports() says which, and cpu.conv runs them): f64, zero strides, layouts for
- * which oneDNN has only its reference kernel even in its own layouts (bf16 backward data and
- * weights of channels-last tensors on this oneDNN). */
+ * which oneDNN has only its reference kernel even in fp32. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,19 +30,22 @@
 
 #ifdef XR_HAVE_DNNL_H
 
-/* widen: an fp16 operand as its fp32 copy (see onednn_state_t). */
+/* The dtype oneDNN computes an operand in: fp32 for fp16 and bf16 ones when `widen` (their
+ * fp32 copies, see onednn_state_t). */
+static xr_dtype_t computed(xr_dtype_t dtype, bool widen) {
+  return widen && (dtype == XR_DTYPE_F16 || dtype == XR_DTYPE_BF16) ? XR_DTYPE_F32 : dtype;
+}
+
 static xr_status_t memory_desc(const xr_dnnl_t *d, int nd, dnnl_dims_t dims, dnnl_dims_t strides,
                                xr_dtype_t dtype, bool widen, dnnl_memory_desc_t *out) {
-  return xr_dnnl_strided_md(d, nd, dims, strides,
-                            widen && dtype == XR_DTYPE_F16 ? XR_DTYPE_F32 : dtype, out);
+  return xr_dnnl_strided_md(d, nd, dims, strides, computed(dtype, widen), out);
 }
 
 /* An activation [n, c, spatial...] of the traced rank. */
 static xr_status_t activation_desc(const xr_dnnl_t *d, const xr_conv_problem_t *p,
                                    const xr_conv_operand_t *o, bool widen,
                                    dnnl_memory_desc_t *out) {
-  return xr_dnnl_view_md(d, o, p->spatial,
-                         widen && o->dtype == XR_DTYPE_F16 ? XR_DTYPE_F32 : o->dtype, out);
+  return xr_dnnl_view_md(d, o, p->spatial, computed(o->dtype, widen), out);
 }
 
 /* The weights as oneDNN's convolution wants them ([g,] oc/g, ic/g, k...), or, `deconv`, as its
@@ -98,9 +102,10 @@ typedef struct onednn_step {
   unsigned staged; /* create_pd's bits */
 } onednn_step_t;
 
-/* An fp16 tensor's fp32 copy (its whole storage) for steps oneDNN computes in fp32 only. */
+/* An fp16 or bf16 tensor's fp32 copy (its whole storage) for steps oneDNN computes in fp32. */
 typedef struct widened {
-  uint16_t *f16;
+  uint16_t *narrow;
+  bool bf16; /* else fp16 */
   float *f32;
   int64_t count;
   bool out; /* a result: copied back after the steps, not in before them */
@@ -244,10 +249,12 @@ static xr_status_t create_pd(const xr_op_plan_t *plan, const xr_dnnl_t *d, int i
   return st;
 }
 
-/* Whether the plan's fp16 steps must run on fp32 copies: some step has no fp16 primitive. */
+/* Whether the plan's fp16 or bf16 steps must run on fp32 copies: some step has no primitive in
+ * that dtype but oneDNN's reference. */
 static bool needs_widening(const xr_op_plan_t *plan, const xr_dnnl_t *d) {
   const xr_conv_problem_t *p = plan->problem;
-  if (p->steps[0].w.dtype != XR_DTYPE_F16 && p->steps[0].y.dtype != XR_DTYPE_F16) return false;
+  xr_dtype_t w = p->steps[0].w.dtype, y = p->steps[0].y.dtype;
+  if (computed(w, true) == w && computed(y, true) == y) return false;
   for (int i = 0; i < p->step_count; i++) {
     if (p->steps[i].pass == XR_CONV_BIAS_GRAD) continue;
     dnnl_primitive_desc_t pd;
@@ -383,7 +390,8 @@ static xr_status_t prepare_step(const xr_op_plan_t *plan, onednn_state_t *s, int
 }
 
 /* The tensors the convolution steps use: `tensors`, or, when `widen`, fp32 copies (cpu
- * buffers of the same strides and offset) in place of the fp16 ones, listed in s->widened. */
+ * buffers of the same strides and offset) in place of the fp16 and bf16 ones, listed in
+ * s->widened. */
 static xr_status_t widen_tensors(const xr_op_plan_t *plan, xr_hal_device_t *device,
                                  const xr_tensor_t *tensors, bool widen, onednn_state_t *s,
                                  xr_tensor_t *out) {
@@ -399,18 +407,19 @@ static xr_status_t widen_tensors(const xr_op_plan_t *plan, xr_hal_device_t *devi
   }
   for (size_t i = 0; i < count; i++) {
     out[i] = tensors[i];
-    if (!widen || !used[i] || tensors[i].dtype != XR_DTYPE_F16) continue;
+    if (!widen || !used[i] || computed(tensors[i].dtype, true) == tensors[i].dtype) continue;
     int64_t extent = tensors[i].offset + 1;
     for (int d = 0; d < tensors[i].rank; d++)
       extent += (tensors[i].shape[d] - 1) * tensors[i].strides[d];
     widened_t *w = &s->widened[s->widened_count];
-    void *f16, *f32;
-    xr_status_t st = xr_tensor_host(&tensors[i], &f16);
+    void *narrow, *f32;
+    xr_status_t st = xr_tensor_host(&tensors[i], &narrow);
     if (st == XR_OK) st = xr_hal_buffer_alloc(device, (size_t)extent * sizeof(float), &w->buffer);
     if (st != XR_OK) return st;
     s->widened_count++;
     if ((st = xr_hal_buffer_host_pointer(w->buffer, &f32)) != XR_OK) return st;
-    w->f16 = f16, w->f32 = f32, w->count = extent, w->out = i >= plan->input_count;
+    w->narrow = narrow, w->f32 = f32, w->count = extent, w->out = i >= plan->input_count;
+    w->bf16 = tensors[i].dtype == XR_DTYPE_BF16;
     out[i].buffer = w->buffer;
     out[i].dtype = XR_DTYPE_F32;
   }
@@ -538,14 +547,14 @@ static void onednn_run(void *ctx) {
   }
 }
 
-/* Elements [begin, end) of an fp16 tensor into its fp32 copy, or back for a result. */
+/* Elements [begin, end) of an fp16 or bf16 tensor into its fp32 copy, or back for a result. */
 static void widen_run(void *ctx, size_t begin, size_t end) {
   const widened_t *w = ctx;
   for (size_t i = begin; i < end; i++) {
     if (w->out)
-      w->f16[i] = xr_f32_to_f16(w->f32[i]);
+      w->narrow[i] = w->bf16 ? xr_f32_to_bf16(w->f32[i]) : xr_f32_to_f16(w->f32[i]);
     else
-      w->f32[i] = xr_f16_to_f32(w->f16[i]);
+      w->f32[i] = w->bf16 ? xr_bf16_to_f32(w->narrow[i]) : xr_f16_to_f32(w->narrow[i]);
   }
 }
 

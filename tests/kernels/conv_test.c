@@ -49,7 +49,7 @@ Test(conv, onednn_runs_the_common_cases, .timeout = 300) {
                                 &conv_forward_cases[9],  &conv_forward_cases[18],
                                 &conv_backward_cases[0], &conv_backward_cases[6]};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-    expect_onednn(conv_json(cases[i]), cases[i]->dtype, "cpu.onednn_conv");
+    expect_match(conv_json(cases[i]), "cpu", "cpu.onednn_conv");
 }
 
 static xr_status_t plan_of(const char *json, xr_bundle_t **b, xr_op_plan_t *plan) {

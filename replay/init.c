@@ -79,12 +79,23 @@ typedef struct fill_job {
 
 enum { FILL_BLOCK = 256, FILL_PER_THREAD = 1 << 20, FILL_MAX_THREADS = 16 };
 
-/* Elements [begin, end). splitmix64 advances its state by one constant per draw, so element i's
- * draws (two for a normal, one otherwise) start from seed + draws_before_i * constant: any range
- * comes out exactly as in one sequential pass. */
+/* Approximately N(0, 1) from one draw: the sum of its four 16-bit quarters as uniforms on
+ * (0, 1), centred and scaled to unit variance (Irwin-Hall, n = 4: within ±2√3, its density
+ * within 0.01 of the normal's). Integer arithmetic up to one multiply, so every machine gets
+ * the same bits, and ten times faster than Box-Muller's log and cos, which dominated filling
+ * the gigabytes of a model's weights. */
+static double normal_from(uint64_t x) {
+  uint64_t sum = (x & 0xffff) + (x >> 16 & 0xffff) + (x >> 32 & 0xffff) + (x >> 48);
+  /* (sum + 4 * 0.5) / 65536 - 2, times sqrt(3) */
+  return ((double)sum + 2.0 - 131072.0) * (1.7320508075688772 / 65536.0);
+}
+
+/* Elements [begin, end). splitmix64 advances its state by one constant per draw, and every
+ * element takes one draw, so element i's starts from seed + i * constant: any range comes out
+ * exactly as in one sequential pass. */
 static void *fill_range(void *arg) {
   const fill_job_t *j = arg;
-  uint64_t s = j->seed + (j->kind == FILL_NORMAL ? 2 : 1) * (uint64_t)j->begin * 0x9e3779b97f4a7c15ull;
+  uint64_t s = j->seed + (uint64_t)j->begin * 0x9e3779b97f4a7c15ull;
   double v[FILL_BLOCK];
   for (size_t i = j->begin; i < j->end; i += FILL_BLOCK) {
     size_t m = j->end - i < FILL_BLOCK ? j->end - i : FILL_BLOCK;
@@ -92,7 +103,7 @@ static void *fill_range(void *arg) {
       switch (j->kind) {
         case FILL_ZEROS: v[k] = 0; break;
         case FILL_ONES: v[k] = 1; break;
-        case FILL_NORMAL: v[k] = xr_rng_normal(&s); break;
+        case FILL_NORMAL: v[k] = normal_from(xr_rng_next(&s)); break;
         case FILL_UNIFORM: v[k] = 2.0 * xr_rng_uniform(&s) - 1.0; break;
         case FILL_BOOL: v[k] = (double)(xr_rng_next(&s) & 1); break;
         case FILL_SMALL_INT: v[k] = (double)(xr_rng_next(&s) % 16); break; /* valid as most indices */

@@ -535,9 +535,11 @@ Test(engine, paged_attention_query_layout_follows_trace_hints) {
   xr_bundle_destroy(b);
 }
 
-/* The default N(0, 1) inputs, recomputed here from their definition (docs/replay.md): splitmix64
- * seeded per (seed, op, tensor), two draws per element through Box-Muller. Large tensors are
- * filled in ranges on several threads; every element must still come out of the one stream. */
+/* The default normal inputs, recomputed here from their definition (docs/replay.md): splitmix64
+ * seeded per (seed, op, tensor), one draw per element, its four 16-bit quarters summed as
+ * uniforms, centred and scaled. Large tensors are filled in ranges on several threads; every
+ * element must still come out of the one stream, and the values must have N(0, 1)'s first
+ * moments. */
 static uint64_t splitmix(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -546,9 +548,10 @@ static uint64_t splitmix(uint64_t *s) {
 }
 
 static double normal_from(uint64_t *s) {
-  double u1 = (double)(splitmix(s) >> 11) * 0x1p-53, u2 = (double)(splitmix(s) >> 11) * 0x1p-53;
-  if (u1 < 1e-300) u1 = 1e-300;
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+  uint64_t x = splitmix(s);
+  double sum = 0;
+  for (int q = 0; q < 4; q++) sum += ((double)(x >> 16 * q & 0xffff) + 0.5) / 65536.0;
+  return (sum - 2.0) * sqrt(3.0);
 }
 
 Test(engine, default_inputs_follow_the_documented_stream) {
@@ -568,8 +571,10 @@ Test(engine, default_inputs_follow_the_documented_stream) {
     cr_assert_eq(xr_npy_load(path, &npy), XR_OK, "%s", xr_last_error());
     uint64_t s = o.seed ^ (0x632be59bd9b4e019ull * (uint64_t)(op + 1)) ^ (0x8cb92ba72f3d8dd7ull * 1);
     splitmix(&s);
+    double sum = 0, squares = 0, fourth = 0;
     for (size_t i = 0; i < (size_t)npy.numel; i++) {
       float want = (float)normal_from(&s);
+      sum += want, squares += (double)want * want, fourth += (double)want * want * want * want;
       if (op == 0) {
         cr_assert_eq(((float *)npy.data)[i], want, "op 0, element %zu", i);
       } else {
@@ -579,6 +584,11 @@ Test(engine, default_inputs_follow_the_documented_stream) {
         cr_assert_eq(((uint16_t *)npy.data)[i], bf, "op 1, element %zu", i);
       }
     }
+    /* Mean 0, variance 1; the fourth moment 2.7 (a normal's is 3, Irwin-Hall n = 4's 3 - 6/20). */
+    double n = (double)npy.numel;
+    cr_assert_lt(fabs(sum / n), 0.005, "mean %g", sum / n);
+    cr_assert_lt(fabs(squares / n - 1), 0.005, "variance %g", squares / n);
+    cr_assert_lt(fabs(fourth / n - 2.7), 0.03, "fourth moment %g", fourth / n);
     xr_npy_free(&npy);
   }
   xr_bundle_destroy(b);

@@ -310,9 +310,11 @@ static int rank_of(const xr_op_plan_t *plan) {
   xr_hal_comm_t *c = comm_of(plan);
   return c ? xr_hal_comm_rank(c) : 0;
 }
+/* Its group's size (made or not yet: planning may come first), else the world's. */
 static int ranks_of(const xr_op_plan_t *plan) {
-  xr_hal_comm_t *c = comm_of(plan);
-  return c ? xr_hal_comm_size(c) : plan->comm ? xr_hal_comm_size(plan->comm) : 1;
+  int size, stride;
+  if (xr_kernel_collective_group(plan, &size, &stride)) return size;
+  return plan->comm ? xr_hal_comm_size(plan->comm) : 1;
 }
 
 int xr_kernel_collective_ranks(const xr_op_plan_t *plan) {
@@ -345,13 +347,7 @@ static xr_status_t fits_ranks(const xr_op_plan_t *plan, xr_hal_device_t *device,
                     xr_hal_comm_transport(plan->comm), props.driver);
   int64_t world = plan->comm ? xr_hal_comm_size(plan->comm) : 1;
   int64_t g = p->group > 0 ? p->group : world;
-  if (plan->comm && splits_world(p, world)) {
-    if (!comm_of(plan))
-      return xr_error(XR_UNIMPLEMENTED,
-                      "its groups of %lld ranks, %lld apart, were not made first "
-                      "(xr_hal_comm_group)",
-                      (long long)g, (long long)p->stride);
-  } else if (g != world && !plan->scale_collectives) {
+  if (!(plan->comm && splits_world(p, world)) && g != world && !plan->scale_collectives) {
     if (!plan->comm)
       return xr_error(XR_UNIMPLEMENTED,
                       "a collective of a group of %lld ranks; this replay is one "
@@ -463,6 +459,13 @@ static xr_status_t mpi_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   collective_state_t *s;
   xr_status_t st = bind(plan, tensors, &s);
   if (st != XR_OK) return st;
+  if (!s->comm) {
+    release(s);
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "%s: its process groups were not made first (xr_hal_comm_group, which "
+                    "xr_replay_run calls)",
+                    plan->op->name);
+  }
   xr_hal_collective_params_t params = {
       .kind = p->kind, .dtype = p->dtype, .count = (size_t)s->count, .root = (int)p->root};
   params.send = s->send_buffer;

@@ -545,37 +545,31 @@ xr_status_t xr_hal_comm_group(xr_hal_comm_t *w, int size, int stride, xr_hal_com
   g->scratch = w->scratch;
   int color, key;
   group_place(w->rank, size, stride, &color, &key);
-  if (!w->mpi) {
-    g->rank = key;
-    g->size = size;
-    snprintf(g->transport, sizeof g->transport, "%s", w->transport);
-    st = xr_nccl_create(g->device, g->driver, g->rank, g->size, group_id_over_world, g, &g->nccl);
-    if (st != XR_OK) {
-      free(g);
-      return st;
+  g->rank = key;
+  g->size = size;
+  if (w->mpi) {
+    pthread_mutex_lock(&w->mutex);
+    int result = mpi.MPI_Comm_split(w->handle, color, key, &g->handle);
+    if (result == XR_MPI_SUCCESS)
+      result = mpi.MPI_Comm_set_errhandler(g->handle, mpi.errors_return);
+    if (result == XR_MPI_SUCCESS) result = mpi.MPI_Comm_rank(g->handle, &g->rank);
+    if (result == XR_MPI_SUCCESS) result = mpi.MPI_Comm_size(g->handle, &g->size);
+    pthread_mutex_unlock(&w->mutex);
+    if (result != XR_MPI_SUCCESS) {
+      char text[300];
+      mpi_error_text(result, text, sizeof text);
+      st = xr_error(XR_DEVICE_ERROR, "splitting the %d ranks into groups of %d: %s", w->size, size,
+                    text);
+    } else if (g->size != size || g->rank != key) {
+      st = xr_error(XR_DEVICE_ERROR, "MPI_Comm_split made a group of %d ranks (rank %d), not %d",
+                    g->size, g->rank, size);
     }
-    w->groups[w->group_count++] = g;
-    *out = g;
-    return XR_OK;
-  }
-  pthread_mutex_lock(&w->mutex);
-  int result = mpi.MPI_Comm_split(w->handle, color, key, &g->handle);
-  if (result == XR_MPI_SUCCESS) result = mpi.MPI_Comm_set_errhandler(g->handle, mpi.errors_return);
-  if (result == XR_MPI_SUCCESS) result = mpi.MPI_Comm_rank(g->handle, &g->rank);
-  if (result == XR_MPI_SUCCESS) result = mpi.MPI_Comm_size(g->handle, &g->size);
-  pthread_mutex_unlock(&w->mutex);
-  if (result != XR_MPI_SUCCESS) {
-    char text[300];
-    mpi_error_text(result, text, sizeof text);
-    st = xr_error(XR_DEVICE_ERROR, "splitting the %d ranks into groups of %d: %s", w->size, size,
-                  text);
-  } else if (g->size != size || g->rank != key) {
-    st = xr_error(XR_DEVICE_ERROR, "MPI_Comm_split made a group of %d ranks (rank %d), not %d",
-                  g->size, g->rank, size);
   }
   snprintf(g->transport, sizeof g->transport, "%s", w->transport);
+  /* NCCL's id: over the group's MPI communicator, or, without MPI, gathered over the world. */
   if (st == XR_OK && w->nccl)
-    st = xr_nccl_create(g->device, g->driver, g->rank, g->size, broadcast_id, g, &g->nccl);
+    st = xr_nccl_create(g->device, g->driver, g->rank, g->size,
+                        w->mpi ? broadcast_id : group_id_over_world, g, &g->nccl);
   if (st != XR_OK) {
     pthread_mutex_lock(&w->mutex);
     group_destroy(g);

@@ -84,10 +84,11 @@ static inline void expect_match(const char *json, const char *device, const char
             r.kernel, prefix);
 }
 
-/* expect_match on the cpu for a case oneDNN runs where it computes the dtype; elsewhere the
- * case must still pass its check, on whichever cpu kernel. */
-static inline void expect_onednn(const char *json, const char *dtype, const char *prefix) {
-  expect_match(json, "cpu", onednn_computes(dtype) ? prefix : "cpu.");
+/* expect_match on the cpu for a case oneDNN runs (`onednn`) where it computes the dtype, and our
+ * own kernel (`own`) elsewhere. */
+static inline void expect_onednn(const char *json, const char *dtype, const char *onednn,
+                                 const char *own) {
+  expect_match(json, "cpu", onednn_computes(dtype) ? onednn : own);
 }
 
 #endif

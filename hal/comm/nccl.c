@@ -56,6 +56,11 @@ struct xr_nccl {
   xr_nccl_comm_t comm;
   int rank, size;
   char transport[600];
+  /* xr_nccl_host_exchange's, made at its first call and grown as needed: it runs between every
+   * timed batch, where a device allocation each time would cost milliseconds. */
+  xr_hal_stream_t *host_stream;
+  xr_hal_buffer_t *host_buffer;
+  size_t host_capacity;
 };
 
 static xr_status_t nccl_fail(const xr_nccl_t *n, const char *call, int result) {
@@ -112,6 +117,8 @@ xr_status_t xr_nccl_create(xr_hal_device_t *device, const char *driver, int rank
 
 void xr_nccl_destroy(xr_nccl_t *n, bool failed) {
   if (!n) return;
+  xr_hal_stream_destroy(n->host_stream);
+  xr_hal_buffer_free(n->host_buffer);
   if (n->comm) failed ? n->api->ncclCommAbort(n->comm) : n->api->ncclCommDestroy(n->comm);
   free(n);
 }
@@ -195,24 +202,29 @@ xr_status_t xr_nccl_host_exchange(xr_nccl_t *n, xr_hal_device_t *device, bool ga
                                   const void *send, size_t bytes, void *recv, int root) {
   size_t total = gather ? bytes * (size_t)n->size : bytes;
   size_t at = gather ? bytes * (size_t)n->rank : 0;
-  xr_hal_buffer_t *buffer = NULL;
-  xr_hal_stream_t *stream = NULL;
   void *base = NULL;
   size_t offset = 0;
-  xr_status_t st = xr_hal_buffer_alloc(device, total ? total : 1, &buffer);
-  if (st == XR_OK) st = xr_hal_stream_create(device, &stream);
+  xr_status_t st = n->host_stream ? XR_OK : xr_hal_stream_create(device, &n->host_stream);
+  if (st == XR_OK && total > n->host_capacity) {
+    xr_hal_buffer_free(n->host_buffer);
+    n->host_buffer = NULL;
+    n->host_capacity = 0;
+    st = xr_hal_buffer_alloc(device, total, &n->host_buffer);
+    if (st == XR_OK) n->host_capacity = total;
+  }
+  xr_hal_stream_t *stream = n->host_stream;
+  xr_hal_buffer_t *buffer = n->host_buffer;
+  if (st == XR_OK && !total) return XR_OK;
   if (st == XR_OK && bytes && (gather || n->rank == root))
     st = xr_hal_buffer_write(buffer, at, send, bytes);
   if (st == XR_OK) st = xr_hal_buffer_native(buffer, &base, &offset);
   char *p = (char *)base + offset;
-  if (st == XR_OK && bytes) /* in place: allgather's own part sits in its slot */
+  if (st == XR_OK) /* in place: allgather's own part sits in its slot */
     st = xr_nccl_collective(n, stream, gather ? XR_HAL_ALLGATHER : XR_HAL_BROADCAST, XR_DTYPE_U8,
                             bytes, p + at, p, root);
   if (st == XR_OK) st = xr_hal_stream_synchronize(stream);
   if (st == XR_OK) st = xr_nccl_status(n);
-  if (st == XR_OK && total) st = xr_hal_buffer_read(recv, buffer, 0, total);
-  xr_hal_stream_destroy(stream);
-  xr_hal_buffer_free(buffer);
+  if (st == XR_OK) st = xr_hal_buffer_read(recv, buffer, 0, total);
   return st;
 }
 

@@ -58,7 +58,7 @@ static void every_collective_exact(int ranks) {
   int code = mpirun(ranks, "", &seconds);
   cr_assert_eq(code, 0, "exit %d:\n%s", code, output);
   for (int r = 0; r < ranks; r++) {
-    char line[64];
+    char line[96];
     snprintf(line, sizeof line, "rank %d of %d: 101 collectives, 0 failed", r, ranks);
     cr_assert(strstr(output, line), "no \"%s\" in:\n%s", line, output);
     /* Two kinds of groups of 2, 11 collectives in each. */

@@ -3,16 +3,18 @@
  * GotoBLAS-style: each work item owns one MC x NC output tile; per KC slice it packs A and B
  * (any dtype, any strides) into fp32 panels, so one fp32 micro-kernel serves every dtype; the
  * epilogue applies alpha, the scales and beta * C and rounds once to the output dtype, written
- * through the output's strides. An AVX-512 micro-kernel is chosen at run time where the CPU has
- * it. Block-scaled operands are dequantized while they are packed (code times its block's scale,
- * exact in fp32 unless it overflows: scales near 2^127), so the same micro-kernel runs them.
- * Small-M products with K contiguous in both operands (decode: x @ W^T) skip packing and run as
- * blocked dot products instead (not block-scaled ones). */
+ * through the output's strides. The micro-kernel, the packing and the dot products are
+ * compiled for AVX-512 and for AVX2 + FMA, and chosen at run time (kernels/cpu/fma_micro.h).
+ * Block-scaled operands are dequantized while they are packed (code times its block's scale, exact
+ * in fp32 unless it overflows: scales near 2^127), so the same micro-kernel runs them. Small-M
+ * products with K contiguous in both operands (decode: x @ W^T) skip packing and run as blocked dot
+ * products instead (not block-scaled ones). */
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/fma_micro.h"
 #include "kernels/dtype.h"
 #include "kernels/family.h"
 #include "kernels/gemm.h"
@@ -42,11 +44,12 @@ typedef struct blocked_state {
   /* alpha = 1, no scales, no C, output rows contiguous (mm, linear): the epilogue converts whole
    * rows (element by element it took about a third of fp16 512^3's time). */
   bool plain_epilogue;
-  bool avx512;                     /* the CPU has AVX-512 (fp16 row stores) */
+  xr_fma_isa_t isa; /* the micro-kernel, packing and row stores to run */
 } blocked_state_t;
 
 /* dst[i * dst_stride] = src[(start + i * stride)] as fp32, for i < n. Always inlined, so that
- * in the AVX-512 packing functions below the conversions use F16C / AVX-512 instructions. */
+ * in the AVX-512 and AVX2 packing functions below the conversions use F16C / vector
+ * instructions. */
 static inline __attribute__((always_inline)) void load_f32(const uint8_t *base, xr_dtype_t dtype, const float *lut, int64_t start,
                      int64_t stride, int64_t n, float *dst, int64_t dst_stride) {
   switch (dtype) {
@@ -105,10 +108,15 @@ static inline __attribute__((always_inline)) void load_block(const blocked_state
   }
 }
 
-/* The packing functions, compiled twice: for AVX-512 CPUs (where fp16/bf16 conversions are
- * vector instructions) and for any x86-64. */
+/* The packing functions, compiled three times: for AVX-512 CPUs, for AVX2 + F16C ones (where
+ * fp16/bf16 conversions are vector instructions) and for any x86-64. */
 #define PACK_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma")))
 #define PACK_NAME(name) name##_avx512
+#include "kernels/cpu/gemm_blocked_pack.h"
+#undef PACK_ATTR
+#undef PACK_NAME
+#define PACK_ATTR XR_AVX2_FMA
+#define PACK_NAME(name) name##_avx2
 #include "kernels/cpu/gemm_blocked_pack.h"
 #undef PACK_ATTR
 #undef PACK_NAME
@@ -148,6 +156,12 @@ __attribute__((target("avx512f"))) static void micro_avx512(int64_t kc, const fl
   }
 }
 
+/* ap's panel holds element (r, k) at ap[k * MR + r]. */
+XR_AVX2_FMA static void micro_avx2(int64_t kc, const float *ap, const float *bp, float *c,
+                                   int64_t ldc, bool accumulate) {
+  xr_fma_8x32_avx2(kc, ap, 1, MR, bp, c, ldc, accumulate);
+}
+
 static void micro_generic(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc,
                           bool accumulate) {
   float acc[MR][NR] = {{0}};
@@ -156,12 +170,6 @@ static void micro_generic(int64_t kc, const float *ap, const float *bp, float *c
       for (int j = 0; j < NR; j++) acc[r][j] += ap[k * MR + r] * bp[k * NR + j];
   for (int r = 0; r < MR; r++)
     for (int j = 0; j < NR; j++) c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0) + acc[r][j];
-}
-
-typedef void (*micro_fn)(int64_t, const float *, const float *, float *, int64_t, bool);
-
-static micro_fn pick_micro(void) {
-  return __builtin_cpu_supports("avx512f") ? micro_avx512 : micro_generic;
 }
 
 /* A row / column scale factor or the result scale; block scales are applied while packing. */
@@ -190,6 +198,15 @@ __attribute__((target("avx512f,f16c"))) static void store_row_f16_avx512(_Float1
   for (; j < n; j++) dst[j] = (_Float16)src[j];
 }
 
+XR_AVX2_FMA static void store_row_f16_avx2(_Float16 *dst, const float *src, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    _mm_storeu_si128(
+        (__m128i *)(dst + j),
+        _mm256_cvtps_ph(_mm256_loadu_ps(src + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; j < n; j++) dst[j] = (_Float16)src[j];
+}
+
 /* out[index .. index + n) = src rounded to the output dtype (plain epilogue). */
 static void store_row(const blocked_state_t *s, int64_t index, const float *src, int64_t n) {
   uint8_t *base = s->base[XR_GEMM_OUT];
@@ -202,11 +219,12 @@ static void store_row(const blocked_state_t *s, int64_t index, const float *src,
     }
     default: { /* fp16 (plain_epilogue admits no other dtype) */
       _Float16 *dst = (_Float16 *)base + index;
-      if (s->avx512) {
+      if (s->isa == XR_FMA_AVX512)
         store_row_f16_avx512(dst, src, n);
-      } else {
+      else if (s->isa == XR_FMA_AVX2)
+        store_row_f16_avx2(dst, src, n);
+      else
         for (int64_t j = 0; j < n; j++) dst[j] = (_Float16)src[j];
-      }
       break;
     }
   }
@@ -260,8 +278,10 @@ static void tiles_run(void *ctx, size_t begin, size_t end) {
   size_t slot;
   float *scratch = slot_acquire(s, &slot);
   float *ap = scratch, *bp = ap + (size_t)MC * KC, *acc = bp + (size_t)KC * NC;
-  bool avx512 = pick_micro() == micro_avx512;
-  micro_fn micro = pick_micro();
+  void (*micro)(int64_t, const float *, const float *, float *, int64_t, bool) =
+      s->isa == XR_FMA_AVX512 ? micro_avx512
+      : s->isa == XR_FMA_AVX2 ? micro_avx2
+                              : micro_generic;
   for (size_t t = begin; t < end; t++) {
     int64_t per_batch = s->m_blocks * s->n_blocks;
     int64_t bi = (int64_t)t / per_batch, rest = (int64_t)t % per_batch;
@@ -274,9 +294,12 @@ static void tiles_run(void *ctx, size_t begin, size_t end) {
     if (p->K == 0) memset(acc, 0, sizeof(float) * (size_t)(mc_pad * NC));
     for (int64_t k0 = 0; k0 < p->K; k0 += KC) {
       int64_t kc = p->K - k0 < KC ? p->K - k0 : KC;
-      if (avx512) {
+      if (s->isa == XR_FMA_AVX512) {
         pack_a_avx512(s, a_off, m0, mc, k0, kc, ap);
         pack_b_avx512(s, b_off, k0, kc, n0, nc, bp);
+      } else if (s->isa == XR_FMA_AVX2) {
+        pack_a_avx2(s, a_off, m0, mc, k0, kc, ap);
+        pack_b_avx2(s, b_off, k0, kc, n0, nc, bp);
       } else {
         pack_a_generic(s, a_off, m0, mc, k0, kc, ap);
         pack_b_generic(s, b_off, k0, kc, n0, nc, bp);
@@ -304,6 +327,18 @@ static void dot_convert_a(void *ctx) {
       load_f32(s->base[XR_GEMM_A], p->a_dtype, s->lut_a,
                s->offset[XR_GEMM_A] + xr_gemm_offset(&p->a, p, bi) + m * p->a.row_stride, 1, p->K,
                s->dot_a + (bi * m_pad + m) * p->K, 1);
+}
+
+/* The vector paths' remainder: sum over k in [k0, K) of a_row[k] * col[k] (B's dtype). */
+static float dot_tail(const uint8_t *col, xr_dtype_t dtype, const float *a_row, int64_t k0,
+                      int64_t K) {
+  float v = 0;
+  for (int64_t k = k0; k < K; k++) {
+    float bk;
+    load_f32(col, dtype, NULL, k, 1, 1, &bk, 1);
+    v += a_row[k] * bk;
+  }
+  return v;
 }
 
 /* One B column's 16 values at k as fp32. */
@@ -350,13 +385,63 @@ __attribute__((target("avx512f,avx512bw"))) static void dot_columns_avx512(
       }
       for (int i = 0; i < 4 && m + i < p->M; i++) {
         for (int j = 0; j < 4 && n + j < n1; j++) {
-          float v = _mm512_reduce_add_ps(sum[i][j]);
-          for (int64_t k = K16; k < K; k++) {
-            float bk;
-            load_f32(col[j], p->b_dtype, NULL, k, 1, 1, &bk, 1);
-            v += a[(m + i) * K + k] * bk;
-          }
-          acc[(m + i) * DOT_N_BLOCK + (n + j - n0)] = v;
+          acc[(m + i) * DOT_N_BLOCK + (n + j - n0)] =
+              _mm512_reduce_add_ps(sum[i][j]) +
+              dot_tail(col[j], p->b_dtype, a + (m + i) * K, K16, K);
+        }
+      }
+    }
+  }
+}
+
+/* One B column's 8 values at k as fp32. */
+XR_AVX2_FMA static inline __m256 dot_load_b_avx2(const uint8_t *col, xr_dtype_t dtype, int64_t k) {
+  if (dtype == XR_DTYPE_F32) return _mm256_loadu_ps((const float *)col + k);
+  __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)col + k));
+  if (dtype == XR_DTYPE_F16) return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); /* bf16 */
+}
+
+XR_AVX2_FMA static inline float hsum_avx2(__m256 v) {
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
+}
+
+/* As dot_columns_avx512 with AVX2's 16 registers: 4 rows x 2 columns per step, 8 accumulators,
+ * 6 loads per 8 FMAs. */
+XR_AVX2_FMA static void dot_columns_avx2(const blocked_state_t *s, int64_t bi, int64_t n0,
+                                         int64_t n1, float *acc) {
+  const xr_gemm_problem_t *p = s->p;
+  int64_t K = p->K, K8 = K / 8 * 8, m_pad = (p->M + 3) / 4 * 4;
+  const float *a = s->dot_a + bi * m_pad * K;
+  int64_t b_off = s->offset[XR_GEMM_B] + xr_gemm_offset(&p->b, p, bi);
+  size_t esize = xr_dtype_size(p->b_dtype);
+  for (int64_t n = n0; n < n1; n += 2) {
+    int64_t n_last = n + 1 < n1 ? n + 1 : n; /* past the end: recompute the last column */
+    const uint8_t *col0 = s->base[XR_GEMM_B] + (size_t)(b_off + n * p->b.col_stride) * esize;
+    const uint8_t *col1 = s->base[XR_GEMM_B] + (size_t)(b_off + n_last * p->b.col_stride) * esize;
+    for (int64_t m = 0; m < p->M; m += 4) {
+      const float *a0 = a + m * K, *a1 = a0 + K, *a2 = a1 + K, *a3 = a2 + K;
+      __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00;
+      __m256 s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+      for (int64_t k = 0; k < K8; k += 8) {
+        __m256 b0 = dot_load_b_avx2(col0, p->b_dtype, k), b1 = dot_load_b_avx2(col1, p->b_dtype, k);
+        __m256 x = _mm256_loadu_ps(a0 + k);
+        s00 = _mm256_fmadd_ps(x, b0, s00), s01 = _mm256_fmadd_ps(x, b1, s01);
+        x = _mm256_loadu_ps(a1 + k);
+        s10 = _mm256_fmadd_ps(x, b0, s10), s11 = _mm256_fmadd_ps(x, b1, s11);
+        x = _mm256_loadu_ps(a2 + k);
+        s20 = _mm256_fmadd_ps(x, b0, s20), s21 = _mm256_fmadd_ps(x, b1, s21);
+        x = _mm256_loadu_ps(a3 + k);
+        s30 = _mm256_fmadd_ps(x, b0, s30), s31 = _mm256_fmadd_ps(x, b1, s31);
+      }
+      __m256 sums[4][2] = {{s00, s01}, {s10, s11}, {s20, s21}, {s30, s31}};
+      const uint8_t *cols[2] = {col0, col1};
+      for (int i = 0; i < 4 && m + i < p->M; i++) {
+        for (int j = 0; j < 2 && n + j < n1; j++) {
+          acc[(m + i) * DOT_N_BLOCK + (n + j - n0)] =
+              hsum_avx2(sums[i][j]) + dot_tail(cols[j], p->b_dtype, a + (m + i) * K, K8, K);
         }
       }
     }
@@ -389,12 +474,15 @@ static void dot_run(void *ctx, size_t begin, size_t end) {
   const xr_gemm_problem_t *p = s->p;
   size_t slot;
   float *acc = slot_acquire(s, &slot);
-  bool fast = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-              !xr_dtype_is_fp8(p->b_dtype);
+  /* The vector paths load f32, bf16 and f16 columns. */
+  xr_fma_isa_t isa = xr_dtype_is_fp8(p->b_dtype) ? XR_FMA_PLAIN_C : s->isa;
   for (size_t t = begin; t < end; t++) {
     int64_t bi = (int64_t)t / s->n_blocks, n0 = ((int64_t)t % s->n_blocks) * DOT_N_BLOCK;
     int64_t n1 = n0 + DOT_N_BLOCK < p->N ? n0 + DOT_N_BLOCK : p->N;
-    if (fast) dot_columns_avx512(s, bi, n0, n1, acc);
+    if (isa == XR_FMA_AVX512)
+      dot_columns_avx512(s, bi, n0, n1, acc);
+    else if (isa == XR_FMA_AVX2)
+      dot_columns_avx2(s, bi, n0, n1, acc);
     else dot_columns_generic(s, bi, n0, n1, acc);
     epilogue(s, bi, 0, p->M, n0, n1 - n0, acc, DOT_N_BLOCK);
   }
@@ -451,7 +539,7 @@ static xr_status_t blocked_prepare(const xr_op_plan_t *plan, xr_hal_device_t *de
     if (p->block && p->scale_dtype == XR_DTYPE_F8E8M0) s->lut_scale[v] = xr_e8m0_to_f32((uint8_t)v);
     else if (p->block) s->lut_scale[v] = xr_fp8_to_f32((uint8_t)v, p->scale_dtype);
   }
-  s->avx512 = __builtin_cpu_supports("avx512f");
+  s->isa = xr_fma_isa();
   s->plain_epilogue = p->alpha == 1 && !s->base[XR_GEMM_C] && !s->base[XR_GEMM_SCALE_A] &&
                       !s->base[XR_GEMM_SCALE_B] && !s->base[XR_GEMM_SCALE_RESULT] &&
                       p->out.col_stride == 1 &&

@@ -34,7 +34,8 @@
  *   5. reduce: out[m] = sum over the token's top-k rows, rounded once.
  * Steps 2-5 are parallel-for jobs on the device's thread pool. Intermediates are rounded to
  * fp16/bf16 where vLLM stores them (GEMM-1 output, act, weighted GEMM-2 output); accumulation
- * is fp32. The 8x32 micro-kernel uses AVX-512 FMAs where the CPU has them, plain C otherwise.
+ * is fp32. The 8x32 micro-kernel uses AVX-512 or AVX2 FMAs where the CPU has them, plain C
+ * otherwise (kernels/cpu/fma_micro.h).
  *
  * moe_forward's layers (kernels/moe.h): biases enter GEMM-1's and GEMM-2's epilogues (read as
  * fp32 at prepare), swigluoai's interleaved gate/up rows are read with a row step of 2, and
@@ -42,12 +43,12 @@
  * decodes each task's slice into its thread's scratch in the tile layout on every run (nothing
  * packed at prepare), the micro-kernel path into its fp32 panels. The oneDNN path takes only
  * plain silu layers. */
+#include <immintrin.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <immintrin.h>
-
+#include "kernels/cpu/fma_micro.h"
 #include "kernels/cpu/moe_amx.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/vector_ext.h"
@@ -114,6 +115,11 @@ __attribute__((target("avx512f"))) static void micro_avx512(int64_t kc, const fl
 #undef ROW
 #undef OUT
 
+XR_AVX2_FMA static void micro_avx2(int64_t kc, const float *A, int64_t lda, const float *P,
+                                   float *C, int64_t ldc, bool accumulate) {
+  xr_fma_8x32_avx2(kc, A, lda, 1, P, C, ldc, accumulate);
+}
+
 /* A value as the op's dtype stores it. */
 static inline float round_to(xr_dtype_t d, float x) {
   if (d == XR_DTYPE_BF16) return xr_bf16_to_f32(xr_f32_to_bf16(x));
@@ -137,8 +143,8 @@ static void load_f32(const void *base, xr_dtype_t d, int64_t start, int64_t stri
 }
 
 /* Vector helpers for the passes between the GEMMs (silu_and_mul, weighting, reduce), built
- * for AVX-512 and plain x86-64 (target_clones picks one when the library loads). */
-#define CLONES __attribute__((target_clones("avx512f", "default")))
+ * for AVX-512, AVX2 and plain x86-64 (target_clones picks one when the library loads). */
+#define CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 #define HOT XR_VHOT
 
 /* silu(g) * u = g * sigmoid(g) * u, sigmoid from exp(-|g|) so that nothing overflows. */
@@ -1131,7 +1137,8 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   for (int v = 0; s->fp8 && v < 256; v++) s->fp8_value[v] = xr_fp8_to_f32((uint8_t)v, s->w1.dtype);
   s->gate_step = p->act == XR_MOE_ACT_SWIGLUOAI ? 2 : 1;
   __builtin_cpu_init();
-  s->micro = __builtin_cpu_supports("avx512f") ? micro_avx512 : micro_generic;
+  xr_fma_isa_t isa = xr_fma_isa();
+  s->micro = isa == XR_FMA_AVX512 ? micro_avx512 : isa == XR_FMA_AVX2 ? micro_avx2 : micro_generic;
   size_t pairs = (size_t)(p->M * p->topk);
   /* AMX: bf16 weights whose GEMMs come in whole tiles (K and N multiples of 32). */
   /* mxfp4 codes and scales decode a row's k at a time: contiguous along k */

@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/elementwise_cpu.h"
 #include "kernels/cpu/fma_micro.h"
 #include "kernels/cpu/moe_amx.h"
 #include "kernels/cpu/onednn.h"
@@ -144,7 +145,7 @@ static void load_f32(const void *base, xr_dtype_t d, int64_t start, int64_t stri
 
 /* Vector helpers for the passes between the GEMMs (silu_and_mul, weighting, reduce), built
  * for AVX-512, AVX2 and plain x86-64 (target_clones picks one when the library loads). */
-#define CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#define CLONES XR_CPU_CLONES
 #define HOT XR_VHOT
 
 /* silu(g) * u = g * sigmoid(g) * u, sigmoid from exp(-|g|) so that nothing overflows. */
@@ -1136,7 +1137,6 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   s->fp8 = p->weights == XR_MOE_W_FP8;
   for (int v = 0; s->fp8 && v < 256; v++) s->fp8_value[v] = xr_fp8_to_f32((uint8_t)v, s->w1.dtype);
   s->gate_step = p->act == XR_MOE_ACT_SWIGLUOAI ? 2 : 1;
-  __builtin_cpu_init();
   xr_fma_isa_t isa = xr_fma_isa();
   s->micro = isa == XR_FMA_AVX512 ? micro_avx512 : isa == XR_FMA_AVX2 ? micro_avx2 : micro_generic;
   size_t pairs = (size_t)(p->M * p->topk);

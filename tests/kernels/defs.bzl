@@ -1,4 +1,4 @@
-"""A cpu kernel suite and its portable twin: the same cases with the AVX-512 paths off."""
+"""Cpu kernel suites run again with the wider instruction sets switched off."""
 
 load("@rules_cc//cc:defs.bzl", "cc_test")
 
@@ -16,3 +16,22 @@ def suite_with_portable_twin(name, srcs, tags, portable_filter, portable_cases):
         tags = tags,
         deps = deps + ["//tests/support:min_cases"],
     )
+
+def fma_isa_twins(name, srcs, deps, tags, filter, cases):
+    """`<name>_avx2_test` and `<name>_plain_c_test`: the cases matching `filter` with the GEMM
+    micro-kernels held to AVX2 (XR_CPU_AVX512=off) and to plain C (XR_CPU_AVX2=off as well), so
+    that each path runs on any CPU (kernels/cpu/fma_micro.h); each fails if fewer than `cases`
+    ran."""
+    for suffix, env in [
+        ("_avx2_test", {"XR_CPU_AVX512": "off"}),
+        ("_plain_c_test", {"XR_CPU_AVX2": "off", "XR_CPU_AVX512": "off"}),
+    ]:
+        cc_test(
+            name = name + suffix,
+            size = "medium",
+            srcs = srcs,
+            args = ["--filter=" + filter],
+            env = dict(env, XR_MIN_CASES = str(cases)),
+            tags = tags,
+            deps = deps + ["//tests/support:min_cases"],
+        )

@@ -33,21 +33,41 @@ typedef struct xr_dynload_symbol {
 #define XR_DYNLOAD_REQUIRED true
 #define XR_DYNLOAD_OPTIONAL false
 
+/* Places searched after the loader's own path (LD_LIBRARY_PATH, the RUNPATH, ld.so.cache), where
+ * vendor stacks live on machines that do not register them with the loader:
+ *   GPU_DRIVER  /usr/local/nvidia/lib64 and /usr/local/nvidia/lib (containers mount the driver
+ *               there), /usr/lib/wsl/lib;
+ *   CUDA        the toolkit: $CUDA_HOME/lib64, $CUDA_PATH/lib64, /usr/local/cuda/lib64, then
+ *               /usr/local/cuda-<version>/lib64, newest first; then Python environments'
+ *               site-packages/nvidia/<package>/lib (the pip `nvidia-*` wheels; CUDA 13's all
+ *               live in nvidia/cu13/lib): the environment of every python3 on PATH,
+ *               $VIRTUAL_ENV, $CONDA_PREFIX, ~/.local, /usr/local/lib and /usr/lib's dist-packages;
+ *   ROCM        $ROCM_PATH/lib, /opt/rocm/lib, then /opt/rocm-<version>/lib, newest first. */
+enum {
+  XR_DYNLOAD_IN_GPU_DRIVER = 1u << 0,
+  XR_DYNLOAD_IN_CUDA = 1u << 1,
+  XR_DYNLOAD_IN_ROCM = 1u << 2,
+};
+
 /* Where a library is looked for. */
 typedef struct xr_dynload_spec {
   const char *label;             /* for reports: "OpenCL", "cuBLASLt" */
   const char *env_override;      /* "XR_OPENCL_LIBRARY": a path tried first, "off" disables */
-  const char *const *candidates; /* sonames or paths, most preferred first */
+  const char *const *candidates; /* sonames, most preferred first */
   size_t candidate_count;
+  unsigned places;               /* XR_DYNLOAD_IN_* searched after the loader's path */
 } xr_dynload_spec_t;
 
 typedef struct xr_dynload_library {
   void *handle;   /* from dlopen; NULL when nothing loaded */
-  char path[512]; /* the path or soname that loaded */
+  char path[512]; /* the file that loaded (a soname resolved through the loader's path) */
 } xr_dynload_library_t;
 
-/* Opens the first candidate that loads (the override first) and resolves `symbols` into
- * `table`. Appends what happened to `report` ("; "-separated). UNAVAILABLE, with the report as
+/* Opens the first candidate that loads: the override, then every soname through the loader's
+ * path, then every soname in each of `places`' directories in order, and resolves `symbols` into
+ * `table`; out_library->path is the file that loaded. Appends what happened to `report`
+ * ("; "-separated), files of those names that the search would have reached later included
+ * ("<path>: not taken, an earlier one loaded"). UNAVAILABLE, with the report as
  * the sentence, when the library is disabled, no candidate loads or a REQUIRED symbol is
  * missing (the library is closed again then). `symbols` may be empty (count 0). Thread-safe. */
 xr_status_t xr_dynload_open(const xr_dynload_spec_t *spec, const xr_dynload_symbol_t *symbols,
@@ -58,7 +78,8 @@ xr_status_t xr_dynload_open(const xr_dynload_spec_t *spec, const xr_dynload_symb
 void *xr_dynload_find(const xr_dynload_library_t *library, const char *name);
 
 /* Whether an optional library can be loaded: opens and closes it again, and appends
- * "<label>: <path>" or "<label>: absent (<every attempt>)" to `report`. Leaves the caller's
+ * "<label>: <path>" (followed by the files that failed to load or were not taken, in
+ * parentheses) or "<label>: absent (<every attempt>)" to `report`. Leaves the caller's
  * xr_last_error() untouched. Thread-safe. */
 bool xr_dynload_probe(const xr_dynload_spec_t *spec, char *report, size_t report_capacity);
 

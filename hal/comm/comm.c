@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/dynload.h"
+#include "base/vendor_libraries.h"
 #include "hal/comm/mpi_symbols.h"
 #include "hal/comm/nccl.h"
 #include "hal/core/driver.h"
@@ -73,8 +74,7 @@ typedef struct mpi_api {
 static const xr_dynload_symbol_t mpi_symbols[] = {XR_MPI_SYMBOLS(MPI_SYMBOL)};
 #undef MPI_SYMBOL
 
-static const xr_dynload_spec_t mpi_library = {
-    "MPI", "XR_MPI_LIBRARY", (const char *const[]){"libmpi.so.40", "libmpi.so"}, 2};
+static const xr_dynload_spec_t *const mpi_library = &xr_vendor_libraries[XR_VENDOR_LIBRARY_MPI];
 
 static pthread_once_t loaded = PTHREAD_ONCE_INIT;
 static mpi_api_t mpi;
@@ -83,7 +83,7 @@ static xr_status_t load_status;
 static char load_report[XR_HAL_REASON_CAPACITY];
 
 static void load(void) {
-  load_status = xr_dynload_open(&mpi_library, mpi_symbols, sizeof mpi_symbols / sizeof *mpi_symbols,
+  load_status = xr_dynload_open(mpi_library, mpi_symbols, sizeof mpi_symbols / sizeof *mpi_symbols,
                                 &mpi, &library, load_report, sizeof load_report);
   if (load_status != XR_OK) return;
 #define MPI_OBJECT_FIND(field, symbol)                                                           \
@@ -830,7 +830,7 @@ void xr_hal_comm_transports(char *report, size_t capacity) {
   if (!report || !capacity) return;
   report[0] = '\0';
   char mpi_report[XR_HAL_REASON_CAPACITY] = "";
-  xr_dynload_probe(&mpi_library, mpi_report, sizeof mpi_report);
+  xr_dynload_probe(mpi_library, mpi_report, sizeof mpi_report);
   xr_dynload_report_append(report, capacity, "cpu, opencl: %s", mpi_report);
   xr_nccl_transports(report, capacity);
 }

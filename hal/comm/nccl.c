@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/dynload.h"
+#include "base/vendor_libraries.h"
 #include "hal/comm/nccl_symbols.h"
 #include "hal/core/driver.h"
 
@@ -23,9 +24,9 @@ static const xr_dynload_symbol_t nccl_symbols[] = {XR_NCCL_SYMBOLS(NCCL_SYMBOL)}
 #undef NCCL_SYMBOL
 
 /* One library per vendor: [0] NCCL for cuda, [1] RCCL for hip. */
-static const xr_dynload_spec_t libraries[2] = {
-    {"NCCL", "XR_NCCL_LIBRARY", (const char *const[]){"libnccl.so.2", "libnccl.so"}, 2},
-    {"RCCL", "XR_RCCL_LIBRARY", (const char *const[]){"librccl.so.1", "librccl.so"}, 2},
+static const xr_dynload_spec_t *const libraries[2] = {
+    &xr_vendor_libraries[XR_VENDOR_LIBRARY_NCCL],
+    &xr_vendor_libraries[XR_VENDOR_LIBRARY_RCCL],
 };
 
 typedef struct vendor {
@@ -40,7 +41,7 @@ static vendor_t vendors[2] = {{.once = PTHREAD_ONCE_INIT}, {.once = PTHREAD_ONCE
 
 static void load(vendor_t *v, int k) {
   v->status =
-      xr_dynload_open(&libraries[k], nccl_symbols, sizeof nccl_symbols / sizeof *nccl_symbols,
+      xr_dynload_open(libraries[k], nccl_symbols, sizeof nccl_symbols / sizeof *nccl_symbols,
                       &v->api, &v->library, v->report, sizeof v->report);
 }
 static void load_nccl(void) {
@@ -75,7 +76,7 @@ static vendor_t *vendor_of(const char *driver, const char *spec, int *out_k) {
   pthread_once(&vendors[k].once, k ? load_rccl : load_nccl);
   *out_k = k;
   if (vendors[k].status == XR_OK) return &vendors[k];
-  xr_error(XR_UNAVAILABLE, "%s: %s unavailable: %s", spec, libraries[k].label, vendors[k].report);
+  xr_error(XR_UNAVAILABLE, "%s: %s unavailable: %s", spec, libraries[k]->label, vendors[k].report);
   return NULL;
 }
 
@@ -87,7 +88,7 @@ xr_status_t xr_nccl_create(xr_hal_device_t *device, const char *driver, int rank
   xr_nccl_t *n = calloc(1, sizeof *n);
   if (!n) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory for a communicator");
   n->api = &v->api;
-  n->label = libraries[k].label;
+  n->label = libraries[k]->label;
   n->rank = rank;
   n->size = size;
   int version = 0;
@@ -241,7 +242,7 @@ void xr_nccl_transports(char *report, size_t capacity) {
   const char *drivers[2] = {"cuda", "hip"};
   for (int k = 0; k < 2; k++) {
     char found[XR_HAL_REASON_CAPACITY] = "";
-    xr_dynload_probe(&libraries[k], found, sizeof found);
+    xr_dynload_probe(libraries[k], found, sizeof found);
     xr_dynload_report_append(report, capacity, "%s: %s", drivers[k], found);
   }
 }

@@ -10,6 +10,7 @@
 #include "hal/core/gpu_compiler_symbols.h"
 #include "hal/core/driver.h"
 #include "base/dynload.h"
+#include "base/vendor_libraries.h"
 #include "hal/hal.h"
 
 typedef struct rtc_symbols {
@@ -64,50 +65,20 @@ bool xr_gpu_compiler_for_target(const char *target, xr_gpu_compiler_kind_t *out_
   return false;
 }
 
-/* The toolkit's own directory, for machines where it is not on the loader's path. */
-static const char *cuda_home_candidate(char *buffer, size_t capacity) {
-  const char *home = getenv("CUDA_HOME");
-  if (!home || !home[0]) home = getenv("CUDA_PATH");
-  if (!home || !home[0]) return NULL;
-  snprintf(buffer, capacity, "%s/lib64/libnvrtc.so", home);
-  return buffer;
-}
-
 static void load_locked(xr_gpu_compiler_kind_t kind) {
   rtc_compiler_t *compiler = &compilers[kind];
   if (compiler->tried) return;
   compiler->tried = true;
-  char from_home[512];
-  const char *candidates[8];
-  size_t count = 0;
-  const xr_dynload_symbol_t *symbols;
-  const char *env;
-  if (kind == XR_GPU_COMPILER_NVRTC) {
-    env = "XR_NVRTC_LIBRARY";
-    symbols = nvrtc_symbol_list;
-    candidates[count++] = "libnvrtc.so.13";
-    candidates[count++] = "libnvrtc.so.12";
-    candidates[count++] = "libnvrtc.so.11.2";
-    candidates[count++] = "libnvrtc.so";
-    const char *home = cuda_home_candidate(from_home, sizeof from_home);
-    if (home) candidates[count++] = home;
-    candidates[count++] = "/usr/local/cuda/lib64/libnvrtc.so";
-  } else {
-    env = "XR_HIPRTC_LIBRARY";
-    symbols = hiprtc_symbol_list;
-    candidates[count++] = "libhiprtc.so.7";
-    candidates[count++] = "libhiprtc.so.6";
-    candidates[count++] = "libhiprtc.so";
-    /* ROCm 5 ships hiprtc inside the HIP runtime. */
-    candidates[count++] = "libamdhip64.so.5";
-    candidates[count++] = "/opt/rocm/lib/libhiprtc.so";
-  }
+  const xr_dynload_spec_t *spec = &xr_vendor_libraries[kind == XR_GPU_COMPILER_NVRTC
+                                                           ? XR_VENDOR_LIBRARY_NVRTC
+                                                           : XR_VENDOR_LIBRARY_HIPRTC];
+  const xr_dynload_symbol_t *symbols =
+      kind == XR_GPU_COMPILER_NVRTC ? nvrtc_symbol_list : hiprtc_symbol_list;
   compiler->report[0] = '\0';
   /* The loader leaves its sentence in xr_last_error; the caller's must survive. */
   char saved_error[XR_HAL_REASON_CAPACITY];
   xr_hal_copy_string(saved_error, sizeof saved_error, xr_last_error());
-  const xr_dynload_spec_t spec = {compiler->name, env, candidates, count};
-  compiler->status = xr_dynload_open(&spec, symbols, RTC_SYMBOL_COUNT, &compiler->api,
+  compiler->status = xr_dynload_open(spec, symbols, RTC_SYMBOL_COUNT, &compiler->api,
                                      &compiler->library, compiler->report,
                                      sizeof compiler->report);
   xr_error(XR_OK, "%s", saved_error);

@@ -1,6 +1,8 @@
 /* Loads oneDNN with dlopen through the symbol table in onednn.h. */
 #include "kernels/cpu/onednn.h"
 
+#include "base/vendor_libraries.h"
+
 #ifdef XR_HAVE_DNNL_H
 #include <dlfcn.h>
 #include <pthread.h>
@@ -20,11 +22,9 @@ static const xr_dynload_symbol_t dnnl_symbols[] = {
 };
 
 static void dnnl_load(void) {
-  static const char *const candidates[] = {"libdnnl.so.2", "libdnnl.so"};
-  static const xr_dynload_spec_t spec = {"oneDNN", "XR_ONEDNN_LIBRARY", candidates,
-                                         sizeof candidates / sizeof candidates[0]};
+  const xr_dynload_spec_t *spec = &xr_vendor_libraries[XR_VENDOR_LIBRARY_ONEDNN];
   xr_dynload_library_t library;
-  dnnl_status = xr_dynload_open(&spec, dnnl_symbols, sizeof dnnl_symbols / sizeof dnnl_symbols[0],
+  dnnl_status = xr_dynload_open(spec, dnnl_symbols, sizeof dnnl_symbols / sizeof dnnl_symbols[0],
                                 &dnnl, &library, dnnl_reason, sizeof dnnl_reason);
   if (dnnl_status != XR_OK) return;
   dnnl_status_t st = dnnl.dnnl_engine_create(&dnnl.engine, dnnl_cpu, 0);

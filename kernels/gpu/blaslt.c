@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vendor_libraries.h"
+
 static const xr_blaslt_constants_t cublaslt_constants = {
     .op_n = XR_CUBLAS_OP_N,
     .op_t = XR_CUBLAS_OP_T,
@@ -67,23 +69,17 @@ static const xr_dynload_symbol_t hipblaslt_symbols[] = {XR_BLASLT_SYMBOLS(HIPBLA
 #undef HIPBLASLT_SYMBOL
 enum { SYMBOL_COUNT = sizeof cublaslt_symbols / sizeof cublaslt_symbols[0] };
 
-static const char *const cublaslt_candidates[] = {"libcublasLt.so.13", "libcublasLt.so.12",
-                                                  "libcublasLt.so.11"};
-static const char *const hipblaslt_candidates[] = {"libhipblaslt.so.1", "libhipblaslt.so.0"};
-
 typedef struct vendor {
-  xr_dynload_spec_t spec;
+  const xr_dynload_spec_t *spec;
   const xr_dynload_symbol_t *symbols;
   const char *version_symbol; /* the one function each vendor spells its own way */
   const xr_blaslt_constants_t *constants;
 } vendor_t;
 
 static const vendor_t vendors[] = {
-    [XR_BLASLT_CUBLASLT] = {{"cuBLASLt", "XR_CUBLASLT_LIBRARY", cublaslt_candidates,
-                             sizeof cublaslt_candidates / sizeof cublaslt_candidates[0]},
-                            cublaslt_symbols, "cublasLtGetVersion", &cublaslt_constants},
-    [XR_BLASLT_HIPBLASLT] = {{"hipBLASLt", "XR_HIPBLASLT_LIBRARY", hipblaslt_candidates,
-                              sizeof hipblaslt_candidates / sizeof hipblaslt_candidates[0]},
+    [XR_BLASLT_CUBLASLT] = {&xr_vendor_libraries[XR_VENDOR_LIBRARY_CUBLASLT], cublaslt_symbols,
+                            "cublasLtGetVersion", &cublaslt_constants},
+    [XR_BLASLT_HIPBLASLT] = {&xr_vendor_libraries[XR_VENDOR_LIBRARY_HIPBLASLT],
                              hipblaslt_symbols, "hipblasLtGetVersion", &hipblaslt_constants},
 };
 
@@ -101,10 +97,10 @@ static loaded_t loaded[VENDOR_COUNT] = {{.once = PTHREAD_ONCE_INIT}, {.once = PT
 static void load(xr_blaslt_vendor_t which) {
   const vendor_t *v = &vendors[which];
   loaded_t *l = &loaded[which];
-  l->library.label = v->spec.label;
+  l->library.label = v->spec->label;
   l->library.k = v->constants;
   xr_dynload_library_t library;
-  l->status = xr_dynload_open(&v->spec, v->symbols, SYMBOL_COUNT, &l->library.fn, &library,
+  l->status = xr_dynload_open(v->spec, v->symbols, SYMBOL_COUNT, &l->library.fn, &library,
                               l->reason, sizeof l->reason);
   if (l->status != XR_OK) return;
   snprintf(l->library.path, sizeof l->library.path, "%s", library.path);
@@ -131,7 +127,7 @@ xr_status_t xr_blaslt_get(xr_blaslt_vendor_t vendor, const xr_blaslt_t **out_lib
   loaded_t *l = &loaded[vendor];
   pthread_once(&l->once, vendor == XR_BLASLT_CUBLASLT ? load_cublaslt : load_hipblaslt);
   if (l->status != XR_OK) {
-    return xr_error(l->status, "%s unavailable: %s", vendors[vendor].spec.label, l->reason);
+    return xr_error(l->status, "%s unavailable: %s", vendors[vendor].spec->label, l->reason);
   }
   *out_library = &l->library;
   return XR_OK;

@@ -1,6 +1,8 @@
 /* Loads cuDNN with dlopen through the symbol table in cudnn.h. */
 #include "kernels/gpu/cudnn.h"
 
+#include "base/vendor_libraries.h"
+
 #include <pthread.h>
 #include <stdio.h>
 
@@ -16,11 +18,9 @@ static const xr_dynload_symbol_t cudnn_symbols[] = {
 };
 
 static void cudnn_load(void) {
-  static const char *const candidates[] = {"libcudnn.so.9", "libcudnn.so.8"};
-  static const xr_dynload_spec_t spec = {"cuDNN", "XR_CUDNN_LIBRARY", candidates,
-                                         sizeof candidates / sizeof candidates[0]};
+  const xr_dynload_spec_t *spec = &xr_vendor_libraries[XR_VENDOR_LIBRARY_CUDNN];
   xr_dynload_library_t library;
-  cudnn_status = xr_dynload_open(&spec, cudnn_symbols, sizeof cudnn_symbols / sizeof *cudnn_symbols,
+  cudnn_status = xr_dynload_open(spec, cudnn_symbols, sizeof cudnn_symbols / sizeof *cudnn_symbols,
                                  &cudnn, &library, cudnn_reason, sizeof cudnn_reason);
   if (cudnn_status != XR_OK) return;
   snprintf(cudnn.path, sizeof cudnn.path, "%s", library.path);

@@ -1,6 +1,8 @@
 /* Loads MIOpen with dlopen through the symbol table in miopen.h. */
 #include "kernels/gpu/miopen.h"
 
+#include "base/vendor_libraries.h"
+
 #include <pthread.h>
 #include <stdio.h>
 
@@ -16,12 +18,10 @@ static const xr_dynload_symbol_t miopen_symbols[] = {
 };
 
 static void miopen_load(void) {
-  static const char *const candidates[] = {"libMIOpen.so.1"};
-  static const xr_dynload_spec_t spec = {"MIOpen", "XR_MIOPEN_LIBRARY", candidates,
-                                         sizeof candidates / sizeof candidates[0]};
+  const xr_dynload_spec_t *spec = &xr_vendor_libraries[XR_VENDOR_LIBRARY_MIOPEN];
   xr_dynload_library_t library;
   miopen_status =
-      xr_dynload_open(&spec, miopen_symbols, sizeof miopen_symbols / sizeof *miopen_symbols,
+      xr_dynload_open(spec, miopen_symbols, sizeof miopen_symbols / sizeof *miopen_symbols,
                       &miopen, &library, miopen_reason, sizeof miopen_reason);
   if (miopen_status != XR_OK) return;
   snprintf(miopen.path, sizeof miopen.path, "%s", library.path);

@@ -1,6 +1,8 @@
 /* Loads CLBlast with dlopen through the symbol table in clblast.h. */
 #include "kernels/opencl/clblast.h"
 
+#include "base/vendor_libraries.h"
+
 #ifdef XR_HAVE_CLBLAST_H
 #include <dlfcn.h>
 #include <pthread.h>
@@ -23,12 +25,10 @@ static const xr_dynload_symbol_t clblast_symbols[] = {
 };
 
 static void clblast_load(void) {
-  static const char *const candidates[] = {"libclblast.so.1", "libclblast.so"};
-  static const xr_dynload_spec_t spec = {"CLBlast", "XR_CLBLAST_LIBRARY", candidates,
-                                         sizeof candidates / sizeof candidates[0]};
+  const xr_dynload_spec_t *spec = &xr_vendor_libraries[XR_VENDOR_LIBRARY_CLBLAST];
   /* On success the library stays loaded for the process: its program cache lives in it. */
   xr_dynload_library_t library;
-  clblast_status = xr_dynload_open(&spec, clblast_symbols,
+  clblast_status = xr_dynload_open(spec, clblast_symbols,
                                    sizeof clblast_symbols / sizeof clblast_symbols[0], &clblast,
                                    &library, clblast_reason, sizeof clblast_reason);
 }

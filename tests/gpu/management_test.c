@@ -134,11 +134,15 @@ Test(management, without_nvml_every_path_tried_is_named) {
   if (loadable("libnvidia-ml.so.1") || loadable("libnvidia-ml.so")) {
     cr_skip_test("NVML is installed here");
   }
+  if (!access("/usr/local/nvidia/lib64", F_OK) || !access("/usr/local/nvidia/lib", F_OK) ||
+      !access("/usr/lib/wsl/lib", F_OK)) {
+    cr_skip_test("a GPU driver directory exists here");
+  }
   setenv("XR_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
   assert_unavailable(&xr_gpu_nvml,
                      "cuda:0: clocks: NVML unavailable: XR_NVML_LIBRARY=/nonexistent/"
                      "libnvidia-ml.so.1: not found; libnvidia-ml.so.1: not found; "
-                     "libnvidia-ml.so: not found");
+                     "libnvidia-ml.so: not found; no GPU driver directory to search");
 }
 
 Test(management, a_library_that_is_not_nvml_is_unavailable) {
@@ -156,15 +160,17 @@ Test(management, nvml_off_is_disabled) {
 
 Test(management, without_amd_smi_every_path_tried_is_named) {
   static const char *const names[] = {"libamd_smi.so.26", "libamd_smi.so.25", "libamd_smi.so.24",
-                                      "libamd_smi.so", "/opt/rocm/lib/libamd_smi.so"};
-  for (size_t i = 0; i < 5; i++) {
+                                      "libamd_smi.so"};
+  for (size_t i = 0; i < 4; i++) {
     if (loadable(names[i])) cr_skip_test("AMD SMI is installed here (%s)", names[i]);
   }
+  if (!access("/opt/rocm", F_OK)) cr_skip_test("ROCm is installed in /opt/rocm here");
   unsetenv("XR_AMD_SMI_LIBRARY");
+  unsetenv("ROCM_PATH");
   assert_unavailable(&xr_gpu_amd_smi,
                      "cuda:0: clocks: AMD SMI unavailable: libamd_smi.so.26: not found; "
                      "libamd_smi.so.25: not found; libamd_smi.so.24: not found; libamd_smi.so: not "
-                     "found; /opt/rocm/lib/libamd_smi.so: not found");
+                     "found; no ROCm directory to search");
 }
 
 Test(management, a_library_that_is_not_amd_smi_is_unavailable) {

@@ -88,7 +88,7 @@ Test(cmd_devices, text_names_drivers_and_reasons, .init = cr_redirect_stdout) {
   char *text = read_stream(cr_get_redirected_stdout());
   cr_assert(strstr(text, "cpu     available"), "%s", text);
   cr_assert(strstr(text, "cpu:0"), "%s", text);
-  cr_assert(strstr(text, "hip     UNAVAILABLE: libamdhip64.so.6") ||
+  cr_assert(strstr(text, "hip     UNAVAILABLE: libamdhip64.so.7") ||
                 strstr(text, "hip     UNIMPLEMENTED"),
             "%s", text);
   cr_assert(strstr(text, "last-level cache"), "%s", text);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/dynload.h"
+#include "base/vendor_libraries.h"
 #include "hal/core/driver.h"
 #include "hal/drivers/gpu/management.h"
 
@@ -25,13 +26,6 @@ typedef struct amd_smi_api {
 #define AMDSMI_SYMBOL(need, ret, field, params) XR_DYNLOAD_SYMBOL(amd_smi_api_t, need, field, field)
 static const xr_dynload_symbol_t amd_smi_symbols[] = {XR_AMDSMI_SYMBOLS(AMDSMI_SYMBOL)};
 
-/* ROCm 6.0-6.2 ship .so.24, 6.3-6.4 .so.25, 7.x .so.26; the unversioned name where a
- * development package is installed, then ROCm's default prefix. */
-static const xr_dynload_spec_t amd_smi_library = {
-    "AMD SMI", "XR_AMD_SMI_LIBRARY",
-    (const char *const[]){"libamd_smi.so.26", "libamd_smi.so.25", "libamd_smi.so.24",
-                          "libamd_smi.so", "/opt/rocm/lib/libamd_smi.so"},
-    5};
 
 static pthread_once_t loaded = PTHREAD_ONCE_INIT;
 static pthread_mutex_t calls = PTHREAD_MUTEX_INITIALIZER;
@@ -57,7 +51,7 @@ static const char *amd_smi_error_name(int code) {
 }
 
 static void load(void) {
-  load_status = xr_dynload_open(&amd_smi_library, amd_smi_symbols,
+  load_status = xr_dynload_open(&xr_vendor_libraries[XR_VENDOR_LIBRARY_AMD_SMI], amd_smi_symbols,
                                 sizeof amd_smi_symbols / sizeof amd_smi_symbols[0], &smi, &library,
                                 load_report, sizeof load_report);
   if (load_status != XR_OK) return;

@@ -141,16 +141,11 @@ static void cuda_before_launch(void *function, unsigned int shared_bytes) {
 }
 
 /* What the probe reports besides the driver. */
-static const xr_dynload_spec_t cuda_libraries[] = {
-    XR_GPU_LIBRARY("cuBLASLt", "XR_CUBLASLT_LIBRARY", "libcublasLt.so.13", "libcublasLt.so.12",
-                   "libcublasLt.so.11"),
-    XR_GPU_LIBRARY("cuBLAS", "XR_CUBLAS_LIBRARY", "libcublas.so.13", "libcublas.so.12",
-                   "libcublas.so.11"),
-    XR_GPU_LIBRARY("cuDNN", "XR_CUDNN_LIBRARY", "libcudnn.so.9", "libcudnn.so.8"),
-};
+static const xr_vendor_library_id_t cuda_libraries[] = {
+    XR_VENDOR_LIBRARY_CUBLASLT, XR_VENDOR_LIBRARY_CUBLAS, XR_VENDOR_LIBRARY_CUDNN};
 
 static const xr_gpu_vendor_t cuda_vendor = {
-    .library = XR_GPU_LIBRARY("CUDA", "XR_CUDA_LIBRARY", "libcuda.so.1", "libcuda.so"),
+    .library = &xr_vendor_libraries[XR_VENDOR_LIBRARY_CUDA],
     .symbols = cuda_symbol_list, .symbol_count = XR_GPU_COUNT(cuda_symbol_list),
     .runtime = &cu.gpu, .init = cuda_init, .init_call = "cuInit",
     .error_name = cuda_error_name, .describe_runtime = cuda_describe_runtime,

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/dynload.h"
+#include "base/vendor_libraries.h"
 #include "hal/core/driver.h"
 #include "hal/core/gpu_compiler.h"
 #include "hal/drivers/gpu/gpu_symbols.h"
@@ -41,10 +42,6 @@ typedef struct xr_gpu_runtime {
 
 #define XR_GPU_COUNT(array) (sizeof(array) / sizeof((array)[0]))
 
-/* An xr_dynload_spec_t from its label, override variable and candidates, most preferred first. */
-#define XR_GPU_LIBRARY(label, env, ...)              \
-  {label, env, (const char *const[]){__VA_ARGS__}, \
-   XR_GPU_COUNT(((const char *const[]){__VA_ARGS__}))}
 
 /* Result codes the common code tells apart: CUDA and HIP give them the same numbers. */
 enum {
@@ -89,14 +86,14 @@ typedef struct xr_gpu_attributes {
 
 struct xr_gpu_vendor {
   /* Where the runtime is looked for; its label ("CUDA", "HIP") names the vendor in sentences. */
-  xr_dynload_spec_t library;
+  const xr_dynload_spec_t *library; /* from base/vendor_libraries.h */
   /* The vendor's own symbols and the common ones, in the order that reports a library which
    * is not the runtime by the probe's first call; loaded into `runtime`. */
   const xr_dynload_symbol_t *symbols;
   size_t symbol_count;
   xr_gpu_runtime_t *runtime;
   xr_gpu_compiler_kind_t compiler;          /* named in the probe's report */
-  const xr_dynload_spec_t *libraries;       /* vendor libraries (BLAS, DNN) the probe reports */
+  const xr_vendor_library_id_t *libraries;  /* vendor libraries (BLAS, DNN) the probe reports */
   size_t library_count;
   xr_hal_executable_format_t binary_format; /* the prebuilt images it loads ... */
   const char *binary_formats;               /* ... as its refusal names them */

@@ -360,7 +360,7 @@ static xr_status_t graphs_available(xr_hal_device_t *device) {
     if (needed[i].present) continue;
     const xr_gpu_vendor_t *vendor = vendor_of(device);
     return xr_error(XR_UNAVAILABLE, "%s: graphs need %s, which the %s runtime %s does not export",
-                    device->spec, symbol_name(vendor, needed[i].entry), vendor->library.label,
+                    device->spec, symbol_name(vendor, needed[i].entry), vendor->library->label,
                     vendor->runtime->library.path);
   }
   return XR_OK;
@@ -598,7 +598,7 @@ static xr_status_t gpu_stream_dispatch(xr_hal_stream_t *stream, xr_hal_kernel_t 
       return xr_error(XR_INVALID_ARGUMENT,
                       "%s: kernel %s args[%zu]: %s kernels take no local-memory arguments; "
                       "use the dispatch's shared_memory_bytes (extern __shared__)",
-                      spec, kernel->name, i, vendor->library.label);
+                      spec, kernel->name, i, vendor->library->label);
     }
   }
   xr_status_t status = make_current(stream->device);
@@ -637,7 +637,7 @@ static xr_status_t open_clocks(xr_gpu_device_t *device) {
   const char *spec = device->base.spec;
   if (!api->device_pci_bus_id) {
     return xr_error(XR_UNAVAILABLE, "%s: clocks: the %s runtime does not export %s", spec,
-                    device->vendor->library.label,
+                    device->vendor->library->label,
                     symbol_name(device->vendor, ENTRY(device_pci_bus_id)));
   }
   char bus_id[64] = "";
@@ -803,7 +803,7 @@ static void describe_libraries(const xr_gpu_vendor_t *vendor, char *reason, size
   xr_gpu_compiler_describe(vendor->compiler, compiler, sizeof compiler);
   xr_dynload_report_append(reason, capacity, "kernels: %s", compiler);
   for (size_t i = 0; i < vendor->library_count; i++) {
-    xr_dynload_probe(&vendor->libraries[i], reason, capacity);
+    xr_dynload_probe(&xr_vendor_libraries[vendor->libraries[i]], reason, capacity);
   }
 }
 
@@ -811,7 +811,7 @@ xr_status_t xr_gpu_probe(const xr_gpu_vendor_t *vendor, char *reason, size_t cap
                          int *out_device_count) {
   xr_gpu_runtime_t *runtime = vendor->runtime;
   *out_device_count = 0;
-  if (xr_dynload_open(&vendor->library, vendor->symbols, vendor->symbol_count, runtime,
+  if (xr_dynload_open(vendor->library, vendor->symbols, vendor->symbol_count, runtime,
                       &runtime->library, reason, capacity) != XR_OK) {
     return XR_UNAVAILABLE;
   }

@@ -1,4 +1,4 @@
-/* The hip driver: the HIP runtime (libamdhip64.so.6, .so.5) under the common GPU code (gpu.h).
+/* The hip driver: the HIP runtime (libamdhip64.so.7, .so.6, .so.5) under the common GPU code (gpu.h).
  * What is HIP's own: the runtime keeps a current device per thread, so every entry selects the
  * device (hipSetDevice, a thread-local store) and there is no device object; hipGetErrorName;
  * code objects as images, and hiprtc compiling for the device's gcnArchName
@@ -130,16 +130,11 @@ static void hip_estimate(xr_gpu_device_t *device, int *out_fp32_lanes, double *o
 }
 
 /* What the probe reports besides the runtime. */
-static const xr_dynload_spec_t hip_libraries[] = {
-    XR_GPU_LIBRARY("hipBLASLt", "XR_HIPBLASLT_LIBRARY", "libhipblaslt.so.1", "libhipblaslt.so.0"),
-    XR_GPU_LIBRARY("rocBLAS", "XR_ROCBLAS_LIBRARY", "librocblas.so.5", "librocblas.so.4",
-                   "librocblas.so.3"),
-    XR_GPU_LIBRARY("MIOpen", "XR_MIOPEN_LIBRARY", "libMIOpen.so.1"),
-};
+static const xr_vendor_library_id_t hip_libraries[] = {
+    XR_VENDOR_LIBRARY_HIPBLASLT, XR_VENDOR_LIBRARY_ROCBLAS, XR_VENDOR_LIBRARY_MIOPEN};
 
 static const xr_gpu_vendor_t hip_vendor = {
-    .library = XR_GPU_LIBRARY("HIP", "XR_HIP_LIBRARY", "libamdhip64.so.6", "libamdhip64.so.5",
-                              "libamdhip64.so"),
+    .library = &xr_vendor_libraries[XR_VENDOR_LIBRARY_HIP],
     .symbols = hip_symbol_list, .symbol_count = XR_GPU_COUNT(hip_symbol_list),
     .runtime = &hip.gpu,
     .error_name = hip_error_name, .describe_runtime = hip_describe_runtime,

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/dynload.h"
+#include "base/vendor_libraries.h"
 #include "hal/core/driver.h"
 #include "hal/drivers/gpu/management.h"
 
@@ -25,8 +26,6 @@ typedef struct nvml_api {
 #define NVML_SYMBOL(need, ret, field, params) XR_DYNLOAD_SYMBOL(nvml_api_t, need, field, field)
 static const xr_dynload_symbol_t nvml_symbols[] = {XR_NVML_SYMBOLS(NVML_SYMBOL)};
 
-static const xr_dynload_spec_t nvml_library = {
-    "NVML", "XR_NVML_LIBRARY", (const char *const[]){"libnvidia-ml.so.1", "libnvidia-ml.so"}, 2};
 
 /* Written once under `loaded`, read-only afterwards. */
 static pthread_once_t loaded = PTHREAD_ONCE_INIT;
@@ -47,7 +46,7 @@ static const char *nvml_error_name(int code) {
 
 static void load(void) {
   load_status =
-      xr_dynload_open(&nvml_library, nvml_symbols, sizeof nvml_symbols / sizeof nvml_symbols[0],
+      xr_dynload_open(&xr_vendor_libraries[XR_VENDOR_LIBRARY_NVML], nvml_symbols, sizeof nvml_symbols / sizeof nvml_symbols[0],
                       &nvml, &library, load_report, sizeof load_report);
   if (load_status != XR_OK) return;
   int result = nvml.nvmlInit_v2();

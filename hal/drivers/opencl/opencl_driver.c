@@ -12,6 +12,7 @@
 #include "hal/core/datasheet.h"
 #include "hal/core/driver.h"
 #include "base/dynload.h"
+#include "base/vendor_libraries.h"
 #include "hal/drivers/opencl/opencl_symbols.h"
 #include "hal/drivers/opencl/opencl_errors.h"
 
@@ -66,12 +67,10 @@ static xr_status_t cl_status_for(cl_int code) {
 }
 
 static xr_status_t opencl_probe(char *reason, size_t capacity, int *out_device_count) {
-  static const char *const candidates[] = {"libOpenCL.so.1", "libOpenCL.so"};
-  static const xr_dynload_spec_t spec = {"OpenCL", "XR_OPENCL_LIBRARY", candidates,
-                                         sizeof candidates / sizeof candidates[0]};
+  const xr_dynload_spec_t *spec = &xr_vendor_libraries[XR_VENDOR_LIBRARY_OPENCL];
   *out_device_count = 0;
   xr_status_t status =
-      xr_dynload_open(&spec, opencl_symbol_list,
+      xr_dynload_open(spec, opencl_symbol_list,
                       sizeof opencl_symbol_list / sizeof opencl_symbol_list[0], &cl, &cl_library,
                       reason, capacity);
   if (status != XR_OK) return XR_UNAVAILABLE;

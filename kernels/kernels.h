@@ -114,10 +114,19 @@ typedef struct xr_kernel_instance xr_kernel_instance_t;
 
 /* Binds tensors (plan->input_count inputs then plan->return_count returns, in binding order, on
  * `device`) and does all one-time work. The tensors' buffers must stay alive until the instance
- * is destroyed. */
+ * is destroyed. An implementation that declines here, seeing the real tensors (UNIMPLEMENTED:
+ * a vendor library with no algorithm for the pointers' alignment), hands the op to the next one
+ * of its family that supports it; the instance names what runs and why the first declined. */
 xr_status_t xr_kernel_prepare(const xr_op_plan_t *plan, const xr_kernel_impl_t *impl,
                               xr_hal_device_t *device, const xr_tensor_t *tensors,
                               xr_kernel_instance_t **out_instance);
+
+/* The implementation that runs the instance ("gpu.gemm_tiled"). */
+const char *xr_kernel_instance_impl_name(const xr_kernel_instance_t *instance);
+
+/* Why the implementation given to xr_kernel_prepare declined in favour of the one that runs
+ * ("cuda.cublaslt_matmul declined: ..."), or "". */
+const char *xr_kernel_instance_declined(const xr_kernel_instance_t *instance);
 
 /* Queues one execution on `stream`. Cheap: no allocation, no blocking. */
 xr_status_t xr_kernel_enqueue(xr_kernel_instance_t *instance, xr_hal_stream_t *stream);

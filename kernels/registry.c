@@ -10,6 +10,7 @@
 struct xr_kernel_instance {
   const xr_kernel_impl_t *impl;
   void *state;
+  char declined[1024]; /* why the implementation selected first declined in prepare, or "" */
 };
 
 static const xr_op_family_t *const families[] = {
@@ -184,12 +185,37 @@ xr_status_t xr_kernel_prepare(const xr_op_plan_t *plan, const xr_kernel_impl_t *
   if (!inst) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory preparing %s", plan->op->name);
   inst->impl = impl;
   xr_status_t st = impl->prepare(plan, device, tensors, &inst->state);
+  /* A vendor library can decline only once it sees the real pointers (cuBLASLt without an
+   * algorithm at the views' alignment): the next implementation after it that supports the
+   * problem takes the op, and the instance says why. */
+  if (st == XR_UNIMPLEMENTED) {
+    snprintf(inst->declined, sizeof inst->declined, "%s declined: %s", impl->name,
+             xr_last_error());
+    const xr_kernel_impl_t *const *next = plan->family->impls;
+    while (*next && *next != impl) next++;
+    for (next = *next ? next + 1 : next; *next && st == XR_UNIMPLEMENTED; next++) {
+      const xr_kernel_impl_t *other = *next;
+      if ((impl->reference && !other->reference) || !driver_matches(other, device)) continue;
+      if (other->supports && other->supports(plan, device) != XR_OK) continue;
+      inst->impl = other;
+      st = other->prepare(plan, device, tensors, &inst->state);
+    }
+    if (st == XR_UNIMPLEMENTED) xr_error(st, "%s", inst->declined);
+  }
   if (st != XR_OK) {
     free(inst);
     return st;
   }
   *out_instance = inst;
   return XR_OK;
+}
+
+const char *xr_kernel_instance_impl_name(const xr_kernel_instance_t *instance) {
+  return instance->impl->name;
+}
+
+const char *xr_kernel_instance_declined(const xr_kernel_instance_t *instance) {
+  return instance->declined;
 }
 
 xr_status_t xr_kernel_enqueue(xr_kernel_instance_t *instance, xr_hal_stream_t *stream) {

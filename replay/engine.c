@@ -834,6 +834,11 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     if (st == XR_OK) st = xr_kernel_prepare(plan, impl, d->device, ts[k].t, &inst[k]);
   }
   if (st != XR_OK) fail(r, XR_OP_FAILED, "");
+  if (st == XR_OK && xr_kernel_instance_declined(inst[0])[0]) {
+    /* What ran, when the selected implementation handed the op on in prepare. */
+    snprintf(r->kernel, sizeof r->kernel, "%s", xr_kernel_instance_impl_name(inst[0]));
+    snprintf(r->message, sizeof r->message, "%s", xr_kernel_instance_declined(inst[0]));
+  }
   if (agree && !every_rank_ready(agree, st == XR_OK, r)) goto out;
   if (st != XR_OK) goto out;
   /* The first execution on fresh inputs: what is checked, compared and dumped. */

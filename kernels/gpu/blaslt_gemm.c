@@ -6,10 +6,16 @@
  *   supports()  loads the library (UNAVAILABLE with every path tried when absent), takes
  *               f32 / f16 / bf16 products of one dtype with fp32 accumulation, maps the
  *               problem onto a column-major strided-batched call (blas_layout.h) and asks the
- *               heuristic for an algorithm at the worst alignment; anything else is
- *               UNIMPLEMENTED with a sentence, and the tiled kernel takes it;
- *   prepare()   creates the descriptors for the real pointers, asks the heuristic for one
- *               algorithm (workspace up to 32 MiB, allocated with the HAL for what it needs);
+ *               heuristic whether it has an algorithm for the shapes at all (pointers aligned
+ *               to 256 bytes, as fresh allocations are); anything else is UNIMPLEMENTED with a
+ *               sentence, and the tiled kernel takes it;
+ *   prepare()   creates the descriptors for the real pointers and asks the heuristic for one
+ *               algorithm at their real alignment (workspace up to 32 MiB, allocated with the
+ *               HAL for what it needs). It declines (UNIMPLEMENTED: the registry hands the op to
+ *               the tiled kernel, and the report says so) when the heuristic has nothing at that
+ *               alignment, or when the bias is not 16-byte aligned: the alignment preferences
+ *               cover A, B, C and D only, and a kernel reading a misaligned bias can fault
+ *               ("misaligned address"), an error that ends the context for every later op;
  *   enqueue()   is one matmul call on the stream, no allocation;
  *   release()   destroys the descriptors and the workspace.
  * One library handle per device, created on first use and kept for the process. */
@@ -213,6 +219,11 @@ static xr_status_t configure(blaslt_state_t *s, const xr_op_plan_t *plan,
   int type = lt_type(k, p->out_dtype);
   int result = fn->matmul_desc_create(&s->desc, k->compute_32f, k->r_32f);
   if (result != 0) return lt_fail(s, "MatmulDescCreate", result);
+  if (g->bias && alignment_of(s->c) < 16) {
+    return xr_error(XR_UNIMPLEMENTED, "%s: the bias at %p is %u-byte aligned; %s's epilogue "
+                    "needs 16 (its alignment preferences do not cover the bias)", s->op,
+                    s->c, alignment_of(s->c), s->lib->label);
+  }
   int32_t transa = g->a.transposed ? k->op_t : k->op_n;
   int32_t transb = g->b.transposed ? k->op_t : k->op_n;
   result = fn->matmul_desc_set_attribute(s->desc, k->desc_transa, &transa, sizeof transa);
@@ -299,14 +310,13 @@ static xr_status_t blaslt_supports(const xr_op_plan_t *plan, xr_hal_device_t *de
                     "of 0.7 (ROCm 6.1) that we call", plan->op->name, version / 100000,
                     version / 100 % 1000, version % 100, lib->path);
   }
-  /* Ask the heuristic here, with the worst alignment a view can have (one element; the
-   * addresses are never dereferenced), so that a problem the library has no algorithm for
-   * falls to the tiled kernel instead of failing in prepare. */
+  /* Ask the heuristic here whether it has an algorithm for these shapes at all, with pointers
+   * as aligned as fresh allocations (the addresses are never dereferenced); prepare asks again
+   * at the real alignment of the views. */
   blaslt_state_t probe = {.lib = lib, .op = plan->op->name, .handle = handle};
-  const xr_gemm_problem_t *p = plan->problem;
-  const void *worst = (const void *)(uintptr_t)(0x100000 + xr_dtype_size(p->out_dtype));
-  probe.a = probe.b = probe.c = worst;
-  probe.d = (void *)(uintptr_t)worst;
+  const void *aligned = (const void *)(uintptr_t)0x100000;
+  probe.a = probe.b = probe.c = aligned;
+  probe.d = (void *)(uintptr_t)aligned;
   status = configure(&probe, plan, &g);
   destroy_descriptors(&probe);
   return status;

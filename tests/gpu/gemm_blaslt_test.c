@@ -64,3 +64,24 @@ Test(gemm_blaslt, block_scaled_cases_run_on_the_tiled_kernel) {
   target_t t = {.device = DRIVER, .fp8 = "gpu.gemm_tiled"};
   block_scaled_products(&t);
 }
+
+/* A bias the epilogue would read misaligned (a view one element into its storage): the Lt
+ * path declines it in prepare, seeing the real pointer, and the tiled kernel runs the op; the
+ * report says why. The bias of an aligned view stays on the library (the cases above). */
+Test(gemm_blaslt, a_misaligned_bias_runs_on_the_tiled_kernel) {
+  require_library();
+  const char *dtypes[] = {"float", "c10::BFloat16", "c10::Half"};
+  for (size_t d = 0; d < 3; d++) {
+    tensor_t c = {.dtype = dtypes[d], .rank = 1, .shape = {64}, .offset = 1, .storage = 65};
+    tensor_t a = mat(dtypes[d], 32, 128), b = mat_t(dtypes[d], 128, 64);
+    arg_t args[] = {{"self", "Tensor", &c, NULL}, {"mat1", "Tensor", &a, NULL},
+                    {"mat2", "Tensor", &b, NULL}};
+    json_t j;
+    op_json(&j, "aten::addmm", args, 3);
+    xr_op_result_t r = check_op_seeded(j.text, DRIVER, seed_counter++);
+    cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s: %s", j.text, r.message);
+    cr_assert(r.checked && r.check_passed, "%s: nmse %g", j.text, r.outputs[0].nmse);
+    cr_expect_str_eq(r.kernel, "gpu.gemm_tiled", "%s", j.text);
+    cr_expect(strstr(r.message, "declined") && strstr(r.message, "16"), "%s", r.message);
+  }
+}

@@ -1,7 +1,7 @@
 /* Every GPU kernel source (kernels/gpu/ *.cu, as embedded in the library) compiles for the
- * architectures we ship for: sm_80 and sm_90 through NVRTC, gfx90a through hiprtc, on the CPU,
- * through the same path the cuda and hip drivers take (xr_hal_compile). Runs on every CI run,
- * GPU or not. Where a compiler is absent (a fresh Debian machine has no CUDA toolkit) its cases
+ * architectures we ship for: sm_80 and sm_90 through NVRTC, gfx90a (and gfx942 where hiprtc
+ * knows it) through hiprtc, on the CPU, through the same path the cuda and hip drivers take
+ * (xr_hal_compile). Runs on every CI run, GPU or not. Where a compiler is absent (a fresh Debian machine has no CUDA toolkit) its cases
  * skip with the paths tried; where it is installed (/usr/local/cuda, Debian's libamdhip64-5)
  * they must run. */
 #include <criterion/criterion.h>
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hal/hal.h"
@@ -74,6 +75,35 @@ static void compile_every_kernel_for(const char *target) {
 Test(compile, every_kernel_for_sm_80) { compile_every_kernel_for("sm_80"); }
 Test(compile, every_kernel_for_sm_90) { compile_every_kernel_for("sm_90"); }
 Test(compile, every_kernel_for_gfx90a) { compile_every_kernel_for("gfx90a"); }
+
+/* MI300X. hiprtc learned gfx942 in ROCm 5.7; an older one (Debian 12 ships ROCm 5.2's) refuses
+ * the target or crashes on it, so a probe compiles first in a child process. A crash, or a
+ * refusal that names the target, skips with what happened; any other failure fails. */
+Test(compile, every_kernel_for_gfx942) {
+  pid_t child = fork();
+  cr_assert_geq(child, 0);
+  if (child == 0) {
+    static const char probe[] = "extern \"C\" __global__ void one(int *p) { p[0] = 1; }\n";
+    void *binary = NULL;
+    size_t size = 0;
+    xr_status_t status = compile("gfx942", "probe.cu", probe, NULL, &binary, &size);
+    if (status != XR_OK) fprintf(stderr, "gfx942 probe: %s\n", xr_last_error());
+    _exit(status == XR_OK            ? 0
+          : status == XR_UNAVAILABLE ? 2
+          : strstr(xr_last_error(), "gfx942") ? 3 : 1);
+  }
+  int wait_status = 0;
+  cr_assert_eq(waitpid(child, &wait_status, 0), child);
+  if (WIFSIGNALED(wait_status)) {
+    cr_skip_test("this hiprtc crashes compiling for gfx942 (signal %d): it predates the target",
+                 WTERMSIG(wait_status));
+  }
+  int code = WEXITSTATUS(wait_status);
+  if (code == 2) skip_unless_compiler("gfx942", XR_UNAVAILABLE);
+  if (code == 3) cr_skip_test("this hiprtc refuses gfx942 (its words are in the log above)");
+  cr_assert_eq(code, 0, "the gfx942 probe failed (its words are in the log above)");
+  compile_every_kernel_for("gfx942");
+}
 
 Test(compile, gemm_source_has_every_kernel_the_impl_launches) {
   const char *text = xr_gpu_source_text("gemm.cu");

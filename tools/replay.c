@@ -4,12 +4,9 @@
 #include <string.h>
 
 #include "formats/bundle.h"
+#include "tools/build_info.h"
 #include "tools/cli.h"
 #include "tools/cmd_extract.h"
-
-#ifndef XR_VERSION
-#define XR_VERSION "0.1.0"
-#endif
 
 static const char usage[] =
     "usage: replay [OPTIONS] BUNDLE       replay a bundle (.msgpack, .json or TraceLens IR);\n"
@@ -40,7 +37,8 @@ int main(int argc, char **argv) {
     return XR_EXIT_OK;
   }
   if (strcmp(cmd, "--version") == 0) {
-    printf("replay (xreplay) %s, bundle format %d\n", XR_VERSION, XR_BUNDLE_FORMAT_VERSION);
+    printf("replay (xreplay) %s, commit %s, bundle format %d\n", XR_VERSION, XR_COMMIT,
+           XR_BUNDLE_FORMAT_VERSION);
     return XR_EXIT_OK;
   }
   if (strcmp(cmd, "convert") == 0) return xr_cmd_convert(argc - 1, argv + 1);

@@ -143,6 +143,13 @@ Test(cli, usage_errors_exit_2) {
   cr_assert_eq(replay("--help"), 0);
   cr_assert_eq(replay("--version"), 0);
   cr_assert(strstr(out_text, "bundle format 1"), "%s", out_text);
+  /* The commit stamped at build time (tools/workspace_status.sh): 12 hex digits, "-dirty"
+   * after them for a modified tree, or "unknown" outside a git checkout. */
+  const char *commit = strstr(out_text, ", commit ");
+  cr_assert(commit, "%s", out_text);
+  commit += strlen(", commit ");
+  size_t hex = strspn(commit, "0123456789abcdef");
+  cr_assert(hex == 12 || strncmp(commit, "unknown,", 8) == 0, "%s", out_text);
 }
 
 /* A bundle of small GEMMs, written into the test's scratch directory. */

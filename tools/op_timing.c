@@ -31,18 +31,28 @@ void op_timing_fill(void *data, int dtype, size_t count, unsigned *seed) {
   }
 }
 
+static xr_status_t enqueue_instance(void *instance, xr_hal_stream_t *stream) {
+  return xr_kernel_enqueue(instance, stream);
+}
+
 double op_timing_best(xr_kernel_instance_t *instance, xr_hal_device_t *device,
                       xr_hal_stream_t *stream, int warmups, double batch_seconds) {
+  return op_timing_best_calls(enqueue_instance, instance, device, stream, warmups, batch_seconds);
+}
+
+double op_timing_best_calls(xr_status_t (*enqueue)(void *context, xr_hal_stream_t *stream),
+                            void *context, xr_hal_device_t *device, xr_hal_stream_t *stream,
+                            int warmups, double batch_seconds) {
   xr_hal_event_t *start = NULL, *end = NULL;
   xr_status_t st = xr_hal_event_create(device, &start);
   if (st == XR_OK) st = xr_hal_event_create(device, &end);
   double best = -1;
   int iters = 1;
-  for (int w = 0; st == XR_OK && w < warmups; w++) st = xr_kernel_enqueue(instance, stream);
+  for (int w = 0; st == XR_OK && w < warmups; w++) st = enqueue(context, stream);
   if (st == XR_OK) st = xr_hal_stream_synchronize(stream);
   for (int batch = 0; st == XR_OK && batch < 4; batch++) {
     st = xr_hal_event_record(start, stream);
-    for (int i = 0; st == XR_OK && i < iters; i++) st = xr_kernel_enqueue(instance, stream);
+    for (int i = 0; st == XR_OK && i < iters; i++) st = enqueue(context, stream);
     if (st == XR_OK) st = xr_hal_event_record(end, stream);
     double ms = 0;
     if (st == XR_OK) st = xr_hal_event_elapsed_ms(start, end, &ms);

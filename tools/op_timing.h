@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "hal/hal.h"
 #include "kernels/kernels.h"
 
 /* Seconds per execution of the bundle's op (`json`, our schema or TraceLens IR) on
@@ -26,6 +27,12 @@ double op_time_impl_seconds(const char *json, const char *device_spec, const xr_
  * when a call fails (xr_last_error() says why). */
 double op_timing_best(xr_kernel_instance_t *instance, xr_hal_device_t *device,
                       xr_hal_stream_t *stream, int warmups, double batch_seconds);
+
+/* op_timing_best for any enqueue: `enqueue(context, stream)` queues one execution (a vendor
+ * library called directly, say). */
+double op_timing_best_calls(xr_status_t (*enqueue)(void *context, xr_hal_stream_t *stream),
+                            void *context, xr_hal_device_t *device, xr_hal_stream_t *stream,
+                            int warmups, double batch_seconds);
 
 /* Fills `count` elements of fp32, bf16 or fp16 with values in [-0.5, 0.5). */
 void op_timing_fill(void *data, int dtype, size_t count, unsigned *seed);

@@ -2,7 +2,7 @@
 # dist: the relocatable release archive.
 #   ./bazelw run //:dist -- OUT_DIR
 # writes OUT_DIR/xreplay-<version>-linux-x86_64.tar.gz, one folder holding
-#   bin/      replay, hal_bench, gpu_gemm_bench
+#   bin/      replay, hal_bench, gpu_gemm_bench, gpu_warm
 #   lib/      libxreplay*.so.0 as //:install writes them, pkgconfig/, and every library the
 #             binaries need that a bare glibc system lacks (cJSON, msgpack-c, zlib, ...)
 #   include/  the public headers
@@ -81,7 +81,7 @@ trap 'rm -rf "$stage"' EXIT
 root="$stage/$name"
 
 mkdir -p "$root/bin" "$root/share/xreplay/examples"
-for tool in replay hal_bench gpu_gemm_bench; do
+for tool in replay hal_bench gpu_gemm_bench gpu_warm; do
   cp -L "tools/$tool" "$root/bin/$tool"
   chmod 0755 "$root/bin/$tool"
 done

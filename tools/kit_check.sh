@@ -6,6 +6,9 @@
 # Steps, each time-boxed so that a hang costs only that step:
 #   part 1  machine   the machine (GPU, driver, where the vendor libraries are)
 #           devices   bin/replay devices: the drivers and the library files each took
+#           warm      bin/gpu_warm: every kernel source compiled for the device into the
+#                     check's kernel cache, so that the suites' parallel cases do not all
+#                     compile the same source at once (each source's compile time in its log)
 #           suites    the driver's CTS and every gpu suite: passed / failed / skipped each
 #           examples  bin/replay --check of every shipped example and of the self-test bundle
 #                     (every op family, every dtype it claims) against the CPU reference
@@ -135,6 +138,13 @@ devices() {
   else
     record devices FAIL - - - $(($(date +%s) - t0)) "${line:0:400}"
   fi
+}
+
+# ---- warm --------------------------------------------------------------------------------------
+warm() {
+  local t0=$(date +%s)
+  boxed warm 180 "$kit/bin/gpu_warm" "$driver"
+  record warm "$(result_of)" - - - $(($(date +%s) - t0)) "$(tail -n 1 "$logs/warm.log" | head -c 200)"
 }
 
 # ---- suites ------------------------------------------------------------------------------------
@@ -272,7 +282,7 @@ summarize() {
     echo
     echo "## replay devices ($driver)"
     [[ -f $logs/devices.log ]] && echo '```' && awk -v d="$driver" '$1 == d { on = 1; print; next } /^[^ ]/ { on = 0 } on' "$logs/devices.log" | head -n 30; echo '```'
-    for log in gemm sweep compare_sweep compare_llm_small copy launch_compare; do
+    for log in warm gemm sweep compare_sweep compare_llm_small copy launch_compare; do
       [[ -s $logs/$log.log ]] || continue
       echo
       echo "## $log"
@@ -299,6 +309,7 @@ if ((device_ready == 0)); then
   say "no $driver device: $(grep -E "^$driver " "$logs/devices.log")"
 fi
 if [[ $part != 2 ]] && ((device_ready)); then
+  [[ $driver != cpu ]] && { say "warm"; warm; }
   say "suites"; suites
   say "examples"; examples
 fi

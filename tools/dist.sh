@@ -2,7 +2,8 @@
 # dist: the relocatable release archive.
 #   ./bazelw run //:dist -- OUT_DIR
 # writes OUT_DIR/xreplay-<version>-linux-x86_64.tar.gz, one folder holding
-#   bin/      replay, hal_bench, gpu_gemm_bench, gpu_warm
+#   bin/      replay, hal_bench, gpu_gemm_bench, gpu_warm, and torch_baseline.py (PyTorch on the
+#             same bundles, where the machine has it)
 #   lib/      libxreplay*.so.0 as //:install writes them, pkgconfig/, and every library the
 #             binaries need that a bare glibc system lacks (cJSON, msgpack-c, zlib, ...)
 #   include/  the public headers
@@ -93,6 +94,8 @@ cp -L tools/release_readme.md "$root/README"
 printf '%s\ncommit %s\n' "$version" "$commit" >"$root/VERSION"
 
 bundle_libraries "$root/lib" "$root"/bin/* "$root"/lib/libxreplay*.so.0
+cp -L tools/torch_baseline.py "$root/bin/torch_baseline.py"
+chmod 0755 "$root/bin/torch_baseline.py"
 
 mkdir -p "$out"
 tar -C "$stage" -czf "$out/$name.tar.gz" "$name"

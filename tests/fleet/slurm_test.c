@@ -314,14 +314,6 @@ static void start_cluster(void) {
       state, tail_of("slurmctld.out", ctld, sizeof ctld), tail_of("slurmd.out", text, sizeof text));
 }
 
-static cJSON *read_json(const char *path) {
-  static char text[1 << 20];
-  slurp(path, text, sizeof text);
-  cJSON *j = cJSON_Parse(text);
-  cr_assert_not_null(j, "%s is not JSON: %.300s", path, text);
-  return j;
-}
-
 static double number(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItem(o, key);
   return cJSON_IsNumber(v) ? v->valuedouble : -1;

@@ -2,6 +2,7 @@
 #include "tests/tools/cli_util.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,24 @@ void write_text(const char *path, const char *text) {
   cr_assert_not_null(f, "%s: cannot create", path);
   fputs(text, f);
   fclose(f);
+}
+
+cJSON *read_json(const char *path) {
+  static char text[1 << 22];
+  slurp(path, text, sizeof text);
+  cJSON *j = cJSON_Parse(text);
+  cr_assert_not_null(j, "%s is not JSON: %.300s", path, text);
+  return j;
+}
+
+const char *json_str(const cJSON *object, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(object, key);
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+double json_number(const cJSON *object, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(object, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
 int replay(const char *args) {

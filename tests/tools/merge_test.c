@@ -25,28 +25,10 @@ static const char *scratch(const char *name) {
   return p;
 }
 
-static cJSON *read_json(const char *path) {
-  static char text[1 << 20];
-  slurp(path, text, sizeof text);
-  cJSON *j = cJSON_Parse(text);
-  cr_assert_not_null(j, "%s is not JSON: %.200s", path, text);
-  return j;
-}
-
 static void write_json(const char *path, const cJSON *j) {
   char *text = cJSON_PrintUnformatted(j);
   write_text(path, text);
   free(text);
-}
-
-static double number(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItem(o, key);
-  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-static const char *str(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItem(o, key);
-  return cJSON_IsString(v) ? v->valuestring : "";
 }
 
 /* Small ops, most with a recorded time (one without), so that a run takes a moment. */
@@ -111,36 +93,36 @@ static void check_same_ops(const char *merged_path, const char *full_path, const
                cJSON_GetArraySize(mops), n);
   for (int i = 0; i < n; i++) {
     const cJSON *m = cJSON_GetArrayItem(mops, i), *f = cJSON_GetArrayItem(fops, i);
-    cr_assert_eq(number(m, "index"), number(f, "index"), "ops[%d]", i);
-    cr_assert_str_eq(str(m, "name"), str(f, "name"), "ops[%d]", i);
-    cr_assert_str_eq(str(m, "args"), str(f, "args"), "ops[%d]", i);
-    cr_assert_str_eq(str(m, "outcome"), str(f, "outcome"), "ops[%d]", i);
+    cr_assert_eq(json_number(m, "index"), json_number(f, "index"), "ops[%d]", i);
+    cr_assert_str_eq(json_str(m, "name"), json_str(f, "name"), "ops[%d]", i);
+    cr_assert_str_eq(json_str(m, "args"), json_str(f, "args"), "ops[%d]", i);
+    cr_assert_str_eq(json_str(m, "outcome"), json_str(f, "outcome"), "ops[%d]", i);
     /* It came from the report of the shard it names. */
     char shard_path[1100];
-    snprintf(shard_path, sizeof shard_path, "%s.%d.json", prefix, (int)number(m, "shard"));
+    snprintf(shard_path, sizeof shard_path, "%s.%d.json", prefix, (int)json_number(m, "shard"));
     cJSON *shard = read_json(shard_path);
     bool found = false;
     const cJSON *op;
     cJSON_ArrayForEach(op, cJSON_GetObjectItem(shard, "ops")) {
-      found |= number(op, "index") == number(m, "index");
+      found |= json_number(op, "index") == json_number(m, "index");
     }
-    cr_assert(found, "ops[%d] (op %g) is not in %s", i, number(m, "index"), shard_path);
+    cr_assert(found, "ops[%d] (op %g) is not in %s", i, json_number(m, "index"), shard_path);
     cJSON_Delete(shard);
   }
   const cJSON *ms = cJSON_GetObjectItem(merged, "summary"),
               *fs = cJSON_GetObjectItem(full, "summary");
   const char *counts[] = {"total", "attempted", "succeeded", "failed", "unsupported"};
   for (int k = 0; k < 5; k++)
-    cr_assert_eq(number(ms, counts[k]), number(fs, counts[k]), "summary.%s", counts[k]);
-  cr_assert_eq(number(merged, "bundle_ops"), number(full, "bundle_ops"));
-  cr_assert(fabs(number(ms, "trace_covered_us") - number(fs, "trace_covered_us")) <=
-                1e-9 * number(fs, "trace_covered_us"),
-            "trace_covered_us %g vs %g", number(ms, "trace_covered_us"),
-            number(fs, "trace_covered_us"));
+    cr_assert_eq(json_number(ms, counts[k]), json_number(fs, counts[k]), "summary.%s", counts[k]);
+  cr_assert_eq(json_number(merged, "bundle_ops"), json_number(full, "bundle_ops"));
+  cr_assert(fabs(json_number(ms, "trace_covered_us") - json_number(fs, "trace_covered_us")) <=
+                1e-9 * json_number(fs, "trace_covered_us"),
+            "trace_covered_us %g vs %g", json_number(ms, "trace_covered_us"),
+            json_number(fs, "trace_covered_us"));
   /* Replayed vs recorded over every op, as the unsharded run counts them. */
   const cJSON *mr = cJSON_GetObjectItem(ms, "replay_vs_trace"),
               *fr = cJSON_GetObjectItem(fs, "replay_vs_trace");
-  cr_assert_eq(number(mr, "count"), number(fr, "count"));
+  cr_assert_eq(json_number(mr, "count"), json_number(fr, "count"));
   cr_assert_null(cJSON_GetObjectItem(merged, "shard"), "a merged report is no shard's");
   cJSON_Delete(merged);
   cJSON_Delete(full);
@@ -160,10 +142,10 @@ Test(merge, shards_merge_into_the_unsharded_run) {
   check_same_ops(out, full, prefix);
   cJSON *m = read_json(out);
   const cJSON *info = cJSON_GetObjectItem(m, "merged");
-  cr_assert_eq(number(info, "count"), 3);
+  cr_assert_eq(json_number(info, "count"), 3);
   cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(info, "reports")), 3);
-  cr_assert_str_eq(str(info, "weights"), "trace_ns");
-  cr_assert_eq(strlen(str(m, "bundle_hash")), 16);
+  cr_assert_str_eq(json_str(info, "weights"), "trace_ns");
+  cr_assert_eq(strlen(json_str(m, "bundle_hash")), 16);
   cJSON_Delete(m);
   /* The merged report is a report: compare and report read it. */
   snprintf(args, sizeof args, "compare %s %s", full, out);
@@ -211,8 +193,8 @@ Test(merge, the_environment_names_the_shard) {
   cr_assert_eq(replay(args), 0, "%s", err_text);
   cJSON *j = read_json(r);
   const cJSON *shard = cJSON_GetObjectItem(j, "shard");
-  cr_assert_eq(number(shard, "index"), 1, "task 5 of 4..6");
-  cr_assert_eq(number(shard, "count"), 3);
+  cr_assert_eq(json_number(shard, "index"), 1, "task 5 of 4..6");
+  cr_assert_eq(json_number(shard, "count"), 3);
   cJSON_Delete(j);
   snprintf(args, sizeof args, QUICK " --shard=auto/4 %s", bundle);
   cr_assert_eq(replay(args), 2);
@@ -233,7 +215,7 @@ Test(merge, the_environment_names_the_shard) {
   snprintf(args, sizeof args, QUICK " --shard=auto/3 --report=%s %s", r, bundle);
   cr_assert_eq(replay(args), 0, "%s", err_text);
   j = read_json(r);
-  cr_assert_eq(number(cJSON_GetObjectItem(j, "shard"), "index"), 2);
+  cr_assert_eq(json_number(cJSON_GetObjectItem(j, "shard"), "index"), 2);
   cJSON_Delete(j);
   snprintf(args, sizeof args, QUICK " --shard=auto %s", bundle);
   cr_assert_eq(replay(args), 2);
@@ -322,8 +304,8 @@ Test(merge, shards_of_different_devices_only_when_asked) {
   cr_assert_eq(merge(args), 0, "%s", err_text);
   cJSON *m = read_json(out);
   const cJSON *reports = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "merged"), "reports");
-  cr_assert_str_eq(str(cJSON_GetArrayItem(reports, 1), "device"), "AMD Instinct MI300X");
-  cr_assert_str_eq(str(cJSON_GetArrayItem(reports, 1), "driver"), "hip");
+  cr_assert_str_eq(json_str(cJSON_GetArrayItem(reports, 1), "device"), "AMD Instinct MI300X");
+  cr_assert_str_eq(json_str(cJSON_GetArrayItem(reports, 1), "driver"), "hip");
   cJSON_Delete(m);
 }
 
@@ -402,7 +384,7 @@ static void steal_an_op(cJSON *r) {
   char path[1100];
   snprintf(path, sizeof path, "%s.0.json", edited_prefix);
   cJSON *zero = read_json(path);
-  double stolen = number(cJSON_GetArrayItem(cJSON_GetObjectItem(zero, "ops"), 0), "index");
+  double stolen = json_number(cJSON_GetArrayItem(cJSON_GetObjectItem(zero, "ops"), 0), "index");
   cJSON_Delete(zero);
   cJSON *shard = cJSON_GetObjectItem(r, "shard"), *mine = cJSON_GetObjectItem(shard, "ops");
   double list[64];

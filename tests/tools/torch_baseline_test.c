@@ -66,24 +66,6 @@ static void require(const char *module, const char *package) {
                last ? last + 1 : err_text);
 }
 
-static cJSON *read_json(const char *path) {
-  static char text[1 << 22];
-  slurp(path, text, sizeof text);
-  cJSON *j = cJSON_Parse(text);
-  cr_assert_not_null(j, "%s is not JSON: %.300s", path, text);
-  return j;
-}
-
-static const char *str(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-static double number(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 /* The op names of a bundle: our JSON's ops[].name or TraceLens IR's [].op_name. */
 static size_t bundle_op_names(const char *path, const char *names[], size_t max, cJSON **out_doc) {
   cJSON *doc = read_json(path);
@@ -92,7 +74,7 @@ static size_t bundle_op_names(const char *path, const char *names[], size_t max,
   size_t n = 0;
   cJSON_ArrayForEach(op, ops) {
     cr_assert_lt(n, max);
-    names[n++] = str(op, key);
+    names[n++] = json_str(op, key);
   }
   *out_doc = doc;
   return n;
@@ -108,47 +90,47 @@ static cJSON *check_report(const char *report, const char *bundle, int iters,
   cJSON *doc;
   size_t n = bundle_op_names(bundle, names, 64, &doc);
   cJSON *r = read_json(report);
-  cr_expect_eq(number(r, "xreplay_report"), 2);
-  cr_expect_str_eq(str(r, "hal"), "torch-cpu");
-  cr_expect_str_eq(str(r, "driver"), "torch");
-  cr_expect_neq(str(r, "device")[0], '\0', "no device");
-  cr_expect_eq(number(r, "bundle_ops"), (double)n);
+  cr_expect_eq(json_number(r, "xreplay_report"), 2);
+  cr_expect_str_eq(json_str(r, "hal"), "torch-cpu");
+  cr_expect_str_eq(json_str(r, "driver"), "torch");
+  cr_expect_neq(json_str(r, "device")[0], '\0', "no device");
+  cr_expect_eq(json_number(r, "bundle_ops"), (double)n);
   const cJSON *ops = cJSON_GetObjectItemCaseSensitive(r, "ops"), *op;
   cr_assert_eq((size_t)cJSON_GetArraySize(ops), n, "%s: %d ops, the bundle has %zu", report,
                cJSON_GetArraySize(ops), n);
   char kernel[64];
-  snprintf(kernel, sizeof kernel, "torch %s", str(r, "driver_version"));
+  snprintf(kernel, sizeof kernel, "torch %s", json_str(r, "driver_version"));
   size_t i = 0, ok = 0, refused = 0;
   cJSON_ArrayForEach(op, ops) {
-    cr_expect_eq(number(op, "index"), (double)i, "ops[%zu].index", i);
-    cr_expect_str_eq(str(op, "name"), names[i], "ops[%zu].name", i);
-    cr_expect_str_eq(str(op, "kernel"), kernel, "ops[%zu].kernel", i);
-    cr_expect_neq(str(op, "args")[0], '\0', "ops[%zu] (%s): no args line", i, names[i]);
+    cr_expect_eq(json_number(op, "index"), (double)i, "ops[%zu].index", i);
+    cr_expect_str_eq(json_str(op, "name"), names[i], "ops[%zu].name", i);
+    cr_expect_str_eq(json_str(op, "kernel"), kernel, "ops[%zu].kernel", i);
+    cr_expect_neq(json_str(op, "args")[0], '\0', "ops[%zu] (%s): no args line", i, names[i]);
     bool expect_refused = false;
     for (const char *const *u = unsupported; *u; u++) expect_refused |= !strcmp(*u, names[i]);
     if (expect_refused) {
       refused++;
-      cr_expect_str_eq(str(op, "outcome"), "unsupported", "ops[%zu] (%s)", i, names[i]);
-      cr_expect_neq(str(op, "message")[0], '\0', "ops[%zu] (%s): no reason", i, names[i]);
-      cr_expect(isnan(number(op, "median_us")), "ops[%zu] (%s) has a median", i, names[i]);
+      cr_expect_str_eq(json_str(op, "outcome"), "unsupported", "ops[%zu] (%s)", i, names[i]);
+      cr_expect_neq(json_str(op, "message")[0], '\0', "ops[%zu] (%s): no reason", i, names[i]);
+      cr_expect(isnan(json_number(op, "median_us")), "ops[%zu] (%s) has a median", i, names[i]);
     } else {
       ok++;
-      cr_expect_str_eq(str(op, "outcome"), "ok", "ops[%zu] (%s): %s", i, names[i],
-                       str(op, "message"));
-      cr_expect_gt(number(op, "median_us"), 0, "ops[%zu] (%s): median_us", i, names[i]);
-      cr_expect_eq(number(op, "iterations"), iters, "ops[%zu] (%s)", i, names[i]);
-      cr_expect_leq(number(op, "min_us"), number(op, "median_us"));
-      cr_expect_leq(number(op, "median_us"), number(op, "p90_us") + 1e-9);
+      cr_expect_str_eq(json_str(op, "outcome"), "ok", "ops[%zu] (%s): %s", i, names[i],
+                       json_str(op, "message"));
+      cr_expect_gt(json_number(op, "median_us"), 0, "ops[%zu] (%s): median_us", i, names[i]);
+      cr_expect_eq(json_number(op, "iterations"), iters, "ops[%zu] (%s)", i, names[i]);
+      cr_expect_leq(json_number(op, "min_us"), json_number(op, "median_us"));
+      cr_expect_leq(json_number(op, "median_us"), json_number(op, "p90_us") + 1e-9);
     }
     i++;
   }
   const cJSON *s = cJSON_GetObjectItemCaseSensitive(r, "summary");
   cr_assert(cJSON_IsObject(s), "%s: no summary", report);
-  cr_expect_eq(number(s, "total"), (double)n);
-  cr_expect_eq(number(s, "attempted"), (double)n);
-  cr_expect_eq(number(s, "succeeded"), (double)ok);
-  cr_expect_eq(number(s, "unsupported"), (double)refused);
-  cr_expect_eq(number(s, "failed"), 0);
+  cr_expect_eq(json_number(s, "total"), (double)n);
+  cr_expect_eq(json_number(s, "attempted"), (double)n);
+  cr_expect_eq(json_number(s, "succeeded"), (double)ok);
+  cr_expect_eq(json_number(s, "unsupported"), (double)refused);
+  cr_expect_eq(json_number(s, "failed"), 0);
   cJSON_Delete(doc);
   return r;
 }
@@ -158,10 +140,10 @@ static void expect_reason(const cJSON *report, const char *name, const char *tex
   const cJSON *op;
   bool seen = false;
   cJSON_ArrayForEach(op, cJSON_GetObjectItemCaseSensitive(report, "ops")) {
-    if (strcmp(str(op, "name"), name)) continue;
+    if (strcmp(json_str(op, "name"), name)) continue;
     seen = true;
-    cr_expect(strstr(str(op, "message"), text), "%s's reason \"%s\" does not say \"%s\"", name,
-              str(op, "message"), text);
+    cr_expect(strstr(json_str(op, "message"), text), "%s's reason \"%s\" does not say \"%s\"", name,
+              json_str(op, "message"), text);
   }
   cr_expect(seen, "no op %s in the report", name);
 }
@@ -180,19 +162,19 @@ static void compare_with_replay(const char *torch_report, const cJSON *t, const 
   cJSON_ArrayForEach(op, cJSON_GetObjectItemCaseSensitive(t, "ops")) {
     const cJSON *other = cJSON_GetArrayItem(ops_c, (int)i++);
     cr_assert_not_null(other, "the cpu report lacks op %zu", i - 1);
-    cr_expect_str_eq(str(op, "args"), str(other, "args"), "op %zu's args line", i - 1);
-    both += number(op, "median_us") > 0 && number(other, "median_us") > 0;
+    cr_expect_str_eq(json_str(op, "args"), json_str(other, "args"), "op %zu's args line", i - 1);
+    both += json_number(op, "median_us") > 0 && json_number(other, "median_us") > 0;
   }
   cr_assert_gt(both, 0, "no op timed by both torch and the replay");
 
   snprintf(args, sizeof args, "compare %s %s", torch_report, cpu_report);
   cr_assert_eq(replay(args), 0, "replay %s: %s", args, err_text);
   char want[256];
-  snprintf(want, sizeof want, "A: %s (torch-cpu \u00b7 %s)", torch_report, str(t, "device"));
+  snprintf(want, sizeof want, "A: %s (torch-cpu \u00b7 %s)", torch_report, json_str(t, "device"));
   cr_expect(strstr(out_text, want), "expected \"%s\" in\n%s", want, out_text);
   snprintf(want, sizeof want, "%zu ops timed on both", both);
   cr_expect(strstr(out_text, want), "expected \"%s\" in\n%s", want, out_text);
-  snprintf(want, sizeof want, "torch %s | cpu.", str(t, "driver_version"));
+  snprintf(want, sizeof want, "torch %s | cpu.", json_str(t, "driver_version"));
   cr_expect(strstr(out_text, want), "expected \"%s\" in\n%s", want, out_text);
 
   const char *page = scratch("page.html");
@@ -226,8 +208,8 @@ Test(torch_baseline, example_bundle_beside_the_replay, .timeout = 240) {
   expect_reason(t, "_C::paged_attention_v1", "paged_attention_v1");
   expect_reason(t, "vllm::outplace_fused_experts", "outplace_fused_experts");
   const cJSON *options = cJSON_GetObjectItemCaseSensitive(t, "options");
-  cr_expect_eq(number(options, "warmup"), 1);
-  cr_expect_eq(number(options, "iters"), 3);
+  cr_expect_eq(json_number(options, "warmup"), 1);
+  cr_expect_eq(json_number(options, "iters"), 3);
   compare_with_replay(report, t, LLM_SMALL, scratch("cpu.json"));
   cJSON_Delete(t);
 }
@@ -249,9 +231,9 @@ Test(torch_baseline, messagepack_bundle, .timeout = 240) {
   cr_assert_eq(cJSON_GetArraySize(a), cJSON_GetArraySize(b));
   for (int i = 0; i < cJSON_GetArraySize(a); i++) {
     const cJSON *x = cJSON_GetArrayItem(a, i), *y = cJSON_GetArrayItem(b, i);
-    cr_expect_str_eq(str(x, "name"), str(y, "name"), "ops[%d]", i);
-    cr_expect_str_eq(str(x, "args"), str(y, "args"), "ops[%d]", i);
-    cr_expect_str_eq(str(x, "outcome"), str(y, "outcome"), "ops[%d]", i);
+    cr_expect_str_eq(json_str(x, "name"), json_str(y, "name"), "ops[%d]", i);
+    cr_expect_str_eq(json_str(x, "args"), json_str(y, "args"), "ops[%d]", i);
+    cr_expect_str_eq(json_str(x, "outcome"), json_str(y, "outcome"), "ops[%d]", i);
   }
   cJSON_Delete(j);
   cJSON_Delete(m);

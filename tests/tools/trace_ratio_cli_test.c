@@ -21,24 +21,6 @@ static const char *scratch(const char *name) {
   return p;
 }
 
-static cJSON *read_json(const char *path) {
-  static char text[1 << 20];
-  slurp(path, text, sizeof text);
-  cJSON *j = cJSON_Parse(text);
-  cr_assert_not_null(j, "%s is not JSON: %.200s", path, text);
-  return j;
-}
-
-static const char *str(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItem(o, key);
-  return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-static double number(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItem(o, key);
-  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
 static int by_value(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -58,15 +40,15 @@ static expected_t expected_of(const cJSON *report) {
   double ratios[256], furthest = -1;
   const cJSON *op;
   cJSON_ArrayForEach(op, cJSON_GetObjectItem(report, "ops")) {
-    double median = number(op, "median_us"), trace = number(op, "trace_us");
-    if (strcmp(str(op, "outcome"), "ok") || !(median > 0) || !(trace > 0)) continue;
+    double median = json_number(op, "median_us"), trace = json_number(op, "trace_us");
+    if (strcmp(json_str(op, "outcome"), "ok") || !(median > 0) || !(trace > 0)) continue;
     cr_assert_lt(e.count, 256);
     double ratio = median / trace;
     ratios[e.count++] = ratio;
     if (fabs(log(ratio)) > furthest) {
       furthest = fabs(log(ratio));
-      e.furthest_index = (int)number(op, "index");
-      e.furthest_name = str(op, "name");
+      e.furthest_index = (int)json_number(op, "index");
+      e.furthest_name = json_str(op, "name");
     }
   }
   if (!e.count) return e;
@@ -94,7 +76,7 @@ Test(trace_ratio_cli, a_trace_from_another_device_is_cross_device) {
   snprintf(want, sizeof want,
            "summary [cpu]: trace recorded on AMD Instinct MI300X VF, replayed on %s: cross-device "
            "replay vs trace: %zu ops, median ratio %.3g, ",
-           str(r, "device"), e.count, e.median);
+           json_str(r, "device"), e.count, e.median);
   cr_assert(strstr(out_text, want), "expected \"%s\" in\n%s", want, out_text);
   cr_assert_null(strstr(out_text, "same device"), "%s", out_text);
   snprintf(want, sizeof want, "summary [cpu]: worst cross-device ratios (replay / trace): #%d %s ",
@@ -104,11 +86,11 @@ Test(trace_ratio_cli, a_trace_from_another_device_is_cross_device) {
   const cJSON *t = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "summary"), "replay_vs_trace");
   cr_assert_not_null(t, "the report's summary has no replay_vs_trace");
   cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(t, "same_device")));
-  cr_assert_str_eq(str(t, "trace_device"), "AMD Instinct MI300X VF");
-  cr_assert_eq(number(t, "count"), (double)e.count);
-  cr_assert_float_eq(number(t, "median"), e.median, 1e-9 * e.median);
+  cr_assert_str_eq(json_str(t, "trace_device"), "AMD Instinct MI300X VF");
+  cr_assert_eq(json_number(t, "count"), (double)e.count);
+  cr_assert_float_eq(json_number(t, "median"), e.median, 1e-9 * e.median);
   const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "worst"), 0);
-  cr_assert_eq(number(first, "index"), e.furthest_index);
+  cr_assert_eq(json_number(first, "index"), e.furthest_index);
 
   /* compare: each op's ratio beside the medians, as the report holds it. */
   snprintf(args, sizeof args, "compare %s %s", report, report);
@@ -118,17 +100,17 @@ Test(trace_ratio_cli, a_trace_from_another_device_is_cross_device) {
   size_t rows = 0;
   cJSON_ArrayForEach(op, cJSON_GetObjectItem(r, "ops")) {
     char head[128], *line;
-    snprintf(head, sizeof head, "\n%4d %s ", (int)number(op, "index"), str(op, "name"));
+    snprintf(head, sizeof head, "\n%4d %s ", (int)json_number(op, "index"), json_str(op, "name"));
     cr_assert_not_null(line = strstr(out_text, head), "no row %s in\n%s", head + 1, out_text);
     /* # op A B A/B A/trace B/trace: the two after the speed-up (or its dash) */
     char cells[7][128], *a = cells[5], *b = cells[6];
     cr_assert_eq(sscanf(line + 1, "%127s %127s %127s %127s %127s %127s %127s", cells[0], cells[1],
                         cells[2], cells[3], cells[4], cells[5], cells[6]),
                  7, "%.200s", line + 1);
-    int index = (int)number(op, "index");
+    int index = (int)json_number(op, "index");
     char ratio[32] = "-";
-    if (isfinite(number(op, "replay_over_trace")))
-      snprintf(ratio, sizeof ratio, "%.3g", number(op, "replay_over_trace"));
+    if (isfinite(json_number(op, "replay_over_trace")))
+      snprintf(ratio, sizeof ratio, "%.3g", json_number(op, "replay_over_trace"));
     cr_assert_str_eq(a, ratio, "op %d: A/trace %s, the report's ratio %s", index, a, ratio);
     cr_assert_str_eq(b, ratio, "op %d: B/trace %s, the report's ratio %s", index, b, ratio);
     rows++;
@@ -137,7 +119,7 @@ Test(trace_ratio_cli, a_trace_from_another_device_is_cross_device) {
   snprintf(want, sizeof want,
            "A: trace recorded on AMD Instinct MI300X VF, replayed on %s: cross-device replay vs "
            "trace: %zu ops, median ratio %.3g",
-           str(r, "device"), e.count, e.median);
+           json_str(r, "device"), e.count, e.median);
   cr_assert(strstr(out_text, want), "expected \"%s\" in\n%s", want, out_text);
   cr_assert(strstr(out_text, "\nB: trace recorded on AMD Instinct MI300X VF"), "%s", out_text);
   cJSON_Delete(r);
@@ -193,10 +175,10 @@ Test(trace_ratio_cli, the_same_device_and_an_unknown_one) {
   cr_assert_eq(replay(args), 0, "%s", err_text);
   cJSON *r = read_json(report);
   char device[512];
-  snprintf(device, sizeof device, "%s", str(r, "device"));
+  snprintf(device, sizeof device, "%s", json_str(r, "device"));
   cr_assert(device[0], "the report names no device");
   const cJSON *ops = cJSON_GetObjectItem(r, "ops");
-  cr_assert_eq(number(cJSON_GetArrayItem(ops, 0), "trace_us"), 20, "40 us over 2 calls");
+  cr_assert_eq(json_number(cJSON_GetArrayItem(ops, 0), "trace_us"), 20, "40 us over 2 calls");
   expected_t e = expected_of(r);
   cr_assert_eq(e.count, 2);
   /* 8x8 products take far less than a second: the 1e6 us op is the furthest off. */
@@ -227,7 +209,7 @@ Test(trace_ratio_cli, the_same_device_and_an_unknown_one) {
   r = read_json(report);
   const cJSON *t = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "summary"), "replay_vs_trace");
   cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(t, "same_device")), "the report's summary");
-  cr_assert_str_eq(str(t, "trace_device"), spelt);
+  cr_assert_str_eq(json_str(t, "trace_device"), spelt);
   cJSON_Delete(r);
   /* The page of the run says it too (the device's name as HTML text: no markup in it here). */
   static char page[1 << 18];

@@ -244,12 +244,13 @@ Test(engine, the_timed_loop_leaves_the_warm_up_out) {
   xr_replay_options_t o = quick();
   seen_t s = {0};
   xr_replay_observer_t observer = {.result = observe, .context = &s};
-  o.warmup = 400;
+  o.warmup = 4000;
   o.iters = 40;
   cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK);
   const xr_op_result_t *r = &s.r[0];
-  /* Counting the warm-up made this 11x the mean; what is left is the host's own overhead. */
-  cr_assert_lt(r->host_us_per_iteration, 4 * r->mean_us, "host %g us, mean %g us",
+  /* Counting the warm-up would make this 100x the mean; what is left is the host's own
+   * overhead, which a loaded 2-core machine has seen reach 10x (hence the wide margin). */
+  cr_assert_lt(r->host_us_per_iteration, 30 * r->mean_us, "host %g us, mean %g us",
                r->host_us_per_iteration, r->mean_us);
   cr_assert_float_eq(r->host_us_per_iteration, r->timed_wall_ms * 1000 / r->iterations, 1e-6);
   xr_bundle_destroy(b);

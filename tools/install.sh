@@ -43,6 +43,7 @@ for header in $headers; do
   chmod 0644 "$prefix/include/xreplay/$header"
 done
 for pc in xreplay-hal xreplay; do
-  sed "s|@PREFIX@|$prefix|" "tools/$pc.pc.in" > "$prefix/lib/pkgconfig/$pc.pc"
+  sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$(cat VERSION)|" "tools/$pc.pc.in" \
+    > "$prefix/lib/pkgconfig/$pc.pc"
 done
 echo "installed xreplay in $prefix (pkg-config: PKG_CONFIG_PATH=$prefix/lib/pkgconfig)"

@@ -20,6 +20,10 @@ export LD_LIBRARY_PATH="$prefix/lib"
 hal_flags=$(pkg-config --cflags --libs xreplay-hal) || fail "pkg-config xreplay-hal"
 all_flags=$(pkg-config --cflags --libs xreplay) || fail "pkg-config xreplay"
 [[ "$hal_flags" != *-lxreplay-kernels* ]] || fail "xreplay-hal.pc pulls in the kernels: $hal_flags"
+for pc in xreplay xreplay-hal; do
+  version=$(pkg-config --modversion "$pc")
+  [[ $version == "$(cat VERSION)" ]] || fail "$pc.pc says version '$version', VERSION '$(cat VERSION)'"
+done
 
 # Each public header compiles alone, as C11 with every warning an error.
 for header in $(cd "$prefix/include/xreplay" && find . -name '*.h' ! -name dtype_table.h); do

@@ -2,10 +2,13 @@
 """The framework baseline: each op of a bundle timed with the installed PyTorch.
 
 usage: tools/torch_baseline.py BUNDLE_OR_IR [--device cpu|cuda[:N]] [--warmup N] [--iters N]
-                               [--seed N] [--op-filter TEXT] [--op-limit N] -o REPORT.json
+                               [--seed N] [--op-filter TEXT] [--op-limit N] [--replay PATH]
+                               -o REPORT.json
 
-BUNDLE_OR_IR is an xreplay bundle (our JSON or MessagePack) or TraceLens EventReplay IR,
-recognised by content as `replay` does (docs/bundle-format.md). Each op gets tensors of the
+BUNDLE_OR_IR is an xreplay bundle (our JSON or MessagePack) or TraceLens EventReplay IR: the
+replay binary reads it (`replay convert` to our JSON: one set of codecs, formats/, with their
+validation and error sentences), so it must be at hand, beside this script as in the release's
+bin/, or named with --replay. Each op gets tensors of the
 recorded shapes, strides, storage offsets and dtypes (as_strided views of a storage large enough),
 the recorded scalars and lists, and is called through torch's dispatcher:
 `torch.ops.<namespace>.<name>` from the op name (`aten::addmm`; `aten::add.Tensor` names the
@@ -33,8 +36,8 @@ torch's own defaults. An op whose storages exceed the memory available is unsupp
 not fit"), as in the replay, before anything is allocated.
 
 Exit codes, as `replay`'s: 0 every op ran or was unsupported; 2 usage or input error (the
-message names the file and the field); 3 torch or the device is unavailable. Needs torch, and
-msgpack for MessagePack bundles (Debian: python3-torch, python3-msgpack).
+message names the file and the field); 3 torch or the device is unavailable. Needs torch
+(Debian: python3-torch).
 """
 import argparse
 import datetime
@@ -42,13 +45,13 @@ import json
 import math
 import os
 import platform
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 
 REPORT_VERSION = 2  # replay/report.h XR_REPORT_VERSION
-BUNDLE_FORMAT_VERSION = 1  # formats/bundle.h
-MAX_RANK = 16
-MAX_DEPTH = 16
 
 # base/dtype_table.h: profiler spelling -> (short name, torch dtype attribute, class, bytes).
 DTYPES = {
@@ -84,7 +87,6 @@ DTYPE_ALIASES = {
     "uint8": "unsigned char", "uint16": "unsigned short", "unsigned short int": "unsigned short",
     "uint32": "unsigned int", "uint64": "unsigned long", "unsigned long int": "unsigned long",
 }
-INITS = ("normal", "uniform", "zeros", "ones")
 
 
 class InputError(Exception):
@@ -111,7 +113,7 @@ def parse_dtype(text):
 
 
 # ------------------------------------------------------------------------------------------
-# Reading bundles: one op model for our JSON, our MessagePack and TraceLens IR.
+# Reading bundles: our JSON, as `replay convert` writes any bundle.
 
 class Tensor:
     """A tensor spec: shape, strides, storage offset and size, dtype, init, recorded contents."""
@@ -148,282 +150,80 @@ class Op:
         self.count, self.gpu_time_us = count, gpu_time_us
 
 
-# The keys of a tensor in JSON and in MessagePack's short form.
-JSON_TENSOR = {"shape": "shape", "strides": "strides", "offset": "storage_offset",
-               "size": "storage_size", "dtype": "dtype", "init": "init", "file": "data",
-               "bytes": "data_base64"}
-MSGPACK_TENSOR = {"shape": "s", "strides": "st", "offset": "o", "size": "ss", "dtype": "d",
-                  "init": "i", "file": "f", "bytes": "b"}
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.insert(0, step)
+        step *= max(d, 1)
+    return strides
 
 
-class Reader:
-    """Decodes one file's values, naming `file: path` in every error."""
-
-    def __init__(self, file, tensor_keys):
-        self.file, self.keys = file, tensor_keys
-
-    def fail(self, path, message):
-        raise InputError("%s: %s: %s" % (self.file, path, message))
-
-    def whole(self, v, path, lo=None):
-        if isinstance(v, bool) or not isinstance(v, int):
-            self.fail(path, "expected an integer, got %s" % kind(v))
-        if lo is not None and v < lo:
-            self.fail(path, "negative %s %d" % ("dimension" if "shape" in path else "value", v))
-        return v
-
-    def text(self, obj, key, path, required=False):
-        v = obj.get(key)
-        if v is None and not required:
-            return None
-        if not isinstance(v, str):
-            self.fail("%s.%s" % (path, key), "expected a string, got %s" % kind(v))
-        return v
-
-    def dims(self, v, path):
-        if not isinstance(v, list):
-            self.fail(path, "expected an array of integers, got %s" % kind(v))
-        return [self.whole(d, "%s[%d]" % (path, i), 0) for i, d in enumerate(v)]
-
-    def tensor(self, obj, path, op_name, arg_name):
-        k = self.keys
-        if k["shape"] not in obj:
-            self.fail(path + ".shape", "expected an array of integers, got nothing")
-        shape = self.dims(obj[k["shape"]], path + ".shape")
-        if len(shape) > MAX_RANK:
-            self.fail(path + ".shape", "rank %d exceeds the maximum %d" % (len(shape), MAX_RANK))
-        dtype_text = obj.get(k["dtype"])
-        if not isinstance(dtype_text, str):
-            self.fail(path + ".dtype", "expected a dtype string, got %s" % kind(dtype_text))
-        dtype = parse_dtype(dtype_text)
-        if dtype is None:
-            self.fail(path + ".dtype", 'unknown dtype "%s" (op %s, argument %s)'
-                      % (dtype_text, op_name, arg_name or "?"))
-        strides = obj.get(k["strides"])
-        if strides is None:
-            strides, step = [], 1
-            for d in reversed(shape):
-                strides.insert(0, step)
-                step *= max(d, 1)
-        else:
-            strides = self.dims(strides, path + ".strides")
-            if len(strides) != len(shape):
-                self.fail(path + ".strides", "%d strides for %d dimensions"
-                          % (len(strides), len(shape)))
-        offset = obj.get(k["offset"], 0)
-        offset = self.whole(offset, path + ".storage_offset", 0) if offset is not None else 0
-        size = obj.get(k["size"])
-        size = self.whole(size, path + ".storage_size", 0) if size is not None else None
-        init = obj[k["init"]] if k["init"] in obj else "default"  # null: an output
-        if init is not None and init != "default" and init not in INITS:
-            self.fail(path + ".init", "expected normal, uniform, zeros, ones or null, got %r"
-                      % (init,))
-        contents = None
-        if obj.get(k["file"]) is not None:
-            contents = "data file %s" % self.text(obj, k["file"], path)
-        elif obj.get(k["bytes"]) is not None:
-            contents = "embedded contents"
-        t = Tensor(shape, strides, offset, size, dtype, init, contents)
-        if size is not None and t.extent() > size:
-            self.fail(path + ".strides", "strides reach outside the storage: the view needs %d "
-                      "elements, storage_size is %d" % (t.extent(), size))
-        return t
-
-    def value(self, v, path, op_name, arg_name, depth=0):
-        if v is None or isinstance(v, (bool, int, float, str)):
-            return v
-        if isinstance(v, list):
-            if depth >= MAX_DEPTH:
-                self.fail(path, "lists nested deeper than %d levels" % MAX_DEPTH)
-            return [self.value(e, "%s[%d]" % (path, i), op_name, arg_name, depth + 1)
-                    for i, e in enumerate(v)]
-        if isinstance(v, dict):
-            return self.tensor(v, path, op_name, arg_name)
-        self.fail(path, "unexpected value (%s)" % kind(v))
+def tensor_of(v):
+    dtype = parse_dtype(v["dtype"])
+    if dtype is None:  # the C dtype table has one this script's DTYPES lacks
+        raise InputError("dtype %s is not in torch_baseline.py's table" % v["dtype"])
+    contents = None
+    if v.get("data"):
+        contents = "data file %s" % v["data"]
+    elif v.get("data_base64"):
+        contents = "embedded contents"
+    shape = v["shape"]
+    return Tensor(shape, v.get("strides") or contiguous_strides(shape),
+                  v.get("storage_offset", 0), v.get("storage_size"), dtype,
+                  v.get("init", "default"), contents)  # init null: an output
 
 
-def kind(v):
-    """A value's type in the words of the bundle's errors."""
-    if v is None:
-        return "null"
-    names = {bool: "a bool", int: "a number", float: "a number", str: "a string",
-             list: "an array", dict: "an object", bytes: "binary data"}
-    return names.get(type(v), type(v).__name__)
+def value_of(v):
+    if isinstance(v, list):
+        return [value_of(e) for e in v]
+    return tensor_of(v) if isinstance(v, dict) else v
 
 
-def json_arg(r, obj, path, op_name, name_key, type_key, tracelens):
-    if not isinstance(obj, dict):
-        r.fail(path, "expected an argument object, got %s" % kind(obj))
-    name, type_ = r.text(obj, name_key, path), r.text(obj, type_key, path)
-    if "value" not in obj:
-        r.fail(path + ".value", "expected a value (use null for None), got nothing")
-    v = obj["value"]
-    # TraceLens writes "" for a string the profiler dropped: left to the op's default.
-    if tracelens and type_ and "str" in type_ and v == "":
-        return Arg(name, type_, None, True)
-    value = r.value(v, path + ".value", op_name, name)
-    return Arg(name, type_, value, obj.get("defaulted") is True)
+def op_of(o):
+    def args(key):
+        return [Arg(a.get("name"), a.get("type"), value_of(a["value"]), a.get("defaulted") is True)
+                for a in o.get(key, [])]
+    timing = o.get("timing") or {}
+    return Op(o["name"], args("args"), args("kwargs"), o.get("count", 1),
+              timing.get("gpu_time_us"))
 
 
-def json_arg_list(r, obj, key, path, op_name, name_key, type_key, tracelens):
-    items = obj.get(key)
-    if items is None:
-        return []
-    if not isinstance(items, list):
-        r.fail("%s.%s" % (path, key), "expected an array, got %s" % kind(items))
-    return [json_arg(r, a, "%s.%s[%d]" % (path, key, i), op_name, name_key, type_key, tracelens)
-            for i, a in enumerate(items)]
+def replay_binary(explicit):
+    """The replay beside this script (the release's bin/, Bazel's runfiles), else a checkout's
+    bazel-bin, else the PATH's."""
+    if explicit:
+        return explicit
+    here = os.path.dirname(os.path.abspath(__file__))
+    for candidate in (os.path.join(here, "replay"),
+                      os.path.join(here, "..", "bazel-bin", "tools", "replay")):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("replay")
+    if not found:
+        raise InputError("no replay binary beside %s, in bazel-bin or on PATH: pass --replay PATH"
+                         % __file__)
+    return found
 
 
-def count_of(r, obj, key, path):
-    c = obj.get(key)
-    return 1 if c is None else r.whole(c, path + "." + ("count" if key == "c" else key))
-
-
-def json_op(r, obj, path):
-    if not isinstance(obj, dict):
-        r.fail(path, "expected an op object, got %s" % kind(obj))
-    name = r.text(obj, "name", path, required=True)
-    args = json_arg_list(r, obj, "args", path, name, "name", "type", False)
-    kwargs = json_arg_list(r, obj, "kwargs", path, name, "name", "type", False)
-    gpu = None
-    timing = obj.get("timing")
-    if timing is not None:
-        if not isinstance(timing, dict):
-            r.fail(path + ".timing", "expected an object, got %s" % kind(timing))
-        gpu = timing.get("gpu_time_us")
-        if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, (int, float))):
-            r.fail(path + ".timing.gpu_time_us", "expected a number, got %s" % kind(gpu))
-    return Op(name, args, kwargs, count_of(r, obj, "count", path), gpu)
-
-
-def tracelens_op(r, obj, path):
-    if not isinstance(obj, dict):
-        r.fail(path, "expected an IR entry object, got %s" % kind(obj))
-    name = r.text(obj, "op_name", path, required=True)
-    ir = obj.get("replay_ir")
-    if not isinstance(ir, dict):
-        r.fail(path + ".replay_ir", "expected an object, got %s" % kind(ir))
-    ir_path = path + ".replay_ir"
-    args = json_arg_list(r, ir, "list_pos_args", ir_path, name, "arg_name", "arg_type", True)
-    kwargs = json_arg_list(r, ir, "list_kwargs", ir_path, name, "arg_name", "arg_type", True)
-    return Op(name, args, kwargs, count_of(r, obj, "count", path), None)
-
-
-def read_json_bundle(file, data):
-    try:
-        root = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise InputError("%s: not UTF-8 text (byte %d)" % (file, e.start))
-    except json.JSONDecodeError as e:
-        raise InputError("%s: not valid JSON near line %d, column %d: %s"
-                         % (file, e.lineno, e.colno, e.msg))
-    r = Reader(file, JSON_TENSOR)
-    if isinstance(root, list):  # a TraceLens IR list
-        return [tracelens_op(r, e, "ops[%d]" % i) for i, e in enumerate(root)], {}
-    if isinstance(root, dict) and "replay_ir" in root:  # a single IR entry
-        return [tracelens_op(r, root, "ops[0]")], {}
-    if not isinstance(root, dict):
-        r.fail("(top level)", "expected an xreplay bundle object or a TraceLens IR list, got %s"
-               % kind(root))
-    if "format" in root and root["format"] != "xreplay-bundle":
-        r.fail("format", 'not "xreplay-bundle"')
-    check_version(r, root)
-    ops = root.get("ops")
-    if not isinstance(ops, list):
-        r.fail("ops", "not an xreplay bundle: expected an array, got %s" % kind(ops))
-    return [json_op(r, o, "ops[%d]" % i) for i, o in enumerate(ops)], metadata_of(r, root)
-
-
-def check_version(r, root):
-    version = root.get("format_version")
-    if version is not None:
-        r.whole(version, "format_version")
-        if not 1 <= version <= BUNDLE_FORMAT_VERSION:
-            r.fail("format_version", "%d: this tool reads versions 1 to %d"
-                   % (version, BUNDLE_FORMAT_VERSION))
-
-
-def metadata_of(r, root):
-    meta = root.get("metadata")
-    if meta is None:
-        return {}
-    if not isinstance(meta, dict):
-        r.fail("metadata", "expected an object, got %s" % kind(meta))
-    return meta
-
-
-def msgpack_arg(r, a, path, op_name):
-    if not isinstance(a, list) or len(a) not in (3, 4):
-        r.fail(path, "expected [name, type, value] or [name, type, value, true]")
-    name, type_ = a[0], a[1]
-    for v, field in ((name, "name"), (type_, "type")):
-        if v is not None and not isinstance(v, str):
-            r.fail("%s.%s" % (path, field), "expected a string, got %s" % kind(v))
-    value = r.value(a[2], path + ".value", op_name, name)
-    return Arg(name, type_, value, len(a) == 4 and a[3] is True)
-
-
-def msgpack_op(r, o, path):
-    if not isinstance(o, dict):
-        r.fail(path, "expected an op map, got %s" % kind(o))
-    name = o.get("n")
-    if not isinstance(name, str):
-        r.fail(path + ".name", "expected the op name as a string, got %s" % kind(name))
-    lists = []
-    for key, field in (("a", "args"), ("k", "kwargs")):
-        items = o.get(key) or []
-        if not isinstance(items, list):
-            r.fail("%s.%s" % (path, field), "expected an array, got %s" % kind(items))
-        lists.append([msgpack_arg(r, a, "%s.%s[%d]" % (path, field, i), name)
-                      for i, a in enumerate(items)])
-    timing, gpu = o.get("t"), None
-    if timing is not None:
-        if not isinstance(timing, dict):
-            r.fail(path + ".timing", "expected a map, got %s" % kind(timing))
-        gpu = timing.get("g")
-        if gpu is not None and (isinstance(gpu, bool) or not isinstance(gpu, (int, float))):
-            r.fail(path + ".timing.gpu_time_us", "expected a number, got %s" % kind(gpu))
-    return Op(name, lists[0], lists[1], count_of(r, o, "c", path), gpu)
-
-
-def read_msgpack_bundle(file, data):
-    try:
-        import msgpack
-    except ImportError:
-        raise InputError("%s: a MessagePack bundle needs Python's msgpack module "
-                         "(Debian package python3-msgpack)" % file)
-    try:
-        root = msgpack.unpackb(data, raw=False, strict_map_key=False)
-    except Exception as e:  # msgpack raises ValueError and its own kinds, by version
-        raise InputError("%s: not valid MessagePack: %s" % (file, e))
-    r = Reader(file, MSGPACK_TENSOR)
-    if not isinstance(root, dict):
-        r.fail("(top level)", "expected a bundle map, got %s" % kind(root))
-    if root.get("format", "xreplay-bundle") != "xreplay-bundle":
-        r.fail("format", 'not "xreplay-bundle"')
-    check_version(r, root)
-    ops = root.get("ops")
-    if not isinstance(ops, list):
-        r.fail("ops", "not an xreplay bundle: expected an array, got %s" % kind(ops))
-    return [msgpack_op(r, o, "ops[%d]" % i) for i, o in enumerate(ops)], metadata_of(r, root)
-
-
-def read_bundle(file):
-    """(ops, metadata) of a bundle, its format recognised by its first byte."""
-    try:
-        with open(file, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise InputError("%s: cannot read: %s" % (file, e.strerror))
-    head = data.lstrip()[:1]
-    if not head:
-        raise InputError("%s: empty file" % file)
-    if head in (b"{", b"["):
-        return read_json_bundle(file, data)
-    if 0x80 <= data[0] <= 0x8f or data[0] in (0xde, 0xdf):
-        return read_msgpack_bundle(file, data)
-    raise InputError("%s: not a bundle: neither JSON ({ or [) nor a MessagePack map" % file)
+def read_bundle(file, replay):
+    """(ops, metadata) of a bundle in any format the replay reads: `replay convert` (the C codecs
+    of formats/, which validate it and name the file and field of any problem) writes it as our
+    JSON, and only that is read here."""
+    with tempfile.TemporaryDirectory() as tmp:
+        converted = os.path.join(tmp, "bundle.json")
+        try:
+            done = subprocess.run([replay, "convert", file, converted, "--to=json"],
+                                  capture_output=True, text=True)
+        except OSError as e:
+            raise InputError("cannot run %s to read %s: %s" % (replay, file, e.strerror))
+        if done.returncode != 0:
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            message = lines[-1] if lines else "replay convert exited %d" % done.returncode
+            raise InputError(message[len("replay: "):] if message.startswith("replay: ")
+                             else message)
+        with open(converted) as f:
+            root = json.load(f)
+    return [op_of(o) for o in root["ops"]], root.get("metadata") or {}
 
 
 # ------------------------------------------------------------------------------------------
@@ -831,6 +631,9 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0, help="initialisation seed (0)")
     p.add_argument("--op-filter", metavar="TEXT", help="only ops whose name contains TEXT")
     p.add_argument("--op-limit", type=int, metavar="N", help="at most N ops")
+    p.add_argument("--replay", metavar="PATH",
+                   help="the replay binary that reads the bundle (default: the one beside this "
+                        "script, a checkout's bazel-bin/tools/replay, or the PATH's)")
     args = p.parse_args(argv)  # exits 2 with argparse's own message on a usage error
     if args.warmup < 0 or args.iters < 1 or args.seed < 0 or \
             (args.op_limit is not None and args.op_limit < 0):
@@ -851,7 +654,7 @@ def import_torch():
 
 def main(argv):
     args = parse_args(argv)
-    ops, metadata = read_bundle(args.bundle)  # before torch: bad input needs no torch
+    ops, metadata = read_bundle(args.bundle, replay_binary(args.replay))  # before torch
     torch = import_torch()
     device, hal, device_name, runtime = open_device(torch, args.device)
     head = report_head(torch, args, metadata, len(ops), hal, device_name, runtime)

@@ -124,6 +124,17 @@ static bool driver_matches(const xr_kernel_impl_t *impl, xr_hal_device_t *device
   return strcmp(impl->driver, p.driver) == 0;
 }
 
+/* Whether `impl` is a candidate on `device` at all: its driver's, and the reference when only the
+ * reference may run. Its supports() then decides on the problem. */
+static bool eligible(const xr_kernel_impl_t *impl, xr_hal_device_t *device, bool reference_only) {
+  return (!reference_only || impl->reference) && driver_matches(impl, device);
+}
+
+static xr_status_t impl_supports(const xr_kernel_impl_t *impl, const xr_op_plan_t *plan,
+                                 xr_hal_device_t *device) {
+  return impl->supports ? impl->supports(plan, device) : XR_OK;
+}
+
 /* Why the candidates declined, one entry per distinct reason: implementations giving the same
  * one share it ("cpu.moe_fused, ref.moe: the layer's weights ..."), and a reason that repeats
  * the implementation's own name in front loses it. */
@@ -155,9 +166,8 @@ xr_status_t xr_kernel_select(const xr_op_plan_t *plan, xr_hal_device_t *device,
   r.count = 0;
   for (const xr_kernel_impl_t *const *i = plan->family->impls; *i; i++) {
     const xr_kernel_impl_t *impl = *i;
-    if (choice == XR_KERNEL_REFERENCE && !impl->reference) continue;
-    if (!driver_matches(impl, device)) continue;
-    xr_status_t st = impl->supports ? impl->supports(plan, device) : XR_OK;
+    if (!eligible(impl, device, choice == XR_KERNEL_REFERENCE)) continue;
+    xr_status_t st = impl_supports(impl, plan, device);
     if (st == XR_OK) {
       *out_impl = impl;
       return XR_OK;
@@ -195,8 +205,8 @@ xr_status_t xr_kernel_prepare(const xr_op_plan_t *plan, const xr_kernel_impl_t *
     while (*next && *next != impl) next++;
     for (next = *next ? next + 1 : next; *next && st == XR_UNIMPLEMENTED; next++) {
       const xr_kernel_impl_t *other = *next;
-      if ((impl->reference && !other->reference) || !driver_matches(other, device)) continue;
-      if (other->supports && other->supports(plan, device) != XR_OK) continue;
+      if (!eligible(other, device, impl->reference) || impl_supports(other, plan, device) != XR_OK)
+        continue;
       inst->impl = other;
       st = other->prepare(plan, device, tensors, &inst->state);
     }

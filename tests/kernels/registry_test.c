@@ -1,5 +1,6 @@
 /* The family registry (kernels/family_list.h): every op name belongs to one family, every family
- * plans its ops, and the initializers of data-dependent ops come from their families. */
+ * plans its ops, and the initializers of data-dependent ops come from their families; an
+ * implementation declining in prepare hands the op on (over a family of stubs). */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -58,4 +59,100 @@ Test(registry, an_unknown_op_has_no_family) {
   xr_op_plan_t plan;
   cr_assert_eq(xr_kernel_plan(&op, &plan), XR_NOT_FOUND);
   cr_assert_str_eq(xr_last_error(), "no kernel for op 'x::nope'");
+}
+
+/* ---- an implementation declining in prepare (xr_kernel_prepare), over a family of stubs ---- */
+
+static int taken_state;
+
+static xr_status_t declines(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                           const xr_tensor_t *tensors, void **out_state) {
+  (void)plan, (void)device, (void)tensors, (void)out_state;
+  return xr_error(XR_UNIMPLEMENTED, "no algorithm at these pointers' alignment");
+}
+
+static xr_status_t fails(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                         const xr_tensor_t *tensors, void **out_state) {
+  (void)plan, (void)device, (void)tensors, (void)out_state;
+  return xr_error(XR_DEVICE_ERROR, "the device said no");
+}
+
+static xr_status_t takes(const xr_op_plan_t *plan, xr_hal_device_t *device,
+                         const xr_tensor_t *tensors, void **out_state) {
+  (void)plan, (void)device, (void)tensors;
+  *out_state = &taken_state;
+  return XR_OK;
+}
+
+static xr_status_t refuses(const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  (void)plan, (void)device;
+  return xr_error(XR_UNIMPLEMENTED, "not this problem");
+}
+
+static const xr_kernel_impl_t decliner = {.name = "cpu.decliner", .driver = "cpu",
+                                          .prepare = declines};
+static const xr_kernel_impl_t failer = {.name = "cpu.failer", .driver = "cpu", .prepare = fails};
+static const xr_kernel_impl_t elsewhere = {.name = "opencl.elsewhere", .driver = "opencl",
+                                           .prepare = takes};
+static const xr_kernel_impl_t refuser = {.name = "cpu.refuser", .driver = "cpu",
+                                         .supports = refuses, .prepare = takes};
+static const xr_kernel_impl_t taker = {.name = "cpu.taker", .driver = "cpu", .prepare = takes};
+static const xr_kernel_impl_t reference = {.name = "ref.stub", .driver = "cpu",
+                                           .reference = true, .prepare = takes};
+static const xr_kernel_impl_t reference_decliner = {.name = "ref.decliner", .driver = "cpu",
+                                                    .reference = true, .prepare = declines};
+
+static xr_kernel_instance_t *prepare_in(const xr_kernel_impl_t *const *impls,
+                                        const xr_kernel_impl_t *first, xr_status_t *out_status) {
+  static const xr_op_t op = {.name = "x::stub"};
+  const xr_op_family_t family = {.name = "stub", .impls = impls};
+  xr_op_plan_t plan = {.op = &op, .family = &family};
+  xr_hal_device_t *device;
+  cr_assert_eq(xr_hal_device_create("cpu", &device), XR_OK, "%s", xr_last_error());
+  xr_kernel_instance_t *instance = NULL;
+  *out_status = xr_kernel_prepare(&plan, first, device, NULL, &instance);
+  xr_hal_device_destroy(device);
+  return instance;
+}
+
+Test(registry, a_decline_in_prepare_hands_the_op_to_the_next_eligible_implementation) {
+  /* Past another driver's and one whose supports() refuses, to the first that takes it. */
+  const xr_kernel_impl_t *const impls[] = {&decliner, &elsewhere, &refuser, &taker, &reference,
+                                           NULL};
+  xr_status_t status;
+  xr_kernel_instance_t *instance = prepare_in(impls, &decliner, &status);
+  cr_assert_eq(status, XR_OK, "%s", xr_last_error());
+  cr_expect_str_eq(xr_kernel_instance_impl_name(instance), "cpu.taker");
+  cr_expect_str_eq(xr_kernel_instance_declined(instance),
+                   "cpu.decliner declined: no algorithm at these pointers' alignment");
+  xr_kernel_instance_destroy(instance);
+
+  /* A reference hands on to references only (--reference asked for the plain-C ones). */
+  const xr_kernel_impl_t *const references[] = {&reference_decliner, &taker, &reference, NULL};
+  instance = prepare_in(references, &reference_decliner, &status);
+  cr_assert_eq(status, XR_OK, "%s", xr_last_error());
+  cr_expect_str_eq(xr_kernel_instance_impl_name(instance), "ref.stub");
+  xr_kernel_instance_destroy(instance);
+
+  /* An implementation that prepares carries no note. */
+  instance = prepare_in(impls, &taker, &status);
+  cr_assert_eq(status, XR_OK);
+  cr_expect_str_eq(xr_kernel_instance_impl_name(instance), "cpu.taker");
+  cr_expect_str_eq(xr_kernel_instance_declined(instance), "");
+  xr_kernel_instance_destroy(instance);
+}
+
+Test(registry, a_decline_with_no_one_after_it_and_a_failure_are_not_handed_on) {
+  const xr_kernel_impl_t *const alone[] = {&refuser, &decliner, &elsewhere, NULL};
+  xr_status_t status;
+  cr_expect_null(prepare_in(alone, &decliner, &status));
+  cr_expect_eq(status, XR_UNIMPLEMENTED);
+  cr_expect_str_eq(xr_last_error(),
+                   "cpu.decliner declined: no algorithm at these pointers' alignment");
+
+  /* Only a decline (UNIMPLEMENTED) moves on; a device error is the op's failure. */
+  const xr_kernel_impl_t *const failing[] = {&failer, &taker, NULL};
+  cr_expect_null(prepare_in(failing, &failer, &status));
+  cr_expect_eq(status, XR_DEVICE_ERROR);
+  cr_expect_str_eq(xr_last_error(), "the device said no");
 }

@@ -84,8 +84,7 @@ boxed() {
   rc=$?
 }
 
-# PASS, SKIP (no time left, or exit 3 where that means "no device" for a benchmark), TIMEOUT or
-# FAIL from $rc.
+# PASS, SKIP (no time left), TIMEOUT or FAIL from $rc.
 result_of() {
   case $rc in
     0) echo PASS ;;
@@ -95,14 +94,24 @@ result_of() {
   esac
 }
 
-# Criterion's totals from a log: "passed failed skipped".
-criterion_counts() {
-  local line pass fail crash
-  line=$(grep -a "Synthesis: Tested" "$1" | tail -n 1)
+# One Criterion binary as a step: its totals (Criterion's synthesis line; skips are counted
+# from their "[SKIP]" lines, which the synthesis leaves out) and its first failure.
+# usage: criterion_step NAME LIMIT BINARY
+criterion_step() {
+  local name=$1 limit=$2 binary=$3 t0=$(date +%s) line pass fail crash
+  boxed "$name" "$limit" "$binary" --verbose
+  line=$(grep -a "Synthesis: Tested" "$logs/$name.log" | tail -n 1)
   pass=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' <<<"$line")
   fail=$(sed -n 's/.*Failing: \([0-9]*\).*/\1/p' <<<"$line")
   crash=$(sed -n 's/.*Crashing: \([0-9]*\).*/\1/p' <<<"$line")
-  echo "${pass:-0} $((${fail:-0} + ${crash:-0})) $(grep -ac '\[SKIP\]' "$1")"
+  record "$name" "$(result_of)" "${pass:-0}" $((${fail:-0} + ${crash:-0})) \
+    "$(grep -ac '\[SKIP\]' "$logs/$name.log")" $(($(date +%s) - t0)) \
+    "$(grep -a -m1 -E '\[FAIL\]|\[----\].*(Assertion|Caught)' "$logs/$name.log" | head -c 300)"
+}
+
+# Steps that did not pass (a skip for want of time is not a failure).
+count_failures() {
+  awk -F'\t' '$2 != "PASS" && $2 != "SKIP"' "$work/steps" | wc -l
 }
 
 # ---- machine ---------------------------------------------------------------------------------
@@ -161,17 +170,10 @@ suite_binaries() {
 }
 
 suites() {
-  local binary name result t0 binaries
+  local binary binaries
   mapfile -t binaries < <(suite_binaries)
   for binary in "${binaries[@]}"; do
-    [[ -x $binary ]] || continue
-    name=$(basename "$binary")
-    t0=$(date +%s)
-    boxed "$name" 150 "$binary" --verbose
-    read -r pass fail skip <<<"$(criterion_counts "$logs/$name.log")"
-    result=$(result_of)
-    record "$name" "$result" "$pass" "$fail" "$skip" $(($(date +%s) - t0)) \
-      "$(grep -a -m1 -E '\[FAIL\]|\[----\].*(Assertion|Caught)' "$logs/$name.log" | head -c 300)"
+    [[ -x $binary ]] && criterion_step "$(basename "$binary")" 150 "$binary"
   done
 }
 
@@ -200,20 +202,10 @@ examples() {
 }
 
 # ---- part 2 ------------------------------------------------------------------------------------
-compile() {
-  local t0=$(date +%s) result
-  boxed compile_test 240 "$kit/tests/compile_test" --verbose
-  read -r pass fail skip <<<"$(criterion_counts "$logs/compile_test.log")"
-  result=$(result_of)
-  record compile_test "$result" "$pass" "$fail" "$skip" $(($(date +%s) - t0)) \
-    "$(grep -a -m1 '\[FAIL\]' "$logs/compile_test.log" | head -c 300)"
-}
-
 bench() { # name limit command...
-  local name=$1 t0=$(date +%s) result
+  local name=$1 t0=$(date +%s)
   boxed "$@"
-  result=$(result_of)
-  record "$name" "$result" - - - $(($(date +%s) - t0)) "exit $rc"
+  record "$name" "$(result_of)" - - - $(($(date +%s) - t0)) "exit $rc"
 }
 
 # The GEMM sweep on the device, at the iterations a peak figure needs.
@@ -227,7 +219,7 @@ sweep() {
 
 # PyTorch on the same bundles, each report set beside the replay's with `replay compare`.
 framework() {
-  local t0=$(date +%s) device=cuda python=python3 name bundle replayed result=PASS
+  local t0=$(date +%s) device=cuda name bundle replayed result=PASS
   [[ $driver == cpu ]] && device=cpu
   if ! command -v python3 >/dev/null ||
      ! python3 -c "import torch, sys; sys.exit(0 if '$device' == 'cpu' or torch.cuda.is_available() else 1)" \
@@ -240,7 +232,7 @@ framework() {
     [[ $name == sweep ]] && bundle=$examples/gemm_sweep.json replayed=$logs/sweep.json
     [[ $driver == cpu && $name == sweep ]] && continue
     [[ -s $replayed ]] || continue
-    boxed "torch_$name" 150 "$python" "$kit/bin/torch_baseline.py" "$bundle" --device "$device" \
+    boxed "torch_$name" 150 python3 "$kit/bin/torch_baseline.py" "$bundle" --device "$device" \
       --warmup 5 --iters 20 -o "$logs/torch_$name.json"
     ((rc == 0)) || { result=$(result_of); continue; }
     boxed "compare_$name" 30 "$replay" compare "$logs/torch_$name.json" "$replayed"
@@ -265,8 +257,6 @@ launch() {
 # ---- summary -----------------------------------------------------------------------------------
 # summary.md, summary.json and logs.tar.gz from the steps so far.
 summarize() {
-  local failures
-  failures=$(awk -F'\t' '$2 != "PASS" && $2 != "SKIP"' "$work/steps" | wc -l)
   {
     echo "# xreplay GPU kit check: $driver, part $part"
     echo
@@ -281,7 +271,12 @@ summarize() {
     echo '```'; cat "$logs/machine.log"; echo '```'
     echo
     echo "## replay devices ($driver)"
-    [[ -f $logs/devices.log ]] && echo '```' && awk -v d="$driver" '$1 == d { on = 1; print; next } /^[^ ]/ { on = 0 } on' "$logs/devices.log" | head -n 30; echo '```'
+    if [[ -f $logs/devices.log ]]; then
+      echo '```'
+      awk -v d="$driver" '$1 == d { on = 1; print; next } /^[^ ]/ { on = 0 } on' \
+        "$logs/devices.log" | head -n 30
+      echo '```'
+    fi
     for log in warm gemm sweep compare_sweep compare_llm_small copy launch_compare; do
       [[ -s $logs/$log.log ]] || continue
       echo
@@ -291,7 +286,7 @@ summarize() {
   } >"$results/summary.md"
   {
     printf '{"driver": "%s", "part": "%s", "kit": "%s", "seconds": %d, "failures": %d, "steps": [' \
-      "$driver" "$part" "$(head -n 1 "$kit/VERSION")" $(($(date +%s) - started)) "$failures"
+      "$driver" "$part" "$(head -n 1 "$kit/VERSION")" $(($(date +%s) - started)) "$(count_failures)"
     awk -F'\t' 'function q(s) { gsub(/\\/, "\\\\", s); gsub(/"/, "\\\"", s); gsub(/\t/, " ", s); return "\"" s "\"" }
                 function n(s) { return s == "-" ? "null" : s }
                 { printf "%s{\"name\": %s, \"result\": %s, \"passed\": %s, \"failed\": %s, \"skipped\": %s, \"seconds\": %s, \"detail\": %s}",
@@ -321,11 +316,11 @@ if [[ $part != 1 ]] && ((device_ready)); then
   say "copy"; bench copy 90 "$kit/bin/hal_bench" --driver "$driver" --max-mib 1024
   say "launch"; launch
   say "framework"; framework
-  say "compile"; compile
+  say "compile"; criterion_step compile_test 240 "$kit/tests/compile_test"
 fi
 
 summarize
-failures=$(awk -F'\t' '$2 != "PASS" && $2 != "SKIP"' "$work/steps" | wc -l)
+failures=$(count_failures)
 say "done: $failures step(s) not passed; $results/summary.md"
 ((device_ready)) || exit 3
 ((failures == 0))

@@ -5,7 +5,9 @@
 #   1. every binary and library of the kit resolves all its libraries (ldd: no "not found");
 #   2. the shipped examples replay on cpu with --check;
 #   3. check.sh cpu RESULT_DIR runs its steps and writes summary.md / summary.json, every step
-#      passed (or skipped where this root has no compiler, say).
+#      passed (or skipped where this root has no compiler, say);
+#   4. a suite that fails (a stand-in for cts_cpu) makes check.sh exit 1 with that step FAIL and
+#      its counts in the summary.
 # The root is cached as a tarball in /var/cache/xreplay (XR_MINROOT_CACHE) between runs.
 # Needs root (debootstrap, chroot, mounts). .ci/run runs it; by hand:
 #   tests/dist/minimal_root_test.sh [KIT_DIR]     (default: builds one with tools/gpu_kit.sh)
@@ -131,4 +133,23 @@ for place in "/opt/xreplay" "/opt/x replay kit"; do
     sed -n '/^| step/,/^$/p' "$root$results/summary.md" >&2
   fi
 done
+
+# A failing suite is reported as one: a stand-in cts_cpu that prints Criterion's lines for one
+# passing and one failing case.
+place=/opt/xreplay
+cat >"$root$place/tests/cts_cpu" <<'EOF_SUITE'
+#!/bin/sh
+echo "[FAIL] stand_in::fails: (0.00s)"
+echo "[====] Synthesis: Tested: 2 | Passing: 1 | Failing: 1 | Crashing: 0"
+exit 1
+EOF_SUITE
+inside "$place/check.sh" cpu "$place/failing" --part=1 >"$work/check.log" 2>&1
+rc=$?
+row=$(grep -o '{"name": "cts_cpu", "result": "[A-Z]*", "passed": [0-9]*, "failed": [0-9]*' \
+        "$root$place/failing/summary.json")
+if [[ $rc -eq 1 && $row == *'"result": "FAIL", "passed": 1, "failed": 1'* ]]; then
+  ok "a failing suite: check.sh cpu exits 1, cts_cpu FAIL with 1 passed, 1 failed"
+else
+  not_ok "a failing suite: check.sh cpu exited $rc; its row: ${row:-none}"
+fi
 finish

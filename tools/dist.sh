@@ -12,57 +12,9 @@
 # it is unpacked, with no LD_LIBRARY_PATH. Vendor runtimes (CUDA, HIP, OpenCL, BLAS, DNN, NCCL,
 # MPI) stay dlopen'ed from the machine, never shipped. glibc itself, libstdc++ and libgcc_s are
 # not shipped either: every glibc system has them, and an older copy loaded first would break
-# the vendor libraries that need the machine's newer one.
-#
-# tools/gpu_kit.sh calls the functions below (with XR_DIST_LIBRARY_ONLY=1) to make its test
-# binaries relocatable the same way.
+# the vendor libraries that need the machine's newer one (tools/relocate.sh does the relocation,
+# for tools/gpu_kit.sh's test binaries too).
 set -euo pipefail
-
-# Sonames a glibc system always has (glibc's own, the C++ runtime, the kernel's vDSO).
-system_soname() {
-  case "$1" in
-    linux-vdso.so.* | ld-linux-x86-64.so.* | libc.so.* | libm.so.* | libdl.so.* | \
-    libpthread.so.* | librt.so.* | libresolv.so.* | libutil.so.* | libanl.so.* | \
-    libstdc++.so.* | libgcc_s.so.*) return 0 ;;
-  esac
-  return 1
-}
-
-# Copies every non-system library that the ELF files given need (ldd's transitive closure, with
-# LIB_DIR searched first) into LIB_DIR, and points each file's RUNPATH at LIB_DIR.
-# usage: bundle_libraries LIB_DIR FILE...
-bundle_libraries() {
-  local lib_dir=$1 file name path rpath
-  shift
-  for file in "$@"; do
-    while read -r name path; do
-      system_soname "$name" && continue
-      if [[ $path == "not" || -z $path ]]; then
-        echo "dist: $file needs $name, which ldd cannot find here" >&2
-        return 1
-      fi
-      [[ -e $lib_dir/$name ]] && continue
-      cp -L "$path" "$lib_dir/$name"
-      chmod 0755 "$lib_dir/$name"
-      set_runpath "$lib_dir/$name" '$ORIGIN'
-    done < <(LD_LIBRARY_PATH=$lib_dir ldd "$file" | sed -n 's/^\t\([^ ]*\) => \([^ ]*\).*/\1 \2/p')
-  done
-  for file in "$@"; do
-    rpath=$(realpath --relative-to="$(dirname "$file")" "$lib_dir")
-    [[ $rpath == . ]] && rpath='$ORIGIN' || rpath="\$ORIGIN/$rpath"
-    set_runpath "$file" "$rpath"
-  done
-}
-
-# Sets a file's RUNPATH (DT_RUNPATH, not the old DT_RPATH that overrides LD_LIBRARY_PATH) and
-# drops its debug sections (symbols stay, for backtraces).
-set_runpath() {
-  chmod u+w "$1"
-  patchelf --set-rpath "$2" "$1"
-  strip --strip-debug "$1"
-}
-
-[[ ${XR_DIST_LIBRARY_ONLY:-} == 1 ]] && return 0
 
 usage="usage: dist OUT_DIR"
 [[ $# -eq 1 && $1 != -* ]] || { echo "$usage" >&2; exit 2; }
@@ -74,6 +26,7 @@ done
 
 # The files sit at their workspace paths in the runfiles tree that `bazel run` starts in.
 [[ -f VERSION ]] || cd "$0.runfiles/xreplay"
+source tools/relocate.sh
 version=$(cat VERSION)
 commit=$(tools/replay --version | sed -n 's/.*, commit \([^,]*\),.*/\1/p')
 name="xreplay-$version-linux-x86_64"

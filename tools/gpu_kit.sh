@@ -38,7 +38,7 @@ for solib in "$bin"/_solib_k8/*.so; do
   cp -L "$solib" "$out/lib/"
   solibs+=("$out/lib/$(basename "$solib")")
 done
-XR_DIST_LIBRARY_ONLY=1 source tools/dist.sh
+source tools/relocate.sh
 bundle_libraries "$out/lib" "$out"/tests/* "${solibs[@]}"
 cp tools/kit_check.sh "$out/check.sh"
 chmod 0755 "$out/check.sh"

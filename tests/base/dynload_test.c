@@ -59,12 +59,31 @@ static const char *plant(const char *dir, char *out, size_t capacity) {
   return out;
 }
 
+static void write_text(const char *path, const char *text, mode_t mode);
+
+/* Puts a file of FAKE's name that is no library at DIR/FAKE (DIR under the test's root). */
+static const char *plant_broken(const char *dir, char *out, size_t capacity) {
+  char path[LONG];
+  FORMAT(path, "%s/%s", root, dir);
+  make_dirs(path);
+  cr_assert_lt(snprintf(out, capacity, "%s/%s", path, FAKE), (int)capacity);
+  write_text(out, "not an ELF file\n", 0644);
+  return out;
+}
+
 static void write_text(const char *path, const char *text, mode_t mode) {
   FILE *f = fopen(path, "w");
   cr_assert(f, "%s", path);
   fputs(text, f);
   fclose(f);
   chmod(path, mode);
+}
+
+/* Points an environment variable at a folder under the test's root. */
+static void point(const char *variable, const char *under_root) {
+  char path[LONG];
+  FORMAT(path, "%s/%s", root, under_root);
+  setenv(variable, path, 1);
 }
 
 static void setup(void) {
@@ -112,13 +131,11 @@ Test(dynload, pip_wheel_of_the_python3_on_path) {
 }
 
 Test(dynload, toolkit_before_python_and_the_other_not_taken) {
-  char toolkit[LONG], wheel[LONG], home[LONG];
+  char toolkit[LONG], wheel[LONG];
   plant("cuda-13/lib64", toolkit, sizeof toolkit);
   plant("conda/lib/python3.11/site-packages/nvidia/cublas/lib", wheel, sizeof wheel);
-  FORMAT(home, "%s/cuda-13", root);
-  setenv("CUDA_HOME", home, 1);
-  FORMAT(home, "%s/conda", root);
-  setenv("CONDA_PREFIX", home, 1);
+  point("CUDA_HOME", "cuda-13");
+  point("CONDA_PREFIX", "conda");
 
   char report[2048] = "";
   xr_dynload_library_t library = {0};
@@ -140,16 +157,11 @@ Test(dynload, toolkit_before_python_and_the_other_not_taken) {
 Test(dynload, a_file_that_does_not_load_is_reported_and_passed_over) {
   /* $CUDA_HOME/lib64 is searched before the Python environments: a text file there does not
    * load, the wheel's copy does. */
-  char good[LONG], bad_dir[LONG], bad[LONG], prefix[LONG];
+  char good[LONG], bad[LONG];
   plant("conda/lib/python3.12/site-packages/nvidia/cu13/lib", good, sizeof good);
-  FORMAT(bad_dir, "%s/broken/lib64", root);
-  make_dirs(bad_dir);
-  FORMAT(bad, "%s/%s", bad_dir, FAKE);
-  write_text(bad, "not an ELF file\n", 0644);
-  FORMAT(prefix, "%s/broken", root);
-  setenv("CUDA_HOME", prefix, 1);
-  FORMAT(prefix, "%s/conda", root);
-  setenv("CONDA_PREFIX", prefix, 1);
+  plant_broken("broken/lib64", bad, sizeof bad);
+  point("CUDA_HOME", "broken");
+  point("CONDA_PREFIX", "conda");
 
   char probe[2048] = "";
   cr_assert(xr_dynload_probe(&fake_cuda, probe, sizeof probe), "%s", probe);
@@ -160,12 +172,8 @@ Test(dynload, a_file_that_does_not_load_is_reported_and_passed_over) {
   unsetenv("CONDA_PREFIX");
   const xr_dynload_spec_t rocm = {"Fake", "XR_FAKE_LIBRARY", (const char *const[]){FAKE}, 1,
                                   XR_DYNLOAD_IN_ROCM};
-  FORMAT(prefix, "%s/broken", root);
-  FORMAT(bad_dir, "%s/broken/lib", root);
-  make_dirs(bad_dir);
-  FORMAT(bad, "%s/%s", bad_dir, FAKE);
-  write_text(bad, "not an ELF file\n", 0644);
-  setenv("ROCM_PATH", prefix, 1);
+  plant_broken("broken/lib", bad, sizeof bad);
+  point("ROCM_PATH", "broken");
   char report[2048] = "";
   xr_dynload_library_t library = {0};
   cr_assert_eq(xr_dynload_open(&rocm, NULL, 0, NULL, &library, report, sizeof report),
@@ -174,11 +182,10 @@ Test(dynload, a_file_that_does_not_load_is_reported_and_passed_over) {
 }
 
 Test(dynload, override_wins_and_off_disables) {
-  char toolkit[LONG], other[LONG], home[LONG];
+  char toolkit[LONG], other[LONG];
   plant("cuda/lib64", toolkit, sizeof toolkit);
   plant("elsewhere", other, sizeof other);
-  FORMAT(home, "%s/cuda", root);
-  setenv("CUDA_HOME", home, 1);
+  point("CUDA_HOME", "cuda");
   setenv("XR_FAKE_LIBRARY", other, 1);
   char report[2048] = "";
   xr_dynload_library_t library = {0};
@@ -199,8 +206,7 @@ Test(dynload, nothing_anywhere_says_where_it_looked) {
   char home[LONG];
   FORMAT(home, "%s/empty-toolkit/lib64", root);
   make_dirs(home);
-  FORMAT(home, "%s/empty-toolkit", root);
-  setenv("CUDA_HOME", home, 1);
+  point("CUDA_HOME", "empty-toolkit");
   char report[2048] = "";
   xr_dynload_library_t library = {0};
   cr_assert_eq(xr_dynload_open(&fake_cuda, NULL, 0, NULL, &library, report, sizeof report),

@@ -442,15 +442,17 @@ static xr_status_t store_event(ctx_t *c, event_t *e) {
   switch (e->cat) {
     case CAT_CPU_OP: {
       if (e->ph != 'X' || !e->has_ts || !e->has_pid || !e->has_tid) return XR_OK;
-      if (!e->name.len) { /* no name, no op: its launches belong to the op around it */
+      /* The name ends at a NUL a \u0000 escape wrote: bundles hold names as C strings. */
+      const char *n = e->name.data ? e->name.data : "";
+      size_t length = strnlen(n, e->name.len);
+      if (!length) { /* no name, no op: its launches belong to the op around it */
         c->sum.ops_unnamed++;
         return XR_OK;
       }
       cpu_op_t op = {.pid = e->pid, .tid = e->tid, .ts = to_ns(e->ts), .args = -1, .group = -1,
                      .source = c->source, .last_replay = -1};
       op.end = end_ns(op.ts, e);
-      const char *n = e->name.data ? e->name.data : "";
-      int64_t name = xr_extract_intern(&c->strs, n, op_name_length(n, e->name.len));
+      int64_t name = xr_extract_intern(&c->strs, n, op_name_length(n, length));
       if (name < 0) return xr_extract_oom(c);
       op.name = (uint32_t)name;
       if (e->has_cm[CM_COLLECTIVE] || strcmp(n, comms_op_name) == 0) {

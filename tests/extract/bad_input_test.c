@@ -230,6 +230,28 @@ Test(bad_input, unnamed_cpu_ops_are_skipped_and_counted) {
   xr_extract_summary_free(&s);
 }
 
+/* A name a \u0000 escape starts is empty as the C string a bundle holds: unnamed, as above
+ * (the trace fuzzer found it making a bundle its own validator rejected). */
+Test(bad_input, names_that_start_with_nul_are_unnamed) {
+  xr_bundle_t *b;
+  xr_extract_summary_t s;
+  cr_assert_eq(extract_one_kernel(
+                   "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::relu\\u0000x\", "
+                   "\"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 10, \"args\": {\"Input Dims\": "
+                   "[[4]], \"Input type\": [\"float\"]}},"
+                   "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"\\u0000aten::neg\", \"pid\": 1, "
+                   "\"tid\": 1, \"ts\": 1, \"dur\": 5, \"args\": {\"Input Dims\": [[4]], "
+                   "\"Input type\": [\"float\"]}}",
+                   &b, &s),
+               XR_OK, "%s", xr_last_error());
+  cr_assert_eq(s.ops_unnamed, 1);
+  cr_assert_eq(b->op_count, 1);
+  cr_assert_str_eq(b->ops[0].name, "aten::relu");
+  cr_assert_eq(xr_bundle_validate(b, false, NULL), XR_OK, "%s", xr_last_error());
+  xr_bundle_destroy(b);
+  xr_extract_summary_free(&s);
+}
+
 /* Dimensions each fine but whose product overflows: the op is skipped as malformed (it used to
  * make a bundle its own validator rejected). */
 Test(bad_input, shapes_whose_size_overflows_are_skipped) {

@@ -130,7 +130,14 @@ static uint64_t cache_total(void) {
     uint64_t instances = online > 0 && sharing ? ((uint64_t)online + sharing - 1) / sharing : 1;
     total += size * instances;
   }
-  return total;
+  if (total) return total;
+  /* No sysfs: glibc's cpuid-based sizes, the first two levels per CPU as on x86 cores, the
+   * third once. */
+  long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  uint64_t cpus = online > 0 ? (uint64_t)online : 1;
+  return (l1 > 0 ? (uint64_t)l1 * cpus : 0) + (l2 > 0 ? (uint64_t)l2 * cpus : 0) +
+         (l3 > 0 ? (uint64_t)l3 : 0);
 }
 
 void xr_cpu_info_read(xr_cpu_info_t *out) {

@@ -7,7 +7,7 @@
  * batch metadata live in the serving process. The family therefore completes the op before
  * analysis (xr_op_family_t.complete): every one of these kwargs the bundle lacks is added as a
  * tensor spec, so the engine allocates it like any input, the replay's initializer
- * (replay/initializers.c) fills it, and --check runs the reference on the very same contents:
+ * (replay/init.c) fills it, and --check runs the reference on the very same contents:
  *   kv_cache         Tensor(a!) [2, num_blocks, block_size, num_kv_heads, head_size]
  *                    (FlashAttention's layout; a bundle may also give [num_blocks, 2, ...])
  *   block_table      int32 [num_seqs, max_blocks_per_seq]

@@ -2,7 +2,7 @@
  * hal/comm/comm.c: no MPI header is needed to build xreplay. Open MPI's handles (MPI_Comm,
  * MPI_Datatype, MPI_Op, MPI_Request, MPI_Errhandler) are pointers, and its predefined ones
  * (MPI_COMM_WORLD, MPI_FLOAT, MPI_SUM, ...) the addresses of the exported objects named below.
- * tests/hal:mpi_abi_test checks every entry and constant against mpi.h where it is installed.
+ * tests/hal:comm_abi_test checks every entry and constant against mpi.h where it is installed.
  * Other MPI implementations (MPICH's integer handles) have another ABI and are not loaded. */
 #ifndef XR_HAL_COMM_MPI_SYMBOLS_H
 #define XR_HAL_COMM_MPI_SYMBOLS_H

@@ -1,5 +1,5 @@
 /* Our declarations of NCCL's API (libnccl.so.2), which RCCL (librccl.so.1) shares, loaded with
- * dlopen by hal/comm/nccl.c. tests/hal:nccl_abi_test checks every entry and constant against
+ * dlopen by hal/comm/nccl.c. tests/hal:comm_abi_test checks every entry and constant against
  * nccl.h where it is installed (the CUDA toolkit's, /usr/local/cuda/include). */
 #ifndef XR_HAL_COMM_NCCL_SYMBOLS_H
 #define XR_HAL_COMM_NCCL_SYMBOLS_H

@@ -7,7 +7,8 @@
  * arguments (non-NULL handles, same device, ranges inside buffers, views resolved to their root
  * buffer plus an absolute offset) before it calls a vtable entry; drivers only report what the
  * vendor runtime says. Adding a driver means: new files under hal/drivers/<name>/, one line in
- * hal/core/driver_list.h, its sources in hal/BUILD. */
+ * hal/drivers.bzl (which writes hal/core/driver_list.h and the CTS targets), its sources in
+ * hal/BUILD. */
 #ifndef XR_HAL_CORE_DRIVER_H
 #define XR_HAL_CORE_DRIVER_H
 

@@ -164,5 +164,5 @@ static const xr_gpu_vendor_t cuda_vendor = {
     .frees_graphs_in_flight = true,
 };
 
-/* const xr_hal_driver_t xr_hal_cuda_driver, named by hal/core/driver_list.h. */
+/* const xr_hal_driver_t xr_hal_cuda_driver, listed in hal/drivers.bzl. */
 XR_GPU_DRIVER(cuda, cuda_vendor);

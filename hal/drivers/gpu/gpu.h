@@ -138,7 +138,7 @@ xr_status_t xr_gpu_probe(const xr_gpu_vendor_t *vendor, char *reason, size_t cap
 xr_status_t xr_gpu_device_create(const xr_gpu_vendor_t *vendor, const xr_hal_driver_t *driver,
                                  int ordinal, xr_hal_device_t **out_device);
 
-/* Defines `const xr_hal_driver_t xr_hal_<name>_driver`, the entry hal/core/driver_list.h names,
+/* Defines `const xr_hal_driver_t xr_hal_<name>_driver`, the entry hal/drivers.bzl lists,
  * over `vendor`: a driver's entry points carry no context, so each vendor gets its own pair. */
 #define XR_GPU_DRIVER(driver, vendor)                                                              \
   extern const xr_hal_driver_t xr_hal_##driver##_driver;                                           \

@@ -152,5 +152,5 @@ static const xr_gpu_vendor_t hip_vendor = {
     .management = &xr_gpu_amd_smi,
 };
 
-/* const xr_hal_driver_t xr_hal_hip_driver, named by hal/core/driver_list.h. */
+/* const xr_hal_driver_t xr_hal_hip_driver, listed in hal/drivers.bzl. */
 XR_GPU_DRIVER(hip, hip_vendor);

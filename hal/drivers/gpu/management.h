@@ -2,7 +2,7 @@
  * AMD SMI for hip (amd_smi.c). Each is loaded with dlopen on first use, once per process, and
  * stays loaded; a device is found by its PCI bus id ("0000:65:00.0", as cuDeviceGetPCIBusId and
  * hipDeviceGetPCIBusId write it). Our own declarations of the vendors' entry points, so no
- * vendor header is needed to build (tests/gpu:management_abi_test checks them against the
+ * vendor header is needed to build (tests/gpu:management_test checks them against the
  * headers where those are installed). Internal to hal/; public in hal/BUILD for tests/gpu. */
 #ifndef XR_HAL_DRIVERS_GPU_MANAGEMENT_H
 #define XR_HAL_DRIVERS_GPU_MANAGEMENT_H

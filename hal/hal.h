@@ -121,8 +121,12 @@ typedef struct xr_hal_device_properties {
   char vendor[128];
   char driver_version[128];   /* the vendor driver (OpenCL: CL_DRIVER_VERSION) */
   char runtime_version[128];  /* the runtime / API (OpenCL: platform + device version) */
+  /* The name kernels written for several drivers give this device: "gpu" for cuda and hip (one
+   * CUDA C++ source, compiled by NVRTC or hiprtc), else the driver's own name. */
+  char kernel_family[16];
   bool is_gpu;
   bool host_addressable;      /* buffers have host pointers: xr_hal_buffer_host_pointer works */
+  bool graphs; /* streams capture into graphs: the driver and its runtime have the entries */
   uint64_t memory_bytes;      /* device memory (cpu: physical memory) */
   uint64_t max_allocation_bytes; /* the largest single buffer */
   uint32_t compute_units;     /* SMs / CUs / cores */

@@ -187,8 +187,9 @@ xr_initializer_fn xr_kernel_initializer(const xr_op_plan_t *plan);
 
 struct xr_kernel_impl {
   const char *name;       /* "<driver>.<what>" or "ref.<family>" */
-  /* The devices it runs on: "cpu", "opencl", "cuda", "hip", or "gpu" for one source compiled
-   * for both cuda and hip (kernels/gpu/). */
+  /* The devices it runs on: a driver ("cpu", "opencl", "cuda", "hip") or a kernel family of
+   * the HAL's device properties ("gpu": one source compiled for both cuda and hip,
+   * kernels/gpu/). */
   const char *driver;
   bool reference;         /* the plain-C reference of the family (driver "cpu") */
   /* OK if it can run this problem on this device; otherwise UNIMPLEMENTED with a sentence in

@@ -119,9 +119,7 @@ void xr_kernel_plan_free(xr_op_plan_t *plan) {
 static bool driver_matches(const xr_kernel_impl_t *impl, xr_hal_device_t *device) {
   xr_hal_device_properties_t p;
   if (xr_hal_device_properties(device, &p) != XR_OK) return false;
-  if (strcmp(impl->driver, "gpu") == 0)
-    return strcmp(p.driver, "cuda") == 0 || strcmp(p.driver, "hip") == 0;
-  return strcmp(impl->driver, p.driver) == 0;
+  return strcmp(impl->driver, p.driver) == 0 || strcmp(impl->driver, p.kernel_family) == 0;
 }
 
 /* Whether `impl` is a candidate on `device` at all: its driver's, and the reference when only the

@@ -63,7 +63,7 @@ typedef struct device_run {
   bool held;                   /* the stream runs host work: batches are queued behind a gate */
   bool host_run;               /* the device's work runs on this host's CPUs (cpu, opencl on a
                                   CPU): a crowded host distorts its samples */
-  bool graphs;                 /* the driver has graphs (cuda, hip) */
+  bool graphs;                 /* the device's properties say streams capture into graphs */
   bool clocks;                 /* xr_hal_device_clocks answers */
   xr_trace_ratios_t ratios;    /* replayed vs recorded, gathered op by op */
   bool ratios_lost;            /* out of memory gathering them */
@@ -939,7 +939,7 @@ static xr_status_t device_open(engine_t *e, const char *spec, device_run_t *d) {
   d->cpus = cpus > 0 ? (int)cpus : 1;
   d->host_run = p->host_addressable || !p->is_gpu;
   d->loadavg = d->host_run ? open("/proc/loadavg", O_RDONLY | O_CLOEXEC) : -1;
-  d->graphs = !strcmp(p->driver, "cuda") || !strcmp(p->driver, "hip");
+  d->graphs = p->graphs;
   xr_hal_clocks_t clocks;
   d->clocks = xr_hal_device_clocks(d->device, &clocks) == XR_OK;
   if (o->cache != XR_CACHE_WARM) {

@@ -113,7 +113,8 @@ static void print_device_text(const xr_hal_device_properties_t *p) {
     printf(", memory-side cache %s", format_bytes((double)p->memory_side_cache_bytes, a, sizeof a));
   if (p->cache_total_bytes)
     printf(", all caches %s", format_bytes((double)p->cache_total_bytes, a, sizeof a));
-  printf(", host-addressable %s\n", p->host_addressable ? "yes" : "no");
+  printf(", host-addressable %s, graphs %s\n", p->host_addressable ? "yes" : "no",
+         p->graphs ? "yes" : "no");
   printf("            peak");
   for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++) {
     printf("%s %s %s", d ? "," : "", xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d),
@@ -140,6 +141,8 @@ static cJSON *device_json(const xr_hal_device_properties_t *p) {
   cJSON_AddStringToObject(device, "runtime_version", p->runtime_version);
   cJSON_AddBoolToObject(device, "is_gpu", p->is_gpu);
   cJSON_AddBoolToObject(device, "host_addressable", p->host_addressable);
+  cJSON_AddBoolToObject(device, "graphs", p->graphs);
+  cJSON_AddStringToObject(device, "kernel_family", p->kernel_family);
   cJSON_AddNumberToObject(device, "memory_bytes", (double)p->memory_bytes);
   cJSON_AddNumberToObject(device, "max_allocation_bytes", (double)p->max_allocation_bytes);
   cJSON_AddNumberToObject(device, "compute_units", p->compute_units);

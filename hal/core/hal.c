@@ -65,6 +65,10 @@ xr_status_t xr_hal_device_properties(xr_hal_device_t *device,
   xr_hal_copy_string(out_properties->spec, sizeof out_properties->spec, device->spec);
   xr_hal_copy_string(out_properties->driver, sizeof out_properties->driver,
                      device->driver->name);
+  if (!out_properties->kernel_family[0])
+    xr_hal_copy_string(out_properties->kernel_family, sizeof out_properties->kernel_family,
+                       device->driver->name);
+  if (!device->vtable->stream_begin_capture) out_properties->graphs = false;
   pthread_mutex_lock(&device->mutex);
   if (device->calibrated) {
     /* A datasheet figure is the vendor's peak; a measurement only replaces guesses. */

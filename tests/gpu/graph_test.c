@@ -38,6 +38,11 @@ static void open_device(void) {
   }
   OK(xr_hal_device_create(DRIVER, &device));
   OK(xr_hal_stream_create(device, &stream));
+  /* What the engine reads to launch as graphs, and the family the shared kernels take. */
+  xr_hal_device_properties_t properties;
+  OK(xr_hal_device_properties(device, &properties));
+  cr_assert(properties.graphs, "%s: properties say no graphs", DRIVER);
+  cr_assert_str_eq(properties.kernel_family, "gpu");
 }
 
 static void close_device(void) {

@@ -42,6 +42,9 @@ Test(cmd_devices, json_lists_every_driver_and_the_cpu_device, .init = cr_redirec
   cJSON *device = cJSON_GetArrayItem(cJSON_GetObjectItem(cpu, "devices"), 0);
   cr_assert_not_null(device);
   cr_assert_str_eq(cJSON_GetObjectItem(device, "spec")->valuestring, "cpu:0");
+  /* The cpu driver has no graphs; its kernels are its own. */
+  cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(device, "graphs")), "%s", text);
+  cr_assert_str_eq(cJSON_GetObjectItem(device, "kernel_family")->valuestring, "cpu");
   cr_assert_gt(cJSON_GetObjectItem(device, "memory_bytes")->valuedouble, 0);
   /* Every cache level together holds at least the last one (what the cold flush is sized by). */
   double llc = cJSON_GetObjectItem(device, "last_level_cache_bytes")->valuedouble;

@@ -37,6 +37,10 @@ static void assert_no_graphs(const char *driver) {
   xr_hal_device_t *device = open_device(driver);
   xr_hal_stream_t *stream = NULL;
   OK(xr_hal_stream_create(device, &stream));
+  xr_hal_device_properties_t properties;
+  OK(xr_hal_device_properties(device, &properties));
+  cr_assert_not(properties.graphs, "%s says it has graphs", driver);
+  cr_assert_str_eq(properties.kernel_family, driver);
   char expected[128];
   snprintf(expected, sizeof expected, "%s:0: the driver has no graphs (cuda and hip do)", driver);
   cr_assert_eq(xr_hal_stream_begin_capture(stream), XR_UNIMPLEMENTED);

@@ -342,9 +342,8 @@ static xr_status_t gpu_event_elapsed_ms(xr_hal_event_t *start, xr_hal_event_t *e
 /* ------------------------------------------------------------------------------------------ */
 /* Graphs                                                                                     */
 
-/* OK when the runtime exports every graph entry; otherwise UNAVAILABLE naming the missing one. */
-static xr_status_t graphs_available(xr_hal_device_t *device) {
-  const xr_gpu_symbols_t *api = api_of(device);
+/* The first graph entry the runtime does not export, or SIZE_MAX when it exports them all. */
+static size_t missing_graph_entry(const xr_gpu_symbols_t *api) {
   const struct {
     bool present;
     size_t entry;
@@ -356,14 +355,19 @@ static xr_status_t graphs_available(xr_hal_device_t *device) {
       {api->graph_exec_destroy != NULL, ENTRY(graph_exec_destroy)},
       {api->graph_destroy != NULL, ENTRY(graph_destroy)},
   };
-  for (size_t i = 0; i < XR_GPU_COUNT(needed); i++) {
-    if (needed[i].present) continue;
-    const xr_gpu_vendor_t *vendor = vendor_of(device);
-    return xr_error(XR_UNAVAILABLE, "%s: graphs need %s, which the %s runtime %s does not export",
-                    device->spec, symbol_name(vendor, needed[i].entry), vendor->library->label,
-                    vendor->runtime->library.path);
-  }
-  return XR_OK;
+  for (size_t i = 0; i < XR_GPU_COUNT(needed); i++)
+    if (!needed[i].present) return needed[i].entry;
+  return SIZE_MAX;
+}
+
+/* OK when the runtime exports every graph entry; otherwise UNAVAILABLE naming the missing one. */
+static xr_status_t graphs_available(xr_hal_device_t *device) {
+  size_t missing = missing_graph_entry(api_of(device));
+  if (missing == SIZE_MAX) return XR_OK;
+  const xr_gpu_vendor_t *vendor = vendor_of(device);
+  return xr_error(XR_UNAVAILABLE, "%s: graphs need %s, which the %s runtime %s does not export",
+                  device->spec, symbol_name(vendor, missing), vendor->library->label,
+                  vendor->runtime->library.path);
 }
 
 /* A capture the vendor refused: the caller submitted work a capture cannot record. */
@@ -703,6 +707,8 @@ static void query_properties(xr_gpu_device_t *device) {
   int memory_clock_khz = xr_gpu_attribute(device, which->memory_clock_khz);
   int bus_bits = xr_gpu_attribute(device, which->memory_bus_bits);
   p->is_gpu = true;
+  memcpy(p->kernel_family, "gpu", sizeof "gpu");
+  p->graphs = missing_graph_entry(api) == SIZE_MAX;
   p->host_addressable = false;
   p->memory_bytes = memory;
   p->max_allocation_bytes = memory;

@@ -75,11 +75,6 @@ static int add_return(xr_op_plan_t *plan, xr_dtype_t dtype, int rank, const int6
   return (int)plan->input_count + r;
 }
 
-static void contiguous_strides(int rank, const int64_t *shape, int64_t *strides) {
-  int64_t s = 1;
-  for (int d = rank - 1; d >= 0; d--) strides[d] = s, s *= shape[d];
-}
-
 /* Query / output addressing from a tensor's strides: dims (b, s, h, d) at positions given
  * (-1: absent, stride 0). */
 static void set_rows(int64_t *p, int base, const int64_t *strides, int db, int ds, int dh, int dd) {
@@ -282,7 +277,7 @@ static xr_status_t analyze_sdpa(xr_op_plan_t *plan, xr_attn_problem_t *a) {
   int64_t shape[4], strides[4];
   memcpy(shape, q->shape, sizeof(int64_t) * (size_t)rank);
   shape[rank - 1] = p[XR_AP_head_dim_v];
-  contiguous_strides(rank, shape, strides);
+  xr_contiguous_strides(rank, shape, strides);
   a->t[XR_AT_OUT] = add_return(plan, q->dtype, rank, shape);
   set_rows(p, XR_AP_o_off, strides, db, ds, dh, dd);
   if (flash || efficient) {
@@ -343,7 +338,7 @@ static void add_flash_returns(xr_op_plan_t *plan, xr_attn_problem_t *a, const xr
   int64_t shape[4], strides[4];
   memcpy(shape, q->shape, sizeof(int64_t) * (size_t)q->rank);
   shape[q->rank - 1] = p[XR_AP_head_dim_v];
-  contiguous_strides(q->rank, shape, strides);
+  xr_contiguous_strides(q->rank, shape, strides);
   a->t[XR_AT_OUT] = add_return(plan, q->dtype, q->rank, shape);
   set_rows(p, XR_AP_o_off, strides, packed ? -1 : 0, packed ? 0 : 1, packed ? 1 : 2, packed ? 2 : 3);
   int64_t total = q->shape[0];

@@ -142,8 +142,6 @@ void xr_ew_set_output(xr_op_plan_t *plan, int index, xr_dtype_t dtype, xr_ew_ste
 xr_status_t xr_ew_check_written(const xr_op_plan_t *plan, const char *name, int index,
                                 const xr_ew_step_t *step);
 
-/* Row-major contiguous strides of a shape. */
-void xr_ew_contiguous_strides(int rank, const int64_t *shape, int64_t *strides);
 /* A `dtype` argument (a ScalarType code, a dtype name, or a tensor whose dtype it is); absent or
  * None keeps `fallback`. */
 xr_status_t xr_ew_read_dtype(const xr_op_plan_t *plan, const xr_value_t *v, xr_dtype_t fallback,

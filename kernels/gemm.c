@@ -426,8 +426,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   if (out >= 0) {
     memcpy(ostrides, plan->inputs[out]->strides, sizeof(int64_t) * (size_t)rank);
   } else {
-    int64_t s = 1;
-    for (int d = rank - 1; d >= 0; d--) ostrides[d] = s, s *= shape[d];
+    xr_contiguous_strides(rank, shape, ostrides);
   }
   int od = rank - 1;
   p->out.col_stride = b_vec ? 0 : ostrides[od--];

@@ -52,8 +52,7 @@ static xr_status_t build_gather(xr_op_plan_t *plan, int self, int dim, int index
   if (n > 0 && s->gather_size == 0)
     return xr_plan_error(plan, "cannot select from an empty dimension %d", dim);
   s->out = (xr_ew_operand_t){.index = (int)plan->input_count, .dtype = ts->dtype};
-  int64_t stride = 1;
-  for (int d = rank - 1; d >= 0; d--) s->out.strides[d] = stride, stride *= s->shape[d];
+  xr_contiguous_strides(rank, s->shape, s->out.strides);
   plan->return_count = 1;
   xr_desc_set(&plan->returns[0], ts->dtype, rank, s->shape);
   return XR_OK;
@@ -137,8 +136,8 @@ static xr_status_t analyze_cat(xr_op_plan_t *plan, xr_ew_problem_t **out_problem
   *out_problem = p;
   p->step_count = parts;
   int rank = first->rank;
-  int64_t out_strides[XR_MAX_RANK], stride = 1;
-  for (int d = rank - 1; d >= 0; d--) out_strides[d] = stride, stride *= shape[d];
+  int64_t out_strides[XR_MAX_RANK];
+  xr_contiguous_strides(rank, shape, out_strides);
   plan->return_count = 1;
   xr_desc_set(&plan->returns[0], dtype, rank, shape);
   int64_t at = 0;

@@ -217,7 +217,7 @@ static xr_status_t analyze_fill_new(xr_op_plan_t *plan, xr_ew_problem_t **out_pr
     out = -1;
   set_result(plan, dtype, rank, shape);
   int64_t strides[XR_MAX_RANK];
-  xr_ew_contiguous_strides(rank, shape, strides);
+  xr_contiguous_strides(rank, shape, strides);
   xr_ew_step_t *s = &p->steps[0];
   result_region(plan, s, rank, shape, strides, 0);
   if (out >= 0) {
@@ -301,7 +301,7 @@ static xr_status_t analyze_self_copy(xr_op_plan_t *plan, xr_ew_problem_t **out_p
   if ((st = new_problem(plan, steps, &p))) return st;
   *out_problem = p;
   set_result(plan, dtype, rank, shape);
-  xr_ew_contiguous_strides(rank, shape, out_strides);
+  xr_contiguous_strides(rank, shape, out_strides);
   if (steps == 1) {
     copy_step(plan, &p->steps[0], self, rank, shape, a_strides, a_offset, out_strides, 0);
     return XR_OK;
@@ -352,7 +352,7 @@ static xr_status_t analyze_repeat(xr_op_plan_t *plan, xr_ew_problem_t **out_prob
     pair_shape[2 * d + 1] = size;
     a_strides[2 * d + 1] = d >= lead ? t->strides[d - lead] : 0;
   }
-  xr_ew_contiguous_strides(nrep, shape, out_strides);
+  xr_contiguous_strides(nrep, shape, out_strides);
   for (int d = 0; d < nrep; d++) {
     pair_out[2 * d] = pair_shape[2 * d + 1] * out_strides[d];
     pair_out[2 * d + 1] = out_strides[d];
@@ -394,7 +394,7 @@ static xr_status_t analyze_pad(xr_op_plan_t *plan, xr_ew_problem_t **out_problem
     a_offset += crop_lo * t->strides[d];
     before[d] = lo > 0 ? lo : 0;
   }
-  xr_ew_contiguous_strides(rank, shape, out_strides);
+  xr_contiguous_strides(rank, shape, out_strides);
   int64_t out_offset = 0;
   for (int d = 0; d < rank; d++) out_offset += before[d] * out_strides[d];
   xr_ew_problem_t *p = NULL;
@@ -437,7 +437,7 @@ static xr_status_t analyze_stack(xr_op_plan_t *plan, xr_ew_problem_t **out_probl
   if ((st = xr_plan_wrap_dim(plan, dim_arg, rank, &dim))) return st;
   int64_t shape[XR_MAX_RANK], out_strides[XR_MAX_RANK];
   for (int d = 0, k = 0; d < rank; d++) shape[d] = d == dim ? (int64_t)n : first->shape[k++];
-  xr_ew_contiguous_strides(rank, shape, out_strides);
+  xr_contiguous_strides(rank, shape, out_strides);
   int64_t part_strides[XR_MAX_RANK];
   for (int d = 0, k = 0; d < rank; d++)
     if (d != dim) part_strides[k++] = out_strides[d];
@@ -485,7 +485,7 @@ static xr_status_t analyze_repeat_interleave(xr_op_plan_t *plan, xr_ew_problem_t
     if (d == dim) shape[k] = repeats, a_strides[k++] = 0;
   }
   if (t->rank == 0) shape[0] = repeats;
-  xr_ew_contiguous_strides(rank, shape, out_strides);
+  xr_contiguous_strides(rank, shape, out_strides);
   int64_t result[XR_MAX_RANK], n = 1;
   for (int d = 0; d < rank; d++) n *= shape[d];
   int result_rank = flat ? 1 : t->rank;
@@ -519,7 +519,7 @@ static xr_status_t analyze_tri(xr_op_plan_t *plan, xr_ew_problem_t **out_problem
   int out = base[4] == '_' ? self : written_out(plan, t->rank, t->shape);
   set_result(plan, t->dtype, t->rank, t->shape);
   int64_t strides[XR_MAX_RANK];
-  xr_ew_contiguous_strides(t->rank, t->shape, strides);
+  xr_contiguous_strides(t->rank, t->shape, strides);
   xr_ew_step_t *s = &p->steps[0];
   copy_step(plan, s, self, t->rank, t->shape, t->strides, 0, strides, 0);
   if (out >= 0) {
@@ -620,7 +620,7 @@ static xr_status_t analyze_split(xr_op_plan_t *plan, xr_ew_problem_t **out_probl
     for (int d = 0, e = 0; d < rank; d++)
       if (!(unbind && d == dim)) result_shape[e++] = shape[d];
     xr_desc_set(&plan->returns[k], t->dtype, result_rank, result_shape);
-    xr_ew_contiguous_strides(rank, shape, strides);
+    xr_contiguous_strides(rank, shape, strides);
     copy_step(plan, s, self, rank, shape, t->strides, a_offset, strides, 0);
     s->out.index = (int)plan->input_count + k;
   }

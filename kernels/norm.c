@@ -35,11 +35,6 @@ static const char *const norm_ops[] = {
 /* ------------------------------------------------------------------------------------------ */
 /* row problems                                                                               */
 
-void xr_contiguous_strides(int rank, const int64_t *shape, int64_t *out_strides) {
-  int64_t s = 1;
-  for (int d = rank - 1; d >= 0; d--) out_strides[d] = s, s *= shape[d];
-}
-
 void xr_rows_set_operand(xr_rows_problem_t *p, int k, int index, xr_dtype_t dtype,
                          const int64_t *outer_strides, const int64_t *inner_strides) {
   xr_rows_operand_t *o = &p->operand[k];

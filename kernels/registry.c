@@ -388,6 +388,11 @@ xr_status_t xr_plan_error(const xr_op_plan_t *plan, const char *fmt, ...) {
   return xr_error(XR_INVALID_ARGUMENT, "%s: %s", plan->op->name, what);
 }
 
+void xr_contiguous_strides(int rank, const int64_t *shape, int64_t *out_strides) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; d--) out_strides[d] = s, s *= shape[d];
+}
+
 void xr_desc_set(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int64_t *shape) {
   d->dtype = dtype;
   d->rank = rank;

@@ -297,11 +297,6 @@ static int64_t numel_of(int rank, const int64_t *shape) {
   return n;
 }
 
-static void contiguous(int rank, const int64_t *shape, int64_t *strides) {
-  int64_t s = 1;
-  for (int d = rank - 1; d >= 0; d--) strides[d] = s, s *= shape[d];
-}
-
 static xr_status_t need_index(const xr_op_plan_t *plan, int index, const char *name) {
   xr_dtype_t d = plan->inputs[index]->dtype;
   if (!is_index_dtype(d))
@@ -337,7 +332,7 @@ static void strides_of(const xr_op_plan_t *plan, int b, int64_t *strides) {
     memcpy(strides, s->strides, sizeof(int64_t) * (size_t)s->rank);
   } else {
     const xr_tensor_desc_t *d = &plan->returns[b - (int)plan->input_count];
-    contiguous(d->rank, d->shape, strides);
+    xr_contiguous_strides(d->rank, d->shape, strides);
   }
 }
 

@@ -18,40 +18,6 @@
 #include "replay/shard.h"
 #include "replay/trace_ratio.h"
 
-void xr_replay_options_default(xr_replay_options_t *o) {
-  memset(o, 0, sizeof *o);
-  o->device = "auto";
-  o->warmup = 3;
-  o->iters = 20;
-  o->max_iters = 100000;
-  o->noise_percent = 0.5;
-  o->min_samples = 10;
-  o->rotate = 1;
-  o->op_limit = -1;
-}
-
-xr_status_t xr_replay_options_check(const xr_replay_options_t *o) {
-  if (o->iters < 0 || o->warmup < 0 || o->rotate < XR_ROTATE_AUTO || o->max_iters < 1 ||
-      o->min_time_ms < 0 || o->max_time_ms < 0 || o->min_samples < 0 || !(o->noise_percent > 0))
-    return xr_error(XR_INVALID_ARGUMENT,
-                    "replay: negative iterations, warm-up, rotation, samples or time, or a noise "
-                    "target that is not positive");
-  if (o->launch == XR_LAUNCH_GRAPH && o->cache != XR_CACHE_WARM)
-    return xr_error(XR_INVALID_ARGUMENT,
-                    "replay: --launch=graph runs the op back to back, so its data stays in cache: "
-                    "time cold caches with --launch=eager");
-  return XR_OK;
-}
-
-const char *xr_op_outcome_name(xr_op_outcome_t outcome) {
-  switch (outcome) {
-    case XR_OP_SUCCEEDED: return "ok";
-    case XR_OP_FAILED: return "failed";
-    case XR_OP_UNSUPPORTED: return "unsupported";
-  }
-  return "?";
-}
-
 /* One device of the run and what timing on it needs. */
 typedef struct device_run {
   xr_replay_device_t *info;    /* in the summary */

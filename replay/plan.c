@@ -44,8 +44,7 @@ xr_status_t xr_device_specs(const char *list, char *buf, size_t buf_size,
 }
 
 bool xr_op_selected(const xr_replay_options_t *o, size_t index, const xr_op_t *op) {
-  return (!o->op_filter || strstr(op->name, o->op_filter)) &&
-         (!o->shard || xr_shard_contains(o->shard, index));
+  return xr_op_passes_filter(o, op) && (!o->shard || xr_shard_contains(o->shard, index));
 }
 
 double xr_op_trace_total_us(const xr_op_t *op) {

@@ -235,11 +235,9 @@ xr_status_t xr_shard_create(const xr_bundle_t *bundle, const xr_replay_options_t
   s->count = count;
   s->bundle_hash = xr_bundle_hash(bundle);
   /* The ops a run attempts: the filter's, then the limit. */
-  xr_replay_options_t all = *o;
-  all.shard = NULL;
   size_t m = 0, timed_count = 0;
   for (size_t i = 0; i < n; i++) {
-    if (!xr_op_selected(&all, i, &bundle->ops[i])) continue;
+    if (!xr_op_passes_filter(o, &bundle->ops[i])) continue;
     if (o->op_limit >= 0 && m >= (size_t)o->op_limit) break;
     timed[m] = recorded_ns(&bundle->ops[i], &weights[m]);
     if (timed[m]) known[timed_count++] = weights[m];

@@ -1,7 +1,6 @@
-/* Element conversions for every bundle dtype, shared by the CPU kernels, the reference and the
- * replay engine's initialisers. Narrow formats convert through float with round-to-nearest-even;
- * fp8 follows the OCP (e4m3fn, e5m2) and AMD fnuz conventions (fnuz: no negative zero, a single
- * NaN at 0x80, exponent bias one larger).
+/* Element loads and stores for every bundle dtype, and the microscaling formats, shared by the
+ * CPU kernels, the reference and the replay engine's initialisers. The scalar conversions
+ * themselves (bf16, f16, fp8, e2m1, e8m0) are base/float_formats.h's.
  *
  * Microscaling (OCP Microscaling Formats v1.0; NVIDIA's NVFP4): a block of consecutive elements
  * along the last dim shares one scale. mxfp4 = e2m1 codes + an e8m0 scale per 32, mxfp8 = e4m3fn
@@ -17,40 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/float_formats.h"
 #include "formats/model.h"
-
-static inline float xr_bits_to_f32(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-static inline uint32_t xr_f32_to_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-static inline float xr_bf16_to_f32(uint16_t h) { return xr_bits_to_f32((uint32_t)h << 16); }
-
-static inline uint16_t xr_f32_to_bf16(float f) {
-  uint32_t u = xr_f32_to_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-  u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
-  return (uint16_t)(u >> 16);
-}
-
-float xr_f16_to_f32(uint16_t h);
-uint16_t xr_f32_to_f16(float f);
-float xr_fp8_to_f32(uint8_t v, xr_dtype_t dtype);
-uint8_t xr_f32_to_fp8(float f, xr_dtype_t dtype); /* saturates to the largest finite value */
-
-float xr_e2m1_to_f32(uint8_t code); /* the low 4 bits */
-/* Nearest e2m1 code, ties to even, saturating at +-6; the sign of zero is kept; NaN gives +6
- * (e2m1 has no NaN: callers that care check first). */
-uint8_t xr_f32_to_e2m1(float f);
-float xr_e8m0_to_f32(uint8_t b);
-uint8_t xr_f32_to_e8m0(float f); /* nearest power of two of |f| (in log2), clamped to [2^-127, 2^127] */
 
 typedef enum xr_mx_format {
   XR_MX_FP4 = 0,     /* mxfp4 */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/dynload.h"
+#include "base/float_formats.h"
 #include "base/vendor_libraries.h"
 #include "hal/comm/mpi_symbols.h"
 #include "hal/comm/nccl.h"
@@ -147,27 +148,12 @@ struct xr_hal_comm {
 
 static bool comm_made; /* MPI starts once per process */
 
-static float bf16_to_float(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static uint16_t float_to_bf16(float f) { /* round to nearest even; NaN stays NaN */
-  uint32_t bits;
-  memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return (uint16_t)(bits >> 16);
-}
-
 /* The sums MPI has no type for, element by element in float as NCCL does. */
 static void sum_bf16(void *in, void *inout, int *count, xr_mpi_handle_t *type) {
   (void)type;
   const uint16_t *a = in;
   uint16_t *b = inout;
-  for (int i = 0; i < *count; i++) b[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
+  for (int i = 0; i < *count; i++) b[i] = xr_f32_to_bf16(xr_bf16_to_f32(a[i]) + xr_bf16_to_f32(b[i]));
 }
 
 static void sum_f16(void *in, void *inout, int *count, xr_mpi_handle_t *type) {

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "kernels/attention.h"
-#include "kernels/cpu/fp8_cpu.h"
 #include "kernels/family.h"
 
 /* ISO C mode forbids contracting a * b + c into an FMA; the micro-kernels want exactly that,
@@ -65,14 +64,6 @@ HOT void transpose16(vf r[16]) {
   TR_STAGE(r, 1)
 }
 
-/* fp16 bits to fp32 without branches (the vector path's formula, one lane). */
-HOT float half_to_float(uint16_t h) {
-  uint32_t em = h & 0x7fffu, bits = em << 13;
-  uint32_t fb = xr_f32_to_bits(xr_bits_to_f32(bits) * 0x1p112f);
-  if (em >= 0x7c00u) fb = bits | 0x7f800000u;
-  return xr_bits_to_f32(fb | ((uint32_t)(h & 0x8000u) << 16));
-}
-
 /* n elements (index, index + stride, ...) of a dtype to fp32; fp8 through a 256-entry table
  * with the cache scale folded in. */
 HOT void cvt_run(float *dst, const void *base, xr_dtype_t dt, int64_t index, int64_t n, int64_t stride,
@@ -106,7 +97,7 @@ HOT void cvt_run(float *dst, const void *base, xr_dtype_t dt, int64_t index, int
         vstore(dst + i, f);
       }
     }
-    for (; i < n; i++) dst[i] = half ? half_to_float(s[i * stride]) : xr_bf16_to_f32(s[i * stride]);
+    for (; i < n; i++) dst[i] = half ? xr_f16_to_f32(s[i * stride]) : xr_bf16_to_f32(s[i * stride]);
     return;
   }
   const uint8_t *s = (const uint8_t *)base + index;
@@ -333,12 +324,10 @@ HOT void store_out(const cpu_state_t *st, int64_t index, int64_t stride, const f
       xr_store_element(st->h.out, dt, index + d * stride, (double)xr_attn_output(&st->h, src[d] * mul));
     return;
   }
-  xr_cpu_e4m3_t f = xr_cpu_e4m3(dt);
-  uint8_t nan = dt == XR_DTYPE_F8E4M3FNUZ ? 0x80 : 0x7f, *out = st->h.out;
-  for (int64_t d = 0; d < n; d++) {
-    float v = xr_attn_output(&st->h, src[d] * mul);
-    out[index + d * stride] = v != v ? nan : xr_cpu_e4m3_encode(&f, v);
-  }
+  xr_fp8_format_t f = xr_fp8_format(dt);
+  uint8_t *out = st->h.out;
+  for (int64_t d = 0; d < n; d++)
+    out[index + d * stride] = xr_fp8_encode(xr_attn_output(&st->h, src[d] * mul), &f);
 }
 
 /* A query block of one sequence and key partition: queries i0 .. i0 + nq, keys plo .. phi. */

@@ -45,7 +45,7 @@ XR_AVX512_INLINE __m512 xr_avx512_load(const void *p, xr_dtype_t dt, __mmask16 m
 /* Lanes of v holding a subnormal (|x| < 2^-126, not 0). */
 XR_AVX512_INLINE __mmask16 xr_avx512_subnormal(__m512 v) { return _mm512_fpclass_ps_mask(v, 0x20); }
 
-/* bf16 of 16 floats, bit-exact with xr_cpu_bf16_encode: vcvtneps2bf16 rounds to nearest even
+/* bf16 of 16 floats, bit-exact with xr_f32_to_bf16: vcvtneps2bf16 rounds to nearest even
  * and quiets NaNs the same way, but treats subnormal inputs as zero; lanes that hold one (rare)
  * are rounded in the integer domain instead. */
 XR_AVX512_INLINE __m256i xr_avx512_bf16_encode(__m512 v) {
@@ -84,7 +84,7 @@ XR_AVX512_INLINE __m512i xr_avx512_bf16_encode_pairs(__m512 even, __m512 odd) {
   return _mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(odd, even));
 }
 
-/* f16 of 16 floats, bit-exact with xr_cpu_f16_encode: vcvtps2ph rounds to nearest even with
+/* f16 of 16 floats, bit-exact with xr_f32_to_f16: vcvtps2ph rounds to nearest even with
  * subnormal results (MXCSR's flush-to-zero does not apply to it); NaNs, whose payload it keeps,
  * become the quiet NaN 0x7e00 with their sign, as the portable encoder makes them. */
 XR_AVX512_INLINE __m256i xr_avx512_f16_encode(__m512 v) {

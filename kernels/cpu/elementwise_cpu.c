@@ -49,50 +49,7 @@ enum { BLOCK = XR_EW_CPU_BLOCK, RAW_BLOCK = 16384, MIN_ELEMENTS_PER_CHUNK = 3276
   } while (0)
 
 /* ------------------------------------------------------------------------------------------ */
-/* conversions (bit-exact with kernels/dtype.c)                                                */
-
-typedef struct fp8_format {
-  int mbits, bias;
-  float max, min_normal, subnormal_scale; /* 2^(1 - bias) and 2^(bias - 1 + mbits) */
-  uint32_t fnuz_mask;                     /* all ones for the fnuz encodings */
-  uint32_t nan_code;
-} fp8_format_t;
-
-static fp8_format_t fp8_format(xr_dtype_t d) {
-  bool e4m3 = d == XR_DTYPE_F8E4M3FN || d == XR_DTYPE_F8E4M3FNUZ;
-  bool fnuz = d == XR_DTYPE_F8E4M3FNUZ || d == XR_DTYPE_F8E5M2FNUZ;
-  int bias = d == XR_DTYPE_F8E4M3FN ? 7 : d == XR_DTYPE_F8E5M2 ? 15 : e4m3 ? 8 : 16;
-  int mbits = e4m3 ? 3 : 2;
-  return (fp8_format_t){
-      .mbits = mbits,
-      .bias = bias,
-      .max = d == XR_DTYPE_F8E4M3FN ? 448.0f : d == XR_DTYPE_F8E4M3FNUZ ? 240.0f : 57344.0f,
-      .min_normal = ldexpf(1.0f, 1 - bias),
-      .subnormal_scale = ldexpf(1.0f, bias - 1 + mbits),
-      .fnuz_mask = fnuz ? 0xffffffffu : 0,
-      .nan_code = fnuz ? 0x80u : 0x7fu,
-  };
-}
-
-/* Nearest representable value, ties to even, saturating at the largest finite value; without
- * branches so that the store loop vectorises. Normal results round the float's mantissa to
- * mbits bits in the integer domain; results below the smallest normal are counted in units of
- * the subnormal quantum by the float adder (2^23 + 2^22 makes it round to an integer). */
-static inline uint8_t fp8_encode(float f, const fp8_format_t *F) {
-  uint32_t u = xr_f32_to_bits(f), shift = 23u - (uint32_t)F->mbits;
-  uint32_t nan = xr_cpu_mask_if((u & 0x7fffffffu) > 0x7f800000u);
-  float a = xr_bits_to_f32(u & 0x7fffffffu);
-  a = xr_cpu_select_f(xr_cpu_mask_if(a > F->max), F->max, a);
-  uint32_t small = xr_cpu_mask_if(a < F->min_normal);
-  uint32_t sub = xr_f32_to_bits(a * F->subnormal_scale + 12582912.0f) - 0x4b400000u;
-  uint32_t ua = xr_f32_to_bits(a);
-  uint32_t rounded = ua + ((1u << (shift - 1)) - 1u) + ((ua >> shift) & 1u);
-  uint32_t normal = (rounded >> shift) - ((127u - (uint32_t)F->bias) << F->mbits);
-  uint32_t magnitude = xr_cpu_select_u(small, sub, normal);
-  uint32_t sign = (u >> 24) & 0x80u;
-  sign &= ~(xr_cpu_mask_if(magnitude == 0) & F->fnuz_mask); /* fnuz has no negative zero */
-  return (uint8_t)xr_cpu_select_u(nan, F->nan_code, sign | magnitude);
-}
+/* conversions (base/float_formats.h's, bit-exact and branch-free)                             */
 
 /* Decoding tables for the four fp8 dtypes, built once. */
 static float fp8_tables[4][256];
@@ -132,8 +89,8 @@ XR_CPU_CLONES void xr_ew_cpu_load(float *restrict dst, const char *src, xr_dtype
     }
     case XR_DTYPE_F16: {
       const uint16_t *restrict s = (const uint16_t *)src;
-      if (stride == 1) FOR_N(n, dst[i] = xr_cpu_f16_decode(s[i]));
-      else FOR_N(n, dst[i] = xr_cpu_f16_decode(s[i * stride]));
+      if (stride == 1) FOR_N(n, dst[i] = xr_f16_to_f32(s[i]));
+      else FOR_N(n, dst[i] = xr_f16_to_f32(s[i * stride]));
       return;
     }
     case XR_DTYPE_F64: {
@@ -194,21 +151,21 @@ XR_CPU_CLONES static void store_block(char *dst, xr_dtype_t dt, int64_t stride, 
     }
     case XR_DTYPE_BF16: {
       uint16_t *restrict d = (uint16_t *)dst;
-      if (stride == 1) FOR_N(n, d[i] = xr_cpu_bf16_encode(v[i]));
-      else FOR_N(n, d[i * stride] = xr_cpu_bf16_encode(v[i]));
+      if (stride == 1) FOR_N(n, d[i] = xr_f32_to_bf16(v[i]));
+      else FOR_N(n, d[i * stride] = xr_f32_to_bf16(v[i]));
       return;
     }
     case XR_DTYPE_F16: {
       uint16_t *restrict d = (uint16_t *)dst;
-      if (stride == 1) FOR_N(n, d[i] = xr_cpu_f16_encode(v[i]));
-      else FOR_N(n, d[i * stride] = xr_cpu_f16_encode(v[i]));
+      if (stride == 1) FOR_N(n, d[i] = xr_f32_to_f16(v[i]));
+      else FOR_N(n, d[i * stride] = xr_f32_to_f16(v[i]));
       return;
     }
     default: { /* fp8: supports() admits no other float-pipeline output */
-      const fp8_format_t F = fp8_format(dt);
+      const xr_fp8_format_t F = xr_fp8_format(dt);
       uint8_t *restrict d = (uint8_t *)dst;
-      if (stride == 1) FOR_N(n, d[i] = fp8_encode(v[i], &F));
-      else FOR_N(n, d[i * stride] = fp8_encode(v[i], &F));
+      if (stride == 1) FOR_N(n, d[i] = xr_fp8_encode(v[i], &F));
+      else FOR_N(n, d[i * stride] = xr_fp8_encode(v[i], &F));
       return;
     }
   }
@@ -222,8 +179,8 @@ XR_CPU_CLONES static void store_block(char *dst, xr_dtype_t dt, int64_t stride, 
 #define MATH static inline __attribute__((always_inline))
 
 MATH float exp_approx(float x) {
-  x = xr_cpu_select_f(xr_cpu_mask_if(x < -87.0f), -87.0f, x); /* NaN stays NaN */
-  x = xr_cpu_select_f(xr_cpu_mask_if(x > 88.0f), 88.0f, x);
+  x = xr_select_f(xr_mask_if(x < -87.0f), -87.0f, x); /* NaN stays NaN */
+  x = xr_select_f(xr_mask_if(x > 88.0f), 88.0f, x);
   /* x = n ln2 + r, |r| <= ln2/2, e^r by XR_EXP_MINIMAX; n read back from the float's low bits (no
    * float->int cast, which would be undefined for NaN). */
   float t = x * 1.44269504088896341f + 12582912.0f;
@@ -252,7 +209,7 @@ MATH float gelu_approx(float x) {
   float t = 1.0f / (1.0f + 0.3275911f * z);
   float y = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f +
                 t * (-1.453152027f + t * 1.061405429f)))) * exp_approx(-z * z);
-  return 0.5f * x * xr_cpu_select_f(xr_cpu_mask_if(x >= 0), 2.0f - y, y);
+  return 0.5f * x * xr_select_f(xr_mask_if(x >= 0), 2.0f - y, y);
 }
 
 /* The pointwise table (kernels/pointwise_ops.h) in float: exp through exp_approx (it

@@ -34,48 +34,6 @@
 #define XR_EXP_MINIMAX_4 0.0419153832f
 #define XR_EXP_MINIMAX_5 0.00829765480f
 
-/* Branch-free conversions, bit-exact with kernels/dtype.c, for loops that must vectorise.
- * Selections go through all-ones / all-zeros masks: GCC's vectoriser does not if-convert a
- * conditional expression that feeds further arithmetic, but takes these. */
-static inline uint32_t xr_cpu_mask_if(int condition) { return -(uint32_t)(condition != 0); }
-static inline uint32_t xr_cpu_select_u(uint32_t mask, uint32_t if_set, uint32_t if_clear) {
-  return (if_set & mask) | (if_clear & ~mask);
-}
-static inline float xr_cpu_select_f(uint32_t mask, float if_set, float if_clear) {
-  return xr_bits_to_f32(xr_cpu_select_u(mask, xr_f32_to_bits(if_set), xr_f32_to_bits(if_clear)));
-}
-
-static inline float xr_cpu_f16_decode(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
-  /* Normal and subnormal halves alike: place the bits in a float and rescale by 2^112. */
-  uint32_t bits = xr_f32_to_bits(xr_bits_to_f32(em << 13) * 0x1p112f);
-  bits |= xr_cpu_mask_if(em >= 0x7c00u) & 0x7f800000u; /* inf and NaN */
-  return xr_bits_to_f32(bits | sign);
-}
-
-/* Round to nearest even: the float adder does the rounding (the technique of Dukhan's FP16
- * library). */
-static inline uint16_t xr_cpu_f16_encode(float f) {
-  float base = (fabsf(f) * 0x1p112f) * 0x1p-110f;
-  uint32_t w = xr_f32_to_bits(f), shl1 = w + w, sign = w & 0x80000000u;
-  uint32_t bias = shl1 & 0xff000000u;
-  bias = xr_cpu_select_u(xr_cpu_mask_if(bias < 0x71000000u), 0x71000000u, bias);
-  base = xr_bits_to_f32((bias >> 1) + 0x07800000u) + base;
-  uint32_t bits = xr_f32_to_bits(base);
-  uint32_t nonsign = ((bits >> 13) & 0x7c00u) + (bits & 0x0fffu);
-  return (uint16_t)((sign >> 16) |
-                    xr_cpu_select_u(xr_cpu_mask_if(shl1 > 0xff000000u), 0x7e00u, nonsign));
-}
-
-/* Round to nearest even; NaN stays a (quiet) NaN. (AVX512-BF16's vcvtneps2bf16 would round the
- * same way but flushes subnormals to zero, so it is not used.) */
-static inline uint16_t xr_cpu_bf16_encode(float f) {
-  uint32_t u = xr_f32_to_bits(f);
-  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  return (uint16_t)xr_cpu_select_u(xr_cpu_mask_if((u & 0x7fffffffu) > 0x7f800000u),
-                                   (u >> 16) | 0x40u, rounded);
-}
-
 /* n <= XR_EW_CPU_BLOCK elements of dtype `dt` at src (stride in elements) into dst as float;
  * vectorised for the contiguous f32, f16 and bf16 cases. */
 void xr_ew_cpu_load(float *restrict dst, const char *src, xr_dtype_t dt, int64_t stride,

@@ -1,14 +1,13 @@
 /* cpu.reshape_and_cache: the KV-cache writers (reshape_and_cache, reshape_and_cache_flash, and
  * the cache write of vLLM's unified attention) on the host thread pool. A cache of the source's
  * type is a strided copy, which ref.reshape_and_cache already is; this one serves fp8 e4m3
- * caches (fn and fnuz, vLLM's fp8 caches on CUDA and ROCm), whose elements the reference rounds
- * through kernels/dtype.c's exhaustive search: value / scale, saturated to the format's largest
- * value (a NaN stays NaN), then the branch-free encoder of kernels/cpu/fp8_cpu.h, bit-exact
- * with it. Other caches are left to the reference. */
+ * caches (fn and fnuz, vLLM's fp8 caches on CUDA and ROCm), whose elements it rounds as the
+ * reference does: value / scale through base/float_formats.h's encoder (saturating, a NaN
+ * staying NaN). Other caches are left to the reference. */
 #include <stdlib.h>
 
 #include "kernels/attention.h"
-#include "kernels/cpu/fp8_cpu.h"
+#include "kernels/dtype.h"
 #include "kernels/family.h"
 
 typedef struct cpu_cache {
@@ -16,16 +15,10 @@ typedef struct cpu_cache {
   const void *key, *value, *slots;
   const float *k_scale, *v_scale;
   uint8_t *key_cache, *value_cache;
-  xr_cpu_e4m3_t e4m3;
-  float max;
-  uint8_t nan;
+  xr_fp8_format_t fp8;
 } cpu_cache_t;
 
-static inline uint8_t encode(const cpu_cache_t *s, float x) {
-  if (x != x) return s->nan;
-  x = x > s->max ? s->max : x < -s->max ? -s->max : x;
-  return xr_cpu_e4m3_encode(&s->e4m3, x);
-}
+static inline uint8_t encode(const cpu_cache_t *s, float x) { return xr_fp8_encode(x, &s->fp8); }
 
 static void cache_tokens(void *ctx, size_t begin, size_t end) {
   const cpu_cache_t *s = ctx;
@@ -80,9 +73,7 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   }
   s->key = h.key, s->value = h.value, s->slots = h.slots, s->k_scale = h.k_scale, s->v_scale = h.v_scale;
   s->key_cache = h.key_cache, s->value_cache = h.value_cache;
-  s->e4m3 = xr_cpu_e4m3(c->cache_dtype);
-  s->max = xr_attn_fp8_max(c->cache_dtype);
-  s->nan = c->cache_dtype == XR_DTYPE_F8E4M3FNUZ ? 0x80 : 0x7f;
+  s->fp8 = xr_fp8_format(c->cache_dtype);
   *out_state = s;
   return XR_OK;
 }

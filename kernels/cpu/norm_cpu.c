@@ -5,7 +5,7 @@
  *
  * The inner loops run over fixed blocks of 16 elements with 16 independent partial sums, so
  * the compiler vectorises them at -O2 without reassociating anything itself; the fp16 and bf16
- * conversions are branch-free for the same reason (kernels/cpu/elementwise_cpu.h). On x86-64 the
+ * conversions are branch-free for the same reason (base/float_formats.h). On x86-64 the
  * row kernels are also built for AVX-512 and AVX2 + FMA and picked at run time (target_clones).
  * Where the CPU has AVX-512 BF16, softmax and the norms of contiguous f32, bf16 and f16 rows
  * take row_avx512() instead (widening and rounding fused into the passes that need them).
@@ -35,21 +35,16 @@ enum { BLOCK = 16 };
 /* ------------------------------------------------------------------------------------------ */
 /* conversions                                                                                */
 
-HOT float f16_to_float(uint16_t h) { return xr_cpu_f16_decode(h); }
-HOT uint16_t float_to_f16(float f) { return xr_cpu_f16_encode(f); }
-HOT float bf16_to_float(uint16_t h) { return xr_bits_to_f32((uint32_t)h << 16); }
-HOT uint16_t float_to_bf16(float f) { return xr_cpu_bf16_encode(f); }
-
 HOT float load_one(const void *base, xr_dtype_t dt, int64_t i) {
   if (dt == XR_DTYPE_F32) return ((const float *)base)[i];
-  if (dt == XR_DTYPE_BF16) return bf16_to_float(((const uint16_t *)base)[i]);
-  return f16_to_float(((const uint16_t *)base)[i]);
+  if (dt == XR_DTYPE_BF16) return xr_bf16_to_f32(((const uint16_t *)base)[i]);
+  return xr_f16_to_f32(((const uint16_t *)base)[i]);
 }
 
 HOT void store_one(void *base, xr_dtype_t dt, int64_t i, float v) {
   if (dt == XR_DTYPE_F32) ((float *)base)[i] = v;
-  else if (dt == XR_DTYPE_BF16) ((uint16_t *)base)[i] = float_to_bf16(v);
-  else ((uint16_t *)base)[i] = float_to_f16(v);
+  else if (dt == XR_DTYPE_BF16) ((uint16_t *)base)[i] = xr_f32_to_bf16(v);
+  else ((uint16_t *)base)[i] = xr_f32_to_f16(v);
 }
 
 /* n elements from base[off + i*stride] into dst. */
@@ -64,10 +59,10 @@ HOT void load_row(float *dst, const void *base, xr_dtype_t dt, int64_t off, int6
     const uint16_t *src = (const uint16_t *)base + off;
     if (dt == XR_DTYPE_BF16) {
       for (; i + BLOCK <= n; i += BLOCK)
-        for (int j = 0; j < BLOCK; j++) dst[i + j] = bf16_to_float(src[i + j]);
+        for (int j = 0; j < BLOCK; j++) dst[i + j] = xr_bf16_to_f32(src[i + j]);
     } else {
       for (; i + BLOCK <= n; i += BLOCK)
-        for (int j = 0; j < BLOCK; j++) dst[i + j] = f16_to_float(src[i + j]);
+        for (int j = 0; j < BLOCK; j++) dst[i + j] = xr_f16_to_f32(src[i + j]);
     }
   }
   for (; i < n; i++) dst[i] = load_one(base, dt, off + i * stride);
@@ -84,10 +79,10 @@ HOT void store_row(void *base, xr_dtype_t dt, int64_t off, int64_t stride, const
     uint16_t *dst = (uint16_t *)base + off;
     if (dt == XR_DTYPE_BF16) {
       for (; i + BLOCK <= n; i += BLOCK)
-        for (int j = 0; j < BLOCK; j++) dst[i + j] = float_to_bf16(src[i + j]);
+        for (int j = 0; j < BLOCK; j++) dst[i + j] = xr_f32_to_bf16(src[i + j]);
     } else {
       for (; i + BLOCK <= n; i += BLOCK)
-        for (int j = 0; j < BLOCK; j++) dst[i + j] = float_to_f16(src[i + j]);
+        for (int j = 0; j < BLOCK; j++) dst[i + j] = xr_f32_to_f16(src[i + j]);
     }
   }
   for (; i < n; i++) store_one(base, dt, off + i * stride, src[i]);
@@ -99,13 +94,13 @@ HOT void round_row(float *x, xr_dtype_t dt, int64_t n) {
   int64_t i = 0;
   if (dt == XR_DTYPE_BF16) {
     for (; i + BLOCK <= n; i += BLOCK)
-      for (int j = 0; j < BLOCK; j++) x[i + j] = bf16_to_float(float_to_bf16(x[i + j]));
+      for (int j = 0; j < BLOCK; j++) x[i + j] = xr_bf16_to_f32(xr_f32_to_bf16(x[i + j]));
   } else {
     for (; i + BLOCK <= n; i += BLOCK)
-      for (int j = 0; j < BLOCK; j++) x[i + j] = f16_to_float(float_to_f16(x[i + j]));
+      for (int j = 0; j < BLOCK; j++) x[i + j] = xr_f16_to_f32(xr_f32_to_f16(x[i + j]));
   }
   for (; i < n; i++)
-    x[i] = dt == XR_DTYPE_BF16 ? bf16_to_float(float_to_bf16(x[i])) : f16_to_float(float_to_f16(x[i]));
+    x[i] = dt == XR_DTYPE_BF16 ? xr_bf16_to_f32(xr_f32_to_bf16(x[i])) : xr_f16_to_f32(xr_f32_to_f16(x[i]));
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -1,8 +1,8 @@
 /* cpu.quant: vLLM's fp8 quantization ops (kernels/quant.h) on the host thread pool, bit-exact
  * with ref.quant: each row is loaded in float blocks (xr_ew_cpu_load's vectorised f32 / f16 /
  * bf16 conversion), scaled in float as the CUDA kernels do it, clamped to +-M (a NaN becoming
- * +M, as fminf / fmaxf make it) and rounded to e4m3 by a branch-free encoder the compiler
- * vectorises (kernels/cpu/fp8_cpu.h). Static and dynamic ops split
+ * +M, as fminf / fmaxf make it) and rounded to e4m3 by base/float_formats.h's branch-free
+ * encoder, which the compiler vectorises. Static and dynamic ops split
  * rows into segments, so a single long row still spreads over the cores; the dynamic op first
  * finds each segment's max|x| (kept from prepare() on), reduces them in a host step and only
  * then quantizes; the per-token op takes one row per item (its scale needs the whole row). */
@@ -10,7 +10,6 @@
 #include <stdlib.h>
 
 #include "kernels/cpu/elementwise_cpu.h"
-#include "kernels/cpu/fp8_cpu.h"
 #include "kernels/family.h"
 #include "kernels/quant.h"
 
@@ -25,16 +24,16 @@ typedef struct cpu_quant {
   int64_t segments;   /* per row (static, dynamic) */
   float *partial;     /* dynamic: max|x| of each (row, segment) */
   float inv;          /* dynamic: 1 / scale */
-  xr_cpu_e4m3_t e4m3; /* the result's format */
+  xr_fp8_format_t e4m3; /* the result's format */
 } cpu_quant_t;
 
 /* One value, already scaled, to e4m3 as ref.quant computes it: fp8(clamp(x, -M, M)), a NaN
  * becoming +M. */
 static inline uint8_t encode(const cpu_quant_t *s, float x, float m) {
-  x = xr_cpu_select_f(xr_cpu_mask_if(x != x), m, x);
+  x = xr_select_f(xr_mask_if(x != x), m, x);
   x = x > m ? m : x;
   x = x < -m ? -m : x;
-  return xr_cpu_e4m3_encode(&s->e4m3, x);
+  return xr_fp8_encode(x, &s->e4m3);
 }
 
 /* n values x[i] * mul[i * mul_step] (mul_step 0: one factor) into dst. */
@@ -159,7 +158,7 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   }
   s->in = h.in, s->out = h.out, s->scale = h.scale, s->ub = h.ub;
   s->segments = (p->hidden + SEGMENT - 1) / SEGMENT;
-  s->e4m3 = xr_cpu_e4m3(p->out_dtype);
+  s->e4m3 = xr_fp8_format(p->out_dtype);
   if (p->op == XR_QUANT_DYNAMIC &&
       !(s->partial = malloc(sizeof(float) * (size_t)(p->rows * s->segments > 0 ? p->rows * s->segments : 1)))) {
     free(s);

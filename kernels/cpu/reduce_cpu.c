@@ -65,10 +65,10 @@ XR_CPU_CLONES static float block_sum_f16(const uint16_t *restrict v, int64_t n) 
   float acc[LANES] = {0};
   int64_t i = 0;
   for (; i + LANES <= n; i += LANES)
-    for (int j = 0; j < LANES; j++) acc[j] += xr_cpu_f16_decode(v[i + j]);
+    for (int j = 0; j < LANES; j++) acc[j] += xr_f16_to_f32(v[i + j]);
   float s = 0;
   for (int j = 0; j < LANES; j++) s += acc[j];
-  for (; i < n; i++) s += xr_cpu_f16_decode(v[i]);
+  for (; i < n; i++) s += xr_f16_to_f32(v[i]);
   return s;
 }
 
@@ -78,7 +78,7 @@ XR_CPU_CLONES static float block_sum_nan0(const float *restrict v, int64_t n) {
   for (; i + LANES <= n; i += LANES)
     for (int j = 0; j < LANES; j++) {
       float x = v[i + j];
-      acc[j] += xr_cpu_select_f(xr_cpu_mask_if(x == x), x, 0.0f);
+      acc[j] += xr_select_f(xr_mask_if(x == x), x, 0.0f);
     }
   float s = 0;
   for (int j = 0; j < LANES; j++) s += acc[j];
@@ -231,9 +231,9 @@ XR_CPU_CLONES static float block_finite_max(const float *restrict v, int64_t n, 
   for (; i + LANES <= n; i += LANES)
     for (int j = 0; j < LANES; j++) {
       float x = v[i + j];
-      uint32_t finite = xr_cpu_mask_if(fabsf(x) < INFINITY);
-      f[j] |= (xr_cpu_mask_if(x != x) & 1u) | (xr_cpu_mask_if(x == INFINITY) & 2u) | (finite & 4u);
-      m[j] = xr_cpu_select_f(finite & xr_cpu_mask_if(x > m[j]), x, m[j]);
+      uint32_t finite = xr_mask_if(fabsf(x) < INFINITY);
+      f[j] |= (xr_mask_if(x != x) & 1u) | (xr_mask_if(x == INFINITY) & 2u) | (finite & 4u);
+      m[j] = xr_select_f(finite & xr_mask_if(x > m[j]), x, m[j]);
     }
   float r = -INFINITY;
   uint32_t any = 0;
@@ -255,9 +255,9 @@ XR_CPU_CLONES static float block_sum_exp(const float *restrict v, int64_t n, flo
   for (; i + LANES <= n; i += LANES)
     for (int j = 0; j < LANES; j++) {
       float x = v[i + j];
-      uint32_t finite = xr_cpu_mask_if(fabsf(x) < INFINITY);
-      float e = exp_nonpositive(xr_cpu_select_f(finite, x - m, 0.0f));
-      acc[j] += xr_cpu_select_f(finite, e, 0.0f);
+      uint32_t finite = xr_mask_if(fabsf(x) < INFINITY);
+      float e = exp_nonpositive(xr_select_f(finite, x - m, 0.0f));
+      acc[j] += xr_select_f(finite, e, 0.0f);
     }
   float s = 0;
   for (int j = 0; j < LANES; j++) s += acc[j];
@@ -447,9 +447,9 @@ static void state_add_block(const cpu_reduce_t *s, state_t *st, const float *v, 
 /* Rounds v[0, n) to float dtype d and back (the conversion of dtype=). */
 XR_CPU_CLONES static void round_block(float *restrict v, int64_t n, xr_dtype_t d) {
   if (d == XR_DTYPE_BF16)
-    for (int64_t i = 0; i < n; i++) v[i] = xr_bits_to_f32((uint32_t)xr_cpu_bf16_encode(v[i]) << 16);
+    for (int64_t i = 0; i < n; i++) v[i] = xr_bits_to_f32((uint32_t)xr_f32_to_bf16(v[i]) << 16);
   else if (d == XR_DTYPE_F16)
-    for (int64_t i = 0; i < n; i++) v[i] = xr_cpu_f16_decode(xr_cpu_f16_encode(v[i]));
+    for (int64_t i = 0; i < n; i++) v[i] = xr_f16_to_f32(xr_f32_to_f16(v[i]));
 }
 
 /* n (<= BLOCK) input elements from `src` (stride in elements) as floats: in place when they are
@@ -468,8 +468,8 @@ static void store_value(const cpu_reduce_t *s, int k, int64_t i, double v) {
   char *b = s->out[k];
   switch (s->p->out[k].dtype) {
     case XR_DTYPE_F32: ((float *)b)[i] = (float)v; break;
-    case XR_DTYPE_BF16: ((uint16_t *)b)[i] = xr_cpu_bf16_encode((float)v); break;
-    case XR_DTYPE_F16: ((uint16_t *)b)[i] = xr_cpu_f16_encode((float)v); break;
+    case XR_DTYPE_BF16: ((uint16_t *)b)[i] = xr_f32_to_bf16((float)v); break;
+    case XR_DTYPE_F16: ((uint16_t *)b)[i] = xr_f32_to_f16((float)v); break;
     case XR_DTYPE_BOOL: ((uint8_t *)b)[i] = v != 0; break;
     case XR_DTYPE_I64: ((int64_t *)b)[i] = (int64_t)v; break;
     default: break; /* xr_reduce_check_fast admits no other */
@@ -693,10 +693,10 @@ static void store_run(const cpu_reduce_t *s, int64_t i, int64_t os, const float 
       for (int64_t j = 0; j < n; j++) ((float *)b)[i + j * os] = v[j];
       break;
     case XR_DTYPE_BF16:
-      for (int64_t j = 0; j < n; j++) ((uint16_t *)b)[i + j * os] = xr_cpu_bf16_encode(v[j]);
+      for (int64_t j = 0; j < n; j++) ((uint16_t *)b)[i + j * os] = xr_f32_to_bf16(v[j]);
       break;
     default:
-      for (int64_t j = 0; j < n; j++) ((uint16_t *)b)[i + j * os] = xr_cpu_f16_encode(v[j]);
+      for (int64_t j = 0; j < n; j++) ((uint16_t *)b)[i + j * os] = xr_f32_to_f16(v[j]);
       break;
   }
 }

@@ -69,8 +69,8 @@ Test(avx512, bf16_encode_matches_the_portable_rounding) {
   cr_assert(xr_ew_avx512_takes(&s));
   xr_ew_avx512_row(&s, (char *)got, (const char *)v, NULL, 0, (int64_t)n, false);
   for (size_t i = 0; i < n; i++)
-    cr_assert_eq(got[i], xr_cpu_bf16_encode(v[i]), "bf16 of %a (0x%08x): 0x%04x, expected 0x%04x",
-                 v[i], xr_f32_to_bits(v[i]), got[i], xr_cpu_bf16_encode(v[i]));
+    cr_assert_eq(got[i], xr_f32_to_bf16(v[i]), "bf16 of %a (0x%08x): 0x%04x, expected 0x%04x",
+                 v[i], xr_f32_to_bits(v[i]), got[i], xr_f32_to_bf16(v[i]));
   free(got);
   free(v);
 }
@@ -85,8 +85,8 @@ Test(avx512, f16_conversions_match_the_portable_ones) {
   cr_assert(xr_ew_avx512_takes(&s));
   xr_ew_avx512_row(&s, (char *)got, (const char *)v, NULL, 0, (int64_t)n, false);
   for (size_t i = 0; i < n; i++)
-    cr_assert_eq(got[i], xr_cpu_f16_encode(v[i]), "f16 of %a (0x%08x): 0x%04x, expected 0x%04x",
-                 v[i], xr_f32_to_bits(v[i]), got[i], xr_cpu_f16_encode(v[i]));
+    cr_assert_eq(got[i], xr_f32_to_f16(v[i]), "f16 of %a (0x%08x): 0x%04x, expected 0x%04x",
+                 v[i], xr_f32_to_bits(v[i]), got[i], xr_f32_to_f16(v[i]));
   /* every f16 code to f32: the same float, NaN for NaN (vcvtph2ps quiets signalling ones) */
   uint16_t codes[65536];
   float wide[65536];
@@ -109,14 +109,14 @@ Test(avx512, bf16_pairs_keep_element_order) {
   size_t n = special_floats(&v);
   uint16_t *in = malloc(n * sizeof *in), *got = malloc(n * sizeof *got);
   cr_assert(in && got);
-  for (size_t i = 0; i < n; i++) in[i] = xr_cpu_bf16_encode(v[i]);
+  for (size_t i = 0; i < n; i++) in[i] = xr_f32_to_bf16(v[i]);
   /* bf16 -> bf16 through the float pipeline: the 32-element even/odd path, then a tail */
   xr_ew_step_t s = step(XR_EW_MUL, XR_DTYPE_BF16, XR_DTYPE_BF16, (int64_t)n);
   s.b_scalar = true;
   cr_assert(xr_ew_avx512_takes(&s));
   xr_ew_avx512_row(&s, (char *)got, (const char *)in, NULL, 1.0f, (int64_t)n, false);
   for (size_t i = 0; i < n; i++) {
-    uint16_t want = xr_cpu_bf16_encode(xr_bf16_to_f32(in[i]) * 1.0f);
+    uint16_t want = xr_f32_to_bf16(xr_bf16_to_f32(in[i]) * 1.0f);
     cr_assert_eq(got[i], want, "element %zu: 0x%04x, expected 0x%04x", i, got[i], want);
   }
   free(in);
@@ -272,7 +272,7 @@ Test(avx512, streaming_rows_of_every_alignment) {
   require_avx512();
   enum { N = 300 };
   _Alignas(64) uint16_t in[N + 64], out[N + 64], want[N + 64];
-  for (int i = 0; i < N + 64; i++) in[i] = xr_cpu_bf16_encode((float)(i % 97) * 0.25f - 12.0f);
+  for (int i = 0; i < N + 64; i++) in[i] = xr_f32_to_bf16((float)(i % 97) * 0.25f - 12.0f);
   static const int sizes[] = {0, 1, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129, N};
   for (int off = 0; off < 33; off++)
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "formats/trace_extract.h"
-#include "kernels/cpu/fp8_cpu.h"
 #include "kernels/quant.h"
 #include "tests/kernels/quant_cases.h"
 
@@ -89,40 +88,6 @@ static void bit_exact(const char *device) {
 
 Test(quant_cpu, bit_exact_with_the_reference) { bit_exact("cpu"); }
 Test(quant_opencl, bit_exact_with_the_reference) { bit_exact("opencl"); }
-
-/* The host kernels' branch-free e4m3 encoder (kernels/cpu/fp8_cpu.h) against kernels/dtype.c
- * over the range it takes (|x| <= the format's largest): every fp8 value, the midpoints between
- * neighbours and one float ulp either side, both zeros, float subnormals, and a stride through
- * the float bit patterns. */
-Test(quant_cpu, e4m3_encoder_matches_kernels_dtype) {
-  const xr_dtype_t kinds[2] = {XR_DTYPE_F8E4M3FN, XR_DTYPE_F8E4M3FNUZ};
-  for (int k = 0; k < 2; k++) {
-    xr_cpu_e4m3_t f = xr_cpu_e4m3(kinds[k]);
-    float max = kinds[k] == XR_DTYPE_F8E4M3FN ? 448.0f : 240.0f;
-    size_t checked = 0;
-    for (int sign = 0; sign < 2; sign++) {
-      float v[6];
-      for (int c = 0; c < 127; c++) {
-        float lo = xr_fp8_to_f32((uint8_t)c, kinds[k]), hi = xr_fp8_to_f32((uint8_t)(c + 1), kinds[k]);
-        if (isnan(lo) || isnan(hi) || hi > max) continue;
-        float mid = (lo + hi) / 2;
-        v[0] = lo, v[1] = mid, v[2] = nextafterf(mid, 0), v[3] = nextafterf(mid, INFINITY), v[4] = hi,
-        v[5] = lo == 0 ? 0x1p-149f : nextafterf(lo, INFINITY);
-        for (int i = 0; i < 6; i++) {
-          float x = sign ? -v[i] : v[i];
-          cr_assert_eq(xr_cpu_e4m3_encode(&f, x), xr_f32_to_fp8(x, kinds[k]), "%s of %a", xr_dtype_name(kinds[k]), x);
-          checked++;
-        }
-      }
-      for (uint32_t bits = 0; bits <= xr_f32_to_bits(max); bits += 4099) {
-        float x = xr_bits_to_f32(bits | (sign ? 0x80000000u : 0));
-        cr_assert_eq(xr_cpu_e4m3_encode(&f, x), xr_f32_to_fp8(x, kinds[k]), "%s of %a", xr_dtype_name(kinds[k]), x);
-        checked++;
-      }
-    }
-    cr_log_info("%s: %zu values", xr_dtype_name(kinds[k]), checked);
-  }
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* edge cases on embedded data                                                                 */

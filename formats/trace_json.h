@@ -6,7 +6,8 @@
  * (nesting, commas, colons), so a truncated or malformed file is an error naming the file and
  * the byte offset, never a crash.
  *
- * Not part of the public API; used by trace_extract.c and its tests. */
+ * Not part of the public API; used by trace extraction (trace_read.c, trace_args.c) and its
+ * tests. */
 #ifndef XR_FORMATS_TRACE_JSON_H
 #define XR_FORMATS_TRACE_JSON_H
 

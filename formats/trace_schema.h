@@ -4,7 +4,8 @@
  * under -> the name the kernel registry knows) and the fallback values of string arguments,
  * which the profiler never records.
  *
- * Not part of the public API; used by trace_extract.c and its tests. */
+ * Not part of the public API; used by trace extraction (trace_args.c; the alias table also by
+ * trace_link.c's op filter, the collectives by trace_build.c) and its tests. */
 #ifndef XR_FORMATS_TRACE_SCHEMA_H
 #define XR_FORMATS_TRACE_SCHEMA_H
 

@@ -4,8 +4,8 @@
  * Ops, and what each sends and receives (sums are the reduction; c10d's ReduceOp is not
  * recorded):
  *   record_param_comms(input=, output=, collective=, group_size=, rank=)   what Kineto records
- *       around every c10d collective, extracted with its "Collective name" (formats/
- *       trace_extract.c); rank= is the root of a broadcast
+ *       around every c10d collective, extracted with its "Collective name"
+ *       (formats/trace_comms.c); rank= is the root of a broadcast
  *   c10d::allreduce_(tensors, ...), c10d::broadcast_(tensors, ..., root_rank), c10d::barrier,
  *   c10d::_allgather_base_(output_tensor, input_tensor), c10d::_reduce_scatter_base_(output_
  *   tensor, input_tensor), c10d::alltoall_base_(output, input, ..., output_split_sizes,

@@ -490,6 +490,6 @@ xr_status_t xr_extract_args_op(build_t *B, const group_t *g, const jnode_t *root
   const xr_schema_t *sc = target ? match_schema(B->schemas, B->schema_count, target, &rec) : NULL;
   const char *alias = sc ? name : NULL;
   if (!sc) sc = match_schema(B->schemas, B->schema_count, name, &rec);
-  if (!rec.c) c->any_concrete_missing = true;
+  if (!rec.c) B->any_concrete_missing = true;
   return build_op(B, g, &rec, sc, alias, out_op);
 }

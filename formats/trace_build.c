@@ -112,7 +112,7 @@ static xr_status_t build_bundle(ctx_t *c, xr_bundle_t *b) {
   c->sum.unique_ops = kept;
   if (c->sum.ops_unnamed)
     xr_extract_warn(c, "%zu cpu_op events have no name: not ops, skipped", c->sum.ops_unnamed);
-  if (c->any_concrete_missing)
+  if (B.any_concrete_missing)
     xr_extract_warn(c, "the trace has no \"Concrete Inputs\" (older PyTorch): scalar arguments "
                        "set from schema defaults or None");
   free(schemas);

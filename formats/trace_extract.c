@@ -25,7 +25,6 @@ static void ctx_free(ctx_t *c) {
   free(c->graph_order);
   for (size_t i = 0; i < c->groups.n; i++) free(c->groups.v[i].k);
   free(c->groups.v);
-  free(c->gslots);
   free(c->device_name);
   free(c->runtime_version);
   free(c->capture_date);

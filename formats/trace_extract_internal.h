@@ -132,7 +132,7 @@ typedef struct group {
 
 /* One extraction's state, handed from stage to stage in the order above. Each stage writes the
  * fields under its name and reads those of the stages before it; a field tagged with stages is
- * used by those alone. */
+ * used by those alone. What one stage alone needs stays in it (build_t, the group index). */
 typedef struct ctx {
   const char *name; /* the file being read: the trace, or a capture trace while it is read */
   const xr_extract_options_t *opt;
@@ -140,9 +140,7 @@ typedef struct ctx {
   xr_extract_summary_t sum;
   strtab_t warn; /* distinct warnings */
   /* read */
-  const char *trace_name; /* [read] c->name again once the capture traces are read */
   int32_t source;         /* [read] of the file being read */
-  bool saw_trace_events;  /* [read] */
   VEC(cpu_op_t) ops;      /* [read, link] */
   VEC(launch_t) launches; /* [read, link] */
   VEC(launch_t) flows;    /* [read, link] */
@@ -166,10 +164,6 @@ typedef struct ctx {
   size_t graph_order_count;
   /* group */
   VEC(group_t) groups;
-  uint32_t *gslots; /* [group] the groups' hash index */
-  size_t gslot_cap;
-  /* args */
-  bool any_concrete_missing; /* [args, build] */
 } ctx_t;
 
 /* Orders threads (source, pid, tid): a capture trace's threads are its own. */
@@ -251,13 +245,14 @@ typedef struct jnode {
   struct jnode *items;
 } jnode_t;
 
-/* The bundle being built, handed to the op builders. */
+/* The build stage's own state: the bundle being built, handed to the op builders. */
 typedef struct build {
   ctx_t *c;
   xr_bundle_t *b;
   const xr_schema_t *schemas; /* the built-in schemas, parsed */
   size_t schema_count;
-  const char *op_name; /* the op being built, for warnings */
+  const char *op_name;       /* the op being built, for warnings */
+  bool any_concrete_missing; /* an op's event recorded no Concrete Inputs */
 } build_t;
 
 /* Reads group `g`'s argument text into `out_root` (freed again on failure). */

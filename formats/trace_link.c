@@ -224,11 +224,18 @@ static size_t group_slot(const group_t *g, size_t cap) {
   return (h ^ (h >> 29)) & (cap - 1);
 }
 
+/* The groups' hash index: group index + 1, 0 empty. The group stage's own. */
+typedef struct group_index {
+  uint32_t *slots;
+  size_t cap;
+} group_index_t;
+
 /* The group of ops with this name, argument text, iteration hints and source (eager, or the
  * capture trace that recorded them); a new one when there is none. */
-static int64_t group_lookup(ctx_t *c, uint32_t name, int32_t args, int32_t hints, int32_t source) {
-  if ((c->groups.n + 1) * 2 > c->gslot_cap) {
-    size_t cap = c->gslot_cap ? c->gslot_cap * 2 : 256;
+static int64_t group_lookup(ctx_t *c, group_index_t *ix, uint32_t name, int32_t args, int32_t hints,
+                            int32_t source) {
+  if ((c->groups.n + 1) * 2 > ix->cap) {
+    size_t cap = ix->cap ? ix->cap * 2 : 256;
     uint32_t *slots = calloc(cap, sizeof *slots);
     if (!slots) return -1;
     for (size_t i = 0; i < c->groups.n; i++) {
@@ -236,28 +243,28 @@ static int64_t group_lookup(ctx_t *c, uint32_t name, int32_t args, int32_t hints
       while (slots[j]) j = (j + 1) & (cap - 1);
       slots[j] = (uint32_t)i + 1;
     }
-    free(c->gslots);
-    c->gslots = slots;
-    c->gslot_cap = cap;
+    free(ix->slots);
+    ix->slots = slots;
+    ix->cap = cap;
   }
   group_t key = {.name = name, .args = args, .hints = hints, .source = source,
                  .first = c->groups.n};
-  size_t j = group_slot(&key, c->gslot_cap);
-  while (c->gslots[j]) {
-    const group_t *g = &c->groups.v[c->gslots[j] - 1];
+  size_t j = group_slot(&key, ix->cap);
+  while (ix->slots[j]) {
+    const group_t *g = &c->groups.v[ix->slots[j] - 1];
     if (g->name == name && g->args == args && g->hints == hints && g->source == source)
-      return c->gslots[j] - 1;
-    j = (j + 1) & (c->gslot_cap - 1);
+      return ix->slots[j] - 1;
+    j = (j + 1) & (ix->cap - 1);
   }
   if (!VEC_PUSH(c->groups, key)) return -1;
-  c->gslots[j] = (uint32_t)c->groups.n;
+  ix->slots[j] = (uint32_t)c->groups.n;
   return (int64_t)c->groups.n - 1;
 }
 
 /* Credits one GPU event to its op's group. An eager op is one occurrence of one group. A
  * captured op occurs once per graph launch that replays it, and takes its iteration hints from
  * that launch: its group is looked up per event (graph events come launch by launch). */
-static xr_status_t credit(ctx_t *c, gpu_event_t *g, size_t *filtered_ops) {
+static xr_status_t credit(ctx_t *c, group_index_t *ix, gpu_event_t *g, size_t *filtered_ops) {
   cpu_op_t *o = &c->ops.v[g->op];
   const char *name = c->strs.strs[o->name];
   if (o->group == -1) {
@@ -270,7 +277,7 @@ static xr_status_t credit(ctx_t *c, gpu_event_t *g, size_t *filtered_ops) {
       o->group = GROUP_PER_REPLAY;
     } else {
       int32_t hints = is_hinted_op(name) ? find_hints(c, o) : -1;
-      int64_t gi = group_lookup(c, o->name, o->args, hints, 0);
+      int64_t gi = group_lookup(c, ix, o->name, o->args, hints, 0);
       if (gi < 0) return xr_extract_oom(c);
       o->group = (int32_t)gi;
       c->groups.v[gi].count++;
@@ -284,7 +291,8 @@ static xr_status_t credit(ctx_t *c, gpu_event_t *g, size_t *filtered_ops) {
   int64_t gi = o->group;
   if (gi == GROUP_PER_REPLAY) {
     int32_t hints = is_hinted_op(name) ? c->graphs.v[g->replay].hints : -1;
-    if ((gi = group_lookup(c, o->name, o->args, hints, o->source)) < 0) return xr_extract_oom(c);
+    if ((gi = group_lookup(c, ix, o->name, o->args, hints, o->source)) < 0)
+      return xr_extract_oom(c);
     if (o->last_replay != g->replay) {
       o->last_replay = g->replay;
       c->groups.v[gi].count++;
@@ -306,16 +314,18 @@ static xr_status_t credit(ctx_t *c, gpu_event_t *g, size_t *filtered_ops) {
 }
 
 xr_status_t xr_extract_group(ctx_t *c) {
+  group_index_t ix = {0};
   size_t filtered_ops = 0;
   xr_status_t st = XR_OK;
   for (size_t i = 0; st == XR_OK && i < c->gpu.n; i++) {
     gpu_event_t *g = &c->gpu.v[i];
-    if (g->op >= 0 && g->replay < 0) st = credit(c, g, &filtered_ops);
+    if (g->op >= 0 && g->replay < 0) st = credit(c, &ix, g, &filtered_ops);
   }
   for (size_t i = 0; st == XR_OK && i < c->graph_order_count; i++) {
     gpu_event_t *g = &c->gpu.v[c->graph_order[i]];
-    if (g->op >= 0) st = credit(c, g, &filtered_ops);
+    if (g->op >= 0) st = credit(c, &ix, g, &filtered_ops);
   }
   c->sum.ops_filtered += filtered_ops; /* op occurrences dropped by op_filter */
+  free(ix.slots);
   return st;
 }

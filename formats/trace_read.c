@@ -616,11 +616,12 @@ static xr_status_t read_events(ctx_t *c, xr_jreader_t *r, event_t *e) {
 
 static xr_status_t read_trace(ctx_t *c, xr_jreader_t *r) {
   event_t e = {0};
+  bool saw_events = false;
   xr_jtok_t t;
   xr_status_t st = xr_jreader_next(r, &t);
   if (st != XR_OK) goto done;
   if (t == XR_JTOK_ARRAY_BEGIN) { /* the bare array form of the Chrome trace format */
-    c->saw_trace_events = true;
+    saw_events = true;
     if ((st = read_events(c, r, &e)) != XR_OK) goto done;
   } else if (t != XR_JTOK_OBJECT_BEGIN) {
     st = xr_error(XR_INVALID_ARGUMENT, "%s: not a trace: the top level is not a JSON object",
@@ -637,7 +638,7 @@ static xr_status_t read_trace(ctx_t *c, xr_jreader_t *r) {
           st = xr_jreader_fail(r, XR_INVALID_ARGUMENT, "not a trace: traceEvents is not an array");
           goto done;
         }
-        c->saw_trace_events = true;
+        saw_events = true;
         st = read_events(c, r, &e);
       } else if (strcmp(k, "deviceProperties") == 0) {
         st = read_device_properties(c, r);
@@ -675,7 +676,7 @@ static xr_status_t read_trace(ctx_t *c, xr_jreader_t *r) {
     }
   }
   if ((st = xr_jreader_next(r, &t)) != XR_OK) goto done;
-  if (!c->saw_trace_events)
+  if (!saw_events)
     st = xr_error(XR_INVALID_ARGUMENT, "%s: not a trace: no traceEvents array", c->name);
 done:
   xr_jbuf_free(&e.name);
@@ -693,8 +694,9 @@ done:
 /* ------------------------------------------------------------------------------------------ */
 /* the trace, then its capture traces                                                          */
 
-/* Each capture trace, read into the same records as source 1, 2, ... */
-static xr_status_t read_captures(ctx_t *c) {
+/* Each capture trace, read into the same records as source 1, 2, ...; c->name is `trace_name`
+ * again once all are read. */
+static xr_status_t read_captures(ctx_t *c, const char *trace_name) {
   size_t n = c->opt->capture_count;
   if (!n) return XR_OK;
   if (!c->opt->captures)
@@ -715,18 +717,17 @@ static xr_status_t read_captures(ctx_t *c) {
     if ((st = xr_jreader_open_path(in->path, &r)) != XR_OK) return st;
     c->source = (int32_t)(i + 1);
     c->name = in->path;
-    c->saw_trace_events = false;
     st = read_trace(c, r);
     xr_jreader_close(r);
   }
   c->source = 0;
-  c->name = c->trace_name;
+  c->name = trace_name;
   return st;
 }
 
 xr_status_t xr_extract_read(ctx_t *c, xr_jreader_t *r) {
-  c->trace_name = c->name;
+  const char *trace_name = c->name;
   xr_status_t st = read_trace(c, r);
-  if (st == XR_OK) st = read_captures(c);
+  if (st == XR_OK) st = read_captures(c, trace_name);
   return st;
 }

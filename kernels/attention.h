@@ -126,13 +126,7 @@ typedef struct xr_attn_host {
 
 /* The largest finite value of an fp8 output (as torch.finfo gives it), INFINITY otherwise. */
 static inline float xr_attn_fp8_max(xr_dtype_t d) {
-  switch (d) {
-    case XR_DTYPE_F8E4M3FN: return 448.0f;
-    case XR_DTYPE_F8E4M3FNUZ: return 240.0f;
-    case XR_DTYPE_F8E5M2:
-    case XR_DTYPE_F8E5M2FNUZ: return 57344.0f;
-    default: return INFINITY;
-  }
+  return xr_dtype_is_fp8(d) ? xr_fp8_format(d).max : INFINITY;
 }
 
 static inline int64_t xr_attn_index(const void *base, int64_t off, int64_t is64, int64_t i) {

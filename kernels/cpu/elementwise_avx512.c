@@ -5,7 +5,7 @@
  *
  * Results agree with the portable path to a few float ulps (same polynomials; reciprocals by
  * vrcp14ps + Newton-Raphson instead of divisions, except for aten::div itself); conversions are
- * bit-exact with kernels/dtype.c. */
+ * bit-exact with base/float_formats.h. */
 #include <stdint.h>
 
 #include "kernels/cpu/avx512.h"

@@ -29,7 +29,7 @@ static __device__ __forceinline__ long long xr_attn_index(const void *base, long
 static __device__ __forceinline__ float xr_attn_load_elem(const void *base, long long elem, long long i) {
   if (elem == XR_ATTN_GPU_ELEM_F32) return ((const float *)base)[i];
   if (elem == XR_ATTN_GPU_ELEM_F16) return xr_half_to_float(((const unsigned short *)base)[i]);
-  if (elem == XR_ATTN_GPU_ELEM_BF16) return xr_bf16_to_float(((const unsigned short *)base)[i]);
+  if (elem == XR_ATTN_GPU_ELEM_BF16) return xr_bf16_to_f32(((const unsigned short *)base)[i]);
   return (float)((const unsigned char *)base)[i];
 }
 

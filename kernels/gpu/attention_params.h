@@ -31,7 +31,7 @@
  * (xr_attention_any*): f32, f16, bf16 or an 8-bit float in a format below. */
 #define XR_ATTN_GPU_ELEM_FP8 4
 
-/* fp8 cache formats (kernels/dtype.h): OCP e4m3fn / e5m2, AMD's fnuz variants. */
+/* fp8 cache formats (base/float_formats.h): OCP e4m3fn / e5m2, AMD's fnuz variants. */
 #define XR_ATTN_GPU_F8E4M3FN 0
 #define XR_ATTN_GPU_F8E5M2 1
 #define XR_ATTN_GPU_F8E4M3FNUZ 2

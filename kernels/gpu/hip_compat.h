@@ -51,16 +51,12 @@ static __device__ __forceinline__ unsigned short xr_float_to_half(float value) {
   return bits;
 }
 
-static __device__ __forceinline__ float xr_bf16_to_float(unsigned short bits) {
-  return __uint_as_float((unsigned int)bits << 16);
-}
-
-static __device__ __forceinline__ unsigned short xr_float_to_bf16(float value) {
-  unsigned int u = __float_as_uint(value);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u); // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (unsigned short)(u >> 16);
-}
+// ---- bf16, the 8-bit floats, e2m1 and e8m0: base/float_formats.h, the host's own -----------
+// (f16 above takes the device's conversion instructions, which round the same way.)
+#define XR_FLOAT_FN static __device__ __forceinline__
+#define XR_AS_FLOAT(u) __uint_as_float((unsigned int)(u))
+#define XR_AS_UINT(f) __float_as_uint((float)(f))
+#include "base/float_formats.h"
 
 // ---- warp-level reduction over warpSize lanes (32 or 64) ------------------------------------
 

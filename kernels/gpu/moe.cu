@@ -120,8 +120,8 @@ static __device__ __forceinline__ float xr_moe_weight(const void *w, const unsig
            ((const float *)scales)[scale_at + xr_moe_div(k, p.scale_cols) * scale_ks];
   }
   const unsigned int pair = ((const unsigned char *)w)[at + (k >> 1) * ks];
-  return xr_e2m1_decode(k & 1 ? pair >> 4 : pair) *
-         xr_e8m0_decode(scales[scale_at + (k >> 5) * scale_ks]);
+  return xr_e2m1_to_f32(k & 1 ? pair >> 4 : pair) *
+         xr_e8m0_to_f32(scales[scale_at + (k >> 5) * scale_ks]);
 }
 
 // GEMM-1's activation of its (rounded) gate and up outputs: silu(g) * u, or swigluoai:

@@ -26,7 +26,7 @@ static __device__ __forceinline__ long long xr_row_offset(const xr_rows_gpu_para
 // v rounded to a 16-bit dtype and widened back (f32: unchanged).
 static __device__ __forceinline__ float xr_round_to(int dtype, float v) {
   if (dtype == XR_GPU_F16) return xr_half_to_float(xr_float_to_half(v));
-  if (dtype == XR_GPU_BF16) return xr_bf16_to_float(xr_float_to_bf16(v));
+  if (dtype == XR_GPU_BF16) return xr_bf16_to_f32(xr_f32_to_bf16(v));
   return v;
 }
 

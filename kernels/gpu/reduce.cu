@@ -35,7 +35,7 @@ static __device__ __forceinline__ float xr_red_load(const xr_rp &p, const unsign
                                                     long long i) {
   float v = xr_load_as_float(in, p.in_dtype, i);
   if (p.round_dtype == XR_GPU_F16) v = xr_half_to_float(xr_float_to_half(v));
-  else if (p.round_dtype == XR_GPU_BF16) v = xr_bf16_to_float(xr_float_to_bf16(v));
+  else if (p.round_dtype == XR_GPU_BF16) v = xr_bf16_to_f32(xr_f32_to_bf16(v));
   return v;
 }
 

@@ -14,6 +14,7 @@
 // for masks and slopes), WG, BK, DMAX (largest head size).
 
 #include "dtype_codes.h"
+#include "float_formats_cl.h"
 
 #define P(name) prm[AP_##name]
 
@@ -23,97 +24,44 @@ inline long load_idx(const __global uchar *base, long off, long is64, long i) {
   return is64 ? ((const __global long *)base)[off + i] : (long)((const __global int *)base)[off + i];
 }
 
-inline float bf16_to_float(ushort h) { return as_float((uint)h << 16); }
-
-inline ushort float_to_bf16(float f) {
-  uint u = as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (ushort)(u >> 16);
-}
-
 inline float load_typed(const __global uchar *base, int kind, long i) {
   if (kind == 0) return ((const __global float *)base)[i];
   if (kind == 1) return vload_half(i, (const __global half *)base);
-  return bf16_to_float(((const __global ushort *)base)[i]);
+  return xr_bf16_to_f32(((const __global ushort *)base)[i]);
 }
 
 inline float load_any(const __global uchar *base, long dtype, long i) {
   if (dtype == DT_F32) return ((const __global float *)base)[i];
   if (dtype == DT_F16) return vload_half(i, (const __global half *)base);
-  if (dtype == DT_BF16) return bf16_to_float(((const __global ushort *)base)[i]);
+  if (dtype == DT_BF16) return xr_bf16_to_f32(((const __global ushort *)base)[i]);
   return (float)base[i]; /* bool / uint8 */
-}
-
-/* An 8-bit float with `mbits` mantissa bits and exponent `bias`; fnuz: 0x80 is the only NaN
- * (AMD); otherwise e4m3fn (no inf, 0x7f NaN) or e5m2 (IEEE-like inf/NaN). As xr_fp8_to_f32. */
-inline float fp8_to_float(uchar v, long mbits, long bias, long fnuz, long has_inf) {
-  const uint ebits = 7 - (uint)mbits, emax = (1u << ebits) - 1, mmax = (1u << mbits) - 1;
-  uint sign = v >> 7, e = (v >> mbits) & emax, m = v & mmax;
-  if (fnuz) {
-    if (v == 0x80) return NAN;
-  } else if (has_inf) {
-    if (e == emax) return m ? NAN : (sign ? -INFINITY : INFINITY);
-  } else if (e == emax && m == mmax) {
-    return NAN;
-  }
-  float f = e ? ldexp(1.0f + (float)m / (float)(1u << mbits), (int)e - (int)bias)
-              : ldexp((float)m / (float)(1u << mbits), 1 - (int)bias);
-  return sign ? -f : f;
-}
-
-/* The layout of an fp8 dtype code: mantissa bits, bias, fnuz, has inf; and its largest value. */
-inline void fp8_layout(long dt, long *mbits, long *bias, long *fnuz, long *inf) {
-  const bool e5m2 = dt == XR_F8E5M2 || dt == XR_F8E5M2FNUZ;
-  *fnuz = dt == XR_F8E4M3FNUZ || dt == XR_F8E5M2FNUZ;
-  *mbits = e5m2 ? 2 : 3;
-  *bias = e5m2 ? (*fnuz ? 16 : 15) : (*fnuz ? 8 : 7);
-  *inf = dt == XR_F8E5M2;
-}
-
-inline float fp8_max_of(long dt) {
-  return (dt == XR_F8E5M2 || dt == XR_F8E5M2FNUZ) ? 57344.0f : dt == XR_F8E4M3FNUZ ? 240.0f : 448.0f;
-}
-
-/* The nearest value of the format (ties to the even code), saturating at max: as xr_f32_to_fp8. */
-inline uchar fp8_from_float(float v, long mbits, long bias, long fnuz, long has_inf, float max) {
-  if (isnan(v)) return fnuz ? 0x80 : 0x7f;
-  uchar code = 0, sign = signbit(v) ? 0x80 : 0;
-  float a = fmin(fabs(v), max), best_err = INFINITY;
-  for (int c = 0; c < 128; c++) {
-    float m = fp8_to_float((uchar)c, mbits, bias, fnuz, has_inf);
-    if (isnan(m) || isinf(m) || m > max) continue;
-    float err = fabs(m - a);
-    if (err < best_err || (err == best_err && (c & 1) == 0)) code = (uchar)c, best_err = err;
-  }
-  if (code == 0 && fnuz) sign = 0;
-  return code | sign;
 }
 
 /* A query element: typed, or an fp8 query decoded (its format from q_dtype) times q_scale. */
 inline float load_q(const __global long *prm, const __global uchar *base, long i) {
   if (P(q_kind) != 3) return load_typed(base, (int)P(q_kind), i);
-  long mbits, bias, fnuz, inf;
-  fp8_layout(P(q_dtype), &mbits, &bias, &fnuz, &inf);
-  return fp8_to_float(base[i], mbits, bias, fnuz, inf) * as_float((uint)P(q_scale_bits));
+  return xr_fp8_decode_code(base[i], P(q_dtype)) * as_float((uint)P(q_scale_bits));
 }
 
 inline float load_kv(const __global long *prm, const __global uchar *base, long i, float scale) {
-  if (P(kv_kind) == 3) return fp8_to_float(base[i], P(fp8_mbits), P(fp8_bias), P(fp8_fnuz), P(fp8_inf)) * scale;
+  if (P(kv_kind) == 3) {
+    xr_fp8_format_t f = xr_fp8_format_of((int)P(fp8_mbits), (int)P(fp8_fnuz));
+    return xr_fp8_decode(base[i], &f) * scale;
+  }
   return load_typed(base, (int)P(kv_kind), i);
 }
 
 inline void store_typed(__global uchar *base, long kind, long i, float v) {
   if (kind == 0) ((__global float *)base)[i] = v;
   else if (kind == 1) vstore_half_rte(v, i, (__global half *)base);
-  else ((__global ushort *)base)[i] = float_to_bf16(v);
+  else ((__global ushort *)base)[i] = xr_f32_to_bf16(v);
 }
 
 /* An output element (out or tmp_out: o_kind; fp8 in o_dtype's format). `inv`: 1 / the output
  * scale when there is one (then the value is clamped to the format's range first). */
 inline void store_out(const __global long *prm, __global uchar *base, long i, float v, float inv) {
   if (P(o_scale_off) >= 0) {
-    const float max = fp8_max_of(P(o_dtype));
+    const float max = xr_fp8_format_code(P(o_dtype)).max;
     v *= inv;
     v = v > max ? max : v < -max ? -max : v;
   }
@@ -121,9 +69,7 @@ inline void store_out(const __global long *prm, __global uchar *base, long i, fl
     store_typed(base, P(o_kind), i, v);
     return;
   }
-  long mbits, bias, fnuz, inf;
-  fp8_layout(P(o_dtype), &mbits, &bias, &fnuz, &inf);
-  base[i] = fp8_from_float(v, mbits, bias, fnuz, inf, fp8_max_of(P(o_dtype)));
+  base[i] = xr_fp8_encode_code(v, P(o_dtype));
 }
 
 typedef struct seq {
@@ -331,7 +277,8 @@ inline void store_cache(const __global long *prm, __global uchar *base, long i, 
     store_typed(base, C(cache_kind), i, v);
     return;
   }
-  base[i] = fp8_from_float(v, C(fp8_mbits), C(fp8_bias), C(fp8_fnuz), C(fp8_inf), as_float((uint)C(fp8_max_bits)));
+  xr_fp8_format_t f = xr_fp8_format_of((int)C(fp8_mbits), (int)C(fp8_fnuz));
+  base[i] = xr_fp8_encode(v, &f);
 }
 
 __kernel void xr_reshape_and_cache(__global const long *prm, __global const uchar *key, __global const uchar *value,

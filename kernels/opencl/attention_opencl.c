@@ -48,13 +48,10 @@ static size_t append(char *buf, size_t len, size_t cap, const char *fmt, const c
 }
 
 /* fp8 layout of a format: mantissa bits, bias, fnuz, has inf, largest finite value. */
+/* The fields of fp8 dtype d the kernels read (base/float_formats.h's format). */
 static void fp8_format(xr_dtype_t d, int64_t *mbits, int64_t *bias, int64_t *fnuz, int64_t *inf, float *max) {
-  bool e5m2 = d == XR_DTYPE_F8E5M2 || d == XR_DTYPE_F8E5M2FNUZ;
-  *fnuz = d == XR_DTYPE_F8E4M3FNUZ || d == XR_DTYPE_F8E5M2FNUZ;
-  *mbits = e5m2 ? 2 : 3;
-  *bias = e5m2 ? (*fnuz ? 16 : 15) : (*fnuz ? 8 : 7);
-  *inf = d == XR_DTYPE_F8E5M2;
-  *max = e5m2 ? 57344.0f : *fnuz ? 240.0f : 448.0f;
+  xr_fp8_format_t f = xr_fp8_format(d);
+  *mbits = f.mbits, *bias = f.bias, *fnuz = f.fnuz_mask != 0, *inf = f.has_inf, *max = f.max;
 }
 
 static xr_status_t build(xr_hal_device_t *device, xr_hal_executable_t **out) {

@@ -10,10 +10,10 @@
 // One work-item per output element over a 3-D range: x walks the innermost dimension, y the
 // next one, z every outer dimension (decomposed with the shape). Offsets and strides are in
 // elements of each operand's own dtype. bf16 travels as ushort bits, f16 through vload_half /
-// vstore_half_rte, fp8 through fp8.h (saturating, ties to even, as kernels/dtype.c).
+// vstore_half_rte, bf16 and fp8 through base/float_formats.h (saturating, ties to even).
 
 #include "dtype_codes.h"
-#include "fp8.h"
+#include "float_formats_cl.h"
 
 #define EW_ADD 0
 #define EW_SUB 1
@@ -74,19 +74,13 @@ float f64_bits_to_float(ulong u) {
   return sign ? -f : f;
 }
 
-ushort bf16_encode(float f) {
-  uint u = as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
-  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 #define LOAD_AS_FLOAT(dt, p, i)                                                        \
   ((dt) == XR_F32 ? ((__global const float *)(p))[i]                                  \
    : (dt) == XR_F16 ? vload_half((i), (__global const half *)(p))                     \
-   : (dt) == XR_BF16 ? as_float((uint)((__global const ushort *)(p))[i] << 16)        \
+   : (dt) == XR_BF16 ? xr_bf16_to_f32(((__global const ushort *)(p))[i])        \
    : (dt) == XR_F64 ? f64_bits_to_float(((__global const ulong *)(p))[i])             \
    : (dt) >= XR_F8E4M3FN && (dt) <= XR_F8E5M2FNUZ                                     \
-       ? fp8_decode(((__global const uchar *)(p))[i], (dt))                           \
+       ? xr_fp8_decode_code(((__global const uchar *)(p))[i], (dt))                   \
    : (dt) == XR_I8 ? (float)((__global const char *)(p))[i]                           \
    : (dt) == XR_I16 ? (float)((__global const short *)(p))[i]                         \
    : (dt) == XR_I32 ? (float)((__global const int *)(p))[i]                           \
@@ -102,8 +96,8 @@ void store_float(__global uchar *p, long i, float v) {
   if (DT_OUT == XR_F32) ((__global float *)p)[i] = v;
   else if (DT_OUT == XR_BOOL) p[i] = v != 0.0f;
   else if (DT_OUT == XR_F16) vstore_half_rte(v, i, (__global half *)p);
-  else if (DT_OUT == XR_BF16) ((__global ushort *)p)[i] = bf16_encode(v);
-  else p[i] = fp8_encode(v, DT_OUT);
+  else if (DT_OUT == XR_BF16) ((__global ushort *)p)[i] = xr_f32_to_bf16(v);
+  else p[i] = xr_fp8_encode_code(v, DT_OUT);
 }
 
 float gelu(float x) { return 0.5f * x * (1.0f + erf(x * 0.7071067811865476f)); }

@@ -20,6 +20,8 @@
 #define DT_F4 7   /* f4e2m1x2: two e2m1 codes per byte (operands of block-scaled products) */
 #define DT_E8M0 8 /* e8m0 block scales */
 
+#include "float_formats_cl.h"
+
 #define TS 64
 #define TK 16
 #define LS 16
@@ -38,43 +40,21 @@ typedef struct gemm_params {
   float alpha, beta;
 } gemm_params;
 
+/* The format of this file's fp8 codes (base/float_formats.h). */
+static xr_fp8_format_t fp8_format(long dt) {
+  return xr_fp8_format_of(dt == DT_E4M3FN || dt == DT_E4M3FNUZ ? 3 : 2,
+                          dt == DT_E4M3FNUZ || dt == DT_E5M2FNUZ);
+}
+
 static float fp8_decode(uint v, long dt) {
-  int mbits = (dt == DT_E4M3FN || dt == DT_E4M3FNUZ) ? 3 : 2;
-  int bias = dt == DT_E4M3FN ? 7 : dt == DT_E5M2 ? 15 : dt == DT_E4M3FNUZ ? 8 : 16;
-  bool fnuz = dt == DT_E4M3FNUZ || dt == DT_E5M2FNUZ;
-  uint sign = v >> 7, e = (v >> mbits) & ((1u << (7 - mbits)) - 1u), m = v & ((1u << mbits) - 1u);
-  if (fnuz && v == 0x80u) return NAN;
-  if (dt == DT_E5M2 && e == 31u) return m ? NAN : (sign ? -INFINITY : INFINITY);
-  if (dt == DT_E4M3FN && e == 15u && m == 7u) return NAN;
-  float f = e ? ldexp(1.0f + (float)m / (float)(1u << mbits), (int)e - bias)
-              : ldexp((float)m / (float)(1u << mbits), 1 - bias);
-  return sign ? -f : f;
+  xr_fp8_format_t f = fp8_format(dt);
+  return xr_fp8_decode((uchar)v, &f);
 }
 
-/* Nearest fp8 value, ties to the even code, saturating (as the host's xr_f32_to_fp8). */
-static uchar fp8_encode(float f, long dt) {
-  bool fnuz = dt == DT_E4M3FNUZ || dt == DT_E5M2FNUZ;
-  if (isnan(f)) return fnuz ? (uchar)0x80 : (uchar)0x7f;
-  uint sign = signbit(f) ? 0x80u : 0u;
-  float a = fabs(f);
-  uint top = dt == DT_E4M3FN ? 0x7eu : dt == DT_E5M2 ? 0x7bu : 0x7fu;
-  uint lo = 0, hi = top;
-  if (a >= fp8_decode(top, dt)) {
-    lo = hi = top;
-  } else {
-    while (hi - lo > 1u) { /* fp8_decode(lo) <= a < fp8_decode(hi) */
-      uint mid = (lo + hi) / 2u;
-      if (fp8_decode(mid, dt) <= a) lo = mid;
-      else hi = mid;
-    }
-  }
-  float dl = a - fp8_decode(lo, dt), dh = fp8_decode(hi, dt) - a;
-  uint c = dl < dh ? lo : dh < dl ? hi : ((lo & 1u) == 0u ? lo : hi);
-  if (c == 0u && fnuz) sign = 0u;
-  return (uchar)(sign | c);
+static uchar fp8_encode(float v, long dt) {
+  xr_fp8_format_t f = fp8_format(dt);
+  return xr_fp8_encode(v, &f);
 }
-
-__constant float e2m1_magnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
 
 /* Element (r, k) of a block-scaled operand (A: r = m; B: r = n, its strides swapped),
  * dequantized: code times the scale of block k / blk of row r (scales row-major, `pitch` apart). */
@@ -85,21 +65,19 @@ static float load_block(__global const uchar *X, long dt, long at, long r_stride
   if (dt == DT_F4) {
     uint byte = X[at + r * r_stride + (k >> 1) * k_stride];
     uint code = (k & 1) ? byte >> 4 : byte & 0x0fu;
-    v = (code & 8u) ? -e2m1_magnitude[code & 7u] : e2m1_magnitude[code & 7u];
+    v = xr_e2m1_to_f32((uchar)code);
   } else {
     v = fp8_decode(X[at + r * r_stride + k * k_stride], dt);
   }
   uint sb = S[s_at + r * pitch + k / blk];
-  float scale = s_dt != DT_E8M0 ? fp8_decode(sb, s_dt)
-                : sb == 0xffu  ? NAN
-                               : ldexp(1.0f, (int)sb - 127);
+  float scale = s_dt != DT_E8M0 ? fp8_decode(sb, s_dt) : xr_e8m0_to_f32((uchar)sb);
   return v * scale;
 }
 
 static float load_elem(__global const uchar *base, long dt, long i) {
   if (dt == DT_F32) return ((__global const float *)base)[i];
   if (dt == DT_F16) return vload_half(i, (__global const half *)base);
-  if (dt == DT_BF16) return as_float((uint)((__global const ushort *)base)[i] << 16);
+  if (dt == DT_BF16) return xr_bf16_to_f32(((__global const ushort *)base)[i]);
   return fp8_decode(base[i], dt);
 }
 
@@ -109,10 +87,7 @@ static void store_elem(__global uchar *base, long dt, long i, float v) {
   } else if (dt == DT_F16) {
     vstore_half_rte(v, i, (__global half *)base);
   } else if (dt == DT_BF16) {
-    uint u = as_uint(v);
-    ushort h = (u & 0x7fffffffu) > 0x7f800000u ? (ushort)((u >> 16) | 0x40u)
-                                               : (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-    ((__global ushort *)base)[i] = h;
+    ((__global ushort *)base)[i] = xr_f32_to_bf16(v);
   } else {
     base[i] = fp8_encode(v, dt);
   }

@@ -10,11 +10,11 @@
 // moe_forward's layer rides on run-time arguments too: the experts' weight format (plain in the
 // activations' dtype; mxfp4, decoded on the fly as the tiles load: the byte, its nibble, times
 // the e8m0 scale of its 32; or fp8 of any of the four formats, decoded as the tiles load by
-// fp8.h's decoder, times the float32 scale of the weight's [bn, bk] block or of its expert),
+// base/float_formats.h's fp8 decoder, times the float32 scale of the weight's [bn, bk] block or of its expert),
 // where gate and up rows sit in w1 (silu: [0, N) and [N, 2N); swigluoai: interleaved), the
 // optional biases of both GEMMs and the activation.
 
-#include "fp8.h"
+#include "float_formats_cl.h"
 
 // Activation dtypes (the host's dt_code); fp8 weights carry their xreplay dtype code (XR_*).
 #define DT_F32 0
@@ -24,52 +24,22 @@
 
 float ld(__global const uchar *b, long i, int dt) {
   if (dt == DT_F32) return ((__global const float *)b)[i];
-  if (dt == DT_BF16) return as_float((uint)((__global const ushort *)b)[i] << 16);
+  if (dt == DT_BF16) return xr_bf16_to_f32(((__global const ushort *)b)[i]);
   return vload_half((size_t)i, (__global const half *)b);
-}
-
-ushort to_bf16(float x) {
-  uint u = as_uint(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (ushort)(u >> 16);
 }
 
 void st(__global uchar *b, long i, int dt, float v) {
   if (dt == DT_F32) ((__global float *)b)[i] = v;
-  else if (dt == DT_BF16) ((__global ushort *)b)[i] = to_bf16(v);
+  else if (dt == DT_BF16) ((__global ushort *)b)[i] = xr_f32_to_bf16(v);
   else vstore_half_rte(v, (size_t)i, (__global half *)b);
-}
-
-// v rounded to the nearest fp16 value (ties to even): scaled by the value's fp16 quantum.
-float round_f16(float v) {
-  float a = fabs(v);
-  if (isnan(v)) return v;
-  if (a >= 65520.0f) return copysign(INFINITY, v);
-  if (a < 6.103515625e-05f) return rint(v * 16777216.0f) / 16777216.0f; // subnormal: 2^-24
-  int e;
-  frexp(a, &e); // a in [2^(e-1), 2^e): 11 significant bits
-  float q = ldexp(1.0f, e - 11);
-  return rint(v / q) * q;
 }
 
 // v as dtype dt stores it.
 float rnd(float v, int dt) {
-  if (dt == DT_BF16) return as_float((uint)to_bf16(v) << 16);
-  if (dt == DT_F16) return round_f16(v);
+  if (dt == DT_BF16) return xr_bf16_to_f32(xr_f32_to_bf16(v));
+  if (dt == DT_F16) return xr_f16_to_f32(xr_f32_to_f16(v));
   return v;
 }
-
-// e2m1 code c (its low 4 bits) as a float: sign bit 3, magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6
-// (exponent bits 2..1 biased by 1, mantissa bit 0; exponent 0 is the subnormal 0 / 0.5).
-float e2m1(uint c) {
-  uint e = (c >> 1) & 3u, m = c & 1u;
-  uint bits = e ? (e + 126u) << 23 | m << 22 : (m ? 0x3f000000u : 0u);
-  return as_float(bits | (c & 8u) << 28);
-}
-
-// e8m0 scale byte b: 2^(b - 127); 0xff is NaN.
-float e8m0(uint b) { return b == 255u ? NAN : b ? as_float(b << 23) : as_float(0x00400000u); }
 
 // Weight formats (fmt).
 #define W_PLAIN 0
@@ -86,9 +56,9 @@ float ld_w(__global const uchar *w, long row_at, long ks, int dt, int fmt, int f
   if (fmt == W_PLAIN) return ld(w, row_at + k * ks, dt);
   if (fmt == W_MXFP4) {
     uint pair = w[row_at + (k >> 1) * ks];
-    return e2m1(k & 1 ? pair >> 4 : pair) * e8m0(sc[sc_at + (k >> 5) * sks]);
+    return xr_e2m1_to_f32((uchar)(k & 1 ? pair >> 4 : pair)) * xr_e8m0_to_f32(sc[sc_at + (k >> 5) * sks]);
   }
-  return fp8_decode(w[row_at + k * ks], fp8_dt) * ((__global const float *)sc)[sc_at + (k / sbk) * sks];
+  return xr_fp8_decode_code(w[row_at + k * ks], fp8_dt) * ((__global const float *)sc)[sc_at + (k / sbk) * sks];
 }
 
 // The row of a weight's scales: the weight's own row (mxfp4), or its block of sbn rows (fp8; one

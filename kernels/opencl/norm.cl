@@ -1,8 +1,11 @@
 // Softmax, layer norm, RMS norm and fused add + RMS norm: one work-group per row, each
 // work-item striding over the row, partial results combined in local memory. Arithmetic in
-// fp32; fp16 through vload_half/vstore_half_rte, bf16 as ushort bits (round to nearest even).
+// fp32; fp16 through vload_half/vstore_half_rte, bf16 as ushort bits (round to nearest even,
+// base/float_formats.h).
 // Layouts and semantics: kernels/norm.h (xr_rows_problem_t); the host (norm_opencl.c) fills
 // xr_norm_args with the same field order.
+
+#include "float_formats_cl.h"
 
 #define XR_WG 128 // work-group size; norm_opencl.c dispatches with the same
 
@@ -29,24 +32,18 @@ typedef struct {
 float ld(__global const uchar *base, long dt, long i) {
   if (dt == DT_F32) return ((__global const float *)base)[i];
   if (dt == DT_F16) return vload_half(i, (__global const half *)base);
-  return as_float((uint)((__global const ushort *)base)[i] << 16);
-}
-
-ushort to_bf16(float v) {
-  uint u = as_uint(v);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); // quiet NaN
-  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return xr_bf16_to_f32(((__global const ushort *)base)[i]);
 }
 
 void st(__global uchar *base, long dt, long i, float v) {
   if (dt == DT_F32) ((__global float *)base)[i] = v;
   else if (dt == DT_F16) vstore_half_rte(v, i, (__global half *)base);
-  else ((__global ushort *)base)[i] = to_bf16(v);
+  else ((__global ushort *)base)[i] = xr_f32_to_bf16(v);
 }
 
 // v rounded to dt and widened back.
 float round_to(long dt, float v) {
-  if (dt == DT_BF16) return as_float((uint)to_bf16(v) << 16);
+  if (dt == DT_BF16) return xr_bf16_to_f32(xr_f32_to_bf16(v));
   if (dt == DT_F16) {
     ushort h;
     vstore_half_rte(v, 0, (__private half *)&h);

@@ -10,6 +10,7 @@
 // options: -DWG=<work-group size> -DSEGMENT=<columns per item>.
 
 #include "dtype_codes.h"
+#include "float_formats_cl.h"
 
 #define OP_STATIC 0
 #define OP_DYNAMIC 1
@@ -25,25 +26,16 @@ typedef struct {  // mirrors cl_quant_geometry in quant_opencl.c: every field 64
 inline float load_in(const __global uchar *in, long dtype, long i) {
   if (dtype == XR_F32) return ((const __global float *)in)[i];
   if (dtype == XR_F16) return vload_half(i, (const __global half *)in);
-  return as_float((uint)((const __global ushort *)in)[i] << 16);  // bf16
+  return xr_bf16_to_f32(((const __global ushort *)in)[i]);
 }
 
-// fp8(clamp(x, -M, M)) in e4m3fn (bias 7) or e4m3fnuz (bias 8), nearest even; a NaN is +M.
+// fp8(clamp(x, -M, M)) in e4m3fn or e4m3fnuz (base/float_formats.h), nearest even; a NaN is +M.
 inline uchar encode(float x, float m, long fnuz) {
   x = isnan(x) ? m : x;
   x = x > m ? m : x;
   x = x < -m ? -m : x;
-  const uint bias = fnuz ? 8u : 7u;
-  uint u = as_uint(x), a = u & 0x7fffffffu, sign = (u >> 24) & 0x80u, code;
-  if (as_float(a) < ldexp(1.0f, 1 - (int)bias)) {
-    // subnormal: a / quantum, rounded to an integer 0..8 by adding 2^23 (its ulp is 1)
-    code = as_uint(as_float(a) * ldexp(1.0f, (int)bias + 2) + 0x1p23f) - 0x4b000000u;
-  } else {
-    // round the mantissa to 3 bits (a carry moves the exponent), then re-bias the exponent
-    code = ((a + 0x7ffffu + ((a >> 20) & 1u)) >> 20) - ((127u - bias) << 3);
-  }
-  if (code == 0 && fnuz) sign = 0;
-  return (uchar)(sign | code);
+  xr_fp8_format_t f = xr_fp8_format_of(3, (int)fnuz);
+  return xr_fp8_encode(x, &f);
 }
 
 // The work-group's max of v (>= 0, no NaN), returned to every work-item.

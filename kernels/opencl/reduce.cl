@@ -17,6 +17,7 @@
 //    work-item keeps its k best keys, and the work-group's candidates are sorted together.
 // Barriers stay in code every work-item of the group reaches (loops with uniform trip counts).
 #include "dtype_codes.h"
+#include "float_formats_cl.h"
 
 #define XR_WG 128
 #define XR_MAX_DIMS 6
@@ -46,17 +47,11 @@ float ld(__global const uchar *b, long dt, long i) {
   if (dt == XR_F32) return ((__global const float *)b)[i];
   if (dt == XR_F16) return vload_half(i, (__global const half *)b);
   if (dt == XR_BOOL) return (float)b[i];  // all / any: truth values, exact
-  return as_float((uint)((__global const ushort *)b)[i] << 16);
-}
-
-ushort to_bf16(float v) {
-  uint u = as_uint(v);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u); // quiet NaN
-  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return xr_bf16_to_f32(((__global const ushort *)b)[i]);
 }
 
 float round_to(long dt, float v) {
-  if (dt == XR_BF16) return as_float((uint)to_bf16(v) << 16);
+  if (dt == XR_BF16) return xr_bf16_to_f32(xr_f32_to_bf16(v));
   if (dt == XR_F16) {
     ushort h;
     vstore_half_rte(v, 0, (__private half *)&h);
@@ -74,7 +69,7 @@ float ld_cast(const xr_reduce_args *a, __global const uchar *b, long i) {
 void st_float(__global uchar *b, long dt, long i, float v) {
   if (dt == XR_F32) ((__global float *)b)[i] = v;
   else if (dt == XR_F16) vstore_half_rte(v, i, (__global half *)b);
-  else if (dt == XR_BF16) ((__global ushort *)b)[i] = to_bf16(v);
+  else if (dt == XR_BF16) ((__global ushort *)b)[i] = xr_f32_to_bf16(v);
   else if (dt == XR_BOOL) b[i] = v != 0.0f;
   else if (dt == XR_I64) ((__global long *)b)[i] = (long)v;
 }

@@ -3,6 +3,8 @@
 // rounded once per element. Semantics: kernels/norm.h (xr_rotary_problem_t); the host
 // (norm_opencl.c) fills xr_rotary_args with the same field order.
 
+#include "float_formats_cl.h"
+
 #define XR_ROTARY_WG 64 // work-group size; norm_opencl.c dispatches with the same
 
 #define DT_F32 0
@@ -21,7 +23,7 @@ typedef struct {
 float ld(__global const uchar *base, long dt, long i) {
   if (dt == DT_F32) return ((__global const float *)base)[i];
   if (dt == DT_F16) return vload_half(i, (__global const half *)base);
-  return as_float((uint)((__global const ushort *)base)[i] << 16);
+  return xr_bf16_to_f32(((__global const ushort *)base)[i]);
 }
 
 void st(__global uchar *base, long dt, long i, float v) {
@@ -30,10 +32,7 @@ void st(__global uchar *base, long dt, long i, float v) {
   } else if (dt == DT_F16) {
     vstore_half_rte(v, i, (__global half *)base);
   } else {
-    uint u = as_uint(v);
-    ((__global ushort *)base)[i] = (u & 0x7fffffffu) > 0x7f800000u
-                                       ? (ushort)((u >> 16) | 0x40u)
-                                       : (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    ((__global ushort *)base)[i] = xr_f32_to_bf16(v);
   }
 }
 

@@ -14,7 +14,7 @@
 // Offsets and strides count elements of each operand's own dtype.
 
 #include "dtype_codes.h"
-#include "fp8.h"
+#include "float_formats_cl.h"
 
 #define SC_DIMS 8
 #define SC_SLOTS 4
@@ -63,24 +63,18 @@ void store_bits(__global uchar *d, long di, ulong bits, int es) {
   else ((__global ulong *)d)[di] = bits;
 }
 
-ushort bf16_encode(float f) {
-  uint u = as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
-  return (ushort)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 float load_f(IN p, int dt, long i) {
   if (dt == XR_F32) return ((__global const float *)p)[i];
   if (dt == XR_F16) return vload_half(i, (__global const half *)p);
-  if (dt == XR_BF16) return as_float((uint)((__global const ushort *)p)[i] << 16);
-  return fp8_decode(p[i], dt);
+  if (dt == XR_BF16) return xr_bf16_to_f32(((__global const ushort *)p)[i]);
+  return xr_fp8_decode_code(p[i], dt);
 }
 
 void store_f(__global uchar *p, int dt, long i, float v) {
   if (dt == XR_F32) ((__global float *)p)[i] = v;
   else if (dt == XR_F16) vstore_half_rte(v, i, (__global half *)p);
-  else if (dt == XR_BF16) ((__global ushort *)p)[i] = bf16_encode(v);
-  else p[i] = fp8_encode(v, dt);
+  else if (dt == XR_BF16) ((__global ushort *)p)[i] = xr_f32_to_bf16(v);
+  else p[i] = xr_fp8_encode_code(v, dt);
 }
 
 long load_l(IN p, int dt, long i) {

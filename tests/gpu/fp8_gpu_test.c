@@ -1,6 +1,6 @@
 /* The fp8 conversions of the GPU kernels (kernels/gpu/dtype_io.h, reached through
  * kernels/gpu/dtype_dispatch.h's xr_load_as_float / xr_store_float) against the host's
- * (kernels/dtype.c), bit for bit, on a cuda or hip device (built once per driver,
+ * (base/float_formats.h), bit for bit, on a cuda or hip device (built once per driver,
  * XR_GPU_DRIVER=cuda|hip): all 256 codes of each of the four fp8 types decoded, and a sweep of
  * floats encoded (every finite fp8 value, the midpoints between neighbours and one ulp either
  * side, zeros, infinities, NaN, values past the largest finite one, subnormal floats, and a

@@ -77,7 +77,7 @@ struct problem {
       for (auto &x : *s)  // e8m0 near 1; nvfp4: e4m3fn 2^-3 .. 2^3, positive
         x = f == NVFP4 ? (unsigned char)random_int(0x20, 0x50) : (unsigned char)random_int(122, 132);
     bias.resize(N);
-    for (auto &x : bias) x = xr_float_to_bf16(std::uniform_real_distribution<float>(-1, 1)(rng));
+    for (auto &x : bias) x = xr_f32_to_bf16(std::uniform_real_distribution<float>(-1, 1)(rng));
 
     memset(&p, 0, sizeof p);
     p.M = M, p.N = N, p.K = K, p.batch = 1, p.batch_rank = 0;
@@ -140,7 +140,7 @@ void expect_matches(const char *what, problem &P) {
         acc += term;
         magnitude += fabs(term);
       }
-      const double want = acc + xr_bf16_to_float(P.bias[n]), got = out[m * P.N + n];
+      const double want = acc + xr_bf16_to_f32(P.bias[n]), got = out[m * P.N + n];
       cr_assert(!std::isnan(got), "%s: out[%lld][%lld] unwritten or NaN", what, m, n);
       cr_assert_leq(fabs(got - want), 1e-5 * (magnitude + 1.0), "%s (warp %d): out[%lld][%lld] %.9g, expected %.9g",
                     what, warpSize, m, n, got, want);

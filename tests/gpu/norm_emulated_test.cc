@@ -28,10 +28,10 @@ namespace {
 std::mt19937 rng(7);
 
 float load(int dtype, const std::vector<unsigned short> &v, long long i) {
-  return dtype == XR_GPU_BF16 ? xr_bf16_to_float(v[i]) : xr_half_to_float(v[i]);
+  return dtype == XR_GPU_BF16 ? xr_bf16_to_f32(v[i]) : xr_half_to_float(v[i]);
 }
 unsigned short encode(int dtype, float f) {
-  return dtype == XR_GPU_BF16 ? xr_float_to_bf16(f) : xr_float_to_half(f);
+  return dtype == XR_GPU_BF16 ? xr_f32_to_bf16(f) : xr_float_to_half(f);
 }
 
 struct add_case {

@@ -1,5 +1,5 @@
 /* The AVX-512 paths of the cpu kernels (kernels/cpu/avx512.h, elementwise_avx512.c) on the
- * values random inputs rarely hit: every conversion bit-exact with kernels/dtype.c over
+ * values random inputs rarely hit: every conversion bit-exact with base/float_formats.h over
  * subnormals, rounding ties, NaNs, infinities and the fp8 saturation edges; the activations
  * against double precision over [-100, 100] and the special values; argmax's ties, NaNs and
  * infinities. Skipped where the CPU lacks

@@ -1,4 +1,4 @@
-/* Microscaling element formats (kernels/dtype.h): every e2m1 code and the midpoints between
+/* Microscaling element formats (base/float_formats.h): every e2m1 code and the midpoints between
  * codes, e8m0 scales, and the golden format vectors (tests/data/golden, cases "mx_*": quantize
  * vectors compared exactly, GEMMs with mx weights against the float64 expected output). */
 #include <cjson/cJSON.h>

@@ -484,8 +484,9 @@ void xr_hal_launch_detect(xr_hal_launch_t *out_launch);
 typedef struct xr_hal_comm xr_hal_comm_t;
 
 /* Joins the processes started with this one for collectives on `device`'s buffers (the device
- * only chooses the transport). A collective that waits longer than `timeout_ms` for the other
- * ranks (0: 300 s) fails the communicator, naming the collective and the wait.
+ * chooses the transport; NCCL / RCCL run on it, so it must outlive the communicator). A
+ * collective that waits longer than `timeout_ms` for the other ranks (0: 300 s) fails the
+ * communicator, naming the collective and the wait.
  * UNAVAILABLE when the process was not started by a launcher MPI can join (on cuda and hip,
  * torchrun's ranks are joined by NCCL / RCCL alone, through NCCL_COMM_ID: docs/collectives.md),
  * or the transport does not load (every path tried); UNIMPLEMENTED for devices without a

@@ -48,7 +48,9 @@ typedef struct engine {
   xr_replay_summary_t *summary;
   device_run_t devices[XR_REPLAY_MAX_DEVICES];
   size_t device_count;
+  xr_replay_devices_t owned;   /* the devices the run opened itself (options->devices NULL) */
   xr_hal_device_t *cpu;        /* for --check: the reference runs here */
+  bool cpu_owned;              /* opened for the reference: no device of the run is the host */
   xr_hal_stream_t *cpu_stream;
   xr_decide_context_t decide;  /* what xr_decide needs of the run */
 } engine_t;
@@ -874,10 +876,10 @@ static void engine_close(engine_t *e) {
     if (d->loadavg >= 0) close(d->loadavg);
     xr_trace_ratios_free(&d->ratios);
     xr_hal_stream_destroy(d->stream);
-    xr_hal_device_destroy(d->device);
   }
   xr_hal_stream_destroy(e->cpu_stream);
-  xr_hal_device_destroy(e->cpu);
+  if (e->cpu_owned) xr_hal_device_destroy(e->cpu);
+  xr_replay_devices_close(&e->owned);
 }
 
 static xr_status_t make_dump_dir(const char *path) {
@@ -887,11 +889,13 @@ static xr_status_t make_dump_dir(const char *path) {
   return XR_OK;
 }
 
-static xr_status_t device_open(engine_t *e, const char *spec, device_run_t *d) {
+/* What timing on `device` needs: its properties, a stream, events, the flush buffer. */
+static xr_status_t device_open(engine_t *e, const char *spec, xr_hal_device_t *device,
+                               device_run_t *d) {
   const xr_replay_options_t *o = e->o;
   snprintf(d->info->spec, sizeof d->info->spec, "%s", spec);
-  xr_status_t st = xr_hal_device_create(spec, &d->device);
-  if (st == XR_OK) st = xr_hal_device_properties(d->device, &d->info->properties);
+  d->device = device;
+  xr_status_t st = xr_hal_device_properties(d->device, &d->info->properties);
   if (st == XR_OK) st = xr_hal_stream_create(d->device, &d->stream);
   if (st != XR_OK) return st;
   if (o->calibrate && d->info->properties.memory_bandwidth.source == XR_HAL_FIGURE_UNKNOWN) {
@@ -931,10 +935,14 @@ static xr_status_t device_open(engine_t *e, const char *spec, device_run_t *d) {
 
 static xr_status_t engine_open(engine_t *e) {
   const xr_replay_options_t *o = e->o;
-  char list[512];
-  const char *specs[XR_REPLAY_MAX_DEVICES];
-  xr_status_t listed = xr_device_specs(o->device, list, sizeof list, specs, &e->device_count);
-  if (listed != XR_OK) return listed;
+  const xr_replay_devices_t *set = o->devices;
+  if (!set) {
+    xr_status_t st = xr_replay_devices_open(o->device, -1, &e->owned);
+    if (st != XR_OK) return st;
+    set = &e->owned;
+  }
+  e->device_count = set->count;
+  xr_hal_device_t *host = NULL;
   if (o->dump_dir && e->device_count > 1) {
     xr_status_t st = make_dump_dir(o->dump_dir);
     if (st != XR_OK) return st;
@@ -943,12 +951,19 @@ static xr_status_t engine_open(engine_t *e) {
   for (size_t i = 0; i < e->device_count; i++) e->devices[i].loadavg = -1;
   for (size_t i = 0; i < e->device_count; i++) {
     e->devices[i].info = &e->summary->devices[i];
-    xr_status_t st = device_open(e, specs[i], &e->devices[i]);
+    xr_status_t st = device_open(e, set->specs[i], set->devices[i], &e->devices[i]);
     if (st != XR_OK) return st;
+    if (!host && e->summary->devices[i].properties.host_addressable) host = set->devices[i];
     e->decide.host_device |= e->summary->devices[i].properties.host_addressable;
   }
   if (o->check || o->choice == XR_KERNEL_REFERENCE) {
-    xr_status_t st = xr_hal_device_create("cpu", &e->cpu);
+    /* The reference runs where host code reads the buffers: the run's cpu device if it has one. */
+    xr_status_t st = XR_OK;
+    e->cpu = host;
+    if (!e->cpu) {
+      st = xr_hal_device_create("cpu", &e->cpu);
+      e->cpu_owned = st == XR_OK;
+    }
     if (st == XR_OK) st = xr_hal_stream_create(e->cpu, &e->cpu_stream);
     if (st != XR_OK) return st;
   }

@@ -59,11 +59,33 @@ typedef enum xr_launch_mode {
 
 #define XR_REPLAY_MAX_DEVICES 8
 
+/* The devices of a run, each opened once by xr_replay_devices_open: the engine runs on them
+ * (xr_replay_options_t.devices) and the communicator joins the ranks on the first
+ * (xr_hal_comm_create), instead of each opening its own. */
+typedef struct xr_replay_devices {
+  size_t count;
+  char specs[XR_REPLAY_MAX_DEVICES][32]; /* as opened: "cpu", "cuda:1" */
+  xr_hal_device_t *devices[XR_REPLAY_MAX_DEVICES];
+} xr_replay_devices_t;
+
+/* Parses `list` (as xr_replay_options_t.device: "cpu,opencl:1"; NULL or "" is "auto") and opens
+ * each device. With `local_rank` >= 0 (a launcher's rank on this node; -1: none), a list of one
+ * bare driver name opens that rank's own device of the driver (local_rank modulo the driver's
+ * devices: a GPU per rank). INVALID_ARGUMENT naming the entry for an unknown or malformed one, or
+ * the HAL's status when a device does not open (those opened before it are closed). */
+xr_status_t xr_replay_devices_open(const char *list, int local_rank, xr_replay_devices_t *out);
+/* Closes the devices (after every run and communicator on them has ended). */
+void xr_replay_devices_close(xr_replay_devices_t *devices);
+
 typedef struct xr_replay_options {
   /* HAL device string: "cpu", "opencl:1", "auto" (NULL: "auto"); or several separated by commas
    * ("cpu,opencl"): every op then runs on each in turn and its outputs are compared with the
    * first device's. */
   const char *device;
+  /* Devices the caller opened (xr_replay_devices_open) to run on instead of opening `device`'s
+   * list, which must still name their drivers; the caller closes them. NULL: the run opens and
+   * closes its own. */
+  const xr_replay_devices_t *devices;
   int warmup;                /* untimed executions before timing (default 3) */
   xr_stop_rule_t stop;       /* default ITERATIONS */
   int iters;                 /* ITERATIONS: timed iterations, at least (default 20) */

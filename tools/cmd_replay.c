@@ -372,32 +372,25 @@ static void print_side_by_side(const run_ctx_t *c) {
   }
 }
 
-/* Under mpirun, srun or torchrun: joins the other ranks for the bundle's collectives (on the
- * first device of --hal, which chooses the transport: MPI for cpu and opencl, NCCL / RCCL for
- * cuda and hip, which alone join torchrun's ranks). Started otherwise, the replay runs alone,
- * and collectives of larger groups are unsupported. */
-static int join_ranks(xr_replay_options_t *o, double timeout_s, xr_hal_comm_t **out_comm) {
+/* Opens the devices of --hal, once: the run takes them (o->devices). Under mpirun, srun or
+ * torchrun, also joins the other ranks for the bundle's collectives on the first of them, which
+ * chooses the transport (MPI for cpu and opencl, NCCL / RCCL for cuda and hip, which alone join
+ * torchrun's ranks), and a bare --hal=cuda or hip gives each rank of a node its own GPU. Started
+ * otherwise, the replay runs alone, and collectives of larger groups are unsupported. */
+static int open_devices(xr_replay_options_t *o, double timeout_s, xr_replay_devices_t *devices,
+                        xr_hal_comm_t **out_comm) {
   xr_hal_launch_t launch;
   xr_hal_launch_detect(&launch);
   /* torchrun's world of one needs no communicator; its larger ones need NCCL / RCCL. */
-  if (!launch.launched || (!launch.mpi && launch.size <= 1)) return XR_EXIT_OK;
-  char spec[64];
-  snprintf(spec, sizeof spec, "%s", o->device ? o->device : "auto");
-  spec[strcspn(spec, ",")] = '\0';
-  /* A bare --hal=cuda or hip gives each rank of a node its own GPU: the local rank's. */
-  static char own[64];
-  xr_hal_driver_info_t info;
-  if ((!strcmp(spec, "cuda") || !strcmp(spec, "hip")) && !strchr(o->device, ',') &&
-      xr_hal_driver_info_by_name(spec, &info) == XR_OK && info.device_count > 0) {
-    snprintf(own, sizeof own, "%.8s:%d", spec, launch.local_rank % info.device_count);
-    o->device = own;
-    snprintf(spec, sizeof spec, "%s", own);
-  }
-  xr_hal_device_t *device = NULL;
-  xr_status_t st = xr_hal_device_create(spec, &device);
-  if (st == XR_OK) st = xr_hal_comm_create(device, timeout_s * 1000, out_comm);
-  xr_hal_device_destroy(device);
+  bool ranks = launch.launched && (launch.mpi || launch.size > 1);
+  xr_status_t st = xr_replay_devices_open(o->device, ranks ? launch.local_rank : -1, devices);
   if (st != XR_OK) {
+    fprintf(stderr, "replay: --hal=%s: %s\n", o->device ? o->device : "auto", xr_last_error());
+    return st == XR_UNAVAILABLE || st == XR_NOT_FOUND ? XR_EXIT_UNAVAILABLE : XR_EXIT_USAGE;
+  }
+  o->devices = devices;
+  if (!ranks) return XR_EXIT_OK;
+  if ((st = xr_hal_comm_create(devices->devices[0], timeout_s * 1000, out_comm)) != XR_OK) {
     fprintf(stderr, "replay: rank %d of %d (%s): %s\n", launch.rank, launch.size, launch.launcher,
             xr_last_error());
     return st == XR_UNAVAILABLE || st == XR_NOT_FOUND ? XR_EXIT_UNAVAILABLE : XR_EXIT_USAGE;
@@ -547,11 +540,13 @@ int xr_cmd_replay(int argc, char **argv) {
   }
   o.shard = shard;
   xr_hal_comm_t *comm = NULL;
-  int joined = join_ranks(&o, collective_timeout_s, &comm);
-  if (joined != XR_EXIT_OK) {
+  xr_replay_devices_t devices;
+  int opened = open_devices(&o, collective_timeout_s, &devices, &comm);
+  if (opened != XR_EXIT_OK) {
+    xr_replay_devices_close(&devices);
     xr_shard_destroy(shard);
     xr_bundle_destroy(b);
-    return joined;
+    return opened;
   }
   if (comm && xr_hal_comm_rank(comm) > 0) {
     /* Rank 0 reports for all: the others' medians reach it through the engine. */
@@ -618,5 +613,6 @@ int xr_cmd_replay(int argc, char **argv) {
     xr_hal_comm_abort(comm, XR_EXIT_FAILED);
   }
   xr_hal_comm_destroy(comm);
+  xr_replay_devices_close(&devices);
   return rc;
 }

@@ -128,7 +128,7 @@ struct xr_hal_comm {
   int group_stride; /* groups: their ranks' distance in the world */
   char transport[XR_HAL_REASON_CAPACITY];
   /* cuda and hip: NCCL / RCCL carries the collectives (MPI the unique id and the host's
-   * agreement), with a device of the world's own and a 4-byte scratch buffer for barriers
+   * agreement), on the caller's device (borrowed), with a 4-byte scratch buffer for barriers
    * (the world's, shared by its groups). */
   char driver[16];
   xr_nccl_t *nccl;
@@ -221,10 +221,10 @@ static xr_status_t broadcast_id(void *context, void *data, size_t bytes, int roo
   return xr_hal_comm_host_broadcast(context, data, bytes, root);
 }
 
-/* NCCL / RCCL on a device of the comm's own (the caller's may go), MPI carrying the id. */
+/* NCCL / RCCL on the caller's device, MPI carrying the id. */
 static xr_status_t join_nccl(xr_hal_comm_t *c, xr_hal_device_t *device) {
-  xr_status_t st = xr_hal_device_create(device->spec, &c->device);
-  if (st == XR_OK) st = xr_hal_buffer_alloc(c->device, 4, &c->scratch);
+  c->device = device;
+  xr_status_t st = xr_hal_buffer_alloc(c->device, 4, &c->scratch);
   if (st == XR_OK)
     st = xr_nccl_create(c->device, c->driver, c->rank, c->size, broadcast_id, c, &c->nccl);
   if (st != XR_OK) return st;
@@ -266,8 +266,8 @@ static xr_status_t create_without_mpi(xr_hal_device_t *device, const char *drive
   pthread_mutex_init(&c->mutex, NULL);
   snprintf(c->driver, sizeof c->driver, "%s", driver);
   comm_made = true;
-  xr_status_t st = xr_hal_device_create(device->spec, &c->device);
-  if (st == XR_OK) st = xr_hal_buffer_alloc(c->device, 4, &c->scratch);
+  c->device = device;
+  xr_status_t st = xr_hal_buffer_alloc(c->device, 4, &c->scratch);
   if (st == XR_OK) st = xr_nccl_create(c->device, driver, c->rank, c->size, NULL, NULL, &c->nccl);
   unsetenv("NCCL_COMM_ID");
   if (st != XR_OK) {
@@ -379,7 +379,6 @@ void xr_hal_comm_destroy(xr_hal_comm_t *c) {
   pthread_mutex_unlock(&c->mutex);
   xr_nccl_destroy(c->nccl, c->failure != XR_OK);
   xr_hal_buffer_free(c->scratch);
-  xr_hal_device_destroy(c->device);
   pthread_mutex_lock(&c->mutex);
   if (c->op_bf16_sum) mpi.MPI_Op_free(&c->op_bf16_sum);
   if (c->op_f16_sum) mpi.MPI_Op_free(&c->op_f16_sum);

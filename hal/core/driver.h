@@ -159,6 +159,8 @@ xr_status_t xr_hal_device_base_init(xr_hal_device_t *device, const xr_hal_device
                                     const xr_hal_driver_t *driver, int ordinal);
 void xr_hal_buffer_base_init(xr_hal_buffer_t *buffer, xr_hal_device_t *device,
                              xr_hal_buffer_t *root, size_t offset, size_t size);
+/* The core's XR_HAL_LOG=devices line for a device opened or closed (registry.c, hal.c). */
+void xr_hal_log_device(const xr_hal_device_t *device, const char *what);
 /* Reference counting for drivers that keep buffers alive while work is in flight. */
 void xr_hal_buffer_retain(xr_hal_buffer_t *buffer);
 void xr_hal_buffer_release(xr_hal_buffer_t *buffer);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hal/core/driver.h"
 
@@ -25,8 +26,17 @@ xr_status_t xr_hal_device_base_init(xr_hal_device_t *device, const xr_hal_device
   return XR_OK;
 }
 
+/* XR_HAL_LOG=devices: a line on stderr for each device opened and closed, with the process id,
+ * so that a run's (and each rank's) device opens can be counted. */
+void xr_hal_log_device(const xr_hal_device_t *device, const char *what) {
+  const char *log = getenv("XR_HAL_LOG");
+  if (log && strstr(log, "devices"))
+    fprintf(stderr, "xr_hal: %d %s %s\n", (int)getpid(), what, device->spec);
+}
+
 void xr_hal_device_destroy(xr_hal_device_t *device) {
   if (!device) return;
+  xr_hal_log_device(device, "closed");
   if (device->blocking_stream) device->vtable->stream_destroy(device->blocking_stream);
   device->blocking_stream = NULL;
   pthread_mutex_destroy(&device->mutex);

@@ -106,7 +106,9 @@ static xr_status_t open_device(size_t index, int ordinal, xr_hal_device_t **out_
                     ordinal, driver->name, result->device_count,
                     result->device_count == 1 ? "" : "s");
   }
-  return driver->device_create(ordinal, out_device);
+  xr_status_t st = driver->device_create(ordinal, out_device);
+  if (st == XR_OK) xr_hal_log_device(*out_device, "opened");
+  return st;
 }
 
 /* "auto": cuda, hip, an OpenCL GPU, then cpu. */

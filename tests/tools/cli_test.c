@@ -584,3 +584,23 @@ Test(cli, plan_bad_input_and_unavailable_hals) {
   cr_assert_eq(replay("--help"), 0);
   cr_assert(strstr(out_text, "replay plan BUNDLE"), "%s", out_text);
 }
+
+static int count_of(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+/* A run opens each device of --hal once: the engine and --check's reference share the cpu
+ * device (XR_HAL_LOG=devices prints every open and close with the process id). */
+Test(cli, each_device_is_opened_once) {
+  setenv("XR_HAL_LOG", "devices", 1);
+  int rc = replay("--hal=cpu,opencl --check --iters=1 --warmup=0 --op-filter=aten::mm "
+                  "examples/llm_small.msgpack");
+  unsetenv("XR_HAL_LOG");
+  cr_assert_eq(rc, 0, "%s", err_text);
+  cr_assert_eq(count_of(err_text, " opened cpu:0\n"), 1, "%s", err_text);
+  cr_assert_eq(count_of(err_text, " opened opencl:0\n"), 1, "%s", err_text);
+  cr_assert_eq(count_of(err_text, " opened "), 2, "%s", err_text);
+  cr_assert_eq(count_of(err_text, " closed "), 2, "%s", err_text);
+}

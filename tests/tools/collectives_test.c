@@ -183,11 +183,15 @@ static void every_collective_exact_in(int n, int g, int stride) {
   snprintf(report, sizeof report, "%s/collectives_%d_%d_%d.report.json", tmpdir(), n, g, stride);
   write_group_bundle(bundle, g, stride, 1);
   snprintf(command, sizeof command,
-           "mpirun --oversubscribe -np %d tools/replay --hal=cpu --warmup=1 --iters=5 --check "
-           "--report=%s %s",
+           "mpirun --oversubscribe -x XR_HAL_LOG=devices -np %d tools/replay --hal=cpu "
+           "--warmup=1 --iters=5 --check --report=%s %s",
            n, report, bundle);
   int code = run(command, NULL);
   cr_assert_eq(code, 0, "exit %d:\n%s", code, output);
+  /* Each rank opens its device once: the communicator, the engine and the reference share it. */
+  int opens = 0;
+  for (const char *p = output; (p = strstr(p, " opened cpu:0\n")); p++) opens++;
+  cr_assert_eq(opens, n, "%d device opens for %d ranks:\n%s", opens, n, output);
   char ranks[64];
   snprintf(ranks, sizeof ranks, "== %d ranks (mpirun), MPI: ", n);
   cr_assert(strstr(output, ranks), "%s", output);

@@ -155,18 +155,11 @@ static void work_free(op_work_t *w) {
 }
 
 /* The --init "op:policy;op2:policy" entry for this exact op name, or NULL. */
-static const char *init_params(const char *overrides, const char *name, char *buf, size_t size) {
+/* The op's --init policy: the last one given for its name, or NULL. */
+static const char *init_params(const xr_replay_options_t *o, const char *name) {
   const char *params = NULL;
-  size_t name_len = strlen(name);
-  for (const char *p = overrides; p && *p;) {
-    const char *end = strchr(p, ';');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len > name_len && !strncmp(p, name, name_len) && p[name_len] == ':') {
-      snprintf(buf, size, "%.*s", (int)(len - name_len - 1), p + name_len + 1);
-      params = buf;
-    }
-    p = end ? end + 1 : NULL;
-  }
+  for (size_t i = 0; i < o->init_override_count; i++)
+    if (!strcmp(o->init_overrides[i].op, name)) params = o->init_overrides[i].policy;
   return params;
 }
 
@@ -197,7 +190,6 @@ static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
   }
   xr_initializer_fn fn = xr_find_initializer(plan);
   if (!fn) return XR_OK;
-  char buf[512];
   xr_init_context_t ctx = {
       .op = plan->op,
       .plan = plan,
@@ -205,7 +197,7 @@ static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
       .sizes = w->p.bytes,
       .has_data = w->has_data,
       .seed = xr_seed_for(e->o->seed, w->p.index, 1000),
-      .params = init_params(e->o->init_overrides, plan->op->name, buf, sizeof buf),
+      .params = init_params(e->o, plan->op->name),
       .policy = w->policy,
       .policy_size = sizeof w->policy,
   };

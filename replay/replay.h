@@ -59,6 +59,12 @@ typedef enum xr_launch_mode {
 
 #define XR_REPLAY_MAX_DEVICES 8
 
+/* A custom initializer's policy for the ops of one name: what --init=OP:POLICY gives. */
+typedef struct xr_init_override {
+  const char *op;     /* "vllm::outplace_fused_experts" */
+  const char *policy; /* "zipf:1.2" */
+} xr_init_override_t;
+
 /* The devices of a run, each opened once by xr_replay_devices_open: the engine runs on them
  * (xr_replay_options_t.devices) and the communicator joins the ranks on the first
  * (xr_hal_comm_create), instead of each opening its own. */
@@ -117,9 +123,10 @@ typedef struct xr_replay_options {
    * several devices, in one folder per device under it (named after the device string, ':'
    * turned into '-'). */
   const char *dump_dir;
-  /* Custom-initializer policies from the command line, "op_name:policy" entries separated by
-   * ';' (see docs/replay.md), applied on top of the registered initializers. NULL for none. */
-  const char *init_overrides;
+  /* Custom-initializer policies from the command line (--init=OP:POLICY, docs/replay.md),
+   * applied on top of the registered initializers; of several for one op, the last. */
+  const xr_init_override_t *init_overrides;
+  size_t init_override_count;
   volatile int *cancel;      /* polled between ops and iterations; non-zero stops the run */
   /* Measure the device's memory bandwidth (and what else the HAL calibrates) when no datasheet
    * figure exists, so that "% of peak" can be given; about half a second, once per run. */

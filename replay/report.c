@@ -233,7 +233,20 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
   if (o->choice == XR_KERNEL_REFERENCE) cJSON_AddBoolToObject(opts, "reference", true);
   if (o->op_filter) cJSON_AddStringToObject(opts, "op_filter", o->op_filter);
   if (o->op_limit >= 0) cJSON_AddNumberToObject(opts, "op_limit", (double)o->op_limit);
-  if (o->init_overrides) cJSON_AddStringToObject(opts, "init", o->init_overrides);
+  if (o->init_override_count) { /* "OP:POLICY;OP:POLICY", as --init gave them */
+    size_t size = 1;
+    for (size_t i = 0; i < o->init_override_count; i++)
+      size += strlen(o->init_overrides[i].op) + strlen(o->init_overrides[i].policy) + 2;
+    char *text = malloc(size);
+    if (text) {
+      size_t at = 0;
+      for (size_t i = 0; i < o->init_override_count; i++)
+        at += (size_t)snprintf(text + at, size - at, "%s%s:%s", i ? ";" : "",
+                               o->init_overrides[i].op, o->init_overrides[i].policy);
+      cJSON_AddStringToObject(opts, "init", text);
+      free(text);
+    }
+  }
   return head;
 }
 

@@ -372,6 +372,24 @@ static void print_side_by_side(const run_ctx_t *c) {
   }
 }
 
+/* --init=OP:POLICY: the op name ends at the first colon that is not part of a "::" (op names
+ * have namespaces, policies colons of their own: vllm::outplace_fused_experts:zipf:1.2). The
+ * argument is cut there in place. false when there is no such colon or either part is empty. */
+static bool split_init(char *v, xr_init_override_t *out) {
+  for (char *c = v; *c; c++) {
+    if (c[0] == ':' && c[1] == ':') {
+      c++;
+      continue;
+    }
+    if (c[0] != ':') continue;
+    if (c == v || !c[1]) return false;
+    *c = '\0';
+    *out = (xr_init_override_t){.op = v, .policy = c + 1};
+    return true;
+  }
+  return false;
+}
+
 /* Opens the devices of --hal, once: the run takes them (o->devices). Under mpirun, srun or
  * torchrun, also joins the other ranks for the bundle's collectives on the first of them, which
  * chooses the transport (MPI for cpu and opencl, NCCL / RCCL for cuda and hip, which alone join
@@ -409,7 +427,8 @@ int xr_cmd_replay(int argc, char **argv) {
              *model_config = NULL, *shard_spec = NULL;
   bool verbose = false;
   double collective_timeout_s = 300;
-  char inits[4096] = "";
+  xr_init_override_t inits[argc > 0 ? argc : 1];
+  size_t init_count = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : NULL;
@@ -467,10 +486,9 @@ int xr_cmd_replay(int argc, char **argv) {
     else if (IS("--rotate") && v && xr_cli_parse_int(v, 1, &n)) o.rotate = (int)n;
     else if (!strcmp(a, "--check")) o.check = true;
     else if (!strcmp(a, "--reference")) o.choice = XR_KERNEL_REFERENCE;
-    else if (IS("--init") && v && strchr(v, ':')) {
-      size_t len = strlen(inits);
-      snprintf(inits + len, sizeof inits - len, "%s%s", len ? ";" : "", v);
-    } else if (IS("--report") && v) report_path = v;
+    else if (IS("--init") && v && split_init((char *)v /* argv's, writable */, &inits[init_count]))
+      init_count++;
+    else if (IS("--report") && v) report_path = v;
     else if (IS("--html") && v) html_path = v;
     else if (IS("--dump-outputs") && v) dump = v;
     else if (IS("--op-filter") && v) o.op_filter = v;
@@ -515,7 +533,8 @@ int xr_cmd_replay(int argc, char **argv) {
   if (shard_spec &&
       xr_cli_shard_parse("replay", shard_spec, &shard_index, &shard_count) != XR_EXIT_OK)
     return XR_EXIT_USAGE;
-  if (inits[0]) o.init_overrides = inits;
+  o.init_overrides = inits;
+  o.init_override_count = init_count;
   char pbuf[4096], rbuf[4096], dbuf[4096], hbuf[4096];
   if (html_path) html_path = xr_cli_path(html_path, hbuf, sizeof hbuf);
   path = xr_cli_path(path, pbuf, sizeof pbuf);

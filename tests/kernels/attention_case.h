@@ -77,8 +77,8 @@ static inline void arg_bool(jbuf_t *b, const char *name, bool v) {
   jb(b, "%s}", v ? "true" : "false");
 }
 
-/* Replays with --check; `init` is an "op:policy" override or NULL. Skips when the device is
- * absent. */
+/* Replays with --check; `init` is the op's initializer policy (--init) or NULL. Skips when the
+ * device is absent. */
 static inline xr_op_result_t run_case(const char *json, const char *device, uint64_t seed, const char *init) {
   xr_bundle_t *b;
   cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK, "%s",
@@ -90,7 +90,9 @@ static inline xr_op_result_t run_case(const char *json, const char *device, uint
   o.warmup = 0;
   o.iters = 1;
   o.seed = seed;
-  o.init_overrides = init;
+  xr_init_override_t override = {b->ops[0].name, init};
+  o.init_overrides = init ? &override : NULL;
+  o.init_override_count = init ? 1 : 0;
   static check_result_t c;
   memset(&c, 0, sizeof c);
   xr_replay_observer_t observer = {.result = check_collect, .context = &c};

@@ -91,10 +91,10 @@ static inline xr_op_result_t run(const char *json, const char *device, uint64_t 
   o.warmup = 1; /* a second execution on the same buffers must give the same result */
   o.iters = 1;
   o.seed = seed;
-  char overrides[256];
+  xr_init_override_t override = {b->ops[0].name, init};
   if (init) {
-    snprintf(overrides, sizeof overrides, "%s:%s", b->ops[0].name, init);
-    o.init_overrides = overrides;
+    o.init_overrides = &override;
+    o.init_override_count = 1;
   }
   static check_result_t c;
   memset(&c, 0, sizeof c);

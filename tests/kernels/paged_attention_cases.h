@@ -104,9 +104,7 @@ static inline void run_paged(const char *device, const char *prefix) {
   for (size_t i = 0; i < sizeof paged_cases / sizeof *paged_cases; i++) {
     const paged_case_t *c = &paged_cases[i];
     jbuf_t b;
-    char init[128] = "";
-    if (c->policy) snprintf(init, sizeof init, "%s:%s", c->op, c->policy);
-    expect_match(c->what, paged_json(&b, c), device, prefix, 100 + i, c->policy ? init : NULL);
+    expect_match(c->what, paged_json(&b, c), device, prefix, 100 + i, c->policy);
   }
 }
 

@@ -63,8 +63,7 @@ static inline xr_op_result_t sc_check(const char *json, const char *op, const ch
   xr_bundle_t *b;
   cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
                "%s", xr_last_error());
-  char overrides[128];
-  format(overrides, sizeof overrides, "%s:%s", op, init ? init : "");
+  xr_init_override_t override = {op, init};
   xr_replay_options_t o;
   xr_replay_options_default(&o);
   o.device = device;
@@ -72,7 +71,8 @@ static inline xr_op_result_t sc_check(const char *json, const char *op, const ch
   o.warmup = 0;
   o.iters = 1;
   o.seed = next_seed++;
-  o.init_overrides = init ? overrides : NULL;
+  o.init_overrides = init ? &override : NULL;
+  o.init_override_count = init ? 1 : 0;
   static check_result_t c;
   memset(&c, 0, sizeof c);
   xr_replay_observer_t observer = {.result = check_collect, .context = &c};

@@ -343,7 +343,10 @@ Test(engine, custom_initializers_registered_later_override) {
   xr_bundle_t *b = bundle(MM(3, 6, 2));
   xr_replay_options_t o = quick();
   o.dump_dir = tmp_path("dump_init");
-  o.init_overrides = "aten::addmm:ignored;aten::mm:my-params";
+  const xr_init_override_t overrides[] = {
+      {"aten::addmm", "ignored"}, {"aten::mm", "first"}, {"aten::mm", "my-params"}};
+  o.init_overrides = overrides;
+  o.init_override_count = 3; /* the last for aten::mm wins */
   seen_t s = {0};
   cr_assert_eq(xr_replay_register_initializer("aten::mm", all_twos), XR_OK);
   cr_assert_eq(xr_replay_register_initializer("aten::mm", all_ones), XR_OK);

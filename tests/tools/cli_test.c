@@ -604,3 +604,31 @@ Test(cli, each_device_is_opened_once) {
   cr_assert_eq(count_of(err_text, " opened "), 2, "%s", err_text);
   cr_assert_eq(count_of(err_text, " closed "), 2, "%s", err_text);
 }
+
+/* --init=OP:POLICY: the op name ends at the first single colon (names have "::", policies
+ * colons of their own: the MoE routing's zipf:S reaches the initializer whole), every one given
+ * is kept, and one without a policy is a usage error. */
+Test(cli, init_policies_split_at_the_first_single_colon) {
+  char args[2048], report[1024];
+  snprintf(report, sizeof report, "%s/init.report.json", tmpdir());
+  snprintf(args, sizeof args,
+           "--hal=cpu --iters=1 --warmup=0 --op-filter=vllm::outplace_fused_experts --report=%s "
+           "--init=vllm::outplace_fused_experts:zipf:1.2 --init=_C::paged_attention_v1:1,2,3 "
+           "examples/selftest.json",
+           report);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cJSON *r = read_json(report);
+  cr_assert_str_eq(json_str(cJSON_GetObjectItem(r, "options"), "init"),
+                   "vllm::outplace_fused_experts:zipf:1.2;_C::paged_attention_v1:1,2,3");
+  const cJSON *op;
+  int ops = 0;
+  cJSON_ArrayForEach(op, cJSON_GetObjectItem(r, "ops")) {
+    cr_assert(strstr(json_str(op, "init_policy"), "topk_ids zipf:1.2 over "), "%s",
+              json_str(op, "init_policy"));
+    ops++;
+  }
+  cr_assert_gt(ops, 0);
+  cJSON_Delete(r);
+  cr_assert_eq(replay("--hal=cpu --init=aten::mm examples/llm_small.msgpack"), 2);
+  cr_assert(strstr(err_text, "--init=aten::mm"), "%s", err_text);
+}

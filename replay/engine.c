@@ -1068,9 +1068,9 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
     selected++;
   }
   summary->attempted = selected;
-  if (observer->started) observer->started(observer->context, summary);
+  bool stop = observer->started && !observer->started(observer->context, summary);
+  bool stopped_by_observer = stop;
   summary->attempted = 0;
-  bool stop = false;
   size_t position = 0;
   for (size_t i = 0; i < bundle->op_count && position < selected && !stop; i++) {
     const xr_op_t *op = &bundle->ops[i];
@@ -1091,7 +1091,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
     work_free(&w);
     position++;
   }
-  summary->cancelled = o->cancel && *o->cancel;
+  summary->cancelled = stopped_by_observer || (o->cancel && *o->cancel);
   summary->succeeded = summary->devices[0].succeeded;
   summary->failed = summary->devices[0].failed;
   summary->unsupported = summary->devices[0].unsupported;

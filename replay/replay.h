@@ -127,7 +127,9 @@ typedef struct xr_replay_options {
    * applied on top of the registered initializers; of several for one op, the last. */
   const xr_init_override_t *init_overrides;
   size_t init_override_count;
-  volatile int *cancel;      /* polled between ops and iterations; non-zero stops the run */
+  /* Polled between ops and iterations; non-zero stops the run (a signal handler's flag:
+   * observers stop it through their return value instead). */
+  volatile int *cancel;
   /* Measure the device's memory bandwidth (and what else the HAL calibrates) when no datasheet
    * figure exists, so that "% of peak" can be given; about half a second, once per run. */
   bool calibrate;
@@ -299,8 +301,10 @@ typedef struct xr_replay_summary {
 /* What a caller sees of a run as it goes; every member may be NULL. */
 typedef struct xr_replay_observer {
   /* Once, after the devices opened and before the first op: `run` lists them (counts still 0)
-   * and says how many ops will be attempted. */
-  void (*started)(void *context, const xr_replay_summary_t *run);
+   * and says how many ops will be attempted. Returns false to stop the run there (the caller
+   * cannot keep what it would measure: a report that does not open); the summary then says
+   * cancelled, with nothing attempted. */
+  bool (*started)(void *context, const xr_replay_summary_t *run);
   /* After every op on every device, in order: op by op, each op on the devices in the order
    * given. Reports are written from here, so that nothing measured is lost if the run dies
    * later. `position` counts the attempted ops (0 .. count-1). */

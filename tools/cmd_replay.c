@@ -147,7 +147,7 @@ static void report_path_for(const run_ctx_t *c, const xr_replay_summary_t *run, 
   snprintf(out, n, "%.*s.%s%s", (int)(dot - c->report_path), c->report_path, tag, dot);
 }
 
-static void on_started(void *context, const xr_replay_summary_t *run) {
+static bool on_started(void *context, const xr_replay_summary_t *run) {
   run_ctx_t *c = context;
   c->device_count = run->device_count;
   for (size_t d = 0; d < run->device_count; d++) {
@@ -158,26 +158,21 @@ static void on_started(void *context, const xr_replay_summary_t *run) {
     if (c->html_path && c->report_status == XR_OK) {
       c->report_status = xr_report_open(NULL, c->path, &c->bundle->meta, run, d, c->options,
                                         &c->pages[d]);
-      if (c->report_status != XR_OK) {
-        fprintf(stderr, "replay: --html: %s\n", xr_last_error());
-        *c->options->cancel = 1;
-      }
+      if (c->report_status != XR_OK) fprintf(stderr, "replay: --html: %s\n", xr_last_error());
     }
     if (!c->report_path || c->report_status != XR_OK) continue;
     char path[4200];
     report_path_for(c, run, d, path, sizeof path);
     c->report_status =
         xr_report_open(path, c->path, &c->bundle->meta, run, d, c->options, &c->reports[d]);
-    if (c->report_status != XR_OK) {
-      /* Nothing measured would be kept: stop before the first op. */
-      fprintf(stderr, "replay: %s\n", xr_last_error());
-      *c->options->cancel = 1;
-    }
+    if (c->report_status != XR_OK) fprintf(stderr, "replay: %s\n", xr_last_error());
   }
   if (run->device_count > 1) {
     c->kept = calloc(c->bundle->op_count * run->device_count + 1, sizeof *c->kept);
   }
   fflush(stdout);
+  /* A report that did not open would keep nothing measured: stop before the first op. */
+  return c->report_status == XR_OK;
 }
 
 /* What makes a time doubtful, after the op's line: a crowded host, a missed noise target, slow

@@ -37,7 +37,7 @@ typedef struct seen {
   size_t ops_in_report_after_first; /* parsed from the file while the run goes on */
 } seen_t;
 
-static void started(void *ctx, const xr_replay_summary_t *run) {
+static bool started(void *ctx, const xr_replay_summary_t *run) {
   seen_t *s = ctx;
   cr_assert_eq(run->device_count, 1);
   cr_assert_str_eq(run->devices[0].spec, "cpu");
@@ -45,6 +45,7 @@ static void started(void *ctx, const xr_replay_summary_t *run) {
   if (s->report_path)
     cr_assert_eq(xr_report_open(s->report_path, "t.json", NULL, run, 0, s->options, &s->report), XR_OK,
                  "%s", xr_last_error());
+  return true;
 }
 
 static void observe(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
@@ -823,4 +824,25 @@ Test(engine, the_summary_sets_each_device_against_the_recorded_times) {
     cr_assert_eq(run.devices[0].same_device, (bool)same, "%s on %s", models[same], props.name);
     xr_bundle_destroy(b);
   }
+}
+
+static bool refuse_to_start(void *ctx, const xr_replay_summary_t *run) {
+  (void)ctx;
+  cr_assert_eq(run->attempted, 2, "the ops that would run");
+  return false;
+}
+
+/* An observer that cannot keep what the run would measure stops it before the first op: the
+ * run ends OK, cancelled, with nothing attempted and no result. */
+Test(engine, an_observer_stops_the_run_before_the_first_op) {
+  xr_bundle_t *b = bundle(MM(2, 2, 2) ", " MM(3, 3, 3));
+  xr_replay_options_t o = quick();
+  seen_t s = {0};
+  xr_replay_summary_t sum;
+  xr_replay_observer_t observer = {.started = refuse_to_start, .result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
+  cr_assert(sum.cancelled);
+  cr_assert_eq(sum.attempted, 0);
+  cr_assert_eq(s.count, 0, "no op ran");
+  xr_bundle_destroy(b);
 }

@@ -3,18 +3,15 @@
 // static and dynamic ops, a whole row of the per-token op (its scale needs the row's max|x|).
 //   xr_quant_absmax  dynamic, pass 1: each item's max|x| into partial[item]
 //   xr_quant_reduce  dynamic, pass 2: one work-group: scale[0] = max(partial) / M
-//   xr_quant_rows    every op: x * (1 / scale) (static, dynamic) or x / s_t (per token, after
-//                    its own reduction, which writes scale[t]), clamped to +-M, to e4m3
+//   xr_quant_rows       static, dynamic: x * (1 / scale), clamped to +-M, to e4m3
+//   xr_quant_per_token  per token: each row's own reduction, which writes scale[t], then
+//                       x / s_t, clamped and rounded the same way
 // Input dtypes are run-time values (uniform across a launch); the build option
 // -cl-fp32-correctly-rounded-divide-sqrt makes the divisions IEEE's, as CUDA's are. Build
 // options: -DWG=<work-group size> -DSEGMENT=<columns per item>.
 
 #include "dtype_codes.h"
 #include "float_formats_cl.h"
-
-#define OP_STATIC 0
-#define OP_DYNAMIC 1
-#define OP_PER_TOKEN 2
 
 typedef struct {  // mirrors cl_quant_geometry in quant_opencl.c: every field 64-bit
   long rows, hidden, segments, items;
@@ -30,12 +27,11 @@ inline float load_in(const __global uchar *in, long dtype, long i) {
 }
 
 // fp8(clamp(x, -M, M)) in e4m3fn or e4m3fnuz (base/float_formats.h), nearest even; a NaN is +M.
-inline uchar encode(float x, float m, long fnuz) {
+inline uchar encode(float x, float m, const xr_fp8_format_t *f) {
   x = isnan(x) ? m : x;
   x = x > m ? m : x;
   x = x < -m ? -m : x;
-  xr_fp8_format_t f = xr_fp8_format_of(3, (int)fnuz);
-  return xr_fp8_encode(x, &f);
+  return xr_fp8_encode(x, f);
 }
 
 // The work-group's max of v (>= 0, no NaN), returned to every work-item.
@@ -78,31 +74,44 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_reduce(
   if (get_local_id(0) == 0) scale[g.scale_off] = m / as_float((uint)g.max_bits);
 }
 
+// The static and dynamic ops: segment `item` of a row, scaled by the row's (or group's) scale.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_rows(
     __global uchar *out, __global const uchar *in, __global float *scale, __global const float *ub,
     const xr_quant_geometry g) {
-  __local float red[WG];
   const float m = as_float((uint)g.max_bits);
+  const xr_fp8_format_t f = xr_fp8_format_of(3, (int)g.fnuz);
   const long lid = get_local_id(0);
   for (long item = get_group_id(0); item < g.items; item += get_num_groups(0)) {
-    long r = item, c0 = 0, c1 = g.hidden;
-    if (g.op != OP_PER_TOKEN) r = item / g.segments, c0 = (item % g.segments) * SEGMENT, c1 = min(c0 + SEGMENT, g.hidden);
-    const __global uchar *row = in;
+    const long r = item / g.segments, c0 = (item % g.segments) * SEGMENT;
+    const long c1 = min(c0 + SEGMENT, g.hidden);
     __global uchar *dst = out + g.out_off + r * g.out_rs;
     const long base = g.in_off + r * g.in_rs;
-    if (g.op == OP_PER_TOKEN) {
-      float amax = group_max(share_absmax(in, g, r, 0, g.hidden), red);
-      if (g.has_ub) amax = fmin(amax, ub[g.ub_off]);
-      const float ts = fmax(amax / m, as_float((uint)g.min_scale_bits));
-      if (lid == 0) scale[g.scale_off + r * g.scale_si] = ts;
-      for (long c = lid; c < g.hidden; c += WG) dst[c] = encode(load_in(row, g.in_dtype, base + c) / ts, m, g.fnuz);
-      continue;
-    }
     const __global float *row_scale = scale + g.scale_off + (r / g.group_m) * g.scale_si;
     const float inv = 1.0f / row_scale[0];
     for (long c = c0 + lid; c < c1; c += WG) {
       const float k = g.grouped ? 1.0f / row_scale[(c / g.group_n) * g.scale_sj] : inv;
-      dst[c] = encode(load_in(row, g.in_dtype, base + c) * k, m, g.fnuz);
+      dst[c] = encode(load_in(in, g.in_dtype, base + c) * k, m, &f);
     }
+  }
+}
+
+// The per-token op: row `item`'s max|x| (bounded by scale_ub), its scale, then the row. A kernel
+// of its own, so that its barriers are in no branch (PoCL gave a row another row's scale about
+// once in 30 runs when they were).
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_per_token(
+    __global uchar *out, __global const uchar *in, __global float *scale, __global const float *ub,
+    const xr_quant_geometry g) {
+  __local float red[WG];
+  const float m = as_float((uint)g.max_bits);
+  const xr_fp8_format_t f = xr_fp8_format_of(3, (int)g.fnuz);
+  const long lid = get_local_id(0);
+  for (long r = get_group_id(0); r < g.items; r += get_num_groups(0)) {
+    __global uchar *dst = out + g.out_off + r * g.out_rs;
+    const long base = g.in_off + r * g.in_rs;
+    float amax = group_max(share_absmax(in, g, r, 0, g.hidden), red);
+    if (g.has_ub) amax = fmin(amax, ub[g.ub_off]);
+    const float ts = fmax(amax / m, as_float((uint)g.min_scale_bits));
+    if (lid == 0) scale[g.scale_off + r * g.scale_si] = ts;
+    for (long c = lid; c < g.hidden; c += WG) dst[c] = encode(load_in(in, g.in_dtype, base + c) / ts, m, &f);
   }
 }

@@ -57,7 +57,8 @@ static xr_status_t cl_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
   char options[160];
   snprintf(options, sizeof options, "-cl-fp32-correctly-rounded-divide-sqrt -DWG=%d -DSEGMENT=%d", WG, SEGMENT);
   xr_status_t st = xr_opencl_build(device, "quant.cl", options, &s->exe);
-  if (st == XR_OK) st = xr_hal_kernel_lookup(s->exe, "xr_quant_rows", &s->rows);
+  const char *rows = p->op == XR_QUANT_PER_TOKEN ? "xr_quant_per_token" : "xr_quant_rows";
+  if (st == XR_OK) st = xr_hal_kernel_lookup(s->exe, rows, &s->rows);
   if (st == XR_OK && p->op == XR_QUANT_DYNAMIC) {
     if (st == XR_OK) st = xr_hal_kernel_lookup(s->exe, "xr_quant_absmax", &s->absmax);
     if (st == XR_OK) st = xr_hal_kernel_lookup(s->exe, "xr_quant_reduce", &s->reduce);

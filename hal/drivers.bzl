@@ -11,3 +11,10 @@ HAL_DRIVERS = [
     "cuda",
     "hip",
 ]
+
+# The drivers of kernels/gpu's one CUDA C++ source (their devices' kernel_family is "gpu"):
+# tests/gpu builds each device suite once per entry.
+GPU_DRIVERS = [
+    "cuda",
+    "hip",
+]

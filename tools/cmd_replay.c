@@ -2,6 +2,7 @@
  * per op and device, a summary per device, a report per device written as the run goes, and,
  * for several HALs, the side-by-side table the engine's comparison fills. */
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,7 @@ static const char usage[] =
     "                      default: what the host and device have available\n"
     "  --stop-on-error     stop at the first failed op\n"
     "  --collective-timeout=S  a collective waiting longer than S seconds for the other ranks\n"
-    "                      fails and ends every rank (300)\n"
+    "                      fails and ends every rank; joining the ranks takes no longer (300)\n"
     "  --world-size-from-trace  collectives need as many ranks as their recorded group, and\n"
     "                      are unsupported, saying so, with any other number (the default)\n"
     "  --scale-collectives run collectives recorded with another group size on the ranks at\n"
@@ -390,6 +391,58 @@ static bool split_init(char *v, xr_init_override_t *out) {
  * chooses the transport (MPI for cpu and opencl, NCCL / RCCL for cuda and hip, which alone join
  * torchrun's ranks), and a bare --hal=cuda or hip gives each rank of a node its own GPU. Started
  * otherwise, the replay runs alone, and collectives of larger groups are unsupported. */
+/* MPI_Init and NCCL's set-up cannot be cancelled, and a rank that never joins holds the others
+ * there for good: a watchdog ends this rank (and so the launcher's job) once joining outlasts
+ * the collective timeout. */
+typedef struct {
+  pthread_mutex_t lock;
+  pthread_cond_t joined_cv;
+  bool joined;
+  double timeout_s;
+  const xr_hal_launch_t *launch;
+} join_watch_t;
+
+static void *watch_join(void *arg) {
+  join_watch_t *w = arg;
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  double end = deadline.tv_sec + deadline.tv_nsec * 1e-9 + w->timeout_s;
+  deadline.tv_sec = (time_t)end;
+  deadline.tv_nsec = (long)((end - (double)deadline.tv_sec) * 1e9);
+  pthread_mutex_lock(&w->lock);
+  int waited = 0;
+  while (!w->joined && waited == 0)
+    waited = pthread_cond_timedwait(&w->joined_cv, &w->lock, &deadline);
+  if (!w->joined) {
+    fprintf(stderr,
+            "replay: rank %d of %d waited %.0f s for the other ranks to join (%s), in vain: one "
+            "of them stopped or never started; ending this rank\n",
+            w->launch->rank, w->launch->size, w->timeout_s, w->launch->launcher);
+    _exit(XR_EXIT_UNAVAILABLE);
+  }
+  pthread_mutex_unlock(&w->lock);
+  return NULL;
+}
+
+static xr_status_t join_ranks(xr_hal_device_t *device, const xr_hal_launch_t *launch,
+                              double timeout_s, xr_hal_comm_t **out_comm) {
+  join_watch_t w = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                    .joined_cv = PTHREAD_COND_INITIALIZER,
+                    .timeout_s = timeout_s,
+                    .launch = launch};
+  pthread_t watchdog;
+  bool watching = pthread_create(&watchdog, NULL, watch_join, &w) == 0;
+  xr_status_t st = xr_hal_comm_create(device, timeout_s * 1000, out_comm);
+  if (watching) {
+    pthread_mutex_lock(&w.lock);
+    w.joined = true;
+    pthread_cond_signal(&w.joined_cv);
+    pthread_mutex_unlock(&w.lock);
+    pthread_join(watchdog, NULL);
+  }
+  return st;
+}
+
 static int open_devices(xr_replay_options_t *o, double timeout_s, xr_replay_devices_t *devices,
                         xr_hal_comm_t **out_comm) {
   xr_hal_launch_t launch;
@@ -403,7 +456,7 @@ static int open_devices(xr_replay_options_t *o, double timeout_s, xr_replay_devi
   }
   o->devices = devices;
   if (!ranks) return XR_EXIT_OK;
-  if ((st = xr_hal_comm_create(devices->devices[0], timeout_s * 1000, out_comm)) != XR_OK) {
+  if ((st = join_ranks(devices->devices[0], &launch, timeout_s, out_comm)) != XR_OK) {
     fprintf(stderr, "replay: rank %d of %d (%s): %s\n", launch.rank, launch.size, launch.launcher,
             xr_last_error());
     return st == XR_UNAVAILABLE || st == XR_NOT_FOUND ? XR_EXIT_UNAVAILABLE : XR_EXIT_USAGE;

@@ -69,16 +69,25 @@ static int classify_cat(const char *cat) {
   return CAT_OTHER;
 }
 
-/* A number or a numeric string; strings that are no number hash to a negative id (pids such as
- * "Spans" never hold cpu ops, so collisions do not matter). */
-static xr_status_t read_int_like(xr_jreader_t *r, int64_t *out, bool *has) {
+/* The next value's text when it is a number or a string; *text NULL (and the value skipped)
+ * otherwise. */
+static xr_status_t next_scalar(xr_jreader_t *r, const char **text, size_t *n) {
+  *text = NULL;
   xr_jtok_t t;
   xr_status_t st = xr_jreader_next(r, &t);
   if (st != XR_OK) return st;
   if (t == XR_JTOK_OBJECT_BEGIN || t == XR_JTOK_ARRAY_BEGIN) return xr_jreader_skip_rest(r);
-  if (t != XR_JTOK_NUMBER && t != XR_JTOK_STRING) return XR_OK;
+  if (t == XR_JTOK_NUMBER || t == XR_JTOK_STRING) *text = xr_jreader_text(r, n);
+  return XR_OK;
+}
+
+/* A number or a numeric string; strings that are no number hash to a negative id (pids such as
+ * "Spans" never hold cpu ops, so collisions do not matter). */
+static xr_status_t read_int_like(xr_jreader_t *r, int64_t *out, bool *has) {
+  const char *s;
   size_t n;
-  const char *s = xr_jreader_text(r, &n);
+  xr_status_t st = next_scalar(r, &s, &n);
+  if (st != XR_OK || !s) return st;
   char *end;
   errno = 0;
   double v = strtod(s, &end);
@@ -96,13 +105,10 @@ static xr_status_t read_int_like(xr_jreader_t *r, int64_t *out, bool *has) {
 }
 
 static xr_status_t read_double(xr_jreader_t *r, double *out, bool *has) {
-  xr_jtok_t t;
-  xr_status_t st = xr_jreader_next(r, &t);
-  if (st != XR_OK) return st;
-  if (t == XR_JTOK_OBJECT_BEGIN || t == XR_JTOK_ARRAY_BEGIN) return xr_jreader_skip_rest(r);
-  if (t != XR_JTOK_NUMBER && t != XR_JTOK_STRING) return XR_OK;
+  const char *s;
+  xr_status_t st = next_scalar(r, &s, NULL);
+  if (st != XR_OK || !s) return st;
   char *end;
-  const char *s = xr_jreader_text(r, NULL);
   double v = strtod(s, &end);
   if (*end == '\0' && end != s && isfinite(v)) {
     *out = v;

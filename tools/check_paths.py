@@ -6,8 +6,8 @@ Looks at README.md and docs/*.md whole, and at the comments of the sources (C, O
 one of the repository's top-level folders, such as `kernels/gpu/moe.cu`; it holds when the file
 or folder is tracked by git, or names a target `bazel query` knows (`tools/replay`, `//tests/hal:comm_test`).
 Words with a placeholder (`<family>`, `*`, `{a,b}`, an all-capitals part such as `TARGET`) and
-paths inside another tree (`bazel-bin/...`, `../shared/...`) are left alone, as are the string
-literals of the sources, which name test data and runfiles on purpose.
+paths inside another tree (under `bazel-bin/`, or relative to a parent folder) are left alone,
+as are the string literals of the sources, which name test data and runfiles on purpose.
 Prints each dangling path as FILE:LINE: PATH and exits 1 when there is one.
 """
 import os

@@ -209,6 +209,17 @@ static xr_status_t extract_one_kernel(const char *cpu_ops, xr_bundle_t **b,
   return extract_string(t, NULL, b, s);
 }
 
+/* The bundle holds aten::relu alone, the other cpu_op counted as unnamed; frees both. */
+static void expect_relu_and_one_unnamed(xr_bundle_t *b, xr_extract_summary_t *s) {
+  cr_assert_eq(s->ops_unnamed, 1);
+  cr_assert_eq(b->op_count, 1);
+  cr_assert_str_eq(b->ops[0].name, "aten::relu");
+  cr_assert(summary_has_warning(s, "1 cpu_op events have no name"));
+  cr_assert_eq(xr_bundle_validate(b, false, NULL), XR_OK, "%s", xr_last_error());
+  xr_bundle_destroy(b);
+  xr_extract_summary_free(s);
+}
+
 Test(bad_input, unnamed_cpu_ops_are_skipped_and_counted) {
   xr_bundle_t *b;
   xr_extract_summary_t s;
@@ -221,13 +232,7 @@ Test(bad_input, unnamed_cpu_ops_are_skipped_and_counted) {
                    "[\"float\"]}}",
                    &b, &s),
                XR_OK, "%s", xr_last_error());
-  cr_assert_eq(s.ops_unnamed, 1);
-  cr_assert_eq(b->op_count, 1);
-  cr_assert_str_eq(b->ops[0].name, "aten::relu");
-  cr_assert(summary_has_warning(&s, "1 cpu_op events have no name"));
-  cr_assert_eq(xr_bundle_validate(b, false, NULL), XR_OK, "%s", xr_last_error());
-  xr_bundle_destroy(b);
-  xr_extract_summary_free(&s);
+  expect_relu_and_one_unnamed(b, &s);
 }
 
 /* A name a \u0000 escape starts is empty as the C string a bundle holds: unnamed, as above
@@ -244,12 +249,7 @@ Test(bad_input, names_that_start_with_nul_are_unnamed) {
                    "\"Input type\": [\"float\"]}}",
                    &b, &s),
                XR_OK, "%s", xr_last_error());
-  cr_assert_eq(s.ops_unnamed, 1);
-  cr_assert_eq(b->op_count, 1);
-  cr_assert_str_eq(b->ops[0].name, "aten::relu");
-  cr_assert_eq(xr_bundle_validate(b, false, NULL), XR_OK, "%s", xr_last_error());
-  xr_bundle_destroy(b);
-  xr_extract_summary_free(&s);
+  expect_relu_and_one_unnamed(b, &s);
 }
 
 /* Dimensions each fine but whose product overflows: the op is skipped as malformed (it used to

@@ -9,17 +9,6 @@
  * per byte along K, the lower k in the low nibble) times the e8m0 / e4m3fn scale of its block of
  * blk K elements (kernels/gemm.h). */
 
-/* Dtype codes: the host's enum in gemm_opencl.c. */
-#define DT_F32 0
-#define DT_F16 1
-#define DT_BF16 2
-#define DT_E4M3FN 3
-#define DT_E5M2 4
-#define DT_E4M3FNUZ 5
-#define DT_E5M2FNUZ 6
-#define DT_F4 7   /* f4e2m1x2: two e2m1 codes per byte (operands of block-scaled products) */
-#define DT_E8M0 8 /* e8m0 block scales */
-
 #include "float_formats_cl.h"
 
 #define TS 64
@@ -40,56 +29,41 @@ typedef struct gemm_params {
   float alpha, beta;
 } gemm_params;
 
-/* The format of this file's fp8 codes (base/float_formats.h). */
-static xr_fp8_format_t fp8_format(long dt) {
-  return xr_fp8_format_of(dt == DT_E4M3FN || dt == DT_E4M3FNUZ ? 3 : 2,
-                          dt == DT_E4M3FNUZ || dt == DT_E5M2FNUZ);
-}
-
-static float fp8_decode(uint v, long dt) {
-  xr_fp8_format_t f = fp8_format(dt);
-  return xr_fp8_decode((uchar)v, &f);
-}
-
-static uchar fp8_encode(float v, long dt) {
-  xr_fp8_format_t f = fp8_format(dt);
-  return xr_fp8_encode(v, &f);
-}
-
 /* Element (r, k) of a block-scaled operand (A: r = m; B: r = n, its strides swapped),
  * dequantized: code times the scale of block k / blk of row r (scales row-major, `pitch` apart). */
 static float load_block(__global const uchar *X, long dt, long at, long r_stride, long k_stride,
                         long r, long k, __global const uchar *S, long s_at, long pitch, long blk,
                         long s_dt) {
   float v;
-  if (dt == DT_F4) {
+  if (dt == XR_F4E2M1X2) {
     uint byte = X[at + r * r_stride + (k >> 1) * k_stride];
     uint code = (k & 1) ? byte >> 4 : byte & 0x0fu;
     v = xr_e2m1_to_f32((uchar)code);
   } else {
-    v = fp8_decode(X[at + r * r_stride + k * k_stride], dt);
+    v = xr_fp8_decode_code((uchar)X[at + r * r_stride + k * k_stride], dt);
   }
   uint sb = S[s_at + r * pitch + k / blk];
-  float scale = s_dt != DT_E8M0 ? fp8_decode(sb, s_dt) : xr_e8m0_to_f32((uchar)sb);
+  float scale =
+      s_dt != XR_F8E8M0 ? xr_fp8_decode_code((uchar)sb, s_dt) : xr_e8m0_to_f32((uchar)sb);
   return v * scale;
 }
 
 static float load_elem(__global const uchar *base, long dt, long i) {
-  if (dt == DT_F32) return ((__global const float *)base)[i];
-  if (dt == DT_F16) return vload_half(i, (__global const half *)base);
-  if (dt == DT_BF16) return xr_bf16_to_f32(((__global const ushort *)base)[i]);
-  return fp8_decode(base[i], dt);
+  if (dt == XR_F32) return ((__global const float *)base)[i];
+  if (dt == XR_F16) return vload_half(i, (__global const half *)base);
+  if (dt == XR_BF16) return xr_bf16_to_f32(((__global const ushort *)base)[i]);
+  return xr_fp8_decode_code((uchar)base[i], dt);
 }
 
 static void store_elem(__global uchar *base, long dt, long i, float v) {
-  if (dt == DT_F32) {
+  if (dt == XR_F32) {
     ((__global float *)base)[i] = v;
-  } else if (dt == DT_F16) {
+  } else if (dt == XR_F16) {
     vstore_half_rte(v, i, (__global half *)base);
-  } else if (dt == DT_BF16) {
+  } else if (dt == XR_BF16) {
     ((__global ushort *)base)[i] = xr_f32_to_bf16(v);
   } else {
-    base[i] = fp8_encode(v, dt);
+    base[i] = xr_fp8_encode_code(v, dt);
   }
 }
 
@@ -160,6 +134,6 @@ __kernel void xr_gemm_copy_addend(__global const uchar *C, __global uchar *O,
   if (m >= p.M || n >= p.N) return;
   long src = p.c_off + batch_off[4 * bi + 2] + m * p.c_rs + n * p.c_cs;
   long dst = p.o_off + batch_off[4 * bi + 3] + m * p.o_rs + n * p.o_cs;
-  if (p.o_dt == DT_F32) ((__global float *)O)[dst] = ((__global const float *)C)[src];
+  if (p.o_dt == XR_F32) ((__global float *)O)[dst] = ((__global const float *)C)[src];
   else ((__global ushort *)O)[dst] = ((__global const ushort *)C)[src];
 }

@@ -10,15 +10,15 @@
 
 int xr_gemm_cl_dtype(xr_dtype_t dtype) {
   switch (dtype) {
-    case XR_DTYPE_F32: return 0;
-    case XR_DTYPE_F16: return 1;
-    case XR_DTYPE_BF16: return 2;
-    case XR_DTYPE_F8E4M3FN: return 3;
-    case XR_DTYPE_F8E5M2: return 4;
-    case XR_DTYPE_F8E4M3FNUZ: return 5;
-    case XR_DTYPE_F8E5M2FNUZ: return 6;
-    case XR_DTYPE_F4E2M1X2: return 7;
-    case XR_DTYPE_F8E8M0: return 8;
+    case XR_DTYPE_F32:
+    case XR_DTYPE_F16:
+    case XR_DTYPE_BF16:
+    case XR_DTYPE_F8E4M3FN:
+    case XR_DTYPE_F8E5M2:
+    case XR_DTYPE_F8E4M3FNUZ:
+    case XR_DTYPE_F8E5M2FNUZ:
+    case XR_DTYPE_F4E2M1X2:
+    case XR_DTYPE_F8E8M0: return (int)dtype;
     default: return -1;
   }
 }

@@ -30,8 +30,9 @@ typedef struct xr_gemm_cl {
   xr_gemm_cl_params_t params;
 } xr_gemm_cl_t;
 
-/* The gemm.cl code of a dtype, or -1 when gemm.cl cannot read it (f4e2m1x2 and f8e8m0 only as
- * the operands and scales of block-scaled products). */
+/* The dtype's code as gemm.cl receives it (xr_dtype_t's, kernels/opencl/dtype_codes.h), or -1
+ * when gemm.cl cannot read it (f4e2m1x2 and f8e8m0 only as the operands and scales of
+ * block-scaled products). */
 int xr_gemm_cl_dtype(xr_dtype_t dtype);
 
 xr_status_t xr_gemm_cl_init(const xr_op_plan_t *plan, xr_hal_device_t *device,

@@ -1,6 +1,6 @@
 // Mixture-of-experts kernels (semantics in kernels/moe.h). OpenCL C 1.2, no extensions: fp16
 // goes through vload_half/vstore_half, bf16 through bit shifts. Element types are run-time
-// arguments (DT_*), tensors are whole buffers plus element offsets and strides.
+// arguments (xr_dtype_t codes, dtype_codes.h), tensors are whole buffers plus element offsets and strides.
 //
 // Sorting is a deterministic two-pass counting sort: moe_count counts each chunk's ids per
 // expert, moe_scan turns the counts into per-chunk offsets and expert segments (one work-group),
@@ -17,27 +17,24 @@
 #include "float_formats_cl.h"
 
 // Activation dtypes (the host's dt_code); fp8 weights carry their xreplay dtype code (XR_*).
-#define DT_F32 0
-#define DT_F16 1
-#define DT_BF16 2
 #define TS 16
 
 float ld(__global const uchar *b, long i, int dt) {
-  if (dt == DT_F32) return ((__global const float *)b)[i];
-  if (dt == DT_BF16) return xr_bf16_to_f32(((__global const ushort *)b)[i]);
+  if (dt == XR_F32) return ((__global const float *)b)[i];
+  if (dt == XR_BF16) return xr_bf16_to_f32(((__global const ushort *)b)[i]);
   return vload_half((size_t)i, (__global const half *)b);
 }
 
 void st(__global uchar *b, long i, int dt, float v) {
-  if (dt == DT_F32) ((__global float *)b)[i] = v;
-  else if (dt == DT_BF16) ((__global ushort *)b)[i] = xr_f32_to_bf16(v);
+  if (dt == XR_F32) ((__global float *)b)[i] = v;
+  else if (dt == XR_BF16) ((__global ushort *)b)[i] = xr_f32_to_bf16(v);
   else vstore_half_rte(v, (size_t)i, (__global half *)b);
 }
 
 // v as dtype dt stores it.
 float rnd(float v, int dt) {
-  if (dt == DT_BF16) return xr_bf16_to_f32(xr_f32_to_bf16(v));
-  if (dt == DT_F16) return xr_f16_to_f32(xr_f32_to_f16(v));
+  if (dt == XR_BF16) return xr_bf16_to_f32(xr_f32_to_bf16(v));
+  if (dt == XR_F16) return xr_f16_to_f32(xr_f32_to_f16(v));
   return v;
 }
 

@@ -39,8 +39,6 @@ static void arg_long(args_t *g, int64_t v) {
   g->n++;
 }
 
-static int dt_code(xr_dtype_t d) { return d == XR_DTYPE_F32 ? 0 : d == XR_DTYPE_F16 ? 1 : 2; }
-
 static uint32_t groups(int64_t n, int64_t per) { return (uint32_t)((n + per - 1) / per > 0 ? (n + per - 1) / per : 1); }
 
 typedef struct cl_state {
@@ -121,7 +119,7 @@ static void arg_rows(args_t *g, const cl_state_t *s, const sorted_rows_t *r) {
   arg_buf(g, r->num_valid), arg_long(g, r->nv_off), arg_long(g, r->sorted_len);
   arg_long(g, r->blocks_len), arg_int(g, r->ck), arg_int(g, p->M), arg_int(g, p->topk);
   arg_int(g, p->E), arg_int(g, r->block), arg_long(g, s->numel), arg_int(g, p->N);
-  arg_int(g, p->K), arg_int(g, dt_code(p->dtype));
+  arg_int(g, p->K), arg_int(g, (int)p->dtype);
 }
 
 static void arg_tensor3(args_t *g, const xr_tensor_t *t) {
@@ -151,7 +149,7 @@ static void arg_format(args_t *g, const cl_state_t *s, int scale) {
 static void arg_bias(args_t *g, const cl_state_t *s, int bias) {
   arg_int(g, bias >= 0);
   const xr_tensor_t *b = bias >= 0 ? T(s, bias) : NULL;
-  arg_buf(g, b ? b->buffer : s->counts), arg_int(g, b ? dt_code(b->dtype) : 0);
+  arg_buf(g, b ? b->buffer : s->counts), arg_int(g, b ? (int)b->dtype : 0);
   arg_long(g, b ? b->offset : 0), arg_long(g, b ? b->strides[0] : 0), arg_long(g, b ? b->strides[1] : 0);
 }
 
@@ -200,7 +198,7 @@ static xr_status_t run_reduce(cl_state_t *s, xr_hal_stream_t *stream, int accumu
   const xr_tensor_t *o = T(s, p->out);
   args_t g = {.n = 0};
   arg_buf(&g, s->Y), arg_buf(&g, s->mask), arg_int(&g, p->M), arg_int(&g, p->topk);
-  arg_int(&g, p->K), arg_int(&g, dt_code(p->dtype)), arg_buf(&g, o->buffer);
+  arg_int(&g, p->K), arg_int(&g, (int)p->dtype), arg_buf(&g, o->buffer);
   arg_long(&g, o->offset), arg_long(&g, o->strides[0]), arg_long(&g, o->strides[1]);
   arg_int(&g, accumulate);
   return dispatch(stream, s->reduce, groups(p->M * p->K, 256), 1, 256, 1, &g);
@@ -221,7 +219,7 @@ static route_src_t route_from(const cl_state_t *s) {
   }
   if (p->topk_weights >= 0) {
     const xr_tensor_t *w = T(s, p->topk_weights);
-    r.w = w->buffer, r.wdt = dt_code(w->dtype), r.w_off = w->offset;
+    r.w = w->buffer, r.wdt = (int)w->dtype, r.w_off = w->offset;
     r.w_s0 = w->strides[0], r.w_s1 = w->strides[1];
   }
   return r;
@@ -232,7 +230,7 @@ static xr_status_t run_topk(cl_state_t *s, xr_hal_stream_t *stream, const route_
   const xr_moe_problem_t *p = s->p;
   const xr_tensor_t *l = T(s, p->logits);
   args_t g = {.n = 0};
-  arg_buf(&g, l->buffer), arg_int(&g, dt_code(l->dtype)), arg_long(&g, l->offset);
+  arg_buf(&g, l->buffer), arg_int(&g, (int)l->dtype), arg_long(&g, l->offset);
   arg_long(&g, l->strides[0]), arg_long(&g, l->strides[1]), arg_int(&g, p->M), arg_int(&g, p->E);
   arg_int(&g, p->topk), arg_int(&g, p->renormalize), arg_buf(&g, dst->w), arg_int(&g, dst->wdt);
   arg_long(&g, dst->w_off), arg_long(&g, dst->w_s0), arg_long(&g, dst->w_s1), arg_buf(&g, dst->ids);

@@ -1,6 +1,6 @@
 /* Row-wise families (softmax, layer norm, RMS norm) and rotary embedding: the problems their
  * analyses produce, shared by the CPU reference (kernels/norm.c, softmax.c, rotary.c), the fast
- * CPU kernels (kernels/cpu/norm_cpu.c) and the OpenCL kernels (kernels/opencl/norm_opencl.c).
+ * CPU kernels (kernels/cpu/norm_cpu.c) and the OpenCL and CUDA/HIP kernels (kernels/norm_device.c).
  *
  * A row op sees every tensor as rows x n: element i of row r of operand k lies at
  * offset + outer(r) + inner(i), outer(r) decomposing r over outer_shape with the operand's outer

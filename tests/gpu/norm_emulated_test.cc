@@ -1,6 +1,6 @@
 // kernels/gpu/norm.cu's fused add + RMS norm (xr_add_rms_norm) executed on the CPU under
 // tests/gpu/cuda_emulation.h, once per warp width (XR_EMULATED_WARP=32 and 64), launched as
-// kernels/gpu/norm_gpu.c launches it: vLLM's in place form (out is x, residual_out is
+// kernels/norm_device.c launches it: vLLM's in place form (out is x, residual_out is
 // residual_in: the sum as stored is normalised) and aiter's out-of-place one (four buffers, the
 // fp32 sum normalised), bf16 and f16, rows of 1, 300 and 1000 elements, a strided input at an
 // offset, and rows built so that the two forms' outputs differ (sums that lose 0.3% when stored
@@ -41,9 +41,9 @@ struct add_case {
   bool lossy; /* even elements 1 + k/128 + 3/1024 (stored as 1 + k/128), odd ones -1.5 + 0 */
 };
 
-void set_view(xr_rows_gpu_params_t &p, int slot, int dtype, long long offset,
+void set_view(xr_rows_args_t &p, int slot, int dtype, long long offset,
               long long row_stride) {
-  xr_rows_gpu_view_t &v = p.v[slot];
+  xr_rows_view_args_t &v = p.v[slot];
   v.offset = offset;
   v.stride = 1;
   v.outer[0] = row_stride;
@@ -67,18 +67,18 @@ void run(const add_case &c) {
   for (auto &e : w) e = encode(c.dtype, 1.0f + 0.25f * normal(rng));
   const std::vector<unsigned short> x0 = x, res0 = res;
 
-  xr_rows_gpu_params_t p;
+  xr_rows_args_t p;
   memset(&p, 0, sizeof p);
   p.rows = R, p.n = n, p.shape[0] = R, p.outer_rank = 1, p.eps = 1e-6f, p.fp32_sum = c.fp32_sum;
-  set_view(p, XR_ROWS_GPU_X, c.dtype, c.x_off, xs);
-  set_view(p, XR_ROWS_GPU_RESIDUAL_IN, c.dtype, 0, n);
-  set_view(p, XR_ROWS_GPU_WEIGHT, c.dtype, 0, 0);
+  set_view(p, XR_ROWS_ARG_X, c.dtype, c.x_off, xs);
+  set_view(p, XR_ROWS_ARG_RESIDUAL_IN, c.dtype, 0, n);
+  set_view(p, XR_ROWS_ARG_WEIGHT, c.dtype, 0, 0);
   if (c.in_place) {
-    p.v[XR_ROWS_GPU_OUT] = p.v[XR_ROWS_GPU_X];
-    p.v[XR_ROWS_GPU_RESIDUAL_OUT] = p.v[XR_ROWS_GPU_RESIDUAL_IN];
+    p.v[XR_ROWS_ARG_OUT] = p.v[XR_ROWS_ARG_X];
+    p.v[XR_ROWS_ARG_RESIDUAL_OUT] = p.v[XR_ROWS_ARG_RESIDUAL_IN];
   } else {
-    set_view(p, XR_ROWS_GPU_OUT, c.dtype, 0, n);
-    set_view(p, XR_ROWS_GPU_RESIDUAL_OUT, c.dtype, 0, n);
+    set_view(p, XR_ROWS_ARG_OUT, c.dtype, 0, n);
+    set_view(p, XR_ROWS_ARG_RESIDUAL_OUT, c.dtype, 0, n);
   }
   unsigned char *xb = (unsigned char *)x.data(), *rb = (unsigned char *)res.data();
   unsigned char *ob = c.in_place ? xb : (unsigned char *)out.data();

@@ -1,5 +1,5 @@
 /* Softmax, layer norm, RMS norm and fused add + RMS norm, in place and aiter's out of place
- * (kernels/gpu/norm.cu via kernels/gpu/norm_gpu.c) on a cuda or hip device (built once per
+ * (kernels/gpu/norm.cu via kernels/norm_device.c) on a cuda or hip device (built once per
  * driver, XR_GPU_DRIVER=cuda|hip): the cases of tests/kernels/norm_cases.h, as the cpu and opencl
  * suites run them, each compared with the CPU reference through the real engine. Skips
  * without such a device. */

@@ -1,4 +1,4 @@
-/* Rotary embedding (kernels/gpu/norm.cu's xr_rotary via kernels/gpu/norm_gpu.c) on a cuda or
+/* Rotary embedding (kernels/gpu/norm.cu's xr_rotary via kernels/norm_device.c) on a cuda or
  * hip device (built once per driver, XR_GPU_DRIVER=cuda|hip): the cases of
  * tests/kernels/rotary_cases.h, as the cpu and opencl suites run them, each compared with the
  * CPU reference through the real engine. Skips without such a device. */

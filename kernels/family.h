@@ -1,5 +1,22 @@
 /* Helpers for writing an op family (kernels/<family>.c): reading arguments by schema name or
- * position with errors that name them, and walking strided tensors on the host. */
+ * position with errors that name them, and walking strided tensors on the host.
+ *
+ * A family's files (kernels/family_list.h lists the families):
+ *   <family>.h              its problem: what planning makes of an op, read by every kernel
+ *   <family>.c              planning (arguments by schema), initializers, the plain-C
+ *                           reference (or <family>_ref.c beside it) and the list of impls
+ *   cpu/<family>_cpu.c      the fast CPU kernels (our own; oneDNN's in cpu/<family>_onednn.c)
+ *   <family>_args.h         the device argument block, one header for host C, OpenCL C and
+ *                           CUDA/HIP C++ (`long` fields: view5_args.h); nothing mirrored by hand
+ *   <family>_device.c       the OpenCL and CUDA/HIP hosts together: a backend table (source,
+ *                           builder, threads) and the impls opencl.<family> and gpu.<family>
+ *   opencl/<family>.cl, gpu/<family>.cu   the kernels, with the same names and arguments
+ * In this shape: conv, norm (softmax and rotary ride on it), scatter, pool and channel_norm
+ * (one vision_device.c). The others still host each backend apart (opencl/<family>_opencl.c,
+ * gpu/<family>_gpu.c with gpu/<family>_params.h; OpenCL's arguments passed one by one).
+ * A new op of a family touches <family>.c (planning and the reference), the kernels' switch in
+ * the .cl and .cu when devices compute it, and its cases in tests/kernels/<family>_cases.h,
+ * which every driver's suite runs. */
 #ifndef XR_KERNELS_FAMILY_H
 #define XR_KERNELS_FAMILY_H
 

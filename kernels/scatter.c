@@ -125,7 +125,7 @@ _Static_assert(XR_SC_DEV_ASSIGN == XR_SC_ASSIGN && XR_SC_DEV_ADD == XR_SC_ADD &&
                    XR_SC_DEV_INDEX == XR_SC_INDEX && XR_SC_DEV_POSITIONS == XR_SC_POSITIONS &&
                    XR_SC_DEV_IOTA == XR_SC_IOTA && XR_SC_DEV_GATHER == XR_SC_GATHER &&
                    XR_SC_DEV_SCATTER == XR_SC_SCATTER && XR_SC_DEV_NONZERO == XR_SC_NONZERO,
-               "scatter_params.h mirrors kernels/scatter.h");
+               "scatter_args.h's codes are kernels/scatter.h's");
 
 static int drop_unit_dims(int rank, const int64_t *shape, int *keep) {
   int n = 0;

@@ -25,7 +25,7 @@
 #ifndef XR_KERNELS_SCATTER_H
 #define XR_KERNELS_SCATTER_H
 
-#include "kernels/gpu/scatter_params.h"
+#include "kernels/scatter_args.h"
 #include "kernels/kernels.h"
 
 #ifdef __cplusplus
@@ -153,27 +153,9 @@ xr_status_t xr_sc_device_supports(const xr_op_plan_t *plan, const char *who);
 void xr_sc_device_params(const xr_scatter_problem_t *p, const xr_tensor_t *tensors, bool copy,
                          int64_t target_items, xr_sc_dev_params_t *out);
 
-/* The device implementations' shared host side (kernels/scatter_device.c): the same kernels,
- * built from `source` by `build` (xr_opencl_build, xr_gpu_build), the parameter block in a
- * buffer (OpenCL) or by value (CUDA/HIP). */
-typedef struct xr_sc_device_backend {
-  const char *name;   /* "opencl.scatter" */
-  const char *source; /* "scatter.cl" */
-  xr_status_t (*build)(xr_hal_device_t *device, const char *file, const char *options,
-                       xr_hal_executable_t **out_executable);
-  bool params_in_buffer;
-  int64_t target_items; /* work-items SCATTER's chunks aim at */
-} xr_sc_device_backend_t;
-
-xr_status_t xr_sc_device_prepare(const xr_sc_device_backend_t *backend, const xr_op_plan_t *plan,
-                                 xr_hal_device_t *device, const xr_tensor_t *tensors,
-                                 void **out_state);
-xr_status_t xr_sc_device_enqueue(void *state, xr_hal_stream_t *stream);
-void xr_sc_device_release(void *state);
 
 extern const xr_kernel_impl_t xr_cpu_scatter;    /* kernels/cpu/scatter_cpu.c */
-extern const xr_kernel_impl_t xr_opencl_scatter; /* kernels/opencl/scatter_opencl.c */
-extern const xr_kernel_impl_t xr_gpu_scatter;    /* kernels/gpu/scatter_gpu.c */
+extern const xr_kernel_impl_t xr_opencl_scatter, xr_gpu_scatter; /* kernels/scatter_device.c */
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,9 @@
-/* The host side the scatter family's device kernels share (kernels/opencl/scatter.cl and
- * kernels/gpu/scatter.cu have the same kernels, names and parameter block): buffers, the launch
- * sequence and its geometry. opencl.scatter and gpu.scatter differ only in how they build the
- * source and pass the parameter block (kernels/opencl/scatter_opencl.c, gpu/scatter_gpu.c).
+/* opencl.scatter and gpu.scatter: the scatter family's device kernels (kernels/opencl/scatter.cl
+ * and kernels/gpu/scatter.cu have the same kernels, names and parameter block,
+ * kernels/scatter_args.h), one program for every op and dtype, built once per device. Raw moves
+ * of every dtype; reductions in float (every float dtype but f64, left to the CPU) or 64-bit
+ * integers, deterministic (no atomics). The two differ only in how they build the source and
+ * pass the parameter block: in a constant buffer (OpenCL) or by value (CUDA/HIP).
  *
  * Per execution: the out-of-place copy of self (xr_sc_gather without slots), the mask's
  * compaction (count, scan, write), then the main pass. Enqueue allocates nothing: the
@@ -11,13 +13,30 @@
 #include <string.h>
 
 #include "kernels/dtype.h"
+#include "kernels/gpu/sources.h"
+#include "kernels/opencl/sources.h"
 #include "kernels/scatter.h"
+
+_Static_assert(sizeof(long) == 8, "the device parameter block needs a 64-bit long");
+
+typedef struct backend {
+  const char *name, *label; /* "opencl.scatter", and as xr_sc_device_supports names it */
+  const char *source;       /* "scatter.cl" */
+  xr_status_t (*build)(xr_hal_device_t *device, const char *file, const char *options,
+                       xr_hal_executable_t **out_executable);
+  bool params_in_buffer;
+  int64_t target_items; /* work-items SCATTER's chunks aim at */
+} backend_t;
+
+static const backend_t opencl = {"opencl.scatter", "OpenCL", "scatter.cl", xr_opencl_build, true,
+                                 4096};
+static const backend_t gpu = {"gpu.scatter", "GPU", "scatter.cu", xr_gpu_build, false, 65536};
 
 enum { COPY, MAIN, MASK_COUNT, MASK_SCAN, MASK_WRITE, LAUNCHES };
 #define MAX_ARGS 11
 
 typedef struct sc_device {
-  const xr_sc_device_backend_t *backend;
+  const backend_t *backend;
   xr_hal_executable_t *exe;
   xr_hal_kernel_t *kernel[LAUNCHES];
   xr_sc_dev_params_t q[2]; /* main, copy */
@@ -27,7 +46,7 @@ typedef struct sc_device {
   bool run[LAUNCHES];
 } sc_device_t;
 
-void xr_sc_device_release(void *state) {
+static void sc_release(void *state) {
   sc_device_t *s = state;
   if (!s) return;
   xr_hal_buffer_t *buffers[] = {s->params[0], s->params[1], s->positions, s->chunk_base,
@@ -62,9 +81,9 @@ static xr_hal_kernel_arg_t params_arg(sc_device_t *s, int which) {
   return xr_hal_arg_bytes(&s->q[which], sizeof s->q[which]);
 }
 
-xr_status_t xr_sc_device_prepare(const xr_sc_device_backend_t *backend, const xr_op_plan_t *plan,
-                                 xr_hal_device_t *device, const xr_tensor_t *tensors,
-                                 void **out_state) {
+static xr_status_t sc_prepare(const backend_t *backend, const xr_op_plan_t *plan,
+                              xr_hal_device_t *device, const xr_tensor_t *tensors,
+                              void **out_state) {
   const xr_scatter_problem_t *p = plan->problem;
   sc_device_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", plan->op->name);
@@ -95,7 +114,7 @@ xr_status_t xr_sc_device_prepare(const xr_sc_device_backend_t *backend, const xr
     if (st == XR_OK) st = xr_hal_buffer_write(s->params[k], 0, &s->q[k], sizeof s->q[k]);
   }
   if (st != XR_OK) {
-    xr_sc_device_release(s);
+    sc_release(s);
     return xr_error_prefix(st, "%s: ", backend->name);
   }
   xr_hal_buffer_t *dummy = s->dummy;
@@ -159,7 +178,7 @@ xr_status_t xr_sc_device_prepare(const xr_sc_device_backend_t *backend, const xr
   return XR_OK;
 }
 
-xr_status_t xr_sc_device_enqueue(void *state, xr_hal_stream_t *stream) {
+static xr_status_t sc_enqueue(void *state, xr_hal_stream_t *stream) {
   sc_device_t *s = state;
   xr_status_t st = XR_OK;
   static const int order[LAUNCHES] = {COPY, MASK_COUNT, MASK_SCAN, MASK_WRITE, MAIN};
@@ -168,3 +187,24 @@ xr_status_t xr_sc_device_enqueue(void *state, xr_hal_stream_t *stream) {
       st = xr_hal_stream_dispatch(stream, s->kernel[order[k]], &s->dispatch[order[k]]);
   return st;
 }
+
+#define DEVICE_IMPL(symbol, backend_var, driver_name)                                        \
+  static xr_status_t symbol##_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) { \
+    (void)device;                                                                           \
+    return xr_sc_device_supports(plan, backend_var.label);                                  \
+  }                                                                                         \
+  static xr_status_t symbol##_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,    \
+                                      const xr_tensor_t *tensors, void **out_state) {       \
+    return sc_prepare(&backend_var, plan, device, tensors, out_state);                      \
+  }                                                                                         \
+  const xr_kernel_impl_t symbol = {                                                         \
+      .name = #backend_var ".scatter",                                                      \
+      .driver = driver_name,                                                                \
+      .supports = symbol##_supports,                                                        \
+      .prepare = symbol##_prepare,                                                          \
+      .enqueue = sc_enqueue,                                                                \
+      .release = sc_release,                                                                \
+  };
+
+DEVICE_IMPL(xr_opencl_scatter, opencl, "opencl")
+DEVICE_IMPL(xr_gpu_scatter, gpu, "gpu")

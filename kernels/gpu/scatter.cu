@@ -1,6 +1,6 @@
-// The scatter family on CUDA and HIP (host side: kernels/scatter_device.c through
-// kernels/gpu/scatter_gpu.c), the twin of kernels/opencl/scatter.cl: the same kernels, names and
-// parameter block (scatter_params.h, by value here), one compiled source for every op and dtype.
+// The scatter family on CUDA and HIP (host side: kernels/scatter_device.c), the twin of
+// kernels/opencl/scatter.cl: the same kernels, names and parameter block (scatter_args.h, by
+// value here), one compiled source for every op and dtype.
 //  - xr_sc_gather: one thread per result element (also the out-of-place copy of self).
 //  - xr_sc_scatter: one thread per (free position, chunk of the destination's indexed range),
 //    walking the serial dims in row-major order and applying the updates that land in its
@@ -17,7 +17,7 @@
 #include "dtype_io.h"
 #include "dtype_codes.h"
 #include "dtype_dispatch.h"
-#include "scatter_params.h"
+#include "scatter_args.h"
 // clang-format on
 
 typedef long long xr_ll;

@@ -1,6 +1,7 @@
-// The scatter family on OpenCL (host side: scatter_opencl.c), the twin of kernels/gpu/scatter.cu.
-// One program for every op and dtype: the parameter block (sc_params, mirroring
-// kernels/gpu/scatter_params.h field for field) says what to do, so a device builds it once.
+// The scatter family on OpenCL (host side: kernels/scatter_device.c), the twin of
+// kernels/gpu/scatter.cu.
+// One program for every op and dtype: the parameter block (kernels/scatter_args.h) says what
+// to do, so a device builds it once.
 //  - xr_sc_gather: one work-item per result element (also the out-of-place copy of self).
 //  - xr_sc_scatter: one work-item per (free position, chunk of the destination's indexed range):
 //    it walks the serial dims in row-major order and applies the updates that land in its
@@ -15,38 +16,9 @@
 
 #include "dtype_codes.h"
 #include "float_formats_cl.h"
+#include "scatter_args.h"
 
-#define SC_DIMS 8
-#define SC_SLOTS 4
-#define SC_OPS 6
-
-typedef struct {
-  long shape[SC_DIMS];
-  long strides[SC_OPS][SC_DIMS];
-  long group_shape[SC_SLOTS][SC_DIMS];
-  long group_strides[SC_SLOTS][SC_DIMS];
-  long slot_numel[SC_SLOTS];
-  long offset[SC_OPS];
-  long mask_shape[SC_DIMS], mask_strides[SC_DIMS];
-  long numel, nf, ns, chunks, range;
-  long mask_numel, mask_offset, mask_chunk, mask_chunks;
-  long ivalue, ialpha, pattern, fill;
-  float value, alpha;
-  int rank, free_rank, count_dim, slot_count;
-  int slot_source[SC_SLOTS], slot_dtype[SC_SLOTS];
-  int slot_on_src[SC_SLOTS], slot_group_rank[SC_SLOTS];
-  int dtype, elem_size, reduce, include_self;
-  int src_scalar, scratch, floating, mask_dtype;
-  int mask_rank, kind;
-} sc_params;
-
-#define SC_ADD 1
-#define SC_MUL 2
-#define SC_MEAN 3
-#define SC_MAX 4
-#define SC_MIN 5
-
-typedef __global const sc_params *P;
+typedef __global const xr_sc_dev_params_t *P;
 typedef __global const uchar *IN;
 
 void move_elem(__global uchar *d, long di, IN s, long si, int es) {
@@ -128,16 +100,16 @@ bool nonzero_at(IN p, int dt, long i) {
 }
 
 float combine_f(int r, float a, float c) {
-  if (r == SC_MUL) return a * c;
-  if (r == SC_MAX) return isnan(a) || isnan(c) ? NAN : (a > c ? a : c);
-  if (r == SC_MIN) return isnan(a) || isnan(c) ? NAN : (a < c ? a : c);
+  if (r == XR_SC_DEV_MUL) return a * c;
+  if (r == XR_SC_DEV_MAX) return isnan(a) || isnan(c) ? NAN : (a > c ? a : c);
+  if (r == XR_SC_DEV_MIN) return isnan(a) || isnan(c) ? NAN : (a < c ? a : c);
   return a + c;
 }
 
 long combine_l(int r, long a, long c) {
-  if (r == SC_MUL) return (long)((ulong)a * (ulong)c);
-  if (r == SC_MAX) return a > c ? a : c;
-  if (r == SC_MIN) return a < c ? a : c;
+  if (r == XR_SC_DEV_MUL) return (long)((ulong)a * (ulong)c);
+  if (r == XR_SC_DEV_MAX) return a > c ? a : c;
+  if (r == XR_SC_DEV_MIN) return a < c ? a : c;
   return (long)((ulong)a + (ulong)c);
 }
 
@@ -180,7 +152,7 @@ __kernel void xr_sc_gather(P p, __global uchar *dst, IN src, IN i0, IN i1, IN i2
                            __global const long *pos, __global const long *count) {
   long x = get_global_id(0);
   if (x >= p->numel) return;
-  long off[SC_OPS] = {0, 0, 0, 0, 0, 0}, rest = x, at_count = -1;
+  long off[XR_SC_DEV_OPS] = {0, 0, 0, 0, 0, 0}, rest = x, at_count = -1;
   int nops = 2 + p->slot_count;
   for (int d = p->rank - 1; d >= 0; d--) {
     long c = rest % p->shape[d];
@@ -208,11 +180,11 @@ void update(P p, __global uchar *dst, long di, IN src, long si) {
     else move_elem(dst, di, src, si, es);
   } else if (p->floating) {
     float c = p->src_scalar ? p->value : load_f(src, dt, si);
-    if (p->reduce == SC_ADD) c *= p->alpha;
+    if (p->reduce == XR_SC_DEV_ADD) c *= p->alpha;
     store_f(dst, dt, di, combine_f(p->reduce, load_f(dst, dt, di), c));
   } else {
     long c = p->src_scalar ? p->ivalue : load_l(src, dt, si);
-    if (p->reduce == SC_ADD) c = (long)((ulong)c * (ulong)p->ialpha);
+    if (p->reduce == XR_SC_DEV_ADD) c = (long)((ulong)c * (ulong)p->ialpha);
     store_l(dst, dt, es, di, combine_l(p->reduce, load_l(dst, dt, di), c));
   }
 }
@@ -225,13 +197,13 @@ void accumulate(P p, IN dst, long di, IN src, long si, __global uchar *acc,
   if (p->floating) {
     __global float *a = (__global float *)acc;
     float c = p->src_scalar ? p->value : load_f(src, dt, si);
-    if (p->reduce == SC_ADD) c *= p->alpha;
+    if (p->reduce == XR_SC_DEV_ADD) c *= p->alpha;
     a[rel] = with_self ? combine_f(p->reduce, load_f(dst, dt, di), c)
                        : (n == 0 ? c : combine_f(p->reduce, a[rel], c));
   } else {
     __global long *a = (__global long *)acc;
     long c = p->src_scalar ? p->ivalue : load_l(src, dt, si);
-    if (p->reduce == SC_ADD) c = (long)((ulong)c * (ulong)p->ialpha);
+    if (p->reduce == XR_SC_DEV_ADD) c = (long)((ulong)c * (ulong)p->ialpha);
     a[rel] = with_self ? combine_l(p->reduce, load_l(dst, dt, di), c)
                        : (n == 0 ? c : combine_l(p->reduce, a[rel], c));
   }
@@ -247,10 +219,10 @@ void finish(P p, __global uchar *dst, long di, __global const uchar *acc, __glob
   long count = n + (p->include_self ? 1 : 0);
   if (p->floating) {
     float v = ((__global const float *)acc)[rel];
-    store_f(dst, dt, di, p->reduce == SC_MEAN ? v / (float)count : v);
+    store_f(dst, dt, di, p->reduce == XR_SC_DEV_MEAN ? v / (float)count : v);
   } else {
     long v = wrap_l(((__global const long *)acc)[rel], dt);
-    store_l(dst, dt, p->elem_size, di, p->reduce == SC_MEAN ? floor_div(v, count) : v);
+    store_l(dst, dt, p->elem_size, di, p->reduce == XR_SC_DEV_MEAN ? floor_div(v, count) : v);
   }
 }
 
@@ -263,7 +235,7 @@ __kernel void xr_sc_scatter(P p, __global uchar *dst, IN src, IN i0, IN i1, IN i
   long lo = chunk * p->range / p->chunks, hi = (chunk + 1) * p->range / p->chunks;
   long active = p->count_dim >= 0 ? count[0] : LONG_MAX;
   int nops = 2 + p->slot_count, fr = p->free_rank;
-  long foff[SC_OPS] = {0, 0, 0, 0, 0, 0}, rest = f;
+  long foff[XR_SC_DEV_OPS] = {0, 0, 0, 0, 0, 0}, rest = f;
   for (int d = fr - 1; d >= 0; d--) {
     long c = rest % p->shape[d];
     rest /= p->shape[d];
@@ -272,7 +244,7 @@ __kernel void xr_sc_scatter(P p, __global uchar *dst, IN src, IN i0, IN i1, IN i
   }
   for (int pass = 0; pass < (p->scratch ? 2 : 1); pass++) {
     for (long sp = 0; sp < p->ns; sp++) {
-      long off[SC_OPS] = {0, 0, 0, 0, 0, 0};
+      long off[XR_SC_DEV_OPS] = {0, 0, 0, 0, 0, 0};
       for (int k = 0; k < nops; k++) off[k] = foff[k];
       bool skip = false;
       rest = sp;

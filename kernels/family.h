@@ -11,8 +11,8 @@
  *   <family>_device.c       the OpenCL and CUDA/HIP hosts together: a backend table (source,
  *                           builder, threads) and the impls opencl.<family> and gpu.<family>
  *   opencl/<family>.cl, gpu/<family>.cu   the kernels, with the same names and arguments
- * In this shape: conv, norm (softmax and rotary ride on it), scatter, pool and channel_norm
- * (one vision_device.c). The others still host each backend apart (opencl/<family>_opencl.c,
+ * In this shape: conv, norm (softmax and rotary ride on it), quant, scatter, pool and
+ * channel_norm (one vision_device.c). The others still host each backend apart (opencl/<family>_opencl.c,
  * gpu/<family>_gpu.c with gpu/<family>_params.h; OpenCL's arguments passed one by one).
  * A new op of a family touches <family>.c (planning and the reference), the kernels' switch in
  * the .cl and .cu when devices compute it, and its cases in tests/kernels/<family>_cases.h,

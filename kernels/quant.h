@@ -63,8 +63,7 @@ xr_status_t xr_quant_host(const xr_quant_problem_t *p, const xr_tensor_t *tensor
 /* M for a result dtype (448 or 224). */
 float xr_quant_fp8_max(xr_dtype_t result_dtype);
 
-/* Implementations (kernels/cpu/quant_cpu.c, kernels/opencl/quant_opencl.c,
- * kernels/gpu/quant_gpu.c). */
+/* Implementations (kernels/cpu/quant_cpu.c; kernels/quant_device.c for opencl and gpu). */
 extern const xr_kernel_impl_t xr_quant_cpu_impl, xr_quant_opencl_impl, xr_quant_gpu_impl;
 
 #endif

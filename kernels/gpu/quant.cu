@@ -1,4 +1,4 @@
-// vLLM's fp8 quantization ops (kernels/quant.h) on CUDA and HIP (kernels/gpu/quant_gpu.c
+// vLLM's fp8 quantization ops (kernels/quant.h) on CUDA and HIP (kernels/quant_device.c
 // launches these), the twins of kernels/opencl/quant.cl and, step for step, of vLLM's
 // csrc/quantization/w8a8/fp8/common.cu: one block per item, a (row, segment) of the static and
 // dynamic ops or a whole row of the per-token op.
@@ -11,9 +11,9 @@
 #include "dtype_io.h"
 #include "dtype_codes.h"
 #include "dtype_dispatch.h"
-#include "quant_params.h"
+#include "quant_args.h"
 
-static __device__ __forceinline__ float xr_quant_share_absmax(const void *in, const xr_quant_gpu_params_t &p,
+static __device__ __forceinline__ float xr_quant_share_absmax(const void *in, const xr_quant_args_t &p,
                                                               long long r, long long c0, long long c1) {
   float m = 0.0f;
   for (long long c = c0 + threadIdx.x; c < c1; c += blockDim.x)
@@ -21,13 +21,13 @@ static __device__ __forceinline__ float xr_quant_share_absmax(const void *in, co
   return m;
 }
 
-static __device__ __forceinline__ void xr_quant_store(unsigned char *out, const xr_quant_gpu_params_t &p,
+static __device__ __forceinline__ void xr_quant_store(unsigned char *out, const xr_quant_args_t &p,
                                                       long long i, float x) {
   xr_store_float(out, p.out_dtype, i, fmaxf(-p.fp8_max, fminf(x, p.fp8_max)));
 }
 
 extern "C" __global__ void __launch_bounds__(XR_QUANT_GPU_THREADS)
-    xr_quant_absmax(float *partial, const unsigned char *in, xr_quant_gpu_params_t p) {
+    xr_quant_absmax(float *partial, const unsigned char *in, xr_quant_args_t p) {
   for (long long item = blockIdx.x; item < p.items; item += gridDim.x) {
     const long long r = item / p.segments, c0 = (item % p.segments) * XR_QUANT_GPU_SEGMENT;
     const long long c1 = c0 + XR_QUANT_GPU_SEGMENT < p.hidden ? c0 + XR_QUANT_GPU_SEGMENT : p.hidden;
@@ -37,7 +37,7 @@ extern "C" __global__ void __launch_bounds__(XR_QUANT_GPU_THREADS)
 }
 
 extern "C" __global__ void __launch_bounds__(XR_QUANT_GPU_THREADS)
-    xr_quant_reduce(float *scale, const float *partial, xr_quant_gpu_params_t p) {
+    xr_quant_reduce(float *scale, const float *partial, xr_quant_args_t p) {
   float m = 0.0f;
   for (long long i = threadIdx.x; i < p.items; i += blockDim.x) m = fmaxf(m, partial[i]);
   m = xr_block_max(m);
@@ -46,11 +46,11 @@ extern "C" __global__ void __launch_bounds__(XR_QUANT_GPU_THREADS)
 
 extern "C" __global__ void __launch_bounds__(XR_QUANT_GPU_THREADS)
     xr_quant_rows(unsigned char *out, const unsigned char *in, float *scale, const float *scale_ub,
-                  xr_quant_gpu_params_t p) {
+                  xr_quant_args_t p) {
   for (long long item = blockIdx.x; item < p.items; item += gridDim.x) {
-    const long long r = p.op == XR_QUANT_GPU_PER_TOKEN ? item : item / p.segments;
+    const long long r = p.op == XR_QUANT_ARG_PER_TOKEN ? item : item / p.segments;
     const long long base = p.in_off + r * p.in_rs, dst = p.out_off + r * p.out_rs;
-    if (p.op == XR_QUANT_GPU_PER_TOKEN) {
+    if (p.op == XR_QUANT_ARG_PER_TOKEN) {
       float amax = xr_block_max(xr_quant_share_absmax(in, p, r, 0, p.hidden));
       if (p.has_ub) amax = fminf(amax, scale_ub[p.ub_off]);
       const float ts = fmaxf(amax / p.fp8_max, p.min_scale);

@@ -1,4 +1,4 @@
-// vLLM's fp8 quantization ops (kernels/quant.h; host side: quant_opencl.c), bit-exact with
+// vLLM's fp8 quantization ops (kernels/quant.h; host side: kernels/quant_device.c), bit-exact with
 // ref.quant. One work-group of WG work-items per item: a (row, segment of SEGMENT columns) of the
 // static and dynamic ops, a whole row of the per-token op (its scale needs the row's max|x|).
 //   xr_quant_absmax  dynamic, pass 1: each item's max|x| into partial[item]
@@ -7,18 +7,15 @@
 //   xr_quant_per_token  per token: each row's own reduction, which writes scale[t], then
 //                       x / s_t, clamped and rounded the same way
 // Input dtypes are run-time values (uniform across a launch); the build option
-// -cl-fp32-correctly-rounded-divide-sqrt makes the divisions IEEE's, as CUDA's are. Build
-// options: -DWG=<work-group size> -DSEGMENT=<columns per item>.
+// -cl-fp32-correctly-rounded-divide-sqrt makes the divisions IEEE's, as CUDA's are. Arguments:
+// the block of kernels/quant_args.h.
 
 #include "dtype_codes.h"
 #include "float_formats_cl.h"
+#include "quant_args.h"
 
-typedef struct {  // mirrors cl_quant_geometry in quant_opencl.c: every field 64-bit
-  long rows, hidden, segments, items;
-  long in_off, in_rs, out_off, out_rs, scale_off, scale_si, scale_sj, group_m, group_n, ub_off;
-  long op, in_dtype, grouped, has_ub, fnuz;
-  long max_bits, min_scale_bits;  // M and 1 / (M * 512) as float bits
-} xr_quant_geometry;
+#define WG XR_QUANT_OPENCL_THREADS
+#define SEGMENT XR_QUANT_OPENCL_SEGMENT
 
 inline float load_in(const __global uchar *in, long dtype, long i) {
   if (dtype == XR_F32) return ((const __global float *)in)[i];
@@ -49,14 +46,14 @@ inline float group_max(float v, __local float *red) {
 }
 
 // max|x| over columns [c0, c1) of row r, this work-item's share (NaN ignored: fmax's rule).
-inline float share_absmax(const __global uchar *in, const xr_quant_geometry g, long r, long c0, long c1) {
+inline float share_absmax(const __global uchar *in, const xr_quant_args_t g, long r, long c0, long c1) {
   float m = 0.0f;
   for (long c = c0 + get_local_id(0); c < c1; c += WG) m = fmax(m, fabs(load_in(in, g.in_dtype, g.in_off + r * g.in_rs + c)));
   return m;
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_absmax(
-    __global float *partial, __global const uchar *in, const xr_quant_geometry g) {
+    __global float *partial, __global const uchar *in, const xr_quant_args_t g) {
   __local float red[WG];
   for (long item = get_group_id(0); item < g.items; item += get_num_groups(0)) {
     const long r = item / g.segments, c0 = (item % g.segments) * SEGMENT;
@@ -66,20 +63,20 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_absmax(
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_reduce(
-    __global float *scale, __global const float *partial, const xr_quant_geometry g) {
+    __global float *scale, __global const float *partial, const xr_quant_args_t g) {
   __local float red[WG];
   float m = 0.0f;
   for (long i = get_local_id(0); i < g.items; i += WG) m = fmax(m, partial[i]);
   m = group_max(m, red);
-  if (get_local_id(0) == 0) scale[g.scale_off] = m / as_float((uint)g.max_bits);
+  if (get_local_id(0) == 0) scale[g.scale_off] = m / g.fp8_max;
 }
 
 // The static and dynamic ops: segment `item` of a row, scaled by the row's (or group's) scale.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_rows(
     __global uchar *out, __global const uchar *in, __global float *scale, __global const float *ub,
-    const xr_quant_geometry g) {
-  const float m = as_float((uint)g.max_bits);
-  const xr_fp8_format_t f = xr_fp8_format_of(3, (int)g.fnuz);
+    const xr_quant_args_t g) {
+  const float m = g.fp8_max;
+  const xr_fp8_format_t f = xr_fp8_format_of(3, g.out_dtype == XR_F8E4M3FNUZ);
   const long lid = get_local_id(0);
   for (long item = get_group_id(0); item < g.items; item += get_num_groups(0)) {
     const long r = item / g.segments, c0 = (item % g.segments) * SEGMENT;
@@ -100,17 +97,17 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_rows(
 // once in 30 runs when they were).
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_quant_per_token(
     __global uchar *out, __global const uchar *in, __global float *scale, __global const float *ub,
-    const xr_quant_geometry g) {
+    const xr_quant_args_t g) {
   __local float red[WG];
-  const float m = as_float((uint)g.max_bits);
-  const xr_fp8_format_t f = xr_fp8_format_of(3, (int)g.fnuz);
+  const float m = g.fp8_max;
+  const xr_fp8_format_t f = xr_fp8_format_of(3, g.out_dtype == XR_F8E4M3FNUZ);
   const long lid = get_local_id(0);
   for (long r = get_group_id(0); r < g.items; r += get_num_groups(0)) {
     __global uchar *dst = out + g.out_off + r * g.out_rs;
     const long base = g.in_off + r * g.in_rs;
     float amax = group_max(share_absmax(in, g, r, 0, g.hidden), red);
     if (g.has_ub) amax = fmin(amax, ub[g.ub_off]);
-    const float ts = fmax(amax / m, as_float((uint)g.min_scale_bits));
+    const float ts = fmax(amax / m, g.min_scale);
     if (lid == 0) scale[g.scale_off + r * g.scale_si] = ts;
     for (long c = lid; c < g.hidden; c += WG) dst[c] = encode(load_in(in, g.in_dtype, base + c) / ts, m, &f);
   }

@@ -1,6 +1,6 @@
 // kernels/gpu/quant.cu's kernels (vLLM's fp8 quantization ops) executed on the CPU under
 // tests/gpu/cuda_emulation.h, once per warp width (XR_EMULATED_WARP=32 and 64), launched as
-// kernels/gpu/quant_gpu.c launches them: static (per tensor over special values, 2-D groups),
+// kernels/quant_device.c launches them: static (per tensor over special values, 2-D groups),
 // dynamic per tensor (absmax, reduce, quantize; a row split in two segments, an all-zero input)
 // and per token (scale_ub, a zero row, a NaN). Expected values are vLLM's formulas evaluated
 // here in float, rounded to the nearest e4m3 value by a search over the decoded codes. A machine
@@ -46,7 +46,7 @@ double nearest(float x, bool fnuz) {
 double convert(float x, float m, bool fnuz) { return nearest(fmaxf(-m, fminf(x, m)), fnuz); }
 
 struct job {
-  xr_quant_gpu_params_t p;
+  xr_quant_args_t p;
   std::vector<float> in;  // as f32 (in_dtype F32) ...
   std::vector<unsigned short> in16;  // ... or f16 / bf16 bits
   std::vector<unsigned char> out;
@@ -62,13 +62,13 @@ struct job {
 job make(int op, int in_dtype, bool fnuz, long long rows, long long hidden) {
   job j;
   memset(&j.p, 0, sizeof j.p);
-  xr_quant_gpu_params_t &p = j.p;
+  xr_quant_args_t &p = j.p;
   p.op = op, p.in_dtype = in_dtype, p.out_dtype = fnuz ? XR_GPU_F8E4M3FNUZ : XR_GPU_F8E4M3FN;
   p.rows = rows, p.hidden = hidden, p.in_rs = hidden, p.out_rs = hidden;
   p.segments = (hidden + XR_QUANT_GPU_SEGMENT - 1) / XR_QUANT_GPU_SEGMENT;
-  p.items = op == XR_QUANT_GPU_PER_TOKEN ? rows : rows * p.segments;
+  p.items = op == XR_QUANT_ARG_PER_TOKEN ? rows : rows * p.segments;
   p.fp8_max = fnuz ? 224.0f : 448.0f, p.min_scale = 1.0f / (p.fp8_max * 512.0f);
-  p.group_m = rows, p.group_n = hidden, p.scale_si = op == XR_QUANT_GPU_PER_TOKEN ? 1 : 0;
+  p.group_m = rows, p.group_n = hidden, p.scale_si = op == XR_QUANT_ARG_PER_TOKEN ? 1 : 0;
   j.out.assign(rows * hidden, 0x7f);
   return j;
 }
@@ -86,7 +86,7 @@ void set_input(job &j, const std::vector<float> &x) {
 void run(job &j) {
   const unsigned blocks = (unsigned)std::min<long long>(j.p.items, 1 << 20);
   unsigned char *in = (unsigned char *)j.input();
-  if (j.p.op == XR_QUANT_GPU_DYNAMIC) {
+  if (j.p.op == XR_QUANT_ARG_DYNAMIC) {
     j.partial.assign(j.p.items, NAN);
     xr_emu_launch(xr_emu_dim{blocks, 1, 1}, XR_QUANT_GPU_THREADS,
                   [&] { xr_quant_absmax(j.partial.data(), in, j.p); });
@@ -100,7 +100,7 @@ void run(job &j) {
 
 // Every result against vLLM's formula; `scale_of(r, c)` the expected scale of an element.
 template <class F> void expect(const char *what, const job &j, F scale_of) {
-  const bool fnuz = j.p.out_dtype == XR_GPU_F8E4M3FNUZ, token = j.p.op == XR_QUANT_GPU_PER_TOKEN;
+  const bool fnuz = j.p.out_dtype == XR_GPU_F8E4M3FNUZ, token = j.p.op == XR_QUANT_ARG_PER_TOKEN;
   for (long long r = 0; r < j.p.rows; r++)
     for (long long c = 0; c < j.p.hidden; c++) {
       const float x = j.at(r, c), s = scale_of(r, c);
@@ -117,7 +117,7 @@ Test(quant_emulated, static_specials_and_groups) {
   const std::vector<float> specials{1000.0f, -1000.0f, 224.0f, 224.1f, -300.0f, 0.0f,    -0.0f,           NAN,
                                     INFINITY, -INFINITY, 1e-9f, 0x1p-10f, 0.53125f, 0.59375f, 3e-3f, 17.0f};
   for (int fnuz = 0; fnuz < 2; fnuz++) {
-    job j = make(XR_QUANT_GPU_STATIC, XR_GPU_F32, fnuz, 2, 16);
+    job j = make(XR_QUANT_ARG_STATIC, XR_GPU_F32, fnuz, 2, 16);
     std::vector<float> x = specials;
     for (int i = 0; i < 16; i++) x.push_back(uniform(100));
     set_input(j, x);
@@ -127,7 +127,7 @@ Test(quant_emulated, static_specials_and_groups) {
     cr_assert_eq(decode(j.out[7], fnuz), fnuz ? 224.0f : 448.0f, "NaN becomes +M");
   }
   // 2-D groups of 2 x 64 over a [4, 256] bf16 input: scale [2, 4]
-  job j = make(XR_QUANT_GPU_STATIC, XR_GPU_BF16, false, 4, 256);
+  job j = make(XR_QUANT_ARG_STATIC, XR_GPU_BF16, false, 4, 256);
   std::vector<float> x(4 * 256);
   for (float &v : x) v = uniform(8);
   set_input(j, x);
@@ -138,7 +138,7 @@ Test(quant_emulated, static_specials_and_groups) {
 }
 
 Test(quant_emulated, dynamic_segments_and_zeros) {
-  job j = make(XR_QUANT_GPU_DYNAMIC, XR_GPU_F16, false, 3, 10000);  // two segments a row
+  job j = make(XR_QUANT_ARG_DYNAMIC, XR_GPU_F16, false, 3, 10000);  // two segments a row
   std::vector<float> x(3 * 10000);
   for (float &v : x) v = uniform(3);
   x[2 * 10000 + 9000] = -50.0f, x[17] = NAN;  // the max in a row's second segment; a NaN
@@ -148,7 +148,7 @@ Test(quant_emulated, dynamic_segments_and_zeros) {
   const float s = 50.0f / 448.0f;
   cr_assert_eq(j.scale[0], s, "scale %g, expected %g", (double)j.scale[0], (double)s);
   expect("dynamic", j, [&](long long, long long) { return s; });
-  job z = make(XR_QUANT_GPU_DYNAMIC, XR_GPU_F32, true, 2, 8);
+  job z = make(XR_QUANT_ARG_DYNAMIC, XR_GPU_F32, true, 2, 8);
   set_input(z, std::vector<float>(16, 0.0f));
   z.scale = {NAN};
   run(z);
@@ -158,7 +158,7 @@ Test(quant_emulated, dynamic_segments_and_zeros) {
 
 Test(quant_emulated, per_token_scale_ub_zero_row_and_nan) {
   for (int fnuz = 0; fnuz < 2; fnuz++) {
-    job j = make(XR_QUANT_GPU_PER_TOKEN, XR_GPU_BF16, fnuz, 4, 300);
+    job j = make(XR_QUANT_ARG_PER_TOKEN, XR_GPU_BF16, fnuz, 4, 300);
     std::vector<float> x(4 * 300);
     for (float &v : x) v = uniform(4);
     for (int c = 0; c < 300; c++) x[c] = 0.0f;  // a zero row: the scale's floor

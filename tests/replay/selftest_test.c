@@ -65,7 +65,7 @@ static const struct gpu_claim {
      "kernels/gpu/unified_attention_gpu.c ua_gpu_supports: the kv_cache and paged_attention "
      "kernels (fp8 caches, fp8 queries and outputs)"},
     {"quant", "f32 f16 bf16 f8e4m3fn f8e4m3fnuz",
-     "kernels/gpu/quant_gpu.c (no supports(): what kernels/quant.c plans, f32/f16/bf16 into "
+     "kernels/quant_device.c (no supports(): what kernels/quant.c plans, f32/f16/bf16 into "
      "e4m3fn or e4m3fnuz)"},
     {"moe", "f32 f16 bf16 i32 i64 f4e2m1x2 f8e8m0 f8e4m3fn",
      "kernels/gpu/moe_gpu.c gpu_supports (dtype_code: f32/f16/bf16 activations; int32/int64 "

@@ -386,11 +386,6 @@ static bool split_init(char *v, xr_init_override_t *out) {
   return false;
 }
 
-/* Opens the devices of --hal, once: the run takes them (o->devices). Under mpirun, srun or
- * torchrun, also joins the other ranks for the bundle's collectives on the first of them, which
- * chooses the transport (MPI for cpu and opencl, NCCL / RCCL for cuda and hip, which alone join
- * torchrun's ranks), and a bare --hal=cuda or hip gives each rank of a node its own GPU. Started
- * otherwise, the replay runs alone, and collectives of larger groups are unsupported. */
 /* MPI_Init and NCCL's set-up cannot be cancelled, and a rank that never joins holds the others
  * there for good: a watchdog ends this rank (and so the launcher's job) once joining outlasts
  * the collective timeout. */
@@ -443,6 +438,11 @@ static xr_status_t join_ranks(xr_hal_device_t *device, const xr_hal_launch_t *la
   return st;
 }
 
+/* Opens the devices of --hal, once: the run takes them (o->devices). Under mpirun, srun or
+ * torchrun, also joins the other ranks for the bundle's collectives on the first of them, which
+ * chooses the transport (MPI for cpu and opencl, NCCL / RCCL for cuda and hip, which alone join
+ * torchrun's ranks), and a bare --hal=cuda or hip gives each rank of a node its own GPU. Started
+ * otherwise, the replay runs alone, and collectives of larger groups are unsupported. */
 static int open_devices(xr_replay_options_t *o, double timeout_s, xr_replay_devices_t *devices,
                         xr_hal_comm_t **out_comm) {
   xr_hal_launch_t launch;

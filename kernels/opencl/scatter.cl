@@ -1,7 +1,6 @@
 // The scatter family on OpenCL (host side: kernels/scatter_device.c), the twin of
-// kernels/gpu/scatter.cu.
-// One program for every op and dtype: the parameter block (kernels/scatter_args.h) says what
-// to do, so a device builds it once.
+// kernels/gpu/scatter.cu. One program for every op and dtype: the parameter block
+// (kernels/scatter_args.h) says what to do, so a device builds it once.
 //  - xr_sc_gather: one work-item per result element (also the out-of-place copy of self).
 //  - xr_sc_scatter: one work-item per (free position, chunk of the destination's indexed range):
 //    it walks the serial dims in row-major order and applies the updates that land in its

@@ -30,11 +30,13 @@ static const char *text_of(reader_t *r, const cJSON *o, const char *key) {
   return "";
 }
 
-/* Absent or null (a non-finite figure): `fallback`; anything else but a number is an error. */
+/* Absent or null (a non-finite figure): `fallback`; anything else but a finite number (1e999
+ * overflows to infinity) is an error. */
 static double number_of(reader_t *r, const cJSON *o, const char *key, double fallback) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  if (cJSON_IsNumber(v)) return v->valuedouble;
-  if (v && !cJSON_IsNull(v)) bad(r, key, "a number");
+  if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) return v->valuedouble;
+  if (cJSON_IsNumber(v)) bad(r, key, "a finite number");
+  else if (v && !cJSON_IsNull(v)) bad(r, key, "a number");
   return fallback;
 }
 

@@ -680,6 +680,8 @@ Test(engine, reports_with_impossible_positions_are_rejected) {
       {"\"contention\": {\"contended\": \"yes\"}", "ops[0].contention.contended: not a bool"},
       {"\"noise_met\": 1", "ops[0].noise_met: not a bool"},
       {"\"noise_percent\": \"low\"", "ops[0].noise_percent: not a number"},
+      /* the report fuzzer's finding: an infinite median drew an infinitely wide bar */
+      {"\"median_us\": 7587.e4035", "ops[0].median_us: not a finite number"},
       {"\"stop_reason\": 7", "ops[0].stop_reason: not a string"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/family.h"
 #include "kernels/gpu/sources.h"
 #include "kernels/opencl/sources.h"
 
@@ -201,23 +202,7 @@ static xr_status_t conv_enqueue(void *state, xr_hal_stream_t *stream) {
   return XR_OK;
 }
 
-#define DEVICE_IMPL(symbol, driver_name, backend_var)                                       \
-  static xr_status_t symbol##_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) { \
-    (void)device;                                                                           \
-    return conv_supports(&backend_var, plan);                                               \
-  }                                                                                         \
-  static xr_status_t symbol##_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,    \
-                                      const xr_tensor_t *tensors, void **out_state) {       \
-    return conv_prepare(&backend_var, plan, device, tensors, out_state);                    \
-  }                                                                                         \
-  const xr_kernel_impl_t symbol = {                                                         \
-      .name = #backend_var ".conv",                                                         \
-      .driver = driver_name,                                                                \
-      .supports = symbol##_supports,                                                        \
-      .prepare = symbol##_prepare,                                                          \
-      .enqueue = conv_enqueue,                                                              \
-      .release = conv_release,                                                              \
-  };
-
-DEVICE_IMPL(xr_opencl_conv_impl, "opencl", opencl)
-DEVICE_IMPL(xr_gpu_conv_impl, "gpu", gpu)
+XR_DEVICE_IMPL(xr_opencl_conv_impl, "opencl.conv", "opencl", opencl, conv_supports, conv_prepare,
+               conv_enqueue, conv_release)
+XR_DEVICE_IMPL(xr_gpu_conv_impl, "gpu.conv", "gpu", gpu, conv_supports, conv_prepare,
+               conv_enqueue, conv_release)

@@ -12,8 +12,9 @@
  *                           builder, threads) and the impls opencl.<family> and gpu.<family>
  *   opencl/<family>.cl, gpu/<family>.cu   the kernels, with the same names and arguments
  * In this shape: conv, norm (softmax and rotary ride on it), quant, scatter, pool and
- * channel_norm (one vision_device.c). The others still host each backend apart (opencl/<family>_opencl.c,
- * gpu/<family>_gpu.c with gpu/<family>_params.h; OpenCL's arguments passed one by one).
+ * channel_norm (one vision_device.c); XR_DEVICE_IMPL below declares their impls. The others
+ * still host each backend apart (opencl/<family>_opencl.c, gpu/<family>_gpu.c with
+ * gpu/<family>_params.h; OpenCL's arguments passed one by one).
  * A new op of a family touches <family>.c (planning and the reference), the kernels' switch in
  * the .cl and .cu when devices compute it, and its cases in tests/kernels/<family>_cases.h,
  * which every driver's suite runs. */
@@ -22,6 +23,28 @@
 
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
+
+/* The impl `symbol` ("opencl.conv" on "opencl") of a family's device host (<family>_device.c),
+ * whose functions take its backend table first: supports_fn(&backend, plan) and
+ * prepare_fn(&backend, plan, device, tensors, out_state). */
+#define XR_DEVICE_IMPL(symbol, impl_name, driver_name, backend, supports_fn, prepare_fn,         \
+                       enqueue_fn, release_fn)                                                 \
+  static xr_status_t symbol##_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) { \
+    (void)device;                                                                           \
+    return supports_fn(&backend, plan);                                                     \
+  }                                                                                         \
+  static xr_status_t symbol##_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,    \
+                                      const xr_tensor_t *tensors, void **out_state) {       \
+    return prepare_fn(&backend, plan, device, tensors, out_state);                          \
+  }                                                                                         \
+  const xr_kernel_impl_t symbol = {                                                         \
+      .name = impl_name,                                                                    \
+      .driver = driver_name,                                                                \
+      .supports = symbol##_supports,                                                        \
+      .prepare = symbol##_prepare,                                                          \
+      .enqueue = enqueue_fn,                                                                \
+      .release = release_fn,                                                                \
+  };
 
 /* Every family of kernels/family_list.h. */
 #define XR_FAMILY(name) extern const xr_op_family_t xr_family_##name;

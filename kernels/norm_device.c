@@ -230,27 +230,15 @@ static xr_status_t rotary_prepare(const backend_t *b, const xr_op_plan_t *plan,
 
 /* ------------------------------------------------------------------------------------------ */
 
-#define DEVICE_IMPL(symbol, family, backend_var, driver_name, what)                          \
-  static xr_status_t symbol##_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) { \
-    (void)device;                                                                           \
-    return what##_supports(&backend_var, plan);                                             \
-  }                                                                                         \
-  static xr_status_t symbol##_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,    \
-                                      const xr_tensor_t *tensors, void **out_state) {       \
-    return what##_prepare(&backend_var, plan, device, tensors, out_state);                  \
-  }                                                                                         \
-  const xr_kernel_impl_t symbol = {                                                         \
-      .name = #backend_var "." family,                                                      \
-      .driver = driver_name,                                                                \
-      .supports = symbol##_supports,                                                        \
-      .prepare = symbol##_prepare,                                                          \
-      .enqueue = launch_enqueue,                                                            \
-      .release = launch_release,                                                            \
-  };
-
-DEVICE_IMPL(xr_opencl_norm_impl, "norm", opencl, "opencl", rows)
-DEVICE_IMPL(xr_opencl_softmax_impl, "softmax", opencl, "opencl", rows)
-DEVICE_IMPL(xr_opencl_rotary_impl, "rotary", opencl, "opencl", rotary)
-DEVICE_IMPL(xr_gpu_norm_impl, "norm", gpu, "gpu", rows)
-DEVICE_IMPL(xr_gpu_softmax_impl, "softmax", gpu, "gpu", rows)
-DEVICE_IMPL(xr_gpu_rotary_impl, "rotary", gpu, "gpu", rotary)
+XR_DEVICE_IMPL(xr_opencl_norm_impl, "opencl.norm", "opencl", opencl, rows_supports,
+               rows_prepare, launch_enqueue, launch_release)
+XR_DEVICE_IMPL(xr_opencl_softmax_impl, "opencl.softmax", "opencl", opencl, rows_supports,
+               rows_prepare, launch_enqueue, launch_release)
+XR_DEVICE_IMPL(xr_opencl_rotary_impl, "opencl.rotary", "opencl", opencl, rotary_supports,
+               rotary_prepare, launch_enqueue, launch_release)
+XR_DEVICE_IMPL(xr_gpu_norm_impl, "gpu.norm", "gpu", gpu, rows_supports,
+               rows_prepare, launch_enqueue, launch_release)
+XR_DEVICE_IMPL(xr_gpu_softmax_impl, "gpu.softmax", "gpu", gpu, rows_supports,
+               rows_prepare, launch_enqueue, launch_release)
+XR_DEVICE_IMPL(xr_gpu_rotary_impl, "gpu.rotary", "gpu", gpu, rotary_supports,
+               rotary_prepare, launch_enqueue, launch_release)

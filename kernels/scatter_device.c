@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels/dtype.h"
+#include "kernels/family.h"
 #include "kernels/gpu/sources.h"
 #include "kernels/opencl/sources.h"
 #include "kernels/scatter.h"
@@ -188,23 +189,11 @@ static xr_status_t sc_enqueue(void *state, xr_hal_stream_t *stream) {
   return st;
 }
 
-#define DEVICE_IMPL(symbol, backend_var, driver_name)                                        \
-  static xr_status_t symbol##_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) { \
-    (void)device;                                                                           \
-    return xr_sc_device_supports(plan, backend_var.label);                                  \
-  }                                                                                         \
-  static xr_status_t symbol##_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,    \
-                                      const xr_tensor_t *tensors, void **out_state) {       \
-    return sc_prepare(&backend_var, plan, device, tensors, out_state);                      \
-  }                                                                                         \
-  const xr_kernel_impl_t symbol = {                                                         \
-      .name = #backend_var ".scatter",                                                      \
-      .driver = driver_name,                                                                \
-      .supports = symbol##_supports,                                                        \
-      .prepare = symbol##_prepare,                                                          \
-      .enqueue = sc_enqueue,                                                                \
-      .release = sc_release,                                                                \
-  };
+static xr_status_t sc_supports(const backend_t *b, const xr_op_plan_t *plan) {
+  return xr_sc_device_supports(plan, b->label);
+}
 
-DEVICE_IMPL(xr_opencl_scatter, opencl, "opencl")
-DEVICE_IMPL(xr_gpu_scatter, gpu, "gpu")
+XR_DEVICE_IMPL(xr_opencl_scatter, "opencl.scatter", "opencl", opencl, sc_supports, sc_prepare,
+               sc_enqueue, sc_release)
+XR_DEVICE_IMPL(xr_gpu_scatter, "gpu.scatter", "gpu", gpu, sc_supports, sc_prepare, sc_enqueue,
+               sc_release)

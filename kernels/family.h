@@ -11,7 +11,7 @@
  *   <family>_device.c       the OpenCL and CUDA/HIP hosts together: a backend table (source,
  *                           builder, threads) and the impls opencl.<family> and gpu.<family>
  *   opencl/<family>.cl, gpu/<family>.cu   the kernels, with the same names and arguments
- * In this shape: conv, norm (softmax and rotary ride on it), quant, scatter, pool and
+ * In this shape: conv, norm (softmax and rotary ride on it), quant, reduce, scatter, pool and
  * channel_norm (one vision_device.c); XR_DEVICE_IMPL below declares their impls. The others
  * still host each backend apart (opencl/<family>_opencl.c, gpu/<family>_gpu.c with
  * gpu/<family>_params.h; OpenCL's arguments passed one by one).

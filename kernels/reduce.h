@@ -1,8 +1,8 @@
 /* The reduce family: reductions (sum, mean, prod, amax/amin, max/min, argmin, all/any,
  * count_nonzero, logsumexp, var/std, norms), scans (cumsum, cumprod) and sorts (sort, argsort,
  * topk). The problem its analysis (kernels/reduce.c) produces, shared by the CPU reference, the
- * fast CPU kernels (kernels/cpu/reduce_cpu.c), OpenCL (kernels/opencl/reduce_opencl.c) and
- * CUDA/HIP (kernels/gpu/reduce_gpu.c).
+ * fast CPU kernels (kernels/cpu/reduce_cpu.c), and the OpenCL and CUDA/HIP kernels
+ * (kernels/reduce_device.c, which fills kernels/reduce_args.h's block).
  *
  * Geometry. Every op walks its input as outer x inner: output position o decomposes over the
  * kept dims (outer_shape, row-major) and, for each, the reduced positions k = 0 .. red_numel-1
@@ -144,7 +144,7 @@ typedef enum xr_reduce_norm_kind {
 xr_reduce_norm_kind_t xr_reduce_norm_kind(double p);
 
 extern const xr_kernel_impl_t xr_cpu_reduce;    /* kernels/cpu/reduce_cpu.c */
-extern const xr_kernel_impl_t xr_opencl_reduce; /* kernels/opencl/reduce_opencl.c */
-extern const xr_kernel_impl_t xr_gpu_reduce;    /* kernels/gpu/reduce_gpu.c */
+extern const xr_kernel_impl_t xr_opencl_reduce; /* kernels/reduce_device.c */
+extern const xr_kernel_impl_t xr_gpu_reduce;    /* kernels/reduce_device.c */
 
 #endif

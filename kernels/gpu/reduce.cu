@@ -1,9 +1,9 @@
 // The reduce family (kernels/reduce.h: geometry and semantics) on CUDA and HIP
-// (kernels/gpu/reduce_gpu.c launches these), the twin of kernels/opencl/reduce.cl: f32, f16 and
+// (kernels/reduce_device.c launches these), the twin of kernels/opencl/reduce.cl: f32, f16 and
 // bf16 inputs computed in float, every output rounded once; dtypes and ops are run-time values,
 // so one compile serves every problem. Trees go through shared memory, never warp shuffles, so
 // nothing depends on the warp width (32 lanes on NVIDIA, 64 on AMD Instinct).
-//  - xr_reduce_groups: one block per output (reduced extents of XR_REDUCE_GPU_GROUP_MIN and
+//  - xr_reduce_groups: one block per output (reduced extents of XR_REDUCE_DEV_GROUP_MIN and
 //    more, a grid-stride loop over outputs): each thread folds a strided share into a state,
 //    the block merges the states; var/std and logsumexp take a second pass with the first one's
 //    mean or maximum. Extremes merge by (value, position), NaN first: the first extreme wins.
@@ -14,19 +14,19 @@
 //    scans in 64-bit integers, wrapping as the reference.
 //  - xr_reduce_sort: one block per row, (ordered float bits << 32 | position) keys bitonic-sorted
 //    in shared memory: a stable sort, NaN last, -0 equal to 0. Longer rows take topk's path when
-//    k <= XR_REDUCE_GPU_TOPK_MAX: each thread keeps its k best keys, the candidates are sorted.
+//    k <= XR_REDUCE_DEV_TOPK_MAX: each thread keeps its k best keys, the candidates are sorted.
 #include "hip_compat.h"
 #include "dtype_io.h"
 #include "dtype_codes.h"
 #include "dtype_dispatch.h"
-#include "reduce_params.h"
+#include "reduce_args.h"
 
 #define XR_RED_THREADS XR_REDUCE_GPU_THREADS
 #define XR_RED_INF __int_as_float(0x7f800000)
 #define XR_RED_NAN __int_as_float(0x7fc00000)
 #define XR_RED_KEY_PAD 0xffffffffffffffffull
 
-typedef xr_reduce_gpu_params_t xr_rp;
+typedef xr_reduce_dev_args_t xr_rp;
 
 static __device__ __forceinline__ bool xr_red_isnan(float v) { return v != v; }
 
@@ -47,7 +47,7 @@ static __device__ __forceinline__ void xr_red_store(const xr_rp &p, int s, unsig
   else xr_store_float(out, p.out_dtype[s], i, v);
 }
 
-static __device__ __forceinline__ long long xr_red_outer(const xr_rp &p, const long long *strides,
+static __device__ __forceinline__ long long xr_red_outer(const xr_rp &p, const long *strides,
                                                          long long o) {
   long long off = 0;
   for (int d = (int)p.outer_rank - 1; d >= 0; d--) {
@@ -81,23 +81,23 @@ struct xr_red_state {
 };
 
 static __device__ __forceinline__ bool xr_red_extreme(const xr_rp &p) {
-  return p.op == XR_REDUCE_GPU_MAX || p.op == XR_REDUCE_GPU_MIN ||
-         (p.op == XR_REDUCE_GPU_NORM &&
-          (p.norm == XR_REDUCE_GPU_NORM_INF || p.norm == XR_REDUCE_GPU_NORM_NEG_INF));
+  return p.op == XR_REDUCE_DEV_MAX || p.op == XR_REDUCE_DEV_MIN ||
+         (p.op == XR_REDUCE_DEV_NORM &&
+          (p.norm == XR_REDUCE_DEV_NORM_INF || p.norm == XR_REDUCE_DEV_NORM_NEG_INF));
 }
 
 static __device__ __forceinline__ bool xr_red_wants_max(const xr_rp &p) {
-  return p.op == XR_REDUCE_GPU_MAX || (p.op == XR_REDUCE_GPU_NORM && p.norm == XR_REDUCE_GPU_NORM_INF);
+  return p.op == XR_REDUCE_DEV_MAX || (p.op == XR_REDUCE_DEV_NORM && p.norm == XR_REDUCE_DEV_NORM_INF);
 }
 
 static __device__ __forceinline__ bool xr_red_two_pass(const xr_rp &p) {
-  return p.op == XR_REDUCE_GPU_VAR || p.op == XR_REDUCE_GPU_STD || p.op == XR_REDUCE_GPU_LSE;
+  return p.op == XR_REDUCE_DEV_VAR || p.op == XR_REDUCE_DEV_STD || p.op == XR_REDUCE_DEV_LSE;
 }
 
 static __device__ xr_red_state xr_red_init(const xr_rp &p, int pass) {
   xr_red_state s;
-  s.a = p.op == XR_REDUCE_GPU_PROD && pass == 0 ? 1.0f : 0.0f;
-  s.m = xr_red_wants_max(p) || p.op == XR_REDUCE_GPU_LSE ? -XR_RED_INF : XR_RED_INF;
+  s.a = p.op == XR_REDUCE_DEV_PROD && pass == 0 ? 1.0f : 0.0f;
+  s.m = xr_red_wants_max(p) || p.op == XR_REDUCE_DEV_LSE ? -XR_RED_INF : XR_RED_INF;
   s.n = 0;
   s.at = 0;
   s.flags = 0;
@@ -109,7 +109,7 @@ static __device__ xr_red_state xr_red_init(const xr_rp &p, int pass) {
 static __device__ void xr_red_add(const xr_rp &p, xr_red_state &s, float v, long long k, int pass,
                                   float shift) {
   if (pass == 1) {
-    if (p.op == XR_REDUCE_GPU_LSE) {
+    if (p.op == XR_REDUCE_DEV_LSE) {
       if (fabsf(v) < XR_RED_INF) s.a += expf(v - shift);
     } else {
       const float d = v - shift;
@@ -118,7 +118,7 @@ static __device__ void xr_red_add(const xr_rp &p, xr_red_state &s, float v, long
     return;
   }
   if (xr_red_extreme(p)) {
-    const float x = p.op == XR_REDUCE_GPU_NORM ? fabsf(v) : v;
+    const float x = p.op == XR_REDUCE_DEV_NORM ? fabsf(v) : v;
     if (s.flags & XR_RED_NANF) return;
     const bool max = xr_red_wants_max(p);
     if (!(s.flags & XR_RED_SEEN) || xr_red_isnan(x) || (max ? x > s.m : x < s.m)) {
@@ -129,12 +129,12 @@ static __device__ void xr_red_add(const xr_rp &p, xr_red_state &s, float v, long
     return;
   }
   switch (p.op) {
-    case XR_REDUCE_GPU_NANSUM: s.a += xr_red_isnan(v) ? 0.0f : v; break;
-    case XR_REDUCE_GPU_PROD: s.a *= v; break;
-    case XR_REDUCE_GPU_ALL:
-    case XR_REDUCE_GPU_ANY:
-    case XR_REDUCE_GPU_COUNT: s.n += v != 0.0f; break;
-    case XR_REDUCE_GPU_LSE:
+    case XR_REDUCE_DEV_NANSUM: s.a += xr_red_isnan(v) ? 0.0f : v; break;
+    case XR_REDUCE_DEV_PROD: s.a *= v; break;
+    case XR_REDUCE_DEV_ALL:
+    case XR_REDUCE_DEV_ANY:
+    case XR_REDUCE_DEV_COUNT: s.n += v != 0.0f; break;
+    case XR_REDUCE_DEV_LSE:
       if (xr_red_isnan(v)) s.flags |= XR_RED_NANF;
       else if (v == XR_RED_INF) s.flags |= XR_RED_POSINF;
       else if (v > -XR_RED_INF) {
@@ -142,10 +142,10 @@ static __device__ void xr_red_add(const xr_rp &p, xr_red_state &s, float v, long
         s.m = fmaxf(s.m, v);
       }
       break;
-    case XR_REDUCE_GPU_NORM:
-      if (p.norm == XR_REDUCE_GPU_NORM_0) s.n += v != 0.0f;
-      else if (p.norm == XR_REDUCE_GPU_NORM_1) s.a += fabsf(v);
-      else if (p.norm == XR_REDUCE_GPU_NORM_2) s.a += v * v;
+    case XR_REDUCE_DEV_NORM:
+      if (p.norm == XR_REDUCE_DEV_NORM_0) s.n += v != 0.0f;
+      else if (p.norm == XR_REDUCE_DEV_NORM_1) s.a += fabsf(v);
+      else if (p.norm == XR_REDUCE_DEV_NORM_2) s.a += v * v;
       else s.a += powf(fabsf(v), p.p);
       break;
     default: s.a += v; break;  // sum, mean, var/std's first pass
@@ -166,12 +166,12 @@ static __device__ void xr_red_merge(const xr_rp &p, xr_red_state &s, const xr_re
     if (take) s = b;
     return;
   }
-  if (pass == 0 && p.op == XR_REDUCE_GPU_LSE) {
+  if (pass == 0 && p.op == XR_REDUCE_DEV_LSE) {
     s.flags |= b.flags;
     s.m = fmaxf(s.m, b.m);
     return;
   }
-  if (pass == 0 && p.op == XR_REDUCE_GPU_PROD) s.a *= b.a;
+  if (pass == 0 && p.op == XR_REDUCE_DEV_PROD) s.a *= b.a;
   else s.a += b.a;
   s.n += b.n;
 }
@@ -200,7 +200,7 @@ static __device__ xr_red_state xr_red_block_merge(const xr_rp &p, xr_red_state s
 
 // The second pass's shift: the mean (var/std) or the finite maximum (logsumexp).
 static __device__ __forceinline__ float xr_red_shift(const xr_rp &p, const xr_red_state &s) {
-  return p.op == XR_REDUCE_GPU_LSE ? s.m : s.a / (float)p.red_numel;
+  return p.op == XR_REDUCE_DEV_LSE ? s.m : s.a / (float)p.red_numel;
 }
 
 static __device__ void xr_red_finish(const xr_rp &p, const xr_red_state &s, const xr_red_state &s2,
@@ -209,38 +209,38 @@ static __device__ void xr_red_finish(const xr_rp &p, const xr_red_state &s, cons
   float v = s.a;
   long long index = -1;
   switch (p.op) {
-    case XR_REDUCE_GPU_MEAN: v = s.a / n; break;
-    case XR_REDUCE_GPU_MAX:
-    case XR_REDUCE_GPU_MIN:
+    case XR_REDUCE_DEV_MEAN: v = s.a / n; break;
+    case XR_REDUCE_DEV_MAX:
+    case XR_REDUCE_DEV_MIN:
       v = (s.flags & XR_RED_NANF) ? XR_RED_NAN : s.m;
       index = s.at;
       break;
-    case XR_REDUCE_GPU_ALL: v = s.n == p.red_numel ? 1.0f : 0.0f; break;
-    case XR_REDUCE_GPU_ANY: v = s.n > 0 ? 1.0f : 0.0f; break;
-    case XR_REDUCE_GPU_LSE:
+    case XR_REDUCE_DEV_ALL: v = s.n == p.red_numel ? 1.0f : 0.0f; break;
+    case XR_REDUCE_DEV_ANY: v = s.n > 0 ? 1.0f : 0.0f; break;
+    case XR_REDUCE_DEV_LSE:
       v = (s.flags & XR_RED_NANF)     ? XR_RED_NAN
           : (s.flags & XR_RED_POSINF) ? XR_RED_INF
           : !(s.flags & XR_RED_SEEN)  ? -XR_RED_INF
                                       : logf(s2.a) + s.m;
       break;
-    case XR_REDUCE_GPU_VAR:
-    case XR_REDUCE_GPU_STD:
+    case XR_REDUCE_DEV_VAR:
+    case XR_REDUCE_DEV_STD:
       v = s2.a / fmaxf(n - p.correction, 0.0f);
-      if (p.op == XR_REDUCE_GPU_STD) v = sqrtf(v);
+      if (p.op == XR_REDUCE_DEV_STD) v = sqrtf(v);
       if (p.has_out[1]) xr_red_store(p, 1, out1, p.out_offset[1] + xr_red_outer(p, p.out_outer[1], o), s.a / n);
       break;
-    case XR_REDUCE_GPU_NORM:
-      if (p.norm == XR_REDUCE_GPU_NORM_INF || p.norm == XR_REDUCE_GPU_NORM_NEG_INF)
+    case XR_REDUCE_DEV_NORM:
+      if (p.norm == XR_REDUCE_DEV_NORM_INF || p.norm == XR_REDUCE_DEV_NORM_NEG_INF)
         v = (s.flags & XR_RED_NANF) ? XR_RED_NAN : s.m;
-      else if (p.norm == XR_REDUCE_GPU_NORM_0) v = (float)s.n;
-      else if (p.norm == XR_REDUCE_GPU_NORM_2) v = sqrtf(s.a);
-      else if (p.norm == XR_REDUCE_GPU_NORM_P) v = powf(s.a, 1.0f / p.p);
+      else if (p.norm == XR_REDUCE_DEV_NORM_0) v = (float)s.n;
+      else if (p.norm == XR_REDUCE_DEV_NORM_2) v = sqrtf(s.a);
+      else if (p.norm == XR_REDUCE_DEV_NORM_P) v = powf(s.a, 1.0f / p.p);
       break;
     default: break;
   }
   if (p.has_out[0]) {
     const long long at = p.out_offset[0] + xr_red_outer(p, p.out_outer[0], o);
-    if (p.op == XR_REDUCE_GPU_COUNT) ((long long *)out0)[at] = s.n;
+    if (p.op == XR_REDUCE_DEV_COUNT) ((long long *)out0)[at] = s.n;
     else xr_red_store(p, 0, out0, at, v);
   }
   if (p.has_out[1] && index >= 0)
@@ -248,7 +248,7 @@ static __device__ void xr_red_finish(const xr_rp &p, const xr_red_state &s, cons
 }
 
 #define XR_RED_ARGS \
-  const unsigned char *in, unsigned char *out0, unsigned char *out1, xr_reduce_gpu_params_t p
+  const unsigned char *in, unsigned char *out0, unsigned char *out1, xr_reduce_dev_args_t p
 
 extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_groups(XR_RED_ARGS) {
   for (long long o = blockIdx.x; o < p.outer_numel; o += gridDim.x) {
@@ -289,7 +289,7 @@ extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_scan(XR_R
   __shared__ float tmp[XR_RED_THREADS];
   (void)out1;
   const int t = threadIdx.x;
-  const bool prod = p.op == XR_REDUCE_GPU_CUMPROD;
+  const bool prod = p.op == XR_REDUCE_DEV_CUMPROD;
   const float identity = prod ? 1.0f : 0.0f;
   const long long n = p.red_shape[0], is = p.in_red[0], os = p.out_dim_stride[0];
   for (long long o = blockIdx.x; o < p.outer_numel; o += gridDim.x) {
@@ -353,10 +353,10 @@ static __device__ __forceinline__ long long xr_red_load_int(const xr_rp &p, cons
 extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_int(XR_RED_ARGS) {
   __shared__ long long sv[XR_RED_THREADS], sk[XR_RED_THREADS];
   const int t = threadIdx.x;
-  const bool extreme = p.op == XR_REDUCE_GPU_MAX || p.op == XR_REDUCE_GPU_MIN;
-  const bool max = p.op == XR_REDUCE_GPU_MAX, prod = p.op == XR_REDUCE_GPU_PROD;
-  const bool count = p.op == XR_REDUCE_GPU_ALL || p.op == XR_REDUCE_GPU_ANY ||
-                     p.op == XR_REDUCE_GPU_COUNT;
+  const bool extreme = p.op == XR_REDUCE_DEV_MAX || p.op == XR_REDUCE_DEV_MIN;
+  const bool max = p.op == XR_REDUCE_DEV_MAX, prod = p.op == XR_REDUCE_DEV_PROD;
+  const bool count = p.op == XR_REDUCE_DEV_ALL || p.op == XR_REDUCE_DEV_ANY ||
+                     p.op == XR_REDUCE_DEV_COUNT;
   for (long long o = blockIdx.x; o < p.outer_numel; o += gridDim.x) {
     const long long base = p.in_offset + xr_red_outer(p, p.in_outer, o);
     long long acc = prod ? 1 : 0, at = -1;  // at: the extreme's position, -1 before the first
@@ -384,8 +384,8 @@ extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_int(XR_RE
       __syncthreads();
     }
     if (t == 0) {
-      const long long r = p.op == XR_REDUCE_GPU_ALL ? sv[0] == p.red_numel
-                          : p.op == XR_REDUCE_GPU_ANY ? sv[0] > 0
+      const long long r = p.op == XR_REDUCE_DEV_ALL ? sv[0] == p.red_numel
+                          : p.op == XR_REDUCE_DEV_ANY ? sv[0] > 0
                                                       : sv[0];
       if (p.has_out[0])
         xr_store_long(out0, p.out_dtype[0], xr_red_int_size(p.out_dtype[0]),
@@ -402,7 +402,7 @@ extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_scan_int(
   __shared__ long long tmp[XR_RED_THREADS];
   (void)out1;
   const int t = threadIdx.x;
-  const bool prod = p.op == XR_REDUCE_GPU_CUMPROD;
+  const bool prod = p.op == XR_REDUCE_DEV_CUMPROD;
   const long long identity = prod ? 1 : 0;
   const long long n = p.red_shape[0], is = p.in_red[0], os = p.out_dim_stride[0];
   const int size = xr_red_int_size(p.out_dtype[0]);
@@ -478,8 +478,8 @@ extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_sort(XR_R
       for (long long j = t; j < n2; j += XR_RED_THREADS)
         keys[j] = j < n ? xr_red_key(xr_load_as_float(in, p.in_dtype, base + j * is), j, p.descending)
                         : XR_RED_KEY_PAD;
-    } else {  // topk, k <= XR_REDUCE_GPU_TOPK_MAX: each thread's k best, then all candidates
-      unsigned long long best[XR_REDUCE_GPU_TOPK_MAX];
+    } else {  // topk, k <= XR_REDUCE_DEV_TOPK_MAX: each thread's k best, then all candidates
+      unsigned long long best[XR_REDUCE_DEV_TOPK_MAX];
       const int k = (int)p.k;
       for (int i = 0; i < k; i++) best[i] = XR_RED_KEY_PAD;
       for (long long j = t; j < n; j += XR_RED_THREADS) {

@@ -1,45 +1,29 @@
 // The reduce family (kernels/reduce.h: geometry and semantics) on OpenCL devices, f32, f16 and
-// bf16 inputs computed in float, every output rounded once. reduce_opencl.c fills
-// xr_reduce_args with the same field order (all 64-bit but the two floats at the end).
-//  - xr_reduce_groups: one work-group per output (reduced extents of 128 and more): each
-//    work-item folds a strided share of the elements into a state, the states merge through a
-//    tree in local memory; var/std and logsumexp take a second pass with the first one's mean or
-//    maximum. Extremes carry their position and merge by (value, position), NaN first, so the
-//    first extreme wins whatever the tree's order.
+// bf16 inputs computed in float, every output rounded once; the twin of kernels/gpu/reduce.cu,
+// with the same kernels and arguments (kernels/reduce_args.h), launched by
+// kernels/reduce_device.c.
+//  - xr_reduce_groups: one work-group per output (reduced extents of XR_REDUCE_DEV_GROUP_MIN and
+//    more): each work-item folds a strided share of the elements into a state, the states merge
+//    through a tree in local memory; var/std and logsumexp take a second pass with the first
+//    one's mean or maximum. Extremes carry their position and merge by (value, position), NaN
+//    first, so the first extreme wins whatever the tree's order.
 //  - xr_reduce_items: one work-item per output (short extents), both passes in order.
-//  - xr_scan: one work-group per row, in chunks of the work-group's width: a local
-//    Hillis-Steele scan plus the carry of the chunks before; xr_scan_int the same in 64-bit
-//    integers for integer and bool inputs.
+//  - xr_reduce_scan: one work-group per row, in chunks of the work-group's width: a local
+//    Hillis-Steele scan plus the carry of the chunks before; xr_reduce_scan_int the same in
+//    64-bit integers for integer and bool inputs.
 //  - xr_reduce_int: integer and bool reductions in 64-bit integers, a work-group per output.
-//  - xr_sort: one work-group per row; (ordered float bits << 32 | position) keys bitonic-sorted
-//    in local memory, which is a stable sort (NaN last, -0 equal to 0, descending inverts the
-//    bits only). Rows longer than XR_SORT_MAX take topk's path when k <= XR_TOPK_MAX: each
-//    work-item keeps its k best keys, and the work-group's candidates are sorted together.
+//  - xr_reduce_sort: one work-group per row; (ordered float bits << 32 | position) keys
+//    bitonic-sorted in local memory, which is a stable sort (NaN last, -0 equal to 0, descending
+//    inverts the bits only). Rows longer than XR_SORT_MAX take topk's path when
+//    k <= XR_REDUCE_DEV_TOPK_MAX: each work-item keeps its k best keys, and the work-group's
+//    candidates are sorted together.
 // Barriers stay in code every work-item of the group reaches (loops with uniform trip counts).
 #include "dtype_codes.h"
 #include "float_formats_cl.h"
+#include "reduce_args.h"
 
-#define XR_WG 128
-#define XR_MAX_DIMS 6
-#define XR_SORT_MAX 2048
-#define XR_TOPK_MAX 16
-
-// xr_reduce_op_t and xr_reduce_norm_kind_t, in their order.
-enum { OP_SUM, OP_NANSUM, OP_MEAN, OP_PROD, OP_MAX, OP_MIN, OP_ALL, OP_ANY, OP_COUNT, OP_LSE,
-       OP_VAR, OP_STD, OP_NORM, OP_CUMSUM, OP_CUMPROD, OP_SORT };
-enum { NORM_P, NORM_1, NORM_2, NORM_INF, NORM_NEG_INF, NORM_0 };
-
-typedef struct {
-  long outer_shape[XR_MAX_DIMS], in_outer[XR_MAX_DIMS];
-  long out0_outer[XR_MAX_DIMS], out1_outer[XR_MAX_DIMS];
-  long red_shape[XR_MAX_DIMS], in_red[XR_MAX_DIMS];
-  long outer_rank, red_rank, outer_numel, red_numel;
-  long in_offset, in_dtype, round_dtype; // round_dtype: elements rounded to it first; 0 none
-  long out0_offset, out0_dtype, out0_dim_stride, has_out0;
-  long out1_offset, out1_dtype, out1_dim_stride, has_out1;
-  long op, norm, k, descending;
-  float p, correction;
-} xr_reduce_args;
+#define XR_WG XR_REDUCE_OPENCL_THREADS
+#define XR_SORT_MAX XR_REDUCE_OPENCL_SORT_MAX
 
 // ---- elements ---------------------------------------------------------------------------------
 
@@ -61,7 +45,7 @@ float round_to(long dt, float v) {
 }
 
 // Element i as the op sees it: widened, then rounded to dtype='s type when narrower.
-float ld_cast(const xr_reduce_args *a, __global const uchar *b, long i) {
+float ld_cast(const xr_reduce_dev_args_t *a, __global const uchar *b, long i) {
   float v = ld(b, a->in_dtype, i);
   return a->round_dtype ? round_to(a->round_dtype, v) : v;
 }
@@ -74,7 +58,7 @@ void st_float(__global uchar *b, long dt, long i, float v) {
   else if (dt == XR_I64) ((__global long *)b)[i] = (long)v;
 }
 
-long outer_off(const xr_reduce_args *a, const long *strides, long o) {
+long outer_off(const xr_reduce_dev_args_t *a, const long *strides, long o) {
   long off = 0;
   for (int d = (int)a->outer_rank - 1; d >= 0; d--) {
     off += (o % a->outer_shape[d]) * strides[d];
@@ -83,7 +67,7 @@ long outer_off(const xr_reduce_args *a, const long *strides, long o) {
   return off;
 }
 
-long red_off(const xr_reduce_args *a, long k) {
+long red_off(const xr_reduce_dev_args_t *a, long k) {
   long off = 0;
   for (int d = (int)a->red_rank - 1; d >= 0; d--) {
     off += (k % a->red_shape[d]) * a->in_red[d];
@@ -106,19 +90,21 @@ typedef struct {
   int flags;
 } state;
 
-bool is_extreme(const xr_reduce_args *a) {
-  return a->op == OP_MAX || a->op == OP_MIN ||
-         (a->op == OP_NORM && (a->norm == NORM_INF || a->norm == NORM_NEG_INF));
+bool is_extreme(const xr_reduce_dev_args_t *a) {
+  return a->op == XR_REDUCE_DEV_MAX || a->op == XR_REDUCE_DEV_MIN ||
+         (a->op == XR_REDUCE_DEV_NORM &&
+          (a->norm == XR_REDUCE_DEV_NORM_INF || a->norm == XR_REDUCE_DEV_NORM_NEG_INF));
 }
 
-bool wants_max(const xr_reduce_args *a) {
-  return a->op == OP_MAX || (a->op == OP_NORM && a->norm == NORM_INF);
+bool wants_max(const xr_reduce_dev_args_t *a) {
+  return a->op == XR_REDUCE_DEV_MAX ||
+         (a->op == XR_REDUCE_DEV_NORM && a->norm == XR_REDUCE_DEV_NORM_INF);
 }
 
-state init_state(const xr_reduce_args *a, int pass) {
+state init_state(const xr_reduce_dev_args_t *a, int pass) {
   state s;
-  s.a = a->op == OP_PROD && pass == 0 ? 1.0f : 0.0f;
-  s.m = wants_max(a) || a->op == OP_LSE ? -INFINITY : INFINITY;
+  s.a = a->op == XR_REDUCE_DEV_PROD && pass == 0 ? 1.0f : 0.0f;
+  s.m = wants_max(a) || a->op == XR_REDUCE_DEV_LSE ? -INFINITY : INFINITY;
   s.n = 0;
   s.at = 0;
   s.flags = 0;
@@ -127,10 +113,10 @@ state init_state(const xr_reduce_args *a, int pass) {
 
 // Folds element v at position k in. Pass 1 of var/std sums deviations from `shift` (the mean),
 // pass 1 of logsumexp sums exp(v - shift) over the finite v.
-void add(const xr_reduce_args *a, state *s, float v, long k, int pass, float shift) {
+void add(const xr_reduce_dev_args_t *a, state *s, float v, long k, int pass, float shift) {
   const long op = a->op;
   if (pass == 1) {
-    if (op == OP_LSE) {
+    if (op == XR_REDUCE_DEV_LSE) {
       if (fabs(v) < INFINITY) s->a += exp(v - shift);
     } else {
       float d = v - shift;
@@ -139,7 +125,7 @@ void add(const xr_reduce_args *a, state *s, float v, long k, int pass, float shi
     return;
   }
   if (is_extreme(a)) {
-    float x = op == OP_NORM ? fabs(v) : v;
+    float x = op == XR_REDUCE_DEV_NORM ? fabs(v) : v;
     if (s->flags & F_NAN) return;
     bool max = wants_max(a);
     if (!(s->flags & F_SEEN) || isnan(x) || (max ? x > s->m : x < s->m)) {
@@ -149,12 +135,12 @@ void add(const xr_reduce_args *a, state *s, float v, long k, int pass, float shi
     return;
   }
   switch (op) {
-    case OP_NANSUM: s->a += isnan(v) ? 0.0f : v; break;
-    case OP_PROD: s->a *= v; break;
-    case OP_ALL:
-    case OP_ANY:
-    case OP_COUNT: s->n += v != 0.0f; break;
-    case OP_LSE:
+    case XR_REDUCE_DEV_NANSUM: s->a += isnan(v) ? 0.0f : v; break;
+    case XR_REDUCE_DEV_PROD: s->a *= v; break;
+    case XR_REDUCE_DEV_ALL:
+    case XR_REDUCE_DEV_ANY:
+    case XR_REDUCE_DEV_COUNT: s->n += v != 0.0f; break;
+    case XR_REDUCE_DEV_LSE:
       if (isnan(v)) s->flags |= F_NAN;
       else if (v == INFINITY) s->flags |= F_POSINF;
       else if (v > -INFINITY) {
@@ -162,10 +148,10 @@ void add(const xr_reduce_args *a, state *s, float v, long k, int pass, float shi
         s->m = fmax(s->m, v);
       }
       break;
-    case OP_NORM:
-      if (a->norm == NORM_0) s->n += v != 0.0f;
-      else if (a->norm == NORM_1) s->a += fabs(v);
-      else if (a->norm == NORM_2) s->a += v * v;
+    case XR_REDUCE_DEV_NORM:
+      if (a->norm == XR_REDUCE_DEV_NORM_0) s->n += v != 0.0f;
+      else if (a->norm == XR_REDUCE_DEV_NORM_1) s->a += fabs(v);
+      else if (a->norm == XR_REDUCE_DEV_NORM_2) s->a += v * v;
       else s->a += pow(fabs(v), a->p);
       break;
     default: s->a += v; break; // sum, mean, var/std's first pass
@@ -173,7 +159,7 @@ void add(const xr_reduce_args *a, state *s, float v, long k, int pass, float shi
 }
 
 // b into s, in either order.
-void merge(const xr_reduce_args *a, state *s, const state *b, int pass) {
+void merge(const xr_reduce_dev_args_t *a, state *s, const state *b, int pass) {
   if (pass == 0 && is_extreme(a)) {
     if (!(b->flags & F_SEEN)) return;
     bool take;
@@ -185,19 +171,19 @@ void merge(const xr_reduce_args *a, state *s, const state *b, int pass) {
     if (take) *s = *b;
     return;
   }
-  if (pass == 0 && a->op == OP_LSE) {
+  if (pass == 0 && a->op == XR_REDUCE_DEV_LSE) {
     s->flags |= b->flags;
     s->m = fmax(s->m, b->m);
     return;
   }
-  if (pass == 0 && a->op == OP_PROD) s->a *= b->a;
+  if (pass == 0 && a->op == XR_REDUCE_DEV_PROD) s->a *= b->a;
   else s->a += b->a;
   s->n += b->n;
 }
 
 // The work-group's merged state, for every work-item.
-state group_merge(const xr_reduce_args *a, state s, int pass, __local float *la, __local float *lm,
-                  __local long *ln, __local long *lat, __local int *lf) {
+state group_merge(const xr_reduce_dev_args_t *a, state s, int pass, __local float *la,
+                  __local float *lm, __local long *ln, __local long *lat, __local int *lf) {
   const int lid = get_local_id(0);
   la[lid] = s.a, lm[lid] = s.m, ln[lid] = s.n, lat[lid] = s.at, lf[lid] = s.flags;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -215,57 +201,60 @@ state group_merge(const xr_reduce_args *a, state s, int pass, __local float *la,
   return r;
 }
 
-bool two_pass(const xr_reduce_args *a) {
-  return a->op == OP_VAR || a->op == OP_STD || a->op == OP_LSE;
+bool two_pass(const xr_reduce_dev_args_t *a) {
+  return a->op == XR_REDUCE_DEV_VAR || a->op == XR_REDUCE_DEV_STD || a->op == XR_REDUCE_DEV_LSE;
 }
 
 // The second pass's shift: the mean (var/std) or the finite maximum (logsumexp).
-float shift_of(const xr_reduce_args *a, const state *s) {
-  return a->op == OP_LSE ? s->m : s->a / (float)a->red_numel;
+float shift_of(const xr_reduce_dev_args_t *a, const state *s) {
+  return a->op == XR_REDUCE_DEV_LSE ? s->m : s->a / (float)a->red_numel;
 }
 
-void finish(const xr_reduce_args *a, const state *s, const state *s2, long o,
+void finish(const xr_reduce_dev_args_t *a, const state *s, const state *s2, long o,
             __global uchar *out0, __global uchar *out1) {
   const float n = (float)a->red_numel;
   float v = s->a;
   long index = -1;
   switch (a->op) {
-    case OP_MEAN: v = s->a / n; break;
-    case OP_MAX:
-    case OP_MIN: v = (s->flags & F_NAN) ? NAN : s->m, index = s->at; break;
-    case OP_ALL: v = (float)(s->n == a->red_numel); break;
-    case OP_ANY: v = (float)(s->n > 0); break;
-    case OP_LSE:
+    case XR_REDUCE_DEV_MEAN: v = s->a / n; break;
+    case XR_REDUCE_DEV_MAX:
+    case XR_REDUCE_DEV_MIN: v = (s->flags & F_NAN) ? NAN : s->m, index = s->at; break;
+    case XR_REDUCE_DEV_ALL: v = (float)(s->n == a->red_numel); break;
+    case XR_REDUCE_DEV_ANY: v = (float)(s->n > 0); break;
+    case XR_REDUCE_DEV_LSE:
       v = (s->flags & F_NAN) ? NAN : (s->flags & F_POSINF) ? INFINITY
           : !(s->flags & F_SEEN) ? -INFINITY : log(s2->a) + s->m;
       break;
-    case OP_VAR:
-    case OP_STD: {
+    case XR_REDUCE_DEV_VAR:
+    case XR_REDUCE_DEV_STD: {
       float divisor = fmax(n - a->correction, 0.0f);
       v = s2->a / divisor;
-      if (a->op == OP_STD) v = sqrt(v);
-      if (a->has_out1)
-        st_float(out1, a->out1_dtype, a->out1_offset + outer_off(a, a->out1_outer, o), s->a / n);
+      if (a->op == XR_REDUCE_DEV_STD) v = sqrt(v);
+      if (a->has_out[1])
+        st_float(out1, a->out_dtype[1], a->out_offset[1] + outer_off(a, a->out_outer[1], o),
+                 s->a / n);
       break;
     }
-    case OP_NORM:
-      if (a->norm == NORM_INF || a->norm == NORM_NEG_INF) v = (s->flags & F_NAN) ? NAN : s->m;
-      else if (a->norm == NORM_0) v = (float)s->n;
-      else if (a->norm == NORM_2) v = sqrt(s->a);
-      else if (a->norm == NORM_P) v = pow(s->a, 1.0f / a->p);
+    case XR_REDUCE_DEV_NORM:
+      if (a->norm == XR_REDUCE_DEV_NORM_INF || a->norm == XR_REDUCE_DEV_NORM_NEG_INF)
+        v = (s->flags & F_NAN) ? NAN : s->m;
+      else if (a->norm == XR_REDUCE_DEV_NORM_0) v = (float)s->n;
+      else if (a->norm == XR_REDUCE_DEV_NORM_2) v = sqrt(s->a);
+      else if (a->norm == XR_REDUCE_DEV_NORM_P) v = pow(s->a, 1.0f / a->p);
       break;
     default: break;
   }
-  if (a->has_out0) {
-    long at = a->out0_offset + outer_off(a, a->out0_outer, o);
-    if (a->op == OP_COUNT) ((__global long *)out0)[at] = s->n;
-    else st_float(out0, a->out0_dtype, at, v);
+  if (a->has_out[0]) {
+    long at = a->out_offset[0] + outer_off(a, a->out_outer[0], o);
+    if (a->op == XR_REDUCE_DEV_COUNT) ((__global long *)out0)[at] = s->n;
+    else st_float(out0, a->out_dtype[0], at, v);
   }
-  if (a->has_out1 && index >= 0)
-    ((__global long *)out1)[a->out1_offset + outer_off(a, a->out1_outer, o)] = index;
+  if (a->has_out[1] && index >= 0)
+    ((__global long *)out1)[a->out_offset[1] + outer_off(a, a->out_outer[1], o)] = index;
 }
 
-#define XR_ARGS xr_reduce_args a, __global const uchar *in, __global uchar *out0, __global uchar *out1
+#define XR_ARGS \
+  __global const uchar *in, __global uchar *out0, __global uchar *out1, xr_reduce_dev_args_t a
 
 __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_groups(XR_ARGS) {
   __local float la[XR_WG], lm[XR_WG];
@@ -275,7 +264,8 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_group
   for (long o = get_group_id(0); o < a.outer_numel; o += get_num_groups(0)) {
     const long base = a.in_offset + outer_off(&a, a.in_outer, o);
     state s = init_state(&a, 0), s2 = init_state(&a, 1);
-    for (long k = lid; k < a.red_numel; k += XR_WG) add(&a, &s, ld_cast(&a, in, base + red_off(&a, k)), k, 0, 0.0f);
+    for (long k = lid; k < a.red_numel; k += XR_WG)
+      add(&a, &s, ld_cast(&a, in, base + red_off(&a, k)), k, 0, 0.0f);
     s = group_merge(&a, s, 0, la, lm, ln, lat, lf);
     if (two_pass(&a)) {
       const float shift = shift_of(&a, &s);
@@ -291,7 +281,8 @@ __kernel void xr_reduce_items(XR_ARGS) {
   for (long o = get_global_id(0); o < a.outer_numel; o += get_global_size(0)) {
     const long base = a.in_offset + outer_off(&a, a.in_outer, o);
     state s = init_state(&a, 0), s2 = init_state(&a, 1);
-    for (long k = 0; k < a.red_numel; k++) add(&a, &s, ld_cast(&a, in, base + red_off(&a, k)), k, 0, 0.0f);
+    for (long k = 0; k < a.red_numel; k++)
+      add(&a, &s, ld_cast(&a, in, base + red_off(&a, k)), k, 0, 0.0f);
     if (two_pass(&a)) {
       const float shift = shift_of(&a, &s);
       for (long k = 0; k < a.red_numel; k++)
@@ -303,15 +294,15 @@ __kernel void xr_reduce_items(XR_ARGS) {
 
 // ---- scans ------------------------------------------------------------------------------------
 
-__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_scan(XR_ARGS) {
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_scan(XR_ARGS) {
   __local float tmp[XR_WG];
   const int lid = get_local_id(0);
-  const bool prod = a.op == OP_CUMPROD;
+  const bool prod = a.op == XR_REDUCE_DEV_CUMPROD;
   const float identity = prod ? 1.0f : 0.0f;
-  const long n = a.red_shape[0], is = a.in_red[0], os = a.out0_dim_stride;
+  const long n = a.red_shape[0], is = a.in_red[0], os = a.out_dim_stride[0];
   for (long o = get_group_id(0); o < a.outer_numel; o += get_num_groups(0)) {
     const long base = a.in_offset + outer_off(&a, a.in_outer, o);
-    const long at = a.out0_offset + outer_off(&a, a.out0_outer, o);
+    const long at = a.out_offset[0] + outer_off(&a, a.out_outer[0], o);
     float carry = identity;
     for (long j0 = 0; j0 < n; j0 += XR_WG) {
       const long j = j0 + lid;
@@ -323,7 +314,8 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_scan(XR_ARGS
         tmp[lid] = prod ? tmp[lid] * t : tmp[lid] + t;
         barrier(CLK_LOCAL_MEM_FENCE);
       }
-      if (j < n) st_float(out0, a.out0_dtype, at + j * os, prod ? carry * tmp[lid] : carry + tmp[lid]);
+      if (j < n)
+        st_float(out0, a.out_dtype[0], at + j * os, prod ? carry * tmp[lid] : carry + tmp[lid]);
       carry = prod ? carry * tmp[XR_WG - 1] : carry + tmp[XR_WG - 1];
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -361,16 +353,17 @@ long wrap_to(long dt, long v) {
   return v;
 }
 
-// cumsum / cumprod of integer tensors: xr_scan in 64-bit integers, wrapping as the reference.
-__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_scan_int(XR_ARGS) {
+// cumsum / cumprod of integer tensors: xr_reduce_scan in 64-bit integers, wrapping as the
+// reference.
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_scan_int(XR_ARGS) {
   __local long tmp[XR_WG];
   const int lid = get_local_id(0);
-  const bool prod = a.op == OP_CUMPROD;
+  const bool prod = a.op == XR_REDUCE_DEV_CUMPROD;
   const long identity = prod ? 1 : 0;
-  const long n = a.red_shape[0], is = a.in_red[0], os = a.out0_dim_stride;
+  const long n = a.red_shape[0], is = a.in_red[0], os = a.out_dim_stride[0];
   for (long o = get_group_id(0); o < a.outer_numel; o += get_num_groups(0)) {
     const long base = a.in_offset + outer_off(&a, a.in_outer, o);
-    const long at = a.out0_offset + outer_off(&a, a.out0_outer, o);
+    const long at = a.out_offset[0] + outer_off(&a, a.out_outer[0], o);
     long carry = identity;
     for (long j0 = 0; j0 < n; j0 += XR_WG) {
       const long j = j0 + lid;
@@ -383,8 +376,9 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_scan_int(XR_
         barrier(CLK_LOCAL_MEM_FENCE);
       }
       if (j < n)
-        st_long(out0, a.out0_dtype, at + j * os,
-                prod ? (long)((ulong)carry * (ulong)tmp[lid]) : (long)((ulong)carry + (ulong)tmp[lid]));
+        st_long(
+            out0, a.out_dtype[0], at + j * os,
+            prod ? (long)((ulong)carry * (ulong)tmp[lid]) : (long)((ulong)carry + (ulong)tmp[lid]));
       carry = prod ? (long)((ulong)carry * (ulong)tmp[XR_WG - 1])
                    : (long)((ulong)carry + (ulong)tmp[XR_WG - 1]);
       barrier(CLK_LOCAL_MEM_FENCE);
@@ -398,8 +392,11 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_scan_int(XR_
 __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_int(XR_ARGS) {
   __local long lv[XR_WG], lk[XR_WG];
   const long lid = get_local_id(0);
-  const bool extreme = a.op == OP_MAX || a.op == OP_MIN, max = a.op == OP_MAX;
-  const bool prod = a.op == OP_PROD, count = a.op == OP_ALL || a.op == OP_ANY || a.op == OP_COUNT;
+  const bool extreme = a.op == XR_REDUCE_DEV_MAX || a.op == XR_REDUCE_DEV_MIN,
+             max = a.op == XR_REDUCE_DEV_MAX;
+  const bool prod = a.op == XR_REDUCE_DEV_PROD, count = a.op == XR_REDUCE_DEV_ALL ||
+                                                        a.op == XR_REDUCE_DEV_ANY ||
+                                                        a.op == XR_REDUCE_DEV_COUNT;
   for (long o = get_group_id(0); o < a.outer_numel; o += get_num_groups(0)) {
     const long base = a.in_offset + outer_off(&a, a.in_outer, o);
     long acc = prod ? 1 : 0, at = -1; // at: the extreme's position, -1 before the first
@@ -428,11 +425,13 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_int(X
       barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lid == 0) {
-      long r = a.op == OP_ALL ? lv[0] == a.red_numel : a.op == OP_ANY ? lv[0] > 0 : lv[0];
-      if (a.has_out0)
-        st_long(out0, a.out0_dtype, a.out0_offset + outer_off(&a, a.out0_outer, o), r);
-      if (a.has_out1)
-        ((__global long *)out1)[a.out1_offset + outer_off(&a, a.out1_outer, o)] = lk[0];
+      long r = a.op == XR_REDUCE_DEV_ALL   ? lv[0] == a.red_numel
+               : a.op == XR_REDUCE_DEV_ANY ? lv[0] > 0
+                                           : lv[0];
+      if (a.has_out[0])
+        st_long(out0, a.out_dtype[0], a.out_offset[0] + outer_off(&a, a.out_outer[0], o), r);
+      if (a.has_out[1])
+        ((__global long *)out1)[a.out_offset[1] + outer_off(&a, a.out_outer[1], o)] = lk[0];
     }
     barrier(CLK_LOCAL_MEM_FENCE); // lv and lk are reused
   }
@@ -475,7 +474,7 @@ long pow2_at_least(long n) {
   return p;
 }
 
-__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_sort(XR_ARGS) {
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_sort(XR_ARGS) {
   __local ulong keys[XR_SORT_MAX];
   const long lid = get_local_id(0), n = a.red_shape[0], is = a.in_red[0];
   const long esize = a.in_dtype == XR_F32 ? 4 : 2;
@@ -485,9 +484,11 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_sort(XR_ARGS
     if (n <= XR_SORT_MAX) {
       n2 = pow2_at_least(n);
       for (long j = lid; j < n2; j += XR_WG)
-        keys[j] = j < n ? sort_key(ld(in, a.in_dtype, base + j * is), j, a.descending) : 0xfffffffffffffffful;
-    } else { // topk, k <= XR_TOPK_MAX: each work-item's k best, then all candidates sorted
-      ulong best[XR_TOPK_MAX];
+        keys[j] = j < n ? sort_key(ld(in, a.in_dtype, base + j * is), j, a.descending)
+                        : 0xfffffffffffffffful;
+    } else {  // topk, k <= XR_REDUCE_DEV_TOPK_MAX: each work-item's k best, then all candidates
+              // sorted
+      ulong best[XR_REDUCE_DEV_TOPK_MAX];
       for (int i = 0; i < a.k; i++) best[i] = 0xfffffffffffffffful;
       for (long j = lid; j < n; j += XR_WG) {
         ulong key = sort_key(ld(in, a.in_dtype, base + j * is), j, a.descending);
@@ -502,16 +503,16 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_sort(XR_ARGS
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     bitonic(keys, n2);
-    const long at0 = a.out0_offset + outer_off(&a, a.out0_outer, o);
-    const long at1 = a.out1_offset + outer_off(&a, a.out1_outer, o);
+    const long at0 = a.out_offset[0] + outer_off(&a, a.out_outer[0], o);
+    const long at1 = a.out_offset[1] + outer_off(&a, a.out_outer[1], o);
     for (long j = lid; j < a.k; j += XR_WG) {
       const long position = (long)(keys[j] & 0xffffffffu);
-      if (a.has_out0) {
-        const long from = base + position * is, to = at0 + j * a.out0_dim_stride;
+      if (a.has_out[0]) {
+        const long from = base + position * is, to = at0 + j * a.out_dim_stride[0];
         if (esize == 4) ((__global uint *)out0)[to] = ((__global const uint *)in)[from];
         else ((__global ushort *)out0)[to] = ((__global const ushort *)in)[from];
       }
-      if (a.has_out1) ((__global long *)out1)[at1 + j * a.out1_dim_stride] = position;
+      if (a.has_out[1]) ((__global long *)out1)[at1 + j * a.out_dim_stride[1]] = position;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }

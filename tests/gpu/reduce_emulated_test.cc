@@ -1,5 +1,5 @@
 // kernels/gpu/reduce.cu's kernels executed on the CPU under tests/gpu/cuda_emulation.h, once
-// per warp width (XR_EMULATED_WARP=32 and 64), launched as kernels/gpu/reduce_gpu.c launches
+// per warp width (XR_EMULATED_WARP=32 and 64), launched as kernels/reduce_device.c launches
 // them (256 threads a block): block and thread reductions (sum, max.dim with ties and NaN,
 // var/std with the mean, logsumexp over infinities), the chunked block scan, the 64-bit integer
 // reductions and scans (wrapping, dtype= casts, first extremes, truth values), bitonic sorts
@@ -30,8 +30,8 @@ std::mt19937 rng(5);
 float normal() { return std::normal_distribution<float>(0.0f, 1.0f)(rng); }
 
 // Rows of n contiguous f32 elements, outputs contiguous per row (`per_row` each).
-xr_reduce_gpu_params_t rows(int op, long long rows, long long n, long long per_row = 1) {
-  xr_reduce_gpu_params_t p;
+xr_reduce_dev_args_t rows(int op, long long rows, long long n, long long per_row = 1) {
+  xr_reduce_dev_args_t p;
   memset(&p, 0, sizeof p);
   p.op = op;
   p.outer_rank = 1, p.outer_shape[0] = rows, p.in_outer[0] = n, p.outer_numel = rows;
@@ -43,7 +43,7 @@ xr_reduce_gpu_params_t rows(int op, long long rows, long long n, long long per_r
   return p;
 }
 
-void run(const char *kernel, const xr_reduce_gpu_params_t &p, const void *in, void *out0, void *out1) {
+void run(const char *kernel, const xr_reduce_dev_args_t &p, const void *in, void *out0, void *out1) {
   const unsigned blocks = (unsigned)std::min<long long>(p.outer_numel, 7);  // grid-stride loops too
   const unsigned char *x = (const unsigned char *)in;
   unsigned char *o0 = (unsigned char *)out0, *o1 = (unsigned char *)out1;
@@ -74,14 +74,14 @@ Test(reduce_emulated, sums_var_and_logsumexp_by_blocks_and_threads) {
     const long long r = 9;
     std::vector<float> x(r * n);
     for (float &v : x) v = normal();
-    const char *kernel = n >= XR_REDUCE_GPU_GROUP_MIN ? "groups" : "items";
+    const char *kernel = n >= XR_REDUCE_DEV_GROUP_MIN ? "groups" : "items";
     std::vector<float> sum(r), var(r), mean(r), lse(r);
-    xr_reduce_gpu_params_t p = rows(XR_REDUCE_GPU_SUM, r, n);
+    xr_reduce_dev_args_t p = rows(XR_REDUCE_DEV_SUM, r, n);
     run(kernel, p, x.data(), sum.data(), nullptr);
-    p = rows(XR_REDUCE_GPU_VAR, r, n);
+    p = rows(XR_REDUCE_DEV_VAR, r, n);
     p.correction = 1, p.has_out[1] = 1;
     run(kernel, p, x.data(), var.data(), mean.data());
-    p = rows(XR_REDUCE_GPU_LSE, r, n);
+    p = rows(XR_REDUCE_DEV_LSE, r, n);
     run(kernel, p, x.data(), lse.data(), nullptr);
     for (long long i = 0; i < r; i++) {
       double s = 0, m2 = 0, mx = -INFINITY, e = 0;
@@ -99,7 +99,7 @@ Test(reduce_emulated, sums_var_and_logsumexp_by_blocks_and_threads) {
   // logsumexp over infinities and NaN: +inf, -inf, NaN
   std::vector<float> s = {INFINITY, 1, -INFINITY, -INFINITY, NAN, 1};
   std::vector<float> out(3);
-  run("items", rows(XR_REDUCE_GPU_LSE, 3, 2), s.data(), out.data(), nullptr);
+  run("items", rows(XR_REDUCE_DEV_LSE, 3, 2), s.data(), out.data(), nullptr);
   cr_assert(out[0] == INFINITY && out[1] == -INFINITY && std::isnan(out[2]));
 }
 
@@ -113,9 +113,9 @@ Test(reduce_emulated, extremes_keep_the_first_position_and_nan) {
     for (long long j = 0; j < n; j++) x[3 * n + j] = normal();
     std::vector<float> values(r);
     std::vector<long long> index(r, -7);
-    xr_reduce_gpu_params_t p = rows(XR_REDUCE_GPU_MAX, r, n);
+    xr_reduce_dev_args_t p = rows(XR_REDUCE_DEV_MAX, r, n);
     p.has_out[1] = 1, p.out_dtype[1] = XR_GPU_I64;
-    run(n >= XR_REDUCE_GPU_GROUP_MIN ? "groups" : "items", p, x.data(), values.data(), index.data());
+    run(n >= XR_REDUCE_DEV_GROUP_MIN ? "groups" : "items", p, x.data(), values.data(), index.data());
     cr_assert_eq(values[0], 5.0f);
     cr_assert_eq(index[0], n / 3, "n %lld: the first maximum is at %lld, got %lld", n, n / 3, index[0]);
     cr_assert(std::isnan(values[1]) && index[1] == n - 2, "n %lld: NaN at %lld", n, index[1]);
@@ -130,7 +130,7 @@ Test(reduce_emulated, scans_in_chunks) {
     const long long r = 3;
     std::vector<float> x(r * n), y(r * n, NAN);
     for (float &v : x) v = normal();
-    xr_reduce_gpu_params_t p = rows(XR_REDUCE_GPU_CUMSUM, r, n, n);
+    xr_reduce_dev_args_t p = rows(XR_REDUCE_DEV_CUMSUM, r, n, n);
     run("scan", p, x.data(), y.data(), nullptr);
     for (long long i = 0; i < r; i++) {
       double acc = 0;
@@ -150,18 +150,18 @@ Test(reduce_emulated, integers_in_64_bits_wrap_as_the_reference) {
     std::vector<int32_t> top(r);
     std::vector<signed char> small(r);
     std::vector<unsigned char> all(r);
-    xr_reduce_gpu_params_t p = rows(XR_REDUCE_GPU_SUM, r, n);
+    xr_reduce_dev_args_t p = rows(XR_REDUCE_DEV_SUM, r, n);
     p.in_dtype = XR_GPU_I32, p.out_dtype[0] = XR_GPU_I64;
     run("int", p, x.data(), sum.data(), nullptr);
-    p.op = XR_REDUCE_GPU_PROD;
+    p.op = XR_REDUCE_DEV_PROD;
     run("int", p, x.data(), prod.data(), nullptr);
-    p.op = XR_REDUCE_GPU_COUNT;
+    p.op = XR_REDUCE_DEV_COUNT;
     run("int", p, x.data(), count.data(), nullptr);
-    p.op = XR_REDUCE_GPU_SUM, p.round_dtype = XR_GPU_I8, p.out_dtype[0] = XR_GPU_I8;
+    p.op = XR_REDUCE_DEV_SUM, p.round_dtype = XR_GPU_I8, p.out_dtype[0] = XR_GPU_I8;
     run("int", p, x.data(), small.data(), nullptr);
-    p.op = XR_REDUCE_GPU_ALL, p.round_dtype = 0, p.out_dtype[0] = XR_GPU_BOOL;
+    p.op = XR_REDUCE_DEV_ALL, p.round_dtype = 0, p.out_dtype[0] = XR_GPU_BOOL;
     run("int", p, x.data(), all.data(), nullptr);
-    p.op = XR_REDUCE_GPU_MIN, p.out_dtype[0] = XR_GPU_I32;
+    p.op = XR_REDUCE_DEV_MIN, p.out_dtype[0] = XR_GPU_I32;
     p.has_out[1] = 1, p.out_dtype[1] = XR_GPU_I64;
     run("int", p, x.data(), top.data(), index.data());
     for (long long i = 0; i < r; i++) {
@@ -184,7 +184,7 @@ Test(reduce_emulated, integers_in_64_bits_wrap_as_the_reference) {
     }
     // cumsum of int32 into int64, in chunks of the block's width
     std::vector<long long> scan(r * n, -7);
-    p = rows(XR_REDUCE_GPU_CUMSUM, r, n, n);
+    p = rows(XR_REDUCE_DEV_CUMSUM, r, n, n);
     p.in_dtype = XR_GPU_I32, p.out_dtype[0] = XR_GPU_I64;
     run("scan_int", p, x.data(), scan.data(), nullptr);
     for (long long i = 0; i < r; i++) {
@@ -206,7 +206,7 @@ Test(reduce_emulated, sorts_are_stable_and_topk_of_long_rows) {
       x[n / 2] = NAN;
       std::vector<float> values(r * k, -1);
       std::vector<long long> index(r * k, -1);
-      xr_reduce_gpu_params_t p = rows(XR_REDUCE_GPU_SORT, r, n, k);
+      xr_reduce_dev_args_t p = rows(XR_REDUCE_DEV_SORT, r, n, k);
       p.k = k, p.descending = descending, p.has_out[1] = 1, p.out_dtype[1] = XR_GPU_I64;
       run("sort", p, x.data(), values.data(), index.data());
       for (long long i = 0; i < r; i++) {

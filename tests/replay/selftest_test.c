@@ -47,7 +47,7 @@ static const struct gpu_claim {
     {"argmax", "f32 f16 bf16 f8e4m3fn",
      "kernels/gpu/elementwise_gpu.c argmax_supports (floating dtypes but f64)"},
     {"reduce", "f32 f16 bf16 i8 i32 i64 bool",
-     "kernels/gpu/reduce_gpu.c gpu_supports: xr_reduce_check_fast (f32/f16/bf16) and "
+     "kernels/reduce_device.c reduce_supports: xr_reduce_check_fast (f32/f16/bf16) and "
      "xr_reduce_int_pipeline (int8/16/32/64, uint8, bool sums, extremes, counts, scans)"},
     {"softmax", "f32 f16 bf16", "kernels/norm_device.c rows_supports: xr_rows_check_fast"},
     {"norm", "f32 f16 bf16", "kernels/norm_device.c rows_supports: xr_rows_check_fast"},

@@ -17,7 +17,7 @@
  * gpu/<family>_params.h; OpenCL's arguments passed one by one).
  * A new op of a family touches <family>.c (planning and the reference), the kernels' switch in
  * the .cl and .cu when devices compute it, and its cases in tests/kernels/<family>_cases.h,
- * which every driver's suite runs. */
+ * whose <FAMILY>_MATRIX list runs them on every driver (tests/kernels/matrix.bzl). */
 #ifndef XR_KERNELS_FAMILY_H
 #define XR_KERNELS_FAMILY_H
 

@@ -6,7 +6,7 @@
 // offset, and rows built so that the two forms' outputs differ (sums that lose 0.3% when stored
 // as bf16). Expected values: the formulas evaluated here in double and rounded once;
 // residual_out must match bit for bit, out within one rounding everywhere and exactly in 99% of
-// elements. A machine without a GPU thus runs the device code's logic; tests/gpu:norm_gpu_test_*
+// elements. A machine without a GPU thus runs the device code's logic; tests/kernels:norm_matrix_{cuda,hip}
 // run it on devices.
 #include <criterion/criterion.h>
 

@@ -4,7 +4,8 @@
 // dynamic per tensor (absmax, reduce, quantize; a row split in two segments, an all-zero input)
 // and per token (scale_ub, a zero row, a NaN). Expected values are vLLM's formulas evaluated
 // here in float, rounded to the nearest e4m3 value by a search over the decoded codes. A machine
-// without a GPU thus runs the device code's logic; tests/gpu:quant_gpu_test_* run it on devices.
+// without a GPU thus runs the device code's logic; tests/kernels:quant_matrix_{cuda,hip} run
+// it on devices.
 #include <criterion/criterion.h>
 
 #include <cmath>

@@ -4,7 +4,7 @@
 // var/std with the mean, logsumexp over infinities), the chunked block scan, the 64-bit integer
 // reductions and scans (wrapping, dtype= casts, first extremes, truth values), bitonic sorts
 // (stable, descending, NaN) and topk's candidate path, each against a double-precision or
-// std::stable_sort evaluation here. tests/gpu:reduce_gpu_test_* run the same kernels on
+// std::stable_sort evaluation here. tests/kernels:reduce_matrix_{cuda,hip} run the same kernels on
 // devices, against the CPU reference.
 #include <criterion/criterion.h>
 

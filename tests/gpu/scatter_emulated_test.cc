@@ -3,7 +3,7 @@
 // xr_sc_device_params, the out-of-place copy, the mask's count / scan / write, the main pass),
 // against ref.scatter on the same inputs (seeded contents, then the family's initializer, with
 // default and with wild indices). A machine without a GPU thus runs the device code's logic;
-// tests/gpu:scatter_gpu_test_* run it on devices. Each sequence runs twice: the second run must
+// tests/kernels:scatter_matrix_{cuda,hip} run it on devices. Each sequence runs twice: the second run must
 // repeat the first (out-of-place ops), so nothing a run leaves behind leaks into the next.
 #include <criterion/criterion.h>
 

@@ -1,6 +1,6 @@
 /* Builders for one-op attention bundles (our JSON schema) and a replay with --check that can
- * pass initializer policies (the engine's --init), shared by attention_test.c and
- * paged_attention_test.c. */
+ * pass initializer policies (the engine's --init), shared by the attention
+ * families' cases and suites. */
 #ifndef XR_TESTS_KERNELS_ATTENTION_CASE_H
 #define XR_TESTS_KERNELS_ATTENTION_CASE_H
 

@@ -1,6 +1,6 @@
-/* The dense and variable-length attention cases, written once and run by every device's suite
- * (tests/kernels/attention_test.c on cpu and opencl, tests/gpu/attention_gpu_test.c on cuda and
- * hip) against the CPU reference through the replay engine: SDPA's three ops, the flash forward
+/* The dense and variable-length attention cases, written once and run on every driver
+ * (ATTENTION_MATRIX at the end, the attention_matrix_<driver> targets) against the CPU
+ * reference through the replay engine: SDPA's three ops, the flash forward
  * (dense and packed with cum_seq_q/k and seqused_k), AITER's varlen and batch-prefill forwards.
  * Causal and not, Sq != Sk, GQA and MQA, odd sizes (1, 3, 17, 129), strided and offset views,
  * masks, windows, softcap, ALiBi; unused packed key rows are NaN (the engine's initializer), so
@@ -188,5 +188,11 @@ static inline void run_varlen(const char *device, const char *prefix) {
   expect_match("aiter batch prefill f16 causal", aiter_json(&b, true, "c10::Half", 3, 4, 2, 30, 100, 64, true, 0.0, -1, -1, false),
                device, prefix, 9, NULL);
 }
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define ATTENTION_MATRIX(GROUP)                                         \
+  GROUP(sdpa, run_sdpa(device, kernel_impl(device, "flash_attention"))) \
+  GROUP(varlen, run_varlen(device, kernel_impl(device, "flash_attention")))
+#define ATTENTION_MATRIX_GAPS(GAP)
 
 #endif

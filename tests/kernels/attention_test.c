@@ -1,19 +1,15 @@
-/* Dense and variable-length attention on cpu (the flash-style kernel) and opencl, each against
- * the CPU reference through the replay engine: SDPA's three ops, the flash forward (dense and
- * packed with cum_seq_q/k and seqused_k), AITER's varlen and batch-prefill forwards. Causal and
- * not, Sq != Sk, GQA and MQA, odd sizes (1, 3, 17, 129), strided and offset views, masks,
- * windows, softcap, ALiBi; unused packed key rows are NaN (the engine's initializer), so a
- * kernel reading past a sequence fails. Plus planning errors. */
+/* Dense and variable-length attention: the cases of attention_cases.h (SDPA's three ops, the
+ * flash forward dense and packed with cum_seq_q/k and seqused_k, AITER's varlen and
+ * batch-prefill forwards; causal and not, Sq != Sk, GQA and MQA, odd sizes 1, 3, 17, 129,
+ * strided and offset views, masks, windows, softcap, ALiBi; unused packed key rows NaN, so a
+ * kernel reading past a sequence fails) run on every driver by the attention_matrix_* targets,
+ * each against the CPU reference through the replay engine. Here: the cpu kernel's tile edges
+ * and planning errors. */
 #include <criterion/criterion.h>
 
 #include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/attention_cases.h"
-
-Test(attention_cpu, sdpa) { run_sdpa("cpu", "cpu.flash_attention"); }
-Test(attention_opencl, sdpa) { run_sdpa("opencl", "opencl.flash_attention"); }
-Test(attention_cpu, varlen) { run_varlen("cpu", "cpu.flash_attention"); }
-Test(attention_opencl, varlen) { run_varlen("opencl", "opencl.flash_attention"); }
 
 /* The cpu kernel transposes key rows 16 dims at a time: head dims off that width, keys past a
  * 64-key tile. */

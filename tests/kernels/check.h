@@ -30,6 +30,13 @@ static inline const char *kernel_driver(const char *device) {
   return !strncmp(device, "cuda", 4) || !strncmp(device, "hip", 3) ? "gpu" : device;
 }
 
+/* The implementation `name` of the kernels `device` runs: "cpu.reduce", "gpu.reduce" on cuda. */
+static inline const char *kernel_impl(const char *device, const char *name) {
+  static char impl[64];
+  snprintf(impl, sizeof impl, "%s.%s", kernel_driver(device), name);
+  return impl;
+}
+
 /* Replays a one-op bundle already built on `device` with --check (warm-up 0, one timed
  * iteration) into *out (its `op` NULL: it would point into the bundle, which the caller owns).
  * UNAVAILABLE or NOT_FOUND when the device is absent, for the caller to skip on. */

@@ -1,6 +1,6 @@
 /* The indexing ops' cases (aten::cat, index_select, embedding: "<device>.elementwise"; argmax:
- * "<device>.argmax"), written once and run per device: indexing_test.c on "cpu" and "opencl",
- * tests/gpu/indexing_gpu_test.c on "cuda" and "hip". `every_case` false runs only the cases
+ * "<device>.argmax"), written once and run on every driver (INDEXING_MATRIX at the end, the
+ * indexing_matrix_<driver> targets). `every_case` false runs only the cases
  * marked for lean devices (OpenCL on PoCL, where each distinct program costs a compile of
  * seconds). Indices come from the engine's integer initialiser (0..15), so the indexed
  * dimensions have at least 16 entries. */
@@ -147,5 +147,18 @@ static inline void argmax_cases(const char *device, bool every_case) {
   ix_expect(argmax(tensor(&a, "float", 0, NULL, NULL, 0), "null", false), device, every_case,
             false, "argmax");
 }
+
+/* Every case on every driver but OpenCL, which runs the lean subset (PoCL compiles a program
+ * per distinct op, dtype and shape class). */
+static inline bool ix_every_case(const char *device) {
+  return strcmp(device, "opencl") != 0;
+}
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define INDEXING_MATRIX(GROUP)                                                   \
+  GROUP(cat, cat_cases(device, ix_every_case(device)))                           \
+  GROUP(index_select_and_embedding, gather_cases(device, ix_every_case(device))) \
+  GROUP(argmax, argmax_cases(device, ix_every_case(device)))
+#define INDEXING_MATRIX_GAPS(GAP)
 
 #endif

@@ -1,7 +1,6 @@
-/* The indexing ops through the replay engine with --check, on "cpu" (fast vs reference) and
- * "opencl": aten::cat (copies per input), index_select and embedding (gathers), argmax (its
- * own family). The cases live in indexing_cases.h (tests/gpu/indexing_gpu_test.c runs them on
- * cuda and hip); OpenCL runs the lean subset. */
+/* The indexing ops (aten::cat, copies per input; index_select and embedding, gathers; argmax,
+ * its own family) beyond their case matrix (indexing_cases.h, run on every driver by the
+ * indexing_matrix_* targets): plan errors and what runs on the reference. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +14,6 @@ static xr_status_t plan_of(const char *json, xr_bundle_t **out_bundle, xr_op_pla
   cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, out_bundle),
                XR_OK, "%s", xr_last_error());
   return xr_kernel_plan(&(*out_bundle)->ops[0], plan);
-}
-
-Test(indexing, cat) {
-  cat_cases("cpu", true);
-  cat_cases("opencl", false);
 }
 
 Test(indexing, cat_errors) {
@@ -40,11 +34,6 @@ Test(indexing, cat_errors) {
   cr_assert_eq(p.returns[0].shape[1], 4);
   xr_kernel_plan_free(&p);
   xr_bundle_destroy(b);
-}
-
-Test(indexing, index_select_and_embedding) {
-  gather_cases("cpu", true);
-  gather_cases("opencl", false);
 }
 
 Test(indexing, gather_errors) {
@@ -72,8 +61,6 @@ Test(indexing, gather_errors) {
 }
 
 Test(indexing, argmax) {
-  argmax_cases("cpu", true);
-  argmax_cases("opencl", false);
   /* int64 input runs on the reference */
   text_t a = {0};
   expect_match(argmax(tensor(&a, "long int", 1, SHAPE(100), NULL, 0), "0", false), "cpu", "ref.argmax");

@@ -1,5 +1,5 @@
 /* Softmax, layer norm and RMS norm cases (the norm and softmax families), written once and run
- * per device: norm_test.c on "cpu" and "opencl", tests/gpu/norm_gpu_test.c on "cuda" and "hip".
+ * on every driver (NORM_MATRIX at the end, the norm_matrix_<driver> targets).
  * fp32, fp16 and bf16, rows of 1, 3, 17, 129 and 1000 elements, many rows, strided and offset
  * views, softmax over inner and outer dims; aiter's RMS norms as traces record them. Each case
  * replays a one-op bundle (TraceLens IR, or our schema for the traced aiter ops) through the
@@ -288,5 +288,13 @@ static inline void softmax_cases(const char *device, const char *prefix) {
   expect_match(softmax_case(&j, "aten::softmax", "c10::Half", 3, three, NULL, 0, 1, "6"), device, prefix, seed++);
   expect_match(softmax_case(&j, "aten::softmax", "float", 3, three, NULL, 0, -1, "5"), device, prefix, seed++);
 }
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define NORM_MATRIX(GROUP)                                                     \
+  GROUP(rms_norm, rms_norm_cases(device, kernel_impl(device, "norm")))         \
+  GROUP(aiter_rms_norm, aiter_norm_cases(device, kernel_impl(device, "norm"))) \
+  GROUP(layer_norm, layer_norm_cases(device, kernel_impl(device, "norm")))     \
+  GROUP(softmax, softmax_cases(device, kernel_impl(device, "softmax")))
+#define NORM_MATRIX_GAPS(GAP)
 
 #endif

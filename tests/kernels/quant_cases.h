@@ -1,6 +1,6 @@
-/* vLLM's fp8 quantization ops (kernels/quant.h) as one-op bundles, written once for the
- * cpu/opencl suite (tests/kernels/quant_test.c) and the cuda/hip suites
- * (tests/gpu/quant_gpu_test.c): static (per tensor, per channel, group_shape, 2-D groups),
+/* vLLM's fp8 quantization ops (kernels/quant.h) as one-op bundles, written once and run on
+ * every driver (QUANT_MATRIX at the end, the quant_matrix_<driver> targets; quant_test.c
+ * compares them bit for bit too): static (per tensor, per channel, group_shape, 2-D groups),
  * dynamic per tensor and per token (with and without scale_ub), f32/f16/bf16 inputs, e4m3fn and
  * e4m3fnuz results, 3-D inputs, strided views, padded results and rows long enough to be split.
  * Each replays with --check: the result and the scales the dynamic ops write are compared with
@@ -97,5 +97,9 @@ static inline void run_quant_cases(const char *device, const char *prefix) {
     }
   }
 }
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define QUANT_MATRIX(GROUP) GROUP(cases, run_quant_cases(device, kernel_impl(device, "quant")))
+#define QUANT_MATRIX_GAPS(GAP)
 
 #endif

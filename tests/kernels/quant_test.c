@@ -1,6 +1,7 @@
-/* vLLM's fp8 quantization ops (kernels/quant.h) on cpu (cpu.quant) and opencl (opencl.quant):
- * the shared cases against the reference through the engine (--check: the result and the
- * scales the dynamic ops write); the same cases bit for bit against the reference's dumps; the
+/* vLLM's fp8 quantization ops (kernels/quant.h) on cpu (cpu.quant) and opencl (opencl.quant)
+ * beyond their case matrix (quant_cases.h against the reference through the engine, --check:
+ * the result and the scales the dynamic ops write; the quant_matrix_* targets): the same cases
+ * bit for bit against the reference's dumps; the
  * edge cases (saturation, ties, zeros, NaN and infinite inputs, scale_ub, both e4m3 formats) on
  * embedded data against values this file computes from vLLM's formulas with its own fp8 decoder;
  * bad input that names the argument; and an op extracted from a profiler trace that replays. */
@@ -12,9 +13,6 @@
 #include "formats/trace_extract.h"
 #include "kernels/quant.h"
 #include "tests/kernels/quant_cases.h"
-
-Test(quant_cpu, cases) { run_quant_cases("cpu", "cpu.quant"); }
-Test(quant_opencl, cases) { run_quant_cases("opencl", "opencl.quant"); }
 
 /* ------------------------------------------------------------------------------------------ */
 /* replays with dumps                                                                          */

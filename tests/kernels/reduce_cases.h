@@ -1,5 +1,6 @@
 /* The reduce family's cases (reductions, scans, sorts), written once and run per device:
- * reduce_test.c on "cpu" and "opencl", tests/gpu/reduce_gpu_test.c on "cuda" and "hip". Each
+ * REDUCE_MATRIX at the end lists them for tests/kernels/matrix.c, which runs them on every
+ * driver (the reduce_matrix_<driver> targets). Each
  * case replays a one-op TraceLens IR entry through the engine with --check (the device's kernel
  * against the CPU reference on the same seeded inputs, outputs poisoned) and expects a `prefix`
  * kernel to have run: f32, f16 and bf16; reduced extents of 1, 3, 17, 129, 1000 and 2^20 + 3;
@@ -482,5 +483,18 @@ static inline void reduce_edge_cases(const char *device, const char *prefix) {
   rc_expect(rc_sort(&j, "c10::Half", scalar, -1, false), device, prefix, seed++);
   rc_expect(rc_topk(&j, "float", scalar, 1, 0, true), device, prefix, seed++);
 }
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define REDUCE_MATRIX(GROUP)                                              \
+  GROUP(rows, reduce_row_cases(device, kernel_impl(device, "reduce")))    \
+  GROUP(dims, reduce_dim_cases(device, kernel_impl(device, "reduce")))    \
+  GROUP(views, reduce_view_cases(device, kernel_impl(device, "reduce")))  \
+  GROUP(large, reduce_large_cases(device, kernel_impl(device, "reduce"))) \
+  GROUP(scans, scan_cases(device, kernel_impl(device, "reduce")))         \
+  GROUP(sorts, sort_cases(device, kernel_impl(device, "reduce")))         \
+  GROUP(edges, reduce_edge_cases(device, kernel_impl(device, "reduce")))  \
+  GROUP(integers, reduce_integer_cases(device, kernel_impl(device, "reduce")))
+#define REDUCE_MATRIX_GAPS(GAP) \
+  GAP(cpu, integers, "cpu.reduce computes float inputs; integer ones run on the reference")
 
 #endif

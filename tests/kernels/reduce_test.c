@@ -1,5 +1,5 @@
-/* The reduce family (reductions, scans, sorts): the cases of reduce_cases.h replayed with
- * --check on "cpu" (the fast kernels against the reference) and "opencl"; values no random
+/* The reduce family (reductions, scans, sorts) beyond its case matrix (reduce_cases.h, run on
+ * every driver by the reduce_matrix_* targets): values no random
  * input produces (ties, NaN, infinities, signed zeros, empty reductions) on the reference and
  * every fast kernel against hand-computed results; the golden reduction cases on every backend;
  * result dtypes and shapes, costs, and the plan errors and declined forms that name their
@@ -13,26 +13,6 @@
 #include "kernels/dtype.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/reduce_cases.h"
-
-/* One .timeout for every test: Criterion 2.4.1's BoxFort loses a pending timeout request
- * when one with an earlier deadline is queued in front of it (LeakSanitizer reports it). */
-
-Test(reduce, cpu_rows, .timeout = 600) { reduce_row_cases("cpu", "cpu.reduce"); }
-Test(reduce, cpu_dims, .timeout = 600) { reduce_dim_cases("cpu", "cpu.reduce"); }
-Test(reduce, cpu_views, .timeout = 600) { reduce_view_cases("cpu", "cpu.reduce"); }
-Test(reduce, cpu_large, .timeout = 600) { reduce_large_cases("cpu", "cpu.reduce"); }
-Test(reduce, cpu_scans, .timeout = 600) { scan_cases("cpu", "cpu.reduce"); }
-Test(reduce, cpu_sorts, .timeout = 600) { sort_cases("cpu", "cpu.reduce"); }
-Test(reduce, cpu_edges, .timeout = 600) { reduce_edge_cases("cpu", "cpu.reduce"); }
-
-Test(reduce, opencl_rows, .timeout = 600) { reduce_row_cases("opencl", "opencl.reduce"); }
-Test(reduce, opencl_dims, .timeout = 600) { reduce_dim_cases("opencl", "opencl.reduce"); }
-Test(reduce, opencl_views, .timeout = 600) { reduce_view_cases("opencl", "opencl.reduce"); }
-Test(reduce, opencl_large, .timeout = 600) { reduce_large_cases("opencl", "opencl.reduce"); }
-Test(reduce, opencl_scans, .timeout = 600) { scan_cases("opencl", "opencl.reduce"); }
-Test(reduce, opencl_sorts, .timeout = 600) { sort_cases("opencl", "opencl.reduce"); }
-Test(reduce, opencl_edges, .timeout = 600) { reduce_edge_cases("opencl", "opencl.reduce"); }
-Test(reduce, opencl_integers, .timeout = 600) { reduce_integer_cases("opencl", "opencl.reduce"); }
 
 /* Long rows: the cpu sorts any; opencl takes topk of rows over 2048 elements for k <= 16. */
 Test(reduce, long_rows) {

@@ -1,6 +1,6 @@
 /* Rotary embedding (_C::rotary_embedding, sgl_kernel::rotary_embedding) cases, written once and
- * run per device: rotary_test.c on "cpu" and "opencl", tests/gpu/rotary_gpu_test.c on "cuda"
- * and "hip". NeoX and GPT-J styles, full and partial rotary, num_kv_heads != num_heads,
+ * run on every driver (ROTARY_MATRIX at the end, the rotary_matrix_<driver> targets). NeoX
+ * and GPT-J styles, full and partial rotary, num_kv_heads != num_heads,
  * query/key as [T, H*D] and [T, H, D], [B, S] positions, no key, strided views into a fused qkv
  * buffer, a cache of another dtype, positions past the cache, rope_dim_offset and inverse; fp32,
  * fp16 and bf16; 1, 3, 17, 129 and 1000 tokens; sgl-kernel's op as a trace records it (unnamed
@@ -157,5 +157,10 @@ static inline void rotary_cases(const char *device, const char *prefix) {
                        .max_position = 16, .neox = true, .no_key = true, .sgl = true};
   expect_match(&sgl_no_key, device, prefix, seed++);
 }
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define ROTARY_MATRIX(GROUP) \
+  GROUP(neox_and_gptj, rotary_cases(device, kernel_impl(device, "rotary")))
+#define ROTARY_MATRIX_GAPS(GAP)
 
 #endif

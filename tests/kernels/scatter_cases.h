@@ -1,7 +1,7 @@
 /* The scatter family's cases (gather, take, scatter*, index_add/copy/fill, index.Tensor,
  * index_put, masked_scatter, masked_select, nonzero), written once and run per device through
- * the engine with --check against the CPU reference: scatter_test.c on "cpu" and "opencl",
- * tests/gpu/scatter_gpu_test.c on "cuda" and "hip". Index tensors come from the family's
+ * the engine with --check against the CPU reference on every driver (SCATTER_MATRIX at the
+ * end, the scatter_matrix_<driver> targets). Index tensors come from the family's
  * initializer (a shuffled cycle over the indexed range: distinct where they fit, repeated
  * evenly beyond, so longer index tensors accumulate duplicates); cases run with "wild"
  * indices too (uniform in [-n-2, n+2): negative ones wrap, out-of-range ones clamp). */
@@ -446,5 +446,16 @@ static inline void sc_empty_cases(const char *device) {
   sc_arg(&c->args, "source", "Tensor", sc_t(c, "float", 1, SHAPE(3), NULL, 0));
   sc_run(c, "aten::masked_scatter", device);
 }
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define SCATTER_MATRIX(GROUP)                                         \
+  GROUP(gather_and_take, sc_gather_cases(device))                     \
+  GROUP(scatter_scatter_add_scatter_reduce, sc_scatter_cases(device)) \
+  GROUP(index_add_copy_fill, sc_index_op_cases(device))               \
+  GROUP(advanced_indexing, sc_index_cases(device))                    \
+  GROUP(index_put, sc_index_put_cases(device))                        \
+  GROUP(masks_and_nonzero, sc_masked_cases(device))                   \
+  GROUP(empty, sc_empty_cases(device))
+#define SCATTER_MATRIX_GAPS(GAP)
 
 #endif

@@ -1,5 +1,5 @@
-/* The scatter family (kernels/scatter.c) through the replay engine: the cases of
- * scatter_cases.h on "cpu" (cpu.scatter against the reference) and "opencl"; the reference, the
+/* The scatter family (kernels/scatter.c) beyond its case matrix (scatter_cases.h, run on every
+ * driver by the scatter_matrix_* targets): the reference, the
  * cpu and the opencl kernels on small embedded inputs against values worked out by hand (torch's
  * semantics: wrap and clamp, duplicates, include_self, integer means, NaN in amax/amin, masks);
  * what planning says about shapes, costs and what it cannot replay. */
@@ -9,50 +9,6 @@
 #include "kernels/kernels.h"
 #include "tests/kernels/exact.h"
 #include "tests/kernels/scatter_cases.h"
-
-Test(scatter_cpu, gather_and_take) {
-  sc_gather_cases("cpu");
-}
-Test(scatter_cpu, scatter_scatter_add_scatter_reduce) {
-  sc_scatter_cases("cpu");
-}
-Test(scatter_cpu, index_add_copy_fill) {
-  sc_index_op_cases("cpu");
-}
-Test(scatter_cpu, advanced_indexing) {
-  sc_index_cases("cpu");
-}
-Test(scatter_cpu, index_put) {
-  sc_index_put_cases("cpu");
-}
-Test(scatter_cpu, masks_and_nonzero) {
-  sc_masked_cases("cpu");
-}
-Test(scatter_cpu, empty) {
-  sc_empty_cases("cpu");
-}
-
-Test(scatter_opencl, gather_and_take) {
-  sc_gather_cases("opencl");
-}
-Test(scatter_opencl, scatter_scatter_add_scatter_reduce) {
-  sc_scatter_cases("opencl");
-}
-Test(scatter_opencl, index_add_copy_fill) {
-  sc_index_op_cases("opencl");
-}
-Test(scatter_opencl, advanced_indexing) {
-  sc_index_cases("opencl");
-}
-Test(scatter_opencl, index_put) {
-  sc_index_put_cases("opencl");
-}
-Test(scatter_opencl, masks_and_nonzero) {
-  sc_masked_cases("opencl");
-}
-Test(scatter_opencl, empty) {
-  sc_empty_cases("opencl");
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* exact values on embedded inputs                                                             */

@@ -1,6 +1,6 @@
 /* vLLM unified attention cases (vllm::unified_attention_with_output, vllm::unified_attention),
- * written once for the cpu/opencl suite (tests/kernels/unified_attention_test.c) and the cuda/hip
- * suites (tests/gpu/unified_attention_gpu_test.c): pure decode, pure prefill and mixed batches
+ * written once and run on every driver (UNIFIED_ATTENTION_MATRIX at the end, the
+ * unified_attention_matrix_<driver> targets): pure decode, pure prefill and mixed batches
  * from trace hints, kwargs and the default; GQA and MQA; block sizes 16 and 32; f32, f16, bf16
  * and an fp8 cache; flattened views; explicit kv_cache / block_table tensors; fp8 queries and
  * fp8 outputs with their output_scale (e4m3fn and e4m3fnuz). */
@@ -128,5 +128,10 @@ static inline void run_cases(const char *device, const char *prefix) {
     expect_match(f->c.what, ua_json_typed(&b, &f->c, f->q_dtype, f->o_dtype), device, prefix, 400 + i, NULL);
   }
 }
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define UNIFIED_ATTENTION_MATRIX(GROUP) \
+  GROUP(mixes, run_cases(device, kernel_impl(device, "unified_attention")))
+#define UNIFIED_ATTENTION_MATRIX_GAPS(GAP)
 
 #endif

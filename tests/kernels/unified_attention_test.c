@@ -1,12 +1,13 @@
-/* vLLM's unified attention (vllm::unified_attention_with_output, vllm::unified_attention) on cpu
- * (the fast path) and opencl against the CPU reference through the replay engine: pure decode,
- * pure prefill and mixed batches from trace hints, from query_lens/context_lens kwargs and from
- * the default; GQA and MQA; block sizes 16 and 32; f32, f16, bf16 and an fp8 cache; flattened
- * [tokens, heads * head_size] views; explicit kv_cache / block_table tensors in either cache
- * layout. Both the output and the written KV cache are compared. Then: the replay's cache is
- * NaN wherever no cached token lives; the reference agrees with a dense attention computed here
- * on embedded data; bad inputs are errors that name the argument; extraction gives the op its
- * iteration hints and the extracted op replays. */
+/* vLLM's unified attention (vllm::unified_attention_with_output, vllm::unified_attention): the
+ * cases of unified_attention_cases.h (pure decode, pure prefill and mixed batches from trace
+ * hints, from query_lens/context_lens kwargs and from the default; GQA and MQA; block sizes 16
+ * and 32; f32, f16, bf16 and an fp8 cache; flattened [tokens, heads * head_size] views;
+ * explicit kv_cache / block_table tensors in either cache layout; the output and the written KV
+ * cache both compared) run on every driver by the unified_attention_matrix_* targets against
+ * the CPU reference through the replay engine. Here: the replay's cache is NaN wherever no
+ * cached token lives; the reference agrees with a dense attention computed here on embedded
+ * data; bad inputs are errors that name the argument; extraction gives the op its iteration
+ * hints and the extracted op replays. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,9 +15,6 @@
 #include "formats/trace_extract.h"
 #include "kernels/unified_attention.h"
 #include "tests/kernels/unified_attention_cases.h"
-
-Test(unified_attention_cpu, mixes) { run_cases("cpu", "cpu.unified_attention"); }
-Test(unified_attention_opencl, mixes) { run_cases("opencl", "opencl.unified_attention"); }
 
 /* Batches of 8 sequences or more: the cpu kernel walks the keys of a decode sequence once for
  * several kv heads of the token-major cache (odd head size, partial key tiles, speculative

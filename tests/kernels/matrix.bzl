@@ -1,0 +1,45 @@
+"""family_matrix: a family's cases on every driver of hal/drivers.bzl (ggml's "every case on
+every backend"), from the lists in its cases header (tests/kernels/matrix.c)."""
+
+load("@rules_cc//cc:defs.bzl", "cc_test")
+load("//hal:drivers.bzl", "GPU_DRIVERS", "HAL_DRIVERS")
+
+def family_matrix(family, tags, deps = [":cases"], timeout_s = 600, size = "medium",
+                  portable_cases = 0):
+    """`<family>_matrix_<driver>` for every driver: matrix.c over `<FAMILY>_MATRIX` and
+    `<FAMILY>_MATRIX_GAPS` of tests/kernels/<family>_cases.h. The GPU drivers' targets are tagged
+    `gpu` (the GPU kit runs them); every target skips with the reason where its device is absent.
+
+    With portable_cases, `<family>_matrix_cpu_portable` runs the cpu targets's cases again with
+    the AVX-512 paths off (the portable loops other CPUs run), and fails if fewer than
+    portable_cases ran."""
+    for driver in HAL_DRIVERS:
+        defines = [
+            "XR_MATRIX_HEADER=\\\"tests/kernels/%s_cases.h\\\"" % family,
+            "XR_MATRIX_GROUPS=%s_MATRIX" % family.upper(),
+            "XR_MATRIX_GAPS=%s_MATRIX_GAPS" % family.upper(),
+            "XR_MATRIX_DRIVER=" + driver,
+            "XR_MATRIX_SUITE=%s_%s" % (family, driver),
+            "XR_MATRIX_TIMEOUT=%d" % timeout_s,
+        ]
+        gpu = ["gpu"] if driver in GPU_DRIVERS else []
+        cc_test(
+            name = "%s_matrix_%s" % (family, driver),
+            size = size,
+            srcs = ["matrix.c", family + "_cases.h"],
+            args = ["--verbose"],
+            local_defines = defines,
+            tags = tags + gpu,
+            deps = deps + ["@criterion"],
+        )
+        if driver == "cpu" and portable_cases:
+            cc_test(
+                name = "%s_matrix_cpu_portable" % family,
+                size = size,
+                srcs = ["matrix.c", family + "_cases.h"],
+                args = ["--verbose"],
+                env = {"XR_CPU_AVX512": "off", "XR_MIN_CASES": str(portable_cases)},
+                local_defines = defines,
+                tags = tags,
+                deps = deps + ["@criterion", "//tests/support:min_cases"],
+            )

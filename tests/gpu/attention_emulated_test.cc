@@ -3,8 +3,8 @@
 // built once per warp width (XR_EMULATED_WARP=32 and 64), against a float64 evaluation of the
 // same problem: block- and warp-uniform control flow, the lane-to-dimension mapping, the
 // per-lane scores and shuffles, the online softmax across tiles and partitions. A machine
-// without a GPU thus runs the device code's logic; tests/gpu:paged_attention_gpu_test_* and
-// tests/kernels:unified_attention_matrix_{cuda,hip} run it on devices.
+// without a GPU thus runs the device code's logic; tests/kernels:paged_attention_matrix_* and
+// unified_attention_matrix_* (cuda, hip) run it on devices.
 // Launch geometry as kernels/gpu/attention_gpu.c computes it. Outputs start as NaN, and cache
 // slots no sequence uses hold fp8 NaN, so an unwritten output or a read past a sequence fails.
 #include <criterion/criterion.h>

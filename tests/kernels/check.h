@@ -30,11 +30,14 @@ static inline const char *kernel_driver(const char *device) {
   return !strncmp(device, "cuda", 4) || !strncmp(device, "hip", 3) ? "gpu" : device;
 }
 
-/* The implementation `name` of the kernels `device` runs: "cpu.reduce", "gpu.reduce" on cuda. */
+/* The implementation `name` of the kernels `device` runs: "cpu.reduce", "gpu.reduce" on cuda.
+ * The last four results stay valid, for calls that take several. */
 static inline const char *kernel_impl(const char *device, const char *name) {
-  static char impl[64];
-  snprintf(impl, sizeof impl, "%s.%s", kernel_driver(device), name);
-  return impl;
+  static char impl[4][64];
+  static unsigned next;
+  char *out = impl[next++ % 4];
+  snprintf(out, sizeof impl[0], "%s.%s", kernel_driver(device), name);
+  return out;
 }
 
 /* Replays a one-op bundle already built on `device` with --check (warm-up 0, one timed

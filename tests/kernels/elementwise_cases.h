@@ -1,6 +1,6 @@
 /* The elementwise family's cases (arithmetic, activations, gated activations, copies and
- * conversions, fills), written once and run per device: elementwise_test.c on "cpu" and
- * "opencl", tests/gpu/elementwise_gpu_test.c on "cuda" and "hip". Each case replays a one-op
+ * conversions, fills), written once and run on every driver (ELEMENTWISE_MATRIX at the end, the
+ * elementwise_matrix_<driver> targets). Each case replays a one-op
  * bundle through the engine with --check (fresh seeded inputs, outputs poisoned) and expects
  * the device's "<device>.elementwise" kernel to match the reference. Sizes 1, 3, 17, 129 and
  * 1000; transposed, offset and broadcast views; f32, bf16, f16 and the four fp8 types. */
@@ -332,5 +332,26 @@ static inline void ew_op_class_cases(const char *device) {
   a.n = 0;
   ew_expect(fill(tensor(&a, "c10::BFloat16", 2, SHAPE(9, 13), SHAPE(1, 10), 4), "-0.375"), device);
 }
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define ELEMENTWISE_MATRIX(GROUP)                                             \
+  GROUP(add_sub_mul_div_sizes_and_dtypes, ew_arithmetic_cases(device))        \
+  GROUP(broadcasting_views_scalars_and_edges, ew_broadcasting_cases(device))  \
+  GROUP(in_place_and_out, ew_in_place_and_out_cases(device))                  \
+  GROUP(gelu_and_silu, ew_activation_cases(device))                           \
+  GROUP(gated_activations, ew_gated_cases(device))                            \
+  GROUP(copies_and_conversions, ew_copy_cases(device))                        \
+  GROUP(fills, ew_fill_cases(device))                                         \
+  GROUP(every_op_class, ew_op_class_cases(device))
+/* PoCL compiles a program per op, dtype pattern and shape class, seconds each. */
+#define EW_OPENCL_LEAN "a compile per program on PoCL: every_op_class runs one case of each class"
+#define ELEMENTWISE_MATRIX_GAPS(GAP)                               \
+  GAP(opencl, add_sub_mul_div_sizes_and_dtypes, EW_OPENCL_LEAN)    \
+  GAP(opencl, broadcasting_views_scalars_and_edges, EW_OPENCL_LEAN) \
+  GAP(opencl, in_place_and_out, EW_OPENCL_LEAN)                    \
+  GAP(opencl, gelu_and_silu, EW_OPENCL_LEAN)                       \
+  GAP(opencl, gated_activations, EW_OPENCL_LEAN)                   \
+  GAP(opencl, copies_and_conversions, EW_OPENCL_LEAN)              \
+  GAP(opencl, fills, EW_OPENCL_LEAN)
 
 #endif

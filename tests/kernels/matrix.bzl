@@ -5,12 +5,12 @@ load("@rules_cc//cc:defs.bzl", "cc_test")
 load("//hal:drivers.bzl", "GPU_DRIVERS", "HAL_DRIVERS")
 
 def family_matrix(family, tags, deps = [":cases"], timeout_s = 600, size = "medium",
-                  portable_cases = 0):
+                  driver_sizes = {}, portable_cases = 0):
     """`<family>_matrix_<driver>` for every driver: matrix.c over `<FAMILY>_MATRIX` and
     `<FAMILY>_MATRIX_GAPS` of tests/kernels/<family>_cases.h. The GPU drivers' targets are tagged
     `gpu` (the GPU kit runs them); every target skips with the reason where its device is absent.
 
-    With portable_cases, `<family>_matrix_cpu_portable` runs the cpu targets's cases again with
+    driver_sizes overrides `size` for some drivers ({"opencl": "large"}). With portable_cases, `<family>_matrix_cpu_portable` runs the cpu target's cases again with
     the AVX-512 paths off (the portable loops other CPUs run), and fails if fewer than
     portable_cases ran."""
     for driver in HAL_DRIVERS:
@@ -25,7 +25,7 @@ def family_matrix(family, tags, deps = [":cases"], timeout_s = 600, size = "medi
         gpu = ["gpu"] if driver in GPU_DRIVERS else []
         cc_test(
             name = "%s_matrix_%s" % (family, driver),
-            size = size,
+            size = driver_sizes.get(driver, size),
             srcs = ["matrix.c", family + "_cases.h"],
             args = ["--verbose"],
             local_defines = defines,

@@ -1,8 +1,8 @@
 /* The paged-attention cases (vLLM _C::paged_attention_v1/v2, _rocm_C::paged_attention) and the
- * cache writers' (reshape_and_cache, reshape_and_cache_flash, sglang::store_cache), written once and run by every
- * device's suite (tests/kernels/paged_attention_test.c on cpu and opencl,
- * tests/gpu/paged_attention_gpu_test.c on cuda and hip) against the CPU reference through the
- * replay engine. Block sizes 8/16/32, head sizes 64/128/256, GQA/MQA, ALiBi, fp8 caches (e4m3,
+ * cache writers' (reshape_and_cache, reshape_and_cache_flash, sglang::store_cache), written
+ * once and run on every driver (PAGED_ATTENTION_MATRIX at the end, the
+ * paged_attention_matrix_<driver> targets) against the CPU reference through the replay
+ * engine. Block sizes 8/16/32, head sizes 64/128/256, GQA/MQA, ALiBi, fp8 caches (e4m3,
  * e5m2) with a k_scale of 0.5, v2 partitions, multi-token queries (query_start_loc), strided
  * queries, random sequence lengths. The engine's initializer makes every cache slot no sequence
  * uses NaN, so reading past seq_lens fails the check. */
@@ -210,6 +210,25 @@ static inline void run_store_cache(const char *device, const char *prefix) {
   }
 }
 
-static inline void run_cache(const char *device, const char *prefix) { run_cache_fp8(device, prefix, NULL); }
+/* The kernels each driver runs these ops on: paged attention on cpu's and opencl's
+ * flash-attention kernels and on gpu.paged_attention; the cache writers on
+ * <driver>.reshape_and_cache, except that the cpu's takes fp8 caches only and leaves the
+ * others to the reference (a copy). */
+static inline const char *pa_decode_impl(const char *device) {
+  bool gpu = !strcmp(kernel_driver(device), "gpu");
+  return kernel_impl(device, gpu ? "paged_attention" : "flash_attention");
+}
+
+static inline const char *pa_cache_impl(const char *device) {
+  return !strcmp(device, "cpu") ? "ref.reshape_and_cache" : kernel_impl(device, "reshape_and_cache");
+}
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define PAGED_ATTENTION_MATRIX(GROUP)                                                      \
+  GROUP(decode, run_paged(device, pa_decode_impl(device)))                                 \
+  GROUP(reshape_and_cache, run_cache_fp8(device, pa_cache_impl(device),                    \
+                                         kernel_impl(device, "reshape_and_cache")))        \
+  GROUP(store_cache, run_store_cache(device, pa_cache_impl(device)))
+#define PAGED_ATTENTION_MATRIX_GAPS(GAP)
 
 #endif

@@ -1,22 +1,12 @@
 /* Paged attention (vLLM _C::paged_attention_v1/v2, _rocm_C::paged_attention) and the cache
- * writers (reshape_and_cache, reshape_and_cache_flash, sglang::store_cache) on cpu and opencl
- * against the CPU reference through the replay engine. Block sizes 8/16/32, head sizes
- * 64/128/256, GQA/MQA, ALiBi, fp8 caches (e4m3, e5m2) with a k_scale of 0.5, v2 partitions,
- * multi-token queries (query_start_loc), strided queries, random sequence lengths. The engine's
- * initializer makes every cache slot no sequence uses NaN, so reading past seq_lens fails the
- * check. Ops extracted from a trace without kv_cache_dtype over uint8 caches replay as fp8. */
+ * writers (reshape_and_cache, reshape_and_cache_flash, sglang::store_cache) beyond their case
+ * matrix (paged_attention_cases.h, run on every driver by the paged_attention_matrix_*
+ * targets): store_cache's plan and what it declines, and ops extracted from a trace without
+ * kv_cache_dtype over uint8 caches, which replay as fp8. */
 #include <criterion/criterion.h>
 
 #include "formats/trace_extract.h"
 #include "tests/kernels/paged_attention_cases.h"
-
-Test(paged_attention_cpu, decode) { run_paged("cpu", "cpu.flash_attention"); }
-Test(paged_attention_opencl, decode) { run_paged("opencl", "opencl.flash_attention"); }
-Test(kv_cache_cpu, reshape_and_cache) { run_cache_fp8("cpu", "ref.reshape_and_cache", "cpu.reshape_and_cache"); }
-Test(kv_cache_opencl, reshape_and_cache) { run_cache("opencl", "opencl.reshape_and_cache"); }
-/* On the cpu the reference is the copy (cpu.reshape_and_cache takes fp8 caches only). */
-Test(kv_cache_cpu, store_cache) { run_store_cache("cpu", "ref.reshape_and_cache"); }
-Test(kv_cache_opencl, store_cache) { run_store_cache("opencl", "opencl.reshape_and_cache"); }
 
 /* store_cache's plan: what it moves (k and v read, two cache rows written per token, the
  * indices), k_cache and v_cache marked written though traced without the "!"; a strided indices

@@ -1,5 +1,5 @@
-/* The pointwise table's cases (kernels/pointwise_ops.h), written once and run per device:
- * pointwise_test.c on "cpu" and "opencl", tests/gpu/pointwise_gpu_test.c on "cuda" and "hip".
+/* The pointwise table's cases (kernels/pointwise_ops.h), written once and run on every driver
+ * (POINTWISE_MATRIX at the end, the pointwise_matrix_<driver> targets).
  * Each replays a one-op bundle through the engine with --check (fresh seeded inputs, outputs
  * poisoned) and expects the device's elementwise kernel to match the reference: every row of
  * the table, sizes up to 2^20 + 3, transposed, offset, zero-stride and empty views, Scalar
@@ -408,5 +408,17 @@ static inline void pw_movement_cases(const char *device) {
                   (const char *[]){tensor(&a, "c10::Half", 2, SHAPE(40, 7), NULL, 0)}, b.s),
             device);
 }
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define POINTWISE_MATRIX(GROUP)                                       \
+  GROUP(every_row_f32, pw_every_row_cases(device, "float"))           \
+  GROUP(every_row_bf16, pw_every_row_cases(device, "c10::BFloat16"))  \
+  GROUP(sizes_and_views, pw_size_and_view_cases(device))              \
+  GROUP(scalars_and_arguments, pw_scalar_cases(device))               \
+  GROUP(in_place_out_fp8_and_lists, pw_form_cases(device))            \
+  GROUP(integers, pw_integer_cases(device))                           \
+  GROUP(creation_and_movement, pw_movement_cases(device))
+#define POINTWISE_MATRIX_GAPS(GAP) \
+  GAP(opencl, every_row_bf16, "a PoCL compile per program, minutes cold: every_row_f32 runs each row")
 
 #endif

@@ -1,35 +1,11 @@
-/* The pointwise table through the replay engine with --check: cpu.elementwise (and, for integer
- * compute, ref.elementwise) against the reference on fresh seeded inputs. The cases live in
- * pointwise_cases.h (pointwise_opencl_test.c runs them on opencl, tests/gpu/pointwise_gpu_test.c
- * on cuda and hip). Also plan-level checks: result dtypes by torch's rules, the registry's names,
- * and errors that name the argument. The reference itself is checked against tests/data/golden's
+/* The pointwise table beyond its case matrix (pointwise_cases.h, run on every driver by the
+ * pointwise_matrix_* targets): exact values on embedded inputs, and plan-level checks: result
+ * dtypes by torch's rules, the registry's names, and errors that name the argument. The reference itself is checked against tests/data/golden's
  * pointwise cases by tests/replay:golden_test. */
 #include "formats/bundle.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/exact.h"
 #include "tests/kernels/pointwise_cases.h"
-
-Test(pointwise_cpu, every_row_f32) {
-  pw_every_row_cases("cpu", "float");
-}
-Test(pointwise_cpu, every_row_bf16) {
-  pw_every_row_cases("cpu", "c10::BFloat16");
-}
-Test(pointwise_cpu, sizes_and_views) {
-  pw_size_and_view_cases("cpu");
-}
-Test(pointwise_cpu, scalars_and_arguments) {
-  pw_scalar_cases("cpu");
-}
-Test(pointwise_cpu, in_place_out_fp8_and_lists) {
-  pw_form_cases("cpu");
-}
-Test(pointwise_cpu, integers_on_the_reference) {
-  pw_integer_cases("cpu");
-}
-Test(pointwise_cpu, creation_and_movement) {
-  pw_movement_cases("cpu");
-}
 
 /* tril / triu on embedded matrices against values worked out by hand, on the reference and on
  * the cpu and opencl kernels. */

@@ -6,7 +6,8 @@
 // upsampling; batch norm in training with running statistics and its backward; group norm and
 // its backward with the parameter gradients. Expected values: the formulas evaluated here in
 // double, on fp32 tensors; results within 1e-4 relative. A machine without a GPU thus runs the
-// device code's logic; tests/gpu:conv_gpu_test_* and vision_gpu_test_* run it on devices.
+// device code's logic; tests/kernels:conv_matrix_* and vision_matrix_* (cuda, hip) run it on
+// devices.
 #include <criterion/criterion.h>
 
 #include <cmath>

@@ -1,7 +1,7 @@
-/* The convolution family's cases, written once and run per device through the engine with
- * --check against the CPU reference: conv_test.c on "cpu" and "opencl", tests/gpu's suite on
- * "cuda" and "hip". 1-D, 2-D and 3-D; stride, padding (numbers and "same"/"valid"), dilation,
- * groups (depthwise included); channels-last and offset views; unbatched inputs; transposed
+/* The convolution family's cases, written once and run on every driver through the engine with
+ * --check against the CPU reference (CONV_MATRIX at the end, the conv_matrix_<driver> targets;
+ * conv_test.c and tests/gpu/conv_gpu_test.c run them again with the vendor libraries off).
+ * 1-D, 2-D and 3-D; stride, padding (numbers and "same"/"valid"), dilation, groups (depthwise included); channels-last and offset views; unbatched inputs; transposed
  * convolutions with output_padding; the names PyTorch dispatches to (cudnn, miopen, mkldnn,
  * conv2d) with their argument orders; convolution_backward with each output_mask, plain and
  * transposed; fp32, fp16 and bf16. */
@@ -536,5 +536,17 @@ static inline void conv_cases(const char *device, const char *prefix) {
   for (size_t i = 0; i < sizeof conv_backward_cases / sizeof *conv_backward_cases; i++)
     expect_match(conv_json(&conv_backward_cases[i]), device, prefix);
 }
+
+/* The kernels a device may take a case to: its own or its vendor library's ("cpu." covers
+ * cpu.onednn_conv, "opencl." opencl.conv_clblast); on cuda and hip cuDNN's and MIOpen's carry
+ * the driver's name (cuda.cudnn_conv beside gpu.conv), so there any kernel that matches will do
+ * (tests/gpu/conv_gpu_test.c pins each). */
+static inline const char *conv_any_impl(const char *device) {
+  return strcmp(kernel_driver(device), "gpu") ? kernel_impl(device, "") : "";
+}
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define CONV_MATRIX(GROUP) GROUP(matches_reference, conv_cases(device, conv_any_impl(device)))
+#define CONV_MATRIX_GAPS(GAP)
 
 #endif

@@ -1,7 +1,6 @@
-/* The convolution family (kernels/conv.c): every case of conv_cases.h replayed through the
- * engine with --check on "cpu" (the fast kernels against the reference) and "opencl"
- * (tests/gpu/conv_gpu_test.c runs them on cuda and hip); plus plans and argument errors that
- * name the argument. */
+/* The convolution family (kernels/conv.c) beyond its case matrix (conv_cases.h, run on every
+ * driver by the conv_matrix_* targets): the cases again on our own cpu kernel with oneDNN off,
+ * the shapes oneDNN and CLBlast must take, plans and argument errors that name the argument. */
 #include <dlfcn.h>
 
 #include "formats/bundle.h"
@@ -11,14 +10,6 @@
 /* Every timed test here has the same .timeout: Criterion 2.4.1's BoxFort loses a pending
  * timeout request when a test with an earlier deadline is queued in front of it, and
  * LeakSanitizer reports the lost request at exit. */
-
-Test(conv, cpu_matches_reference, .timeout = 300) {
-  conv_cases("cpu", "cpu.");
-}
-
-Test(conv, opencl_matches_reference, .timeout = 300) {
-  conv_cases("opencl", "opencl.");
-}
 
 /* CLBlast's convgemm runs the forward fp32 NCHW cases where it loads; grouped ones, the
  * transposed and backward ones run on our kernels. */

@@ -1,5 +1,6 @@
-/* The pool and channel_norm families' cases, written once and run per device through the
- * engine with --check against the CPU reference (vision_ops_test.c on "cpu" and "opencl"):
+/* The pool and channel_norm families' cases, written once and run on every driver through the
+ * engine with --check against the CPU reference (VISION_MATRIX at the end, the
+ * vision_matrix_<driver> targets; vision_ops_test.c runs them again with oneDNN off):
  * every op name of both families; fp32, fp16 and bf16; odd sizes, channels-last and unbatched
  * inputs; ceil_mode, padding, dilation, count_include_pad and divisor_override; adaptive cells
  * that overlap; upsampling by size and by scale factor, bilinear with and without
@@ -360,5 +361,10 @@ static inline void vision_cases(const char *device, const char *pool_prefix,
   for (size_t i = 0; i < sizeof cn_cases / sizeof *cn_cases; i++)
     expect_match(cn_json(&cn_cases[i]), device, norm_prefix);
 }
+
+/* The families' matrix (tests/kernels/matrix.c): every group on every driver. */
+#define VISION_MATRIX(GROUP) \
+  GROUP(matches_reference, vision_cases(device, kernel_impl(device, ""), kernel_impl(device, "")))
+#define VISION_MATRIX_GAPS(GAP)
 
 #endif

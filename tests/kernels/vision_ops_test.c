@@ -1,6 +1,6 @@
-/* The pool and channel_norm families (kernels/pool.c, kernels/channel_norm.c): every case of
- * vision_cases.h replayed through the engine with --check on "cpu" and "opencl" (their kernels
- * against the plain-C reference); plans (output sizes, memory formats, saved statistics), argument
+/* The pool and channel_norm families (kernels/pool.c, kernels/channel_norm.c) beyond their case
+ * matrix (vision_cases.h, run on every driver by the vision_matrix_* targets): the cases again
+ * on our own cpu kernels with oneDNN off, what oneDNN must take; plans (output sizes, memory formats, saved statistics), argument
  * errors that name the argument, and the ops the golden cases leave out (backwards, eval forms,
  * upsampling by scale factor). Their semantics are checked against independent outputs by
  * tests/replay:golden_test. */
@@ -14,13 +14,6 @@
 #include "tests/kernels/vision_cases.h"
 
 /* Both timed tests have the same .timeout (conv_test.c says why). */
-Test(vision, cases_run_on_cpu, .timeout = 300) {
-  vision_cases("cpu", "cpu.", "cpu.");
-}
-
-Test(vision, opencl_matches_reference, .timeout = 300) {
-  vision_cases("opencl", "opencl.", "opencl.");
-}
 
 /* The cases again with oneDNN off: our own cpu kernels run every one. */
 Test(vision, cpu_own_kernels_match_reference, .timeout = 300) {

@@ -19,7 +19,7 @@ int64_t xr_argmax_input_offset(const xr_argmax_problem_t *p, int64_t out_index);
 int64_t xr_argmax_reduced_offset(const xr_argmax_problem_t *p, int64_t k);
 
 extern const xr_kernel_impl_t xr_cpu_argmax;    /* kernels/cpu/elementwise_argmax.c */
-extern const xr_kernel_impl_t xr_opencl_argmax; /* kernels/opencl/elementwise_argmax.c */
-extern const xr_kernel_impl_t xr_gpu_argmax; /* kernels/gpu/elementwise_gpu.c */
+extern const xr_kernel_impl_t xr_opencl_argmax; /* kernels/elementwise_device.c */
+extern const xr_kernel_impl_t xr_gpu_argmax;    /* kernels/elementwise_device.c */
 
 #endif

@@ -160,8 +160,8 @@ double xr_ew_sequence_value(const xr_ew_step_t *step, int64_t i);
 /* Bytes (at least) and floating-point operations one execution of the step moves and does. */
 void xr_ew_step_cost(const xr_ew_step_t *step, double *bytes, double *flops);
 
-/* The fast implementations (kernels/cpu/elementwise_cpu.c, kernels/opencl/elementwise_opencl.c,
- * kernels/gpu/elementwise_gpu.c). */
+/* The fast implementations (kernels/cpu/elementwise_cpu.c; OpenCL and CUDA/HIP:
+ * kernels/elementwise_device.c). */
 extern const xr_kernel_impl_t xr_cpu_elementwise;
 extern const xr_kernel_impl_t xr_opencl_elementwise;
 extern const xr_kernel_impl_t xr_gpu_elementwise;

@@ -1,4 +1,4 @@
-// The elementwise family and aten::argmax on CUDA and HIP (kernels/gpu/elementwise_gpu.c
+// The elementwise family and aten::argmax on CUDA and HIP (kernels/elementwise_device.c
 // launches these), the twins of kernels/opencl/elementwise.cl. One compiled source serves every
 // op and dtype: the step's op, dtypes and path are run-time values of the parameter block
 // (uniform across a launch), so a replay compiles this file once per device, not once per
@@ -15,7 +15,7 @@
 #include "dtype_io.h"
 #include "dtype_codes.h"
 #include "dtype_dispatch.h"
-#include "elementwise_params.h"
+#include "elementwise_args.h"
 
 static __device__ __forceinline__ float xr_gelu(float x) {
   return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
@@ -27,7 +27,7 @@ static __device__ __forceinline__ float xr_silu(float x) { return x / (1.0f + ex
 
 // The pointwise table (kernels/pointwise_ops.h) in float, through the CUDA math library.
 enum {
-  XR_EW_GPU_TABLE_BEFORE = XR_EW_GPU_TABLE_FIRST - 1,
+  XR_EW_GPU_TABLE_BEFORE = XR_EW_DEV_TABLE_FIRST - 1,
 #define XR_PW(ID, ...) XR_EW_GPU_##ID,
 #include "pointwise_ops.h"
 #undef XR_PW
@@ -67,7 +67,7 @@ static __device__ float xr_ew_table(int op, float a, float b, float c, const flo
 #undef XR_PW_U
 
 // The integer pipeline: the table's INT_EXPR, or the arithmetic ops, wrapping.
-static __device__ long long xr_ew_int(const xr_ew_gpu_params_t &p, long long a, long long b,
+static __device__ long long xr_ew_int(const xr_ew_args_t &p, long long a, long long b,
                                       long long c) {
   const long long ip0 = p.iparam[0], ip1 = p.iparam[1];
   const bool boolean = p.compute_dtype == XR_GPU_BOOL;
@@ -77,31 +77,31 @@ static __device__ long long xr_ew_int(const xr_ew_gpu_params_t &p, long long a, 
   case XR_EW_GPU_##ID: return (long long)(INT_EXPR);
 #include "pointwise_ops.h"
 #undef XR_PW
-    case XR_EW_GPU_ADD:
+    case XR_EW_DEV_ADD:
       return (long long)((unsigned long long)a + (unsigned long long)p.ialpha * (unsigned long long)b);
-    case XR_EW_GPU_SUB:
+    case XR_EW_DEV_SUB:
       return (long long)((unsigned long long)a - (unsigned long long)p.ialpha * (unsigned long long)b);
-    case XR_EW_GPU_MUL: return pw_imul(a, b);
-    case XR_EW_GPU_DIV_TRUNC: return pw_idiv(a, b, 0);
-    case XR_EW_GPU_DIV_FLOOR: return pw_idiv(a, b, 1);
+    case XR_EW_DEV_MUL: return pw_imul(a, b);
+    case XR_EW_DEV_DIV_TRUNC: return pw_idiv(a, b, 0);
+    case XR_EW_DEV_DIV_FLOOR: return pw_idiv(a, b, 1);
     default: return a;  // COPY between integer dtypes; ARANGE's a is its value
   }
 }
 
 static __device__ __forceinline__ float xr_ew_apply(int op, float a, float b, float alpha) {
   switch (op) {
-    case XR_EW_GPU_ADD: return a + alpha * b;
-    case XR_EW_GPU_SUB: return a - alpha * b;
-    case XR_EW_GPU_MUL: return a * b;
-    case XR_EW_GPU_DIV: return a / b;
-    case XR_EW_GPU_DIV_TRUNC: return truncf(a / b);
-    case XR_EW_GPU_DIV_FLOOR: return floorf(a / b);
-    case XR_EW_GPU_GELU: return xr_gelu(a);
-    case XR_EW_GPU_GELU_TANH: return xr_gelu_tanh(a);
-    case XR_EW_GPU_SILU: return xr_silu(a);
-    case XR_EW_GPU_SILU_AND_MUL: return xr_silu(a) * b;
-    case XR_EW_GPU_GELU_AND_MUL: return xr_gelu(a) * b;
-    case XR_EW_GPU_GELU_TANH_AND_MUL: return xr_gelu_tanh(a) * b;
+    case XR_EW_DEV_ADD: return a + alpha * b;
+    case XR_EW_DEV_SUB: return a - alpha * b;
+    case XR_EW_DEV_MUL: return a * b;
+    case XR_EW_DEV_DIV: return a / b;
+    case XR_EW_DEV_DIV_TRUNC: return truncf(a / b);
+    case XR_EW_DEV_DIV_FLOOR: return floorf(a / b);
+    case XR_EW_DEV_GELU: return xr_gelu(a);
+    case XR_EW_DEV_GELU_TANH: return xr_gelu_tanh(a);
+    case XR_EW_DEV_SILU: return xr_silu(a);
+    case XR_EW_DEV_SILU_AND_MUL: return xr_silu(a) * b;
+    case XR_EW_DEV_GELU_AND_MUL: return xr_gelu(a) * b;
+    case XR_EW_DEV_GELU_TANH_AND_MUL: return xr_gelu_tanh(a) * b;
     default: return a;  // COPY with a conversion
   }
 }
@@ -132,7 +132,7 @@ static __device__ __forceinline__ void xr_store_pattern(unsigned char *dst, long
 
 extern "C" __global__ void __launch_bounds__(XR_EW_GPU_THREADS)
     xr_elementwise(unsigned char *out, const unsigned char *a, const unsigned char *b,
-                   const unsigned char *c, xr_ew_gpu_params_t p) {
+                   const unsigned char *c, xr_ew_args_t p) {
   const long long step = (long long)gridDim.x * blockDim.x;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < p.numel; e += step) {
     long long o = p.offset[0], ia = p.offset[1], ib = p.offset[2], ic = p.offset[3], rest = e;
@@ -144,30 +144,30 @@ extern "C" __global__ void __launch_bounds__(XR_EW_GPU_THREADS)
       ib += x * p.strides[2][d];
       ic += x * p.strides[3][d];
     }
-    if (p.path == XR_EW_GPU_FILL) {
+    if (p.path == XR_EW_PATH_FILL) {
       xr_store_pattern(out, o, p.pattern, p.elem_size);
-    } else if (p.path == XR_EW_GPU_RAW) {
-      if (p.op == XR_EW_GPU_GATHER) {  // indices are clamped into range, as every impl does
+    } else if (p.path == XR_EW_PATH_RAW) {
+      if (p.op == XR_EW_DEV_GATHER) {  // indices are clamped into range, as every impl does
         long long index = p.b_dtype == XR_GPU_I32 ? (long long)((const int *)b)[ib]
                                                   : ((const long long *)b)[ib];
         index = index < 0 ? 0 : index >= p.gather_size ? p.gather_size - 1 : index;
         ia += index * p.gather_stride;
       }
-      if (p.op == XR_EW_GPU_TRIL || p.op == XR_EW_GPU_TRIU) {  // e: row-major, as coalesced
+      if (p.op == XR_EW_DEV_TRIL || p.op == XR_EW_DEV_TRIU) {  // e: row-major, as coalesced
         const long long col_minus_row = e % p.tri[1] - e / p.tri[1] % p.tri[0];
-        if (p.op == XR_EW_GPU_TRIL ? col_minus_row > p.tri[2] : col_minus_row < p.tri[2]) {
+        if (p.op == XR_EW_DEV_TRIL ? col_minus_row > p.tri[2] : col_minus_row < p.tri[2]) {
           xr_store_pattern(out, o, 0, p.elem_size);
           continue;
         }
       }
       xr_move_raw(out, o, a, ia, p.elem_size);
-    } else if (p.op == XR_EW_GPU_ARANGE || p.op == XR_EW_GPU_LINSPACE) {
+    } else if (p.op == XR_EW_DEV_ARANGE || p.op == XR_EW_DEV_LINSPACE) {
       // e is the row-major index of the (contiguous) result
-      if (p.path == XR_EW_GPU_INT) {
+      if (p.path == XR_EW_PATH_INT) {
         xr_store_long(out, p.out_dtype, p.elem_size, o,
                       (long long)((unsigned long long)p.ivalue[0] +
                                   (unsigned long long)e * (unsigned long long)p.ialpha));
-      } else if (p.op == XR_EW_GPU_ARANGE) {
+      } else if (p.op == XR_EW_DEV_ARANGE) {
         xr_store_float(out, p.out_dtype, o, p.a_value + (float)e * p.alpha);
       } else {
         const float n = (float)p.numel, i = (float)e;
@@ -175,7 +175,7 @@ extern "C" __global__ void __launch_bounds__(XR_EW_GPU_THREADS)
         xr_store_float(out, p.out_dtype, o,
                        e < p.numel / 2 ? p.a_value + step * i : p.c_value - step * (n - 1.0f - i));
       }
-    } else if (p.path == XR_EW_GPU_INT) {
+    } else if (p.path == XR_EW_PATH_INT) {
       const long long la = p.a_kind == 2 ? p.ivalue[0] : xr_load_as_long(a, p.a_dtype, ia);
       const long long lb = p.b_kind == 1   ? xr_load_as_long(b, p.b_dtype, ib)
                            : p.b_kind == 2 ? p.ivalue[1]
@@ -189,7 +189,7 @@ extern "C" __global__ void __launch_bounds__(XR_EW_GPU_THREADS)
       const float vb = p.b_kind == 1   ? xr_load_as_float(b, p.b_dtype, ib)
                        : p.b_kind == 2 ? p.scalar
                                        : 0.0f;
-      if (p.op >= XR_EW_GPU_TABLE_FIRST) {
+      if (p.op >= XR_EW_DEV_TABLE_FIRST) {
         const float vc = p.c_kind == 1   ? xr_load_as_float(c, p.c_dtype, ic)
                          : p.c_kind == 2 ? p.c_value
                                          : 0.0f;
@@ -211,7 +211,7 @@ static __device__ __forceinline__ bool xr_argmax_better(float v, long long k, fl
 }
 
 extern "C" __global__ void __launch_bounds__(XR_ARGMAX_GPU_THREADS)
-    xr_argmax(long long *out, const unsigned char *in, xr_argmax_gpu_params_t p) {
+    xr_argmax(long long *out, const unsigned char *in, xr_argmax_args_t p) {
   __shared__ float best_value[XR_ARGMAX_GPU_THREADS];
   __shared__ long long best_index[XR_ARGMAX_GPU_THREADS];
   const int t = threadIdx.x;

@@ -1,67 +1,28 @@
-// The elementwise family on OpenCL (host side: elementwise_opencl.c). One program per step
-// shape of work, specialised at build time:
-//   -DOP=<xr_ew_op_t> -DDT_OUT=<xr_dtype_t> -DDT_A=.. -DDT_B=.. -DDT_C=.. -DA_KIND=0|1|2
-//   -DB_KIND=.. -DC_KIND=.. (none, tensor, scalar) -DPATH=0|1|2 (float pipeline, raw element
-//   moves, fill, integer pipeline) -DRAW_T=<uchar..ulong> -DDT_COMPUTE=<the table's compute dtype>
+// The elementwise family on OpenCL, the twin of kernels/gpu/elementwise.cu with the same kernels
+// and arguments (kernels/elementwise_args.h; host side: kernels/elementwise_device.c). One
+// program per step shape of work, specialised at build time:
+//   -DOP=<xr_ew_op_t> -DDT_OUT=<xr_dtype_t> -DDT_A=.. -DDT_B=.. -DDT_C=.. -DA_KIND=<XR_EW_KIND_*>
+//   -DB_KIND=.. -DC_KIND=.. -DPATH=<XR_EW_PATH_*> -DRAW_T=<uchar..ulong>
+//   -DDT_COMPUTE=<the table's compute dtype>
 // The pointwise table's ops (kernels/pointwise_ops.h) take the float pipeline, or the integer
 // one (64-bit, wrapping) where they compute in an integer dtype. They share one program per
-// dtype combination (-DOP=EW_TABLE_FIRST): the row is the geometry's `op`, a run-time switch
-// uniform across the launch, so that a replay builds few programs.
+// dtype combination (-DOP=XR_EW_DEV_TABLE_FIRST): the row is the block's `op`, a run-time
+// switch uniform across the launch, so that a replay builds few programs.
 // One work-item per output element over a 3-D range: x walks the innermost dimension, y the
 // next one, z every outer dimension (decomposed with the shape). Offsets and strides are in
 // elements of each operand's own dtype. bf16 travels as ushort bits, f16 through vload_half /
 // vstore_half_rte, bf16 and fp8 through base/float_formats.h (saturating, ties to even).
-
 #include "dtype_codes.h"
+#include "elementwise_args.h"
 #include "float_formats_cl.h"
 
-#define EW_ADD 0
-#define EW_SUB 1
-#define EW_MUL 2
-#define EW_DIV 3
-#define EW_DIV_TRUNC 4
-#define EW_DIV_FLOOR 5
-#define EW_COPY 6
-#define EW_FILL 7
-#define EW_GELU 8
-#define EW_GELU_TANH 9
-#define EW_SILU 10
-#define EW_SILU_AND_MUL 11
-#define EW_GELU_AND_MUL 12
-#define EW_GELU_TANH_AND_MUL 13
-#define EW_GATHER 14
-#define EW_ARANGE 15
-#define EW_LINSPACE 16
-#define EW_TRIL 17
-#define EW_TRIU 18
-// The table's ops follow, numbered as xr_ew_op_t numbers them (the host asserts it).
-#define EW_TABLE_FIRST 19
+// The pointwise table's rows, numbered as xr_ew_op_t numbers them (the host asserts it).
 enum {
-  EW_TABLE_BEFORE = EW_TABLE_FIRST - 1,
+  EW_TABLE_BEFORE = XR_EW_DEV_TABLE_FIRST - 1,
 #define XR_PW(ID, ...) EW_##ID,
 #include "pointwise_ops.h"
 #undef XR_PW
 };
-
-#define MAX_DIMS 8
-
-typedef struct {
-  long shape[MAX_DIMS];
-  long strides[4][MAX_DIMS];  // out, a, b, c
-  long offset[4];
-  long gather_stride, gather_size;
-  ulong pattern;              // FILL: the value's bits in the output dtype
-  float alpha, scalar;        // scalar: b's value when B_KIND is 2
-  float a_value, c_value;     // a's and c's values when A_KIND / C_KIND is 2
-  float param[3];             // the table row's Scalar arguments
-  int rank;
-  long ivalue[3];             // the integer pipeline's a, b and c Scalars
-  long iparam[3];             // and the row's arguments as integers
-  long ialpha;
-  long numel;
-  long tri[3];                // TRIL, TRIU: the matrices' rows and columns, the diagonal
-  int op;                     // the table row (xr_ew_op_t) when OP is EW_TABLE_FIRST
-} xr_ew_geometry;
 
 // f64 read as its bits (no cl_khr_fp64 needed); the mantissa is truncated to float's.
 float f64_bits_to_float(ulong u) {
@@ -158,7 +119,7 @@ void store_long(__global uchar *p, long i, long v) {
 }
 
 long apply_int(int op, long a, long b, long c, long ip0, long ip1, long alpha) {
-#if OP >= EW_TABLE_FIRST
+#if OP >= XR_EW_DEV_TABLE_FIRST
   const bool boolean = DT_COMPUTE == XR_BOOL;
   switch (op) {
 #define XR_PW(ID, NAME, KIND, OPERANDS, PARAMS, FLOPS, FLOAT_EXPR, INT_EXPR) \
@@ -167,15 +128,15 @@ long apply_int(int op, long a, long b, long c, long ip0, long ip1, long alpha) {
 #undef XR_PW
     default: return a;
   }
-#elif OP == EW_ADD
+#elif OP == XR_EW_DEV_ADD
   return (long)((ulong)a + (ulong)alpha * (ulong)b);
-#elif OP == EW_SUB
+#elif OP == XR_EW_DEV_SUB
   return (long)((ulong)a - (ulong)alpha * (ulong)b);
-#elif OP == EW_MUL
+#elif OP == XR_EW_DEV_MUL
   return pw_imul(a, b);
-#elif OP == EW_DIV_TRUNC
+#elif OP == XR_EW_DEV_DIV_TRUNC
   return pw_idiv(a, b, 0);
-#elif OP == EW_DIV_FLOOR
+#elif OP == XR_EW_DEV_DIV_FLOOR
   return pw_idiv(a, b, 1);
 #else
   return a;  // COPY between integer dtypes
@@ -183,29 +144,29 @@ long apply_int(int op, long a, long b, long c, long ip0, long ip1, long alpha) {
 }
 
 float apply(float a, float b, float alpha) {
-#if OP == EW_ADD
+#if OP == XR_EW_DEV_ADD
   return a + alpha * b;
-#elif OP == EW_SUB
+#elif OP == XR_EW_DEV_SUB
   return a - alpha * b;
-#elif OP == EW_MUL
+#elif OP == XR_EW_DEV_MUL
   return a * b;
-#elif OP == EW_DIV
+#elif OP == XR_EW_DEV_DIV
   return a / b;
-#elif OP == EW_DIV_TRUNC
+#elif OP == XR_EW_DEV_DIV_TRUNC
   return trunc(a / b);
-#elif OP == EW_DIV_FLOOR
+#elif OP == XR_EW_DEV_DIV_FLOOR
   return floor(a / b);
-#elif OP == EW_GELU
+#elif OP == XR_EW_DEV_GELU
   return gelu(a);
-#elif OP == EW_GELU_TANH
+#elif OP == XR_EW_DEV_GELU_TANH
   return gelu_tanh(a);
-#elif OP == EW_SILU
+#elif OP == XR_EW_DEV_SILU
   return silu(a);
-#elif OP == EW_SILU_AND_MUL
+#elif OP == XR_EW_DEV_SILU_AND_MUL
   return silu(a) * b;
-#elif OP == EW_GELU_AND_MUL
+#elif OP == XR_EW_DEV_GELU_AND_MUL
   return gelu(a) * b;
-#elif OP == EW_GELU_TANH_AND_MUL
+#elif OP == XR_EW_DEV_GELU_TANH_AND_MUL
   return gelu_tanh(a) * b;
 #else
   return a;  // COPY with conversion
@@ -213,16 +174,16 @@ float apply(float a, float b, float alpha) {
 }
 
 __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __global const uchar *b,
-                             __global const uchar *c, const xr_ew_geometry g) {
+                             __global const uchar *c, const xr_ew_args_t g) {
   int r = g.rank;
   long i0 = get_global_id(0);
   if (i0 >= g.shape[r - 1]) return;
   long i1 = get_global_id(1), z = get_global_id(2);
-#if OP == EW_TRIL || OP == EW_TRIU
+#if OP == XR_EW_DEV_TRIL || OP == XR_EW_DEV_TRIU
   // the element's row-major index, its column and row in its matrix
   long e = (z * g.shape[r - 2] + i1) * g.shape[r - 1] + i0;
   long col_minus_row = e % g.tri[1] - e / g.tri[1] % g.tri[0];
-  bool keep = OP == EW_TRIL ? col_minus_row <= g.tri[2] : col_minus_row >= g.tri[2];
+  bool keep = OP == XR_EW_DEV_TRIL ? col_minus_row <= g.tri[2] : col_minus_row >= g.tri[2];
 #endif
   long o = g.offset[0] + i0 * g.strides[0][r - 1] + i1 * g.strides[0][r - 2];
   long ia = g.offset[1] + i0 * g.strides[1][r - 1] + i1 * g.strides[1][r - 2];
@@ -236,72 +197,72 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
     ib += x * g.strides[2][d];
     ic += x * g.strides[3][d];
   }
-#if PATH == 2
+#if PATH == XR_EW_PATH_FILL
   ((__global RAW_T *)out)[o] = (RAW_T)g.pattern;
-#elif PATH == 1
-#if OP == EW_GATHER
+#elif PATH == XR_EW_PATH_RAW
+#if OP == XR_EW_DEV_GATHER
   long idx = DT_B == XR_I32 ? (long)((__global const int *)b)[ib] : ((__global const long *)b)[ib];
   idx = clamp(idx, 0L, g.gather_size - 1);
   ia += idx * g.gather_stride;
 #endif
-#if OP == EW_TRIL || OP == EW_TRIU
+#if OP == XR_EW_DEV_TRIL || OP == XR_EW_DEV_TRIU
   ((__global RAW_T *)out)[o] = keep ? ((__global const RAW_T *)a)[ia] : (RAW_T)0;
 #else
   ((__global RAW_T *)out)[o] = ((__global const RAW_T *)a)[ia];
 #endif
-#elif PATH == 3 && OP == EW_ARANGE
+#elif PATH == XR_EW_PATH_INT && OP == XR_EW_DEV_ARANGE
   // the result is contiguous: its row-major index is its distance from the first element
   store_long(out, o, (long)((ulong)g.ivalue[0] + (ulong)(o - g.offset[0]) * (ulong)g.ialpha));
-#elif PATH == 3
-#if A_KIND == 2
+#elif PATH == XR_EW_PATH_INT
+#if A_KIND == XR_EW_KIND_SCALAR
   long la = g.ivalue[0];
 #else
   long la = LOAD_AS_LONG(DT_A, a, ia);
 #endif
-#if B_KIND == 1
+#if B_KIND == XR_EW_KIND_TENSOR
   long lb = LOAD_AS_LONG(DT_B, b, ib);
-#elif B_KIND == 2
+#elif B_KIND == XR_EW_KIND_SCALAR
   long lb = g.ivalue[1];
 #else
   long lb = 0;
 #endif
-#if C_KIND == 1
+#if C_KIND == XR_EW_KIND_TENSOR
   long lc = LOAD_AS_LONG(DT_C, c, ic);
-#elif C_KIND == 2
+#elif C_KIND == XR_EW_KIND_SCALAR
   long lc = g.ivalue[2];
 #else
   long lc = 0;
 #endif
   store_long(out, o, apply_int(g.op, la, lb, lc, g.iparam[0], g.iparam[1], g.ialpha));
-#elif OP == EW_ARANGE || OP == EW_LINSPACE
+#elif OP == XR_EW_DEV_ARANGE || OP == XR_EW_DEV_LINSPACE
   float i = (float)(o - g.offset[0]);  // contiguous result: the row-major index
-#if OP == EW_ARANGE
+#if OP == XR_EW_DEV_ARANGE
   store_float(out, o, g.a_value + i * g.alpha);
 #else
   float n = (float)g.numel, step = n > 1.0f ? (g.c_value - g.a_value) / (n - 1.0f) : 0.0f;
   store_float(out, o, i < (float)(g.numel / 2) ? g.a_value + step * i : g.c_value - step * (n - 1.0f - i));
 #endif
 #else
-#if A_KIND == 2
+#if A_KIND == XR_EW_KIND_SCALAR
   float va = g.a_value;
 #else
   float va = LOAD_AS_FLOAT(DT_A, a, ia);
 #endif
-#if B_KIND == 1
+#if B_KIND == XR_EW_KIND_TENSOR
   float vb = LOAD_AS_FLOAT(DT_B, b, ib);
-#elif B_KIND == 2
+#elif B_KIND == XR_EW_KIND_SCALAR
   float vb = g.scalar;
 #else
   float vb = 0.0f;
 #endif
-#if C_KIND == 1
+#if C_KIND == XR_EW_KIND_TENSOR
   float vc = LOAD_AS_FLOAT(DT_C, c, ic);
-#elif C_KIND == 2
+#elif C_KIND == XR_EW_KIND_SCALAR
   float vc = g.c_value;
 #else
   float vc = 0.0f;
 #endif
-#if OP >= EW_TABLE_FIRST
+#if OP >= XR_EW_DEV_TABLE_FIRST
   store_float(out, o, apply_table(g.op, va, vb, vc, g.param[0], g.param[1], g.param[2]));
 #else
   store_float(out, o, apply(va, vb, g.alpha));
@@ -309,17 +270,11 @@ __kernel void xr_elementwise(__global uchar *out, __global const uchar *a, __glo
 #endif
 }
 
-// aten::argmax (host side: elementwise_argmax.c): one work-item per output element scans its
-// reduced positions (row-major over the reduced dims) for the first maximum; NaN beats every
-// number. Built with -DDT_A for the input dtype.
-typedef struct {
-  long out_shape[MAX_DIMS], in_strides[MAX_DIMS];
-  long red_shape[MAX_DIMS], red_strides[MAX_DIMS];
-  long offset, out_numel, red_numel;
-  int out_rank, red_rank;
-} xr_argmax_geometry;
+// aten::argmax: one work-item per output element scans its reduced positions (row-major over
+// the reduced dims) for the first maximum; NaN beats every number. Built with -DDT_A for the
+// input dtype.
 
-__kernel void xr_argmax(__global long *out, __global const uchar *in, const xr_argmax_geometry g) {
+__kernel void xr_argmax(__global long *out, __global const uchar *in, const xr_argmax_args_t g) {
   long o = get_global_id(0);
   if (o >= g.out_numel) return;
   long base = g.offset, rest = o;

@@ -1,5 +1,5 @@
 /* What the elementwise family's GPU implementation (kernels/gpu/elementwise.cu via
- * kernels/gpu/elementwise_gpu.c) leaves to the CPU, on a cuda or hip device (built once per
+ * kernels/elementwise_device.c) leaves to the CPU, on a cuda or hip device (built once per
  * driver, XR_GPU_DRIVER=cuda|hip); the family's cases run on every driver as
  * tests/kernels:elementwise_matrix_<driver>. Skips without such a device. */
 #include "tests/kernels/elementwise_cases.h"

@@ -42,10 +42,10 @@ static const struct gpu_claim {
      "kernels/gpu/gemm_gpu.c gemm_gpu_supports (gpu_dtype: f32/f16/bf16) and scaled_supports "
      "(aten::_scaled_mm: the four fp8 types, block-scaled fp8 and f4e2m1x2 with e8m0 scales)"},
     {"elementwise", "f32 f16 bf16 f8e4m3fn f8e5m2 f8e4m3fnuz f8e5m2fnuz i32 i64",
-     "kernels/gpu/elementwise_gpu.c ew_supports (float results of any float dtype but f64; "
+     "kernels/elementwise_device.c ew_supports (float results of any float dtype but f64; "
      "integer results from integer operands in 64-bit integers)"},
     {"argmax", "f32 f16 bf16 f8e4m3fn",
-     "kernels/gpu/elementwise_gpu.c argmax_supports (floating dtypes but f64)"},
+     "kernels/elementwise_device.c argmax_supports (floating dtypes but f64)"},
     {"reduce", "f32 f16 bf16 i8 i32 i64 bool",
      "kernels/reduce_device.c reduce_supports: xr_reduce_check_fast (f32/f16/bf16) and "
      "xr_reduce_int_pipeline (int8/16/32/64, uint8, bool sums, extremes, counts, scans)"},

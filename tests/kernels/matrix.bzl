@@ -1,5 +1,6 @@
 """family_matrix: a family's cases on every driver of hal/drivers.bzl (ggml's "every case on
-every backend"), from the lists in its cases header (tests/kernels/matrix.c)."""
+every backend"), from the lists in its cases header (tests/kernels/matrix.c); family_matrices:
+one per entry of a table."""
 
 load("@rules_cc//cc:defs.bzl", "cc_test")
 load("//hal:drivers.bzl", "GPU_DRIVERS", "HAL_DRIVERS")
@@ -43,3 +44,8 @@ def family_matrix(family, tags, deps = [":cases"], timeout_s = 600, size = "medi
                 tags = tags,
                 deps = deps + ["@criterion", "//tests/support:min_cases"],
             )
+
+def family_matrices(families):
+    """family_matrix(family = name, **options) for every `name: options` of `families`."""
+    for family, options in families.items():
+        family_matrix(family = family, **options)

@@ -7,8 +7,8 @@
 // float64 from the problem's definition (kernels/moe.h): weight (e, r, c) = the code's value times
 // scale[e, r / bn, c / bk] (scale[e] per expert). GEMM-2 is checked on the h GEMM-1 wrote. The
 // outputs start as NaN, so an element left unwritten fails. A machine without a GPU thus runs
-// the _fp8 kernels' decoding and scale indexing; tests/gpu:moe_gpu_test_* run them whole on
-// devices.
+// the _fp8 kernels' decoding and scale indexing; tests/kernels:moe_matrix_{cuda,hip} run them
+// whole on devices.
 #include <criterion/criterion.h>
 
 #include <cmath>

@@ -2,7 +2,7 @@
  * tiled layouts, a 16-row block after the 32-row ones, columns written at an offset and nothing
  * else, rows of large |g| whose silu passes through denormals, the routing factor per row
  * (0 for padding), and the caller's MXCSR left as it was. Skipped where the CPU has no AMX-BF16;
- * the fused-experts cases of moe_test run through whichever path the CPU takes. mxfp4 weights:
+ * the fused-experts cases of moe_matrix_cpu run through whichever path the CPU takes. mxfp4 weights:
  * their decoding into tiles, and the golden mxfp4 GEMM through it. */
 #include <criterion/criterion.h>
 #include <math.h>

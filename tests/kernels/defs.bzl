@@ -17,15 +17,19 @@ def suite_with_portable_twin(name, srcs, tags, portable_filter, portable_cases):
         deps = deps + ["//tests/support:min_cases"],
     )
 
+# The instruction sets the GEMM micro-kernels are held to (kernels/cpu/fma_micro.h), by target
+# suffix: AVX2, and plain C.
+FMA_TWINS = [
+    ("_avx2_test", {"XR_CPU_AVX512": "off"}),
+    ("_plain_c_test", {"XR_CPU_AVX2": "off", "XR_CPU_AVX512": "off"}),
+]
+
 def fma_isa_twins(name, srcs, deps, tags, filter, cases):
     """`<name>_avx2_test` and `<name>_plain_c_test`: the cases matching `filter` with the GEMM
     micro-kernels held to AVX2 (XR_CPU_AVX512=off) and to plain C (XR_CPU_AVX2=off as well), so
     that each path runs on any CPU (kernels/cpu/fma_micro.h); each fails if fewer than `cases`
     ran."""
-    for suffix, env in [
-        ("_avx2_test", {"XR_CPU_AVX512": "off"}),
-        ("_plain_c_test", {"XR_CPU_AVX2": "off", "XR_CPU_AVX512": "off"}),
-    ]:
+    for suffix, env in FMA_TWINS:
         cc_test(
             name = name + suffix,
             size = "medium",

@@ -1,6 +1,6 @@
-/* MoE test cases shared by tests/kernels/moe_test.c (cpu, opencl) and tests/gpu/moe_gpu_test.c
- * (cuda, hip): one-op TraceLens IR bundles built in C, replayed through the engine with --check
- * against the reference, and the case sweeps written once and run per device: E = 1, 4, 8, 64,
+/* MoE test cases, run on every driver (MOE_MATRIX at the end, the moe_matrix_<driver>
+ * targets; tests/kernels/moe_test.c runs the cpu's other paths): one-op TraceLens IR bundles
+ * built in C, replayed through the engine with --check against the reference, and the case sweeps written once and run per device: E = 1, 4, 8, 64,
  * top-k 1, 2, 4, M = 1, 3, 17, 129, block sizes 4/16/64, experts left without tokens (balanced
  * routing with E > M*topk, Zipf routing), fp32/fp16/bf16, int32/int64 ids, offset and
  * transposed views; moe_forward's layers (mxfp4 or plain weights, biases, silu or swigluoai);
@@ -594,5 +594,33 @@ static inline void sweep_forward_fp8(const char *device, const char *kernel) {
       n++;
     }
 }
+
+/* The kernels each driver runs the MoE ops on: on the cpu the fused experts (fused_moe,
+ * moe_forward) on cpu.moe_fused and routing and the stages on the reference; every op on
+ * opencl.moe and gpu.moe. */
+static inline const char *moe_fused_impl(const char *device) {
+  return !strcmp(device, "cpu") ? "cpu.moe_fused" : kernel_impl(device, "moe");
+}
+
+static inline const char *moe_route_impl(const char *device) {
+  return !strcmp(device, "cpu") ? "ref.moe" : kernel_impl(device, "moe");
+}
+
+/* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
+#define MOE_MATRIX(GROUP)                                                                      \
+  GROUP(align_sweep, sweep_sorting(device, moe_route_impl(device), false))                     \
+  GROUP(sorting_sweep, sweep_sorting(device, moe_route_impl(device), true))                    \
+  GROUP(ck_documented_example, ck_documented_example(device))                                  \
+  GROUP(vllm_worked_example, vllm_worked_example(device))                                      \
+  GROUP(topk_softmax_sweep, sweep_topk_softmax(device, moe_route_impl(device)))                \
+  GROUP(fused_sweep, sweep_fused(device, moe_fused_impl(device)))                              \
+  GROUP(stages_sweep, sweep_stages(device, moe_route_impl(device)))                            \
+  GROUP(wide_problems, sweep_wide(device, moe_fused_impl(device), moe_route_impl(device)))     \
+  GROUP(forward_layers, sweep_forward_layers(device, moe_fused_impl(device)))                  \
+  GROUP(forward_fp8, sweep_forward_fp8(device, moe_fused_impl(device)))                        \
+  GROUP(forward_without_weights_is_unsupported, expect_forward_without_weights_unsupported(device)) \
+  GROUP(quantised_variant_is_unsupported, expect_quantised_variant_unsupported(device))        \
+  GROUP(mismatched_weights_name_the_argument, expect_mismatched_weights_name_the_argument(device))
+#define MOE_MATRIX_GAPS(GAP)
 
 #endif

@@ -12,11 +12,12 @@ def family_matrix(family, tags, deps = [":cases"], timeout_s = 600, size = "medi
     `<FAMILY>_MATRIX_GAPS` of tests/kernels/<family>_cases.h. The GPU drivers' targets are tagged
     `gpu` (the GPU kit runs them); every target skips with the reason where its device is absent.
 
-    driver_sizes overrides `size` for some drivers ({"opencl": "large"}). With portable_cases, `<family>_matrix_cpu_portable` runs the cpu target's cases again with
-    the AVX-512 paths off (the portable loops other CPUs run), and fails if fewer than
-    portable_cases ran. With fma_twins ({"filter": .., "cases": ..}), `<family>_matrix_cpu_avx2_test`
-    and `_plain_c_test` run the cpu cases it selects with the GEMM micro-kernels held to AVX2 and
-    to plain C (defs.bzl's fma_isa_twins)."""
+    driver_sizes overrides `size` for some drivers ({"opencl": "large"}). With portable_cases,
+    `<family>_matrix_cpu_portable` runs the cpu target's cases again with the AVX-512 paths off
+    (the portable loops other CPUs run), and fails if fewer than portable_cases ran. With
+    fma_twins ({"filter": .., "cases": ..}), `<family>_matrix_cpu_avx2_test` and
+    `_plain_c_test` run the cpu cases it selects with the GEMM micro-kernels held to AVX2 and to
+    plain C (defs.bzl's fma_isa_twins)."""
     for driver in HAL_DRIVERS:
         defines = [
             "XR_MATRIX_HEADER=\\\"tests/kernels/%s_cases.h\\\"" % family,

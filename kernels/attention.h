@@ -1,4 +1,5 @@
-/* The attention families' parsed problem, shared by their implementations (ref, cpu, opencl).
+/* The attention families' parsed problem, shared by their implementations (ref, cpu, opencl,
+ * gpu).
  *
  * Every attention op — dense SDPA, variable-length flash, paged decode, batch prefill — is
  * reduced to one description: for sequence b, query row i (0 <= i < q_len(b)) and head h,
@@ -10,10 +11,10 @@
  * keys either from a strided dense tensor or from a paged cache through a block table; a token
  * past k_len is never read, so unused cache slots cannot influence a result.
  *
- * The addressing is an array of int64 parameters (XR_ATTN_PARAMS), so that the C kernels and
- * the OpenCL kernels read the same description; the OpenCL build gets the indices as -D options
- * generated from the same list. Floats are stored as their IEEE bits. Offsets are in elements of
- * the tensor's storage; -1 marks an absent tensor. */
+ * The addressing is an array of int64 parameters (XR_ATTN_PARAMS) that the C kernels read;
+ * the device kernels get the same fields by name in kernels/attention_args.h's block. Floats
+ * are stored as their IEEE bits. Offsets are in elements of the tensor's storage; -1 marks an
+ * absent tensor. */
 #ifndef XR_KERNELS_ATTENTION_H
 #define XR_KERNELS_ATTENTION_H
 
@@ -53,11 +54,7 @@
   /* fp8 queries and outputs (vLLM's quantized attention): queries dequantised as */           \
   /* value * q_scale; an output scale tensor (float32 [1], o_scale_off >= 0) stores */          \
   /* fp8(clamp(o / output_scale, -max, +max)), max the output format's largest value */        \
-  X(q_scale_bits) X(o_scale_off)                                                               \
-  /* element formats for device kernels: 0 f32, 1 f16, 2 bf16, 3 fp8 (mantissa bits, bias, */  \
-  /* fnuz, has inf; of the cache, and of fp8 queries / outputs: xreplay dtype codes) */        \
-  X(q_kind) X(kv_kind) X(o_kind) X(q_dtype) X(o_dtype) X(fp8_mbits) X(fp8_bias) X(fp8_fnuz)    \
-  X(fp8_inf)
+  X(q_scale_bits) X(o_scale_off)
 
 #define XR_ATTN_ENUM(name) XR_AP_##name,
 enum { XR_ATTN_PARAMS(XR_ATTN_ENUM) XR_ATTN_PARAM_COUNT };
@@ -256,11 +253,11 @@ xr_status_t xr_attn_supported(const xr_op_plan_t *plan);
 void xr_attn_zero_host_outputs(const xr_attn_problem_t *a, const xr_tensor_t *tensors);
 
 /* Implementations (kernels/attention_ref.c, kernels/cpu/attention_cpu.c,
- * kernels/opencl/attention_opencl.c), listed by both families. */
+ * kernels/attention_device.c), listed by both families. */
 extern const xr_kernel_impl_t xr_attn_ref_impl, xr_attn_cpu_impl, xr_attn_opencl_impl;
 extern const xr_kernel_impl_t xr_cache_ref_impl, xr_cache_opencl_impl;
 extern const xr_kernel_impl_t xr_cache_cpu_impl; /* fp8 e4m3 caches (kernels/cpu/kv_cache_cpu.c) */
-/* CUDA / HIP (kernels/gpu/attention_gpu.c): one pair per family. */
+/* CUDA / HIP (kernels/attention_device.c): one pair per family. */
 extern const xr_kernel_impl_t xr_attn_gpu_impl;
 extern const xr_kernel_impl_t xr_paged_attn_gpu_impl;
 extern const xr_kernel_impl_t xr_cache_gpu_impl;

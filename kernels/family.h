@@ -11,10 +11,12 @@
  *   <family>_device.c       the OpenCL and CUDA/HIP hosts together: a backend table (source,
  *                           builder, threads) and the impls opencl.<family> and gpu.<family>
  *   opencl/<family>.cl, gpu/<family>.cu   the kernels, with the same names and arguments
- * In this shape: conv, elementwise (argmax rides on it), norm (softmax and rotary ride on it),
- * quant, reduce, scatter, pool and channel_norm (one vision_device.c); XR_DEVICE_IMPL below
- * declares their impls. gemm, attention (with unified_attention) and moe still host each
- * backend apart (opencl/<family>_opencl.c, gpu/<family>_gpu.c with gpu/<family>_params.h).
+ * In this shape: attention (paged attention, the KV-cache writer and unified attention ride on
+ * it), conv, elementwise (argmax rides on it), norm (softmax and rotary ride on it), quant,
+ * reduce, scatter, pool and channel_norm (one vision_device.c); XR_DEVICE_IMPL below declares
+ * their impls (attention_device.c has its own: its supports() reads the device). gemm and moe
+ * still host each backend apart (opencl/<family>_opencl.c, gpu/<family>_gpu.c with
+ * gpu/<family>_params.h).
  * A new op of a family touches <family>.c (planning and the reference), the kernels' switch in
  * the .cl and .cu when devices compute it, and its cases in tests/kernels/<family>_cases.h,
  * whose <FAMILY>_MATRIX list runs them on every driver (tests/kernels/matrix.bzl). */

@@ -1,5 +1,5 @@
 // The attention kernel of kernels/gpu/attention.cu and paged_attention.cu (include it after
-// hip_compat.h, dtype_io.h and attention_params.h; kernels/embed_sources.sh inlines them). It
+// hip_compat.h, dtype_io.h and attention_args.h; kernels/embed_sources.sh inlines them). It
 // is kernels/opencl/attention.cl's kernel in CUDA, one warp per query row instead of one
 // work-item, and follows kernels/attention.h's problem exactly:
 //   out[b, i, h, :] = sum_t softmax_t(s) V[b, t, h / group, :],
@@ -25,11 +25,11 @@ static __device__ __forceinline__ long long xr_attn_index(const void *base, long
   return is64 ? ((const long long *)base)[off + i] : (long long)((const int *)base)[off + i];
 }
 
-// A mask or ALiBi element of kind XR_ATTN_GPU_ELEM_*.
+// A mask or ALiBi element of kind XR_ATTN_ELEM_*.
 static __device__ __forceinline__ float xr_attn_load_elem(const void *base, long long elem, long long i) {
-  if (elem == XR_ATTN_GPU_ELEM_F32) return ((const float *)base)[i];
-  if (elem == XR_ATTN_GPU_ELEM_F16) return xr_half_to_float(((const unsigned short *)base)[i]);
-  if (elem == XR_ATTN_GPU_ELEM_BF16) return xr_bf16_to_f32(((const unsigned short *)base)[i]);
+  if (elem == XR_ATTN_ELEM_F32) return ((const float *)base)[i];
+  if (elem == XR_ATTN_ELEM_F16) return xr_half_to_float(((const unsigned short *)base)[i]);
+  if (elem == XR_ATTN_ELEM_BF16) return xr_bf16_to_f32(((const unsigned short *)base)[i]);
   return (float)((const unsigned char *)base)[i];
 }
 
@@ -38,7 +38,7 @@ struct xr_attn_seq {
 };
 
 // One sequence's geometry: xr_attn_seq() of kernels/attention.h.
-static __device__ xr_attn_seq xr_attn_get_seq(const xr_attn_gpu_params_t &p, const void *cu_q, const void *cu_k,
+static __device__ xr_attn_seq xr_attn_get_seq(const xr_attn_args_t &p, const void *cu_q, const void *cu_k,
                                               const void *lens, const void *indptr, long long b) {
   xr_attn_seq s;
   s.q_len = p.max_q, s.k_len = p.max_k, s.qstart = 0, s.kstart = 0;
@@ -62,7 +62,7 @@ static __device__ xr_attn_seq xr_attn_get_seq(const xr_attn_gpu_params_t &p, con
 }
 
 // Keys row i may see: [*lo, *hi).
-static __device__ __forceinline__ void xr_attn_key_range(const xr_attn_gpu_params_t &p, const xr_attn_seq &s,
+static __device__ __forceinline__ void xr_attn_key_range(const xr_attn_args_t &p, const xr_attn_seq &s,
                                                          long long i, long long *lo, long long *hi) {
   long long l = 0, r = s.k_len, c = i + s.diag;
   if (p.causal && c + 1 < r) r = c + 1;
@@ -73,7 +73,7 @@ static __device__ __forceinline__ void xr_attn_key_range(const xr_attn_gpu_param
 }
 
 // Storage index of key token t's first element (kv head 0, dim 0) and of its value.
-static __device__ __forceinline__ void xr_attn_token(const xr_attn_gpu_params_t &p, const void *table,
+static __device__ __forceinline__ void xr_attn_token(const xr_attn_args_t &p, const void *table,
                                                      const void *indptr, long long b, const xr_attn_seq &s,
                                                      long long t, long long *ki, long long *vi) {
   long long page = b, slot = s.kstart + t;
@@ -106,14 +106,14 @@ struct xr_io_any {
   static __device__ __forceinline__ void store(unsigned char *, long long, float) {}
 };
 
-// Element i of an array of kind `elem` (XR_ATTN_GPU_ELEM_F32/F16/BF16/FP8, fp8 in format `fp8`).
+// Element i of an array of kind `elem` (XR_ATTN_ELEM_F32/F16/BF16/FP8, fp8 in format `fp8`).
 static __device__ __forceinline__ float xr_attn_load_elem_kind(const void *base, long long elem, long long fp8,
                                                                long long i) {
-  if (elem == XR_ATTN_GPU_ELEM_FP8) {
+  if (elem == XR_ATTN_ELEM_FP8) {
     const unsigned char *b = (const unsigned char *)base;
-    return fp8 == XR_ATTN_GPU_F8E4M3FN     ? xr_io_f8e4m3fn::load(b, i)
-           : fp8 == XR_ATTN_GPU_F8E5M2     ? xr_io_f8e5m2::load(b, i)
-           : fp8 == XR_ATTN_GPU_F8E4M3FNUZ ? xr_io_f8e4m3fnuz::load(b, i)
+    return fp8 == XR_ATTN_F8E4M3FN     ? xr_io_f8e4m3fn::load(b, i)
+           : fp8 == XR_ATTN_F8E5M2     ? xr_io_f8e5m2::load(b, i)
+           : fp8 == XR_ATTN_F8E4M3FNUZ ? xr_io_f8e4m3fnuz::load(b, i)
                                            : xr_io_f8e5m2fnuz::load(b, i);
   }
   return xr_attn_load_elem(base, elem, i);
@@ -121,17 +121,17 @@ static __device__ __forceinline__ float xr_attn_load_elem_kind(const void *base,
 
 static __device__ __forceinline__ void xr_attn_store_elem_kind(void *base, long long elem, long long fp8, long long i,
                                                                float v) {
-  if (elem == XR_ATTN_GPU_ELEM_F32) {
+  if (elem == XR_ATTN_ELEM_F32) {
     xr_io_f32::store((float *)base, i, v);
-  } else if (elem == XR_ATTN_GPU_ELEM_F16) {
+  } else if (elem == XR_ATTN_ELEM_F16) {
     xr_io_f16::store((unsigned short *)base, i, v);
-  } else if (elem == XR_ATTN_GPU_ELEM_BF16) {
+  } else if (elem == XR_ATTN_ELEM_BF16) {
     xr_io_bf16::store((unsigned short *)base, i, v);
   } else {
     unsigned char *b = (unsigned char *)base;
-    if (fp8 == XR_ATTN_GPU_F8E4M3FN) xr_io_f8e4m3fn::store(b, i, v);
-    else if (fp8 == XR_ATTN_GPU_F8E5M2) xr_io_f8e5m2::store(b, i, v);
-    else if (fp8 == XR_ATTN_GPU_F8E4M3FNUZ) xr_io_f8e4m3fnuz::store(b, i, v);
+    if (fp8 == XR_ATTN_F8E4M3FN) xr_io_f8e4m3fn::store(b, i, v);
+    else if (fp8 == XR_ATTN_F8E5M2) xr_io_f8e5m2::store(b, i, v);
+    else if (fp8 == XR_ATTN_F8E4M3FNUZ) xr_io_f8e4m3fnuz::store(b, i, v);
     else xr_io_f8e5m2fnuz::store(b, i, v);
   }
 }
@@ -139,7 +139,7 @@ static __device__ __forceinline__ void xr_attn_store_elem_kind(void *base, long 
 // A query element: of storage QIO, or (ANY) of p.q_elem, an fp8 query dequantised by q_scale.
 template <class QIO, bool ANY>
 static __device__ __forceinline__ float xr_attn_load_q(const typename QIO::storage *q, long long i,
-                                                       const xr_attn_gpu_params_t &p) {
+                                                       const xr_attn_args_t &p) {
   if (ANY) return xr_attn_load_elem_kind(q, p.q_elem, p.q_fp8, i) * p.q_scale;
   return QIO::load(q, i);
 }
@@ -148,7 +148,7 @@ static __device__ __forceinline__ float xr_attn_load_q(const typename QIO::stora
 // value is clamped to the fp8 output's range, as vLLM's fp8 epilogue does.
 template <class QIO, bool ANY>
 static __device__ __forceinline__ void xr_attn_store_o(typename QIO::storage *o, long long i, float v,
-                                                       const xr_attn_gpu_params_t &p, bool scaled, float o_inv) {
+                                                       const xr_attn_args_t &p, bool scaled, float o_inv) {
   if (!ANY) {
     QIO::store(o, i, v);
     return;
@@ -162,7 +162,7 @@ static __device__ __forceinline__ void xr_attn_store_o(typename QIO::storage *o,
 // formats).
 template <class IO, bool FP8, bool ANY = false>
 static __device__ __forceinline__ float xr_attn_load_kv(const void *base, long long i, const float *fp8_table,
-                                                        const xr_attn_gpu_params_t &p) {
+                                                        const xr_attn_args_t &p) {
   if (FP8) return fp8_table[((const unsigned char *)base)[i]];
   if (ANY) return xr_attn_load_elem_kind(base, p.kv_elem, 0, i);
   return IO::load((const typename IO::storage *)base, i);
@@ -174,10 +174,10 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
                                     const void *lens, const void *table, const void *indptr, const void *alibi,
                                     const void *mask, const float *k_scale, const float *v_scale, float *exp_sums,
                                     float *max_logits, typename QIO::storage *tmp_out,
-                                    const xr_attn_gpu_params_t &p, const float *o_scale = nullptr) {
-  const int BK = XR_ATTN_GPU_BK, PER_LANE = XR_ATTN_GPU_PER_LANE;
+                                    const xr_attn_args_t &p, const float *o_scale = nullptr) {
+  const int BK = XR_ATTN_BK, PER_LANE = XR_ATTN_GPU_PER_LANE;
   extern __shared__ float xr_attn_tiles[];  // BK x D keys, then BK x Dv values
-  __shared__ long long token_k[XR_ATTN_GPU_BK], token_v[XR_ATTN_GPU_BK];
+  __shared__ long long token_k[XR_ATTN_BK], token_v[XR_ATTN_BK];
   __shared__ float fp8_table[FP8 ? 256 : 1];
   const long long G = p.group;
   const int D = (int)p.head_dim, Dv = (int)p.head_dim_v, kx = (int)p.k_x;  // at most DMAX
@@ -190,9 +190,9 @@ static __device__ void xr_attention(const typename QIO::storage *q, const void *
   if (FP8) {
     for (int c = threadIdx.x; c < 256; c += blockDim.x) {
       const unsigned char byte = (unsigned char)c;
-      fp8_table[c] = p.fp8_format == XR_ATTN_GPU_F8E4M3FN   ? xr_io_f8e4m3fn::load(&byte, 0)
-                     : p.fp8_format == XR_ATTN_GPU_F8E5M2   ? xr_io_f8e5m2::load(&byte, 0)
-                     : p.fp8_format == XR_ATTN_GPU_F8E4M3FNUZ ? xr_io_f8e4m3fnuz::load(&byte, 0)
+      fp8_table[c] = p.fp8_format == XR_ATTN_F8E4M3FN   ? xr_io_f8e4m3fn::load(&byte, 0)
+                     : p.fp8_format == XR_ATTN_F8E5M2   ? xr_io_f8e5m2::load(&byte, 0)
+                     : p.fp8_format == XR_ATTN_F8E4M3FNUZ ? xr_io_f8e4m3fnuz::load(&byte, 0)
                                                              : xr_io_f8e5m2fnuz::load(&byte, 0);
     }
     __syncthreads();
@@ -339,7 +339,7 @@ template <class QIO>
 static __device__ void xr_attention_combine(const void *cu_q, const void *cu_k, const void *lens,
                                             const void *indptr, typename QIO::storage *out, const float *exp_sums,
                                             const float *max_logits, const typename QIO::storage *tmp_out,
-                                            const xr_attn_gpu_params_t &p) {
+                                            const xr_attn_args_t &p) {
   const long long d = (long long)blockIdx.x * blockDim.x + threadIdx.x, head = blockIdx.y;
   if (d >= p.head_dim_v) return;
   for (long long b = blockIdx.z; b < p.batch; b += gridDim.z) {
@@ -366,7 +366,7 @@ static __device__ void xr_attention_combine(const void *cu_q, const void *cu_k, 
       const unsigned char *q, const void *k, const void *v, unsigned char *out, float *lse, const void *cu_q,   \
       const void *cu_k, const void *lens, const void *table, const void *indptr, const void *alibi,           \
       const void *mask, const float *k_scale, const float *v_scale, float *exp_sums, float *max_logits,       \
-      unsigned char *tmp_out, const float *o_scale, xr_attn_gpu_params_t p) {                                 \
+      unsigned char *tmp_out, const float *o_scale, xr_attn_args_t p) {                                 \
     xr_attention<xr_io_any, FP8, true>(q, k, v, out, lse, cu_q, cu_k, lens, table, indptr, alibi, mask,        \
                                        k_scale, v_scale, exp_sums, max_logits, tmp_out, p, o_scale);          \
   }
@@ -378,7 +378,7 @@ static __device__ void xr_attention_combine(const void *cu_q, const void *cu_k, 
       const QIO::storage *q, const void *k, const void *v, QIO::storage *out, float *lse, const void *cu_q,  \
       const void *cu_k, const void *lens, const void *table, const void *indptr, const void *alibi,          \
       const void *mask, const float *k_scale, const float *v_scale, float *exp_sums, float *max_logits,      \
-      QIO::storage *tmp_out, xr_attn_gpu_params_t p) {                                                        \
+      QIO::storage *tmp_out, xr_attn_args_t p) {                                                        \
     xr_attention<QIO, FP8>(q, k, v, out, lse, cu_q, cu_k, lens, table, indptr, alibi, mask, k_scale, v_scale, \
                            exp_sums, max_logits, tmp_out, p);                                                 \
   }

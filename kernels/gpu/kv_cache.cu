@@ -1,4 +1,4 @@
-// The KV-cache writers on CUDA and HIP (kernels/gpu/attention_gpu.c launches these): vLLM's
+// The KV-cache writers on CUDA and HIP (kernels/attention_device.c launches these): vLLM's
 // reshape_and_cache (key cache [blocks, kv_heads, head_size / x, block_size, x], value cache
 // [blocks, kv_heads, head_size, block_size]) and reshape_and_cache_flash ([blocks, block_size,
 // kv_heads, head_size]), as kernels/opencl/attention.cl's xr_reshape_and_cache: token t's key
@@ -7,14 +7,14 @@
 // Grid: (tokens, element blocks); one thread per (head, dim) element.
 #include "hip_compat.h"
 #include "dtype_io.h"
-#include "attention_params.h"
+#include "attention_args.h"
 
 template <class SRC, class CACHE>
 static __device__ void xr_reshape_and_cache(const typename SRC::storage *key, const typename SRC::storage *value,
                                             typename CACHE::storage *key_cache,
                                             typename CACHE::storage *value_cache, const void *slots,
                                             const float *k_scale, const float *v_scale,
-                                            const xr_cache_gpu_params_t &p) {
+                                            const xr_cache_args_t &p) {
   const long long t = blockIdx.x;
   const long long e = (long long)blockIdx.y * blockDim.x + threadIdx.x;
   const long long D = p.head_dim;
@@ -37,10 +37,10 @@ static __device__ void xr_reshape_and_cache(const typename SRC::storage *key, co
 }
 
 #define XR_CACHE_KERNEL(suffix, SRC, CACHE)                                                                   \
-  extern "C" __global__ void __launch_bounds__(XR_CACHE_GPU_THREADS) xr_reshape_and_cache_##suffix(            \
+  extern "C" __global__ void __launch_bounds__(XR_CACHE_THREADS) xr_reshape_and_cache_##suffix(            \
       const SRC::storage *key, const SRC::storage *value, CACHE::storage *key_cache,                           \
       CACHE::storage *value_cache, const void *slots, const float *k_scale, const float *v_scale,              \
-      xr_cache_gpu_params_t p) {                                                                               \
+      xr_cache_args_t p) {                                                                               \
     xr_reshape_and_cache<SRC, CACHE>(key, value, key_cache, value_cache, slots, k_scale, v_scale, p);          \
   }
 

@@ -1,5 +1,5 @@
 // Flash-style attention forward for every op of the attention and paged-attention families
-// (the addressing is kernels/attention.h's parameter array; its indices arrive as -DAP_<name>).
+// (kernels/attention.h's problem), its partition reduction and the KV-cache writer.
 //
 // One work-item owns one query row (query position i, head kvh * GROUP + g); a work-group holds
 // WG consecutive rows of one (sequence, kv head), so every row of a GQA group shares the key
@@ -7,76 +7,89 @@
 // running max, running sum and fp32 accumulators (online softmax): only BK scores per row exist
 // at any time, never the score matrix. Grid: (row blocks, sequences x kv heads, partitions).
 //
-// Element formats are parameters (q_kind, kv_kind, o_kind: 0 f32, 1 f16, 2 bf16, 3 fp8; an fp8
-// cache's layout in fp8_*, fp8 queries' and outputs' in q_dtype / o_dtype), so one build serves
-// every op. fp8 queries are dequantised with q_scale; with an output scale (o_scale_off >= 0) an
-// output is o / output_scale, clamped to its fp8 range. Build options: DT_* (xreplay dtype codes
-// for masks and slopes), WG, BK, DMAX (largest head size).
+// Element kinds and fp8 formats are arguments (kernels/attention_args.h: q_elem, kv_elem, o_elem
+// and their formats), so one build serves every op. fp8 queries are dequantised with q_scale;
+// with an output scale (o_scale_off >= 0) an output is o / output_scale, clamped to its fp8
+// range (o_max). The argument blocks (xr_attn_args_t, xr_cache_args_t) come by value, last, as
+// on CUDA; kernels/attention_device.c fills them for both.
 
-#include "dtype_codes.h"
 #include "float_formats_cl.h"
+#include "attention_args.h"
 
-#define P(name) prm[AP_##name]
-
-inline float param_float(long bits) { return as_float((uint)bits); }
+#define P(name) p->name
+#define WG XR_ATTN_OPENCL_THREADS
+#define BK XR_ATTN_BK
+#define DMAX XR_ATTN_DMAX
 
 inline long load_idx(const __global uchar *base, long off, long is64, long i) {
   return is64 ? ((const __global long *)base)[off + i] : (long)((const __global int *)base)[off + i];
 }
 
-inline float load_typed(const __global uchar *base, int kind, long i) {
-  if (kind == 0) return ((const __global float *)base)[i];
-  if (kind == 1) return vload_half(i, (const __global half *)base);
-  return xr_bf16_to_f32(((const __global ushort *)base)[i]);
+/* The layout of fp8 format `code` (XR_ATTN_F8*). */
+inline xr_fp8_format_t attn_fp8(long code) {
+  return xr_fp8_format_of(code == XR_ATTN_F8E4M3FN || code == XR_ATTN_F8E4M3FNUZ ? 3 : 2,
+                          code == XR_ATTN_F8E4M3FNUZ || code == XR_ATTN_F8E5M2FNUZ);
 }
 
-inline float load_any(const __global uchar *base, long dtype, long i) {
-  if (dtype == DT_F32) return ((const __global float *)base)[i];
-  if (dtype == DT_F16) return vload_half(i, (const __global half *)base);
-  if (dtype == DT_BF16) return xr_bf16_to_f32(((const __global ushort *)base)[i]);
-  return (float)base[i]; /* bool / uint8 */
+/* An element of kind f32, f16, bf16 (XR_ATTN_ELEM_*), or a byte (bool / uint8 masks). */
+inline float load_elem(const __global uchar *base, long elem, long i) {
+  if (elem == XR_ATTN_ELEM_F32) return ((const __global float *)base)[i];
+  if (elem == XR_ATTN_ELEM_F16) return vload_half(i, (const __global half *)base);
+  if (elem == XR_ATTN_ELEM_BF16) return xr_bf16_to_f32(((const __global ushort *)base)[i]);
+  return (float)base[i];
 }
 
-/* A query element: typed, or an fp8 query decoded (its format from q_dtype) times q_scale. */
-inline float load_q(const __global long *prm, const __global uchar *base, long i) {
-  if (P(q_kind) != 3) return load_typed(base, (int)P(q_kind), i);
-  return xr_fp8_decode_code(base[i], P(q_dtype)) * as_float((uint)P(q_scale_bits));
+inline float load_fp8(const __global uchar *base, long format, long i) {
+  xr_fp8_format_t f = attn_fp8(format);
+  return xr_fp8_decode(base[i], &f);
 }
 
-inline float load_kv(const __global long *prm, const __global uchar *base, long i, float scale) {
-  if (P(kv_kind) == 3) {
-    xr_fp8_format_t f = xr_fp8_format_of((int)P(fp8_mbits), (int)P(fp8_fnuz));
-    return xr_fp8_decode(base[i], &f) * scale;
+/* Element i of kind `elem`, fp8 in format `format`. */
+inline float load_kind(const __global uchar *base, long elem, long format, long i) {
+  return elem == XR_ATTN_ELEM_FP8 ? load_fp8(base, format, i) : load_elem(base, elem, i);
+}
+
+/* A query element: of its kind, or an fp8 query times q_scale. */
+inline float load_q(const xr_attn_args_t *p, const __global uchar *base, long i) {
+  const float v = load_kind(base, P(q_elem), P(q_fp8), i);
+  return P(q_elem) == XR_ATTN_ELEM_FP8 ? v * P(q_scale) : v;
+}
+
+/* A key or value element; an fp8 cache's times its scale. */
+inline float load_kv(const xr_attn_args_t *p, const __global uchar *base, long i, float scale) {
+  const float x = load_kind(base, P(kv_elem), P(fp8_format), i);
+  return P(kv_elem) == XR_ATTN_ELEM_FP8 ? x * scale : x;
+}
+
+/* Element i of kind `elem`, fp8 in format `format`. */
+inline void store_elem(__global uchar *base, long elem, long format, long i, float v) {
+  if (elem == XR_ATTN_ELEM_F32) {
+    ((__global float *)base)[i] = v;
+  } else if (elem == XR_ATTN_ELEM_F16) {
+    vstore_half_rte(v, i, (__global half *)base);
+  } else if (elem == XR_ATTN_ELEM_BF16) {
+    ((__global ushort *)base)[i] = xr_f32_to_bf16(v);
+  } else {
+    xr_fp8_format_t f = attn_fp8(format);
+    base[i] = xr_fp8_encode(v, &f);
   }
-  return load_typed(base, (int)P(kv_kind), i);
 }
 
-inline void store_typed(__global uchar *base, long kind, long i, float v) {
-  if (kind == 0) ((__global float *)base)[i] = v;
-  else if (kind == 1) vstore_half_rte(v, i, (__global half *)base);
-  else ((__global ushort *)base)[i] = xr_f32_to_bf16(v);
-}
-
-/* An output element (out or tmp_out: o_kind; fp8 in o_dtype's format). `inv`: 1 / the output
- * scale when there is one (then the value is clamped to the format's range first). */
-inline void store_out(const __global long *prm, __global uchar *base, long i, float v, float inv) {
+/* An output element (out or tmp_out). `inv`: 1 / the output scale when there is one (then the
+ * value is clamped to the format's range first). */
+inline void store_out(const xr_attn_args_t *p, __global uchar *base, long i, float v, float inv) {
   if (P(o_scale_off) >= 0) {
-    const float max = xr_fp8_format_code(P(o_dtype)).max;
     v *= inv;
-    v = v > max ? max : v < -max ? -max : v;
+    v = v > P(o_max) ? P(o_max) : v < -P(o_max) ? -P(o_max) : v;
   }
-  if (P(o_kind) != 3) {
-    store_typed(base, P(o_kind), i, v);
-    return;
-  }
-  base[i] = xr_fp8_encode_code(v, P(o_dtype));
+  store_elem(base, P(o_elem), P(o_fp8), i, v);
 }
 
 typedef struct seq {
   long q_len, k_len, qstart, kstart, diag;
 } seq_t;
 
-inline seq_t get_seq(const __global long *prm, const __global uchar *cu_q, const __global uchar *cu_k,
+inline seq_t get_seq(const xr_attn_args_t *p, const __global uchar *cu_q, const __global uchar *cu_k,
                      const __global uchar *lens, const __global uchar *indptr, long b) {
   seq_t s;
   s.q_len = P(max_q), s.k_len = P(max_k), s.qstart = 0, s.kstart = 0;
@@ -99,7 +112,7 @@ inline seq_t get_seq(const __global long *prm, const __global uchar *cu_q, const
   return s;
 }
 
-inline void key_range(const __global long *prm, const seq_t *s, long i, long *lo, long *hi) {
+inline void key_range(const xr_attn_args_t *p, const seq_t *s, long i, long *lo, long *hi) {
   long l = 0, r = s->k_len, c = i + s->diag;
   if (P(causal) && c + 1 < r) r = c + 1;
   if (P(window_right) >= 0 && c + P(window_right) + 1 < r) r = c + P(window_right) + 1;
@@ -108,7 +121,7 @@ inline void key_range(const __global long *prm, const seq_t *s, long i, long *lo
   *hi = r;
 }
 
-inline void token(const __global long *prm, const __global uchar *table, const __global uchar *indptr, long b,
+inline void token(const xr_attn_args_t *p, const __global uchar *table, const __global uchar *indptr, long b,
                   const seq_t *s, long t, long *ki, long *vi) {
   long page = b, slot = s->kstart + t;
   if (P(paged)) {
@@ -125,20 +138,23 @@ inline void token(const __global long *prm, const __global uchar *table, const _
   *vi = P(v_off) + page * P(v_sp) + slot * P(v_ss);
 }
 
+// The tiles (BK x head_dim keys, BK x head_dim_v values) come as local-memory arguments.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_attention(
-    __global const long *prm, __global const uchar *q, __global const uchar *k, __global const uchar *v,
-    __global uchar *out, __global float *lse, __global const uchar *cu_q, __global const uchar *cu_k,
+    __global const uchar *q, __global const uchar *k, __global const uchar *v, __global uchar *out,
+    __global float *lse, __global const uchar *cu_q, __global const uchar *cu_k,
     __global const uchar *lens, __global const uchar *table, __global const uchar *indptr,
     __global const uchar *alibi, __global const uchar *mask, __global const float *k_scale,
     __global const float *v_scale, __global float *exp_sums, __global float *max_logits,
-    __global uchar *tmp_out, __global const float *o_scale, __local float *ktile, __local float *vtile) {
+    __global uchar *tmp_out, __global const float *o_scale, const xr_attn_args_t args,
+    __local float *ktile, __local float *vtile) {
+  const xr_attn_args_t *p = &args;
   __local long tk[BK], tv[BK];
   const long G = P(group), D = P(head_dim), Dv = P(head_dim_v);
   const long b = get_group_id(1) / P(kv_heads), kvh = get_group_id(1) % P(kv_heads);
   const long part = get_group_id(2);
   const int lid = get_local_id(0);
   const long row0 = (long)get_group_id(0) * WG, row = row0 + lid;
-  const seq_t s = get_seq(prm, cu_q, cu_k, lens, indptr, b);
+  const seq_t s = get_seq(p, cu_q, cu_k, lens, indptr, b);
   const long i = row / G, head = kvh * G + row % G;
   if (P(lse_off) >= 0 && part == 0 && i >= s.q_len && i < P(lse_rows)) /* efficient-kernel padding */
     lse[P(lse_off) + b * P(lse_sb) + head * P(lse_sh) + i] = INFINITY;
@@ -153,44 +169,44 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_attention(
   }
   /* The rows' key ranges grow with i: the group needs [range(i_first).lo, range(i_last).hi). */
   long glo, ghi, unused;
-  key_range(prm, &s, i_first, &glo, &unused);
-  key_range(prm, &s, i_last, &unused, &ghi);
+  key_range(p, &s, i_first, &glo, &unused);
+  key_range(p, &s, i_last, &unused, &ghi);
   glo = max(glo, plo);
   ghi = min(ghi, phi);
 
   const bool valid = i < s.q_len;
-  const float scale = param_float(P(scale_bits)), cap = param_float(P(softcap_bits));
-  const float ks = P(k_scale_off) >= 0 ? k_scale[P(k_scale_off)] : param_float(P(k_scale_bits));
-  const float vs = P(v_scale_off) >= 0 ? v_scale[P(v_scale_off)] : param_float(P(v_scale_bits));
+  const float scale = P(scale), cap = P(softcap);
+  const float ks = P(k_scale_off) >= 0 ? k_scale[P(k_scale_off)] : P(k_scale);
+  const float vs = P(v_scale_off) >= 0 ? v_scale[P(v_scale_off)] : P(v_scale);
   float qv[DMAX], acc[DMAX], sc[BK];
   float m = -INFINITY, l = 0.0f, slope = 0.0f;
   long lo = 0, hi = 0;
   if (valid) {
     long qi = P(q_off) + b * P(q_sb) + (s.qstart + i) * P(q_ss) + head * P(q_sh);
-    for (long d = 0; d < D; d++) qv[d] = load_q(prm, q, qi + d * P(q_sd)) * scale;
+    for (long d = 0; d < D; d++) qv[d] = load_q(p, q, qi + d * P(q_sd)) * scale;
     for (long d = 0; d < Dv; d++) acc[d] = 0.0f;
-    key_range(prm, &s, i, &lo, &hi);
+    key_range(p, &s, i, &lo, &hi);
     lo = max(lo, plo);
     hi = min(hi, phi);
     if (P(alibi_off) >= 0)
-      slope = load_any(alibi, P(alibi_dtype), P(alibi_off) + b * P(alibi_sb) + head * P(alibi_sh));
+      slope = load_elem(alibi, P(alibi_elem), P(alibi_off) + b * P(alibi_sb) + head * P(alibi_sh));
   }
   for (long t0 = glo; t0 < ghi; t0 += BK) {
     const int n = (int)min((long)BK, ghi - t0);
     if (lid < n) {
       long ki, vi;
-      token(prm, table, indptr, b, &s, t0 + lid, &ki, &vi);
+      token(p, table, indptr, b, &s, t0 + lid, &ki, &vi);
       tk[lid] = ki + kvh * P(k_sh);
       tv[lid] = vi + kvh * P(v_sh);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (long e = lid; e < n * D; e += WG) {
       long j = e / D, d = e % D;
-      ktile[e] = load_kv(prm, k, tk[j] + (d / P(k_x)) * P(k_sdx) + (d % P(k_x)) * P(k_sd), ks);
+      ktile[e] = load_kv(p, k, tk[j] + (d / P(k_x)) * P(k_sdx) + (d % P(k_x)) * P(k_sd), ks);
     }
     for (long e = lid; e < n * Dv; e += WG) {
       long j = e / Dv, d = e % Dv;
-      vtile[e] = load_kv(prm, v, tv[j] + d * P(v_sd), vs);
+      vtile[e] = load_kv(p, v, tv[j] + d * P(v_sd), vs);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (valid) {
@@ -204,7 +220,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_attention(
           if (cap > 0.0f) x = cap * tanh(x / cap);
           if (P(alibi_off) >= 0) x -= slope * fabs((float)(t - (i + s.diag)));
           if (P(mask_kind) != 0) {
-            float mv = load_any(mask, P(mask_dtype),
+            float mv = load_elem(mask, P(mask_elem),
                                 P(mask_off) + b * P(mask_sb) + head * P(mask_sh) + i * P(mask_sq) + t * P(mask_sk));
             if (P(mask_kind) == 1) x = mv != 0.0f ? x : -INFINITY;
             else x += mv;
@@ -235,71 +251,65 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void xr_attention(
     max_logits[P(ml_off) + b * P(ml_sb) + head * P(ml_sh) + part * P(ml_sp)] = m;
     exp_sums[P(es_off) + b * P(es_sb) + head * P(es_sh) + part * P(es_sp)] = l;
     long to = P(to_off) + b * P(to_sb) + head * P(to_sh) + part * P(to_sp);
-    for (long d = 0; d < Dv; d++) store_typed(tmp_out, P(o_kind), to + d * P(to_sd), acc[d] * inv);
+    for (long d = 0; d < Dv; d++) store_elem(tmp_out, P(o_elem), P(o_fp8), to + d * P(to_sd), acc[d] * inv);
     return;
   }
   long oi = P(o_off) + b * P(o_sb) + (s.qstart + i) * P(o_ss) + head * P(o_sh);
   const float o_inv = P(o_scale_off) >= 0 ? 1.0f / o_scale[P(o_scale_off)] : 1.0f;
-  for (long d = 0; d < Dv; d++) store_out(prm, out, oi + d * P(o_sd), acc[d] * inv, o_inv);
+  for (long d = 0; d < Dv; d++) store_out(p, out, oi + d * P(o_sd), acc[d] * inv, o_inv);
   if (P(lse_off) >= 0)
     lse[P(lse_off) + b * P(lse_sb) + head * P(lse_sh) + (s.qstart + i) * P(lse_ss)] =
-        l > 0.0f ? m + log(l) : param_float(P(empty_lse_bits));
+        l > 0.0f ? m + log(l) : P(empty_lse);
 }
 
 // paged_attention_v2's reduction, one work-item per output element (dim, head, sequence).
-__kernel void xr_attention_combine(__global const long *prm, __global const uchar *cu_q, __global const uchar *cu_k,
-                                   __global const uchar *lens, __global const uchar *indptr, __global uchar *out,
-                                   __global const float *exp_sums, __global const float *max_logits,
-                                   __global const uchar *tmp_out) {
+__kernel void xr_attention_combine(__global const uchar *cu_q, __global const uchar *cu_k,
+                                   __global const uchar *lens, __global const uchar *indptr,
+                                   __global uchar *out, __global const float *exp_sums,
+                                   __global const float *max_logits, __global const uchar *tmp_out,
+                                   const xr_attn_args_t args) {
+  const xr_attn_args_t *p = &args;
   const long d = get_global_id(0), head = get_global_id(1), b = get_global_id(2);
   if (d >= P(head_dim_v)) return;
-  const seq_t s = get_seq(prm, cu_q, cu_k, lens, indptr, b);
+  const seq_t s = get_seq(p, cu_q, cu_k, lens, indptr, b);
   const long parts = (s.k_len + P(part_size) - 1) / P(part_size);
   const __global float *ml = max_logits + P(ml_off) + b * P(ml_sb) + head * P(ml_sh);
   const __global float *es = exp_sums + P(es_off) + b * P(es_sb) + head * P(es_sh);
   float gmax = -INFINITY, gsum = 0.0f, acc = 0.0f;
-  for (long p = 0; p < parts; p++) gmax = fmax(gmax, ml[p * P(ml_sp)]);
-  for (long p = 0; p < parts; p++) {
-    float w = parts == 1 ? 1.0f : es[p * P(es_sp)] * exp(ml[p * P(ml_sp)] - gmax);
+  for (long part = 0; part < parts; part++) gmax = fmax(gmax, ml[part * P(ml_sp)]);
+  for (long part = 0; part < parts; part++) {
+    float w = parts == 1 ? 1.0f : es[part * P(es_sp)] * exp(ml[part * P(ml_sp)] - gmax);
     gsum += w;
-    acc += w * load_typed(tmp_out, (int)P(o_kind), P(to_off) + b * P(to_sb) + head * P(to_sh) + p * P(to_sp) + d * P(to_sd));
+    acc += w * load_kind(tmp_out, P(o_elem), P(o_fp8),
+                         P(to_off) + b * P(to_sb) + head * P(to_sh) + part * P(to_sp) + d * P(to_sd));
   }
-  store_typed(out, P(o_kind), P(o_off) + b * P(o_sb) + head * P(o_sh) + d * P(o_sd), gsum > 0.0f ? acc / gsum : 0.0f);
+  store_elem(out, P(o_elem), P(o_fp8), P(o_off) + b * P(o_sb) + head * P(o_sh) + d * P(o_sd),
+             gsum > 0.0f ? acc / gsum : 0.0f);
 }
 
 // reshape_and_cache(_flash): token t's key/value for every (head, dim) into the cache slot
-// slot_mapping[t]; negative slots are padding. Parameters: kernels/opencl/attention_opencl.c's
-// cache array (-DCP_<name>).
-#define C(name) prm[CP_##name]
-
-inline void store_cache(const __global long *prm, __global uchar *base, long i, float v) {
-  if (C(cache_kind) != 3) {
-    store_typed(base, C(cache_kind), i, v);
-    return;
-  }
-  xr_fp8_format_t f = xr_fp8_format_of((int)C(fp8_mbits), (int)C(fp8_fnuz));
-  base[i] = xr_fp8_encode(v, &f);
-}
-
-__kernel void xr_reshape_and_cache(__global const long *prm, __global const uchar *key, __global const uchar *value,
+// slot_mapping[t]; negative slots are padding. Grid: (tokens, element blocks), one work-item per
+// (head, dim) element, as kernels/gpu/kv_cache.cu.
+__kernel void xr_reshape_and_cache(__global const uchar *key, __global const uchar *value,
                                    __global uchar *key_cache, __global uchar *value_cache,
                                    __global const uchar *slots, __global const float *k_scale,
-                                   __global const float *v_scale) {
-  const long e = get_global_id(0), t = get_global_id(1);
-  const long D = C(head_dim);
-  if (e >= C(kv_heads) * D) return;
+                                   __global const float *v_scale, const xr_cache_args_t c) {
+  const long t = get_group_id(0), e = get_group_id(1) * get_local_size(0) + get_local_id(0);
+  const long D = c.head_dim;
+  if (e >= c.kv_heads * D) return;
   const long h = e / D, d = e % D;
-  const long slot = load_idx(slots, C(slots_off), C(slots_64), t);
+  const long slot = load_idx(slots, c.slots_off, c.slots_64, t);
   if (slot < 0) return;
-  const long blk = slot / C(block_size), off = slot % C(block_size);
-  const int src = (int)C(src_kind);
-  float kv = load_typed(key, src, C(key_off) + t * C(key_st) + h * C(key_sh) + d * C(key_sd));
-  float vv = load_typed(value, src, C(value_off) + t * C(value_st) + h * C(value_sh) + d * C(value_sd));
-  if (C(cache_kind) == 3) {
-    kv /= C(k_scale_off) >= 0 ? k_scale[C(k_scale_off)] : 1.0f;
-    vv /= C(v_scale_off) >= 0 ? v_scale[C(v_scale_off)] : 1.0f;
+  const long blk = slot / c.block_size, off = slot % c.block_size;
+  float kv = load_elem(key, c.src_elem, c.key_off + t * c.key_st + h * c.key_sh + d * c.key_sd);
+  float vv = load_elem(value, c.src_elem, c.value_off + t * c.value_st + h * c.value_sh + d * c.value_sd);
+  if (c.scaled) {
+    kv /= c.k_scale_off >= 0 ? k_scale[c.k_scale_off] : 1.0f;
+    vv /= c.v_scale_off >= 0 ? v_scale[c.v_scale_off] : 1.0f;
   }
-  store_cache(prm, key_cache, C(kc_off) + blk * C(kc_sb) + off * C(kc_ss) + h * C(kc_sh) + (d / C(kc_x)) * C(kc_sdx) +
-                                  (d % C(kc_x)) * C(kc_sd), kv);
-  store_cache(prm, value_cache, C(vc_off) + blk * C(vc_sb) + off * C(vc_ss) + h * C(vc_sh) + d * C(vc_sd), vv);
+  store_elem(key_cache, c.cache_elem, c.cache_fp8,
+             c.kc_off + blk * c.kc_sb + off * c.kc_ss + h * c.kc_sh + (d / c.kc_x) * c.kc_sdx + (d % c.kc_x) * c.kc_sd,
+             kv);
+  store_elem(value_cache, c.cache_elem, c.cache_fp8,
+             c.vc_off + blk * c.vc_sb + off * c.vc_ss + h * c.vc_sh + d * c.vc_sd, vv);
 }

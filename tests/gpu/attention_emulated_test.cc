@@ -5,7 +5,7 @@
 // per-lane scores and shuffles, the online softmax across tiles and partitions. A machine
 // without a GPU thus runs the device code's logic; tests/kernels:paged_attention_matrix_* and
 // unified_attention_matrix_* (cuda, hip) run it on devices.
-// Launch geometry as kernels/gpu/attention_gpu.c computes it. Outputs start as NaN, and cache
+// Launch geometry as kernels/attention_device.c computes it. Outputs start as NaN, and cache
 // slots no sequence uses hold fp8 NaN, so an unwritten output or a read past a sequence fails.
 #include <criterion/criterion.h>
 
@@ -39,7 +39,7 @@ void fill(std::vector<float> &v, size_t n) {
 }
 
 struct problem {
-  xr_attn_gpu_params_t p;
+  xr_attn_args_t p;
   std::vector<float> q, k, v, out, lse, alibi, exp_sums, max_logits, tmp_out, k_scale{0.5f}, v_scale{0.5f};
   std::vector<unsigned char> k8, v8;  // fp8 e4m3fn caches
   std::vector<int> cu_q, cu_k, lens, table;
@@ -60,7 +60,7 @@ struct problem {
 // The problem's definition (kernels/attention.h) in float64, through the kernel's addressing
 // helpers (copies of kernels/attention.h's, read against them).
 void reference(const problem &P, std::vector<double> &out, std::vector<double> &lse) {
-  const xr_attn_gpu_params_t &p = P.p;
+  const xr_attn_args_t &p = P.p;
   for (long long b = 0; b < p.batch; b++) {
     const xr_attn_seq s = xr_attn_get_seq(p, P.cu_q.data(), P.cu_k.data(), P.lens.data(), nullptr, b);
     for (long long h = 0; h < p.heads; h++) {
@@ -101,9 +101,9 @@ void reference(const problem &P, std::vector<double> &out, std::vector<double> &
   }
 }
 
-// Launches as kernels/gpu/attention_gpu.c does, then compares every output the reference defines.
+// Launches as kernels/attention_device.c does, then compares every output the reference defines.
 void expect_matches(const char *what, problem &P) {
-  const xr_attn_gpu_params_t &p = P.p;
+  const xr_attn_args_t &p = P.p;
   std::fill(P.out.begin(), P.out.end(), NAN);
   std::fill(P.lse.begin(), P.lse.end(), NAN);
   const long long rows = std::max(p.max_q, p.lse_rows) * p.group;
@@ -126,9 +126,9 @@ void expect_matches(const char *what, problem &P) {
                                      P.tmp_out.data(), p);
   });
   if (p.part_size > 0) {
-    const xr_emu_dim grid{(unsigned)((p.head_dim_v + XR_ATTN_GPU_COMBINE_THREADS - 1) / XR_ATTN_GPU_COMBINE_THREADS),
+    const xr_emu_dim grid{(unsigned)((p.head_dim_v + XR_ATTN_COMBINE_THREADS - 1) / XR_ATTN_COMBINE_THREADS),
                           (unsigned)p.heads, (unsigned)p.batch};
-    xr_emu_launch(grid, XR_ATTN_GPU_COMBINE_THREADS, [&] {
+    xr_emu_launch(grid, XR_ATTN_COMBINE_THREADS, [&] {
       xr_attention_combine<xr_io_f32>(P.cu_q.data(), P.cu_k.data(), P.lens.data(), nullptr, P.out.data(),
                                       P.exp_sums.data(), P.max_logits.data(), P.tmp_out.data(), p);
     });
@@ -158,7 +158,7 @@ void expect_matches(const char *what, problem &P) {
 
 Test(attention_emulated, dense_gqa_causal_and_a_decode_row) {
   problem P;
-  xr_attn_gpu_params_t &p = P.p;
+  xr_attn_args_t &p = P.p;
   const long long B = 2, H = 4, Hk = 2, Sq = 17, Sk = 40, D = 64, Dv = 32;  // [B, H, S, D], Dv != D
   p.batch = B, p.heads = H, p.kv_heads = Hk, p.group = H / Hk, p.head_dim = D, p.head_dim_v = Dv;
   p.max_q = Sq, p.max_k = Sk;
@@ -177,7 +177,7 @@ Test(attention_emulated, dense_gqa_causal_and_a_decode_row) {
 
 Test(attention_emulated, varlen_empty_rows_window_softcap_alibi) {
   problem P;
-  xr_attn_gpu_params_t &p = P.p;
+  xr_attn_args_t &p = P.p;
   const long long H = 4, Hk = 1, D = 128, total_q = 30, total_k = 70;  // packed [total, H, D], MQA
   P.cu_q = {0, 13, 13, 30};  // an empty sequence; 13 queries over 5 keys bottom-right: 8 rows see none
   P.cu_k = {0, 5, 45, 70};
@@ -189,7 +189,7 @@ Test(attention_emulated, varlen_empty_rows_window_softcap_alibi) {
   p.cu_q_off = 0, p.cu_k_off = 0;
   p.causal = 1, p.bottom_right = 1, p.window_left = 20, p.window_right = 0, p.softcap = 3.0f, p.scale = 0.3f;
   P.alibi = {0.5f, 0.25f, 0.125f, 0.0625f};
-  p.alibi_off = 0, p.alibi_sh = 1, p.alibi_elem = XR_ATTN_GPU_ELEM_F32;
+  p.alibi_off = 0, p.alibi_sh = 1, p.alibi_elem = XR_ATTN_ELEM_F32;
   fill(P.q, total_q * H * D), fill(P.k, total_k * Hk * D), fill(P.v, total_k * Hk * D);
   P.out.resize(total_q * H * D), P.lse.resize(H * total_q);
   expect_matches("varlen window softcap alibi", P);
@@ -197,7 +197,7 @@ Test(attention_emulated, varlen_empty_rows_window_softcap_alibi) {
 
 Test(attention_emulated, paged_fp8_partitions_and_v1) {
   problem P;
-  xr_attn_gpu_params_t &p = P.p;
+  xr_attn_args_t &p = P.p;
   // vLLM layouts: key_cache [blocks, Hk, D / x, bs, x], value_cache [blocks, Hk, D, bs]
   const long long S = 3, H = 8, Hk = 2, D = 64, bs = 16, x = 16, per_seq = 5, blocks = S * per_seq + 3, parts = 3;
   P.fp8 = true;
@@ -213,9 +213,9 @@ Test(attention_emulated, paged_fp8_partitions_and_v1) {
   p.v_sp = Hk * D * bs, p.v_sh = D * bs, p.v_sd = bs, p.v_ss = 1;
   p.lens_off = 0, p.paged = 1, p.page_size = bs, p.table_off = 0, p.table_sb = per_seq, p.table_sp = 1;
   p.causal = 1, p.bottom_right = 1, p.scale = 0.125f;
-  p.kv_fp8 = 1, p.k_scale_off = 0, p.v_scale_off = 0, p.fp8_format = XR_ATTN_GPU_F8E4M3FN;
+  p.kv_fp8 = 1, p.k_scale_off = 0, p.v_scale_off = 0, p.fp8_format = XR_ATTN_F8E4M3FN;
   P.alibi = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f};
-  p.alibi_off = 0, p.alibi_sh = 1, p.alibi_elem = XR_ATTN_GPU_ELEM_F32;
+  p.alibi_off = 0, p.alibi_sh = 1, p.alibi_elem = XR_ATTN_ELEM_F32;
   P.k8.assign(blocks * Hk * D * bs, 0x7f), P.v8.assign(blocks * Hk * D * bs, 0x7f);  // e4m3fn NaN...
   for (long long b = 0; b < S; b++)  // ...but in the live tokens' slots
     for (long long t = 0; t < P.lens[b]; t++) {
@@ -251,7 +251,7 @@ Test(attention_emulated, run_time_typed_fp8_queries_and_outputs) {
   std::vector<int> table{3, 0, 4, 1};
   const long long total_q = 4, cache = blocks * bs * Hk * D;
   for (int fp8 = 1; fp8 >= 0; fp8--) {
-    xr_attn_gpu_params_t p;
+    xr_attn_args_t p;
     memset(&p, 0, sizeof p);
     p.lse_off = p.cu_k_off = p.indptr_off = p.alibi_off = p.mask_off = -1;
     p.es_off = p.ml_off = p.to_off = -1;
@@ -282,11 +282,11 @@ Test(attention_emulated, run_time_typed_fp8_queries_and_outputs) {
           vf[i] = fp8 ? xr_io_f8e4m3fn::load(v8.data(), i) * 0.5f : uniform();
         }
     if (fp8) {
-      p.q_elem = XR_ATTN_GPU_ELEM_FP8, p.q_fp8 = XR_ATTN_GPU_F8E4M3FN, p.q_scale = 0.5f;
-      p.kv_fp8 = 1, p.fp8_format = XR_ATTN_GPU_F8E4M3FN, p.k_scale_off = p.v_scale_off = 0;
-      p.o_elem = XR_ATTN_GPU_ELEM_FP8, p.o_fp8 = XR_ATTN_GPU_F8E4M3FN, p.o_scale_off = 0, p.o_max = 448.0f;
+      p.q_elem = XR_ATTN_ELEM_FP8, p.q_fp8 = XR_ATTN_F8E4M3FN, p.q_scale = 0.5f;
+      p.kv_fp8 = 1, p.fp8_format = XR_ATTN_F8E4M3FN, p.k_scale_off = p.v_scale_off = 0;
+      p.o_elem = XR_ATTN_ELEM_FP8, p.o_fp8 = XR_ATTN_F8E4M3FN, p.o_scale_off = 0, p.o_max = 448.0f;
     } else {
-      p.q_elem = XR_ATTN_GPU_ELEM_F32, p.kv_elem = XR_ATTN_GPU_ELEM_F32, p.o_elem = XR_ATTN_GPU_ELEM_BF16;
+      p.q_elem = XR_ATTN_ELEM_F32, p.kv_elem = XR_ATTN_ELEM_F32, p.o_elem = XR_ATTN_ELEM_BF16;
       p.k_scale_off = p.v_scale_off = p.o_scale_off = -1;
     }
     const long long rows = p.max_q * p.group, rows_per_block = std::min((long long)XR_ATTN_GPU_MAX_THREADS / warpSize, rows);
@@ -360,7 +360,7 @@ Test(kv_cache_emulated, reshape_and_cache_layouts_scales_and_padding) {
   for (long long t = 0; t < tokens; t++) slots[t] = order[t];
   slots[5] = -1;  // padding token
   for (int flash = 0; flash < 2; flash++) {
-    xr_cache_gpu_params_t p;
+    xr_cache_args_t p;
     memset(&p, 0, sizeof p);
     p.tokens = tokens, p.kv_heads = Hk, p.head_dim = D, p.block_size = bs, p.slots_64 = 1;
     p.key_st = Hk * D, p.key_sh = D, p.key_sd = 1, p.value_st = Hk * D, p.value_sh = D, p.value_sd = 1;
@@ -376,8 +376,8 @@ Test(kv_cache_emulated, reshape_and_cache_layouts_scales_and_padding) {
     const size_t cache_size = (size_t)(blocks * bs * Hk * D);
     std::vector<float> key_cache(cache_size, -7.0f), value_cache(cache_size, -7.0f);
     std::vector<unsigned char> key_cache8(cache_size, 0xaa), value_cache8(cache_size, 0xaa);
-    const long long element_blocks = (Hk * D + XR_CACHE_GPU_THREADS - 1) / XR_CACHE_GPU_THREADS;
-    xr_emu_launch(xr_emu_dim{(unsigned)tokens, (unsigned)element_blocks, 1}, XR_CACHE_GPU_THREADS, [&] {
+    const long long element_blocks = (Hk * D + XR_CACHE_THREADS - 1) / XR_CACHE_THREADS;
+    xr_emu_launch(xr_emu_dim{(unsigned)tokens, (unsigned)element_blocks, 1}, XR_CACHE_THREADS, [&] {
       if (flash)
         xr_reshape_and_cache<xr_io_f32, xr_io_f32>(key.data(), value.data(), key_cache.data(), value_cache.data(),
                                                    slots.data(), scales.data(), scales.data(), p);

@@ -56,13 +56,13 @@ static const struct gpu_claim {
     {"channel_norm", "f32 f16 bf16", "kernels/vision_device.c cn_supports (gpu.channel_norm)"},
     {"rotary", "f32 f16 bf16", "kernels/norm_device.c rotary_supports: xr_rotary_check_fast"},
     {"attention", "f32 f16 bf16",
-     "kernels/gpu/attention_gpu.c attn_gpu_supports (typed kernels: one float type)"},
+     "kernels/attention_device.c attn_supports (gpu: typed kernels: one float type)"},
     {"paged_attention", "f32 f16 bf16 f8e4m3fn",
-     "kernels/gpu/attention_gpu.c paged_gpu_supports (float queries over float or fp8 caches)"},
+     "kernels/attention_device.c paged_supports (gpu: float queries over float or fp8 caches)"},
     {"kv_cache", "f32 f16 bf16 f8e4m3fn",
-     "kernels/gpu/attention_gpu.c cache_gpu_supports (float into the same type or fp8)"},
+     "kernels/attention_device.c cache_supports (gpu: float into the same type or fp8)"},
     {"unified_attention", "f32 f16 bf16 f8e4m3fn f8e4m3fnuz",
-     "kernels/gpu/unified_attention_gpu.c ua_gpu_supports: the kv_cache and paged_attention "
+     "kernels/attention_device.c xr_ua_gpu_impl: the kv_cache and paged_attention "
      "kernels (fp8 caches, fp8 queries and outputs)"},
     {"quant", "f32 f16 bf16 f8e4m3fn f8e4m3fnuz",
      "kernels/quant_device.c (no supports(): what kernels/quant.c plans, f32/f16/bf16 into "
@@ -196,7 +196,7 @@ Test(selftest, covers_the_dtypes_each_gpu_implementation_takes) {
 /* Would each op run on a GPU? There is none here: each op's plan is put to its family's "gpu"
  * implementations' supports() (the one source serving cuda and hip) on the host, the cpu device
  * standing in for the GPU. Those read the problem, not the device, but for the attention
- * kernels' warp width (kernels/gpu/attention_gpu.c warp_width: 32 to 256 lanes, where the cpu
+ * kernels' warp width (kernels/attention_device.c warp_width: 32 to 256 lanes, where the cpu
  * reports its SIMD width), which they check after every dtype, layout and size check but the
  * grid's: that refusal alone is accepted. A collective of a group of one is
  * gpu.collective_alone's; gpu.nccl declines it, as it would on a GPU. */

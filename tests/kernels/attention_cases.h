@@ -87,8 +87,8 @@ static inline void run_sdpa(const char *device, const char *prefix) {
 
 /* aten::_flash_attention_forward, dense [B, S, H, D] or packed with cumulative starts. */
 static inline const char *flash_forward_json(jbuf_t *b, const char *dtype, bool packed, int64_t B, int64_t H, int64_t Hk,
-                                      int64_t Sq, int64_t Sk, int64_t D, bool causal, int64_t wl, bool alibi,
-                                      bool seqused) {
+                                      int64_t Sq, int64_t Sk, int64_t D, bool causal, int64_t wl,
+                                      const char *alibi, bool seqused) { /* alibi: the slopes' dtype, or NULL */
   op_begin(b, "aten::_flash_attention_forward");
   if (packed) {
     int64_t qs[3] = {Sq, H, D}, ks[3] = {Sk + 7, Hk, D}, cs[1] = {B + 1};
@@ -121,7 +121,7 @@ static inline const char *flash_forward_json(jbuf_t *b, const char *dtype, bool 
   }
   if (alibi) {
     int64_t as[1] = {H};
-    arg_tensor(b, "alibi_slopes", "Tensor?", 1, as, NULL, "float", "\"init\": \"uniform\"");
+    arg_tensor(b, "alibi_slopes", "Tensor?", 1, as, NULL, alibi, "\"init\": \"uniform\"");
   }
   return op_end(b);
 }
@@ -169,15 +169,15 @@ static inline const char *aiter_json(jbuf_t *b, bool prefill, const char *dtype,
 static inline void run_varlen(const char *device, const char *prefix) {
   jbuf_t b;
   expect_match("flash fwd bf16 causal window alibi bshd 17x40",
-               flash_forward_json(&b, "c10::BFloat16", false, 2, 4, 2, 17, 40, 64, true, 8, true, false), device,
+               flash_forward_json(&b, "c10::BFloat16", false, 2, 4, 2, 17, 40, 64, true, 8, "float", false), device,
                prefix, 3, NULL);
-  expect_match("flash fwd f32 dense s1", flash_forward_json(&b, "float", false, 2, 2, 2, 1, 3, 128, false, -1, false, false),
+  expect_match("flash fwd f32 dense s1", flash_forward_json(&b, "float", false, 2, 2, 2, 1, 3, 128, false, -1, NULL, false),
                device, prefix, 4, NULL);
   expect_match("flash fwd f16 packed causal seqused_k",
-               flash_forward_json(&b, "c10::Half", true, 3, 4, 1, 40, 61, 64, true, -1, false, true), device, prefix,
+               flash_forward_json(&b, "c10::Half", true, 3, 4, 1, 40, 61, 64, true, -1, NULL, true), device, prefix,
                5, NULL);
   expect_match("flash fwd f32 packed 129 tokens gqa",
-               flash_forward_json(&b, "float", true, 2, 4, 2, 129, 129, 128, true, -1, false, false), device, prefix,
+               flash_forward_json(&b, "float", true, 2, 4, 2, 129, 129, 128, true, -1, NULL, false), device, prefix,
                6, NULL);
   expect_match("aiter varlen bf16 softcap window gqa",
                aiter_json(&b, false, "c10::BFloat16", 3, 8, 2, 51, 90, 128, true, 30.0, 16, 0, false), device, prefix,
@@ -189,10 +189,27 @@ static inline void run_varlen(const char *device, const char *prefix) {
                device, prefix, 9, NULL);
 }
 
+/* float64 ALiBi slopes: the cpu computes them; the device kernels read f32, f16 and bf16 slopes,
+ * and refuse these rather than misread them. */
+static inline void run_double_alibi(const char *device) {
+  const char *what = "flash fwd f32 float64 alibi";
+  jbuf_t b;
+  const char *json = flash_forward_json(&b, "float", false, 1, 2, 2, 5, 7, 32, false, -1, "double", false);
+  if (!strcmp(device, "cpu")) {
+    expect_match(what, json, device, "cpu.", 3, NULL);
+    return;
+  }
+  xr_op_result_t r = run_case(json, device, 3, NULL);
+  cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s on %s: %s (%s)", what, device, xr_op_outcome_name(r.outcome),
+               r.message);
+  cr_assert(strstr(r.message, "double ALiBi slopes") != NULL, "%s on %s: %s", what, device, r.message);
+}
+
 /* The family's matrix (tests/kernels/matrix.c): every group on every driver. */
 #define ATTENTION_MATRIX(GROUP)                                         \
   GROUP(sdpa, run_sdpa(device, kernel_impl(device, "flash_attention"))) \
-  GROUP(varlen, run_varlen(device, kernel_impl(device, "flash_attention")))
+  GROUP(varlen, run_varlen(device, kernel_impl(device, "flash_attention")))      \
+  GROUP(double_alibi, run_double_alibi(device))
 #define ATTENTION_MATRIX_GAPS(GAP)
 
 #endif

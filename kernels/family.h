@@ -12,11 +12,10 @@
  *                           builder, threads) and the impls opencl.<family> and gpu.<family>
  *   opencl/<family>.cl, gpu/<family>.cu   the kernels, with the same names and arguments
  * In this shape: attention (paged attention, the KV-cache writer and unified attention ride on
- * it), conv, elementwise (argmax rides on it), norm (softmax and rotary ride on it), quant,
+ * it), conv, elementwise (argmax rides on it), moe, norm (softmax and rotary ride on it), quant,
  * reduce, scatter, pool and channel_norm (one vision_device.c); XR_DEVICE_IMPL below declares
- * their impls (attention_device.c has its own: its supports() reads the device). gemm and moe
- * still host each backend apart (opencl/<family>_opencl.c, gpu/<family>_gpu.c with
- * gpu/<family>_params.h).
+ * their impls (attention_device.c has its own: its supports() reads the device). gemm alone
+ * still hosts each backend apart (opencl/gemm_opencl.c, gpu/gemm_gpu.c with gpu/gemm_params.h).
  * A new op of a family touches <family>.c (planning and the reference), the kernels' switch in
  * the .cl and .cu when devices compute it, and its cases in tests/kernels/<family>_cases.h,
  * whose <FAMILY>_MATRIX list runs them on every driver (tests/kernels/matrix.bzl). */

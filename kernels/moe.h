@@ -115,8 +115,8 @@ static inline int64_t xr_moe_up_row(const xr_moe_problem_t *p, int64_t n) {
 /* Implementations defined in kernels/cpu, kernels/opencl and kernels/gpu, listed by
  * kernels/moe.c. */
 extern const xr_kernel_impl_t xr_moe_cpu_fused;
-extern const xr_kernel_impl_t xr_moe_opencl;
-extern const xr_kernel_impl_t xr_moe_gpu; /* gpu.moe (kernels/gpu/moe_gpu.c) */
+extern const xr_kernel_impl_t xr_moe_opencl; /* opencl.moe (kernels/moe_device.c) */
+extern const xr_kernel_impl_t xr_moe_gpu; /* gpu.moe (kernels/moe_device.c) */
 
 /* OK when the problem is a variant someone implements; else UNIMPLEMENTED with the reason. */
 xr_status_t xr_moe_check_supported(const xr_op_plan_t *plan, const char *impl);

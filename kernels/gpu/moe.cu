@@ -1,5 +1,5 @@
 // Mixture-of-experts kernels for CUDA and HIP (semantics in kernels/moe.h; launched by
-// kernels/gpu/moe_gpu.c). They follow the OpenCL kernels of kernels/opencl/moe.cl, which are
+// kernels/moe_device.c). They follow the OpenCL kernels of kernels/opencl/moe.cl, which are
 // tested against the reference on every CI run:
 //  - sorting (vLLM moe_align_block_size, CK moe_sorting, the fused path's own routing) is the
 //    same deterministic counting sort: xr_moe_count counts each chunk's ids per expert,
@@ -28,7 +28,7 @@
 #include "hip_compat.h"
 #include "dtype_codes.h"
 #include "dtype_io.h"
-#include "moe_params.h"
+#include "moe_args.h"
 
 // Expert weight formats, the GEMM kernels' compile-time variants.
 enum { XR_MOE_PLAIN = 0, XR_MOE_MXFP4 = 1, XR_MOE_FP8 = 2 };
@@ -39,14 +39,14 @@ static __device__ __forceinline__ long long xr_moe_min(long long a, long long b)
 
 // Secondary float tensors (routing weights, logits) whose dtype is a run-time code.
 static __device__ __forceinline__ float xr_moe_load(const void *p, long long i, int dtype) {
-  if (dtype == XR_MOE_GPU_F32) return xr_io_f32::load((const float *)p, i);
-  if (dtype == XR_MOE_GPU_F16) return xr_io_f16::load((const unsigned short *)p, i);
+  if (dtype == XR_MOE_F32) return xr_io_f32::load((const float *)p, i);
+  if (dtype == XR_MOE_F16) return xr_io_f16::load((const unsigned short *)p, i);
   return xr_io_bf16::load((const unsigned short *)p, i);
 }
 
 static __device__ __forceinline__ void xr_moe_store(void *p, long long i, int dtype, float v) {
-  if (dtype == XR_MOE_GPU_F32) xr_io_f32::store((float *)p, i, v);
-  else if (dtype == XR_MOE_GPU_F16) xr_io_f16::store((unsigned short *)p, i, v);
+  if (dtype == XR_MOE_F32) xr_io_f32::store((float *)p, i, v);
+  else if (dtype == XR_MOE_F16) xr_io_f16::store((unsigned short *)p, i, v);
   else xr_io_bf16::store((unsigned short *)p, i, v);
 }
 
@@ -68,8 +68,8 @@ static __device__ __forceinline__ float xr_moe_round(float v) {
   return IO::load(&bits, 0);
 }
 
-// n / d for 0 <= n < 2^31 (moe_params.h).
-static __device__ __forceinline__ long long xr_moe_div(long long n, xr_moe_gpu_divisor_t d) {
+// n / d for 0 <= n < 2^31 (moe_args.h).
+static __device__ __forceinline__ long long xr_moe_div(long long n, xr_moe_divisor_t d) {
   const unsigned int u = (unsigned int)n;
   const unsigned int t = (unsigned int)(((unsigned long long)u * d.mul) >> 32);
   return (long long)((t + u) >> d.shift);
@@ -87,7 +87,7 @@ static __device__ __forceinline__ float xr_moe_fp8_value(unsigned char c, int dt
 // next __syncthreads); nothing for the other formats.
 template <int FORMAT>
 static __device__ __forceinline__ void xr_moe_fp8_table(float *table,
-                                                        const xr_moe_gpu_params_t &p) {
+                                                        const xr_moe_args_t &p) {
   if (FORMAT == XR_MOE_FP8) {
     for (int c = threadIdx.y * XR_MOE_THREADS_X + threadIdx.x; c < 256;
          c += XR_MOE_THREADS_X * XR_MOE_THREADS_Y)
@@ -99,7 +99,7 @@ static __device__ __forceinline__ void xr_moe_fp8_table(float *table,
 // one scale per expert has no row stride).
 template <int FORMAT>
 static __device__ __forceinline__ long long xr_moe_scale_row(long long row,
-                                                            const xr_moe_gpu_params_t &p) {
+                                                            const xr_moe_args_t &p) {
   return FORMAT == XR_MOE_FP8 ? xr_moe_div(row, p.scale_rows) : row;
 }
 
@@ -113,7 +113,7 @@ static __device__ __forceinline__ float xr_moe_weight(const void *w, const unsig
                                                       const float *table, long long at,
                                                       long long ks, long long scale_at,
                                                       long long scale_ks, long long k,
-                                                      const xr_moe_gpu_params_t &p) {
+                                                      const xr_moe_args_t &p) {
   if (FORMAT == XR_MOE_PLAIN) return IO::load((const typename IO::storage *)w, at + k * ks);
   if (FORMAT == XR_MOE_FP8) {
     return table[((const unsigned char *)w)[at + k * ks]] *
@@ -127,7 +127,7 @@ static __device__ __forceinline__ float xr_moe_weight(const void *w, const unsig
 // GEMM-1's activation of its (rounded) gate and up outputs: silu(g) * u, or swigluoai:
 // g = min(g, limit), u = clamp(u, -limit, limit), g * sigmoid(alpha * g) * (u + 1).
 static __device__ __forceinline__ float xr_moe_activate(float g, float u,
-                                                        const xr_moe_gpu_params_t &p) {
+                                                        const xr_moe_args_t &p) {
   if (p.act == 0) return g / (1.0f + expf(-g)) * u;
   g = fminf(g, p.swiglu_limit);
   u = fminf(fmaxf(u, -p.swiglu_limit), p.swiglu_limit);
@@ -135,7 +135,7 @@ static __device__ __forceinline__ float xr_moe_activate(float g, float u,
 }
 
 // The expert of flat routing entry i (token i / topk, slot i % topk).
-static __device__ __forceinline__ int xr_moe_routed(const void *ids, const xr_moe_gpu_params_t &p,
+static __device__ __forceinline__ int xr_moe_routed(const void *ids, const xr_moe_args_t &p,
                                                     long long i) {
   return xr_moe_load_index(ids, p.ids.offset + (i / p.topk) * p.ids.s0 + (i % p.topk) * p.ids.s1,
                            p.ids_wide);
@@ -149,7 +149,7 @@ static __device__ __forceinline__ int xr_moe_ck_id(long long token, long long sl
 
 // counts[c * E + e] = entries of chunk c routed to expert e.
 extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS)
-    xr_moe_count(const void *ids, int *counts, xr_moe_gpu_params_t p) {
+    xr_moe_count(const void *ids, int *counts, xr_moe_args_t p) {
   const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= p.nchunks) return;
   int *mine = counts + c * p.E;
@@ -168,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS)
 // after it.
 extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS)
     xr_moe_scan(int *counts, int *starts, int *sorted, float *sorted_w, int *expert_ids,
-                int *num_valid, xr_moe_gpu_params_t p) {
+                int *num_valid, xr_moe_args_t p) {
   const long long E = p.E;
   for (long long e = threadIdx.x; e < E; e += blockDim.x) {
     int running = 0;
@@ -211,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS)
 // Writes chunk c's ids in order after the earlier chunks' (CK: with their routing weights).
 extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS)
     xr_moe_scatter(const void *ids, const void *weights, int *counts, const int *starts,
-                   int *sorted, float *sorted_w, xr_moe_gpu_params_t p) {
+                   int *sorted, float *sorted_w, xr_moe_args_t p) {
   const long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= p.nchunks) return;
   int *next = counts + c * p.E;
@@ -233,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS)
 // ---- grouped GEMMs over the sorted rows ------------------------------------------------------
 
 // Sorted id -> (token, slot); false for padding.
-static __device__ __forceinline__ bool xr_moe_decode(int id, const xr_moe_gpu_params_t &p,
+static __device__ __forceinline__ bool xr_moe_decode(int id, const xr_moe_args_t &p,
                                                      int *token, int *slot) {
   if (p.ck) {
     *token = (int)((unsigned int)id & 0xffffffu);
@@ -248,7 +248,7 @@ static __device__ __forceinline__ bool xr_moe_decode(int id, const xr_moe_gpu_pa
 
 // Sorted rows the GEMMs read: whole blocks of the first num_valid[0] positions.
 static __device__ __forceinline__ long long xr_moe_rows(const int *num_valid,
-                                                        const xr_moe_gpu_params_t &p) {
+                                                        const xr_moe_args_t &p) {
   const long long blocks = xr_moe_min(num_valid[p.num_valid_off] / p.block, p.blocks_len);
   return xr_moe_min(blocks * p.block, p.sorted_len);
 }
@@ -257,7 +257,7 @@ static __device__ __forceinline__ long long xr_moe_rows(const int *num_valid,
 template <int BM>
 static __device__ __forceinline__ void xr_moe_tile_rows(const int *sorted, long long row0,
                                                         long long rows,
-                                                        const xr_moe_gpu_params_t &p,
+                                                        const xr_moe_args_t &p,
                                                         int *row_token, int *row_slot) {
   const int thread = threadIdx.y * XR_MOE_THREADS_X + threadIdx.x;
   for (int r = thread; r < BM; r += XR_MOE_THREADS_X * XR_MOE_THREADS_Y) {
@@ -280,7 +280,7 @@ static __device__ void xr_moe_gemm1(const int *sorted, const int *expert_ids, co
                                     const void *w1, const unsigned char *w1_scale,
                                     const void *w1_bias, const void *weights,
                                     typename IO::storage *h, typename IO::storage *out,
-                                    const xr_moe_gpu_params_t &p) {
+                                    const xr_moe_args_t &p) {
   enum { BM = RM * XR_MOE_THREADS_Y, BN = XR_MOE_TILE_N, BK = XR_MOE_TILE_K };
   // +1: the k-major stores of a column do not all fall in one bank.
   __shared__ float a_tile[BK][BM + 1];
@@ -412,7 +412,7 @@ static __device__ void xr_moe_gemm2(const int *sorted, const int *expert_ids, co
                                     const typename IO::storage *x, const void *w2,
                                     const unsigned char *w2_scale, const void *w2_bias,
                                     const void *weights, typename IO::storage *y, int *mask,
-                                    const xr_moe_gpu_params_t &p) {
+                                    const xr_moe_args_t &p) {
   enum { BM = RM * XR_MOE_THREADS_Y, BN = XR_MOE_TILE_N, BK = XR_MOE_TILE_K };
   __shared__ float a_tile[BK][BM + 1];
   __shared__ float w_tile[BK][BN + 1];
@@ -513,7 +513,7 @@ static __device__ void xr_moe_gemm2(const int *sorted, const int *expert_ids, co
 // out[m, k] = (accumulate ? out[m, k] : 0) + the token's written rows of y, rounded once.
 template <class IO>
 static __device__ void xr_moe_reduce(const typename IO::storage *y, const int *mask,
-                                     typename IO::storage *out, const xr_moe_gpu_params_t &p) {
+                                     typename IO::storage *out, const xr_moe_args_t &p) {
   const long long total = p.M * p.K;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
        i += (long long)gridDim.x * blockDim.x) {
@@ -536,7 +536,7 @@ static __device__ void xr_moe_reduce(const typename IO::storage *y, const int *m
                                             const IO::storage *x, const void *w1,                  \
                                             const unsigned char *w1_scale, const void *w1_bias,    \
                                             const void *weights, IO::storage *h, IO::storage *out, \
-                                            xr_moe_gpu_params_t p) {                               \
+                                            xr_moe_args_t p) {                               \
     xr_moe_gemm1<IO, FORMAT, RM>(sorted, expert_ids, num_valid, sorted_w, x, w1, w1_scale,         \
                                  w1_bias, weights, h, out, p);                                     \
   }                                                                                                \
@@ -546,7 +546,7 @@ static __device__ void xr_moe_reduce(const typename IO::storage *y, const int *m
                                             const IO::storage *h, const IO::storage *x,            \
                                             const void *w2, const unsigned char *w2_scale,         \
                                             const void *w2_bias, const void *weights,              \
-                                            IO::storage *y, int *mask, xr_moe_gpu_params_t p) {    \
+                                            IO::storage *y, int *mask, xr_moe_args_t p) {    \
     xr_moe_gemm2<IO, FORMAT, RM>(sorted, expert_ids, num_valid, sorted_w, h, x, w2, w2_scale,      \
                                  w2_bias, weights, y, mask, p);                                    \
   }
@@ -565,7 +565,7 @@ static __device__ void xr_moe_reduce(const typename IO::storage *y, const int *m
   XR_MOE_GEMM_KERNELS(suffix, IO, XR_MOE_FP8, _fp8, 4)                                     \
   extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS)                             \
       xr_moe_reduce_##suffix(const IO::storage *y, const int *mask, IO::storage *out,       \
-                             xr_moe_gpu_params_t p) {                                      \
+                             xr_moe_args_t p) {                                      \
     xr_moe_reduce<IO>(y, mask, out, p);                                                    \
   }
 
@@ -580,7 +580,7 @@ XR_MOE_KERNELS(bf16, xr_io_bf16)
 // when has_tei, token_expert_indices[m, j] = j * M + m.
 extern "C" __global__ void __launch_bounds__(XR_MOE_THREADS)
     xr_moe_topk_softmax(const void *logits, void *weights, void *ids, void *tei,
-                        xr_moe_gpu_params_t p) {
+                        xr_moe_args_t p) {
   const long long m = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (m >= p.M) return;
   const long long row = p.logits.offset + m * p.logits.s0;

@@ -1,10 +1,12 @@
 // Mixture-of-experts kernels (semantics in kernels/moe.h). OpenCL C 1.2, no extensions: fp16
-// goes through vload_half/vstore_half, bf16 through bit shifts. Element types are run-time
-// arguments (xr_dtype_t codes, dtype_codes.h), tensors are whole buffers plus element offsets and strides.
+// goes through vload_half/vstore_half, bf16 through bit shifts. Every kernel takes its buffers
+// (whole, in kernels/gpu/moe.cu's order) then kernels/moe_args.h's block, which
+// kernels/moe_device.c fills for both: element types (XR_MOE_*), offsets and strides are
+// run-time values there, and each kernel names the fields it reads as locals first.
 //
-// Sorting is a deterministic two-pass counting sort: moe_count counts each chunk's ids per
-// expert, moe_scan turns the counts into per-chunk offsets and expert segments (one work-group),
-// moe_scatter writes every chunk's ids in order, so a segment lists ids ascending.
+// Sorting is a deterministic two-pass counting sort: xr_moe_count counts each chunk's ids per
+// expert, xr_moe_scan turns the counts into per-chunk offsets and expert segments (one work-group),
+// xr_moe_scatter writes every chunk's ids in order, so a segment lists ids ascending.
 // The grouped GEMMs tile 16 sorted rows x 16 columns per work-group through local memory; a
 // tile never straddles two experts because the sorted block size is a multiple of 16.
 // moe_forward's layer rides on run-time arguments too: the experts' weight format (plain in the
@@ -15,33 +17,34 @@
 // optional biases of both GEMMs and the activation.
 
 #include "float_formats_cl.h"
+#include "moe_args.h"
 
-// Activation dtypes (the host's dt_code); fp8 weights carry their xreplay dtype code (XR_*).
-#define TS 16
+#define TS XR_MOE_OPENCL_TILE
 
+// Float elements of dtype dt (XR_MOE_*); fp8 weights carry their xreplay dtype code (XR_*).
 float ld(__global const uchar *b, long i, int dt) {
-  if (dt == XR_F32) return ((__global const float *)b)[i];
-  if (dt == XR_BF16) return xr_bf16_to_f32(((__global const ushort *)b)[i]);
+  if (dt == XR_MOE_F32) return ((__global const float *)b)[i];
+  if (dt == XR_MOE_BF16) return xr_bf16_to_f32(((__global const ushort *)b)[i]);
   return vload_half((size_t)i, (__global const half *)b);
 }
 
 void st(__global uchar *b, long i, int dt, float v) {
-  if (dt == XR_F32) ((__global float *)b)[i] = v;
-  else if (dt == XR_BF16) ((__global ushort *)b)[i] = xr_f32_to_bf16(v);
+  if (dt == XR_MOE_F32) ((__global float *)b)[i] = v;
+  else if (dt == XR_MOE_BF16) ((__global ushort *)b)[i] = xr_f32_to_bf16(v);
   else vstore_half_rte(v, (size_t)i, (__global half *)b);
 }
 
 // v as dtype dt stores it.
 float rnd(float v, int dt) {
-  if (dt == XR_BF16) return xr_bf16_to_f32(xr_f32_to_bf16(v));
-  if (dt == XR_F16) return xr_f16_to_f32(xr_f32_to_f16(v));
+  if (dt == XR_MOE_BF16) return xr_bf16_to_f32(xr_f32_to_bf16(v));
+  if (dt == XR_MOE_F16) return xr_f16_to_f32(xr_f32_to_f16(v));
   return v;
 }
 
 // Weight formats (fmt).
-#define W_PLAIN 0
-#define W_MXFP4 1
-#define W_FP8 2
+#define W_PLAIN XR_MOE_W_FORMAT_PLAIN
+#define W_MXFP4 XR_MOE_W_FORMAT_MXFP4
+#define W_FP8 XR_MOE_W_FORMAT_FP8
 
 // Weight k of an expert's row: plain (dtype dt) at w[row_at + k * ks]; mxfp4: nibble k % 2 (the
 // lower k in the low nibble) of byte w[row_at + (k / 2) * ks], times the e8m0 scale
@@ -88,8 +91,14 @@ int routed(__global const int *ids, long off, long s0, long s1, int wide, long i
   return ld_index(ids, off + (i / topk) * s0 + (i % topk) * s1, wide);
 }
 
-__kernel void moe_count(__global const int *ids, long off, long s0, long s1, int wide, int topk,
-                        long numel, int E, int chunk, int nchunks, __global int *counts) {
+// The routing source's fields (p.ids) the sort kernels read.
+#define ROUTING_LOCALS(p)                                                                           \
+  const long off = p.ids.offset, s0 = p.ids.s0, s1 = p.ids.s1, numel = p.numel;                    \
+  const int wide = (int)p.ids_wide, topk = (int)p.topk, E = (int)p.E, chunk = (int)p.chunk;         \
+  const int nchunks = (int)p.nchunks
+
+__kernel void xr_moe_count(__global const int *ids, __global int *counts, const xr_moe_args_t p) {
+  ROUTING_LOCALS(p);
   int c = get_global_id(0);
   if (c >= nchunks) return;
   __global int *mine = counts + (long)c * E;
@@ -104,11 +113,14 @@ __kernel void moe_count(__global const int *ids, long off, long s0, long s1, int
 // One work-group. counts become each chunk's offset inside its expert's segment; starts[e] is
 // the segment's first position. ck: every expert gets at least one block, and padding is
 // M | topk << 24 with weight 0 (CK); otherwise padding is numel (vLLM).
-__kernel void moe_scan(__global int *counts, int nchunks, int E, int block, int ck, long numel,
-                       int M, int topk, __global int *starts, __global int *sorted, long sorted_off,
-                       long sorted_len, __global float *sorted_w, long sw_off,
-                       __global int *expert_ids, long blocks_len,
-                       long eid_off, __global int *num_valid, long nv_off, long nv_len) {
+__kernel void xr_moe_scan(__global int *counts, __global int *starts, __global int *sorted,
+                          __global float *sorted_w, __global int *expert_ids,
+                          __global int *num_valid, const xr_moe_args_t p) {
+  const int nchunks = (int)p.nchunks, E = (int)p.E, block = (int)p.block, ck = (int)p.ck;
+  const int M = (int)p.M, topk = (int)p.topk;
+  const long numel = p.numel, sorted_off = p.sorted_off, sorted_len = p.sorted_len;
+  const long sw_off = p.sorted_w_off, blocks_len = p.blocks_len, eid_off = p.expert_ids_off;
+  const long nv_off = p.num_valid_off, nv_len = p.num_valid_len;
   int lid = get_local_id(0), lsz = get_local_size(0);
   for (int e = lid; e < E; e += lsz) {
     int running = 0;
@@ -144,11 +156,13 @@ __kernel void moe_scan(__global int *counts, int nchunks, int E, int block, int 
       expert_ids[eid_off + b] = e;
 }
 
-__kernel void moe_scatter(__global const int *ids, long off, long s0, long s1, int wide, int topk,
-                          long numel, int E, int chunk, int nchunks, __global int *counts,
-                          __global const int *starts, int ck, __global int *sorted,
-                          long sorted_off, long sorted_len, __global const uchar *weights, int wdt,
-                          long w_off, long w_s0, long w_s1, __global float *sorted_w, long sw_off) {
+__kernel void xr_moe_scatter(__global const int *ids, __global const uchar *weights,
+                             __global int *counts, __global const int *starts, __global int *sorted,
+                             __global float *sorted_w, const xr_moe_args_t p) {
+  ROUTING_LOCALS(p);
+  const int ck = (int)p.ck, wdt = (int)p.weights_dtype;
+  const long sorted_off = p.sorted_off, sorted_len = p.sorted_len, sw_off = p.sorted_w_off;
+  const long w_off = p.weights.offset, w_s0 = p.weights.s0, w_s1 = p.weights.s1;
   int c = get_global_id(0);
   if (c >= nchunks) return;
   __global int *next = counts + (long)c * E;
@@ -187,18 +201,33 @@ int decode(int id, int ck, int M, int topk, long numel, int *token, int *slot) {
 // dtype bdt) joins the accumulators before they are rounded to dt; act 0 silu_and_mul,
 // 1 swigluoai (alpha, limit). Output: out_mode 0 -> H[pos * N + n] (fp32 scratch, rounded to
 // dt), out_mode 1 -> out[token, slot, n] (dtype dt).
-__kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm1(
-    __global const int *sorted, long s_off, __global const int *expert_ids, long e_off,
-    __global const int *num_valid, long nv_off, long sorted_len, long blocks_len, int ck, int M, int topk, int E, int block, long numel, int N,
-    int K, int dt, __global const uchar *x, long x_off, long xs0, long xs1,
-    __global const uchar *w1, long w_off, long ws0, long ws1, long ws2, int fmt, int fp8_dt,
-    __global const uchar *w1s, long sc_off, long ss0, long ss1, long ss2, long sbn, long sbk,
-    int gate_step, int up0,
-    int has_b1, __global const uchar *b1, int bdt, long b_off, long bs0, long bs1, int act,
-    float alpha, float limit, int scale_mode,
-    __global const uchar *weights, int wdt, long tw_off, long tw_s0, long tw_s1,
-    __global const float *sorted_w, long sw_off, int out_mode, __global float *H, __global uchar *out,
-    long o_off, long os0, long os1, long os2) {
+// The sorted rows' and the problem's fields (p) the grouped GEMMs read.
+#define ROWS_LOCALS(p)                                                                              \
+  const long s_off = p.sorted_off, e_off = p.expert_ids_off, nv_off = p.num_valid_off;             \
+  const long sorted_len = p.sorted_len, blocks_len = p.blocks_len, numel = p.numel;                \
+  const long sw_off = p.sorted_w_off;                                                              \
+  const int ck = (int)p.ck, M = (int)p.M, topk = (int)p.topk, E = (int)p.E, block = (int)p.block;  \
+  const int N = (int)p.N, K = (int)p.K, dt = (int)p.dtype, fmt = (int)p.w_format;                  \
+  const int fp8_dt = (int)p.w_fp8_dtype, scale_mode = (int)p.scale_mode;                           \
+  const int wdt = (int)p.weights_dtype;                                                            \
+  const long tw_off = p.weights.offset, tw_s0 = p.weights.s0, tw_s1 = p.weights.s1;                \
+  const long sbn = p.scale_block_rows, sbk = p.scale_block_cols
+
+__kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void xr_moe_gemm1(
+    __global const int *sorted, __global const int *expert_ids, __global const int *num_valid,
+    __global const float *sorted_w, __global const uchar *x, __global const uchar *w1,
+    __global const uchar *w1s, __global const uchar *b1, __global const uchar *weights,
+    __global float *H, __global uchar *out, const xr_moe_args_t p) {
+  ROWS_LOCALS(p);
+  const long x_off = p.x.offset, xs0 = p.x.s0, xs1 = p.x.s1;
+  const long w_off = p.w1.offset, ws0 = p.w1.s0, ws1 = p.w1.s1, ws2 = p.w1.s2;
+  const long sc_off = p.w1_scale.offset, ss0 = p.w1_scale.s0, ss1 = p.w1_scale.s1, ss2 = p.w1_scale.s2;
+  const int gate_step = (int)p.gate_step, up0 = (int)p.up_row0;
+  const int has_b1 = p.w1_bias_dtype >= 0, bdt = (int)p.w1_bias_dtype;
+  const long b_off = p.w1_bias.offset, bs0 = p.w1_bias.s0, bs1 = p.w1_bias.s1;
+  const int act = (int)p.act, out_mode = (int)p.out_mode;
+  const float alpha = p.swiglu_alpha, limit = p.swiglu_limit;
+  const long o_off = p.out.offset, os0 = p.out.s0, os1 = p.out.s1, os2 = p.out.s2;
   __local float As[TS][TS], Gs[TS][TS + 1], Us[TS][TS + 1];
   int lx = get_local_id(0), ly = get_local_id(1);
   int n0 = get_group_id(0) * TS;
@@ -255,17 +284,18 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm1(
 // per scale_mode, stored rounded into Y[(token * topk + slot) * K + k] with
 // mask[token * topk + slot] = 1. a_mode 0: a = H[pos] (fp32, N wide); a_mode 1:
 // a = a_src[token, slot, :] (dtype dt).
-__kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm2(
-    __global const int *sorted, long s_off, __global const int *expert_ids, long e_off,
-    __global const int *num_valid, long nv_off, long sorted_len, long blocks_len, int ck, int M, int topk, int E, int block, long numel, int N,
-    int K, int dt, int a_mode, __global const float *H, __global const uchar *a_src, long a_off,
-    long as0, long as1, long as2, __global const uchar *w2, long w_off, long ws0, long ws1,
-    long ws2, int fmt, int fp8_dt, __global const uchar *w2s, long sc_off, long ss0, long ss1,
-    long ss2, long sbn, long sbk, int has_b2, __global const uchar *b2, int bdt, long b_off,
-    long bs0, long bs1,
-    int scale_mode, __global const uchar *weights, int wdt, long tw_off, long tw_s0,
-    long tw_s1, __global const float *sorted_w, long sw_off, __global float *Y,
-    __global int *mask) {
+__kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void xr_moe_gemm2(
+    __global const int *sorted, __global const int *expert_ids, __global const int *num_valid,
+    __global const float *sorted_w, __global const float *H, __global const uchar *a_src,
+    __global const uchar *w2, __global const uchar *w2s, __global const uchar *b2,
+    __global const uchar *weights, __global float *Y, __global int *mask, const xr_moe_args_t p) {
+  ROWS_LOCALS(p);
+  const int a_mode = (int)p.a_mode;
+  const long a_off = p.x.offset, as0 = p.x.s0, as1 = p.x.s1, as2 = p.x.s2;
+  const long w_off = p.w2.offset, ws0 = p.w2.s0, ws1 = p.w2.s1, ws2 = p.w2.s2;
+  const long sc_off = p.w2_scale.offset, ss0 = p.w2_scale.s0, ss1 = p.w2_scale.s1, ss2 = p.w2_scale.s2;
+  const int has_b2 = p.w2_bias_dtype >= 0, bdt = (int)p.w2_bias_dtype;
+  const long b_off = p.w2_bias.offset, bs0 = p.w2_bias.s0, bs1 = p.w2_bias.s1;
   __local float As[TS][TS], Ws[TS][TS + 1];
   int lx = get_local_id(0), ly = get_local_id(1);
   int k0 = get_group_id(0) * TS;
@@ -302,9 +332,11 @@ __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void moe_gemm2(
 }
 
 // out[m, k] = (accumulate ? out[m, k] : 0) + sum of the token's written rows, rounded once.
-__kernel void moe_reduce(__global const float *Y, __global const int *mask, int M, int topk,
-                         int K, int dt, __global uchar *out, long o_off, long os0, long os1,
-                         int accumulate) {
+__kernel void xr_moe_reduce(__global const float *Y, __global const int *mask, __global uchar *out,
+                            const xr_moe_args_t p) {
+  const int M = (int)p.M, topk = (int)p.topk, K = (int)p.K, dt = (int)p.dtype;
+  const int accumulate = (int)p.accumulate;
+  const long o_off = p.out.offset, os0 = p.out.s0, os1 = p.out.s1;
   long i = get_global_id(0);
   if (i >= (long)M * K) return;
   long m = i / K, k = i % K;
@@ -318,12 +350,15 @@ __kernel void moe_reduce(__global const float *Y, __global const int *mask, int 
 // Router: softmax of one token's logits (fp32), top-k picked by logit (ties: lower expert),
 // renormalised when asked. ids/token_expert_indices int32 or int64 (wide), weights dtype wdt;
 // has_tei = 0 skips token_expert_indices.
-__kernel void moe_topk_softmax(__global const uchar *logits, int ldt, long l_off, long ls0,
-                               long ls1, int M, int E, int topk, int renormalize,
-                               __global uchar *weights, int wdt, long w_off, long w_s0,
-                               long w_s1, __global int *ids, int ids_wide, long i_off, long i_s0,
-                               long i_s1, int has_tei, __global int *tei, int tei_wide, long t_off,
-                               long t_s0, long t_s1) {
+__kernel void xr_moe_topk_softmax(__global const uchar *logits, __global uchar *weights,
+                                  __global int *ids, __global int *tei, const xr_moe_args_t p) {
+  const int ldt = (int)p.logits_dtype, M = (int)p.M, E = (int)p.E, topk = (int)p.topk;
+  const int renormalize = (int)p.renormalize, wdt = (int)p.weights_dtype;
+  const int ids_wide = (int)p.ids_wide, has_tei = (int)p.has_tei, tei_wide = (int)p.tei_wide;
+  const long l_off = p.logits.offset, ls0 = p.logits.s0, ls1 = p.logits.s1;
+  const long w_off = p.weights.offset, w_s0 = p.weights.s0, w_s1 = p.weights.s1;
+  const long i_off = p.ids.offset, i_s0 = p.ids.s0, i_s1 = p.ids.s1;
+  const long t_off = p.tei.offset, t_s0 = p.tei.s0, t_s1 = p.tei.s1;
   int m = get_global_id(0);
   if (m >= M) return;
   long row = l_off + (long)m * ls0;

@@ -1,6 +1,6 @@
-// kernels/gpu/moe.cu's grouped GEMMs for fp8 expert weights (the _fp8 kernels moe_gpu.c launches
+// kernels/gpu/moe.cu's grouped GEMMs for fp8 expert weights (the _fp8 kernels moe_device.c launches
 // for moe_forward) executed on the CPU under tests/gpu/cuda_emulation.h, in blocks of 16 x 16
-// threads, over sorted rows laid out as kernels/gpu/moe_gpu.c's own sort lays them out: scales
+// threads, over sorted rows laid out as kernels/moe_device.c's own sort lays them out: scales
 // per expert and per [bn, bk] block (powers of two, odd sizes, a block larger than the matrix),
 // the four fp8 formats, silu's and swigluoai's gate / up rows, row-major and transposed weights,
 // tiles of 16, 32 and 64 rows, more than one column tile. Expected values are evaluated here in
@@ -27,7 +27,7 @@
 namespace {
 
 // Runs `kernel()` for every thread of every block of `grid`, blocks of 16 x 16 threads as
-// moe_gpu.c launches the GEMMs (the kernels use no warp operations).
+// moe_device.c launches the GEMMs (the kernels use no warp operations).
 template <class F> void launch(xr_emu_dim grid, F kernel) {
   const unsigned threads = XR_MOE_THREADS_X * XR_MOE_THREADS_Y;
   gridDim = grid;
@@ -78,7 +78,7 @@ struct problem {
   std::vector<float> x, h, y, scale1, scale2;
   std::vector<unsigned char> w1, w2;
   std::vector<int> sorted, expert_ids, num_valid, mask;
-  xr_moe_gpu_params_t p;
+  xr_moe_args_t p;
 
   long long srows(long long rows) const { return c.bn ? (rows + c.bn - 1) / c.bn : 1; }
   long long scols(long long cols) const { return c.bk ? (cols + c.bk - 1) / c.bk : 1; }
@@ -144,7 +144,7 @@ problem make(const layer_case &c) {
   fill_weights(P, P.w2, P.scale2, K, N);
   route(P);
   memset(&P.p, 0, sizeof P.p);
-  xr_moe_gpu_params_t &p = P.p;
+  xr_moe_args_t &p = P.p;
   p.M = P.M, p.K = K, p.N = N, p.E = E, p.topk = P.topk, p.numel = P.M * P.topk;
   p.block = XR_MOE_THREADS_Y * c.rm;
   p.sorted_len = (long long)P.sorted.size();
@@ -153,16 +153,16 @@ problem make(const layer_case &c) {
   p.num_valid_len = 1;
   p.x = {0, K, 1, 0};
   // [E, rows, cols], row-major or column-major within an expert
-  p.w1 = c.transposed ? xr_moe_gpu_view_t{0, 2 * N * K, 1, 2 * N} : xr_moe_gpu_view_t{0, 2 * N * K, K, 1};
-  p.w2 = c.transposed ? xr_moe_gpu_view_t{0, K * N, 1, K} : xr_moe_gpu_view_t{0, K * N, N, 1};
+  p.w1 = c.transposed ? xr_moe_view_t{0, 2 * N * K, 1, 2 * N} : xr_moe_view_t{0, 2 * N * K, K, 1};
+  p.w2 = c.transposed ? xr_moe_view_t{0, K * N, 1, K} : xr_moe_view_t{0, K * N, N, 1};
   if (c.bn) {
     p.w1_scale = {0, P.srows(2 * N) * P.scols(K), P.scols(K), 1};
     p.w2_scale = {0, P.srows(K) * P.scols(N), P.scols(N), 1};
   } else {
     p.w1_scale = p.w2_scale = {0, 1, 0, 0};
   }
-  p.scale_rows = xr_moe_gpu_divisor(c.bn ? c.bn : 1);
-  p.scale_cols = xr_moe_gpu_divisor(c.bk ? c.bk : 1);
+  p.scale_rows = xr_moe_divisor(c.bn ? c.bn : 1);
+  p.scale_cols = xr_moe_divisor(c.bk ? c.bk : 1);
   p.w_fp8_dtype = c.dtype;
   p.gate_step = c.swiglu ? 2 : 1;
   p.up_row0 = c.swiglu ? 1 : N;
@@ -190,7 +190,7 @@ bool close(double got, double want) {
 
 void run_case(const layer_case &c) {
   problem P = make(c);
-  const xr_moe_gpu_params_t &p = P.p;
+  const xr_moe_args_t &p = P.p;
   const kernels k = kernels_for(c.rm);
   P.h.assign(p.sorted_len * P.N, NAN);
   P.y.assign(P.M * P.topk * P.K, NAN);

@@ -68,7 +68,7 @@ static const struct gpu_claim {
      "kernels/quant_device.c (no supports(): what kernels/quant.c plans, f32/f16/bf16 into "
      "e4m3fn or e4m3fnuz)"},
     {"moe", "f32 f16 bf16 i32 i64 f4e2m1x2 f8e8m0 f8e4m3fn",
-     "kernels/gpu/moe_gpu.c gpu_supports (dtype_code: f32/f16/bf16 activations; int32/int64 "
+     "kernels/moe_device.c moe_supports (gpu: dtype_code: f32/f16/bf16 activations; int32/int64 "
      "ids; moe_forward's mxfp4 and fp8 expert weights)"},
     {"sync", "f32 f16 bf16 i64 bool",
      "kernels/host_sync.c gpu.read_scalar (no supports(): any dtype)"},

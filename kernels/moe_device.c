@@ -1,7 +1,8 @@
-/* The mixture-of-experts family on cuda and hip devices: kernels/gpu/moe.cu, compiled at run
- * time for the device (NVRTC / hiprtc), launched through the HAL. Every op of the family runs
- * as a short sequence of launches (and fills) that prepare() lays out once; enqueue() replays it
- * without allocating:
+/* The mixture-of-experts family on OpenCL (kernels/opencl/moe.cl, "opencl.moe") and on cuda
+ * and hip (kernels/gpu/moe.cu, compiled at run time for the device by NVRTC / hiprtc, "gpu.moe"),
+ * from one backend table; both take kernels/moe_args.h's block after the same buffers. Every op
+ * of the family runs as a short sequence of launches (and fills) that prepare() lays out once;
+ * enqueue() replays it without allocating:
  *   moe_align_block_size, moe_sorting_fwd   count -> scan -> scatter (+ moe_buf zeroed)
  *   topk_softmax                             router
  *   fused experts                            count -> scan -> scatter (own sort, block = tile
@@ -14,16 +15,38 @@
  *                                            parameters), biases, silu or swigluoai
  *   ck_moe_stage1                            GEMM-1 + silu_and_mul over the given sorted ids
  *   ck_moe_stage2                            GEMM-2 over the given sorted ids -> reduce onto out
- * The same plan as the OpenCL implementation (kernels/opencl/moe_opencl.c); one implementation,
- * "gpu.moe", serves cuda and hip. */
+ * CUDA's GEMM kernels are typed by name (activations, weight format, tile rows) and loop past
+ * the grid's limits; OpenCL's take those as arguments, with 16 x 16 tiles and fp32 scratch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/family.h"
-#include "kernels/gpu/moe_params.h"
 #include "kernels/gpu/sources.h"
 #include "kernels/moe.h"
+#include "kernels/moe_args.h"
+#include "kernels/opencl/sources.h"
+
+_Static_assert(sizeof(long) == 8, "the device argument blocks need a 64-bit long");
+/* OpenCL guarantees a kernel 1024 bytes of arguments (CL_DEVICE_MAX_PARAMETER_SIZE): GEMM-2
+ * takes 12 buffers and the block. */
+_Static_assert(sizeof(xr_moe_args_t) + 12 * 8 <= 1024,
+               "the MoE kernels' arguments exceed what every OpenCL device takes");
+
+/* How a device runs the kernels. */
+typedef struct backend {
+  const char *name; /* the impl's: "opencl.moe", "gpu.moe" */
+  xr_status_t (*build)(xr_hal_device_t *device, const char *file, const char *options,
+                       xr_hal_executable_t **out_executable);
+  const char *source;
+  /* CUDA/HIP: GEMM and reduction kernels typed by name, GEMM tiles of 16 x rows-per-thread rows
+   * by 64 columns, grids capped where the kernels loop past them, scratch in the activations'
+   * dtype. OpenCL: one kernel each, 16 x 16 tiles, fp32 scratch. */
+  bool typed;
+} backend_t;
+
+static const backend_t opencl = {"opencl.moe", xr_opencl_build, "moe.cl", false};
+static const backend_t gpu = {"gpu.moe", xr_gpu_build, "moe.cu", true};
 
 enum {
   CHUNK = 64,     /* routing entries per counting thread */
@@ -39,16 +62,18 @@ typedef struct step {
   xr_hal_kernel_t *kernel;
   xr_hal_buffer_t *fill;
   size_t fill_offset, fill_size;
-  xr_moe_gpu_params_t params;
+  xr_moe_args_t params;
   xr_hal_kernel_arg_t args[MAX_BUFFERS + 1];
   xr_hal_dispatch_t dispatch;
 } step_t;
 
-typedef struct gpu_state {
+typedef struct moe_state {
+  const backend_t *b;
   const xr_moe_problem_t *p;
   const xr_tensor_t *t; /* the prepare() call's tensors: read only during prepare */
   xr_hal_executable_t *exe;
   const char *suffix;   /* f32, f16, bf16 */
+  uint32_t scan_threads;
   /* scratch */
   xr_hal_buffer_t *counts, *starts;                  /* the sort's */
   xr_hal_buffer_t *sorted, *expert_ids, *num_valid;  /* the fused path's own sort */
@@ -56,14 +81,14 @@ typedef struct gpu_state {
   xr_hal_buffer_t *route_ids, *route_w;              /* moe_forward's router output */
   step_t steps[MAX_STEPS];
   int step_count;
-} gpu_state_t;
+} moe_state_t;
 
 static const char *dtype_suffix(xr_dtype_t d) {
   return d == XR_DTYPE_F32 ? "f32" : d == XR_DTYPE_F16 ? "f16" : "bf16";
 }
 
-static int dtype_code(xr_dtype_t d) {
-  return d == XR_DTYPE_F32 ? XR_MOE_GPU_F32 : d == XR_DTYPE_F16 ? XR_MOE_GPU_F16 : XR_MOE_GPU_BF16;
+static long dtype_code(xr_dtype_t d) {
+  return d == XR_DTYPE_F32 ? XR_MOE_F32 : d == XR_DTYPE_F16 ? XR_MOE_F16 : XR_MOE_BF16;
 }
 
 static uint32_t blocks_for(int64_t n, int64_t per) {
@@ -71,27 +96,28 @@ static uint32_t blocks_for(int64_t n, int64_t per) {
   return b < 1 ? 1 : (uint32_t)b;
 }
 
-static xr_moe_gpu_view_t view_of(const xr_tensor_t *t) {
-  xr_moe_gpu_view_t v = {.offset = t->offset};
-  long long *s[3] = {&v.s0, &v.s1, &v.s2};
+static xr_moe_view_t view_of(const xr_tensor_t *t) {
+  xr_moe_view_t v = {.offset = t->offset};
+  long *s[3] = {&v.s0, &v.s1, &v.s2};
   for (int32_t d = 0; d < t->rank && d < 3; d++) *s[d] = t->strides[d];
   return v;
 }
 
-/* Sorted-row tile of the grouped GEMMs: 16, 32 or 64 rows (1, 2, 4 per thread), one that
- * divides `block` (the stages' block_m; the fused path picks its own block). */
-static int rows_per_thread(int64_t block) {
+/* Sorted-row tile of CUDA's grouped GEMMs: 16, 32 or 64 rows (1, 2, 4 per thread), one that
+ * divides `block` (the stages' block_m; the fused path picks its own block). OpenCL's: 16. */
+static int rows_per_thread(const backend_t *b, int64_t block) {
   int64_t rows = XR_MOE_THREADS_Y;
+  if (!b->typed) return 1;
   return block % (4 * rows) == 0 ? 4 : block % (2 * rows) == 0 ? 2 : 1;
 }
 
 /* Appends a launch of `name` over grid x grid_y blocks of `threads_x` x `threads_y`, with the
  * buffers then the parameter block as arguments. */
-static xr_status_t add_launch(gpu_state_t *s, const char *name, const xr_moe_gpu_params_t *params,
+static xr_status_t add_launch(moe_state_t *s, const char *name, const xr_moe_args_t *params,
                               uint32_t grid_x, uint32_t grid_y, uint32_t threads_x,
                               uint32_t threads_y, xr_hal_buffer_t *const *buffers, size_t count) {
   if (s->step_count >= MAX_STEPS || count > MAX_BUFFERS)
-    return xr_error(XR_INTERNAL, "moe_gpu: too many steps or arguments for %s", name);
+    return xr_error(XR_INTERNAL, "%s: too many steps or arguments for %s", s->b->name, name);
   step_t *step = &s->steps[s->step_count];
   xr_status_t st = xr_hal_kernel_lookup(s->exe, name, &step->kernel);
   if (st != XR_OK) return st;
@@ -106,8 +132,8 @@ static xr_status_t add_launch(gpu_state_t *s, const char *name, const xr_moe_gpu
   return XR_OK;
 }
 
-static xr_status_t add_zero_fill(gpu_state_t *s, xr_hal_buffer_t *buffer, size_t offset, size_t size) {
-  if (s->step_count >= MAX_STEPS) return xr_error(XR_INTERNAL, "moe_gpu: too many steps");
+static xr_status_t add_zero_fill(moe_state_t *s, xr_hal_buffer_t *buffer, size_t offset, size_t size) {
+  if (s->step_count >= MAX_STEPS) return xr_error(XR_INTERNAL, "%s: too many steps", s->b->name);
   s->steps[s->step_count++] = (step_t){.fill = buffer, .fill_offset = offset, .fill_size = size};
   return XR_OK;
 }
@@ -118,14 +144,14 @@ typedef struct sort_io {
   xr_hal_buffer_t *sorted, *sorted_w, *expert_ids, *num_valid;   /* outputs (sorted_w: CK only) */
 } sort_io_t;
 
-static xr_status_t add_sort(gpu_state_t *s, const xr_moe_gpu_params_t *q, const sort_io_t *io) {
+static xr_status_t add_sort(moe_state_t *s, const xr_moe_args_t *q, const sort_io_t *io) {
   uint32_t grid = blocks_for(q->nchunks, XR_MOE_THREADS);
   xr_hal_buffer_t *count[] = {io->ids, s->counts};
   xr_hal_buffer_t *scan[] = {s->counts, s->starts, io->sorted, io->sorted_w, io->expert_ids, io->num_valid};
   xr_hal_buffer_t *scatter[] = {io->ids, io->weights, s->counts, s->starts, io->sorted, io->sorted_w};
   xr_status_t st;
   if ((st = add_launch(s, "xr_moe_count", q, grid, 1, XR_MOE_THREADS, 1, count, 2)) ||
-      (st = add_launch(s, "xr_moe_scan", q, 1, 1, XR_MOE_THREADS, 1, scan, 6)))
+      (st = add_launch(s, "xr_moe_scan", q, 1, 1, s->scan_threads, 1, scan, 6)))
     return st;
   return add_launch(s, "xr_moe_scatter", q, grid, 1, XR_MOE_THREADS, 1, scatter, 6);
 }
@@ -135,10 +161,24 @@ typedef struct rows_io {
   xr_hal_buffer_t *sorted, *expert_ids, *num_valid, *sorted_w;
 } rows_io_t;
 
-/* Blocks per 64 output columns, and per row tile (the kernels loop past MAX_GRID_Y tiles). */
-static void gemm_grid(const xr_moe_gpu_params_t *q, int64_t columns, uint32_t *gx, uint32_t *gy) {
-  *gx = blocks_for(columns, XR_MOE_TILE_N);
-  *gy = q->tiles < 1 ? 1 : q->tiles > MAX_GRID_Y ? MAX_GRID_Y : (uint32_t)q->tiles;
+/* Groups per tile of output columns (64 on CUDA, 16 on OpenCL), and per row tile (CUDA's
+ * kernels loop past MAX_GRID_Y tiles). */
+static void gemm_grid(const moe_state_t *s, const xr_moe_args_t *q, int64_t columns, uint32_t *gx,
+                      uint32_t *gy) {
+  *gx = blocks_for(columns, s->b->typed ? XR_MOE_TILE_N : XR_MOE_OPENCL_TILE);
+  *gy = q->tiles < 1 ? 1 : q->tiles > MAX_GRID_Y && s->b->typed ? MAX_GRID_Y : (uint32_t)q->tiles;
+}
+
+/* A GEMM or reduction kernel's name: CUDA's typed by the activations' dtype, the weights'
+ * format and the tile's rows per thread (rm; 0: none), OpenCL's one kernel. */
+static void typed_name(const moe_state_t *s, const char *base, const char *format, int rm, char *name,
+                       size_t size) {
+  if (!s->b->typed)
+    snprintf(name, size, "%s", base);
+  else if (rm)
+    snprintf(name, size, "%s_%s%s_m%d", base, s->suffix, format, rm);
+  else
+    snprintf(name, size, "%s_%s", base, s->suffix);
 }
 
 /* The GEMM kernel for the weights' format: "" plain (the activations' dtype), "_mxfp4",
@@ -148,18 +188,18 @@ static const char *format_suffix(const xr_moe_problem_t *p) {
 }
 
 /* Tensor `index`'s buffer, or a stand-in the kernel does not read (absent scales, biases). */
-static xr_hal_buffer_t *buffer_or(const gpu_state_t *s, int index) {
+static xr_hal_buffer_t *buffer_or(const moe_state_t *s, int index) {
   return index >= 0 ? s->t[index].buffer : s->counts;
 }
 
 /* GEMM-1 + activation: x (tensor p->hidden) against w1 (+ its scales, bias), into h or out. */
-static xr_status_t add_gemm1(gpu_state_t *s, const xr_moe_gpu_params_t *q, int rm,
+static xr_status_t add_gemm1(moe_state_t *s, const xr_moe_args_t *q, int rm,
                              const rows_io_t *r, xr_hal_buffer_t *weights) {
   const xr_moe_problem_t *p = s->p;
   char name[48];
-  snprintf(name, sizeof name, "xr_moe_gemm1_%s%s_m%d", s->suffix, format_suffix(p), rm);
+  typed_name(s, "xr_moe_gemm1", format_suffix(p), rm, name, sizeof name);
   uint32_t gx, gy;
-  gemm_grid(q, p->N, &gx, &gy);
+  gemm_grid(s, q, p->N, &gx, &gy);
   xr_hal_buffer_t *out = q->out_mode == 1 ? s->t[p->out].buffer : s->counts;
   xr_hal_buffer_t *b[] = {r->sorted, r->expert_ids, r->num_valid, r->sorted_w, s->t[p->hidden].buffer,
                           s->t[p->w1].buffer, buffer_or(s, p->w1_scale), buffer_or(s, p->w1_bias),
@@ -169,13 +209,13 @@ static xr_status_t add_gemm1(gpu_state_t *s, const xr_moe_gpu_params_t *q, int r
 
 /* GEMM-2: h (a_mode 0) or the tensor p->hidden (a_mode 1) against w2 (+ its scales, bias),
  * into y and mask. */
-static xr_status_t add_gemm2(gpu_state_t *s, const xr_moe_gpu_params_t *q, int rm,
+static xr_status_t add_gemm2(moe_state_t *s, const xr_moe_args_t *q, int rm,
                              const rows_io_t *r, xr_hal_buffer_t *weights) {
   const xr_moe_problem_t *p = s->p;
   char name[48];
-  snprintf(name, sizeof name, "xr_moe_gemm2_%s%s_m%d", s->suffix, format_suffix(p), rm);
+  typed_name(s, "xr_moe_gemm2", format_suffix(p), rm, name, sizeof name);
   uint32_t gx, gy;
-  gemm_grid(q, p->K, &gx, &gy);
+  gemm_grid(s, q, p->K, &gx, &gy);
   xr_hal_buffer_t *b[] = {r->sorted, r->expert_ids, r->num_valid, r->sorted_w, s->h,
                           s->t[p->hidden].buffer, s->t[p->w2].buffer, buffer_or(s, p->w2_scale),
                           buffer_or(s, p->w2_bias), weights, s->y, s->mask};
@@ -183,17 +223,17 @@ static xr_status_t add_gemm2(gpu_state_t *s, const xr_moe_gpu_params_t *q, int r
 }
 
 /* Sum over top-k of y's written rows into out. */
-static xr_status_t add_reduce(gpu_state_t *s, const xr_moe_gpu_params_t *q) {
+static xr_status_t add_reduce(moe_state_t *s, const xr_moe_args_t *q) {
   const xr_moe_problem_t *p = s->p;
   char name[48];
-  snprintf(name, sizeof name, "xr_moe_reduce_%s", s->suffix);
-  uint32_t grid = blocks_for(p->M * p->K, XR_MOE_THREADS); /* the kernel loops past its grid */
-  if (grid > MAX_GRID_Y) grid = MAX_GRID_Y;
+  typed_name(s, "xr_moe_reduce", "", 0, name, sizeof name);
+  uint32_t grid = blocks_for(p->M * p->K, XR_MOE_THREADS); /* CUDA's kernel loops past its grid */
+  if (grid > MAX_GRID_Y && s->b->typed) grid = MAX_GRID_Y;
   xr_hal_buffer_t *b[] = {s->y, s->mask, s->t[p->out].buffer};
   return add_launch(s, name, q, grid, 1, XR_MOE_THREADS, 1, b, 3);
 }
 
-static xr_status_t add_router(gpu_state_t *s, const xr_moe_gpu_params_t *q, xr_hal_buffer_t *weights,
+static xr_status_t add_router(moe_state_t *s, const xr_moe_args_t *q, xr_hal_buffer_t *weights,
                               xr_hal_buffer_t *ids, xr_hal_buffer_t *tei) {
   xr_hal_buffer_t *b[] = {s->t[s->p->logits].buffer, weights, ids, tei};
   return add_launch(s, "xr_moe_topk_softmax", q, blocks_for(s->p->M, XR_MOE_THREADS), 1,
@@ -208,7 +248,7 @@ static void byte_range(const xr_tensor_t *t, size_t *offset, size_t *size) {
   *size = n * es;
 }
 
-static xr_status_t plan_sorting(gpu_state_t *s, xr_moe_gpu_params_t *q) {
+static xr_status_t plan_sorting(moe_state_t *s, xr_moe_args_t *q) {
   const xr_moe_problem_t *p = s->p;
   const xr_tensor_t *t = s->t;
   bool ck = p->kind == XR_MOE_SORTING;
@@ -237,16 +277,16 @@ static xr_status_t plan_sorting(gpu_state_t *s, xr_moe_gpu_params_t *q) {
 
 /* Fused experts and moe_forward (after its router): own vLLM-style sort with the tile's rows
  * as block size, GEMM-1 into h, GEMM-2 into y, reduce into out. */
-static xr_status_t plan_fused(gpu_state_t *s, xr_moe_gpu_params_t *q, int rm) {
+static xr_status_t plan_fused(moe_state_t *s, xr_moe_args_t *q, int rm) {
   const xr_moe_problem_t *p = s->p;
   xr_hal_buffer_t *ids = p->topk_ids >= 0 ? s->t[p->topk_ids].buffer : s->route_ids;
   xr_hal_buffer_t *weights = p->topk_weights >= 0 ? s->t[p->topk_weights].buffer : s->route_w;
   xr_status_t st;
   if (p->kind == XR_MOE_FORWARD) {
-    q->ids = (xr_moe_gpu_view_t){.s0 = p->topk, .s1 = 1};
-    q->weights = (xr_moe_gpu_view_t){.s0 = p->topk, .s1 = 1};
+    q->ids = (xr_moe_view_t){.s0 = p->topk, .s1 = 1};
+    q->weights = (xr_moe_view_t){.s0 = p->topk, .s1 = 1};
     q->ids_wide = 0;
-    q->weights_dtype = XR_MOE_GPU_F32;
+    q->weights_dtype = XR_MOE_F32;
     q->renormalize = p->renormalize;
     if ((st = add_router(s, q, s->route_w, s->route_ids, s->counts)) != XR_OK) return st;
   }
@@ -256,7 +296,7 @@ static xr_status_t plan_fused(gpu_state_t *s, xr_moe_gpu_params_t *q, int rm) {
                   .expert_ids = s->expert_ids, .num_valid = s->num_valid};
   rows_io_t rows = {.sorted = s->sorted, .expert_ids = s->expert_ids, .num_valid = s->num_valid,
                     .sorted_w = s->counts};
-  xr_moe_gpu_params_t g1 = *q, g2 = *q;
+  xr_moe_args_t g1 = *q, g2 = *q;
   g1.scale_mode = p->weight_on_input ? 1 : 0;
   g1.out_mode = 0;
   g2.scale_mode = p->weight_on_input ? 0 : 3;
@@ -271,7 +311,7 @@ static xr_status_t plan_fused(gpu_state_t *s, xr_moe_gpu_params_t *q, int rm) {
 }
 
 /* ck_moe_stage1 / stage2 over the sorted ids they are given. */
-static xr_status_t plan_stage(gpu_state_t *s, xr_moe_gpu_params_t *q, int rm) {
+static xr_status_t plan_stage(moe_state_t *s, xr_moe_args_t *q, int rm) {
   const xr_moe_problem_t *p = s->p;
   const xr_tensor_t *t = s->t;
   q->ck = 1;
@@ -314,11 +354,13 @@ static bool contiguous(const xr_tensor_spec_t *t) {
   return true;
 }
 
-static xr_status_t gpu_supports(const xr_op_plan_t *plan, const char *impl) {
+static xr_status_t moe_supports(const backend_t *b, const xr_op_plan_t *plan) {
   const xr_moe_problem_t *p = plan->problem;
+  const char *impl = b->name;
   xr_status_t st = xr_moe_check_supported(plan, impl);
   if (st != XR_OK) return st;
-  if (p->weights == XR_MOE_W_FP8 && (2 * p->N > INT32_MAX || p->K > INT32_MAX))
+  /* CUDA divides by the scale blocks through 32-bit multipliers (xr_moe_divisor). */
+  if (b->typed && p->weights == XR_MOE_W_FP8 && (2 * p->N > INT32_MAX || p->K > INT32_MAX))
     return xr_error(XR_UNIMPLEMENTED, "%s: fp8 expert weights of %lld rows by %lld columns: the "
                     "scale blocks' indices are 32-bit", impl, (long long)(2 * p->N),
                     (long long)p->K);
@@ -336,13 +378,8 @@ static xr_status_t gpu_supports(const xr_op_plan_t *plan, const char *impl) {
   return XR_OK;
 }
 
-static xr_status_t moe_gpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
-  (void)device;
-  return gpu_supports(plan, "gpu.moe");
-}
-
-static void gpu_release(void *state) {
-  gpu_state_t *s = state;
+static void moe_release(void *state) {
+  moe_state_t *s = state;
   if (!s) return;
   xr_hal_buffer_t *bufs[] = {s->counts, s->starts, s->sorted, s->expert_ids, s->num_valid,
                              s->h,      s->y,      s->mask,   s->route_ids,  s->route_w};
@@ -355,27 +392,30 @@ static xr_status_t scratch(xr_hal_device_t *device, size_t bytes, xr_hal_buffer_
   return xr_hal_buffer_alloc(device, bytes ? bytes : 4, out);
 }
 
-/* The fused path's tile rows: 64 when experts average that many rows, fewer for small batches
- * (less padding per expert). */
-static int fused_rows_per_thread(const xr_moe_problem_t *p) {
+/* The fused path's tile rows on CUDA: 64 when experts average that many rows, fewer for small
+ * batches (less padding per expert). OpenCL's tiles have 16. */
+static int fused_rows_per_thread(const backend_t *b, const xr_moe_problem_t *p) {
   int64_t per_expert = p->M * p->topk / (p->E > 0 ? p->E : 1);
+  if (!b->typed) return 1;
   return per_expert >= 64 ? 4 : per_expert >= 32 ? 2 : 1;
 }
 
-static xr_status_t gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,
+static xr_status_t moe_prepare(const backend_t *b, const xr_op_plan_t *plan, xr_hal_device_t *device,
                                const xr_tensor_t *tensors, void **out_state) {
   const xr_moe_problem_t *p = plan->problem;
-  gpu_state_t *s = calloc(1, sizeof *s);
+  moe_state_t *s = calloc(1, sizeof *s);
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", plan->op->name);
+  s->b = b;
   s->p = p;
   s->t = tensors;
   bool fused = p->kind == XR_MOE_FUSED || p->kind == XR_MOE_FORWARD;
   bool gemm = fused || p->kind == XR_MOE_STAGE1 || p->kind == XR_MOE_STAGE2;
   s->suffix = dtype_suffix(p->dtype);
-  int rm = fused ? fused_rows_per_thread(p) : rows_per_thread(p->block);
-  size_t es = gemm ? xr_dtype_size(p->dtype) : 0;
+  int rm = fused ? fused_rows_per_thread(b, p) : rows_per_thread(b, p->block);
+  /* the scratch rows' elements (h, y) */
+  size_t es = !gemm ? 0 : b->typed ? xr_dtype_size(p->dtype) : sizeof(float);
 
-  xr_moe_gpu_params_t q = {.M = p->M, .K = p->K, .N = p->N, .E = p->E, .topk = p->topk,
+  xr_moe_args_t q = {.M = p->M, .K = p->K, .N = p->N, .E = p->E, .topk = p->topk,
                            .numel = p->M * p->topk, .chunk = CHUNK};
   q.nchunks = (q.numel + CHUNK - 1) / CHUNK;
   if (p->topk_ids >= 0) {
@@ -406,11 +446,17 @@ static xr_status_t gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
     q.w1_scale = view_of(&tensors[p->w1_scale]);
     q.w2_scale = view_of(&tensors[p->w2_scale]);
   }
+  q.w_format = p->weights == XR_MOE_W_MXFP4 ? XR_MOE_W_FORMAT_MXFP4
+               : p->weights == XR_MOE_W_FP8 ? XR_MOE_W_FORMAT_FP8
+                                            : XR_MOE_W_FORMAT_PLAIN;
+  q.scale_block_rows = q.scale_block_cols = 1;
   if (p->weights == XR_MOE_W_FP8) { /* per expert: the [E] views have no row or column stride */
-    q.w_fp8_dtype = (int)tensors[p->w1].dtype;
-    q.scale_rows = xr_moe_gpu_divisor(p->block_n ? p->block_n : 1);
-    q.scale_cols = xr_moe_gpu_divisor(p->block_k ? p->block_k : 1);
+    q.w_fp8_dtype = tensors[p->w1].dtype;
+    q.scale_block_rows = p->block_n ? p->block_n : 1;
+    q.scale_block_cols = p->block_k ? p->block_k : 1;
   }
+  q.scale_rows = xr_moe_divisor(q.scale_block_rows);
+  q.scale_cols = xr_moe_divisor(q.scale_block_cols);
   if (p->w1_bias >= 0) {
     q.w1_bias = view_of(&tensors[p->w1_bias]);
     q.w1_bias_dtype = dtype_code(tensors[p->w1_bias].dtype);
@@ -419,6 +465,7 @@ static xr_status_t gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
     q.w2_bias = view_of(&tensors[p->w2_bias]);
     q.w2_bias_dtype = dtype_code(tensors[p->w2_bias].dtype);
   }
+  q.dtype = dtype_code(p->dtype);
   q.gate_step = xr_moe_gate_row(p, 1) - xr_moe_gate_row(p, 0);
   q.up_row0 = xr_moe_up_row(p, 0);
   q.act = p->act == XR_MOE_ACT_SWIGLUOAI;
@@ -426,7 +473,12 @@ static xr_status_t gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   q.swiglu_limit = (float)p->swiglu_limit;
 
   size_t E = (size_t)(p->E > 0 ? p->E : 1), pairs = (size_t)q.numel;
-  xr_status_t st = xr_gpu_build(device, "moe.cu", NULL, &s->exe);
+  /* One group sorts: as many threads as the device gives it, up to XR_MOE_THREADS. */
+  xr_hal_device_properties_t properties;
+  xr_status_t st = xr_hal_device_properties(device, &properties);
+  s->scan_threads = properties.max_work_group_size < XR_MOE_THREADS ? (uint32_t)properties.max_work_group_size
+                                                                    : XR_MOE_THREADS;
+  if (st == XR_OK) st = b->build(device, b->source, NULL, &s->exe);
   if (st == XR_OK)
     st = scratch(device, sizeof(int32_t) * (size_t)(q.nchunks > 0 ? q.nchunks : 1) * E, &s->counts);
   if (st == XR_OK) st = scratch(device, sizeof(int32_t) * (2 * E + 1), &s->starts);
@@ -475,15 +527,15 @@ static xr_status_t gpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   }
   s->t = NULL;
   if (st != XR_OK) {
-    gpu_release(s);
+    moe_release(s);
     return xr_error_prefix(st, "%s: ", plan->op->name);
   }
   *out_state = s;
   return XR_OK;
 }
 
-static xr_status_t gpu_enqueue(void *state, xr_hal_stream_t *stream) {
-  gpu_state_t *s = state;
+static xr_status_t moe_enqueue(void *state, xr_hal_stream_t *stream) {
+  moe_state_t *s = state;
   for (int i = 0; i < s->step_count; i++) {
     const step_t *step = &s->steps[i];
     xr_status_t st;
@@ -498,12 +550,6 @@ static xr_status_t gpu_enqueue(void *state, xr_hal_stream_t *stream) {
   return XR_OK;
 }
 
-const xr_kernel_impl_t xr_moe_gpu = {
-    .name = "gpu.moe",
-    .driver = "gpu",
-    .supports = moe_gpu_supports,
-    .prepare = gpu_prepare,
-    .enqueue = gpu_enqueue,
-    .release = gpu_release,
-};
-
+XR_DEVICE_IMPL(xr_moe_opencl, "opencl.moe", "opencl", opencl, moe_supports, moe_prepare, moe_enqueue,
+               moe_release)
+XR_DEVICE_IMPL(xr_moe_gpu, "gpu.moe", "gpu", gpu, moe_supports, moe_prepare, moe_enqueue, moe_release)

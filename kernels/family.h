@@ -11,11 +11,14 @@
  *   <family>_device.c       the OpenCL and CUDA/HIP hosts together: a backend table (source,
  *                           builder, threads) and the impls opencl.<family> and gpu.<family>
  *   opencl/<family>.cl, gpu/<family>.cu   the kernels, with the same names and arguments
- * In this shape: attention (paged attention, the KV-cache writer and unified attention ride on
- * it), conv, elementwise (argmax rides on it), moe, norm (softmax and rotary ride on it), quant,
- * reduce, scatter, pool and channel_norm (one vision_device.c); XR_DEVICE_IMPL below declares
- * their impls (attention_device.c has its own: its supports() reads the device). gemm alone
- * still hosts each backend apart (opencl/gemm_opencl.c, gpu/gemm_gpu.c with gpu/gemm_params.h).
+ * Every family with device kernels is in this shape: attention (paged attention, the KV-cache
+ * writer and unified attention ride on it), conv, elementwise (argmax rides on it), gemm (its
+ * vendor libraries beside it: cpu/gemm_onednn.c, opencl/gemm_clblast.c, gpu/blaslt_gemm.c), moe,
+ * norm (softmax and rotary ride on it), quant, reduce, scatter, pool and channel_norm (one
+ * vision_device.c). XR_DEVICE_IMPL below declares most impls; attention_device.c has its own
+ * (its supports() reads the device), and gemm_device.c hosts its two backends side by side over
+ * the one block (gemm.cl reads a per-batch offset table CLBlast shares; gemm.cu has typed, M == 1
+ * and _scaled_mm kernels).
  * A new op of a family touches <family>.c (planning and the reference), the kernels' switch in
  * the .cl and .cu when devices compute it, and its cases in tests/kernels/<family>_cases.h,
  * whose <FAMILY>_MATRIX list runs them on every driver (tests/kernels/matrix.bzl). */

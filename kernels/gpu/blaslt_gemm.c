@@ -1,5 +1,5 @@
 /* The GEMM family on the vendors' Lt libraries: "cuda.cublaslt_matmul" (cuBLASLt) and
- * "hip.hipblaslt_matmul" (hipBLASLt), ahead of our tiled kernel (kernels/gpu/gemm_gpu.c).
+ * "hip.hipblaslt_matmul" (hipBLASLt), ahead of our tiled kernel (kernels/gemm_device.c).
  * The two APIs are one API under two prefixes (kernels/gpu/blaslt.h), so one implementation
  * serves both, on the HAL's own buffers and stream (xr_hal_buffer_native, xr_hal_stream_native).
  *

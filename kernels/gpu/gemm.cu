@@ -1,4 +1,4 @@
-// The GEMM family on CUDA and HIP (kernels/gpu/gemm_gpu.c launches these): out = alpha * A B +
+// The GEMM family on CUDA and HIP (kernels/gemm_device.c launches these): out = alpha * A B +
 // beta * C over the family's strided, batched problem (kernels/gemm.h), fp32 accumulation,
 // one rounding to the output dtype. Kernels exist per storage type: f32, f16, bf16; and for
 // aten::_scaled_mm (`_scaled`): fp8 operands of run-time dtypes (each its own), float32
@@ -14,11 +14,11 @@
 #include "dtype_io.h"
 #include "dtype_codes.h"
 #include "dtype_dispatch.h"
-#include "gemm_params.h"
+#include "gemm_args.h"
 
 // Element offset of batch entry `batch` (row-major over batch_shape) in operand o.
-static __device__ __forceinline__ long long xr_batch_offset(const xr_gemm_gpu_params_t &p,
-                                                            const xr_gemm_gpu_operand_t &o,
+static __device__ __forceinline__ long long xr_batch_offset(const xr_gemm_args_t &p,
+                                                            const xr_gemm_operand_args_t &o,
                                                             long long batch) {
   long long offset = o.offset;
   for (int d = (int)p.batch_rank - 1; d >= 0; d--) {
@@ -33,11 +33,11 @@ static __device__ __forceinline__ long long xr_batch_offset(const xr_gemm_gpu_pa
 template <class IO>
 struct xr_typed_operands {
   const typename IO::storage *a, *b;
-  __device__ __forceinline__ float load_a(const xr_gemm_gpu_params_t &p, long long base,
+  __device__ __forceinline__ float load_a(const xr_gemm_args_t &p, long long base,
                                           long long m, long long k) const {
     return IO::load(a, base + m * p.a.row_stride + k * p.a.col_stride);
   }
-  __device__ __forceinline__ float load_b(const xr_gemm_gpu_params_t &p, long long base,
+  __device__ __forceinline__ float load_b(const xr_gemm_args_t &p, long long base,
                                           long long k, long long n) const {
     return IO::load(b, base + k * p.b.row_stride + n * p.b.col_stride);
   }
@@ -45,11 +45,11 @@ struct xr_typed_operands {
 
 struct xr_scaled_operands {
   const unsigned char *a, *b;
-  __device__ __forceinline__ float load_a(const xr_gemm_gpu_params_t &p, long long base,
+  __device__ __forceinline__ float load_a(const xr_gemm_args_t &p, long long base,
                                           long long m, long long k) const {
     return xr_load_as_float(a, p.a_dtype, base + m * p.a.row_stride + k * p.a.col_stride);
   }
-  __device__ __forceinline__ float load_b(const xr_gemm_gpu_params_t &p, long long base,
+  __device__ __forceinline__ float load_b(const xr_gemm_args_t &p, long long base,
                                           long long k, long long n) const {
     return xr_load_as_float(b, p.b_dtype, base + k * p.b.row_stride + n * p.b.col_stride);
   }
@@ -75,7 +75,7 @@ static __device__ __forceinline__ float xr_gemm_block_scale(const unsigned char 
 // dequantized: its code (an fp8 byte, or nibble k % 2 of the byte holding k / 2, the lower k in
 // the low nibble) times the scale of block k / block of row r, the scales row-major `pitch` apart.
 static __device__ __forceinline__ float xr_gemm_block_element(
-    const xr_gemm_gpu_params_t &p, const unsigned char *codes, int dtype, long long at,
+    const xr_gemm_args_t &p, const unsigned char *codes, int dtype, long long at,
     long long r_stride, long long k_stride, long long r, long long k, const unsigned char *scales,
     long long scale_offset, long long pitch) {
   float v;
@@ -90,12 +90,12 @@ static __device__ __forceinline__ float xr_gemm_block_element(
 
 struct xr_block_operands {
   const unsigned char *a, *b, *scale_a, *scale_b;
-  __device__ __forceinline__ float load_a(const xr_gemm_gpu_params_t &p, long long base,
+  __device__ __forceinline__ float load_a(const xr_gemm_args_t &p, long long base,
                                           long long m, long long k) const {
     return xr_gemm_block_element(p, a, p.a_dtype, base, p.a.row_stride, p.a.col_stride, m, k,
                                  scale_a, p.scale_a_offset, p.scale_a_stride);
   }
-  __device__ __forceinline__ float load_b(const xr_gemm_gpu_params_t &p, long long base,
+  __device__ __forceinline__ float load_b(const xr_gemm_args_t &p, long long base,
                                           long long k, long long n) const {
     return xr_gemm_block_element(p, b, p.b_dtype, base, p.b.col_stride, p.b.row_stride, n, k,
                                  scale_b, p.scale_b_offset, p.scale_b_stride);
@@ -107,7 +107,7 @@ template <class IO>
 struct xr_plain_epilogue {
   const typename IO::storage *c;
   typename IO::storage *out;
-  __device__ __forceinline__ void store(const xr_gemm_gpu_params_t &p, long long out_base,
+  __device__ __forceinline__ void store(const xr_gemm_args_t &p, long long out_base,
                                         long long c_base, long long m, long long n,
                                         float acc) const {
     float value = p.alpha * acc;
@@ -124,7 +124,7 @@ struct xr_scaled_epilogue {
   const unsigned char *c;
   unsigned char *out;
   const float *scale_a, *scale_b, *scale_result;
-  __device__ __forceinline__ void store(const xr_gemm_gpu_params_t &p, long long out_base,
+  __device__ __forceinline__ void store(const xr_gemm_args_t &p, long long out_base,
                                         long long c_base, long long m, long long n,
                                         float acc) const {
     float value = p.alpha * scale_a[p.scale_a_offset + m * p.scale_a_stride] *
@@ -145,7 +145,7 @@ struct xr_block_epilogue {
   const unsigned char *c;
   unsigned char *out;
   const float *scale_result;
-  __device__ __forceinline__ void store(const xr_gemm_gpu_params_t &p, long long out_base,
+  __device__ __forceinline__ void store(const xr_gemm_args_t &p, long long out_base,
                                         long long c_base, long long m, long long n,
                                         float acc) const {
     float value = p.alpha * acc;
@@ -161,7 +161,7 @@ struct xr_block_epilogue {
 
 template <class Operands, class Epilogue>
 static __device__ void xr_gemm_tiled(const Operands &ops, const Epilogue &epilogue,
-                                     const xr_gemm_gpu_params_t &p) {
+                                     const xr_gemm_args_t &p) {
   __shared__ float a_tile[XR_GEMM_TILE_K][XR_GEMM_TILE_M];
   __shared__ float b_tile[XR_GEMM_TILE_K][XR_GEMM_TILE_N];
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -220,7 +220,7 @@ static __device__ void xr_gemm_tiled(const Operands &ops, const Epilogue &epilog
 
 template <class Operands, class Epilogue>
 static __device__ void xr_gemv(const Operands &ops, const Epilogue &epilogue,
-                               const xr_gemm_gpu_params_t &p) {
+                               const xr_gemm_args_t &p) {
   const int lane = threadIdx.x % warpSize;
   const long long warps_per_block = blockDim.x / warpSize;
   const long long n = (long long)blockIdx.x * warps_per_block + threadIdx.x / warpSize;
@@ -243,12 +243,12 @@ static __device__ void xr_gemv(const Operands &ops, const Epilogue &epilogue,
 #define XR_GEMM_KERNELS(suffix, IO)                                                          \
   extern "C" __global__ void __launch_bounds__(XR_GEMM_THREADS_X * XR_GEMM_THREADS_Y)         \
       xr_gemm_tiled_##suffix(const IO::storage *a, const IO::storage *b, const IO::storage *c, \
-                             IO::storage *out, xr_gemm_gpu_params_t p) {                      \
+                             IO::storage *out, xr_gemm_args_t p) {                      \
     xr_gemm_tiled(xr_typed_operands<IO>{a, b}, xr_plain_epilogue<IO>{c, out}, p);              \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(XR_GEMV_THREADS)                               \
       xr_gemv_##suffix(const IO::storage *a, const IO::storage *b, const IO::storage *c,       \
-                       IO::storage *out, xr_gemm_gpu_params_t p) {                            \
+                       IO::storage *out, xr_gemm_args_t p) {                            \
     xr_gemv(xr_typed_operands<IO>{a, b}, xr_plain_epilogue<IO>{c, out}, p);                    \
   }
 
@@ -259,7 +259,7 @@ XR_GEMM_KERNELS(bf16, xr_io_bf16)
 // aten::_scaled_mm: the same two kernels over fp8 operands, run-time dtypes throughout.
 #define XR_GEMM_SCALED_ARGS                                                                    \
   const unsigned char *a, const unsigned char *b, const unsigned char *c, unsigned char *out,  \
-      const float *scale_a, const float *scale_b, const float *scale_result, xr_gemm_gpu_params_t p
+      const float *scale_a, const float *scale_b, const float *scale_result, xr_gemm_args_t p
 
 extern "C" __global__ void __launch_bounds__(XR_GEMM_THREADS_X * XR_GEMM_THREADS_Y)
     xr_gemm_tiled_scaled(XR_GEMM_SCALED_ARGS) {
@@ -275,7 +275,7 @@ extern "C" __global__ void __launch_bounds__(XR_GEMV_THREADS) xr_gemv_scaled(XR_
 #define XR_GEMM_BLOCK_ARGS                                                                     \
   const unsigned char *a, const unsigned char *b, const unsigned char *c, unsigned char *out,  \
       const unsigned char *scale_a, const unsigned char *scale_b, const float *scale_result,   \
-      xr_gemm_gpu_params_t p
+      xr_gemm_args_t p
 
 extern "C" __global__ void __launch_bounds__(XR_GEMM_THREADS_X * XR_GEMM_THREADS_Y)
     xr_gemm_tiled_block(XR_GEMM_BLOCK_ARGS) {

@@ -4,30 +4,20 @@
  * need no sub-buffers and transposed weights no copies) and read in its own dtype, chosen at
  * run time: fp32, fp16 (vload_half: no cl_khr_fp16 needed), bf16 (ushort bits), fp8 (OCP
  * e4m3fn / e5m2 and AMD fnuz). out = result_scale * (alpha * scale_a[m] * scale_b[n] * A.B
- * + beta * C), rounded once. Block-scaled _scaled_mm (blk > 0: mxfp8, mxfp4, nvfp4) instead
+ * + beta * C), rounded once. Block-scaled _scaled_mm (block > 0: mxfp8, mxfp4, nvfp4) instead
  * dequantizes each element of A and B as the tile is loaded: its code (fp8, or e2m1 nibbles two
  * per byte along K, the lower k in the low nibble) times the e8m0 / e4m3fn scale of its block of
- * blk K elements (kernels/gemm.h). */
+ * `block` K elements (kernels/gemm.h). The arguments: kernels/gemm_args.h's block, filled by
+ * kernels/gemm_device.c, and a table of per-batch element offsets (A, B, C, out). */
 
 #include "float_formats_cl.h"
+#include "gemm_args.h"
 
 #define TS 64
 #define TK 16
 #define LS 16
 #define WPT 4
 
-typedef struct gemm_params {
-  long a_off, a_rs, a_cs;
-  long b_off, b_rs, b_cs;
-  long c_off, c_rs, c_cs;
-  long o_off, o_rs, o_cs;
-  long sa_off, sa_stride, sb_off, sb_stride, sr_off;
-  long M, N, K;
-  long a_dt, b_dt, c_dt, o_dt;
-  long has_c, has_sa, has_sb, has_sr;
-  long blk, s_dt; /* block-scaled: K elements per scale (0: not), the scales' dtype */
-  float alpha, beta;
-} gemm_params;
 
 /* Element (r, k) of a block-scaled operand (A: r = m; B: r = n, its strides swapped),
  * dequantized: code times the scale of block k / blk of row r (scales row-major, `pitch` apart). */
@@ -72,13 +62,13 @@ static void store_elem(__global uchar *base, long dt, long i, float v) {
 __kernel __attribute__((reqd_work_group_size(LS, LS, 1))) void xr_gemm_tiled(
     __global const uchar *A, __global const uchar *B, __global const uchar *C, __global uchar *O,
     __global const uchar *SA, __global const uchar *SB, __global const float *SR,
-    __global const long *batch_off, const gemm_params p) {
+    __global const long *batch_off, const xr_gemm_args_t p) {
   __local float As[TK][TS + 1];
   __local float Bs[TK][TS + 1];
   int tx = (int)get_local_id(0), ty = (int)get_local_id(1), lid = ty * LS + tx;
   long n0 = (long)get_group_id(0) * TS, m0 = (long)get_group_id(1) * TS, bi = (long)get_group_id(2);
-  long ao = p.a_off + batch_off[4 * bi], bo = p.b_off + batch_off[4 * bi + 1];
-  long co = p.c_off + batch_off[4 * bi + 2], oo = p.o_off + batch_off[4 * bi + 3];
+  long ao = p.a.offset + batch_off[4 * bi], bo = p.b.offset + batch_off[4 * bi + 1];
+  long co = p.c.offset + batch_off[4 * bi + 2], oo = p.out.offset + batch_off[4 * bi + 3];
   float acc[WPT][WPT];
   for (int i = 0; i < WPT; i++)
     for (int j = 0; j < WPT; j++) acc[i][j] = 0.0f;
@@ -88,16 +78,22 @@ __kernel __attribute__((reqd_work_group_size(LS, LS, 1))) void xr_gemm_tiled(
       int e = lid + r * LS * LS;
       int mm = e / TK, kk = e % TK; /* consecutive work-items walk K: A is usually K-major */
       long m = m0 + mm, k = k0 + kk;
-      As[kk][mm] = !(m < p.M && k < p.K) ? 0.0f
-                   : p.blk ? load_block(A, p.a_dt, ao, p.a_rs, p.a_cs, m, k, SA, p.sa_off,
-                                        p.sa_stride, p.blk, p.s_dt)
-                           : load_elem(A, p.a_dt, ao + m * p.a_rs + k * p.a_cs);
-      int kb = p.b_rs == 1 ? e % TK : e / TS, nb = p.b_rs == 1 ? e / TK : e % TS;
+      if (!(m < p.M && k < p.K))
+        As[kk][mm] = 0.0f;
+      else if (p.block)
+        As[kk][mm] = load_block(A, p.a_dtype, ao, p.a.row_stride, p.a.col_stride, m, k, SA,
+                                p.scale_a_offset, p.scale_a_stride, p.block, p.scale_dtype);
+      else
+        As[kk][mm] = load_elem(A, p.a_dtype, ao + m * p.a.row_stride + k * p.a.col_stride);
+      int kb = p.b.row_stride == 1 ? e % TK : e / TS, nb = p.b.row_stride == 1 ? e / TK : e % TS;
       long n = n0 + nb, kq = k0 + kb;
-      Bs[kb][nb] = !(n < p.N && kq < p.K) ? 0.0f
-                   : p.blk ? load_block(B, p.b_dt, bo, p.b_cs, p.b_rs, n, kq, SB, p.sb_off,
-                                        p.sb_stride, p.blk, p.s_dt)
-                           : load_elem(B, p.b_dt, bo + kq * p.b_rs + n * p.b_cs);
+      if (!(n < p.N && kq < p.K))
+        Bs[kb][nb] = 0.0f;
+      else if (p.block)
+        Bs[kb][nb] = load_block(B, p.b_dtype, bo, p.b.col_stride, p.b.row_stride, n, kq, SB,
+                                p.scale_b_offset, p.scale_b_stride, p.block, p.scale_dtype);
+      else
+        Bs[kb][nb] = load_elem(B, p.b_dtype, bo + kq * p.b.row_stride + n * p.b.col_stride);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int kk = 0; kk < TK; kk++) {
@@ -110,18 +106,22 @@ __kernel __attribute__((reqd_work_group_size(LS, LS, 1))) void xr_gemm_tiled(
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 
-  float result_scale = p.has_sr ? SR[p.sr_off] : 1.0f;
+  float result_scale = p.has_scale_result ? SR[p.scale_result_offset] : 1.0f;
   for (int i = 0; i < WPT; i++) {
     long m = m0 + ty + LS * i;
     if (m >= p.M) continue;
     __global const float *sa = (__global const float *)SA, *sb = (__global const float *)SB;
-    float row_scale = p.alpha * (p.has_sa ? sa[p.sa_off + m * p.sa_stride] : 1.0f);
+    float row_scale =
+        p.alpha * (p.has_scale_a ? sa[p.scale_a_offset + m * p.scale_a_stride] : 1.0f);
     for (int j = 0; j < WPT; j++) {
       long n = n0 + tx + LS * j;
       if (n >= p.N) continue;
-      float v = row_scale * (p.has_sb ? sb[p.sb_off + n * p.sb_stride] : 1.0f) * acc[i][j];
-      if (p.has_c) v += p.beta * load_elem(C, p.c_dt, co + m * p.c_rs + n * p.c_cs);
-      store_elem(O, p.o_dt, oo + m * p.o_rs + n * p.o_cs, v * result_scale);
+      float v = row_scale * (p.has_scale_b ? sb[p.scale_b_offset + n * p.scale_b_stride] : 1.0f) *
+                acc[i][j];
+      if (p.has_c)
+        v += p.beta * load_elem(C, p.c_dtype, co + m * p.c.row_stride + n * p.c.col_stride);
+      store_elem(O, p.out_dtype, oo + m * p.out.row_stride + n * p.out.col_stride,
+                 v * result_scale);
     }
   }
 }
@@ -129,11 +129,11 @@ __kernel __attribute__((reqd_work_group_size(LS, LS, 1))) void xr_gemm_tiled(
 /* out[b][m][n] = C[b][m][n] for the CLBlast path, whose GEMM accumulates into its output:
  * grid (ceil(N / 16), ceil(M / 16), batch), block (16, 16). Same dtype on both sides. */
 __kernel void xr_gemm_copy_addend(__global const uchar *C, __global uchar *O,
-                                  __global const long *batch_off, const gemm_params p) {
+                                  __global const long *batch_off, const xr_gemm_args_t p) {
   long n = get_global_id(0), m = get_global_id(1), bi = get_global_id(2);
   if (m >= p.M || n >= p.N) return;
-  long src = p.c_off + batch_off[4 * bi + 2] + m * p.c_rs + n * p.c_cs;
-  long dst = p.o_off + batch_off[4 * bi + 3] + m * p.o_rs + n * p.o_cs;
-  if (p.o_dt == XR_F32) ((__global float *)O)[dst] = ((__global const float *)C)[src];
+  long src = p.c.offset + batch_off[4 * bi + 2] + m * p.c.row_stride + n * p.c.col_stride;
+  long dst = p.out.offset + batch_off[4 * bi + 3] + m * p.out.row_stride + n * p.out.col_stride;
+  if (p.out_dtype == XR_F32) ((__global float *)O)[dst] = ((__global const float *)C)[src];
   else ((__global ushort *)O)[dst] = ((__global const ushort *)C)[src];
 }

@@ -11,7 +11,7 @@
 
 #include "kernels/family.h"
 #include "kernels/opencl/clblast.h"
-#include "kernels/opencl/gemm_opencl.h"
+#include "kernels/gemm_device.h"
 
 #ifdef XR_HAVE_CLBLAST_H
 
@@ -140,7 +140,7 @@ static xr_status_t clblast_prepare(const xr_op_plan_t *plan, xr_hal_device_t *de
     s->mem[i] = mem;
     if (st == XR_OK && !(s->offsets[i] = calloc(batch, sizeof(size_t))))
       st = xr_error(XR_RESOURCE_EXHAUSTED, "opencl.clblast_gemm: out of memory");
-    const int64_t base[3] = {s->cl.params.a_off, s->cl.params.b_off, s->cl.params.o_off};
+    const int64_t base[3] = {s->cl.args.a.offset, s->cl.args.b.offset, s->cl.args.out.offset};
     for (size_t b = 0; st == XR_OK && b < batch; b++)
       s->offsets[i][b] = byte_offset / esize + (size_t)(base[i] + s->cl.host_offsets[4 * b + columns[i]]);
   }
@@ -174,7 +174,7 @@ static xr_status_t clblast_enqueue(void *state, xr_hal_stream_t *stream) {
   if (s->copy) {
     xr_hal_kernel_arg_t args[] = {
         xr_hal_arg_buffer(s->cl.buffer[XR_GEMM_C]), xr_hal_arg_buffer(s->cl.buffer[XR_GEMM_OUT]),
-        xr_hal_arg_buffer(s->cl.batch_offsets), xr_hal_arg_bytes(&s->cl.params, sizeof s->cl.params)};
+        xr_hal_arg_buffer(s->cl.batch_offsets), xr_hal_arg_bytes(&s->cl.args, sizeof s->cl.args)};
     xr_hal_dispatch_t d = {.grid = {(uint32_t)((p->N + 15) / 16), (uint32_t)((p->M + 15) / 16),
                                     (uint32_t)p->batch},
                            .block = {16, 16, 1}, .args = args, .arg_count = 4};

@@ -232,7 +232,7 @@ Test(compile, moe_image_has_every_kernel_the_impl_launches_gfx90a) {
   moe_image_has_every_kernel_the_impl_launches("gfx90a");
 }
 
-/* gemm_gpu.c looks its kernels up as xr_gemm_tiled_<suffix> and xr_gemv_<suffix>. */
+/* gemm_device.c looks its kernels up as xr_gemm_tiled_<suffix> and xr_gemv_<suffix>. */
 Test(compile, gemm_image_has_every_kernel_the_impl_launches_sm_80) {
   static const char *const suffixes[] = {"f32", "f16", "bf16", "scaled", "block"};
   char names[10][40];

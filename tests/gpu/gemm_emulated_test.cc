@@ -5,7 +5,7 @@
 // mxfp8 (e4m3fn / e5m2 codes, e8m0 scales per 32), mxfp4 (e2m1 pairs along K, low nibble first,
 // e8m0 per 32), nvfp4 (e2m1 pairs, e4m3fn scales per 16); torch's transposed mat2 and a
 // row-major one, padded scale pitches, a bf16 bias, odd M and N. The launch geometry and the
-// parameter block are filled as kernels/gpu/gemm_gpu.c fills them; outputs start as NaN, so an
+// parameter block are filled as kernels/gemm_device.c fills them; outputs start as NaN, so an
 // unwritten element fails. tests/gpu:gemm_gpu_test_* run the same kernels on devices.
 #include <criterion/criterion.h>
 
@@ -60,7 +60,7 @@ struct problem {
   long long M = 1, N = 1, K = 32, scale_pitch_pad = 0;
   std::vector<unsigned char> a, b, sa, sb;
   std::vector<unsigned short> bias;  // bf16 bits
-  xr_gemm_gpu_params_t p;
+  xr_gemm_args_t p;
 
   bool fp4() const { return f != MXFP8; }
   long long block() const { return f == NVFP4 ? 16 : 32; }
@@ -111,10 +111,10 @@ struct problem {
   }
 };
 
-// Launches as kernels/gpu/gemm_gpu.c does and compares every output with float64.
+// Launches as kernels/gemm_device.c does and compares every output with float64.
 void expect_matches(const char *what, problem &P) {
   P.make();
-  const xr_gemm_gpu_params_t p = P.p;
+  const xr_gemm_args_t p = P.p;
   std::vector<float> out(P.M * P.N, NAN);
   const float *no_result_scale = nullptr;
   const bool gemv = P.M == 1 && p.b.row_stride == 1 && XR_GEMV_THREADS % warpSize == 0;
@@ -191,7 +191,7 @@ Test(gemm_emulated, f32_and_per_tensor_scaled_share_the_loops) {
     for (auto &x : a8) x = random_fp8(false);
     for (auto &x : b8) x = random_fp8(true);
     const float scale_a = 0.5f, scale_b = 0.25f;
-    xr_gemm_gpu_params_t p;
+    xr_gemm_args_t p;
     memset(&p, 0, sizeof p);
     p.M = M, p.N = N, p.K = K, p.batch = 1;
     p.a.row_stride = K, p.a.col_stride = 1, p.b.row_stride = 1, p.b.col_stride = K;  // B = [N, K]^T
@@ -205,7 +205,7 @@ Test(gemm_emulated, f32_and_per_tensor_scaled_share_the_loops) {
       if (gemv) xr_gemv_f32(a.data(), b.data(), nullptr, out.data(), p);
       else xr_gemm_tiled_f32(a.data(), b.data(), nullptr, out.data(), p);
     });
-    xr_gemm_gpu_params_t q = p;
+    xr_gemm_args_t q = p;
     q.a_dtype = XR_GPU_F8E4M3FN, q.b_dtype = XR_GPU_F8E5M2, q.out_dtype = XR_GPU_F32;
     std::vector<float> out_s(M * N, NAN);
     unsigned char *o = reinterpret_cast<unsigned char *>(out_s.data());

@@ -1,4 +1,4 @@
-/* The GEMM family's GPU implementation (kernels/gpu/gemm.cu via kernels/gpu/gemm_gpu.c) on a
+/* The GEMM family's GPU implementation (kernels/gpu/gemm.cu via kernels/gemm_device.c) on a
  * cuda or hip device (built once per driver, XR_GPU_DRIVER=cuda|hip), each case compared with
  * the CPU reference on the same seeded inputs through the real engine (tests/kernels/check.h).
  * Sizes 1, 3, 17, 129 and 1000; transposed, broadcast and offset views; the tiled kernel and

@@ -39,7 +39,7 @@ static const struct gpu_claim {
   const char *source;
 } gpu_claims[] = {
     {"gemm", "f32 f16 bf16 f8e4m3fn f8e5m2 f8e4m3fnuz f8e5m2fnuz f4e2m1x2 f8e8m0",
-     "kernels/gpu/gemm_gpu.c gemm_gpu_supports (gpu_dtype: f32/f16/bf16) and scaled_supports "
+     "kernels/gemm_device.c gemm_gpu_supports (gpu_dtype: f32/f16/bf16) and scaled_supports "
      "(aten::_scaled_mm: the four fp8 types, block-scaled fp8 and f4e2m1x2 with e8m0 scales)"},
     {"elementwise", "f32 f16 bf16 f8e4m3fn f8e5m2 f8e4m3fnuz f8e5m2fnuz i32 i64",
      "kernels/elementwise_device.c ew_supports (float results of any float dtype but f64; "

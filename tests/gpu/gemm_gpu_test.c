@@ -1,11 +1,10 @@
 /* The GEMM family's GPU implementation (kernels/gpu/gemm.cu via kernels/gemm_device.c) on a
  * cuda or hip device (built once per driver, XR_GPU_DRIVER=cuda|hip), each case compared with
- * the CPU reference on the same seeded inputs through the real engine (tests/kernels/check.h).
- * Sizes 1, 3, 17, 129 and 1000; transposed, broadcast and offset views; the tiled kernel and
- * the M == 1 warp-per-column kernel; f32, f16, bf16; then the cases the cpu and opencl suites
- * run (tests/kernels/gemm_cases.h), aten::_scaled_mm with fp8 operands and its block-scaled
- * mxfp8 / mxfp4 / nvfp4 forms included. Skips without
- * such a device. */
+ * the CPU reference on the same seeded inputs through the real engine (tests/kernels/check.h):
+ * the GPU's own shapes (sizes 1, 3, 17, 129 and 1000; transposed, broadcast and offset views;
+ * the tiled kernel and the M == 1 warp-per-column kernel; f32, f16, bf16). The family's shared
+ * cases, aten::_scaled_mm and its block-scaled forms included, run on the same kernels as
+ * tests/kernels:gemm_matrix_{cuda,hip}. Skips without such a device. */
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -86,13 +85,3 @@ Test(gemm_gpu, matmul_broadcasts_batches) {
              T("other", "c10::Half", "[5, 17, 4]", "")));
 }
 
-/* The shared case lists: every product at each dtype, and _scaled_mm. */
-static const target_t gpu = {DRIVER, "gpu.gemm_tiled", "gpu.gemm_tiled",
-                             "gpu.gemm_tiled", "gpu.gemm_tiled", NULL};
-
-Test(gemm_gpu, shared_products_f32) { products(&gpu, "float"); }
-Test(gemm_gpu, shared_products_bf16) { products(&gpu, "c10::BFloat16"); }
-Test(gemm_gpu, shared_products_f16) { products(&gpu, "c10::Half"); }
-Test(gemm_gpu, scaled_mm_fp8) { scaled_products(&gpu); }
-/* Block-scaled _scaled_mm (mxfp8, mxfp4, nvfp4): the _block kernels, the M == 1 one included. */
-Test(gemm_gpu, scaled_mm_block_scaled) { block_scaled_products(&gpu); }

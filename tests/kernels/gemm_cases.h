@@ -1,5 +1,6 @@
-/* GEMM test cases shared by gemm_test.c and gemm_clblast_test.c: one-op JSON bundles built in
- * C, and the family's cases written once and run per device and implementation. */
+/* GEMM test cases shared by the gemm_matrix_<driver> targets (GEMM_MATRIX at the end),
+ * gemm_test.c, gemm_clblast_test.c and tests/gpu's GEMM suites: one-op JSON bundles built in C,
+ * and the family's cases written once and run per device and implementation. */
 #ifndef XR_TESTS_KERNELS_GEMM_CASES_H
 #define XR_TESTS_KERNELS_GEMM_CASES_H
 
@@ -332,5 +333,37 @@ static inline void block_scaled_products(const target_t *t) {
     block_case(t, &a, &b, &sa, &sb, NULL, "6");
   }
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* The family's matrix (tests/kernels/matrix.c)                                               */
+
+/* The kernels a driver's cases must take: the cpu's default choice (oneDNN for f32, and for
+ * bf16 where it computes it; cpu.gemm_blocked for the rest), and on the other drivers the
+ * family's own tiled kernels, the vendor libraries switched off for this test's process
+ * (gemm_test steers cpu and opencl among their implementations, tests/gpu:gemm_blaslt_test_*
+ * runs cuBLASLt / hipBLASLt). */
+static inline const target_t *gemm_matrix_target(const char *device) {
+  static target_t t;
+  const char *driver = kernel_driver(device);
+  if (!strcmp(driver, "cpu")) {
+    const char *bf16 = onednn_computes("c10::BFloat16") ? "cpu.onednn_matmul" : "cpu.gemm_blocked";
+    t = (target_t){device, "cpu.onednn_matmul", bf16, "cpu.gemm_blocked", "cpu.gemm_blocked", NULL};
+    return &t;
+  }
+  setenv("XR_CLBLAST_LIBRARY", "off", 1);
+  setenv("XR_CUBLASLT_LIBRARY", "off", 1);
+  setenv("XR_HIPBLASLT_LIBRARY", "off", 1);
+  const char *tiled = kernel_impl(device, "gemm_tiled");
+  t = (target_t){device, tiled, tiled, tiled, tiled, NULL};
+  return &t;
+}
+
+#define GEMM_MATRIX(GROUP)                                                         \
+  GROUP(products_f32, products(gemm_matrix_target(device), "float"))               \
+  GROUP(products_bf16, products(gemm_matrix_target(device), "c10::BFloat16"))      \
+  GROUP(products_f16, products(gemm_matrix_target(device), "c10::Half"))           \
+  GROUP(scaled_mm, scaled_products(gemm_matrix_target(device)))                    \
+  GROUP(block_scaled_mm, block_scaled_products(gemm_matrix_target(device)))
+#define GEMM_MATRIX_GAPS(GAP)
 
 #endif

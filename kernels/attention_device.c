@@ -39,12 +39,26 @@ typedef struct backend {
    * MAX_GRID_YZ (the kernels loop past it), the tiles in dynamic shared memory. OpenCL: one
    * kernel for every kind, a work-item per row, the tiles as local-memory arguments. */
   bool typed;
+  /* unified attention's two steps: this backend's cache writer and paged attention */
+  const xr_kernel_impl_t *cache_impl, *paged_impl;
 } backend_t;
 
-static const backend_t opencl = {"opencl", xr_opencl_build, "attention.cl", "attention.cl",
-                                 "attention.cl", false};
-static const backend_t gpu = {"gpu", xr_gpu_build, "attention.cu", "paged_attention.cu",
-                              "kv_cache.cu", true};
+static const backend_t opencl = {.name = "opencl",
+                                 .build = xr_opencl_build,
+                                 .attention_source = "attention.cl",
+                                 .paged_source = "attention.cl",
+                                 .cache_source = "attention.cl",
+                                 .typed = false,
+                                 .cache_impl = &xr_cache_opencl_impl,
+                                 .paged_impl = &xr_attn_opencl_impl};
+static const backend_t gpu = {.name = "gpu",
+                              .build = xr_gpu_build,
+                              .attention_source = "attention.cu",
+                              .paged_source = "paged_attention.cu",
+                              .cache_source = "kv_cache.cu",
+                              .typed = true,
+                              .cache_impl = &xr_cache_gpu_impl,
+                              .paged_impl = &xr_paged_attn_gpu_impl};
 
 /* Largest grid dimension y/z on both GPU vendors (x allows 2^31 - 1). */
 #define MAX_GRID_YZ 65535
@@ -436,54 +450,29 @@ static xr_status_t cache_enqueue(void *state, xr_hal_stream_t *stream) {
 
 /* ------------------------------------------------------------------------------------------ */
 
-/* The impl `symbol` whose supports() and prepare() take backend `b` first (supports() reads
- * the device: CUDA's kernels need its warp width). */
-#define ATTN_IMPL(symbol, impl_name, driver_name, b, supports_fn, prepare_fn, enqueue_fn, release_fn) \
-  static xr_status_t symbol##_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {           \
-    return supports_fn(&b, plan, device);                                                             \
-  }                                                                                                   \
-  static xr_status_t symbol##_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,              \
-                                      const xr_tensor_t *tensors, void **out_state) {                 \
-    return prepare_fn(&b, plan, device, tensors, out_state);                                          \
-  }                                                                                                   \
-  const xr_kernel_impl_t symbol = {                                                                   \
-      .name = impl_name,                                                                              \
-      .driver = driver_name,                                                                          \
-      .supports = symbol##_supports,                                                                  \
-      .prepare = symbol##_prepare,                                                                    \
-      .enqueue = enqueue_fn,                                                                          \
-      .release = release_fn,                                                                          \
-  };
-
 /* OpenCL's one attention kernel serves both families (it takes fp8 caches). */
-ATTN_IMPL(xr_attn_opencl_impl, "opencl.flash_attention", "opencl", opencl, paged_supports, paged_prepare,
-          attn_enqueue, attn_release)
-ATTN_IMPL(xr_cache_opencl_impl, "opencl.reshape_and_cache", "opencl", opencl, cache_supports, cache_prepare,
-          cache_enqueue, cache_release)
-ATTN_IMPL(xr_attn_gpu_impl, "gpu.flash_attention", "gpu", gpu, attn_supports, attn_prepare, attn_enqueue,
-          attn_release)
-ATTN_IMPL(xr_paged_attn_gpu_impl, "gpu.paged_attention", "gpu", gpu, paged_supports, paged_prepare, attn_enqueue,
-          attn_release)
-ATTN_IMPL(xr_cache_gpu_impl, "gpu.reshape_and_cache", "gpu", gpu, cache_supports, cache_prepare, cache_enqueue,
-          cache_release)
+XR_DEVICE_IMPL(xr_attn_opencl_impl, "opencl.flash_attention", "opencl", opencl, paged_supports,
+               paged_prepare, attn_enqueue, attn_release)
+XR_DEVICE_IMPL(xr_cache_opencl_impl, "opencl.reshape_and_cache", "opencl", opencl, cache_supports,
+               cache_prepare, cache_enqueue, cache_release)
+XR_DEVICE_IMPL(xr_attn_gpu_impl, "gpu.flash_attention", "gpu", gpu, attn_supports, attn_prepare,
+               attn_enqueue, attn_release)
+XR_DEVICE_IMPL(xr_paged_attn_gpu_impl, "gpu.paged_attention", "gpu", gpu, paged_supports,
+               paged_prepare, attn_enqueue, attn_release)
+XR_DEVICE_IMPL(xr_cache_gpu_impl, "gpu.reshape_and_cache", "gpu", gpu, cache_supports,
+               cache_prepare, cache_enqueue, cache_release)
 
 /* vLLM's unified attention: a backend's cache writer, then its paged attention. */
-#define UA_IMPL(symbol, impl_name, driver_name, cache_impl, attn_impl)                                \
-  static xr_status_t symbol##_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {           \
-    return xr_ua_supports(plan, device, &cache_impl, &attn_impl);                                     \
-  }                                                                                                   \
-  static xr_status_t symbol##_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,              \
-                                      const xr_tensor_t *tensors, void **out_state) {                 \
-    return xr_ua_prepare(plan, device, tensors, &cache_impl, &attn_impl, out_state);                  \
-  }                                                                                                   \
-  const xr_kernel_impl_t symbol = {                                                                   \
-      .name = impl_name,                                                                              \
-      .driver = driver_name,                                                                          \
-      .supports = symbol##_supports,                                                                  \
-      .prepare = symbol##_prepare,                                                                    \
-      .enqueue = xr_ua_enqueue,                                                                       \
-      .release = xr_ua_release,                                                                       \
-  };
+static xr_status_t ua_supports(const backend_t *b, const xr_op_plan_t *plan, xr_hal_device_t *device) {
+  return xr_ua_supports(plan, device, b->cache_impl, b->paged_impl);
+}
 
-UA_IMPL(xr_ua_opencl_impl, "opencl.unified_attention", "opencl", xr_cache_opencl_impl, xr_attn_opencl_impl)
-UA_IMPL(xr_ua_gpu_impl, "gpu.unified_attention", "gpu", xr_cache_gpu_impl, xr_paged_attn_gpu_impl)
+static xr_status_t ua_prepare(const backend_t *b, const xr_op_plan_t *plan, xr_hal_device_t *device,
+                              const xr_tensor_t *tensors, void **out_state) {
+  return xr_ua_prepare(plan, device, tensors, b->cache_impl, b->paged_impl, out_state);
+}
+
+XR_DEVICE_IMPL(xr_ua_opencl_impl, "opencl.unified_attention", "opencl", opencl, ua_supports,
+               ua_prepare, xr_ua_enqueue, xr_ua_release)
+XR_DEVICE_IMPL(xr_ua_gpu_impl, "gpu.unified_attention", "gpu", gpu, ua_supports, ua_prepare,
+               xr_ua_enqueue, xr_ua_release)

@@ -59,7 +59,9 @@ static int64_t elements(const xr_conv_operand_t *o) {
   return n;
 }
 
-static xr_status_t conv_supports(const backend_t *b, const xr_op_plan_t *plan) {
+static xr_status_t conv_supports(const backend_t *b, const xr_op_plan_t *plan,
+                                 xr_hal_device_t *device) {
+  (void)device;
   const xr_conv_problem_t *p = plan->problem;
   for (int i = 0; i < p->step_count; i++) {
     const xr_conv_step_t *s = &p->steps[i];

@@ -77,7 +77,9 @@ static int operand_kind(const xr_ew_operand_t *o, bool scalar) {
   return scalar ? XR_EW_KIND_SCALAR : o->index >= 0 ? XR_EW_KIND_TENSOR : XR_EW_KIND_NONE;
 }
 
-static xr_status_t ew_supports(const backend_t *b, const xr_op_plan_t *plan) {
+static xr_status_t ew_supports(const backend_t *b, const xr_op_plan_t *plan,
+                               xr_hal_device_t *device) {
+  (void)device;
   const xr_ew_problem_t *p = plan->problem;
   for (size_t i = 0; i < p->step_count; i++) {
     const xr_ew_step_t *s = &p->steps[i];
@@ -283,7 +285,9 @@ XR_DEVICE_IMPL(xr_gpu_elementwise, "gpu.elementwise", "gpu", gpu, ew_supports, e
 /* ------------------------------------------------------------------------------------------ */
 /* argmax                                                                                      */
 
-static xr_status_t argmax_supports(const backend_t *b, const xr_op_plan_t *plan) {
+static xr_status_t argmax_supports(const backend_t *b, const xr_op_plan_t *plan,
+                                   xr_hal_device_t *device) {
+  (void)device;
   const xr_argmax_problem_t *p = plan->problem;
   if (!xr_dtype_is_floating(p->dtype) || p->dtype == XR_DTYPE_F64)
     return xr_error(XR_UNIMPLEMENTED, "%s: %s input: the %s kernel compares in float, which is "

@@ -15,10 +15,9 @@
  * writer and unified attention ride on it), conv, elementwise (argmax rides on it), gemm (its
  * vendor libraries beside it: cpu/gemm_onednn.c, opencl/gemm_clblast.c, gpu/blaslt_gemm.c), moe,
  * norm (softmax and rotary ride on it), quant, reduce, scatter, pool and channel_norm (one
- * vision_device.c). XR_DEVICE_IMPL below declares most impls; attention_device.c has its own
- * (its supports() reads the device), and gemm_device.c hosts its two backends side by side over
- * the one block (gemm.cl reads a per-batch offset table CLBlast shares; gemm.cu has typed, M == 1
- * and _scaled_mm kernels).
+ * vision_device.c). XR_DEVICE_IMPL below declares most impls; gemm_device.c hosts its two
+ * backends side by side over the one block (gemm.cl reads a per-batch offset table CLBlast
+ * shares; gemm.cu has typed, M == 1 and _scaled_mm kernels).
  * A new op of a family touches <family>.c (planning and the reference), the kernels' switch in
  * the .cl and .cu when devices compute it, and its cases in tests/kernels/<family>_cases.h,
  * whose <FAMILY>_MATRIX list runs them on every driver (tests/kernels/matrix.bzl). */
@@ -29,13 +28,12 @@
 #include "kernels/kernels.h"
 
 /* The impl `symbol` ("opencl.conv" on "opencl") of a family's device host (<family>_device.c),
- * whose functions take its backend table first: supports_fn(&backend, plan) and
+ * whose functions take its backend table first: supports_fn(&backend, plan, device) and
  * prepare_fn(&backend, plan, device, tensors, out_state). */
 #define XR_DEVICE_IMPL(symbol, impl_name, driver_name, backend, supports_fn, prepare_fn,         \
                        enqueue_fn, release_fn)                                                 \
   static xr_status_t symbol##_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) { \
-    (void)device;                                                                           \
-    return supports_fn(&backend, plan);                                                     \
+    return supports_fn(&backend, plan, device);                                             \
   }                                                                                         \
   static xr_status_t symbol##_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device,    \
                                       const xr_tensor_t *tensors, void **out_state) {       \

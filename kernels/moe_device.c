@@ -354,7 +354,9 @@ static bool contiguous(const xr_tensor_spec_t *t) {
   return true;
 }
 
-static xr_status_t moe_supports(const backend_t *b, const xr_op_plan_t *plan) {
+static xr_status_t moe_supports(const backend_t *b, const xr_op_plan_t *plan,
+                                xr_hal_device_t *device) {
+  (void)device;
   const xr_moe_problem_t *p = plan->problem;
   const char *impl = b->name;
   xr_status_t st = xr_moe_check_supported(plan, impl);

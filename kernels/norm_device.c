@@ -111,7 +111,9 @@ static xr_status_t launch_create(const backend_t *b, const xr_op_plan_t *plan,
 /* ------------------------------------------------------------------------------------------ */
 /* rows                                                                                       */
 
-static xr_status_t rows_supports(const backend_t *b, const xr_op_plan_t *plan) {
+static xr_status_t rows_supports(const backend_t *b, const xr_op_plan_t *plan,
+                                 xr_hal_device_t *device) {
+  (void)device;
   const xr_rows_problem_t *p = plan->problem;
   xr_status_t st = xr_rows_check_fast(plan, b->label);
   if (st != XR_OK) return st;
@@ -168,7 +170,9 @@ static xr_status_t rows_prepare(const backend_t *b, const xr_op_plan_t *plan,
 /* ------------------------------------------------------------------------------------------ */
 /* rotary embedding                                                                           */
 
-static xr_status_t rotary_supports(const backend_t *b, const xr_op_plan_t *plan) {
+static xr_status_t rotary_supports(const backend_t *b, const xr_op_plan_t *plan,
+                                   xr_hal_device_t *device) {
+  (void)device;
   const xr_rotary_problem_t *p = plan->problem;
   xr_status_t st = xr_rotary_check_fast(plan, b->label);
   return st != XR_OK ? st : dispatch_limit(b, plan, p->tokens, "tokens");

@@ -51,7 +51,9 @@ static const backend_t opencl = {"opencl.reduce", "opencl", "reduce.cl", xr_open
 static const backend_t gpu = {"gpu.reduce", "GPU", "reduce.cu", xr_gpu_build,
                               XR_REDUCE_GPU_THREADS, XR_REDUCE_GPU_THREADS, XR_REDUCE_GPU_SORT_MAX};
 
-static xr_status_t reduce_supports(const backend_t *b, const xr_op_plan_t *plan) {
+static xr_status_t reduce_supports(const backend_t *b, const xr_op_plan_t *plan,
+                                   xr_hal_device_t *device) {
+  (void)device;
   const xr_reduce_problem_t *p = plan->problem;
   xr_status_t st = xr_reduce_int_pipeline(p) ? XR_OK : xr_reduce_check_fast(plan, b->label);
   if (st != XR_OK) return st;

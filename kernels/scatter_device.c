@@ -189,7 +189,9 @@ static xr_status_t sc_enqueue(void *state, xr_hal_stream_t *stream) {
   return st;
 }
 
-static xr_status_t sc_supports(const backend_t *b, const xr_op_plan_t *plan) {
+static xr_status_t sc_supports(const backend_t *b, const xr_op_plan_t *plan,
+                               xr_hal_device_t *device) {
+  (void)device;
   return xr_sc_device_supports(plan, b->label);
 }
 

@@ -203,9 +203,10 @@ static xr_status_t attn_supports_common(const backend_t *b, const xr_op_plan_t *
   return XR_OK;
 }
 
+/* CUDA/HIP's dense attention (attention.cu has no fp8-cache kernels); OpenCL's one kernel serves
+ * both families through paged_supports. */
 static xr_status_t attn_supports(const backend_t *b, const xr_op_plan_t *plan, xr_hal_device_t *device) {
-  return attn_supports_common(b, plan, device, b->typed ? "flash_attention (gpu)" : "opencl.flash_attention",
-                              !b->typed);
+  return attn_supports_common(b, plan, device, "flash_attention (gpu)", false);
 }
 
 static xr_status_t paged_supports(const backend_t *b, const xr_op_plan_t *plan, xr_hal_device_t *device) {

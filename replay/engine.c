@@ -563,6 +563,7 @@ static xr_status_t time_op(const xr_replay_options_t *o, device_run_t *d,
   r->cold_median_us = cold.median_us;
   r->cold_iqr_us = cold.iqr_us;
   r->cold_noise_percent = cold.noise_percent;
+  if (cold.stop_reason && !strcmp(cold.stop_reason, "cancelled")) r->stop_reason = "cancelled";
   return st;
 }
 
@@ -629,6 +630,26 @@ static void dump_outputs(const device_run_t *d, const op_work_t *w, void *const 
         r->outcome == XR_OP_SUCCEEDED)
       fail(r, XR_OP_FAILED, "dump: ");
   }
+}
+
+/* The run was cancelled while this op was timed: a cut-short timing is no figure to report, so
+ * the op keeps what it checked and loses its samples. */
+static void interrupted(xr_op_result_t *r) {
+  snprintf(r->message, sizeof r->message,
+           "interrupted while timing (%d of the samples it needed taken, none reported)",
+           r->iterations);
+  r->outcome = XR_OP_INTERRUPTED;
+  r->iterations = 0;
+  r->min_us = r->median_us = r->mean_us = r->p10_us = r->p25_us = r->p75_us = r->p90_us = 0;
+  r->iqr_us = 0;
+  r->noise_percent = -1;
+  r->noise_met = false;
+  r->timed_wall_ms = r->host_us_per_iteration = 0;
+  r->batches = r->crowded_batches = 0;
+  r->contended = false;
+  r->cold_iterations = 0;
+  r->cold_median_us = r->cold_iqr_us = 0;
+  r->cold_noise_percent = -1;
 }
 
 /* The first execution's outputs against the reference: the check. */
@@ -839,6 +860,10 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     fail(r, XR_OP_FAILED, "timing: ");
     goto out;
   }
+  if (r->stop_reason && !strcmp(r->stop_reason, "cancelled")) {
+    interrupted(r);
+    goto out;
+  }
   derive_rates(&d->info->properties, plan, rotate * xr_planned_op_bytes(&w->p),
                e->o->cache == XR_CACHE_COLD && d->flush_covers_caches, r);
   if (plan->collective) gather_ranks(agree, plan, r);
@@ -1033,6 +1058,8 @@ static void count(xr_replay_device_t *d, const xr_op_t *op, const xr_op_result_t
     d->trace_covered_us += xr_op_trace_total_us(op);
   } else if (r->outcome == XR_OP_FAILED) {
     d->failed++;
+  } else if (r->outcome == XR_OP_INTERRUPTED) {
+    d->interrupted++;
   } else {
     d->unsupported++;
   }
@@ -1095,6 +1122,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   summary->succeeded = summary->devices[0].succeeded;
   summary->failed = summary->devices[0].failed;
   summary->unsupported = summary->devices[0].unsupported;
+  summary->interrupted = summary->devices[0].interrupted;
   summary->trace_covered_us = summary->devices[0].trace_covered_us;
   trace_ratios(&e);
   engine_close(&e);

@@ -34,6 +34,7 @@ const char *xr_op_outcome_name(xr_op_outcome_t outcome) {
     case XR_OP_SUCCEEDED: return "ok";
     case XR_OP_FAILED: return "failed";
     case XR_OP_UNSUPPORTED: return "unsupported";
+    case XR_OP_INTERRUPTED: return "interrupted";
   }
   return "?";
 }

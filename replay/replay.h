@@ -164,9 +164,12 @@ typedef enum xr_op_outcome {
   XR_OP_SUCCEEDED = 0,
   XR_OP_FAILED,       /* it ran and went wrong, or its check failed */
   XR_OP_UNSUPPORTED,  /* no kernel for this op, dtype or layout on this device */
+  XR_OP_INTERRUPTED,  /* the run was cancelled (options.cancel) before its timing finished: no
+                         time is reported, what it checked is */
 } xr_op_outcome_t;
 
-const char *xr_op_outcome_name(xr_op_outcome_t outcome); /* "ok", "failed", "unsupported" */
+/* "ok", "failed", "unsupported", "interrupted" */
+const char *xr_op_outcome_name(xr_op_outcome_t outcome);
 
 #define XR_MAX_CHECKED_OUTPUTS 8
 #define XR_REPLAY_MAX_RANK_MEDIANS 64
@@ -278,7 +281,7 @@ typedef struct xr_trace_ratio_stats {
 typedef struct xr_replay_device {
   char spec[64];                         /* as given: "opencl:1", "auto" */
   xr_hal_device_properties_t properties; /* of the device opened (its spec is the resolved one) */
-  size_t succeeded, failed, unsupported;
+  size_t succeeded, failed, unsupported, interrupted;
   double trace_covered_us;               /* recorded GPU time of the ops that succeeded on it */
   /* Replayed vs recorded over the ops that succeeded here with a recorded time, and whether
    * this device is the model the trace ran on (xr_trace_device_same_model). */
@@ -294,7 +297,7 @@ typedef struct xr_replay_summary {
   size_t device_count;
   xr_replay_device_t devices[XR_REPLAY_MAX_DEVICES];
   /* The first device's counts (devices[0]), for the common single-device run. */
-  size_t succeeded, failed, unsupported;
+  size_t succeeded, failed, unsupported, interrupted;
   double trace_covered_us;
 } xr_replay_summary_t;
 

@@ -387,6 +387,7 @@ static cJSON *report_summary(const xr_report_t *r, const xr_replay_summary_t *s)
   cJSON_AddNumberToObject(o, "succeeded", (double)d->succeeded);
   cJSON_AddNumberToObject(o, "failed", (double)d->failed);
   cJSON_AddNumberToObject(o, "unsupported", (double)d->unsupported);
+  cJSON_AddNumberToObject(o, "interrupted", (double)d->interrupted);
   cJSON_AddBoolToObject(o, "cancelled", s->cancelled);
   add_number(o, "trace_total_us", s->trace_total_us);
   add_number(o, "trace_covered_us", d->trace_covered_us);

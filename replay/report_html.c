@@ -476,8 +476,8 @@ static void notes(FILE *f, const xr_report_contents_t *c) {
             c->op_count);
   } else if (c->cancelled) {
     fputs(
-        "<p class=\"note partial\">This run was interrupted: the ops after the last one listed "
-        "were not attempted.</p>\n",
+        "<p class=\"note partial\">This run was interrupted: an op whose timing was cut short "
+        "is listed as interrupted, with no time; the ops after it were not attempted.</p>\n",
         f);
   }
 }
@@ -514,13 +514,15 @@ static void trace_ratio_line(FILE *f, const xr_report_contents_t *c) {
 }
 
 static void summary_line(FILE *f, const xr_report_contents_t *c) {
-  size_t ok = 0, failed = 0, unsupported = 0;
+  size_t ok = 0, failed = 0, unsupported = 0, interrupted = 0;
   for (size_t i = 0; i < c->op_count; i++) {
     const char *o = c->ops[i].outcome;
     if (!strcmp(o, "ok"))
       ok++;
     else if (!strcmp(o, "failed"))
       failed++;
+    else if (!strcmp(o, "interrupted"))
+      interrupted++;
     else
       unsupported++;
   }
@@ -528,6 +530,7 @@ static void summary_line(FILE *f, const xr_report_contents_t *c) {
           "<p class=\"summary\">%zu ops in this report: %zu succeeded, %zu failed, %zu "
           "unsupported",
           c->op_count, ok, failed, unsupported);
+  if (interrupted) fprintf(f, ", %zu interrupted", interrupted);
   if (c->finished) {
     fputs(" (the run's summary: ", f);
     num(f, c->attempted, 12);

@@ -89,12 +89,10 @@ static bool parse_stop(const char *v, xr_replay_options_t *o) {
   return true;
 }
 
+/* The signal that interrupted the run (SIGINT, SIGTERM), 0 while none has. */
 static volatile int cancel_flag;
 
-static void on_sigint(int sig) {
-  (void)sig;
-  cancel_flag = 1;
-}
+static void on_interrupt(int sig) { cancel_flag = sig; }
 
 /* What the side-by-side table keeps of each op on each device. */
 typedef struct kept {
@@ -221,7 +219,11 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
     if (r->checked) printf("  check ok (nmse %.2g)", r->output_count ? r->outputs[0].nmse : 0.0);
     print_timing_flags(c, r);
   } else {
-    printf(" %s: %s", r->outcome == XR_OP_FAILED ? "FAILED" : "unsupported", r->message);
+    printf(" %s: %s",
+           r->outcome == XR_OP_FAILED        ? "FAILED"
+           : r->outcome == XR_OP_INTERRUPTED ? "interrupted"
+                                             : "unsupported",
+           r->message);
   }
   putchar('\n');
   if (c->verbose) {
@@ -622,7 +624,7 @@ int xr_cmd_replay(int argc, char **argv) {
   }
   o.comm = comm;
   o.cancel = &cancel_flag;
-  struct sigaction sa = {.sa_handler = on_sigint};
+  struct sigaction sa = {.sa_handler = on_interrupt};
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
@@ -649,9 +651,10 @@ int xr_cmd_replay(int argc, char **argv) {
       fprintf(stderr, "replay: %s\n", xr_last_error());
     if (st != XR_OK) continue;
     const xr_replay_device_t *dev = &s.devices[d];
-    printf("summary [%s]: %zu of %zu ops attempted: %zu succeeded, %zu failed, %zu unsupported%s\n",
-           dev->spec, s.attempted, s.total, dev->succeeded, dev->failed, dev->unsupported,
-           s.cancelled ? " (interrupted)" : "");
+    printf("summary [%s]: %zu of %zu ops attempted: %zu succeeded, %zu failed, %zu unsupported",
+           dev->spec, s.attempted, s.total, dev->succeeded, dev->failed, dev->unsupported);
+    if (dev->interrupted) printf(", %zu interrupted", dev->interrupted);
+    printf("%s\n", s.cancelled ? " (interrupted)" : "");
     if (s.trace_total_us > 0)
       printf("summary [%s]: the ops that ran cover %.1f%% of the source trace's GPU time "
              "(%.1f of %.1f us)\n",
@@ -670,8 +673,15 @@ int xr_cmd_replay(int argc, char **argv) {
   free(ctx.kept);
   xr_shard_destroy(shard);
   xr_bundle_destroy(b);
-  if (cancel_flag && ctx.report_status == XR_OK)
-    fprintf(stderr, "replay: interrupted; every op that finished is reported\n");
+  if (cancel_flag) {
+    /* Interrupted: the shell's code for the signal, once the reports are whole. */
+    if (ctx.report_status == XR_OK)
+      fprintf(stderr,
+              "replay: interrupted (%s): every op that finished is reported, the one in progress "
+              "as interrupted\n",
+              cancel_flag == SIGTERM ? "SIGTERM" : "SIGINT");
+    rc = 128 + cancel_flag;
+  }
   if (comm && xr_hal_comm_status(comm) != XR_OK) {
     /* The other ranks may wait in a collective forever: end them all, reports written. */
     fprintf(stderr, "replay: rank %d: %s; ending every rank\n", xr_hal_comm_rank(comm),

@@ -298,19 +298,21 @@ Test(cli, two_hals_side_by_side_and_compare_reports) {
   cr_assert(strstr(err_text, "not a replay report"), "%s", err_text);
 }
 
-/* Ctrl-C stops the run cleanly: the op being timed is reported with the iterations it has,
- * the summary says the run was interrupted, and the report on disk is complete JSON. */
-Test(cli, interrupt_keeps_what_was_measured) {
-  char report[1024], out[1100];
-  snprintf(report, sizeof report, "%s/interrupted.%d.json", tmpdir(), (int)getpid());
-  snprintf(out, sizeof out, "%s/interrupted.%d.out", tmpdir(), (int)getpid());
-  char bundle[1100];
-  snprintf(bundle, sizeof bundle, "%s/slow.%d.json", tmpdir(), (int)getpid());
+/* SIGINT (Ctrl-C) and SIGTERM stop the run cleanly: the op being timed is reported as
+ * interrupted with no time (never ok), the summary counts it apart and says the run was
+ * interrupted, the report on disk is complete JSON, and replay exits with the shell's code for
+ * the signal. */
+static void interrupt_run(int sig, int code) {
+  char report[1024], out[1100], bundle[1100];
+  snprintf(report, sizeof report, "%s/interrupted.%d.%d.json", tmpdir(), sig, (int)getpid());
+  snprintf(out, sizeof out, "%s/interrupted.%d.%d.out", tmpdir(), sig, (int)getpid());
+  snprintf(bundle, sizeof bundle, "%s/slow.%d.%d.json", tmpdir(), sig, (int)getpid());
   write_text(bundle,
              "{\"format\": \"xreplay-bundle\", \"ops\": [{\"name\": \"aten::mm\", \"args\": ["
              "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": {\"shape\": [256, 256], "
              "\"dtype\": \"float\"}}, {\"name\": \"mat2\", \"type\": \"Tensor\", \"value\": "
              "{\"shape\": [256, 256], \"dtype\": \"float\"}}]}, {\"name\": \"x::next\"}]}");
+  unlink(report);
   pid_t child = fork();
   cr_assert_geq(child, 0);
   if (child == 0) {
@@ -318,25 +320,52 @@ Test(cli, interrupt_keeps_what_was_measured) {
     freopen("/dev/null", "w", stderr);
     char report_arg[1100];
     snprintf(report_arg, sizeof report_arg, "--report=%s", report);
-    /* Each op would time for a minute; the interrupt comes after a second. */
+    /* The op would time for a minute; the signal comes a second into it. */
     execl("tools/replay", "replay", "--hal=cpu", "--warmup=0", "--iters=1", "--min-time=60000",
           report_arg, bundle, (char *)NULL);
     _exit(127);
   }
-  struct timespec second = {1, 0};
-  nanosleep(&second, NULL);
-  kill(child, SIGINT);
+  /* The report opens once the device has, just before the op runs. */
+  struct timespec tick = {0, 20 * 1000 * 1000}, second = {1, 0};
   int status;
+  for (int i = 0; i < 3000; i++) {
+    slurp(report, out_text, sizeof out_text);
+    if (strstr(out_text, "\"ops\"")) break;
+    cr_assert_eq(waitpid(child, &status, WNOHANG), 0, "replay ended before it was interrupted");
+    nanosleep(&tick, NULL);
+  }
+  nanosleep(&second, NULL);
+  kill(child, sig);
   cr_assert_eq(waitpid(child, &status, 0), child);
-  cr_assert(WIFEXITED(status), "replay was killed by the interrupt instead of stopping");
+  cr_assert(WIFEXITED(status), "replay was killed by signal %d instead of stopping", sig);
+  cr_assert_eq(WEXITSTATUS(status), code, "signal %d", sig);
   slurp(out, out_text, sizeof out_text);
-  cr_assert(strstr(out_text, "(interrupted)"), "%s", out_text);
-  cr_assert(strstr(out_text, "1 of 2 ops attempted: 1 succeeded"), "%s", out_text);
+  cr_assert(strstr(out_text, "interrupted: interrupted while timing"), "%s", out_text);
+  cr_assert(strstr(out_text, "1 of 2 ops attempted: 0 succeeded, 0 failed, 0 unsupported, "
+                             "1 interrupted (interrupted)"),
+            "%s", out_text);
   slurp(report, out_text, sizeof out_text);
   cr_assert(strstr(out_text, "\"cancelled\":true"), "%s", out_text);
-  cr_assert(strstr(out_text, "\"name\":\"aten::mm\"") && strstr(out_text, "\"iterations\":"),
+  cr_assert(strstr(out_text, "\"interrupted\":1"), "%s", out_text);
+  cr_assert(strstr(out_text, "\"name\":\"aten::mm\"") &&
+                strstr(out_text, "\"outcome\":\"interrupted\""),
             "%s", out_text);
+  cr_assert_null(strstr(out_text, "\"median_us\""), "an interrupted op has a time: %s", out_text);
+  /* Its page lists the op as interrupted, counted apart. */
+  char page[1100], args[4096];
+  static char html[1 << 22];
+  snprintf(page, sizeof page, "%s/interrupted.%d.%d.html", tmpdir(), sig, (int)getpid());
+  snprintf(args, sizeof args, "report %s -o %s", report, page);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  slurp(page, html, sizeof html);
+  cr_assert(strstr(html, "0 unsupported, 1 interrupted"), "the page's summary line");
+  cr_assert(strstr(html, "<td class=\"outcome\">interrupted: interrupted while timing"),
+            "the op's outcome cell");
 }
+
+Test(cli, sigint_marks_the_op_in_progress_interrupted) { interrupt_run(SIGINT, 130); }
+
+Test(cli, sigterm_marks_the_op_in_progress_interrupted) { interrupt_run(SIGTERM, 143); }
 
 /* Graph-mode extraction from the command line: the capture directory, the summary line, and the
  * usage errors of the new flags. */

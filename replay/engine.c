@@ -633,23 +633,15 @@ static void dump_outputs(const device_run_t *d, const op_work_t *w, void *const 
 }
 
 /* The run was cancelled while this op was timed: a cut-short timing is no figure to report, so
- * the op keeps what it checked and loses its samples. */
-static void interrupted(xr_op_result_t *r) {
-  snprintf(r->message, sizeof r->message,
-           "interrupted while timing (%d of the samples it needed taken, none reported)",
-           r->iterations);
+ * the op goes back to what it was before timing (`untimed`: its check kept) and says how far
+ * the timing got. */
+static void interrupted(xr_op_result_t *r, const xr_op_result_t *untimed) {
+  int taken = r->iterations;
+  *r = *untimed;
   r->outcome = XR_OP_INTERRUPTED;
-  r->iterations = 0;
-  r->min_us = r->median_us = r->mean_us = r->p10_us = r->p25_us = r->p75_us = r->p90_us = 0;
-  r->iqr_us = 0;
-  r->noise_percent = -1;
-  r->noise_met = false;
-  r->timed_wall_ms = r->host_us_per_iteration = 0;
-  r->batches = r->crowded_batches = 0;
-  r->contended = false;
-  r->cold_iterations = 0;
-  r->cold_median_us = r->cold_iqr_us = 0;
-  r->cold_noise_percent = -1;
+  r->stop_reason = "cancelled";
+  snprintf(r->message, sizeof r->message,
+           "interrupted while timing (%d of the samples it needed taken, none reported)", taken);
 }
 
 /* The first execution's outputs against the reference: the check. */
@@ -856,12 +848,13 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
       r->outputs[k].nmse_vs_first = xr_replay_nmse(&w->p.layout[w->p.out[k]], outputs[k],
                                                    w->first[k], &r->outputs[k].nonfinite_vs_first);
   }
+  xr_op_result_t untimed = *r;
   if ((st = time_op(e->o, d, inst, rotate, first_ms * 1000.0, agree, r)) != XR_OK) {
     fail(r, XR_OP_FAILED, "timing: ");
     goto out;
   }
   if (r->stop_reason && !strcmp(r->stop_reason, "cancelled")) {
-    interrupted(r);
+    interrupted(r, &untimed);
     goto out;
   }
   derive_rates(&d->info->properties, plan, rotate * xr_planned_op_bytes(&w->p),

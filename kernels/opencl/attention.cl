@@ -39,14 +39,11 @@ inline float load_elem(const __global uchar *base, long elem, long i) {
   return (float)base[i];
 }
 
-inline float load_fp8(const __global uchar *base, long format, long i) {
-  xr_fp8_format_t f = attn_fp8(format);
-  return xr_fp8_decode(base[i], &f);
-}
-
 /* Element i of kind `elem`, fp8 in format `format`. */
 inline float load_kind(const __global uchar *base, long elem, long format, long i) {
-  return elem == XR_ATTN_ELEM_FP8 ? load_fp8(base, format, i) : load_elem(base, elem, i);
+  if (elem != XR_ATTN_ELEM_FP8) return load_elem(base, elem, i);
+  xr_fp8_format_t f = attn_fp8(format);
+  return xr_fp8_decode(base[i], &f);
 }
 
 /* A query element: of its kind, or an fp8 query times q_scale. */

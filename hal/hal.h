@@ -114,6 +114,20 @@ typedef enum xr_hal_peak_dtype {
   XR_HAL_PEAK_DTYPE_COUNT,
 } xr_hal_peak_dtype_t;
 
+/* What a device was measured to reach on this machine, as opposed to what it states: TraceLens'
+ * "max achievable". Each figure is UNKNOWN until xr_hal_device_calibrate measures it or
+ * xr_hal_device_set_measured sets it (a peaks file written by an earlier calibration). */
+typedef struct xr_hal_measured {
+  /* A device-to-device copy (bytes read plus bytes written) whose working set is at least 4x
+   * every cache of the device (2 GiB when its caches are unknown): DRAM, not a cache. */
+  xr_hal_figure_t memory_bandwidth;
+  uint64_t memory_working_set_bytes;
+  /* The same copy within half the last-level cache, where the device reports its size. */
+  xr_hal_figure_t cache_bandwidth;
+  uint64_t cache_working_set_bytes;
+  xr_hal_figure_t peak_flops[XR_HAL_PEAK_DTYPE_COUNT];
+} xr_hal_measured_t;
+
 typedef struct xr_hal_device_properties {
   char spec[32];              /* the string that reopens this device: "opencl:1" */
   char driver[16];            /* "cpu", "opencl", ... */
@@ -141,19 +155,42 @@ typedef struct xr_hal_device_properties {
    * ones; gpu: L2 plus the memory-side cache); 0 when unknown. The replay engine's cold-cache
    * flush is twice this. */
   uint64_t cache_total_bytes;
+  /* What the device states: its datasheet, else an estimate from its features (or figures a
+   * user gave for it, xr_hal_device_set_datasheet). */
   xr_hal_figure_t peak_flops[XR_HAL_PEAK_DTYPE_COUNT];
   xr_hal_figure_t memory_bandwidth; /* bytes/s */
+  xr_hal_measured_t measured;       /* what it reached on this machine, when measured */
 } xr_hal_device_properties_t;
 
 /* Fills *out_properties. Cheap: never runs work on the device. Thread-safe. */
 xr_status_t xr_hal_device_properties(xr_hal_device_t *device,
                                      xr_hal_device_properties_t *out_properties);
 
-/* Measures figures the datasheet does not give (memory bandwidth with a 64 MiB device copy;
- * fp32 FLOP/s where the driver has a calibration kernel) and memoises them, so later property
- * queries report them as CALIBRATED. Runs at most once per device (later calls return at once);
- * takes well under a second. Thread-safe. */
+/* Measures what the device reaches into properties.measured, as CALIBRATED figures: DRAM and
+ * last-level-cache copy bandwidth (xr_hal_measured_t says how), and fp32 FLOP/s where the driver
+ * has a calibration kernel. Runs at most once per device (later calls, and calls after
+ * xr_hal_device_set_measured, return at once); allocates twice the DRAM working set for a
+ * moment and takes about a second. Thread-safe. */
 xr_status_t xr_hal_device_calibrate(xr_hal_device_t *device);
+
+/* Sets measured figures (what an earlier calibration saved, or a peak measured with a kernel
+ * library above the HAL); figures whose source is UNKNOWN leave the current ones. Counts as
+ * calibrated: xr_hal_device_calibrate then measures nothing. Thread-safe. */
+xr_status_t xr_hal_device_set_measured(xr_hal_device_t *device, const xr_hal_measured_t *measured);
+
+/* Replaces stated figures with a user's datasheet figures (source DATASHEET); figures whose
+ * source is UNKNOWN leave the device's own. Thread-safe. */
+xr_status_t xr_hal_device_set_datasheet(xr_hal_device_t *device, const xr_hal_figure_t *bandwidth,
+                                        const xr_hal_figure_t peak_flops[XR_HAL_PEAK_DTYPE_COUNT]);
+
+/* The ceilings a percentage of peak is taken against and an op's bound is decided with: the
+ * higher of the stated and the measured figure (a ceiling below what was reached would be
+ * none); for FLOP/s, the highest of `dtype`'s and every wider dtype's (what fp32 reaches, bf16
+ * reaches too, computed in fp32), *out_from (may be NULL) naming the dtype whose figure it is.
+ * UNKNOWN when there is none. */
+xr_hal_figure_t xr_hal_bandwidth_ceiling(const xr_hal_device_properties_t *properties);
+xr_hal_figure_t xr_hal_flops_ceiling(const xr_hal_device_properties_t *properties,
+                                     xr_hal_peak_dtype_t dtype, xr_hal_peak_dtype_t *out_from);
 
 /* Lower-case names for printing: "fp32", "datasheet". Never NULL. Thread-safe. */
 const char *xr_hal_peak_dtype_name(xr_hal_peak_dtype_t dtype);

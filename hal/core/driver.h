@@ -41,8 +41,9 @@ struct xr_hal_device {
   pthread_mutex_t mutex;          /* guards the fields below */
   xr_hal_stream_t *blocking_stream; /* lazily created; serves the blocking buffer_* calls */
   bool calibrated;
-  xr_hal_figure_t calibrated_bandwidth;
-  xr_hal_figure_t calibrated_fp32;
+  xr_hal_measured_t measured;
+  xr_hal_figure_t datasheet_bandwidth;                     /* a user's, UNKNOWN when none */
+  xr_hal_figure_t datasheet_flops[XR_HAL_PEAK_DTYPE_COUNT];
 };
 
 struct xr_hal_buffer {
@@ -76,8 +77,8 @@ struct xr_hal_kernel {
 
 struct xr_hal_device_vtable {
   void (*device_destroy)(xr_hal_device_t *device);
-  /* Fills everything it knows; the core has zeroed *out and fills spec, driver and the
-   * calibrated figures afterwards. */
+  /* Fills everything it knows; the core has zeroed *out and fills spec, driver, the user's
+   * datasheet figures and the measured ones afterwards. */
   void (*device_properties)(xr_hal_device_t *device, xr_hal_device_properties_t *out);
   /* Optional: measures fp32 FLOP/s (the core measures bandwidth itself). */
   xr_status_t (*calibrate_fp32)(xr_hal_device_t *device, double *out_flops);

@@ -80,35 +80,25 @@ xr_status_t xr_hal_device_properties(xr_hal_device_t *device,
                        device->driver->name);
   if (!device->vtable->stream_begin_capture) out_properties->graphs = false;
   pthread_mutex_lock(&device->mutex);
-  if (device->calibrated) {
-    /* A datasheet figure is the vendor's peak; a measurement only replaces guesses. */
-    if (out_properties->memory_bandwidth.source != XR_HAL_FIGURE_DATASHEET &&
-        device->calibrated_bandwidth.source == XR_HAL_FIGURE_CALIBRATED) {
-      out_properties->memory_bandwidth = device->calibrated_bandwidth;
-    }
-    xr_hal_figure_t *fp32 = &out_properties->peak_flops[XR_HAL_PEAK_FP32];
-    if (fp32->source != XR_HAL_FIGURE_DATASHEET &&
-        device->calibrated_fp32.source == XR_HAL_FIGURE_CALIBRATED) {
-      *fp32 = device->calibrated_fp32;
-    }
-  }
+  if (device->datasheet_bandwidth.source != XR_HAL_FIGURE_UNKNOWN)
+    out_properties->memory_bandwidth = device->datasheet_bandwidth;
+  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
+    if (device->datasheet_flops[d].source != XR_HAL_FIGURE_UNKNOWN)
+      out_properties->peak_flops[d] = device->datasheet_flops[d];
+  out_properties->measured = device->measured;
   pthread_mutex_unlock(&device->mutex);
   return XR_OK;
 }
 
-/* Best of a few timed device-to-device copies; bandwidth counts bytes read plus bytes written. */
-static xr_status_t measure_copy_bandwidth(xr_hal_device_t *device, double *out_bytes_per_second) {
-  xr_hal_device_properties_t properties;
-  xr_status_t status = xr_hal_device_properties(device, &properties);
-  if (status != XR_OK) return status;
-  size_t size = 64u << 20;
-  if (properties.max_allocation_bytes && properties.max_allocation_bytes < size) {
-    size = (size_t)properties.max_allocation_bytes;
-  }
+/* Best of `repeats` timed device-to-device copies of `size` bytes (after one untimed one);
+ * bandwidth counts bytes read plus bytes written. */
+static xr_status_t measure_copy_bandwidth(xr_hal_device_t *device, size_t size, int repeats,
+                                          double *out_bytes_per_second) {
   xr_hal_buffer_t *a = NULL, *b = NULL;
   xr_hal_stream_t *stream = NULL;
   xr_hal_event_t *start = NULL, *end = NULL;
   double best_ms = 0;
+  xr_status_t status;
   if ((status = xr_hal_buffer_alloc(device, size, &a)) != XR_OK) goto done;
   if ((status = xr_hal_buffer_alloc(device, size, &b)) != XR_OK) goto done;
   if ((status = xr_hal_stream_create(device, &stream)) != XR_OK) goto done;
@@ -116,7 +106,7 @@ static xr_status_t measure_copy_bandwidth(xr_hal_device_t *device, double *out_b
   if ((status = xr_hal_event_create(device, &end)) != XR_OK) goto done;
   uint8_t zero = 0;
   if ((status = xr_hal_stream_fill(stream, a, 0, size, &zero, 1)) != XR_OK) goto done;
-  for (int iteration = 0; iteration < 4; iteration++) {
+  for (int iteration = 0; iteration <= repeats; iteration++) {
     if ((status = xr_hal_event_record(start, stream)) != XR_OK) goto done;
     if ((status = xr_hal_stream_copy(stream, b, 0, a, 0, size)) != XR_OK) goto done;
     if ((status = xr_hal_event_record(end, stream)) != XR_OK) goto done;
@@ -134,6 +124,20 @@ done:
   return status;
 }
 
+/* The DRAM copy's working set (both buffers): 4x every cache, at least 256 MiB so a GPU's launch
+ * cost vanishes, 2 GiB when the caches are unknown; within the largest allocation (each buffer)
+ * and a quarter of the device's memory. */
+static uint64_t dram_working_set(const xr_hal_device_properties_t *p) {
+  uint64_t caches = p->cache_total_bytes ? p->cache_total_bytes
+                                         : p->last_level_cache_bytes + p->memory_side_cache_bytes;
+  uint64_t set = caches ? 4 * caches : 2ull << 30;
+  if (set < (256ull << 20)) set = 256ull << 20;
+  if (p->max_allocation_bytes && set > 2 * p->max_allocation_bytes)
+    set = 2 * p->max_allocation_bytes;
+  if (p->memory_bytes && set > p->memory_bytes / 4) set = p->memory_bytes / 4;
+  return set & ~(uint64_t)4095;
+}
+
 xr_status_t xr_hal_device_calibrate(xr_hal_device_t *device) {
   if (!device) return xr_error(XR_INVALID_ARGUMENT, "xr_hal_device_calibrate: device is NULL");
   pthread_mutex_lock(&device->mutex);
@@ -143,24 +147,94 @@ xr_status_t xr_hal_device_calibrate(xr_hal_device_t *device) {
 
   /* Measured outside the lock (it uses the HAL itself); two racing callers both measure and
    * the later result wins, which is harmless. */
+  xr_hal_device_properties_t p;
+  xr_status_t status = xr_hal_device_properties(device, &p);
+  if (status != XR_OK) return status;
+  xr_hal_measured_t m = {0};
   double bandwidth = 0, fp32 = 0;
-  xr_status_t status = measure_copy_bandwidth(device, &bandwidth);
-  if (status != XR_OK) return xr_error_prefix(status, "%s: calibrating bandwidth: ", device->spec);
+  m.memory_working_set_bytes = dram_working_set(&p);
+  status = measure_copy_bandwidth(device, m.memory_working_set_bytes / 2, 3, &bandwidth);
+  if (status != XR_OK) return xr_error_prefix(status, "%s: calibrating DRAM bandwidth: ", device->spec);
+  if (bandwidth > 0) m.memory_bandwidth = (xr_hal_figure_t){bandwidth, XR_HAL_FIGURE_CALIBRATED};
+  if (p.last_level_cache_bytes >= (64u << 10)) {
+    /* Each buffer a quarter of the cache; more repeats, as each copy is short. */
+    m.cache_working_set_bytes = (p.last_level_cache_bytes / 2) & ~(uint64_t)4095;
+    bandwidth = 0;
+    status = measure_copy_bandwidth(device, m.cache_working_set_bytes / 2, 10, &bandwidth);
+    if (status != XR_OK) return xr_error_prefix(status, "%s: calibrating cache bandwidth: ", device->spec);
+    if (bandwidth > 0) m.cache_bandwidth = (xr_hal_figure_t){bandwidth, XR_HAL_FIGURE_CALIBRATED};
+  }
   if (device->vtable->calibrate_fp32) {
     status = device->vtable->calibrate_fp32(device, &fp32);
     if (status != XR_OK) return xr_error_prefix(status, "%s: calibrating fp32: ", device->spec);
+    if (fp32 > 0)
+      m.peak_flops[XR_HAL_PEAK_FP32] = (xr_hal_figure_t){fp32, XR_HAL_FIGURE_CALIBRATED};
   }
+  return xr_hal_device_set_measured(device, &m);
+}
+
+static void take_known(xr_hal_figure_t *to, const xr_hal_figure_t *from) {
+  if (from->source != XR_HAL_FIGURE_UNKNOWN) *to = *from;
+}
+
+xr_status_t xr_hal_device_set_measured(xr_hal_device_t *device, const xr_hal_measured_t *m) {
+  if (!device || !m) return xr_error(XR_INVALID_ARGUMENT, "xr_hal_device_set_measured: NULL argument");
   pthread_mutex_lock(&device->mutex);
-  if (bandwidth > 0) {
-    device->calibrated_bandwidth =
-        (xr_hal_figure_t){.value = bandwidth, .source = XR_HAL_FIGURE_CALIBRATED};
+  xr_hal_measured_t *to = &device->measured;
+  if (m->memory_bandwidth.source != XR_HAL_FIGURE_UNKNOWN) {
+    to->memory_bandwidth = m->memory_bandwidth;
+    to->memory_working_set_bytes = m->memory_working_set_bytes;
   }
-  if (fp32 > 0) {
-    device->calibrated_fp32 = (xr_hal_figure_t){.value = fp32, .source = XR_HAL_FIGURE_CALIBRATED};
+  if (m->cache_bandwidth.source != XR_HAL_FIGURE_UNKNOWN) {
+    to->cache_bandwidth = m->cache_bandwidth;
+    to->cache_working_set_bytes = m->cache_working_set_bytes;
   }
+  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++) take_known(&to->peak_flops[d], &m->peak_flops[d]);
   device->calibrated = true;
   pthread_mutex_unlock(&device->mutex);
   return XR_OK;
+}
+
+xr_status_t xr_hal_device_set_datasheet(xr_hal_device_t *device, const xr_hal_figure_t *bandwidth,
+                                        const xr_hal_figure_t peak_flops[XR_HAL_PEAK_DTYPE_COUNT]) {
+  if (!device) return xr_error(XR_INVALID_ARGUMENT, "xr_hal_device_set_datasheet: device is NULL");
+  pthread_mutex_lock(&device->mutex);
+  if (bandwidth) take_known(&device->datasheet_bandwidth, bandwidth);
+  for (int d = 0; peak_flops && d < XR_HAL_PEAK_DTYPE_COUNT; d++)
+    take_known(&device->datasheet_flops[d], &peak_flops[d]);
+  pthread_mutex_unlock(&device->mutex);
+  return XR_OK;
+}
+
+/* The higher of a stated and a measured figure: a ceiling below what was reached is none. */
+static xr_hal_figure_t higher(xr_hal_figure_t stated, xr_hal_figure_t measured) {
+  return measured.value > stated.value ? measured : stated;
+}
+
+xr_hal_figure_t xr_hal_bandwidth_ceiling(const xr_hal_device_properties_t *p) {
+  return higher(p->memory_bandwidth, p->measured.memory_bandwidth);
+}
+
+/* Element widths: what a wider type reaches, a narrower one can (computing in the wider one). */
+static int peak_width(xr_hal_peak_dtype_t d) {
+  return d == XR_HAL_PEAK_FP64 ? 8 : d == XR_HAL_PEAK_FP32 ? 4 : d == XR_HAL_PEAK_FP8 ? 1 : 2;
+}
+
+xr_hal_figure_t xr_hal_flops_ceiling(const xr_hal_device_properties_t *p, xr_hal_peak_dtype_t d,
+                                     xr_hal_peak_dtype_t *out_from) {
+  xr_hal_figure_t best = {0, XR_HAL_FIGURE_UNKNOWN};
+  if (out_from) *out_from = d;
+  if ((unsigned)d >= XR_HAL_PEAK_DTYPE_COUNT) return best;
+  for (int k = 0; k < XR_HAL_PEAK_DTYPE_COUNT; k++) {
+    if (k != (int)d && peak_width((xr_hal_peak_dtype_t)k) <= peak_width(d)) continue;
+    xr_hal_figure_t f = higher(p->peak_flops[k], p->measured.peak_flops[k]);
+    /* The dtype's own figure wins a tie. */
+    if (f.value > best.value || (f.value == best.value && k == (int)d && f.value > 0)) {
+      best = f;
+      if (out_from) *out_from = (xr_hal_peak_dtype_t)k;
+    }
+  }
+  return best;
 }
 
 /* ------------------------------------------------------------------------------------------ */

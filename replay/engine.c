@@ -576,41 +576,6 @@ static xr_hal_peak_dtype_t peak_dtype(xr_dtype_t d) {
   }
 }
 
-/* Rates at the median time, and the percentage of the figure that bounds the op: the compute
- * peak above the ridge point, else memory bandwidth — DRAM's, unless the op's working set
- * (`footprint` bytes, every rotation copy) stays in a cache between iterations (unless every cache
- * was `flushed` before each), whose bandwidth no device reports: then no percentage, and
- * peak_basis says why. */
-static void derive_rates(const xr_hal_device_properties_t *props, const xr_op_plan_t *plan,
-                         uint64_t footprint, bool flushed, xr_op_result_t *r) {
-  if (r->median_us <= 0) return;
-  r->tflops = plan->flops / (r->median_us * 1e-6) / 1e12;
-  r->gbps = plan->bytes / (r->median_us * 1e-6) / 1e9;
-  const xr_hal_figure_t *peak = &props->peak_flops[r->peak_dtype], *bw = &props->memory_bandwidth;
-  bool peak_known = peak->value > 0, bw_known = bw->value > 0;
-  r->compute_bound = peak_known && bw_known && plan->bytes > 0 &&
-                     plan->flops / plan->bytes > peak->value / bw->value;
-  const char *dtype = xr_hal_peak_dtype_name(r->peak_dtype);
-  if (plan->flops > 0 && peak_known && (r->compute_bound || !bw_known)) {
-    r->peak_percent = 100.0 * r->tflops * 1e12 / peak->value;
-    snprintf(r->peak_basis, sizeof r->peak_basis, "%s peak (%s)", dtype,
-             xr_hal_figure_source_name(peak->source));
-    return;
-  }
-  uint64_t cache = props->last_level_cache_bytes + props->memory_side_cache_bytes;
-  if (!bw_known) {
-    snprintf(r->peak_basis, sizeof r->peak_basis, "none: the device's memory bandwidth is unknown");
-  } else if (!flushed && footprint <= cache) {
-    snprintf(r->peak_basis, sizeof r->peak_basis,
-             "none: its %.1f MiB stay in the %.0f MiB of cache, whose bandwidth is unknown",
-             footprint / 1048576.0, cache / 1048576.0);
-  } else {
-    r->peak_percent = 100.0 * r->gbps * 1e9 / bw->value;
-    snprintf(r->peak_basis, sizeof r->peak_basis, "DRAM bandwidth (%s)",
-             xr_hal_figure_source_name(bw->source));
-  }
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* one op on one device                                                                        */
 
@@ -857,7 +822,7 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     interrupted(r, &untimed);
     goto out;
   }
-  derive_rates(&d->info->properties, plan, rotate * xr_planned_op_bytes(&w->p),
+  xr_derive_rates(&d->info->properties, plan->flops, plan->bytes, rotate * plan->bytes,
                e->o->cache == XR_CACHE_COLD && d->flush_covers_caches, r);
   if (plan->collective) gather_ranks(agree, plan, r);
 out:
@@ -908,11 +873,12 @@ static xr_status_t device_open(engine_t *e, const char *spec, xr_hal_device_t *d
   xr_status_t st = xr_hal_device_properties(d->device, &d->info->properties);
   if (st == XR_OK) st = xr_hal_stream_create(d->device, &d->stream);
   if (st != XR_OK) return st;
-  if (o->calibrate && d->info->properties.memory_bandwidth.source == XR_HAL_FIGURE_UNKNOWN) {
-    /* A device without figures still runs; it just gets no "% of peak". */
-    if (xr_hal_device_calibrate(d->device) == XR_OK)
-      xr_hal_device_properties(d->device, &d->info->properties);
-  }
+  if (o->peaks_file)
+    st = xr_peaks_apply(o->peaks_file, d->device);
+  else if (o->calibrate)
+    st = xr_replay_device_calibrate(d->device);
+  if (st != XR_OK) return st;
+  if (o->peaks_file || o->calibrate) xr_hal_device_properties(d->device, &d->info->properties);
   const xr_hal_device_properties_t *p = &d->info->properties;
   d->held = p->host_addressable;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -83,6 +83,22 @@ xr_status_t xr_replay_devices_open(const char *list, int local_rank, xr_replay_d
 /* Closes the devices (after every run and communicator on them has ended). */
 void xr_replay_devices_close(xr_replay_devices_t *devices);
 
+/* Measures what `device` reaches into its properties' `measured` figures: the HAL's copy
+ * bandwidths (DRAM with a working set of at least 4x its caches, and its last-level cache) and
+ * the compute peak per dtype with the GEMM kernel a replay of a square aten::mm takes (or the
+ * HAL's own calibration kernel, whichever is faster). Once per device; a few seconds. */
+xr_status_t xr_replay_device_calibrate(xr_hal_device_t *device);
+
+/* The peaks file: {"format": "xreplay-peaks", "devices": [{"hal": "cpu:0", "name": ...,
+ * "datasheet": {"memory_bandwidth": B/s, "flops": {"fp32": FLOP/s, ...}}, "measured": {...,
+ * "cache_bandwidth": B/s}}]} (docs/replay.md, "Ceilings"). xr_peaks_write saves the devices'
+ * measured figures; xr_peaks_apply gives `device` the figures of its entry, INVALID_ARGUMENT
+ * naming the file, the field and the problem for a malformed file, an entry written for another
+ * device, or none for this one. */
+xr_status_t xr_peaks_write(const char *path, const xr_hal_device_properties_t *devices,
+                           size_t count);
+xr_status_t xr_peaks_apply(const char *path, xr_hal_device_t *device);
+
 typedef struct xr_replay_options {
   /* HAL device string: "cpu", "opencl:1", "auto" (NULL: "auto"); or several separated by commas
    * ("cpu,opencl"): every op then runs on each in turn and its outputs are compared with the
@@ -130,9 +146,12 @@ typedef struct xr_replay_options {
   /* Polled between ops and iterations; non-zero stops the run (a signal handler's flag:
    * observers stop it through their return value instead). */
   volatile int *cancel;
-  /* Measure the device's memory bandwidth (and what else the HAL calibrates) when no datasheet
-   * figure exists, so that "% of peak" can be given; about half a second, once per run. */
+  /* Measure each device's ceilings before the first op (xr_replay_device_calibrate), which a
+   * "% of peak" then uses; a few seconds per device. */
   bool calibrate;
+  /* A peaks file (xr_peaks_apply) whose figures each device takes before the first op; NULL:
+   * none. */
+  const char *peaks_file;
   /* Collectives: the ranks they run across (xr_hal_comm_create; the caller owns it and every
    * rank runs the same bundle with the same options, which xr_replay_run checks), or NULL: this
    * process alone, where only collectives of a group of one run. */
@@ -229,7 +248,11 @@ typedef struct xr_op_result {
    * an unknown peak, or a working set that fits in a cache whose bandwidth is unknown. */
   double peak_percent;
   char peak_basis[128];
-  bool compute_bound;             /* flops / bytes above the device's ridge point */
+  /* Why peak_percent is above 100: the ceiling exceeded and the likely reason; "" otherwise. */
+  char above_ceiling[192];
+  /* "compute" (flops / bytes above the ridge point of the ceilings the percentage uses, which
+   * the page's roofline draws), "memory", or "unknown" (a ceiling it needs is unknown). */
+  const char *bound;
   /* Collectives (family "collective") across ranks: their number, each rank's median (the
    * first XR_REPLAY_MAX_RANK_MEDIANS; median_us is then the slowest rank's, the collective's
    * time), and the algorithm and bus bandwidths at it (NCCL-tests' formulas) in its group of
@@ -300,6 +323,13 @@ typedef struct xr_replay_summary {
   size_t succeeded, failed, unsupported, interrupted;
   double trace_covered_us;
 } xr_replay_summary_t;
+
+/* Rates at the median time, the op's bound and the percentage of the ceiling that bounds it
+ * (replay/ceilings.c says how): `flops` and `bytes` of one execution, `touched` the bytes every
+ * rotation copy touches, `flushed` whether every cache was flushed before each execution. Sets
+ * tflops, gbps, bound, peak_percent (left < 0 without a ceiling), peak_basis, above_ceiling. */
+void xr_derive_rates(const xr_hal_device_properties_t *props, double flops, double bytes,
+                     double touched, bool flushed, xr_op_result_t *r);
 
 /* What a caller sees of a run as it goes; every member may be NULL. */
 typedef struct xr_replay_observer {

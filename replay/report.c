@@ -105,7 +105,8 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     add_number(o, "gbps", r->gbps);
     if (r->peak_percent >= 0) add_number(o, "peak_percent", r->peak_percent);
     if (r->peak_basis[0]) cJSON_AddStringToObject(o, "peak_basis", r->peak_basis);
-    cJSON_AddStringToObject(o, "bound", r->compute_bound ? "compute" : "memory");
+    if (r->above_ceiling[0]) cJSON_AddStringToObject(o, "above_ceiling", r->above_ceiling);
+    if (r->bound) cJSON_AddStringToObject(o, "bound", r->bound);
     if (r->ranks > 0) {
       cJSON *across = cJSON_AddObjectToObject(o, "collective");
       cJSON_AddNumberToObject(across, "ranks", r->ranks);
@@ -201,12 +202,40 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
   cJSON_AddStringToObject(head, "driver", p->driver);
   cJSON_AddStringToObject(head, "driver_version", p->driver_version);
   cJSON_AddStringToObject(head, "runtime_version", p->runtime_version);
+  /* What the device states, what it was measured to reach, and the ceilings the percentages
+   * and bounds use (and the page's roofline draws): measured where measured, else stated. */
   cJSON *peaks = cJSON_AddObjectToObject(head, "peaks");
   add_figure(peaks, "memory_bandwidth", &p->memory_bandwidth);
   cJSON *flops = cJSON_AddObjectToObject(peaks, "flops");
   for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
     add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d), &p->peak_flops[d]);
+  const xr_hal_measured_t *m = &p->measured;
+  cJSON *measured = cJSON_AddObjectToObject(head, "measured");
+  add_figure(measured, "memory_bandwidth", &m->memory_bandwidth);
+  if (m->memory_bandwidth.value > 0)
+    cJSON_AddNumberToObject(measured, "memory_working_set_bytes",
+                            (double)m->memory_working_set_bytes);
+  add_figure(measured, "cache_bandwidth", &m->cache_bandwidth);
+  if (m->cache_bandwidth.value > 0)
+    cJSON_AddNumberToObject(measured, "cache_working_set_bytes", (double)m->cache_working_set_bytes);
+  flops = cJSON_AddObjectToObject(measured, "flops");
+  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
+    add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d), &m->peak_flops[d]);
+  cJSON *ceilings = cJSON_AddObjectToObject(head, "ceilings");
+  xr_hal_figure_t bw = xr_hal_bandwidth_ceiling(p);
+  add_figure(ceilings, "memory_bandwidth", &bw);
+  add_figure(ceilings, "cache_bandwidth", &m->cache_bandwidth);
+  flops = cJSON_AddObjectToObject(ceilings, "flops");
+  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++) {
+    /* A dtype whose ceiling is a wider dtype's figure has no line of its own. */
+    xr_hal_peak_dtype_t from;
+    xr_hal_figure_t peak = xr_hal_flops_ceiling(p, (xr_hal_peak_dtype_t)d, &from);
+    if (from == (xr_hal_peak_dtype_t)d)
+      add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d), &peak);
+  }
   cJSON *opts = cJSON_AddObjectToObject(head, "options");
+  cJSON_AddBoolToObject(opts, "calibrate", o->calibrate);
+  if (o->peaks_file) cJSON_AddStringToObject(opts, "peaks_file", o->peaks_file);
   cJSON_AddNumberToObject(opts, "warmup", o->warmup);
   cJSON_AddStringToObject(opts, "stop", o->stop == XR_STOP_NOISE ? "noise" : "iterations");
   cJSON_AddNumberToObject(opts, "iters", o->iters);

@@ -217,8 +217,38 @@ static void decades(double lo, double hi, double *out_lo, double *out_hi) {
 
 static const char *const ceiling_dash[] = {"", "6 3", "2 3", "8 3 2 3", "1 2", "10 4"};
 
-/* Each op at (FLOPs per byte, achieved FLOP/s) under the device's ceilings: the bandwidth line
- * up to each compute peak's ridge point, then that peak. */
+/* Beside measured ceilings, what the device states (its datasheet, or an estimate), so that a
+ * reader sees both "max achievable" and the vendor's figure. */
+static void stated_figures(FILE *f, const xr_report_contents_t *c) {
+  char buf[64];
+  bool any = false;
+  const xr_report_figure_t *b = &c->stated_bandwidth;
+  if (isfinite(b->value) && b->value > 0 && b->value != c->bandwidth.value) {
+    si(buf, sizeof buf, b->value);
+    fprintf(f, "<p class=\"plotnote stated\">The device states: memory bandwidth %sB/s (", buf);
+    esc(f, b->source);
+    fputs(")", f);
+    any = true;
+  }
+  for (size_t k = 0; k < c->stated_peak_count; k++) {
+    const xr_report_figure_t *p = &c->stated_peaks[k];
+    bool same = false;
+    for (size_t j = 0; j < c->peak_count; j++)
+      same |= !strcmp(c->peaks[j].dtype, p->dtype) && c->peaks[j].value == p->value;
+    if (same) continue;
+    si(buf, sizeof buf, p->value);
+    fputs(any ? ", " : "<p class=\"plotnote stated\">The device states: ", f);
+    esc(f, p->dtype);
+    fprintf(f, " peak %sFLOP/s (", buf);
+    esc(f, p->source);
+    fputs(")", f);
+    any = true;
+  }
+  if (any) fputs("; the ceilings drawn and the percentages use the measured figures.</p>\n", f);
+}
+
+/* Each op at (FLOPs per byte, achieved FLOP/s) under the ceilings its percentage and bound use:
+ * the bandwidth line up to each compute peak's ridge point, then that peak. */
 static void roofline(FILE *f, const xr_report_contents_t *c, families_t *fam) {
   double x_min = INFINITY, x_max = 0, y_min = INFINITY, y_max = 0;
   size_t points = 0, no_flops = 0, untimed = 0;
@@ -389,6 +419,7 @@ static void roofline(FILE *f, const xr_report_contents_t *c, families_t *fam) {
         "device reported none)",
         f);
   fputs(".</p>\n", f);
+  stated_figures(f, c);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -612,10 +643,15 @@ static void op_table(FILE *f, const xr_report_contents_t *c, size_t run, bool nm
       fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"",
               isfinite(e->peak_percent) ? e->peak_percent : -1);
       esc(f, e->peak_basis);
+      if (e->above_ceiling[0]) {
+        fputs(" &#8212; ", f);
+        esc(f, e->above_ceiling);
+      }
       fputs("\">", f);
-      if (isfinite(e->peak_percent))
+      if (isfinite(e->peak_percent)) {
         num(f, e->peak_percent, 3);
-      else
+        if (e->above_ceiling[0]) fputs(" <span class=\"above\">above the ceiling</span>", f);
+      } else
         fputs(strstr(e->peak_basis, "cache") ? "in cache" : DASH, f);
       fputs("</td>", f);
     } else {

@@ -94,7 +94,7 @@ typedef struct field {
 static const field_t entry_texts[] = {
     ENTRY(name, 0),        ENTRY(outcome, 0), ENTRY(message, 0),    ENTRY(kernel, 0),
     ENTRY(args, 0),        ENTRY(family, 0),  ENTRY(peak_dtype, 0), ENTRY(bound, 0),
-    ENTRY(stop_reason, 0), ENTRY(launch, 0),  ENTRY(peak_basis, 0),
+    ENTRY(stop_reason, 0), ENTRY(launch, 0),  ENTRY(peak_basis, 0), ENTRY(above_ceiling, 0),
 };
 static const field_t entry_numbers[] = {
     ENTRY(min_us, NAN),  ENTRY(p10_us, NAN),
@@ -259,6 +259,25 @@ static void read_shard(reader_t *r, const cJSON *j, xr_report_contents_t *c) {
   c->shard.selected = selected;
 }
 
+/* A block of device figures ("peaks", "ceilings"): memory (and cache) bandwidth, FLOP/s per
+ * dtype. */
+static void read_figures(reader_t *r, const cJSON *j, const char *key, xr_report_figure_t *bandwidth,
+                         xr_report_figure_t *cache, xr_report_figure_t *peaks, size_t *count) {
+  const cJSON *block = object_of(r, j, key);
+  snprintf(r->where, sizeof r->where, "%s.", key);
+  *bandwidth = figure_of(r, block, "memory_bandwidth");
+  if (cache) *cache = figure_of(r, block, "cache_bandwidth");
+  const cJSON *flops = object_of(r, block, "flops"), *f;
+  snprintf(r->where, sizeof r->where, "%s.flops.", key);
+  *count = 0;
+  cJSON_ArrayForEach(f, flops) {
+    if (*count == XR_REPORT_MAX_PEAKS) break;
+    xr_report_figure_t fig = figure_of(r, flops, f->string);
+    if (isfinite(fig.value) && fig.value > 0) peaks[(*count)++] = fig;
+  }
+  r->where[0] = '\0';
+}
+
 static void read_head(reader_t *r, const cJSON *j, xr_report_contents_t *c) {
   double version = number_of(r, j, "xreplay_report", 0);
   c->version = version >= 0 && version < 1e6 ? (int)version : 0;
@@ -270,17 +289,15 @@ static void read_head(reader_t *r, const cJSON *j, xr_report_contents_t *c) {
     c->source_trace = text_of(r, source, "trace");
     c->source_device = text_of(r, source, "device");
   }
-  const cJSON *peaks = object_of(r, j, "peaks");
-  snprintf(r->where, sizeof r->where, "peaks.");
-  c->bandwidth = figure_of(r, peaks, "memory_bandwidth");
-  const cJSON *flops = object_of(r, peaks, "flops"), *f;
-  snprintf(r->where, sizeof r->where, "peaks.flops.");
-  cJSON_ArrayForEach(f, flops) {
-    if (c->peak_count == XR_REPORT_MAX_PEAKS) break;
-    xr_report_figure_t fig = figure_of(r, flops, f->string);
-    if (isfinite(fig.value) && fig.value > 0) c->peaks[c->peak_count++] = fig;
+  read_figures(r, j, "peaks", &c->stated_bandwidth, NULL, c->stated_peaks, &c->stated_peak_count);
+  if (cJSON_GetObjectItemCaseSensitive(j, "ceilings")) {
+    read_figures(r, j, "ceilings", &c->bandwidth, &c->cache_bandwidth, c->peaks, &c->peak_count);
+  } else { /* reports before the ceilings were written apart */
+    c->bandwidth = c->stated_bandwidth;
+    c->cache_bandwidth = (xr_report_figure_t){.value = NAN, .source = ""};
+    c->peak_count = c->stated_peak_count;
+    memcpy(c->peaks, c->stated_peaks, sizeof c->peaks);
   }
-  r->where[0] = '\0';
   c->options = object_of(r, j, "options");
   read_shard(r, j, c);
   const cJSON *s = object_of(r, j, "summary");

@@ -29,7 +29,7 @@ typedef struct xr_report_entry {
   const char *args;          /* "self=bf16[16,2048] mat2=..." */
   const char *family;        /* the op family ("gemm") */
   const char *peak_dtype;    /* whose compute peak bounds it ("bf16") */
-  const char *bound;         /* "compute" or "memory" */
+  const char *bound;         /* "compute", "memory" or "unknown" */
   int iterations;            /* 0 when not timed */
   double median_us;          /* < 0 unless the op succeeded with a timing */
   double min_us, p10_us, p90_us;
@@ -40,6 +40,7 @@ typedef struct xr_report_entry {
   const char *stop_reason;      /* why timing stopped ("iterations", "noise", "max-time", ...) */
   const char *launch;           /* "eager", "graph", "held" */
   const char *peak_basis;       /* what peak_percent is of, or why there is none */
+  const char *above_ceiling;    /* why peak_percent is above 100; "" when it is not */
   double iqr_us, noise_percent; /* noise: relative stdev of batch means, NAN when unknown */
   int noise_met;                /* 1 met the noise target, 0 not, -1 not recorded */
   int contended;                /* 1 timed mostly on a crowded host, 0 not, -1 not recorded */
@@ -84,9 +85,14 @@ typedef struct xr_report_contents {
   /* The header, "" when absent. */
   const char *bundle, *hal, *device, *driver, *driver_version, *runtime_version, *date;
   const char *source_trace, *source_device; /* where the bundle came from */
-  xr_report_figure_t bandwidth;
+  /* The ceilings the report's percentages and bounds use ("ceilings"; older reports: "peaks"),
+   * and, when they differ, the figures the device states ("peaks"). */
+  xr_report_figure_t bandwidth, cache_bandwidth;
   size_t peak_count;
   xr_report_figure_t peaks[XR_REPORT_MAX_PEAKS];
+  xr_report_figure_t stated_bandwidth;
+  size_t stated_peak_count;
+  xr_report_figure_t stated_peaks[XR_REPORT_MAX_PEAKS];
   const cJSON *options;      /* the run's options object, NULL when absent */
   double bundle_ops;         /* ops in the bundle; NAN when absent (older reports) */
   const char *bundle_hash;   /* xr_bundle_hash of its ops, 16 hex digits; "" when absent */

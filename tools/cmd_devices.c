@@ -5,16 +5,19 @@
 #include <string.h>
 
 #include "hal/hal.h"
+#include "replay/replay.h"
 #include "tools/cli.h"
 
 static void print_usage(FILE *out) {
   fprintf(out,
-          "usage: replay devices [--json] [--calibrate]\n"
+          "usage: replay devices [--json] [--calibrate [-o PEAKS.json]]\n"
           "  Lists the HAL drivers (cpu, opencl, cuda, hip), their devices and properties, their\n"
           "  clocks (through NVML, AMD SMI or cpufreq), and the reason for anything unavailable.\n"
           "  --json       machine-readable output on stdout\n"
-          "  --calibrate  measure memory bandwidth (and fp32 FLOP/s where supported) when no\n"
-          "               datasheet figure exists; takes about a second per device\n");
+          "  --calibrate  measure what each device reaches: DRAM bandwidth (a copy over at least\n"
+          "               4x its caches), last-level cache bandwidth, the compute peak per dtype\n"
+          "               with the replay's own GEMM; a few seconds per device\n"
+          "  -o FILE      save the measured figures as a peaks file for `replay --peaks=FILE`\n");
 }
 
 /* "23.4 GiB" */
@@ -122,6 +125,18 @@ static void print_device_text(const xr_hal_device_properties_t *p) {
   }
   printf("\n            memory bandwidth %s\n",
          format_figure(p->memory_bandwidth, "B/s", a, sizeof a));
+  const xr_hal_measured_t *m = &p->measured;
+  if (m->memory_bandwidth.value <= 0) return;
+  printf("            measured: DRAM %s over %s", format_figure(m->memory_bandwidth, "B/s", a, sizeof a),
+         format_bytes((double)m->memory_working_set_bytes, b, sizeof b));
+  if (m->cache_bandwidth.value > 0)
+    printf(", last-level cache %s over %s", format_figure(m->cache_bandwidth, "B/s", a, sizeof a),
+           format_bytes((double)m->cache_working_set_bytes, b, sizeof b));
+  printf("\n            measured peak");
+  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
+    printf("%s %s %s", d ? "," : "", xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d),
+           format_figure(m->peak_flops[d], "FLOP/s", a, sizeof a));
+  putchar('\n');
 }
 
 static cJSON *figure_json(xr_hal_figure_t figure) {
@@ -159,6 +174,18 @@ static cJSON *device_json(const xr_hal_device_properties_t *p) {
   }
   cJSON_AddItemToObject(device, "memory_bandwidth_bytes_per_second",
                         figure_json(p->memory_bandwidth));
+  const xr_hal_measured_t *m = &p->measured;
+  cJSON *measured = cJSON_AddObjectToObject(device, "measured");
+  cJSON_AddItemToObject(measured, "memory_bandwidth_bytes_per_second",
+                        figure_json(m->memory_bandwidth));
+  cJSON_AddNumberToObject(measured, "memory_working_set_bytes", (double)m->memory_working_set_bytes);
+  cJSON_AddItemToObject(measured, "cache_bandwidth_bytes_per_second",
+                        figure_json(m->cache_bandwidth));
+  cJSON_AddNumberToObject(measured, "cache_working_set_bytes", (double)m->cache_working_set_bytes);
+  peak = cJSON_AddObjectToObject(measured, "peak_flops");
+  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
+    cJSON_AddItemToObject(peak, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d),
+                          figure_json(m->peak_flops[d]));
   return device;
 }
 
@@ -171,7 +198,7 @@ static xr_status_t query_device(const char *driver, int ordinal, bool calibrate,
   xr_hal_device_t *device = NULL;
   xr_status_t status = xr_hal_device_create(spec, &device);
   if (status != XR_OK) return status;
-  if (calibrate) status = xr_hal_device_calibrate(device);
+  if (calibrate) status = xr_replay_device_calibrate(device);
   if (status == XR_OK) status = xr_hal_device_properties(device, out);
   if (status == XR_OK) {
     out_clocks->status = xr_hal_device_clocks(device, &out_clocks->clocks);
@@ -186,9 +213,12 @@ static xr_status_t query_device(const char *driver, int ordinal, bool calibrate,
 
 int xr_cmd_devices(int argc, char **argv) {
   bool json = false, calibrate = false;
+  const char *peaks_path = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+      peaks_path = argv[++i];
     } else if (strcmp(argv[i], "--calibrate") == 0) {
       calibrate = true;
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -201,6 +231,15 @@ int xr_cmd_devices(int argc, char **argv) {
     }
   }
 
+  if (peaks_path && !calibrate) {
+    fprintf(stderr, "replay devices: -o %s: the peaks file holds measured figures: add --calibrate\n",
+            peaks_path);
+    return 2;
+  }
+  char pbuf[4096];
+  if (peaks_path) peaks_path = xr_cli_path(peaks_path, pbuf, sizeof pbuf);
+  xr_hal_device_properties_t measured[64];
+  size_t measured_count = 0;
   cJSON *root = json ? cJSON_CreateObject() : NULL;
   cJSON *drivers = json ? cJSON_AddArrayToObject(root, "drivers") : NULL;
   for (size_t index = 0; index < xr_hal_driver_count(); index++) {
@@ -242,6 +281,8 @@ int xr_cmd_devices(int argc, char **argv) {
         }
         continue;
       }
+      if (measured_count < sizeof measured / sizeof *measured)
+        measured[measured_count++] = properties;
       if (json) {
         cJSON *device = device_json(&properties);
         cJSON_AddItemToObject(device, "clocks", clocks_json(&clocks));
@@ -266,5 +307,13 @@ int xr_cmd_devices(int argc, char **argv) {
     cJSON_Delete(root);
   }
   fflush(stdout);
+  if (peaks_path) {
+    if (xr_peaks_write(peaks_path, measured, measured_count) != XR_OK) {
+      fprintf(stderr, "replay devices: %s\n", xr_last_error());
+      return 2;
+    }
+    fprintf(json ? stderr : stdout, "peaks of %zu device%s written to %s\n", measured_count,
+            measured_count == 1 ? "" : "s", peaks_path);
+  }
   return 0;
 }

@@ -37,6 +37,11 @@ static const char usage[] =
     "  --rotate=N|auto     cycle among N copies of the inputs (1); auto: enough to exceed 5x\n"
     "                      the device's largest cache\n"
     "  --check             also run the CPU reference on the same inputs; NMSE per output\n"
+    "  --calibrate         first measure each device's ceilings (DRAM and cache bandwidth,\n"
+    "                      compute peak per dtype with the replay's own GEMM; seconds), which\n"
+    "                      the % of peak then uses\n"
+    "  --peaks=FILE        take the ceilings from FILE (`replay devices --calibrate -o FILE`,\n"
+    "                      or written by hand from a datasheet; docs/replay.md, \"Ceilings\")\n"
     "  --reference         replay the CPU reference kernels themselves (cpu only)\n"
     "  --init=OP:POLICY    custom initializer policy for an op (repeatable), e.g.\n"
     "                      --init=_C::paged_attention_v1:uniform "
@@ -174,9 +179,10 @@ static bool on_started(void *context, const xr_replay_summary_t *run) {
   return c->report_status == XR_OK;
 }
 
-/* What makes a time doubtful, after the op's line: a crowded host, a missed noise target, slow
- * clocks, a graph that could not be used. */
+/* What makes a figure doubtful, after the op's line: a rate above its ceiling, a crowded host, a
+ * missed noise target, slow clocks, a graph that could not be used. */
 static void print_timing_flags(const run_ctx_t *c, const xr_op_result_t *r) {
+  if (r->above_ceiling[0]) printf("  ABOVE CEILING: %s", r->above_ceiling);
   if (r->contended)
     printf(
         "  CONTENDED: more runnable threads than CPUs in %d of %d batches (the time is not "
@@ -201,11 +207,13 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
       printf(" ±%5.1f%%", r->noise_percent);
     else
       printf("        ");
-    if (r->compute_bound || r->flops > 0) printf(" %8.3f TFLOP/s", r->tflops);
+    if (r->flops > 0) printf(" %8.3f TFLOP/s", r->tflops);
     printf(" %8.2f GB/s", r->gbps);
     if (r->peak_percent >= 0)
       printf(" %5.1f%% of %s", r->peak_percent,
-             strncmp(r->peak_basis, "DRAM", 4) ? "peak" : "DRAM");
+             !strncmp(r->peak_basis, "DRAM", 4)    ? "DRAM"
+             : !strncmp(r->peak_basis, "cache", 5) ? "cache"
+                                                   : "peak");
     else if (strstr(r->peak_basis, "cache"))
       printf(" in cache");
     if (r->cold_iterations) printf("  cold %.2f us", r->cold_median_us);
@@ -245,7 +253,9 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
             "%.1f threads runnable on average, more than the CPUs in %d of %d batches\n",
             r->noise_percent, r->batch_size, r->outliers, r->noise_met ? ", target met" : "",
             r->host_us_per_iteration, r->runnable_mean, r->crowded_batches, r->batches);
-      if (r->peak_basis[0]) printf("       %% of peak: %s\n", r->peak_basis);
+      if (r->peak_basis[0])
+        printf("       %% of peak: %s; bound: %s%s%s\n", r->peak_basis, r->bound ? r->bound : "-",
+               r->above_ceiling[0] ? "; " : "", r->above_ceiling);
       if (r->clock_samples)
         printf("       clock %u MHz median, %u min (default %u), %d of %d readings under 75%%\n",
                r->clock_median_mhz, r->clock_min_mhz, r->clock_default_mhz, r->slow_clock_samples,
@@ -472,7 +482,6 @@ static int open_devices(xr_replay_options_t *o, double timeout_s, xr_replay_devi
 int xr_cmd_replay(int argc, char **argv) {
   xr_replay_options_t o;
   xr_replay_options_default(&o);
-  o.calibrate = true;
   const char *path = NULL, *report_path = NULL, *html_path = NULL, *dump = NULL,
              *model_config = NULL, *shard_spec = NULL;
   bool verbose = false;
@@ -507,6 +516,7 @@ int xr_cmd_replay(int argc, char **argv) {
                                          "--flush-bytes",
                                          "--shard",
                                          "--collective-timeout",
+                                         "--peaks",
                                          NULL};
     for (const char *const *f = valued; *f && !v; f++)
       if (!strcmp(a, *f) && i + 1 < argc) v = argv[++i];
@@ -535,6 +545,8 @@ int xr_cmd_replay(int argc, char **argv) {
       o.rotate = XR_ROTATE_AUTO;
     else if (IS("--rotate") && v && xr_cli_parse_int(v, 1, &n)) o.rotate = (int)n;
     else if (!strcmp(a, "--check")) o.check = true;
+    else if (!strcmp(a, "--calibrate")) o.calibrate = true;
+    else if (IS("--peaks") && v) o.peaks_file = v;
     else if (!strcmp(a, "--reference")) o.choice = XR_KERNEL_REFERENCE;
     else if (IS("--init") && v && split_init((char *)v /* argv's, writable */, &inits[init_count]))
       init_count++;
@@ -573,6 +585,11 @@ int xr_cmd_replay(int argc, char **argv) {
   }
   if (!path) {
     fputs(usage, stderr);
+    return XR_EXIT_USAGE;
+  }
+  if (o.calibrate && o.peaks_file) {
+    fprintf(stderr, "replay: --calibrate and --peaks: measure now or take the saved figures, "
+                    "not both\n");
     return XR_EXIT_USAGE;
   }
   if (xr_replay_options_check(&o) != XR_OK) { /* before loading the bundle */

@@ -332,8 +332,8 @@ static void check_run(const char *sec, const char *report_path) {
     points += plotted;
   }
   cr_assert_eq(count(sec, "<circle class=\"pt\""), points, "%s: roofline points", report_path);
-  /* A ceiling per peak, its source in the legend; labelled log axes. */
-  const cJSON *peaks = cJSON_GetObjectItem(j, "peaks"), *p;
+  /* A ceiling per figure the percentages use, its source in the legend; labelled log axes. */
+  const cJSON *peaks = cJSON_GetObjectItem(j, "ceilings"), *p;
   const cJSON *bw = cJSON_GetObjectItem(peaks, "memory_bandwidth");
   const cJSON *flops = cJSON_GetObjectItem(peaks, "flops");
   size_t n_flops = (size_t)cJSON_GetArraySize(flops);

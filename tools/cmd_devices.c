@@ -186,18 +186,21 @@ static xr_status_t query_device(const char *driver, int ordinal, bool calibrate,
 
 int xr_cmd_devices(int argc, char **argv) {
   bool json = false, calibrate = false;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0) {
+  static const char *const options[] = {"--json", "--calibrate", "-h", "--help", NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay devices", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPERAND)
+      return xr_cli_error("replay devices", "unexpected argument %s (it takes options only)",
+                          a.arg);
+    if (xr_cli_is(&a, "--json")) {
       json = true;
-    } else if (strcmp(argv[i], "--calibrate") == 0) {
+    } else if (xr_cli_is(&a, "--calibrate")) {
       calibrate = true;
-    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      print_usage(stdout);
-      return 0;
     } else {
-      fprintf(stderr, "replay devices: unknown argument \"%s\"\n", argv[i]);
-      print_usage(stderr);
-      return 2;
+      print_usage(stdout);
+      return XR_EXIT_OK;
     }
   }
 

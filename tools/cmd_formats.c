@@ -9,10 +9,9 @@
 #include "tools/cli.h"
 #include "tools/op_table.h"
 
-static int usage_error(const char *cmd, const char *usage, const char *problem) {
-  if (problem) fprintf(stderr, "replay %s: %s\n", cmd, problem);
-  fprintf(stderr, "usage: replay %s %s\n", cmd, usage);
-  return XR_EXIT_USAGE;
+static int print_usage(const char *cmd, const char *usage) {
+  printf("usage: replay %s %s\n", cmd, usage);
+  return XR_EXIT_OK;
 }
 
 static int load_error(void) {
@@ -31,19 +30,32 @@ static const char convert_usage[] =
 int xr_cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL, *to = NULL;
   bool embed = false, strip = false;
-  for (int i = 1; i < argc; i++) {
-    if (strncmp(argv[i], "--to=", 5) == 0) to = argv[i] + 5;
-    else if (strcmp(argv[i], "--embed-data") == 0) embed = true;
-    else if (strcmp(argv[i], "--strip-data") == 0) strip = true;
-    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-      return usage_error("convert", convert_usage, NULL), XR_EXIT_OK;
-    else if (argv[i][0] == '-' && argv[i][1]) return usage_error("convert", convert_usage, "unknown option");
-    else if (!in) in = argv[i];
-    else if (!out) out = argv[i];
-    else return usage_error("convert", convert_usage, "too many arguments");
+  static const char *const options[] = {"--to=", "--embed-data", "--strip-data", "-h", "--help",
+                                         NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay convert", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPERAND) {
+      if (!in) in = a.arg;
+      else if (!out) out = a.arg;
+      else return xr_cli_error("replay convert", "one IN and one OUT (%s is a third)", a.arg);
+    } else if (xr_cli_is(&a, "--to")) {
+      if (strcmp(a.value, "json") && strcmp(a.value, "msgpack") && strcmp(a.value, "tracelens"))
+        return xr_cli_bad_value(&a, "takes json, msgpack or tracelens");
+      to = a.value;
+    } else if (xr_cli_is(&a, "--embed-data")) {
+      embed = true;
+    } else if (xr_cli_is(&a, "--strip-data")) {
+      strip = true;
+    } else {
+      return print_usage("convert", convert_usage);
+    }
   }
-  if (!in || !out) return usage_error("convert", convert_usage, "IN and OUT are required");
-  if (embed && strip) return usage_error("convert", convert_usage, "--embed-data and --strip-data exclude each other");
+  if (!in || !out)
+    return xr_cli_error("replay convert", "IN and OUT are required (`replay convert --help`)");
+  if (embed && strip)
+    return xr_cli_error("replay convert", "--embed-data and --strip-data exclude each other");
   char inbuf[4096], outbuf[4096];
   in = xr_cli_path(in, inbuf, sizeof inbuf);
   out = xr_cli_path(out, outbuf, sizeof outbuf);
@@ -52,12 +64,12 @@ int xr_cmd_convert(int argc, char **argv) {
   if (to) {
     if (strcmp(to, "json") == 0) format = XR_FORMAT_JSON;
     else if (strcmp(to, "msgpack") == 0) format = XR_FORMAT_MSGPACK;
-    else if (strcmp(to, "tracelens") == 0) format = XR_FORMAT_TRACELENS;
-    else return usage_error("convert", convert_usage, "--to takes json, msgpack or tracelens");
+    else format = XR_FORMAT_TRACELENS;
   }
   if (format == XR_FORMAT_UNKNOWN)
-    return usage_error("convert", convert_usage,
-                       "cannot tell the output format from OUT's extension; use .json, .msgpack or --to");
+    return xr_cli_error("replay convert",
+                        "%s: cannot tell the output format from its extension; use .json, "
+                        ".msgpack or --to", out);
 
   xr_bundle_t *b;
   if (xr_bundle_load(in, &b) != XR_OK) return load_error();
@@ -171,15 +183,22 @@ static const char inspect_usage[] = "BUNDLE [--json]\n  Prints the bundle's op t
 int xr_cmd_inspect(int argc, char **argv) {
   const char *path = NULL;
   bool json = false;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0) json = true;
-    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-      return usage_error("inspect", inspect_usage, NULL), XR_EXIT_OK;
-    else if (argv[i][0] == '-' && argv[i][1]) return usage_error("inspect", inspect_usage, "unknown option");
-    else if (!path) path = argv[i];
-    else return usage_error("inspect", inspect_usage, "one bundle at a time");
+  static const char *const options[] = {"--json", "-h", "--help", NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay inspect", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPERAND) {
+      if (path)
+        return xr_cli_error("replay inspect", "one bundle at a time (%s, then %s)", path, a.arg);
+      path = a.arg;
+    } else if (xr_cli_is(&a, "--json")) {
+      json = true;
+    } else {
+      return print_usage("inspect", inspect_usage);
+    }
   }
-  if (!path) return usage_error("inspect", inspect_usage, "BUNDLE is required");
+  if (!path) return xr_cli_error("replay inspect", "BUNDLE is required (`replay inspect --help`)");
   char buf[4096];
   path = xr_cli_path(path, buf, sizeof buf);
   xr_bundle_t *b;
@@ -206,14 +225,18 @@ static const char validate_usage[] =
 
 int xr_cmd_validate(int argc, char **argv) {
   const char *path = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-      return usage_error("validate", validate_usage, NULL), XR_EXIT_OK;
-    else if (argv[i][0] == '-' && argv[i][1]) return usage_error("validate", validate_usage, "unknown option");
-    else if (!path) path = argv[i];
-    else return usage_error("validate", validate_usage, "one bundle at a time");
+  static const char *const options[] = {"-h", "--help", NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay validate", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPTION) return print_usage("validate", validate_usage);
+    if (path)
+      return xr_cli_error("replay validate", "one bundle at a time (%s, then %s)", path, a.arg);
+    path = a.arg;
   }
-  if (!path) return usage_error("validate", validate_usage, "BUNDLE is required");
+  if (!path)
+    return xr_cli_error("replay validate", "BUNDLE is required (`replay validate --help`)");
   char buf[4096];
   path = xr_cli_path(path, buf, sizeof buf);
   xr_load_options_t decode_only = {.validate = false};

@@ -1,0 +1,103 @@
+/* The command line given something wrong, and the figures it writes that must not mislead:
+ * each case one a user met, run on the real binary the way a user runs it. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/tools/cli_util.h"
+
+#define EXAMPLE "examples/llm_small.msgpack"
+#define INVALID "tests/data/bundles/invalid_ops.json"
+#define UNNAMED "tests/data/bundles/unnamed_device.json"
+#define PLAIN_TRACE "tests/data/traces/h100_vision_train_step.json"
+#define GZ_TRACE "tests/data/fixtures/traces/mi300_bert_small.json.gz"
+
+/* `replay ARGS` exits 2 with exactly `line` (and its newline) on stderr, nothing on stdout. */
+static void refused_with(const char *args, const char *line) {
+  cr_assert_eq(replay(args), 2, "replay %s: %s", args, out_text);
+  char want[2048];
+  snprintf(want, sizeof want, "%s\n", line);
+  cr_assert_str_eq(err_text, want, "replay %s", args);
+  cr_assert_str_eq(out_text, "", "replay %s", args);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* options                                                                                     */
+
+Test(cli_errors, an_unknown_option_is_one_line_with_the_closest_valid_one) {
+  refused_with("--iter=1 B", "replay: unknown option --iter=1 (did you mean --iters?)");
+  refused_with("--hal=cpu --stop-on-eror " EXAMPLE,
+               "replay: unknown option --stop-on-eror (did you mean --stop-on-error?)");
+  refused_with("--op-f=mm " EXAMPLE, "replay: unknown option --op-f=mm (did you mean --op-filter?)");
+  refused_with("extract --topp 3", "replay extract: unknown option --topp (did you mean --top?)");
+  refused_with("plan --jsno " EXAMPLE, "replay plan: unknown option --jsno (did you mean --json?)");
+  refused_with("inspect --josn " EXAMPLE,
+               "replay inspect: unknown option --josn (did you mean --json?)");
+  refused_with("convert a.json b.json --strip-dat",
+               "replay convert: unknown option --strip-dat (did you mean --strip-data?)");
+  refused_with("devices --calibrat",
+               "replay devices: unknown option --calibrat (did you mean --calibrate?)");
+  refused_with("compare a.json b.json --svgg=x.svg",
+               "replay compare: unknown option --svgg=x.svg (did you mean --svg?)");
+  refused_with("report a.json --ouput p.html",
+               "replay report: unknown option --ouput (did you mean --output?)");
+  refused_with("merge a.json -o m.json --allow-mixed-device",
+               "replay merge: unknown option --allow-mixed-device (did you mean "
+               "--allow-mixed-devices?)");
+  refused_with("validate --strict " INVALID,
+               "replay validate: unknown option --strict (`replay validate --help` lists the "
+               "options)");
+  /* Nothing close: where the options are listed instead. */
+  refused_with("--frobnicate " EXAMPLE,
+               "replay: unknown option --frobnicate (`replay --help-run` lists the options)");
+  refused_with("plan --frobnicate " EXAMPLE,
+               "replay plan: unknown option --frobnicate (`replay plan --help` lists the options)");
+  /* A subcommand mistyped is not taken for a bundle. */
+  refused_with("valdiate " INVALID,
+               "replay: valdiate: no such subcommand or file (did you mean `replay validate`?)");
+}
+
+Test(cli_errors, a_bad_value_says_why) {
+  refused_with("--iters=0 " EXAMPLE, "replay: --iters=0: must be at least 1");
+  refused_with("--iters 0 " EXAMPLE, "replay: --iters=0: must be at least 1");
+  refused_with("--iters=x " EXAMPLE, "replay: --iters=x: not a whole number");
+  refused_with("--warmup=-1 " EXAMPLE, "replay: --warmup=-1: must be at least 0");
+  refused_with("--cache=lukewarm " EXAMPLE, "replay: --cache=lukewarm: takes warm, cold or both");
+  refused_with("--max-memory=lots " EXAMPLE,
+               "replay: --max-memory=lots: not a positive byte count (1048576, 64K, 512M, 24G)");
+  refused_with("--check=yes " EXAMPLE, "replay: --check=yes: takes no value");
+  refused_with(EXAMPLE " --hal", "replay: --hal: needs a value");
+  refused_with("plan --op-limit=-1 " EXAMPLE, "replay plan: --op-limit=-1: must be at least 0");
+  refused_with("extract " GZ_TRACE " -o x.msgpack --top=0",
+               "replay extract: --top=0: must be at least 1");
+  refused_with("convert " EXAMPLE " out.json --to=yaml",
+               "replay convert: --to=yaml: takes json, msgpack or tracelens");
+  /* Operands: one line too. */
+  refused_with("--hal=cpu", "replay: BUNDLE is required (`replay --help-run` lists the options)");
+  refused_with("inspect " EXAMPLE " " EXAMPLE,
+               "replay inspect: one bundle at a time (" EXAMPLE ", then " EXAMPLE ")");
+}
+
+Test(cli_errors, help_only_when_asked) {
+  static const char *const helps[] = {"--help-run", "plan --help",    "inspect --help",
+                                      "validate -h", "convert --help", "devices --help",
+                                      "compare --help", "report --help", "merge --help",
+                                      "extract --help"};
+  for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++) {
+    cr_assert_eq(replay(helps[i]), 0, "replay %s: %s", helps[i], err_text);
+    cr_assert(strstr(out_text, "usage: replay"), "replay %s: %s", helps[i], out_text);
+    cr_assert_str_eq(err_text, "", "replay %s", helps[i]);
+  }
+  static const char *const mistakes[] = {"--iters=0 " EXAMPLE, "plan --x " EXAMPLE,
+                                         "convert " EXAMPLE, "extract -o x.json", "merge",
+                                         "report a.json", "compare a.json"};
+  for (size_t i = 0; i < sizeof mistakes / sizeof mistakes[0]; i++) {
+    cr_assert_eq(replay(mistakes[i]), 2, "replay %s", mistakes[i]);
+    cr_assert_null(strstr(err_text, "usage"), "replay %s: %s", mistakes[i], err_text);
+    cr_assert(strchr(err_text, '\n') && !strchr(err_text, '\n')[1], "one line: replay %s: %s",
+              mistakes[i], err_text);
+  }
+}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/bundle.h"
+#include "replay/replay.h"
 #include "tools/cli.h"
 #include "tools/op_table.h"
 
@@ -221,7 +222,20 @@ int xr_cmd_inspect(int argc, char **argv) {
 /* ------------------------------------------------------------------------------------------ */
 
 static const char validate_usage[] =
-    "BUNDLE\n  Checks every op, tensor and .npy file; exit 0 when valid, 2 with the problems.";
+    "BUNDLE\n"
+    "  Checks every op, tensor and .npy file, then plans every op as `replay` would: arguments\n"
+    "  whose shapes do not agree, wrong dtypes or kinds are problems (naming op and argument);\n"
+    "  an op no kernel knows is unsupported, not a problem. Exit 0 when valid, 2 with the\n"
+    "  problems on stderr.";
+
+/* "ops[3] aten::mm: " then the planner's sentence, without the op name it may begin with. */
+static void plan_problem(const xr_op_t *op, size_t index, const char *message, char *out,
+                         size_t size) {
+  size_t n = strlen(op->name);
+  if (!strncmp(message, op->name, n) && message[n] == ':') message += n + 1;
+  while (*message == ' ') message++;
+  snprintf(out, size, "ops[%zu] %s: %s", index, op->name, message);
+}
 
 int xr_cmd_validate(int argc, char **argv) {
   const char *path = NULL;
@@ -242,17 +256,38 @@ int xr_cmd_validate(int argc, char **argv) {
   xr_load_options_t decode_only = {.validate = false};
   xr_bundle_t *b;
   if (xr_bundle_load_with(path, &decode_only, &b) != XR_OK) return load_error();
+  /* The planner reads shapes and dtypes: only a bundle whose structure holds is planned. */
+  bool structure = xr_bundle_validate(b, false, NULL) == XR_OK;
   xr_diagnostics_t diags;
   xr_status_t st = xr_bundle_validate(b, true, &diags);
-  if (st == XR_OK) {
-    printf("%s: valid (%zu ops, %s)\n", path, b->op_count, data_form_text(xr_bundle_data_form(b)));
-  } else {
+  size_t problems = st == XR_OK ? 0 : diags.count, unsupported = 0, shown = diags.kept;
+  const char *first_unsupported = NULL;
+  if (st != XR_OK) {
     for (size_t i = 0; i < diags.kept; i++) fprintf(stderr, "%s: %s\n", path, diags.messages[i]);
-    if (diags.count > diags.kept)
-      fprintf(stderr, "%s: ... and %zu more problems\n", path, diags.count - diags.kept);
-    fprintf(stderr, "%s: invalid: %zu problem%s\n", path, diags.count, diags.count == 1 ? "" : "s");
+  }
+  for (size_t i = 0; structure && i < b->op_count; i++) {
+    char message[1024], line[1400];
+    xr_op_outcome_t outcome = xr_replay_plan_op(b, i, message, sizeof message);
+    if (outcome == XR_OP_UNSUPPORTED && !unsupported++) first_unsupported = b->ops[i].name;
+    if (outcome != XR_OP_FAILED) continue;
+    problems++;
+    if (shown >= 200) continue; /* as many as the structural check keeps */
+    plan_problem(&b->ops[i], i, message, line, sizeof line);
+    fprintf(stderr, "%s: %s\n", path, line);
+    shown++;
+  }
+  if (!problems) {
+    printf("%s: valid (%zu ops, %s)\n", path, b->op_count, data_form_text(xr_bundle_data_form(b)));
+    if (unsupported)
+      printf("%s: %zu op%s unsupported, not a problem (`replay plan` says why): %s%s\n", path,
+             unsupported, unsupported == 1 ? "" : "s", first_unsupported,
+             unsupported > 1 ? ", ..." : "");
+  } else {
+    if (problems > shown)
+      fprintf(stderr, "%s: ... and %zu more problems\n", path, problems - shown);
+    fprintf(stderr, "%s: invalid: %zu problem%s\n", path, problems, problems == 1 ? "" : "s");
   }
   xr_diagnostics_free(&diags);
   xr_bundle_destroy(b);
-  return st == XR_OK ? XR_EXIT_OK : XR_EXIT_USAGE;
+  return problems ? XR_EXIT_USAGE : XR_EXIT_OK;
 }

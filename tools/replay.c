@@ -22,7 +22,8 @@ static const char usage[] =
     "       replay merge R.0.json R.1.json ... -o R.json  the reports of a sharded run\n"
     "                                     (--shard=K/N) as one (`replay merge --help`)\n"
     "       replay inspect BUNDLE [--json]  print the op table\n"
-    "       replay validate BUNDLE          check a bundle and its .npy files\n"
+    "       replay validate BUNDLE          check a bundle, its .npy files and what the planner\n"
+    "                                     says of its ops' arguments\n"
     "       replay convert IN OUT [--to=json|msgpack|tracelens] [--embed-data|--strip-data]\n"
     "       replay extract TRACE.json[.gz] -o BUNDLE.msgpack|.json   bundle from a profiler trace\n"
     "       replay --version\n";

@@ -15,6 +15,14 @@
 #define PLAIN_TRACE "tests/data/traces/h100_vision_train_step.json"
 #define GZ_TRACE "tests/data/fixtures/traces/mi300_bert_small.json.gz"
 
+static const char *scratch(const char *name) {
+  static char paths[8][1024];
+  static int next;
+  char *p = paths[next++ % 8];
+  snprintf(p, sizeof paths[0], "%s/%d.%s", tmpdir(), (int)getpid(), name);
+  return p;
+}
+
 /* `replay ARGS` exits 2 with exactly `line` (and its newline) on stderr, nothing on stdout. */
 static void refused_with(const char *args, const char *line) {
   cr_assert_eq(replay(args), 2, "replay %s: %s", args, out_text);
@@ -100,4 +108,35 @@ Test(cli_errors, help_only_when_asked) {
     cr_assert(strchr(err_text, '\n') && !strchr(err_text, '\n')[1], "one line: replay %s: %s",
               mistakes[i], err_text);
   }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* validate                                                                                    */
+
+/* The planner's checks: shapes that disagree, dtypes, an argument of the wrong kind, each named
+ * by op index, op and argument; an op no kernel knows is not one of them. */
+Test(cli_errors, validate_refuses_what_the_planner_refuses) {
+  cr_assert_eq(replay("validate " INVALID), 2, "%s", out_text);
+  cr_assert_str_eq(err_text,
+                   INVALID ": ops[0] aten::mm: self is [.., 16] but mat2 has 32 rows: inner "
+                   "dimensions differ\n" INVALID
+                   ": ops[1] aten::mm: self and mat2 must share a float dtype (got float and "
+                   "c10::BFloat16)\n" INVALID
+                   ": ops[2] aten::add: argument 'other': expected a tensor or a number\n" INVALID
+                   ": invalid: 3 problems\n");
+  /* The run agrees: the same three fail, the unknown op is unsupported. */
+  cr_assert_eq(replay("--hal=cpu --iters=1 --warmup=0 " INVALID), 1, "%s", err_text);
+  cr_assert(strstr(out_text, "5 of 5 ops attempted: 1 succeeded, 3 failed, 1 unsupported"), "%s",
+            out_text);
+  /* A bundle whose only trouble is an op no kernel knows is valid, saying so. */
+  const char *unknown = scratch("unknown.json");
+  write_text(unknown, "{\"format\": \"xreplay-bundle\", \"ops\": [{\"name\": \"x::unknown_op\"}]}");
+  char args[1024], want[2048];
+  snprintf(args, sizeof args, "validate %s", unknown);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  snprintf(want, sizeof want,
+           "%s: 1 op unsupported, not a problem (`replay plan` says why): x::unknown_op\n",
+           unknown);
+  cr_assert(strstr(out_text, want), "%s", out_text);
+  cr_assert_eq(replay("validate " EXAMPLE), 0, "%s", err_text);
 }

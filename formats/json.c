@@ -591,6 +591,8 @@ static xr_status_t decode_root(json_decoder_t *d, const cJSON *root) {
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
   if (fmt && !(cJSON_IsString(fmt) && strcmp(fmt->valuestring, "xreplay-bundle") == 0))
     return fail(d, XR_INVALID_ARGUMENT, "\"format\" is not \"xreplay-bundle\"");
+  if (!ops && cJSON_GetObjectItemCaseSensitive(root, "traceEvents"))
+    return xr_trace_not_bundle(d->name, true);
   if (!cJSON_IsArray(ops))
     return fail(d, XR_INVALID_ARGUMENT, "not an xreplay bundle: \"ops\" is %s, expected an array",
                 json_type_name(ops));

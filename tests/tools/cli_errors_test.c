@@ -140,3 +140,30 @@ Test(cli_errors, validate_refuses_what_the_planner_refuses) {
   cr_assert(strstr(out_text, want), "%s", out_text);
   cr_assert_eq(replay("validate " EXAMPLE), 0, "%s", err_text);
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* inputs that are not what they seem                                                          */
+
+Test(cli_errors, profiler_traces_plain_or_gzipped_get_the_extract_hint) {
+  refused_with("--hal=cpu " PLAIN_TRACE,
+               "replay: " PLAIN_TRACE ": a profiler trace (JSON with \"traceEvents\"), not a "
+               "bundle: make a bundle of it with `replay extract " PLAIN_TRACE
+               " -o BUNDLE.msgpack`");
+  refused_with("plan " PLAIN_TRACE,
+               "replay plan: " PLAIN_TRACE ": a profiler trace (JSON with \"traceEvents\"), not "
+               "a bundle: make a bundle of it with `replay extract " PLAIN_TRACE
+               " -o BUNDLE.msgpack`");
+  refused_with("--hal=cpu " GZ_TRACE,
+               "replay: " GZ_TRACE ": a gzip file, not a bundle: if it is a profiler trace, make "
+               "a bundle of it with `replay extract " GZ_TRACE " -o BUNDLE.msgpack`");
+  /* traceEvents after other keys: told once parsed. */
+  const char *late = scratch("late_trace.json");
+  write_text(late, "{\"distributedInfo\": {\"rank\": 0}, \"traceEvents\": []}");
+  char args[1024], want[2048];
+  snprintf(args, sizeof args, "inspect %s", late);
+  snprintf(want, sizeof want,
+           "replay: %s: a profiler trace (JSON with \"traceEvents\"), not a bundle: make a bundle "
+           "of it with `replay extract %s -o BUNDLE.msgpack`",
+           late, late);
+  refused_with(args, want);
+}

@@ -94,6 +94,12 @@ xr_status_t xr_bundle_decode(const uint8_t *bytes, size_t size, const char *name
         st = xr_error(XR_INVALID_ARGUMENT,
                       "%s: not a bundle: neither JSON, TraceLens IR nor xreplay MessagePack", name);
   }
+  /* An empty metadata string records nothing: the device a trace ran on, read as "", is not
+   * recorded (and no replay is then "cross-device"). */
+  for (size_t i = 0; st == XR_OK && xr_metadata_fields[i]; i++) {
+    char **slot = xr_metadata_slot(&b->meta, i);
+    if (*slot && !(*slot)[0]) *slot = NULL;
+  }
   if (st == XR_OK && options->validate &&
       (st = xr_bundle_validate(b, options->check_data_files, NULL)) != XR_OK)
     xr_error_prefix(st, "%s: ", name);

@@ -211,7 +211,8 @@ int xr_cmd_inspect(int argc, char **argv) {
     printf("%s: %s bundle, format version %" PRId64 ", %zu ops\n", path,
            xr_bundle_format_name(b->source_format), b->meta.format_version, b->op_count);
     printf("data: %s\n", data_form_text(xr_bundle_data_form(b)));
-    if (b->meta.device_name) printf("captured on: %s\n", b->meta.device_name);
+    printf("captured on: %s\n",
+           b->meta.device_name && b->meta.device_name[0] ? b->meta.device_name : "not recorded");
     if (b->meta.source_trace) printf("source trace: %s\n", b->meta.source_trace);
     rc = xr_print_op_table(stdout, b) == XR_OK ? XR_EXIT_OK : XR_EXIT_FAILED;
   }

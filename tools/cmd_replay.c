@@ -316,19 +316,19 @@ static int write_page(run_ctx_t *c, const xr_replay_summary_t *s) {
   return rc;
 }
 
-/* Replayed vs recorded, for one device: the distribution of median / trace time, said to be
- * cross-device unless the device is the model the trace ran on. Nothing when no op that
- * succeeded has a recorded time. */
-/* The engine's replayed vs recorded statistics of one device. */
+/* Replayed vs recorded, for one device (the engine's statistics): the distribution of median /
+ * trace time, said to be same-device on the model the trace ran on, cross-device on another, and
+ * neither when the bundle does not record the trace's device. Nothing when no op that succeeded
+ * has a recorded time. */
 static void print_trace_ratio(const run_ctx_t *c, const xr_replay_device_t *dev) {
   const xr_trace_ratio_stats_t *t = &dev->replay_vs_trace;
   if (t->count == 0) return;
   const char *trace_device = c->bundle->meta.device_name;
-  bool same = dev->same_device;
+  bool same = dev->same_device, recorded = trace_device && trace_device[0];
   printf("summary [%s]: ", dev->spec);
   if (same)
     printf("replay vs trace (same device: %s)", dev->properties.name);
-  else if (trace_device && trace_device[0])
+  else if (recorded)
     printf("trace recorded on %s, replayed on %s: cross-device replay vs trace", trace_device,
            dev->properties.name);
   else
@@ -336,8 +336,8 @@ static void print_trace_ratio(const run_ctx_t *c, const xr_replay_device_t *dev)
            dev->properties.name);
   printf(": %zu ops, median ratio %.3g, geometric mean %.3g, %.1f%% within \u00b110%%\n", t->count,
          t->median, t->geomean, t->within_10_percent);
-  printf("summary [%s]: worst %s ratios (replay / trace):", dev->spec,
-         same ? "same-device" : "cross-device");
+  printf("summary [%s]: worst %sratios (replay / trace):", dev->spec,
+         same ? "same-device " : recorded ? "cross-device " : "");
   for (size_t k = 0; k < t->worst_count; k++)
     printf("%s #%zu %s %.3g", k ? "," : "", t->worst[k].index, t->worst[k].name, t->worst[k].ratio);
   putchar('\n');

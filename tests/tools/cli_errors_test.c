@@ -167,3 +167,34 @@ Test(cli_errors, profiler_traces_plain_or_gzipped_get_the_extract_hint) {
            late, late);
   refused_with(args, want);
 }
+
+/* A trace whose device name was recorded as "": not recorded, and no replay is cross-device. */
+Test(cli_errors, an_empty_device_name_is_not_recorded) {
+  cr_assert_eq(replay("inspect " UNNAMED), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "\ncaptured on: not recorded\n"), "%s", out_text);
+  const char *report = scratch("unnamed.report.json");
+  char args[1024];
+  snprintf(args, sizeof args, "--hal=cpu --iters=2 --warmup=0 --report=%s " UNNAMED, report);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "summary [cpu]: replay vs trace (the trace's device is not recorded; "
+                             "replayed on "),
+            "%s", out_text);
+  cr_assert(strstr(out_text, "summary [cpu]: worst ratios (replay / trace): #0 aten::mm "), "%s",
+            out_text);
+  cr_assert_null(strstr(out_text, "cross-device"), "%s", out_text);
+  cJSON *r = read_json(report);
+  const cJSON *source = cJSON_GetObjectItem(r, "source");
+  cr_assert_str_eq(json_str(source, "trace"), "trace.json.gz");
+  cr_assert_null(cJSON_GetObjectItem(source, "device"), "no device in the report's source");
+  const cJSON *t = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "summary"), "replay_vs_trace");
+  cr_assert_not_null(t);
+  cr_assert_null(cJSON_GetObjectItem(t, "trace_device"));
+  cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(t, "same_device")));
+  cJSON_Delete(r);
+  /* `replay compare` of that report says so too. */
+  snprintf(args, sizeof args, "compare %s %s", report, report);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "A: replay vs trace (the trace's device is not recorded; "), "%s",
+            out_text);
+  cr_assert_null(strstr(out_text, "cross-device"), "%s", out_text);
+}

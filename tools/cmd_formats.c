@@ -28,6 +28,20 @@ static const char convert_usage[] =
     "  --embed-data  pull every tensor's .npy contents into the file (MessagePack or our JSON)\n"
     "  --strip-data  drop all real contents, keep shapes, strides and dtypes (safe to share)";
 
+typedef struct lost {
+  const char *out;
+  size_t count;
+} lost_t;
+
+/* One thing TraceLens IR cannot carry, under a heading line before the first. */
+static void note_loss(void *context, const char *phrase) {
+  lost_t *l = context;
+  if (!l->count++)
+    fprintf(stderr, "replay convert: TraceLens IR cannot carry these; %s leaves them out:\n",
+            l->out);
+  fprintf(stderr, "  %s\n", phrase);
+}
+
 int xr_cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL, *to = NULL;
   bool embed = false, strip = false;
@@ -74,6 +88,11 @@ int xr_cmd_convert(int argc, char **argv) {
 
   xr_bundle_t *b;
   if (xr_bundle_load(in, &b) != XR_OK) return load_error();
+  if (format == XR_FORMAT_TRACELENS) {
+    /* Said before writing: OUT holds less than IN, and what is missing is named. */
+    lost_t lost = {.out = out};
+    xr_bundle_tracelens_losses(b, note_loss, &lost);
+  }
   size_t changed = 0;
   xr_status_t st = XR_OK;
   if (embed) st = xr_bundle_embed_data(b, &changed);

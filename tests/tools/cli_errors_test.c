@@ -198,3 +198,30 @@ Test(cli_errors, an_empty_device_name_is_not_recorded) {
             out_text);
   cr_assert_null(strstr(out_text, "cross-device"), "%s", out_text);
 }
+
+/* What TraceLens IR cannot hold is named, field by field, before it is dropped. */
+Test(cli_errors, convert_to_tracelens_lists_what_it_drops) {
+  const char *bundle = scratch("bert.msgpack"), *ir = scratch("bert.tracelens.json");
+  char args[2048];
+  snprintf(args, sizeof args, "extract " GZ_TRACE " -q -o %s", bundle);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  snprintf(args, sizeof args, "convert %s %s --to=tracelens", bundle, ir);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  char heading[1200];
+  snprintf(heading, sizeof heading,
+           "replay convert: TraceLens IR cannot carry these; %s leaves them out:\n", ir);
+  cr_assert(!strncmp(err_text, heading, strlen(heading)), "%s", err_text);
+  static const char *const lines[] = {
+      "\n  metadata.device_name: AMD Instinct MI300X VF\n",
+      "\n  metadata.source_trace: mi300_bert_small.json.gz\n",
+      "\n  timing.gpu_time_us of 16 ops: the GPU time the trace recorded (a replay's trace_us and "
+      "its replay / trace ratios)\n",
+      "\n  timing.kernels of 16 ops: "};
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+    cr_assert(strstr(err_text, lines[i]), "%s missing in\n%s", lines[i], err_text);
+  cr_assert(strstr(err_text, "wrote "), "%s", err_text);
+  /* To our formats nothing is lost, and nothing is said. */
+  snprintf(args, sizeof args, "convert %s %s.json", bundle, bundle);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert_null(strstr(err_text, "cannot carry"), "%s", err_text);
+}

@@ -382,6 +382,10 @@ void xr_replay_plan_free(xr_replay_plan_t *plan); /* accepts NULL */
 xr_op_outcome_t xr_replay_plan_op(const xr_bundle_t *bundle, size_t index, char *message,
                                   size_t message_size);
 
+/* How many of the bundle's ops `options->op_filter` selects (all without a filter), before
+ * --op-limit and --shard: a filter that selects none would make an empty run. */
+size_t xr_replay_filter_count(const xr_bundle_t *bundle, const xr_replay_options_t *options);
+
 /* NMSE of `actual` against `expected`, two storages of the same view (dtype, shape, strides,
  * offset): sum (a - e)^2 / sum e^2 over the elements where e is finite, with *out_nonfinite set
  * when a is NaN or Inf where e is finite. What --check and the comparison of devices use. */

@@ -102,6 +102,11 @@ int xr_cli_load_bundle(const char *prog, const char *path, const char *model_con
 struct xr_replay_options;
 struct xr_shard;
 
+/* --op-filter that selects none of the bundle's ops (at `path`): XR_EXIT_USAGE after one line
+ * saying so, with the bundle's first op names; XR_EXIT_OK otherwise, and without a filter. */
+int xr_cli_check_filter(const char *prog, const char *path, const xr_bundle_t *bundle,
+                        const struct xr_replay_options *options);
+
 /* --shard=SPEC (K/N, auto or auto/N; replay/shard.h), the environment read for auto.
  * XR_EXIT_OK, or XR_EXIT_USAGE after printing the error, as `prog`. */
 int xr_cli_shard_parse(const char *prog, const char *spec, uint32_t *out_index,

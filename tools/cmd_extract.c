@@ -143,6 +143,13 @@ int xr_cmd_extract(int argc, char **argv) {
     fprintf(stderr, "replay extract: %s\n", xr_last_error());
     return st == XR_RESOURCE_EXHAUSTED || st == XR_INTERNAL ? EXIT_FAILED_ : EXIT_USAGE_;
   }
+  if (opt.op_filter && opt.op_filter[0] && b->op_count == 0) {
+    xr_cli_error(prog, "--op-filter=%s: no op of %s with GPU work has a name containing \"%s\"",
+                 opt.op_filter, in, opt.op_filter);
+    xr_bundle_destroy(b);
+    xr_extract_summary_free(&s);
+    return EXIT_USAGE_;
+  }
   if (!quiet)
     for (size_t i = 0; i < s.warning_count; i++) fprintf(stderr, "warning: %s\n", s.warnings[i]);
   char cfgbuf[PATH_CAP];

@@ -323,6 +323,10 @@ int xr_cmd_plan(int argc, char **argv) {
   xr_bundle_t *b;
   int loaded = xr_cli_load_bundle("replay plan", path, model_config, &b);
   if (loaded != XR_EXIT_OK) return loaded;
+  if (xr_cli_check_filter("replay plan", path, b, &o) != XR_EXIT_OK) {
+    xr_bundle_destroy(b);
+    return XR_EXIT_USAGE;
+  }
   xr_replay_plan_t *plan;
   xr_status_t st = xr_replay_plan(b, &o, &plan);
   if (st != XR_OK) {

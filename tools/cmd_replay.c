@@ -600,6 +600,10 @@ int xr_cmd_replay(int argc, char **argv) {
   xr_bundle_t *b;
   int loaded = xr_cli_load_bundle("replay", path, model_config, &b);
   if (loaded != XR_EXIT_OK) return loaded;
+  if (xr_cli_check_filter("replay", path, b, &o) != XR_EXIT_OK) {
+    xr_bundle_destroy(b);
+    return XR_EXIT_USAGE;
+  }
   xr_shard_t *shard = NULL;
   if (shard_spec &&
       xr_cli_shard_create("replay", b, &o, shard_index, shard_count, &shard) != XR_EXIT_OK) {

@@ -225,3 +225,18 @@ Test(cli_errors, convert_to_tracelens_lists_what_it_drops) {
   cr_assert_eq(replay(args), 0, "%s", err_text);
   cr_assert_null(strstr(err_text, "cannot carry"), "%s", err_text);
 }
+
+Test(cli_errors, a_filter_that_selects_no_op_is_a_usage_error) {
+#define NONE_OF ": --op-filter=zzz: no op of " EXAMPLE " has a name containing \"zzz\" (11 ops: " \
+                "aten::mm, aten::linear, aten::addmm, aten::_scaled_dot_product_flash_attention, ...)"
+  refused_with("--hal=cpu --op-filter=zzz " EXAMPLE, "replay" NONE_OF);
+  refused_with("plan --hal=cpu --op-filter=zzz " EXAMPLE, "replay plan" NONE_OF);
+#undef NONE_OF
+  char args[1024], want[2048];
+  snprintf(args, sizeof args, "extract " GZ_TRACE " --op-filter zzz -o %s", scratch("none.json"));
+  snprintf(want, sizeof want,
+           "replay extract: --op-filter=zzz: no op of " GZ_TRACE
+           " with GPU work has a name containing \"zzz\"");
+  refused_with(args, want);
+  cr_assert_neq(access(scratch("none.json"), F_OK), 0, "no bundle written");
+}

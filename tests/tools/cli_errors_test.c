@@ -240,3 +240,123 @@ Test(cli_errors, a_filter_that_selects_no_op_is_a_usage_error) {
   refused_with(args, want);
   cr_assert_neq(access(scratch("none.json"), F_OK), 0, "no bundle written");
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* the CSV report                                                                              */
+
+/* Splits one CSV record (RFC 4180: quoted fields, doubled quotes; no line breaks inside) into
+ * fields, unquoted, in place; returns how many. */
+static size_t csv_split(char *line, char **fields, size_t max) {
+  size_t n = 0;
+  char *p = line;
+  for (;;) {
+    cr_assert_lt(n, max, "more than %zu fields", max);
+    char *field = p, *w = p;
+    if (*p == '"') {
+      for (p++;; p++) {
+        cr_assert(*p, "unterminated quoted field in %s", line);
+        if (*p == '"' && p[1] == '"') *w++ = '"', p++;
+        else if (*p == '"') break;
+        else *w++ = *p;
+      }
+      p++;
+    } else {
+      while (*p && *p != ',' && *p != '\n') *w++ = *p++;
+    }
+    char end = *p;
+    *w = '\0';
+    fields[n++] = field;
+    if (end != ',') return n;
+    p++;
+  }
+}
+
+/* A JSON value as the CSV writes it: text as is, numbers and the rest as compact JSON. */
+static void as_text(const cJSON *v, char *out, size_t size) {
+  if (!v || cJSON_IsNull(v)) {
+    snprintf(out, size, "%s", "");
+  } else if (cJSON_IsString(v)) {
+    snprintf(out, size, "%s", v->valuestring);
+  } else {
+    char *text = cJSON_PrintUnformatted(v);
+    snprintf(out, size, "%s", text);
+    cJSON_free(text);
+  }
+}
+
+/* Four aten::addmm of one trace, told apart by their arguments, counts and figures, all of
+ * which the CSV holds as the JSON report does: every field of every op (nested ones as
+ * "contention.batches"), and no field left over in "more". */
+Test(cli_errors, the_csv_carries_every_per_op_field_of_the_json_report) {
+  const char *bundle = scratch("addmm.msgpack"), *csv = scratch("addmm.csv"),
+             *json = scratch("addmm.json");
+  char args[2048];
+  snprintf(args, sizeof args, "extract " GZ_TRACE " -q --op-filter aten::addmm -o %s", bundle);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  snprintf(args, sizeof args, "--hal=cpu --iters=2 --warmup=0 --check --report=%s %s", csv, bundle);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  snprintf(args, sizeof args, "--hal=cpu --iters=2 --warmup=0 --check --report=%s %s", json,
+           bundle);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+
+  static char text[1 << 18];
+  slurp(csv, text, sizeof text);
+  char *lines[16];
+  size_t nlines = 0;
+  for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    cr_assert_lt(nlines, 16);
+    lines[nlines++] = l;
+  }
+  cr_assert_eq(nlines, 5, "a header and four rows: %zu lines", nlines);
+  char *header[128];
+  size_t columns = csv_split(lines[0], header, 128);
+  /* The columns of the first CSV reports first, in their order. */
+  static const char *const first[] = {"index", "name", "outcome", "kernel", "iterations",
+                                      "min_us", "median_us"};
+  for (size_t k = 0; k < sizeof first / sizeof first[0]; k++)
+    cr_assert_str_eq(header[k], first[k]);
+  cr_assert_str_eq(header[columns - 1], "more");
+
+  cJSON *report = read_json(json);
+  const cJSON *ops = cJSON_GetObjectItem(report, "ops");
+  cr_assert_eq(cJSON_GetArraySize(ops), 4);
+  char seen_args[4][512];
+  for (size_t row = 0; row < 4; row++) {
+    char *fields[128];
+    cr_assert_eq(csv_split(lines[row + 1], fields, 128), columns, "row %zu", row);
+    const cJSON *op = cJSON_GetArrayItem(ops, (int)row);
+    cr_assert_str_eq(fields[columns - 1], "", "row %zu: fields without a column: %s", row,
+                     fields[columns - 1]);
+    /* Every field of the JSON op has its column; those the two runs share hold the same. */
+    const cJSON *m;
+    cJSON_ArrayForEach(m, op) {
+      const cJSON *leaves = cJSON_IsObject(m) ? m->child : m;
+      for (const cJSON *leaf = leaves; leaf; leaf = cJSON_IsObject(m) ? leaf->next : NULL) {
+        char name[128];
+        if (cJSON_IsObject(m)) snprintf(name, sizeof name, "%s.%s", m->string, leaf->string);
+        else snprintf(name, sizeof name, "%s", m->string);
+        size_t c = 0;
+        while (c < columns && strcmp(header[c], name)) c++;
+        cr_assert_lt(c, columns, "no column for %s", name);
+        static const char *const fixed[] = {"index", "name", "args", "count", "outcome",
+                                            "kernel", "family", "peak_dtype", "flops",
+                                            "bytes", "bound", "peak_basis", "trace_us",
+                                            "iterations", "check_passed"};
+        for (size_t f = 0; f < sizeof fixed / sizeof fixed[0]; f++) {
+          if (strcmp(name, fixed[f])) continue;
+          char want[1024];
+          as_text(leaf, want, sizeof want);
+          cr_assert_str_eq(fields[c], want, "row %zu, %s", row, name);
+        }
+      }
+    }
+    cr_assert_str_eq(fields[1], "aten::addmm");
+    size_t args_column = 0;
+    while (strcmp(header[args_column], "args")) args_column++;
+    snprintf(seen_args[row], sizeof seen_args[row], "%s", fields[args_column]);
+    cr_assert(strstr(seen_args[row], "mat1=bf16["), "%s", seen_args[row]);
+    for (size_t other = 0; other < row; other++)
+      cr_assert_str_neq(seen_args[row], seen_args[other], "rows %zu and %zu", other, row);
+  }
+  cJSON_Delete(report);
+}

@@ -186,7 +186,7 @@ Test(cli, replay_lines_summary_and_trace_coverage) {
             out_text);
   slurp(report, out_text, sizeof out_text);
   cr_assert(strstr(out_text, "index,name,outcome,kernel"), "%s", out_text);
-  cr_assert(strstr(out_text, "\"x::unknown_op\",unsupported"), "%s", out_text);
+  cr_assert(strstr(out_text, "\"x::unknown_op\",\"unsupported\""), "%s", out_text);
   /* --html: the page of the run (tests/tools/report_test.c renders such pages in a browser). */
   slurp(html, out_text, sizeof out_text);
   cr_assert(strstr(out_text, "<!DOCTYPE html>") && strstr(out_text, "</html>"), "%s", out_text);

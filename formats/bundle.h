@@ -61,6 +61,13 @@ xr_status_t xr_bundle_encode_msgpack(const xr_bundle_t *bundle, uint8_t **out_by
 
 /* Writes a bundle to `path`, the format given explicitly. */
 xr_status_t xr_bundle_save(const xr_bundle_t *bundle, const char *path, xr_bundle_format_t format);
+/* What writing `bundle` as TraceLens IR leaves out: the IR holds each op's name, arguments and
+ * count, nothing else. Calls `note` once per kind the bundle has, with a phrase naming the
+ * field and what it holds ("metadata.device_name: NVIDIA H100 80GB HBM3", "timing.gpu_time_us
+ * of 16 ops: the GPU time the trace recorded (...)"); returns how many. None: nothing is lost. */
+size_t xr_bundle_tracelens_losses(const xr_bundle_t *bundle,
+                                  void (*note)(void *context, const char *phrase), void *context);
+
 /* Format implied by a path's extension (.json, .msgpack/.mpk); UNKNOWN otherwise. */
 xr_bundle_format_t xr_bundle_format_from_path(const char *path);
 

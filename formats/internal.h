@@ -48,6 +48,11 @@ int xr_base64_encode(xr_buf_t *out, const uint8_t *data, size_t n);
 int xr_base64_decode(const char *text, size_t len, uint8_t *out, size_t *out_len);
 size_t xr_base64_decoded_max(size_t len);
 
+/* A profiler trace given where a bundle was expected (formats/load.c): INVALID_ARGUMENT with
+ * "NAME: a profiler trace (...), not a bundle: make a bundle of it with `replay extract NAME -o
+ * BUNDLE.msgpack`"; not `certain` (a gzip file), the hint is conditional. */
+xr_status_t xr_trace_not_bundle(const char *name, bool certain);
+
 /* Checks that a tensor's real contents are the right size for its spec; on mismatch sets the
  * last error (relative to the tensor) and returns INVALID_ARGUMENT. */
 xr_status_t xr_tensor_check_data_size(const xr_tensor_spec_t *t, size_t data_size);

@@ -591,6 +591,8 @@ static xr_status_t decode_root(json_decoder_t *d, const cJSON *root) {
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
   if (fmt && !(cJSON_IsString(fmt) && strcmp(fmt->valuestring, "xreplay-bundle") == 0))
     return fail(d, XR_INVALID_ARGUMENT, "\"format\" is not \"xreplay-bundle\"");
+  if (!ops && cJSON_GetObjectItemCaseSensitive(root, "traceEvents"))
+    return xr_trace_not_bundle(d->name, true);
   if (!cJSON_IsArray(ops))
     return fail(d, XR_INVALID_ARGUMENT, "not an xreplay bundle: \"ops\" is %s, expected an array",
                 json_type_name(ops));
@@ -921,6 +923,70 @@ static void put_op(json_writer_t *w, const xr_op_t *op) {
     close_block(w, '}', 0);
   }
   close_block(w, '}', 0);
+}
+
+/* What put_op and xr_bundle_encode_json leave out with `tracelens`: keep the two together. */
+size_t xr_bundle_tracelens_losses(const xr_bundle_t *bundle,
+                                  void (*note)(void *context, const char *phrase), void *context) {
+  char phrase[1024];
+  size_t kinds = 0;
+  const xr_bundle_metadata_t *m = &bundle->meta;
+  for (size_t i = 0; xr_metadata_fields[i]; i++) {
+    const char *value = xr_metadata_value(m, i);
+    if (!value) continue;
+    snprintf(phrase, sizeof phrase, "metadata.%s: %s", xr_metadata_fields[i], value);
+    note(context, phrase);
+    kinds++;
+  }
+  if (m->extra_count) {
+    size_t at = (size_t)snprintf(phrase, sizeof phrase, "metadata:");
+    for (size_t i = 0; i < m->extra_count && at < sizeof phrase; i++)
+      at += (size_t)snprintf(phrase + at, sizeof phrase - at, "%s %s", i ? "," : "",
+                             m->extra[i].name);
+    note(context, phrase);
+    kinds++;
+  }
+  size_t timed = 0, kernels = 0, with_kernels = 0, devices = 0, graphs = 0, aliases = 0,
+         hinted = 0, defaulted = 0;
+  for (size_t i = 0; i < bundle->op_count; i++) {
+    const xr_op_t *op = &bundle->ops[i];
+    const xr_op_timing_t *t = op->timing;
+    if (t && t->gpu_time_us >= 0) timed++;
+    if (t && t->kernel_count) kernels += t->kernel_count, with_kernels++;
+    if (t && t->device) devices++;
+    if (t && (t->graph_capture || t->graph_batch_size)) graphs++;
+    if (op->alias) aliases++;
+    if (op->hint_count) hinted++;
+    for (size_t k = 0; k < op->arg_count; k++) defaulted += op->args[k].defaulted;
+    for (size_t k = 0; k < op->kwarg_count; k++) defaulted += op->kwargs[k].defaulted;
+  }
+  struct {
+    size_t n;
+    const char *text;
+  } per_op[] = {
+      {timed, "timing.gpu_time_us of %zu op%s: the GPU time the trace recorded (a replay's "
+              "trace_us and its replay / trace ratios)"},
+      {devices, "timing.device of %zu op%s: the device the trace ran on"},
+      {graphs, "timing.graph_capture and graph_batch_size of %zu op%s: the CUDA/HIP graph "
+               "capture they were measured in"},
+      {aliases, "alias of %zu op%s: the name the source recorded"},
+      {hinted, "hints of %zu op%s: what their initializers follow (prefill and decode split)"},
+      {defaulted, "defaulted of %zu argument%s: filled from the schema's default, not recorded"},
+  };
+  for (size_t k = 0; k < sizeof per_op / sizeof per_op[0]; k++) {
+    if (!per_op[k].n) continue;
+    snprintf(phrase, sizeof phrase, per_op[k].text, per_op[k].n, per_op[k].n == 1 ? "" : "s");
+    note(context, phrase);
+    kinds++;
+  }
+  if (kernels) {
+    snprintf(phrase, sizeof phrase,
+             "timing.kernels of %zu op%s: the %zu kernel%s the trace recorded for them",
+             with_kernels, with_kernels == 1 ? "" : "s", kernels, kernels == 1 ? "" : "s");
+    note(context, phrase);
+    kinds++;
+  }
+  return kinds;
 }
 
 xr_status_t xr_bundle_encode_json(const xr_bundle_t *bundle, const xr_json_options_t *options,

@@ -38,6 +38,32 @@ xr_bundle_format_t xr_bundle_format_from_path(const char *path) {
   return XR_FORMAT_UNKNOWN;
 }
 
+xr_status_t xr_trace_not_bundle(const char *name, bool certain) {
+  return xr_error(XR_INVALID_ARGUMENT,
+                  "%s: %s, not a bundle: %smake a bundle of it with `replay extract %s -o "
+                  "BUNDLE.msgpack`",
+                  name, certain ? "a profiler trace (JSON with \"traceEvents\")" : "a gzip file",
+                  certain ? "" : "if it is a profiler trace, ", name);
+}
+
+/* A JSON object whose first key is one a PyTorch (Kineto) or Chrome trace begins with, and no
+ * bundle does: told without parsing what may be hundreds of megabytes. Other orders are caught
+ * after parsing (formats/json.c). */
+static bool starts_like_a_trace(const uint8_t *b, size_t size) {
+  size_t i = 0;
+  if (size >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf) i = 3;
+  while (i < size && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t')) i++;
+  if (i == size || b[i++] != '{') return false;
+  while (i < size && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t')) i++;
+  static const char *const keys[] = {"\"schemaVersion\"", "\"traceEvents\"",
+                                     "\"deviceProperties\"", "\"displayTimeUnit\""};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+    size_t n = strlen(keys[k]);
+    if (size - i >= n && !memcmp(b + i, keys[k], n)) return true;
+  }
+  return false;
+}
+
 xr_status_t xr_bundle_decode(const uint8_t *bytes, size_t size, const char *name,
                              const char *base_dir, const xr_load_options_t *options,
                              xr_bundle_t **out_bundle) {
@@ -53,16 +79,26 @@ xr_status_t xr_bundle_decode(const uint8_t *bytes, size_t size, const char *name
   }
   switch (xr_bundle_detect_format(bytes, size)) {
     case XR_FORMAT_JSON:
+      if (starts_like_a_trace(bytes, size)) {
+        st = xr_trace_not_bundle(name, true);
+        break;
+      }
+      /* fall through */
     case XR_FORMAT_TRACELENS: st = xr_bundle_decode_json((const char *)bytes, size, name, b); break;
     case XR_FORMAT_MSGPACK: st = xr_bundle_decode_msgpack(bytes, size, name, b); break;
     default:
       if (size == 0) st = xr_error(XR_DATA_LOSS, "%s: empty file", name);
       else if (size >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b)
-        st = xr_error(XR_INVALID_ARGUMENT,
-                      "%s: a gzip file, not a bundle (a profiler trace? use `replay extract`)", name);
+        st = xr_trace_not_bundle(name, false);
       else
         st = xr_error(XR_INVALID_ARGUMENT,
                       "%s: not a bundle: neither JSON, TraceLens IR nor xreplay MessagePack", name);
+  }
+  /* An empty metadata string records nothing: the device a trace ran on, read as "", is not
+   * recorded (and no replay is then "cross-device"). */
+  for (size_t i = 0; st == XR_OK && xr_metadata_fields[i]; i++) {
+    char **slot = xr_metadata_slot(&b->meta, i);
+    if (*slot && !(*slot)[0]) *slot = NULL;
   }
   if (st == XR_OK && options->validate &&
       (st = xr_bundle_validate(b, options->check_data_files, NULL)) != XR_OK)

@@ -516,7 +516,8 @@ static xr_status_t read_device_properties(ctx_t *c, xr_jreader_t *r) {
         xr_jbuf_t b = {0};
         bool ok = false;
         st = read_string_into(r, &b, &ok);
-        if (ok) c->device_name = b.data;
+        /* An empty name records nothing: a later device's may. */
+        if (ok && b.data && b.data[0]) c->device_name = b.data;
         else xr_jbuf_free(&b);
       } else {
         st = xr_jreader_skip(r);

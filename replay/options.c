@@ -42,3 +42,9 @@ const char *xr_op_outcome_name(xr_op_outcome_t outcome) {
 bool xr_op_passes_filter(const xr_replay_options_t *o, const xr_op_t *op) {
   return !o->op_filter || strstr(op->name, o->op_filter);
 }
+
+size_t xr_replay_filter_count(const xr_bundle_t *bundle, const xr_replay_options_t *options) {
+  size_t n = 0;
+  for (size_t i = 0; i < bundle->op_count; i++) n += xr_op_passes_filter(options, &bundle->ops[i]);
+  return n;
+}

@@ -183,23 +183,28 @@ static xr_op_outcome_t refuse(xr_op_outcome_t outcome, const char *why, char *me
   return outcome;
 }
 
+/* No kernel for the name, or for this form of it: unsupported; malformed: failed. */
+static xr_op_outcome_t plan_outcome(xr_status_t planned) {
+  return planned == XR_NOT_FOUND || planned == XR_UNIMPLEMENTED ? XR_OP_UNSUPPORTED : XR_OP_FAILED;
+}
+
+/* Tensors too large to lay out in memory: unsupported; a layout that cannot be: failed. */
+static xr_op_outcome_t layout_outcome(xr_status_t laid_out) {
+  return laid_out == XR_RESOURCE_EXHAUSTED ? XR_OP_UNSUPPORTED : XR_OP_FAILED;
+}
+
 xr_op_outcome_t xr_decide(const xr_decide_context_t *c, xr_planned_op_t *p,
                           xr_hal_device_t *device, const xr_hal_device_properties_t *properties,
                           const xr_kernel_impl_t **out_impl, char *message, size_t size) {
   message[0] = '\0';
-  /* No kernel for the name, or for this form of it: unsupported; malformed: failed. */
   if (p->planned.status != XR_OK)
-    return refuse(p->planned.status == XR_NOT_FOUND || p->planned.status == XR_UNIMPLEMENTED
-                      ? XR_OP_UNSUPPORTED
-                      : XR_OP_FAILED,
-                  p->planned.message, message, size);
+    return refuse(plan_outcome(p->planned.status), p->planned.message, message, size);
   p->plan.comm = c->options->comm;
   p->plan.scale_collectives = c->options->scale_collectives;
   if (xr_kernel_select(&p->plan, device, c->options->choice, out_impl) != XR_OK)
     return refuse(XR_OP_UNSUPPORTED, xr_last_error(), message, size);
   if (p->laid_out.status != XR_OK)
-    return refuse(p->laid_out.status == XR_RESOURCE_EXHAUSTED ? XR_OP_UNSUPPORTED : XR_OP_FAILED,
-                  p->laid_out.message, message, size);
+    return refuse(layout_outcome(p->laid_out.status), p->laid_out.message, message, size);
   if (!p->host_fits.done)
     xr_once_keep(&p->host_fits,
                  check_fits(c, "host", host_need(c, p, properties), xr_host_memory_available()));
@@ -209,6 +214,24 @@ xr_op_outcome_t xr_decide(const xr_decide_context_t *c, xr_planned_op_t *p,
       check_fits(c, "device", device_need(c, p, properties), properties->memory_bytes) != XR_OK)
     return refuse(XR_OP_UNSUPPORTED, xr_last_error(), message, size);
   return XR_OP_SUCCEEDED;
+}
+
+xr_op_outcome_t xr_replay_plan_op(const xr_bundle_t *bundle, size_t index, char *message,
+                                  size_t size) {
+  message[0] = '\0';
+  if (!bundle || index >= bundle->op_count) {
+    snprintf(message, size, "no op %zu in the bundle", index);
+    return XR_OP_FAILED;
+  }
+  xr_planned_op_t p;
+  xr_planned_op_init(bundle, index, &p);
+  xr_op_outcome_t outcome = XR_OP_SUCCEEDED;
+  if (p.planned.status != XR_OK)
+    outcome = refuse(plan_outcome(p.planned.status), p.planned.message, message, size);
+  else if (p.laid_out.status != XR_OK)
+    outcome = refuse(layout_outcome(p.laid_out.status), p.laid_out.message, message, size);
+  xr_planned_op_free(&p);
+  return outcome;
 }
 
 /* ------------------------------------------------------------------------------------------ */

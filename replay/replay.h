@@ -403,6 +403,19 @@ xr_status_t xr_replay_plan(const xr_bundle_t *bundle, const xr_replay_options_t 
                            xr_replay_plan_t **out_plan);
 void xr_replay_plan_free(xr_replay_plan_t *plan); /* accepts NULL */
 
+/* Plans op `index` of `bundle` as a run would, without a device: SUCCEEDED when its arguments
+ * plan; UNSUPPORTED when no kernel knows the op or this form of it (a run reports it so on every
+ * device); FAILED when its arguments are malformed for the op (shapes that do not agree, wrong
+ * dtypes, an argument of the wrong kind), which a run reports as a failure on every device. The
+ * planner's sentence, naming the op and the argument, in `message` for the last two. What
+ * `replay validate` checks. Thread-safe. */
+xr_op_outcome_t xr_replay_plan_op(const xr_bundle_t *bundle, size_t index, char *message,
+                                  size_t message_size);
+
+/* How many of the bundle's ops `options->op_filter` selects (all without a filter), before
+ * --op-limit and --shard: a filter that selects none would make an empty run. */
+size_t xr_replay_filter_count(const xr_bundle_t *bundle, const xr_replay_options_t *options);
+
 /* NMSE of `actual` against `expected`, two storages of the same view (dtype, shape, strides,
  * offset): sum (a - e)^2 / sum e^2 over the elements where e is finite, with *out_nonfinite set
  * when a is NaN or Inf where e is finite. What --check and the comparison of devices use. */

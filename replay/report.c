@@ -140,13 +140,127 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
   return o;
 }
 
-static void csv_field(FILE *f, const char *s) {
+/* ------------------------------------------------------------------------------------------ */
+/* CSV: one row per op, made of the object xr_result_to_json gives the JSON report, so that both
+ * carry the same fields with the same values. A column is named by its field's path in that
+ * object ("contention.contended"), except max_nmse, the largest of check[].nmse; the columns of
+ * the first CSV reports come first. A field no column names (one added to the JSON and not here)
+ * still reaches the CSV, in the last column, "more", as a JSON object;
+ * tests/replay/report_csv_test.c keeps that column empty. */
+static const char *const csv_columns[] = {
+    "index", "name", "outcome", "kernel", "iterations", "min_us", "median_us", "mean_us", "p10_us",
+    "p90_us", "tflops", "gbps", "peak_percent", "trace_us", "check_passed", "max_nmse",
+    "init_policy", "message", "iqr_us", "noise_percent", "stop_reason", "contention.contended",
+    /* every other field, in the JSON object's order */
+    "args", "count", "family", "peak_dtype", "p25_us", "p75_us", "noise_batch", "outliers",
+    "noise_met", "launch", "graph_executions", "launch_note", "rotate", "timed_wall_ms",
+    "host_us_per_iteration", "contention.runnable_mean", "contention.batches",
+    "contention.crowded_batches", "clock_mhz.min", "clock_mhz.median", "clock_mhz.default",
+    "clock_mhz.samples", "clock_mhz.slow_samples", "flush_bytes", "cold.iterations",
+    "cold.median_us", "cold.iqr_us", "cold.noise_percent", "peak_basis", "above_ceiling", "bound",
+    "collective.ranks", "collective.group_ranks", "collective.rank_median_us",
+    "collective.algbw_gbps", "collective.busbw_gbps", "flops", "bytes", "replay_over_trace",
+    "vs_first_device", "check",
+};
+
+#define CSV_COLUMNS (sizeof csv_columns / sizeof csv_columns[0])
+
+/* Text, quoted (RFC 4180: a quote is doubled), so that commas, quotes and line breaks in it
+ * stay in the field. */
+static void csv_text(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
     if (*s == '"') fputc('"', f);
     fputc(*s, f);
   }
   fputc('"', f);
+}
+
+/* A JSON value as a CSV field: nothing for null or absent, numbers and booleans as the JSON
+ * report writes them, text quoted, arrays and objects as their compact JSON, quoted. */
+static void csv_value(FILE *f, const cJSON *v) {
+  if (!v || cJSON_IsNull(v)) return;
+  if (cJSON_IsString(v)) {
+    csv_text(f, v->valuestring);
+    return;
+  }
+  char *text = cJSON_PrintUnformatted(v);
+  if (!text) return;
+  if (cJSON_IsArray(v) || cJSON_IsObject(v)) csv_text(f, text);
+  else fputs(text, f);
+  cJSON_free(text);
+}
+
+/* The member at "a" or "a.b" of `o`. */
+static const cJSON *csv_lookup(const cJSON *o, const char *path) {
+  const char *dot = strchr(path, '.');
+  if (!dot) return cJSON_GetObjectItemCaseSensitive(o, path);
+  char head[64];
+  snprintf(head, sizeof head, "%.*s", (int)(dot - path), path);
+  return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, head), dot + 1);
+}
+
+static bool csv_named(const char *path) {
+  for (size_t c = 0; c < CSV_COLUMNS; c++)
+    if (!strcmp(csv_columns[c], path)) return true;
+  return false;
+}
+
+/* The op's fields no column names, as one object (NULL when every field has a column). */
+static cJSON *csv_more(const cJSON *o) {
+  cJSON *more = NULL;
+  for (const cJSON *m = o->child; m; m = m->next) {
+    if (csv_named(m->string)) continue;
+    if (!cJSON_IsObject(m)) {
+      if (!more) more = cJSON_CreateObject();
+      cJSON_AddItemToObject(more, m->string, cJSON_Duplicate(m, true));
+      continue;
+    }
+    for (const cJSON *k = m->child; k; k = k->next) {
+      char path[256];
+      snprintf(path, sizeof path, "%s.%s", m->string, k->string);
+      if (csv_named(path)) continue;
+      if (!more) more = cJSON_CreateObject();
+      cJSON *group = cJSON_GetObjectItemCaseSensitive(more, m->string);
+      if (!group) group = cJSON_AddObjectToObject(more, m->string);
+      cJSON_AddItemToObject(group, k->string, cJSON_Duplicate(k, true));
+    }
+  }
+  return more;
+}
+
+static void csv_header(FILE *f) {
+  for (size_t c = 0; c < CSV_COLUMNS; c++) fprintf(f, "%s,", csv_columns[c]);
+  fputs("more\n", f);
+}
+
+static xr_status_t csv_row(FILE *f, const xr_op_result_t *res) {
+  cJSON *o = xr_result_to_json(res);
+  if (!o) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory writing the report");
+  for (size_t c = 0; c < CSV_COLUMNS; c++) {
+    if (strcmp(csv_columns[c], "max_nmse")) {
+      csv_value(f, csv_lookup(o, csv_columns[c]));
+    } else {
+      const cJSON *check = cJSON_GetObjectItemCaseSensitive(o, "check"), *out;
+      double max_nmse = -1;
+      cJSON_ArrayForEach(out, check) {
+        const cJSON *nmse = cJSON_GetObjectItemCaseSensitive(out, "nmse");
+        if (cJSON_IsNumber(nmse) && nmse->valuedouble > max_nmse) max_nmse = nmse->valuedouble;
+      }
+      if (max_nmse >= 0) {
+        cJSON *v = cJSON_CreateNumber(max_nmse);
+        csv_value(f, v);
+        cJSON_Delete(v);
+      }
+    }
+    fputc(',', f);
+  }
+  cJSON *more = csv_more(o);
+  csv_value(f, more);
+  fputc('\n', f);
+  cJSON_Delete(more);
+  cJSON_Delete(o);
+  return XR_OK;
 }
 
 /* A figure the device reports, with where it comes from; nothing for an unknown one. */
@@ -323,11 +437,7 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
     free(text);
     fputs(json_tail, f);
   } else {
-    fputs(
-        "index,name,outcome,kernel,iterations,min_us,median_us,mean_us,p10_us,p90_us,tflops,gbps,"
-        "peak_percent,trace_us,check_passed,max_nmse,init_policy,message,iqr_us,noise_percent,"
-        "stop_reason,contended\n",
-        f);
+    csv_header(f);
   }
   fflush(f);
   *out_report = r;
@@ -351,28 +461,8 @@ xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
     fputs(json_tail, r->f);
     free(text);
   } else {
-    double max_nmse = 0;
-    for (size_t k = 0; k < res->output_count; k++)
-      if (res->outputs[k].nmse > max_nmse) max_nmse = res->outputs[k].nmse;
-    fprintf(r->f, "%zu,", res->index);
-    csv_field(r->f, res->op->name);
-    fprintf(r->f, ",%s,", xr_op_outcome_name(res->outcome));
-    csv_field(r->f, res->kernel);
-    fprintf(r->f, ",%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.6g,%.6g,", res->iterations, res->min_us,
-            res->median_us, res->mean_us, res->p10_us, res->p90_us, res->tflops, res->gbps);
-    if (res->peak_percent >= 0 && res->iterations) fprintf(r->f, "%.2f", res->peak_percent);
-    fputc(',', r->f);
-    if (res->trace_us >= 0) fprintf(r->f, "%.3f", res->trace_us);
-    fprintf(r->f, ",%s,", res->checked ? (res->check_passed ? "true" : "false") : "");
-    if (res->checked) fprintf(r->f, "%.3g", max_nmse);
-    fputc(',', r->f);
-    csv_field(r->f, res->init_policy);
-    fputc(',', r->f);
-    csv_field(r->f, res->message);
-    fprintf(r->f, ",%.3f,", res->iqr_us);
-    if (res->iterations && res->noise_percent >= 0) fprintf(r->f, "%.3f", res->noise_percent);
-    fprintf(r->f, ",%s,%s\n", res->stop_reason ? res->stop_reason : "",
-            res->iterations ? (res->contended ? "true" : "false") : "");
+    xr_status_t st = csv_row(r->f, res);
+    if (st != XR_OK) return st;
   }
   r->ops++;
   if (fflush(r->f) != 0 || ferror(r->f)) return xr_error(XR_DATA_LOSS, "writing the report failed");

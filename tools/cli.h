@@ -22,6 +22,60 @@ int xr_cmd_inspect(int argc, char **argv);   /* tools/cmd_formats.c */
 int xr_cmd_validate(int argc, char **argv);  /* tools/cmd_formats.c */
 int xr_cmd_merge(int argc, char **argv);     /* tools/cmd_merge.c: shards' reports as one */
 
+/* ------------------------------------------------------------------------------------------ */
+/* Options (tools/cli_common.c), the same for every subcommand.
+ *
+ * A command names its options once, NULL-terminated: "--hal=" takes a value (--hal=V or
+ * --hal V), "--json" takes none. xr_cli_next walks argv against that list. Every mistake is one
+ * line on stderr, "PROG: ...", naming the argument and what is wrong with it, and the command
+ * exits XR_EXIT_USAGE; usage text is printed only for -h / --help:
+ *   replay: unknown option --iter=1 (did you mean --iters?)
+ *   replay plan: --hal: needs a value
+ *   replay: --check=yes: takes no value
+ *   replay: --iters=0: must be at least 1
+ * "--" ends the options: what follows is operands. */
+typedef struct xr_cli_args {
+  const char *prog;             /* the prefix of every message: "replay", "replay plan" */
+  const char *const *options;   /* the command's options, as above */
+  const char *help;             /* what lists them, for an unknown one ("replay plan --help") */
+  int argc;
+  char **argv;
+  int next;                     /* argv index of the next argument */
+  bool operands_only;           /* after "--" */
+  const char *arg;              /* the argument as given (an option's first argv entry) */
+  char option[64];              /* the option matched, without "=": "--hal"; "" for an operand */
+  char *value;                  /* its value (argv's, writable), or NULL */
+  char help_buf[64];
+} xr_cli_args_t;
+
+typedef enum xr_cli_token {
+  XR_CLI_END = 0,  /* no argument left */
+  XR_CLI_OPTION,   /* one of the command's options: option, value */
+  XR_CLI_OPERAND,  /* anything else: arg */
+  XR_CLI_BAD,      /* unknown option, missing or unwanted value: said on stderr */
+} xr_cli_token_t;
+
+/* argv[0] is the subcommand (or the program), skipped. `help` is "PROG --help" unless set after. */
+void xr_cli_args_init(xr_cli_args_t *a, const char *prog, const char *const *options, int argc,
+                      char **argv);
+xr_cli_token_t xr_cli_next(xr_cli_args_t *a);
+/* The option just matched is `option` ("--hal"). */
+bool xr_cli_is(const xr_cli_args_t *a, const char *option);
+
+/* "PROG: " and the sentence, as one line on stderr; returns XR_EXIT_USAGE. */
+int xr_cli_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The option's value is wrong: "PROG: --iters=0: " and why; returns XR_EXIT_USAGE. */
+int xr_cli_bad_value(const xr_cli_args_t *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The option's value as a decimal integer of at least `lo`; false after saying why. */
+bool xr_cli_int_value(const xr_cli_args_t *a, long long lo, long long *out);
+
+/* Of `candidates` (NULL-terminated; a trailing "=" is ignored), the one closest to `given` by
+ * edit distance (a swap of neighbours counts once) when it is close enough to be a slip, or
+ * that `given` abbreviates alone; NULL when none is. */
+const char *xr_cli_closest(const char *given, const char *const *candidates, char *buf,
+                           size_t size);
+
 /* A path from the command line. Under `bazel run` the working directory is the runfiles tree,
  * so a relative path is taken from BUILD_WORKING_DIRECTORY (where the user typed the command). */
 const char *xr_cli_path(const char *arg, char *buf, size_t size);
@@ -31,7 +85,7 @@ const char *xr_cli_path(const char *arg, char *buf, size_t size);
  * or XR_EXIT_USAGE after printing the error. */
 int xr_cli_apply_model_config(const char *prog, const char *path, xr_bundle_t *bundle);
 
-/* tools/cli_common.c, shared by `replay` and `replay plan`. */
+/* tools/cli_common.c: values and bundles, for `replay` and `replay plan`. */
 
 /* A decimal integer of at least `lo`, the whole string. */
 bool xr_cli_parse_int(const char *s, long long lo, long long *out);
@@ -44,9 +98,14 @@ bool xr_cli_parse_bytes(const char *s, uint64_t *out);
 int xr_cli_load_bundle(const char *prog, const char *path, const char *model_config,
                        xr_bundle_t **out_bundle);
 
-/* tools/cli_shard.c (the :cli_shard library), for `replay --shard`. */
+/* tools/cli_shard.c and tools/cli_select.c (the :cli_shard library): which ops a run takes. */
 struct xr_replay_options;
 struct xr_shard;
+
+/* --op-filter that selects none of the bundle's ops (at `path`): XR_EXIT_USAGE after one line
+ * saying so, with the bundle's first op names; XR_EXIT_OK otherwise, and without a filter. */
+int xr_cli_check_filter(const char *prog, const char *path, const xr_bundle_t *bundle,
+                        const struct xr_replay_options *options);
 
 /* --shard=SPEC (K/N, auto or auto/N; replay/shard.h), the environment read for auto.
  * XR_EXIT_OK, or XR_EXIT_USAGE after printing the error, as `prog`. */

@@ -60,23 +60,25 @@ static void ratio_cell(const xr_report_entry_t *e) {
 int xr_cmd_compare(int argc, char **argv) {
   const char *paths[2] = {NULL, NULL}, *svg = NULL;
   int n_paths = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strncmp(argv[i], "--svg=", 6)) svg = argv[i] + 6;
-    else if (!strcmp(argv[i], "--svg") && i + 1 < argc) svg = argv[++i];
-    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+  static const char *const options[] = {"--svg=", "-h", "--help", NULL};
+  xr_cli_args_t args;
+  xr_cli_args_init(&args, "replay compare", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&args)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPERAND) {
+      if (n_paths == 2)
+        return xr_cli_error("replay compare", "two reports at a time (%s is a third)", args.arg);
+      paths[n_paths++] = args.arg;
+    } else if (xr_cli_is(&args, "--svg")) {
+      svg = args.value;
+    } else {
       fputs(usage, stdout);
       return XR_EXIT_OK;
-    } else if (argv[i][0] == '-' || n_paths == 2) {
-      fprintf(stderr, "replay compare: unexpected %s\n%s", argv[i], usage);
-      return XR_EXIT_USAGE;
-    } else {
-      paths[n_paths++] = argv[i];
     }
   }
-  if (n_paths != 2) {
-    fputs(usage, stderr);
-    return XR_EXIT_USAGE;
-  }
+  if (n_paths != 2)
+    return xr_cli_error("replay compare", "two reports, A.json and B.json, are required (got %d)",
+                        n_paths);
   char b0[4096], b1[4096], b2[4096];
   paths[0] = xr_cli_path(paths[0], b0, sizeof b0);
   paths[1] = xr_cli_path(paths[1], b1, sizeof b1);

@@ -214,28 +214,30 @@ static xr_status_t query_device(const char *driver, int ordinal, bool calibrate,
 int xr_cmd_devices(int argc, char **argv) {
   bool json = false, calibrate = false;
   const char *peaks_path = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0) {
+  static const char *const options[] = {"--json", "--calibrate", "-o=", "-h", "--help", NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay devices", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPERAND)
+      return xr_cli_error("replay devices", "unexpected argument %s (it takes options only)",
+                          a.arg);
+    if (xr_cli_is(&a, "--json")) {
       json = true;
-    } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
-      peaks_path = argv[++i];
-    } else if (strcmp(argv[i], "--calibrate") == 0) {
+    } else if (xr_cli_is(&a, "-o")) {
+      peaks_path = a.value;
+    } else if (xr_cli_is(&a, "--calibrate")) {
       calibrate = true;
-    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      print_usage(stdout);
-      return 0;
     } else {
-      fprintf(stderr, "replay devices: unknown argument \"%s\"\n", argv[i]);
-      print_usage(stderr);
-      return 2;
+      print_usage(stdout);
+      return XR_EXIT_OK;
     }
   }
 
-  if (peaks_path && !calibrate) {
-    fprintf(stderr, "replay devices: -o %s: the peaks file holds measured figures: add --calibrate\n",
-            peaks_path);
-    return 2;
-  }
+  if (peaks_path && !calibrate)
+    return xr_cli_error("replay devices",
+                        "-o %s: the peaks file holds measured figures: add --calibrate",
+                        peaks_path);
   char pbuf[4096];
   if (peaks_path) peaks_path = xr_cli_path(peaks_path, pbuf, sizeof pbuf);
   xr_hal_device_properties_t measured[64];
@@ -308,10 +310,8 @@ int xr_cmd_devices(int argc, char **argv) {
   }
   fflush(stdout);
   if (peaks_path) {
-    if (xr_peaks_write(peaks_path, measured, measured_count) != XR_OK) {
-      fprintf(stderr, "replay devices: %s\n", xr_last_error());
-      return 2;
-    }
+    if (xr_peaks_write(peaks_path, measured, measured_count) != XR_OK)
+      return xr_cli_error("replay devices", "%s", xr_last_error());
     fprintf(json ? stderr : stdout, "peaks of %zu device%s written to %s\n", measured_count,
             measured_count == 1 ? "" : "s", peaks_path);
   }

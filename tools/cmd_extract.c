@@ -2,7 +2,6 @@
  * DIR]`: see docs/extract.md. */
 #include "tools/cmd_extract.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,28 +25,7 @@ static const char usage_text[] =
     "                        (vllm::moe_forward's expert weight shapes, top-k, ...) into the bundle\n"
     "  -q, --quiet           no summary, no warnings\n";
 
-static int usage(const char *problem) {
-  if (problem) fprintf(stderr, "replay extract: %s\n", problem);
-  fputs(usage_text, problem ? stderr : stdout);
-  return problem ? EXIT_USAGE_ : EXIT_OK_;
-}
-
-/* Under `bazel run` the working directory is the runfiles tree: relative paths are the user's. */
-static const char *user_path(const char *arg, char *buf, size_t size) {
-  const char *wd = getenv("BUILD_WORKING_DIRECTORY");
-  if (!wd || !*wd || arg[0] == '/') return arg;
-  snprintf(buf, size, "%s/%s", wd, arg);
-  return buf;
-}
-
-/* Accepts "--opt VALUE" and "--opt=VALUE". */
-static const char *option_value(int argc, char **argv, int *i, const char *name) {
-  size_t n = strlen(name);
-  if (strncmp(argv[*i], name, n) != 0) return NULL;
-  if (argv[*i][n] == '=') return argv[*i] + n + 1;
-  if (argv[*i][n] == '\0' && *i + 1 < argc) return argv[++*i];
-  return NULL;
-}
+static const char prog[] = "replay extract";
 
 #define MAX_CAPTURES 64
 #define PATH_CAP 4096
@@ -87,53 +65,64 @@ static void print_summary(const char *in, const char *out, const xr_extract_summ
 }
 
 int xr_cmd_extract(int argc, char **argv) {
-  const char *in = NULL, *out = NULL, *v, *model_config = NULL;
+  const char *in = NULL, *out = NULL, *model_config = NULL;
   bool quiet = false;
   xr_extract_options_t opt = {0};
   static captures_t caps;
   memset(&caps, 0, sizeof caps);
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return usage(NULL);
-    if (strcmp(argv[i], "--outermost") == 0) opt.outermost = true;
-    else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) quiet = true;
-    else if ((v = option_value(argc, argv, &i, "-o")) || (v = option_value(argc, argv, &i, "--output")))
+  static const char *const options[] = {"-o=",         "--output=",        "--outermost",
+                                         "--top=",      "--op-filter=",     "--capture=",
+                                         "--capture-dir=", "--model-config=", "-q",
+                                         "--quiet",     "-h",               "--help",
+                                         NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, prog, options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return EXIT_USAGE_;
+    if (t == XR_CLI_OPERAND) {
+      if (in) return xr_cli_error(prog, "one trace at a time (%s, then %s)", in, a.arg);
+      in = a.arg;
+      continue;
+    }
+    const char *v = a.value;
+    long long n;
+    if (xr_cli_is(&a, "-h") || xr_cli_is(&a, "--help")) {
+      fputs(usage_text, stdout);
+      return EXIT_OK_;
+    } else if (xr_cli_is(&a, "--outermost")) {
+      opt.outermost = true;
+    } else if (xr_cli_is(&a, "-q") || xr_cli_is(&a, "--quiet")) {
+      quiet = true;
+    } else if (xr_cli_is(&a, "-o") || xr_cli_is(&a, "--output")) {
       out = v;
-    else if ((v = option_value(argc, argv, &i, "--top"))) {
-      char *end;
-      errno = 0;
-      long long n = strtoll(v, &end, 10);
-      if (*end || n <= 0 || errno) return usage("--top takes a positive number");
+    } else if (xr_cli_is(&a, "--top")) {
+      if (!xr_cli_int_value(&a, 1, &n)) return EXIT_USAGE_;
       opt.top = (size_t)n;
-    } else if ((v = option_value(argc, argv, &i, "--op-filter"))) {
+    } else if (xr_cli_is(&a, "--op-filter")) {
       opt.op_filter = v;
-    } else if ((v = option_value(argc, argv, &i, "--model-config"))) {
+    } else if (xr_cli_is(&a, "--model-config")) {
       model_config = v;
-    } else if ((v = option_value(argc, argv, &i, "--capture-dir"))) {
+    } else if (xr_cli_is(&a, "--capture-dir")) {
       caps.dir = v;
-    } else if ((v = option_value(argc, argv, &i, "--capture"))) {
-      if (caps.count == MAX_CAPTURES) return usage("at most 64 --capture traces");
-      caps.given[caps.count].path = user_path(v, caps.paths[caps.count], PATH_CAP);
+    } else if (xr_cli_is(&a, "--capture")) {
+      if (caps.count == MAX_CAPTURES) return xr_cli_error(prog, "at most 64 --capture traces");
+      caps.given[caps.count].path = xr_cli_path(v, caps.paths[caps.count], PATH_CAP);
       caps.count++;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return usage("unknown option or missing value");
-    } else if (!in) {
-      in = argv[i];
-    } else {
-      return usage("one trace at a time");
     }
   }
-  if (!in || !out) return usage("TRACE and -o BUNDLE are required");
+  if (!in) return xr_cli_error(prog, "TRACE is required (`replay extract --help`)");
+  if (!out) return xr_cli_error(prog, "-o BUNDLE is required (.json, .msgpack or .mpk)");
   xr_bundle_format_t format = xr_bundle_format_from_path(out);
   if (format != XR_FORMAT_JSON && format != XR_FORMAT_MSGPACK)
-    return usage("the bundle must end in .json, .msgpack or .mpk");
+    return xr_cli_error(prog, "-o %s: a bundle ends in .json, .msgpack or .mpk", out);
   char inbuf[4096], outbuf[4096];
-  in = user_path(in, inbuf, sizeof inbuf);
-  out = user_path(out, outbuf, sizeof outbuf);
+  in = xr_cli_path(in, inbuf, sizeof inbuf);
+  out = xr_cli_path(out, outbuf, sizeof outbuf);
 
-  if (caps.dir && caps.count) return usage("--capture and --capture-dir do not mix");
+  if (caps.dir && caps.count) return xr_cli_error(prog, "--capture and --capture-dir do not mix");
   if (caps.dir) {
     char dirbuf[PATH_CAP];
-    xr_status_t st = xr_extract_read_capture_dir(user_path(caps.dir, dirbuf, sizeof dirbuf),
+    xr_status_t st = xr_extract_read_capture_dir(xr_cli_path(caps.dir, dirbuf, sizeof dirbuf),
                                                  &caps.listed, &caps.listed_count);
     if (st != XR_OK) {
       fprintf(stderr, "replay extract: %s\n", xr_last_error());
@@ -154,11 +143,18 @@ int xr_cmd_extract(int argc, char **argv) {
     fprintf(stderr, "replay extract: %s\n", xr_last_error());
     return st == XR_RESOURCE_EXHAUSTED || st == XR_INTERNAL ? EXIT_FAILED_ : EXIT_USAGE_;
   }
+  if (opt.op_filter && opt.op_filter[0] && b->op_count == 0) {
+    xr_cli_error(prog, "--op-filter=%s: no op of %s with GPU work has a name containing \"%s\"",
+                 opt.op_filter, in, opt.op_filter);
+    xr_bundle_destroy(b);
+    xr_extract_summary_free(&s);
+    return EXIT_USAGE_;
+  }
   if (!quiet)
     for (size_t i = 0; i < s.warning_count; i++) fprintf(stderr, "warning: %s\n", s.warnings[i]);
   char cfgbuf[PATH_CAP];
   if (model_config &&
-      xr_cli_apply_model_config("replay extract", user_path(model_config, cfgbuf, sizeof cfgbuf), b)) {
+      xr_cli_apply_model_config("replay extract", xr_cli_path(model_config, cfgbuf, sizeof cfgbuf), b)) {
     xr_bundle_destroy(b);
     xr_extract_summary_free(&s);
     return EXIT_USAGE_;

@@ -6,13 +6,13 @@
 #include <string.h>
 
 #include "formats/bundle.h"
+#include "replay/replay.h"
 #include "tools/cli.h"
 #include "tools/op_table.h"
 
-static int usage_error(const char *cmd, const char *usage, const char *problem) {
-  if (problem) fprintf(stderr, "replay %s: %s\n", cmd, problem);
-  fprintf(stderr, "usage: replay %s %s\n", cmd, usage);
-  return XR_EXIT_USAGE;
+static int print_usage(const char *cmd, const char *usage) {
+  printf("usage: replay %s %s\n", cmd, usage);
+  return XR_EXIT_OK;
 }
 
 static int load_error(void) {
@@ -28,22 +28,49 @@ static const char convert_usage[] =
     "  --embed-data  pull every tensor's .npy contents into the file (MessagePack or our JSON)\n"
     "  --strip-data  drop all real contents, keep shapes, strides and dtypes (safe to share)";
 
+typedef struct lost {
+  const char *out;
+  size_t count;
+} lost_t;
+
+/* One thing TraceLens IR cannot carry, under a heading line before the first. */
+static void note_loss(void *context, const char *phrase) {
+  lost_t *l = context;
+  if (!l->count++)
+    fprintf(stderr, "replay convert: TraceLens IR cannot carry these; %s leaves them out:\n",
+            l->out);
+  fprintf(stderr, "  %s\n", phrase);
+}
+
 int xr_cmd_convert(int argc, char **argv) {
   const char *in = NULL, *out = NULL, *to = NULL;
   bool embed = false, strip = false;
-  for (int i = 1; i < argc; i++) {
-    if (strncmp(argv[i], "--to=", 5) == 0) to = argv[i] + 5;
-    else if (strcmp(argv[i], "--embed-data") == 0) embed = true;
-    else if (strcmp(argv[i], "--strip-data") == 0) strip = true;
-    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-      return usage_error("convert", convert_usage, NULL), XR_EXIT_OK;
-    else if (argv[i][0] == '-' && argv[i][1]) return usage_error("convert", convert_usage, "unknown option");
-    else if (!in) in = argv[i];
-    else if (!out) out = argv[i];
-    else return usage_error("convert", convert_usage, "too many arguments");
+  static const char *const options[] = {"--to=", "--embed-data", "--strip-data", "-h", "--help",
+                                         NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay convert", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPERAND) {
+      if (!in) in = a.arg;
+      else if (!out) out = a.arg;
+      else return xr_cli_error("replay convert", "one IN and one OUT (%s is a third)", a.arg);
+    } else if (xr_cli_is(&a, "--to")) {
+      if (strcmp(a.value, "json") && strcmp(a.value, "msgpack") && strcmp(a.value, "tracelens"))
+        return xr_cli_bad_value(&a, "takes json, msgpack or tracelens");
+      to = a.value;
+    } else if (xr_cli_is(&a, "--embed-data")) {
+      embed = true;
+    } else if (xr_cli_is(&a, "--strip-data")) {
+      strip = true;
+    } else {
+      return print_usage("convert", convert_usage);
+    }
   }
-  if (!in || !out) return usage_error("convert", convert_usage, "IN and OUT are required");
-  if (embed && strip) return usage_error("convert", convert_usage, "--embed-data and --strip-data exclude each other");
+  if (!in || !out)
+    return xr_cli_error("replay convert", "IN and OUT are required (`replay convert --help`)");
+  if (embed && strip)
+    return xr_cli_error("replay convert", "--embed-data and --strip-data exclude each other");
   char inbuf[4096], outbuf[4096];
   in = xr_cli_path(in, inbuf, sizeof inbuf);
   out = xr_cli_path(out, outbuf, sizeof outbuf);
@@ -52,15 +79,20 @@ int xr_cmd_convert(int argc, char **argv) {
   if (to) {
     if (strcmp(to, "json") == 0) format = XR_FORMAT_JSON;
     else if (strcmp(to, "msgpack") == 0) format = XR_FORMAT_MSGPACK;
-    else if (strcmp(to, "tracelens") == 0) format = XR_FORMAT_TRACELENS;
-    else return usage_error("convert", convert_usage, "--to takes json, msgpack or tracelens");
+    else format = XR_FORMAT_TRACELENS;
   }
   if (format == XR_FORMAT_UNKNOWN)
-    return usage_error("convert", convert_usage,
-                       "cannot tell the output format from OUT's extension; use .json, .msgpack or --to");
+    return xr_cli_error("replay convert",
+                        "%s: cannot tell the output format from its extension; use .json, "
+                        ".msgpack or --to", out);
 
   xr_bundle_t *b;
   if (xr_bundle_load(in, &b) != XR_OK) return load_error();
+  if (format == XR_FORMAT_TRACELENS) {
+    /* Said before writing: OUT holds less than IN, and what is missing is named. */
+    lost_t lost = {.out = out};
+    xr_bundle_tracelens_losses(b, note_loss, &lost);
+  }
   size_t changed = 0;
   xr_status_t st = XR_OK;
   if (embed) st = xr_bundle_embed_data(b, &changed);
@@ -171,15 +203,22 @@ static const char inspect_usage[] = "BUNDLE [--json]\n  Prints the bundle's op t
 int xr_cmd_inspect(int argc, char **argv) {
   const char *path = NULL;
   bool json = false;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0) json = true;
-    else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-      return usage_error("inspect", inspect_usage, NULL), XR_EXIT_OK;
-    else if (argv[i][0] == '-' && argv[i][1]) return usage_error("inspect", inspect_usage, "unknown option");
-    else if (!path) path = argv[i];
-    else return usage_error("inspect", inspect_usage, "one bundle at a time");
+  static const char *const options[] = {"--json", "-h", "--help", NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay inspect", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPERAND) {
+      if (path)
+        return xr_cli_error("replay inspect", "one bundle at a time (%s, then %s)", path, a.arg);
+      path = a.arg;
+    } else if (xr_cli_is(&a, "--json")) {
+      json = true;
+    } else {
+      return print_usage("inspect", inspect_usage);
+    }
   }
-  if (!path) return usage_error("inspect", inspect_usage, "BUNDLE is required");
+  if (!path) return xr_cli_error("replay inspect", "BUNDLE is required (`replay inspect --help`)");
   char buf[4096];
   path = xr_cli_path(path, buf, sizeof buf);
   xr_bundle_t *b;
@@ -191,7 +230,8 @@ int xr_cmd_inspect(int argc, char **argv) {
     printf("%s: %s bundle, format version %" PRId64 ", %zu ops\n", path,
            xr_bundle_format_name(b->source_format), b->meta.format_version, b->op_count);
     printf("data: %s\n", data_form_text(xr_bundle_data_form(b)));
-    if (b->meta.device_name) printf("captured on: %s\n", b->meta.device_name);
+    printf("captured on: %s\n",
+           b->meta.device_name && b->meta.device_name[0] ? b->meta.device_name : "not recorded");
     if (b->meta.source_trace) printf("source trace: %s\n", b->meta.source_trace);
     rc = xr_print_op_table(stdout, b) == XR_OK ? XR_EXIT_OK : XR_EXIT_FAILED;
   }
@@ -202,34 +242,72 @@ int xr_cmd_inspect(int argc, char **argv) {
 /* ------------------------------------------------------------------------------------------ */
 
 static const char validate_usage[] =
-    "BUNDLE\n  Checks every op, tensor and .npy file; exit 0 when valid, 2 with the problems.";
+    "BUNDLE\n"
+    "  Checks every op, tensor and .npy file, then plans every op as `replay` would: arguments\n"
+    "  whose shapes do not agree, wrong dtypes or kinds are problems (naming op and argument);\n"
+    "  an op no kernel knows is unsupported, not a problem. Exit 0 when valid, 2 with the\n"
+    "  problems on stderr.";
+
+/* "ops[3] aten::mm: " then the planner's sentence, without the op name it may begin with. */
+static void plan_problem(const xr_op_t *op, size_t index, const char *message, char *out,
+                         size_t size) {
+  size_t n = strlen(op->name);
+  if (!strncmp(message, op->name, n) && message[n] == ':') message += n + 1;
+  while (*message == ' ') message++;
+  snprintf(out, size, "ops[%zu] %s: %s", index, op->name, message);
+}
 
 int xr_cmd_validate(int argc, char **argv) {
   const char *path = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-      return usage_error("validate", validate_usage, NULL), XR_EXIT_OK;
-    else if (argv[i][0] == '-' && argv[i][1]) return usage_error("validate", validate_usage, "unknown option");
-    else if (!path) path = argv[i];
-    else return usage_error("validate", validate_usage, "one bundle at a time");
+  static const char *const options[] = {"-h", "--help", NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay validate", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPTION) return print_usage("validate", validate_usage);
+    if (path)
+      return xr_cli_error("replay validate", "one bundle at a time (%s, then %s)", path, a.arg);
+    path = a.arg;
   }
-  if (!path) return usage_error("validate", validate_usage, "BUNDLE is required");
+  if (!path)
+    return xr_cli_error("replay validate", "BUNDLE is required (`replay validate --help`)");
   char buf[4096];
   path = xr_cli_path(path, buf, sizeof buf);
   xr_load_options_t decode_only = {.validate = false};
   xr_bundle_t *b;
   if (xr_bundle_load_with(path, &decode_only, &b) != XR_OK) return load_error();
+  /* The planner reads shapes and dtypes: only a bundle whose structure holds is planned. */
+  bool structure = xr_bundle_validate(b, false, NULL) == XR_OK;
   xr_diagnostics_t diags;
   xr_status_t st = xr_bundle_validate(b, true, &diags);
-  if (st == XR_OK) {
-    printf("%s: valid (%zu ops, %s)\n", path, b->op_count, data_form_text(xr_bundle_data_form(b)));
-  } else {
+  size_t problems = st == XR_OK ? 0 : diags.count, unsupported = 0, shown = diags.kept;
+  const char *first_unsupported = NULL;
+  if (st != XR_OK) {
     for (size_t i = 0; i < diags.kept; i++) fprintf(stderr, "%s: %s\n", path, diags.messages[i]);
-    if (diags.count > diags.kept)
-      fprintf(stderr, "%s: ... and %zu more problems\n", path, diags.count - diags.kept);
-    fprintf(stderr, "%s: invalid: %zu problem%s\n", path, diags.count, diags.count == 1 ? "" : "s");
+  }
+  for (size_t i = 0; structure && i < b->op_count; i++) {
+    char message[1024], line[1400];
+    xr_op_outcome_t outcome = xr_replay_plan_op(b, i, message, sizeof message);
+    if (outcome == XR_OP_UNSUPPORTED && !unsupported++) first_unsupported = b->ops[i].name;
+    if (outcome != XR_OP_FAILED) continue;
+    problems++;
+    if (shown >= 200) continue; /* as many as the structural check keeps */
+    plan_problem(&b->ops[i], i, message, line, sizeof line);
+    fprintf(stderr, "%s: %s\n", path, line);
+    shown++;
+  }
+  if (!problems) {
+    printf("%s: valid (%zu ops, %s)\n", path, b->op_count, data_form_text(xr_bundle_data_form(b)));
+    if (unsupported)
+      printf("%s: %zu op%s unsupported, not a problem (`replay plan` says why): %s%s\n", path,
+             unsupported, unsupported == 1 ? "" : "s", first_unsupported,
+             unsupported > 1 ? ", ..." : "");
+  } else {
+    if (problems > shown)
+      fprintf(stderr, "%s: ... and %zu more problems\n", path, problems - shown);
+    fprintf(stderr, "%s: invalid: %zu problem%s\n", path, problems, problems == 1 ? "" : "s");
   }
   xr_diagnostics_free(&diags);
   xr_bundle_destroy(b);
-  return st == XR_OK ? XR_EXIT_OK : XR_EXIT_USAGE;
+  return problems ? XR_EXIT_USAGE : XR_EXIT_OK;
 }

@@ -27,28 +27,30 @@ int xr_cmd_merge(int argc, char **argv) {
     fputs("replay merge: out of memory\n", stderr);
     return XR_EXIT_USAGE;
   }
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  static const char *const options[] = {"-o=", "--output=", "--allow-mixed-devices", "-h",
+                                         "--help", NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay merge", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) {
+      free(inputs);
+      return XR_EXIT_USAGE;
+    }
+    if (t == XR_CLI_OPERAND) {
+      inputs[n++] = a.argv[a.next - 1];
+    } else if (xr_cli_is(&a, "-o") || xr_cli_is(&a, "--output")) {
+      out = a.value;
+    } else if (xr_cli_is(&a, "--allow-mixed-devices")) {
+      mixed = true;
+    } else {
       fputs(usage, stdout);
       free(inputs);
       return XR_EXIT_OK;
-    } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) {
-      out = argv[++i];
-    } else if (!strncmp(a, "--output=", 9)) {
-      out = a + 9;
-    } else if (!strcmp(a, "--allow-mixed-devices")) {
-      mixed = true;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "replay merge: bad option %s\n%s", a, usage);
-      free(inputs);
-      return XR_EXIT_USAGE;
-    } else {
-      inputs[n++] = argv[i];
     }
   }
   if (!n || !out) {
-    fprintf(stderr, "replay merge: %s\n%s", !n ? "no report given" : "no -o FILE", usage);
+    xr_cli_error("replay merge", "%s", !n ? "no report given (`replay merge --help`)"
+                                          : "-o R.json is required");
     free(inputs);
     return XR_EXIT_USAGE;
   }

@@ -280,48 +280,53 @@ int xr_cmd_plan(int argc, char **argv) {
   xr_replay_options_default(&o);
   const char *path = NULL, *model_config = NULL;
   bool json = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : NULL;
+  static const char *const options[] = {"--hal=",          "--json",       "--op-filter=",
+                                         "--op-limit=",     "--max-memory=", "--model-config=",
+                                         "--rotate=",       "--reference",  "-h",
+                                         "--help",          NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay plan", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPERAND) {
+      if (path)
+        return xr_cli_error("replay plan", "one bundle at a time (%s, then %s)", path, a.arg);
+      path = a.arg;
+      continue;
+    }
     long long n;
     uint64_t bytes;
-    static const char *const valued[] = {"--hal", "--op-filter", "--op-limit", "--max-memory",
-                                         "--model-config", "--rotate", NULL};
-    for (const char *const *f = valued; *f && !v; f++)
-      if (!strcmp(a, *f) && i + 1 < argc) v = argv[++i];
-#define IS(flag) \
-  (!strncmp(a, flag, strlen(flag)) && (a[strlen(flag)] == '=' || a[strlen(flag)] == '\0'))
-    if (IS("--hal") && v) o.device = v;
-    else if (!strcmp(a, "--json")) json = true;
-    else if (IS("--op-filter") && v) o.op_filter = v;
-    else if (IS("--op-limit") && v && xr_cli_parse_int(v, 0, &n)) o.op_limit = n;
-    else if (IS("--model-config") && v) model_config = v;
-    else if (IS("--max-memory") && v && xr_cli_parse_bytes(v, &bytes)) o.max_memory_bytes = bytes;
-    else if (IS("--rotate") && v && xr_cli_parse_int(v, 1, &n)) o.rotate = (int)n;
-    else if (!strcmp(a, "--reference")) o.choice = XR_KERNEL_REFERENCE;
-    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    if (xr_cli_is(&a, "--hal")) o.device = a.value;
+    else if (xr_cli_is(&a, "--json")) json = true;
+    else if (xr_cli_is(&a, "--op-filter")) o.op_filter = a.value;
+    else if (xr_cli_is(&a, "--op-limit")) {
+      if (!xr_cli_int_value(&a, 0, &n)) return XR_EXIT_USAGE;
+      o.op_limit = n;
+    } else if (xr_cli_is(&a, "--model-config")) model_config = a.value;
+    else if (xr_cli_is(&a, "--max-memory")) {
+      if (!xr_cli_parse_bytes(a.value, &bytes))
+        return xr_cli_bad_value(&a, "not a positive byte count (1048576, 64K, 512M, 24G)");
+      o.max_memory_bytes = bytes;
+    } else if (xr_cli_is(&a, "--rotate")) {
+      if (!xr_cli_int_value(&a, 1, &n)) return XR_EXIT_USAGE;
+      o.rotate = (int)n;
+    } else if (xr_cli_is(&a, "--reference")) o.choice = XR_KERNEL_REFERENCE;
+    else if (xr_cli_is(&a, "-h") || xr_cli_is(&a, "--help")) {
       fputs(usage, stdout);
       return XR_EXIT_OK;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "replay plan: bad option %s%s%s\n%s", a, v && !strchr(a, '=') ? " " : "",
-              v && !strchr(a, '=') ? v : "", usage);
-      return XR_EXIT_USAGE;
-    } else if (!path) path = a;
-    else {
-      fprintf(stderr, "replay plan: one bundle at a time\n%s", usage);
-      return XR_EXIT_USAGE;
     }
-#undef IS
   }
-  if (!path) {
-    fprintf(stderr, "replay plan: BUNDLE is required\n%s", usage);
-    return XR_EXIT_USAGE;
-  }
+  if (!path)
+    return xr_cli_error("replay plan", "BUNDLE is required (`replay plan --help` lists the options)");
   char pbuf[4096];
   path = xr_cli_path(path, pbuf, sizeof pbuf);
   xr_bundle_t *b;
   int loaded = xr_cli_load_bundle("replay plan", path, model_config, &b);
   if (loaded != XR_EXIT_OK) return loaded;
+  if (xr_cli_check_filter("replay plan", path, b, &o) != XR_EXIT_OK) {
+    xr_bundle_destroy(b);
+    return XR_EXIT_USAGE;
+  }
   xr_replay_plan_t *plan;
   xr_status_t st = xr_replay_plan(b, &o, &plan);
   if (st != XR_OK) {

@@ -326,19 +326,19 @@ static int write_page(run_ctx_t *c, const xr_replay_summary_t *s) {
   return rc;
 }
 
-/* Replayed vs recorded, for one device: the distribution of median / trace time, said to be
- * cross-device unless the device is the model the trace ran on. Nothing when no op that
- * succeeded has a recorded time. */
-/* The engine's replayed vs recorded statistics of one device. */
+/* Replayed vs recorded, for one device (the engine's statistics): the distribution of median /
+ * trace time, said to be same-device on the model the trace ran on, cross-device on another, and
+ * neither when the bundle does not record the trace's device. Nothing when no op that succeeded
+ * has a recorded time. */
 static void print_trace_ratio(const run_ctx_t *c, const xr_replay_device_t *dev) {
   const xr_trace_ratio_stats_t *t = &dev->replay_vs_trace;
   if (t->count == 0) return;
   const char *trace_device = c->bundle->meta.device_name;
-  bool same = dev->same_device;
+  bool same = dev->same_device, recorded = trace_device && trace_device[0];
   printf("summary [%s]: ", dev->spec);
   if (same)
     printf("replay vs trace (same device: %s)", dev->properties.name);
-  else if (trace_device && trace_device[0])
+  else if (recorded)
     printf("trace recorded on %s, replayed on %s: cross-device replay vs trace", trace_device,
            dev->properties.name);
   else
@@ -346,8 +346,8 @@ static void print_trace_ratio(const run_ctx_t *c, const xr_replay_device_t *dev)
            dev->properties.name);
   printf(": %zu ops, median ratio %.3g, geometric mean %.3g, %.1f%% within \u00b110%%\n", t->count,
          t->median, t->geomean, t->within_10_percent);
-  printf("summary [%s]: worst %s ratios (replay / trace):", dev->spec,
-         same ? "same-device" : "cross-device");
+  printf("summary [%s]: worst %sratios (replay / trace):", dev->spec,
+         same ? "same-device " : recorded ? "cross-device " : "");
   for (size_t k = 0; k < t->worst_count; k++)
     printf("%s #%zu %s %.3g", k ? "," : "", t->worst[k].index, t->worst[k].name, t->worst[k].ratio);
   putchar('\n');
@@ -488,110 +488,107 @@ int xr_cmd_replay(int argc, char **argv) {
   double collective_timeout_s = 300;
   xr_init_override_t inits[argc > 0 ? argc : 1];
   size_t init_count = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : NULL;
+  static const char *const options[] = {
+      "--hal=",      "--warmup=",         "--iters=",         "--min-time=",
+      "--max-time=", "--stop=",           "--min-samples=",   "--launch=",
+      "--seed=",     "--cache=",          "--flush-bytes=",   "--rotate=",
+      "--check",     "--calibrate",       "--peaks=",         "--reference",
+      "--init=",     "--report=",
+      "--html=",     "--dump-outputs=",   "--op-filter=",     "--op-limit=",
+      "--shard=",    "--model-config=",   "--max-memory=",    "--stop-on-error",
+      "--collective-timeout=",            "--world-size-from-trace",
+      "--scale-collectives",              "-v",               "--verbose",
+      "-h",          "--help",            NULL};
+  static const char bytes_form[] = "not a positive byte count (1048576, 64K, 512M, 24G)";
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay", options, argc, argv);
+  a.help = "replay --help-run";
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPERAND) {
+      if (path)
+        return xr_cli_error("replay", "one bundle at a time (%s, then %s)", path, a.arg);
+      path = a.arg;
+      continue;
+    }
+    char *v = a.value;
     long long n;
     uint64_t bytes;
-    /* Accept "--flag value" as well as "--flag=value" for flags that take a value. */
-    static const char *const valued[] = {"--hal",
-                                         "--warmup",
-                                         "--iters",
-                                         "--min-time",
-                                         "--seed",
-                                         "--cache",
-                                         "--rotate",
-                                         "--init",
-                                         "--report",
-                                         "--html",
-                                         "--dump-outputs",
-                                         "--op-filter",
-                                         "--op-limit",
-                                         "--max-memory",
-                                         "--model-config",
-                                         "--stop",
-                                         "--min-samples",
-                                         "--max-time",
-                                         "--launch",
-                                         "--flush-bytes",
-                                         "--shard",
-                                         "--collective-timeout",
-                                         "--peaks",
-                                         NULL};
-    for (const char *const *f = valued; *f && !v; f++)
-      if (!strcmp(a, *f) && i + 1 < argc) v = argv[++i];
-#define IS(flag) (!strncmp(a, flag, strlen(flag)) && (a[strlen(flag)] == '=' || a[strlen(flag)] == '\0'))
-    if (IS("--hal") && v) o.device = v;
-    else if (IS("--warmup") && v && xr_cli_parse_int(v, 0, &n)) o.warmup = (int)n;
-    else if (IS("--iters") && v && xr_cli_parse_int(v, 1, &n)) o.iters = (int)n;
-    else if (IS("--min-time") && v && parse_ms(v, &o.min_time_ms))
-      continue;
-    else if (IS("--max-time") && v && parse_ms(v, &o.max_time_ms))
-      continue;
-    else if (IS("--stop") && v && parse_stop(v, &o))
-      continue;
-    else if (IS("--min-samples") && v && xr_cli_parse_int(v, 1, &n))
-      o.min_samples = (int)n;
-    else if (IS("--launch") && v && (!strcmp(v, "eager") || !strcmp(v, "graph")))
+    bool ok = true;
+    if (xr_cli_is(&a, "--hal")) o.device = v;
+    else if (xr_cli_is(&a, "--warmup")) {
+      if ((ok = xr_cli_int_value(&a, 0, &n))) o.warmup = (int)n;
+    } else if (xr_cli_is(&a, "--iters")) {
+      if ((ok = xr_cli_int_value(&a, 1, &n))) o.iters = (int)n;
+    } else if (xr_cli_is(&a, "--min-time")) {
+      if (!parse_ms(v, &o.min_time_ms))
+        return xr_cli_bad_value(&a, "not a number of milliseconds (0 or more)");
+    } else if (xr_cli_is(&a, "--max-time")) {
+      if (!parse_ms(v, &o.max_time_ms))
+        return xr_cli_bad_value(&a, "not a number of milliseconds (0 or more)");
+    } else if (xr_cli_is(&a, "--stop")) {
+      if (!parse_stop(v, &o))
+        return xr_cli_bad_value(&a, "takes iters, noise or noise:P (P a percentage above 0)");
+    } else if (xr_cli_is(&a, "--min-samples")) {
+      if ((ok = xr_cli_int_value(&a, 1, &n))) o.min_samples = (int)n;
+    } else if (xr_cli_is(&a, "--launch")) {
+      if (strcmp(v, "eager") && strcmp(v, "graph"))
+        return xr_cli_bad_value(&a, "takes eager or graph");
       o.launch = !strcmp(v, "graph") ? XR_LAUNCH_GRAPH : XR_LAUNCH_EAGER;
-    else if (IS("--seed") && v && xr_cli_parse_int(v, 0, &n)) o.seed = (uint64_t)n;
-    else if (IS("--cache") && v && (!strcmp(v, "warm") || !strcmp(v, "cold") || !strcmp(v, "both")))
+    } else if (xr_cli_is(&a, "--seed")) {
+      if ((ok = xr_cli_int_value(&a, 0, &n))) o.seed = (uint64_t)n;
+    } else if (xr_cli_is(&a, "--cache")) {
+      if (strcmp(v, "warm") && strcmp(v, "cold") && strcmp(v, "both"))
+        return xr_cli_bad_value(&a, "takes warm, cold or both");
       o.cache = !strcmp(v, "cold")   ? XR_CACHE_COLD
                 : !strcmp(v, "both") ? XR_CACHE_BOTH
                                      : XR_CACHE_WARM;
-    else if (IS("--flush-bytes") && v && xr_cli_parse_bytes(v, &bytes) && bytes)
+    } else if (xr_cli_is(&a, "--flush-bytes")) {
+      if (!xr_cli_parse_bytes(v, &bytes)) return xr_cli_bad_value(&a, bytes_form);
       o.flush_bytes = bytes;
-    else if (IS("--rotate") && v && !strcmp(v, "auto"))
-      o.rotate = XR_ROTATE_AUTO;
-    else if (IS("--rotate") && v && xr_cli_parse_int(v, 1, &n)) o.rotate = (int)n;
-    else if (!strcmp(a, "--check")) o.check = true;
-    else if (!strcmp(a, "--calibrate")) o.calibrate = true;
-    else if (IS("--peaks") && v) o.peaks_file = v;
-    else if (!strcmp(a, "--reference")) o.choice = XR_KERNEL_REFERENCE;
-    else if (IS("--init") && v && split_init((char *)v /* argv's, writable */, &inits[init_count]))
+    } else if (xr_cli_is(&a, "--rotate")) {
+      if (!strcmp(v, "auto")) o.rotate = XR_ROTATE_AUTO;
+      else if (xr_cli_parse_int(v, 1, &n)) o.rotate = (int)n;
+      else return xr_cli_bad_value(&a, "takes auto or a whole number of at least 1");
+    } else if (xr_cli_is(&a, "--check")) o.check = true;
+    else if (xr_cli_is(&a, "--calibrate")) o.calibrate = true;
+    else if (xr_cli_is(&a, "--peaks")) o.peaks_file = v;
+    else if (xr_cli_is(&a, "--reference")) o.choice = XR_KERNEL_REFERENCE;
+    else if (xr_cli_is(&a, "--init")) {
+      char given[512];
+      snprintf(given, sizeof given, "%s", v); /* split_init cuts v in place */
+      if (!split_init(v, &inits[init_count]))
+        return xr_cli_error("replay", "--init=%s: takes OP:POLICY, an op name and a policy "
+                            "after a single colon (_C::paged_attention_v1:uniform)", given);
       init_count++;
-    else if (IS("--report") && v) report_path = v;
-    else if (IS("--html") && v) html_path = v;
-    else if (IS("--dump-outputs") && v) dump = v;
-    else if (IS("--op-filter") && v) o.op_filter = v;
-    else if (IS("--op-limit") && v && xr_cli_parse_int(v, 0, &n)) o.op_limit = n;
-    else if (IS("--shard") && v)
-      shard_spec = v;
-    else if (!strcmp(a, "--stop-on-error")) o.stop_on_error = true;
-    else if (IS("--collective-timeout") && v && parse_ms(v, &collective_timeout_s) &&
-             collective_timeout_s > 0)
-      continue;
-    else if (!strcmp(a, "--scale-collectives"))
-      o.scale_collectives = true;
-    else if (!strcmp(a, "--world-size-from-trace"))
-      o.scale_collectives = false;
-    else if (IS("--model-config") && v) model_config = v;
-    else if (IS("--max-memory") && v && xr_cli_parse_bytes(v, &bytes)) o.max_memory_bytes = bytes;
-    else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = true;
-    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    } else if (xr_cli_is(&a, "--report")) report_path = v;
+    else if (xr_cli_is(&a, "--html")) html_path = v;
+    else if (xr_cli_is(&a, "--dump-outputs")) dump = v;
+    else if (xr_cli_is(&a, "--op-filter")) o.op_filter = v;
+    else if (xr_cli_is(&a, "--op-limit")) {
+      if ((ok = xr_cli_int_value(&a, 0, &n))) o.op_limit = n;
+    } else if (xr_cli_is(&a, "--shard")) shard_spec = v;
+    else if (xr_cli_is(&a, "--stop-on-error")) o.stop_on_error = true;
+    else if (xr_cli_is(&a, "--collective-timeout")) {
+      if (!parse_ms(v, &collective_timeout_s) || !(collective_timeout_s > 0))
+        return xr_cli_bad_value(&a, "not a number of seconds above 0");
+    } else if (xr_cli_is(&a, "--scale-collectives")) o.scale_collectives = true;
+    else if (xr_cli_is(&a, "--world-size-from-trace")) o.scale_collectives = false;
+    else if (xr_cli_is(&a, "--model-config")) model_config = v;
+    else if (xr_cli_is(&a, "--max-memory")) {
+      if (!xr_cli_parse_bytes(v, &bytes)) return xr_cli_bad_value(&a, bytes_form);
+      o.max_memory_bytes = bytes;
+    } else if (xr_cli_is(&a, "-v") || xr_cli_is(&a, "--verbose")) verbose = true;
+    else if (xr_cli_is(&a, "-h") || xr_cli_is(&a, "--help")) {
       fputs(usage, stdout);
       return XR_EXIT_OK;
     }
-    else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "replay: bad option %s%s%s\n%s", a, v && !strchr(a, '=') ? " " : "",
-              v && !strchr(a, '=') ? v : "", usage);
-      return XR_EXIT_USAGE;
-    } else if (!path) path = a;
-    else {
-      fprintf(stderr, "replay: one bundle at a time\n%s", usage);
-      return XR_EXIT_USAGE;
-    }
-#undef IS
+    if (!ok) return XR_EXIT_USAGE;
   }
-  if (!path) {
-    fputs(usage, stderr);
-    return XR_EXIT_USAGE;
-  }
-  if (o.calibrate && o.peaks_file) {
-    fprintf(stderr, "replay: --calibrate and --peaks: measure now or take the saved figures, "
-                    "not both\n");
-    return XR_EXIT_USAGE;
-  }
+  if (!path) return xr_cli_error("replay", "BUNDLE is required (`replay --help-run` lists the options)");
+  if (o.calibrate && o.peaks_file)
+    return xr_cli_error("replay", "--calibrate and --peaks: measure now or take the saved "
+                                  "figures, not both");
   if (xr_replay_options_check(&o) != XR_OK) { /* before loading the bundle */
     fprintf(stderr, "%s\n", xr_last_error());
     return XR_EXIT_USAGE;
@@ -618,6 +615,10 @@ int xr_cmd_replay(int argc, char **argv) {
   xr_bundle_t *b;
   int loaded = xr_cli_load_bundle("replay", path, model_config, &b);
   if (loaded != XR_EXIT_OK) return loaded;
+  if (xr_cli_check_filter("replay", path, b, &o) != XR_EXIT_OK) {
+    xr_bundle_destroy(b);
+    return XR_EXIT_USAGE;
+  }
   xr_shard_t *shard = NULL;
   if (shard_spec &&
       xr_cli_shard_create("replay", b, &o, shard_index, shard_count, &shard) != XR_EXIT_OK) {

@@ -19,29 +19,24 @@ static const char usage[] =
 int xr_cmd_report(int argc, char **argv) {
   const char *out = NULL, *paths[MAX_REPORTS];
   size_t n = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strncmp(a, "--output=", 9))
-      out = a + 9;
-    else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc)
-      out = argv[++i];
-    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  static const char *const options[] = {"-o=", "--output=", "-h", "--help", NULL};
+  xr_cli_args_t a;
+  xr_cli_args_init(&a, "replay report", options, argc, argv);
+  for (xr_cli_token_t t; (t = xr_cli_next(&a)) != XR_CLI_END;) {
+    if (t == XR_CLI_BAD) return XR_EXIT_USAGE;
+    if (t == XR_CLI_OPERAND) {
+      if (n == MAX_REPORTS)
+        return xr_cli_error("replay report", "at most %d reports on one page", MAX_REPORTS);
+      paths[n++] = a.arg;
+    } else if (xr_cli_is(&a, "-o") || xr_cli_is(&a, "--output")) {
+      out = a.value;
+    } else {
       fputs(usage, stdout);
       return XR_EXIT_OK;
-    } else if (a[0] == '-') {
-      fprintf(stderr, "replay report: unexpected %s\n%s", a, usage);
-      return XR_EXIT_USAGE;
-    } else if (n == MAX_REPORTS) {
-      fprintf(stderr, "replay report: at most %d reports on one page\n", MAX_REPORTS);
-      return XR_EXIT_USAGE;
-    } else {
-      paths[n++] = a;
     }
   }
-  if (!n || !out) {
-    fputs(usage, stderr);
-    return XR_EXIT_USAGE;
-  }
+  if (!n) return xr_cli_error("replay report", "no report given (`replay report --help`)");
+  if (!out) return xr_cli_error("replay report", "-o PAGE.html is required");
   static char bufs[MAX_REPORTS + 1][4096];
   xr_report_contents_t *reports[MAX_REPORTS] = {0};
   int rc = XR_EXIT_OK;

@@ -2,6 +2,7 @@
  * dispatches. Exit codes: 0 ok, 1 some work failed, 2 usage or input error, 3 HAL unavailable. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "formats/bundle.h"
 #include "tools/build_info.h"
@@ -21,7 +22,8 @@ static const char usage[] =
     "       replay merge R.0.json R.1.json ... -o R.json  the reports of a sharded run\n"
     "                                     (--shard=K/N) as one (`replay merge --help`)\n"
     "       replay inspect BUNDLE [--json]  print the op table\n"
-    "       replay validate BUNDLE          check a bundle and its .npy files\n"
+    "       replay validate BUNDLE          check a bundle, its .npy files and what the planner\n"
+    "                                     says of its ops' arguments\n"
     "       replay convert IN OUT [--to=json|msgpack|tracelens] [--embed-data|--strip-data]\n"
     "       replay extract TRACE.json[.gz] -o BUNDLE.msgpack|.json   bundle from a profiler trace\n"
     "       replay --version\n";
@@ -41,18 +43,29 @@ int main(int argc, char **argv) {
            XR_BUNDLE_FORMAT_VERSION);
     return XR_EXIT_OK;
   }
-  if (strcmp(cmd, "convert") == 0) return xr_cmd_convert(argc - 1, argv + 1);
-  if (strcmp(cmd, "inspect") == 0) return xr_cmd_inspect(argc - 1, argv + 1);
-  if (strcmp(cmd, "validate") == 0) return xr_cmd_validate(argc - 1, argv + 1);
-  if (strcmp(cmd, "plan") == 0) return xr_cmd_plan(argc - 1, argv + 1);
-  if (strcmp(cmd, "devices") == 0) return xr_cmd_devices(argc - 1, argv + 1);
-  if (strcmp(cmd, "compare") == 0) return xr_cmd_compare(argc - 1, argv + 1);
-  if (strcmp(cmd, "report") == 0) return xr_cmd_report(argc - 1, argv + 1);
-  if (strcmp(cmd, "merge") == 0) return xr_cmd_merge(argc - 1, argv + 1);
-  if (strcmp(cmd, "extract") == 0) return xr_cmd_extract(argc - 1, argv + 1);
+  static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+  } commands[] = {{"convert", xr_cmd_convert}, {"inspect", xr_cmd_inspect},
+                  {"validate", xr_cmd_validate}, {"plan", xr_cmd_plan},
+                  {"devices", xr_cmd_devices}, {"compare", xr_cmd_compare},
+                  {"report", xr_cmd_report},   {"merge", xr_cmd_merge},
+                  {"extract", xr_cmd_extract}};
+  const char *names[sizeof commands / sizeof commands[0] + 1] = {NULL};
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    names[i] = commands[i].name;
+  }
   if (strcmp(cmd, "--help-run") == 0) {
     char *help[] = {"replay", "--help"};
     return xr_cmd_replay(2, help);
   }
+  /* Anything else is `replay [OPTIONS] BUNDLE`; a word that is no file but nearly a subcommand
+   * was meant as one. */
+  char suggestion[64], pbuf[4096];
+  if (cmd[0] != '-' && access(xr_cli_path(cmd, pbuf, sizeof pbuf), F_OK) != 0 &&
+      xr_cli_closest(cmd, names, suggestion, sizeof suggestion))
+    return xr_cli_error("replay", "%s: no such subcommand or file (did you mean `replay %s`?)", cmd,
+                        suggestion);
   return xr_cmd_replay(argc, argv);
 }

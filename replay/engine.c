@@ -1,6 +1,7 @@
 /* The replay engine: one op at a time, plan -> on each device: decide (select, memory; the
  * decision xr_replay_plan makes, replay/plan.c) -> inputs (once) -> tensors -> first run (check,
  * compare, dump) -> warm-up -> timed iterations between device events. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -289,6 +290,33 @@ static int runnable_now(int fd) {
   return running > 0 ? running - 1 : running;
 }
 
+/* Nanoseconds this process's threads have waited for a CPU while runnable (the second field of
+ * each /proc/self/task/TID/schedstat); -1 where the kernel does not keep it. Read before and
+ * after a batch, the difference covers the whole batch, not one instant of it. */
+static long long run_delay_ns(void) {
+  DIR *tasks = opendir("/proc/self/task");
+  if (!tasks) return -1;
+  long long sum = 0;
+  bool any = false;
+  for (struct dirent *e; (e = readdir(tasks));) {
+    if (e->d_name[0] == '.') continue;
+    char path[64], text[128];
+    snprintf(path, sizeof path, "/proc/self/task/%.20s/schedstat", e->d_name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t size = read(fd, text, sizeof text - 1);
+    close(fd);
+    long long on_cpu, waited;
+    if (size <= 0) continue;
+    text[size] = '\0';
+    if (sscanf(text, "%lld %lld", &on_cpu, &waited) != 2) continue;
+    sum += waited;
+    any = true;
+  }
+  closedir(tasks);
+  return any ? sum : -1;
+}
+
 /* The samples of one timing pass, in the order taken, and what was seen while taking them. */
 typedef struct timing_pass {
   double *all;  /* every sample */
@@ -459,13 +487,20 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
         xr_hal_device_clocks(d->device, &clocks) == XR_OK && clocks.current_mhz)
       t->clocks[t->clock_n++] = clocks.current_mhz;
     int runnable = -1;
+    long long delay0 = d->host_run ? run_delay_ns() : -1;
     double t0 = wall_now_ms();
     st = run_batch(d, instances, rotate, t->n, batch, flush, graph, &runnable);
-    t->wall_ms += wall_now_ms() - t0;
+    double batch_ms = wall_now_ms() - t0;
+    t->wall_ms += batch_ms;
+    long long delay1 = delay0 >= 0 ? run_delay_ns() : -1;
     /* More threads wanted the CPUs than there are: some waited, and a host-run device's
-     * samples show it. The ranks of a collective poll for each other: those are its own. */
+     * samples show it. Seen two ways: the threads runnable while the batch ran, and, over the
+     * whole batch, how long this process's threads waited for a CPU (more than a twentieth of
+     * the batch: its time is not the kernel's own). The ranks of a collective poll for each
+     * other: those are its own. */
     int own = agree ? xr_hal_comm_size(agree) - 1 : 0;
-    bool crowded = d->host_run && runnable > d->cpus + own;
+    bool waited = delay1 >= delay0 && delay0 >= 0 && (delay1 - delay0) * 1e-6 > batch_ms / 20;
+    bool crowded = d->host_run && (runnable > d->cpus + own || waited);
     t->runnable_sum += runnable > 0 ? runnable : 0;
     t->batches++;
     t->crowded_batches += crowded;
@@ -520,6 +555,7 @@ static void pass_results(const xr_replay_options_t *o, timing_pass_t *t, xr_op_r
   if (n == 0) return;
   r->noise_percent = xr_stream_noise(used, n, &r->batch_size, &r->outliers); /* before sorting */
   r->noise_met = r->noise_percent >= 0 && r->noise_percent <= o->noise_percent && !r->contended;
+  r->unstable = r->noise_percent > o->unstable_percent && !r->contended;
   xr_stats(used, n, r);
   if (t->clock_n) {
     qsort(t->clocks, (size_t)t->clock_n, sizeof t->clocks[0], compare_u32);
@@ -788,6 +824,16 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     goto out;
   }
   first_ms = wall_now_ms() - first_ms;
+  /* Every other rotation copy's first call too, untimed: a first call sets things up (a JIT,
+   * a plan, pages touched) that would otherwise land in the first timed samples. */
+  for (int k = 1; k < rotate && st == XR_OK; k++)
+    if ((st = xr_kernel_enqueue(inst[k], d->stream)) == XR_OK &&
+        (st = xr_hal_stream_synchronize(d->stream)) == XR_OK)
+      st = xr_kernel_instance_status(inst[k]);
+  if (st != XR_OK) {
+    fail(r, XR_OP_FAILED, "");
+    goto out;
+  }
   for (size_t k = 0; k < w->p.out_count; k++) {
     if ((st = read_back(&ts[0], w, w->p.out[k], &outputs[k])) != XR_OK) {
       fail(r, XR_OP_FAILED, "reading outputs: ");
@@ -980,7 +1026,8 @@ static uint64_t run_fingerprint(const xr_bundle_t *b, const xr_replay_options_t 
   h = fingerprint_bytes(h, shard, sizeof shard);
   const int ints[] = {o->warmup, o->stop,   o->iters, o->max_iters, o->min_samples,      o->launch,
                       o->cache,  o->rotate, o->check, o->choice,    o->scale_collectives};
-  const double doubles[] = {o->min_time_ms, o->noise_percent, o->max_time_ms};
+  const double doubles[] = {o->min_time_ms, o->noise_percent, o->max_time_ms,
+                            o->unstable_percent};
   h = fingerprint_bytes(h, ints, sizeof ints);
   h = fingerprint_bytes(h, doubles, sizeof doubles);
   h = fingerprint_bytes(h, &o->op_limit, sizeof o->op_limit);
@@ -1014,6 +1061,8 @@ static xr_status_t ranks_agree(const xr_bundle_t *b, const xr_replay_options_t *
 static void count(xr_replay_device_t *d, const xr_op_t *op, const xr_op_result_t *r) {
   if (r->outcome == XR_OP_SUCCEEDED) {
     d->succeeded++;
+    d->contended += r->contended;
+    d->unstable += r->unstable;
     d->trace_covered_us += xr_op_trace_total_us(op);
   } else if (r->outcome == XR_OP_FAILED) {
     d->failed++;

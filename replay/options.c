@@ -11,6 +11,7 @@ void xr_replay_options_default(xr_replay_options_t *o) {
   o->iters = 20;
   o->max_iters = 100000;
   o->noise_percent = 0.5;
+  o->unstable_percent = 5;
   o->min_samples = 10;
   o->rotate = 1;
   o->op_limit = -1;
@@ -18,7 +19,8 @@ void xr_replay_options_default(xr_replay_options_t *o) {
 
 xr_status_t xr_replay_options_check(const xr_replay_options_t *o) {
   if (o->iters < 0 || o->warmup < 0 || o->rotate < XR_ROTATE_AUTO || o->max_iters < 1 ||
-      o->min_time_ms < 0 || o->max_time_ms < 0 || o->min_samples < 0 || !(o->noise_percent > 0))
+      o->min_time_ms < 0 || o->max_time_ms < 0 || o->min_samples < 0 || !(o->noise_percent > 0) ||
+      !(o->unstable_percent > 0))
     return xr_error(XR_INVALID_ARGUMENT,
                     "replay: negative iterations, warm-up, rotation, samples or time, or a noise "
                     "target that is not positive");

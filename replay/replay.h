@@ -146,6 +146,8 @@ typedef struct xr_replay_options {
   /* Polled between ops and iterations; non-zero stops the run (a signal handler's flag:
    * observers stop it through their return value instead). */
   volatile int *cancel;
+  /* An op whose noise statistic ends above this percentage is UNSTABLE (default 5). */
+  double unstable_percent;
   /* Measure each device's ceilings before the first op (xr_replay_device_calibrate), which a
    * "% of peak" then uses; a few seconds per device. */
   bool calibrate;
@@ -232,6 +234,9 @@ typedef struct xr_op_result {
   double runnable_mean;
   int batches, crowded_batches;
   bool contended;
+  /* The noise statistic ended above the options' unstable_percent on a host that was not
+   * contended: the median itself moves by about that much from run to run. */
+  bool unstable;
   /* Clocks sampled around every batch (xr_hal_device_clocks); clock_samples 0 when they could
    * not be read. slow_clock_samples: readings under 75% of the default clock. */
   int clock_samples, slow_clock_samples;
@@ -305,6 +310,7 @@ typedef struct xr_replay_device {
   char spec[64];                         /* as given: "opencl:1", "auto" */
   xr_hal_device_properties_t properties; /* of the device opened (its spec is the resolved one) */
   size_t succeeded, failed, unsupported, interrupted;
+  size_t contended, unstable;            /* of the ops that succeeded: timings to doubt */
   double trace_covered_us;               /* recorded GPU time of the ops that succeeded on it */
   /* Replayed vs recorded over the ops that succeeded here with a recorded time, and whether
    * this device is the model the trace ran on (xr_trace_device_same_model). */

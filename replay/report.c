@@ -85,6 +85,7 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     cJSON_AddNumberToObject(host, "batches", r->batches);
     cJSON_AddNumberToObject(host, "crowded_batches", r->crowded_batches);
     cJSON_AddBoolToObject(host, "contended", r->contended);
+    cJSON_AddBoolToObject(o, "unstable", r->unstable);
     if (r->clock_samples) {
       cJSON *clock = cJSON_AddObjectToObject(o, "clock_mhz");
       cJSON_AddNumberToObject(clock, "min", r->clock_min_mhz);
@@ -155,7 +156,7 @@ static const char *const csv_columns[] = {
     "args", "count", "family", "peak_dtype", "p25_us", "p75_us", "noise_batch", "outliers",
     "noise_met", "launch", "graph_executions", "launch_note", "rotate", "timed_wall_ms",
     "host_us_per_iteration", "contention.runnable_mean", "contention.batches",
-    "contention.crowded_batches", "clock_mhz.min", "clock_mhz.median", "clock_mhz.default",
+    "contention.crowded_batches", "unstable", "clock_mhz.min", "clock_mhz.median", "clock_mhz.default",
     "clock_mhz.samples", "clock_mhz.slow_samples", "flush_bytes", "cold.iterations",
     "cold.median_us", "cold.iqr_us", "cold.noise_percent", "peak_basis", "above_ceiling", "bound",
     "collective.ranks", "collective.group_ranks", "collective.rank_median_us",
@@ -354,6 +355,7 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
   cJSON_AddStringToObject(opts, "stop", o->stop == XR_STOP_NOISE ? "noise" : "iterations");
   cJSON_AddNumberToObject(opts, "iters", o->iters);
   cJSON_AddNumberToObject(opts, "min_time_ms", o->min_time_ms);
+  cJSON_AddNumberToObject(opts, "unstable_percent", o->unstable_percent);
   if (o->stop == XR_STOP_NOISE) {
     cJSON_AddNumberToObject(opts, "noise_percent", o->noise_percent);
     cJSON_AddNumberToObject(opts, "min_samples", o->min_samples);
@@ -507,6 +509,8 @@ static cJSON *report_summary(const xr_report_t *r, const xr_replay_summary_t *s)
   cJSON_AddNumberToObject(o, "failed", (double)d->failed);
   cJSON_AddNumberToObject(o, "unsupported", (double)d->unsupported);
   cJSON_AddNumberToObject(o, "interrupted", (double)d->interrupted);
+  cJSON_AddNumberToObject(o, "contended", (double)d->contended);
+  cJSON_AddNumberToObject(o, "unstable", (double)d->unstable);
   cJSON_AddBoolToObject(o, "cancelled", s->cancelled);
   add_number(o, "trace_total_us", s->trace_total_us);
   add_number(o, "trace_covered_us", d->trace_covered_us);

@@ -545,9 +545,11 @@ static void trace_ratio_line(FILE *f, const xr_report_contents_t *c) {
 }
 
 static void summary_line(FILE *f, const xr_report_contents_t *c) {
-  size_t ok = 0, failed = 0, unsupported = 0, interrupted = 0;
+  size_t ok = 0, failed = 0, unsupported = 0, interrupted = 0, contended = 0, unstable = 0;
   for (size_t i = 0; i < c->op_count; i++) {
     const char *o = c->ops[i].outcome;
+    contended += !strcmp(o, "ok") && c->ops[i].contended == 1;
+    unstable += !strcmp(o, "ok") && c->ops[i].unstable == 1;
     if (!strcmp(o, "ok"))
       ok++;
     else if (!strcmp(o, "failed"))
@@ -557,6 +559,11 @@ static void summary_line(FILE *f, const xr_report_contents_t *c) {
     else
       unsupported++;
   }
+  if (contended || unstable)
+    fprintf(f,
+            "<p class=\"doubt\"><b>Timings to doubt: %zu CONTENDED</b> (timed on a crowded "
+            "host), <b>%zu UNSTABLE</b> (noise above the run's threshold).</p>\n",
+            contended, unstable);
   fprintf(f,
           "<p class=\"summary\">%zu ops in this report: %zu succeeded, %zu failed, %zu "
           "unsupported",
@@ -603,6 +610,8 @@ static void noise_cell(FILE *f, const xr_report_entry_t *e) {
     fputs(DASH, f);
   if (e->contended == 1)
     fputs(" <b>CONTENDED</b>", f);
+  else if (e->unstable == 1)
+    fputs(" <b>UNSTABLE</b>", f);
   else if (!strcmp(e->stop_reason, "max-time") && e->noise_met == 0)
     fputs(" (target missed)", f);
   fputs("</td>", f);

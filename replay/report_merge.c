@@ -166,7 +166,8 @@ static xr_status_t check_ops(const xr_report_contents_t *c, merged_op_t *out) {
 /* The merged summary: counts from the ops' outcomes, replayed vs recorded over all of them. */
 static xr_status_t merged_summary(const xr_report_contents_t *const *shards, size_t n,
                                   const merged_op_t *ops, size_t op_count, cJSON **out) {
-  size_t succeeded = 0, failed = 0, unsupported = 0, interrupted = 0;
+  size_t succeeded = 0, failed = 0, unsupported = 0, interrupted = 0, contended = 0,
+         unstable = 0;
   bool cancelled = false, same_device = true;
   double trace_total = NAN, covered = 0;
   for (size_t s = 0; s < n; s++) {
@@ -188,6 +189,8 @@ static xr_status_t merged_summary(const xr_report_contents_t *const *shards, siz
     failed += !strcmp(e->outcome, "failed");
     unsupported += !strcmp(e->outcome, "unsupported");
     interrupted += !strcmp(e->outcome, "interrupted");
+    contended += ok && e->contended == 1;
+    unstable += ok && e->unstable == 1;
     if (ok && !ops[i].report->finished && e->trace_us > 0) {
       /* An unfinished shard's covered time: per-call time by the op's count. */
       const cJSON *count = cJSON_GetObjectItemCaseSensitive(ops[i].json, "count");
@@ -214,6 +217,8 @@ static xr_status_t merged_summary(const xr_report_contents_t *const *shards, siz
   cJSON_AddNumberToObject(o, "failed", (double)failed);
   cJSON_AddNumberToObject(o, "unsupported", (double)unsupported);
   cJSON_AddNumberToObject(o, "interrupted", (double)interrupted);
+  cJSON_AddNumberToObject(o, "contended", (double)contended);
+  cJSON_AddNumberToObject(o, "unstable", (double)unstable);
   cJSON_AddBoolToObject(o, "cancelled", cancelled);
   if (isfinite(trace_total))
     cJSON_AddNumberToObject(o, "trace_total_us", trace_total);

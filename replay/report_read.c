@@ -140,6 +140,7 @@ static void read_entry(reader_t *r, const cJSON *o, xr_report_entry_t *e) {
   e->noise_met = bool_of(r, o, "noise_met", "noise_met");
   const cJSON *contention = object_of(r, o, "contention");
   e->contended = contention ? bool_of(r, contention, "contended", "contention.contended") : -1;
+  e->unstable = bool_of(r, o, "unstable", "unstable");
   e->check_nmse = worst_nmse(r, o, "check", NULL);
   e->nmse_vs_first = worst_nmse(r, o, "vs_first_device", &e->nonfinite_vs_first);
 }

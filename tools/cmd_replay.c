@@ -26,6 +26,7 @@ static const char usage[] =
     "                      or once the batch means' relative stdev is under P% (0.5)\n"
     "  --iters=N           --stop=iters: timed iterations, at least (20)\n"
     "  --min-samples=N     --stop=noise: timed iterations, at least (10)\n"
+    "  --unstable=P        an op whose noise ends above P% is flagged UNSTABLE (5)\n"
     "  --min-time=MS       keep timing until this many milliseconds of work (0)\n"
     "  --max-time=MS       per op, stop after this much timing wall time (default: none with\n"
     "                      --stop=iters, 1000 with --stop=noise)\n"
@@ -188,6 +189,10 @@ static void print_timing_flags(const run_ctx_t *c, const xr_op_result_t *r) {
         "  CONTENDED: more runnable threads than CPUs in %d of %d batches (the time is not "
         "the kernel's own)",
         r->crowded_batches, r->batches);
+  if (r->unstable)
+    printf("  UNSTABLE: noise %.1f%%, above %g%% (its median moves about that much from run to "
+           "run)",
+           r->noise_percent, c->options->unstable_percent);
   if (c->options->stop == XR_STOP_NOISE && !r->noise_met && !r->contended)
     printf("  noise target missed (%s)", r->stop_reason ? r->stop_reason : "?");
   if (r->slow_clock_samples)
@@ -491,6 +496,7 @@ int xr_cmd_replay(int argc, char **argv) {
   static const char *const options[] = {
       "--hal=",      "--warmup=",         "--iters=",         "--min-time=",
       "--max-time=", "--stop=",           "--min-samples=",   "--launch=",
+      "--unstable=",
       "--seed=",     "--cache=",          "--flush-bytes=",   "--rotate=",
       "--check",     "--calibrate",       "--peaks=",         "--reference",
       "--init=",     "--report=",
@@ -529,6 +535,11 @@ int xr_cmd_replay(int argc, char **argv) {
     } else if (xr_cli_is(&a, "--stop")) {
       if (!parse_stop(v, &o))
         return xr_cli_bad_value(&a, "takes iters, noise or noise:P (P a percentage above 0)");
+    } else if (xr_cli_is(&a, "--unstable")) {
+      char *end;
+      o.unstable_percent = strtod(v, &end);
+      if (*end || !(o.unstable_percent > 0) || !isfinite(o.unstable_percent))
+        return xr_cli_bad_value(&a, "not a percentage above 0");
     } else if (xr_cli_is(&a, "--min-samples")) {
       if ((ok = xr_cli_int_value(&a, 1, &n))) o.min_samples = (int)n;
     } else if (xr_cli_is(&a, "--launch")) {
@@ -669,6 +680,9 @@ int xr_cmd_replay(int argc, char **argv) {
       fprintf(stderr, "replay: %s\n", xr_last_error());
     if (st != XR_OK) continue;
     const xr_replay_device_t *dev = &s.devices[d];
+    if (dev->contended || dev->unstable)
+      printf("summary [%s]: timings to doubt: %zu CONTENDED, %zu UNSTABLE\n", dev->spec,
+             dev->contended, dev->unstable);
     printf("summary [%s]: %zu of %zu ops attempted: %zu succeeded, %zu failed, %zu unsupported",
            dev->spec, s.attempted, s.total, dev->succeeded, dev->failed, dev->unsupported);
     if (dev->interrupted) printf(", %zu interrupted", dev->interrupted);

@@ -4,9 +4,12 @@
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "formats/bundle.h"
@@ -850,5 +853,82 @@ Test(engine, an_observer_stops_the_run_before_the_first_op) {
   cr_assert(sum.cancelled);
   cr_assert_eq(sum.attempted, 0);
   cr_assert_eq(s.count, 0, "no op ran");
+  xr_bundle_destroy(b);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* timing that flags itself                                                                    */
+
+static atomic_int spinning;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* A contender that comes and goes: busy 2 ms, asleep 2 ms. A single reading of the runnable
+ * threads misses it half the time; the time this process's threads wait for a CPU does not. */
+static void *spin_on_and_off(void *unused) {
+  (void)unused;
+  while (atomic_load(&spinning)) {
+    double until = now_ms() + 2;
+    while (now_ms() < until) {
+    }
+    usleep(2000);
+  }
+  return NULL;
+}
+
+Test(engine, a_single_batch_on_a_crowded_host_is_contended) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int n = (int)(cpus > 0 ? 2 * cpus : 2);
+  pthread_t threads[64];
+  if (n > 64) n = 64;
+  atomic_store(&spinning, 1);
+  for (int i = 0; i < n; i++) cr_assert_eq(pthread_create(&threads[i], NULL, spin_on_and_off, NULL), 0);
+  xr_bundle_t *b = bundle(MM(256, 256, 256));
+  xr_replay_options_t o = quick();
+  o.iters = 1; /* one batch of one execution */
+  int contended = 0;
+  for (int run = 0; run < 3; run++) {
+    seen_t s = {0};
+    xr_replay_observer_t observer = {.result = observe, .context = &s};
+    xr_replay_summary_t sum;
+    cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
+    cr_assert_eq(s.r[0].batches, 1);
+    contended += s.r[0].contended;
+    cr_assert_eq(sum.devices[0].contended, (size_t)s.r[0].contended, "the summary counts it");
+  }
+  atomic_store(&spinning, 0);
+  for (int i = 0; i < n; i++) pthread_join(threads[i], NULL);
+  cr_assert_eq(contended, 3, "%d of 3 single-batch runs beside %d contending threads were CONTENDED",
+               contended, n);
+  xr_bundle_destroy(b);
+}
+
+/* UNSTABLE: the noise statistic above --unstable's percentage, on a host that was not crowded;
+ * counted in the summary. */
+Test(engine, noise_above_the_unstable_threshold_is_unstable) {
+  xr_bundle_t *b = bundle(MM(32, 32, 32));
+  xr_replay_options_t o = quick();
+  o.iters = 64;
+  o.unstable_percent = 1e-9; /* any spread at all */
+  seen_t s = {0};
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  xr_replay_summary_t sum;
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
+  const xr_op_result_t *r = &s.r[0];
+  cr_assert_geq(r->noise_percent, 0, "64 samples give a noise statistic");
+  /* A crowded host is CONTENDED instead: one reason is enough. */
+  cr_assert_eq(r->unstable, !r->contended && r->noise_percent > 1e-9);
+  cr_assert_eq(sum.devices[0].unstable, (size_t)r->unstable);
+  o.unstable_percent = 1e9;
+  memset(&s, 0, sizeof s);
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK);
+  cr_assert(!s.r[0].unstable);
+  cr_assert_eq(sum.devices[0].unstable, 0);
+  o.unstable_percent = 0;
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_INVALID_ARGUMENT);
   xr_bundle_destroy(b);
 }

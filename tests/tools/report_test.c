@@ -365,6 +365,20 @@ static void check_run(const char *sec, const char *report_path) {
   bool partial = !cJSON_IsObject(cJSON_GetObjectItem(j, "summary"));
   cr_assert_eq(strstr(sec, "class=\"note partial\"") != NULL, partial, "%s: partial note",
                report_path);
+  /* Doubtful timings are counted before anything else of the run: as many as the ops say. */
+  size_t contended = 0, unstable = 0;
+  cJSON_ArrayForEach(op, ops) {
+    if (strcmp(str(op, "outcome"), "ok")) continue;
+    contended += cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(op, "contention"), "contended"));
+    unstable += cJSON_IsTrue(cJSON_GetObjectItem(op, "unstable"));
+  }
+  if (contended || unstable) {
+    snprintf(want, sizeof want, "Timings to doubt: %zu CONTENDED</b> (timed on a crowded host), <b>%zu UNSTABLE",
+             contended, unstable);
+    cr_assert(strstr(sec, want), "%s: no line %s", report_path, want);
+  } else {
+    cr_assert_null(strstr(sec, "Timings to doubt"), "%s", report_path);
+  }
   cJSON_Delete(j);
 }
 

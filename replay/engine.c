@@ -68,6 +68,7 @@ typedef struct op_work {
   bool *has_data;
   char policy[1024];
   void *reference[XR_MAX_CHECKED_OUTPUTS];
+  double reference_ms, reference_peak_bytes; /* what computing it cost (run_reference) */
   bool have_first;
   void *first[XR_MAX_CHECKED_OUTPUTS];
 } op_work_t;
@@ -212,7 +213,37 @@ static xr_status_t work_inputs(const engine_t *e, op_work_t *w) {
 }
 
 /* The reference's outputs, once per op (--check). */
-static xr_status_t run_reference(engine_t *e, op_work_t *w) {
+static double wall_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 when unreadable. */
+static double status_bytes(const char *field) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  double kb = -1;
+  size_t n = strlen(field);
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, field, n) && line[n] == ':') {
+      kb = strtod(line + n + 1, NULL);
+      break;
+    }
+  fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Resets the process's resident high-water mark (Linux: "5" to /proc/self/clear_refs). */
+static bool reset_peak_rss(void) {
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (!f) return false;
+  bool ok = fputs("5", f) >= 0;
+  return fclose(f) == 0 && ok;
+}
+
+static xr_status_t compute_reference(engine_t *e, op_work_t *w) {
   op_tensors_t ref = {0};
   xr_kernel_instance_t *inst = NULL;
   const xr_kernel_impl_t *impl;
@@ -226,6 +257,17 @@ static xr_status_t run_reference(engine_t *e, op_work_t *w) {
     st = read_back(&ref, w, w->p.out[k], &w->reference[k]);
   xr_kernel_instance_destroy(inst);
   tensors_free(&ref);
+  return st;
+}
+
+/* The reference, and what it cost: its wall time and the resident memory it added at its peak. */
+static xr_status_t run_reference(engine_t *e, op_work_t *w) {
+  double before = status_bytes("VmRSS"), t0 = wall_now_ms();
+  bool peak = before >= 0 && reset_peak_rss();
+  xr_status_t st = compute_reference(e, w);
+  w->reference_ms = wall_now_ms() - t0;
+  double high = peak ? status_bytes("VmHWM") : -1;
+  w->reference_peak_bytes = high >= before && high >= 0 ? high - before : -1;
   return st;
 }
 
@@ -262,11 +304,6 @@ static xr_status_t ensure_events(device_run_t *d, int needed) {
   return XR_OK;
 }
 
-static double wall_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 typedef struct gate {
   atomic_int open;
@@ -841,11 +878,15 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     }
   }
   if (d->dump_dir[0]) dump_outputs(d, w, outputs, r);
-  if (e->o->check) {
+  if (e->o->check && w->p.check_fits.status != XR_OK) {
+    snprintf(r->check_note, sizeof r->check_note, "%.255s", w->p.check_fits.message);
+  } else if (e->o->check) {
     if (work_reference(e, w) != XR_OK) {
       fail(r, XR_OP_FAILED, "reference: ");
       goto out;
     }
+    r->reference_ms = w->reference_ms;
+    r->reference_peak_bytes = w->reference_peak_bytes;
     check_outputs(w, outputs, r);
   }
   if (di == 0) {
@@ -1063,6 +1104,10 @@ static void count(xr_replay_device_t *d, const xr_op_t *op, const xr_op_result_t
     d->succeeded++;
     d->contended += r->contended;
     d->unstable += r->unstable;
+    d->unchecked += r->check_note[0] != 0;
+    d->reference_ms += r->reference_ms;
+    if (r->reference_peak_bytes > d->reference_peak_bytes)
+      d->reference_peak_bytes = r->reference_peak_bytes;
     d->trace_covered_us += xr_op_trace_total_us(op);
   } else if (r->outcome == XR_OP_FAILED) {
     d->failed++;
@@ -1085,6 +1130,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   xr_replay_summary_t *summary = calloc(1, sizeof *summary);
   if (!summary) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
   summary->total = bundle->op_count;
+  summary->checked = o->check;
   engine_t e = {.bundle = bundle, .o = o, .summary = summary, .decide = {.options = o}};
   xr_status_t st = o->comm && xr_hal_comm_size(o->comm) > 1 ? ranks_agree(bundle, o) : XR_OK;
   if (st == XR_OK) st = engine_open(&e);

@@ -77,6 +77,9 @@ typedef struct xr_planned_op {
   xr_once_t planned;           /* xr_kernel_plan */
   xr_once_t laid_out;          /* the views and storage sizes (after a successful plan) */
   xr_once_t host_fits;         /* the op's tensors against the host's memory */
+  /* --check: the reference's tensors and outputs against the host memory the op leaves; not OK
+   * (its sentence saying what it needs) means the op runs unchecked. Set by xr_decide. */
+  xr_once_t check_fits;
   size_t count;                /* inputs + returns */
   xr_tensor_t *layout;         /* per tensor: dtype, shape, strides, offset (no buffer) */
   size_t *bytes;               /* per tensor: storage bytes */

@@ -161,17 +161,34 @@ static uint64_t device_need(const xr_decide_context_t *c, const xr_planned_op_t 
   return need;
 }
 
-/* The host holds the initial contents throughout, and a host-addressable device's share; with
- * --check also the reference's tensors (on the cpu device) and its outputs read back. */
+/* The host holds the initial contents throughout, and a host-addressable device's share. */
 static uint64_t host_need(const xr_decide_context_t *c, const xr_planned_op_t *p,
                           const xr_hal_device_properties_t *properties) {
-  uint64_t need =
-      add_bytes(xr_planned_op_bytes(p), c->host_device ? device_need(c, p, properties) : 0);
-  if (c->options->check) {
-    need = add_bytes(need, xr_planned_op_bytes(p));
-    for (size_t k = 0; k < p->out_count; k++) need = add_bytes(need, p->bytes[p->out[k]]);
-  }
+  return add_bytes(xr_planned_op_bytes(p), c->host_device ? device_need(c, p, properties) : 0);
+}
+
+/* --check's reference on the cpu device: its own copy of the tensors and its outputs read back. */
+static uint64_t reference_need(const xr_planned_op_t *p) {
+  uint64_t need = xr_planned_op_bytes(p);
+  for (size_t k = 0; k < p->out_count; k++) need = add_bytes(need, p->bytes[p->out[k]]);
   return need;
+}
+
+/* Whether the reference fits beside the op: an op whose reference does not is still timed,
+ * unchecked, rather than the whole run meeting the OOM killer. */
+static xr_status_t reference_fits(const xr_decide_context_t *c, const xr_planned_op_t *p,
+                                  uint64_t op_need) {
+  uint64_t available = xr_host_memory_available(), cap = c->options->max_memory_bytes;
+  bool capped = cap && (!available || cap < available);
+  if (capped) available = cap;
+  uint64_t need = reference_need(p);
+  if (!available || add_bytes(op_need, need) <= available) return XR_OK;
+  char n[32], o[32], a[32];
+  return xr_error(XR_RESOURCE_EXHAUSTED,
+                  "not checked: the reference needs %s of host memory beside the op's %s, %s %s",
+                  format_bytes(need, n, sizeof n), format_bytes(op_need, o, sizeof o),
+                  format_bytes(available, a, sizeof a),
+                  capped ? "allowed by --max-memory" : "available");
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -210,6 +227,8 @@ xr_op_outcome_t xr_decide(const xr_decide_context_t *c, xr_planned_op_t *p,
                  check_fits(c, "host", host_need(c, p, properties), xr_host_memory_available()));
   if (p->host_fits.status != XR_OK)
     return refuse(XR_OP_UNSUPPORTED, p->host_fits.message, message, size);
+  if (c->options->check && !p->check_fits.done)
+    xr_once_keep(&p->check_fits, reference_fits(c, p, host_need(c, p, properties)));
   if (!properties->host_addressable &&
       check_fits(c, "device", device_need(c, p, properties), properties->memory_bytes) != XR_OK)
     return refuse(XR_OP_UNSUPPORTED, xr_last_error(), message, size);
@@ -326,6 +345,8 @@ xr_status_t xr_replay_plan(const xr_bundle_t *bundle, const xr_replay_options_t 
       e->outcome = xr_decide(&context, &p, devices[d], &info->properties, &impl, e->message,
                              sizeof e->message);
       if (impl) snprintf(e->kernel, sizeof e->kernel, "%s", xr_kernel_impl_name(impl));
+      if (e->outcome == XR_OP_SUCCEEDED && o->check && p.check_fits.status != XR_OK)
+        snprintf(e->message, sizeof e->message, "%s", p.check_fits.message);
       if (e->outcome == XR_OP_SUCCEEDED) {
         info->runnable++;
         info->trace_covered_us += xr_op_trace_total_us(op);

@@ -267,6 +267,11 @@ typedef struct xr_op_result {
   double algbw_gbps, busbw_gbps;
   double trace_us;                /* per-call GPU time recorded in the source trace; < 0 if none */
   bool checked;                   /* compared with the CPU reference (--check) */
+  /* --check's cost: the reference's wall time and the host memory it took at its peak (the
+   * process's resident high-water mark above what was resident before; -1 where Linux cannot
+   * reset the mark), once per op; check_note says why an op was not checked ("" otherwise). */
+  double reference_ms, reference_peak_bytes;
+  char check_note[256];
   bool check_passed;
   bool compared;                  /* compared with the first device's outputs (devices 1..) */
   size_t output_count;
@@ -311,6 +316,9 @@ typedef struct xr_replay_device {
   xr_hal_device_properties_t properties; /* of the device opened (its spec is the resolved one) */
   size_t succeeded, failed, unsupported, interrupted;
   size_t contended, unstable;            /* of the ops that succeeded: timings to doubt */
+  size_t unchecked;                      /* --check: ops timed but not checked (check_note) */
+  double reference_ms;                   /* --check: the reference's time over the ops */
+  double reference_peak_bytes;           /* ... and the largest of its peaks */
   double trace_covered_us;               /* recorded GPU time of the ops that succeeded on it */
   /* Replayed vs recorded over the ops that succeeded here with a recorded time, and whether
    * this device is the model the trace ran on (xr_trace_device_same_model). */
@@ -322,6 +330,7 @@ typedef struct xr_replay_summary {
   size_t total;          /* ops in the bundle */
   size_t attempted;      /* after --op-filter and --op-limit */
   bool cancelled;
+  bool checked;          /* --check: ops were compared with the reference */
   double trace_total_us; /* recorded GPU time of the whole bundle (sum over ops of op time) */
   size_t device_count;
   xr_replay_device_t devices[XR_REPLAY_MAX_DEVICES];

@@ -137,7 +137,11 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     for (size_t k = 0; k < r->output_count; k++)
       add_output(outs, r->outputs[k].target, r->outputs[k].nmse, r->outputs[k].threshold,
                  r->outputs[k].nonfinite);
+    cJSON *ref = cJSON_AddObjectToObject(o, "reference");
+    add_number(ref, "ms", r->reference_ms);
+    if (r->reference_peak_bytes >= 0) add_number(ref, "peak_bytes", r->reference_peak_bytes);
   }
+  if (r->check_note[0]) cJSON_AddStringToObject(o, "check_note", r->check_note);
   return o;
 }
 
@@ -161,7 +165,7 @@ static const char *const csv_columns[] = {
     "cold.median_us", "cold.iqr_us", "cold.noise_percent", "peak_basis", "above_ceiling", "bound",
     "collective.ranks", "collective.group_ranks", "collective.rank_median_us",
     "collective.algbw_gbps", "collective.busbw_gbps", "flops", "bytes", "replay_over_trace",
-    "vs_first_device", "check",
+    "vs_first_device", "check", "reference.ms", "reference.peak_bytes", "check_note",
 };
 
 #define CSV_COLUMNS (sizeof csv_columns / sizeof csv_columns[0])
@@ -511,6 +515,11 @@ static cJSON *report_summary(const xr_report_t *r, const xr_replay_summary_t *s)
   cJSON_AddNumberToObject(o, "interrupted", (double)d->interrupted);
   cJSON_AddNumberToObject(o, "contended", (double)d->contended);
   cJSON_AddNumberToObject(o, "unstable", (double)d->unstable);
+  if (s->checked) {
+    cJSON_AddNumberToObject(o, "unchecked", (double)d->unchecked);
+    add_number(o, "reference_ms", d->reference_ms);
+    add_number(o, "reference_peak_bytes", d->reference_peak_bytes);
+  }
   cJSON_AddBoolToObject(o, "cancelled", s->cancelled);
   add_number(o, "trace_total_us", s->trace_total_us);
   add_number(o, "trace_covered_us", d->trace_covered_us);

@@ -13,13 +13,15 @@
 
 static const char usage[] =
     "usage: replay plan BUNDLE [--hal=LIST] [--json] [--model-config FILE] [--op-filter TEXT]\n"
-    "                   [--op-limit N] [--max-memory BYTES] [--rotate N] [--reference]\n"
+    "                   [--op-limit N] [--max-memory BYTES] [--rotate N] [--reference] [--check]\n"
     "  For every op: the kernel each HAL would take, or why none can, the op's FLOPs and bytes\n"
     "  and its recorded GPU time; then per HAL the share of the source trace's GPU time it can\n"
     "  replay, and the ops it cannot, by share. Nothing is allocated on a device, nothing runs.\n"
     "  --hal=LIST          auto|cpu|opencl[:N]|cuda[:N]|hip[:N], comma-separated (default auto);\n"
     "                      a HAL that cannot be opened is reported as unavailable\n"
     "  --json              one JSON object instead of the text\n"
+    "  --check             the reference's memory too: an op whose reference would not fit\n"
+    "                      runs unchecked, and its line says what the reference needs\n"
     "  --model-config, --op-filter, --op-limit, --max-memory, --rotate, --reference: as for\n"
     "                      `replay` (`replay --help-run`); they change what would run\n"
     "exit: 0 planned, 2 usage or input error, 3 no HAL asked for is available\n";
@@ -134,7 +136,8 @@ static void print_text(const char *path, const xr_replay_plan_t *plan) {
           said[o] = true;
         }
       }
-      if (e->outcome == XR_OP_SUCCEEDED) printf("] %s", e->kernel);
+      if (e->outcome == XR_OP_SUCCEEDED && e->message[0]) printf("] %s, %s", e->kernel, e->message);
+      else if (e->outcome == XR_OP_SUCCEEDED) printf("] %s", e->kernel);
       else printf("] %s: %s", xr_op_outcome_name(e->outcome), e->message);
     }
     putchar('\n');
@@ -268,6 +271,8 @@ static cJSON *plan_json(const char *path, const xr_replay_plan_t *plan) {
       if (available && e->kernel[0]) cJSON_AddStringToObject(x, "kernel", e->kernel);
       if (available && e->outcome != XR_OP_SUCCEEDED)
         cJSON_AddStringToObject(x, "reason", e->message);
+      else if (available && e->message[0]) /* runs, with a note: not checked */
+        cJSON_AddStringToObject(x, "note", e->message);
     }
   }
   return root;
@@ -282,7 +287,8 @@ int xr_cmd_plan(int argc, char **argv) {
   bool json = false;
   static const char *const options[] = {"--hal=",          "--json",       "--op-filter=",
                                          "--op-limit=",     "--max-memory=", "--model-config=",
-                                         "--rotate=",       "--reference",  "-h",
+                                         "--rotate=",       "--reference",  "--check",
+                                         "-h",
                                          "--help",          NULL};
   xr_cli_args_t a;
   xr_cli_args_init(&a, "replay plan", options, argc, argv);
@@ -297,6 +303,7 @@ int xr_cmd_plan(int argc, char **argv) {
     long long n;
     uint64_t bytes;
     if (xr_cli_is(&a, "--hal")) o.device = a.value;
+    else if (xr_cli_is(&a, "--check")) o.check = true;
     else if (xr_cli_is(&a, "--json")) json = true;
     else if (xr_cli_is(&a, "--op-filter")) o.op_filter = a.value;
     else if (xr_cli_is(&a, "--op-limit")) {

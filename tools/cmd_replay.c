@@ -230,6 +230,7 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
     else if (r->ranks > 1)
       printf("  %d ranks, busbw %.2f GB/s", r->ranks, r->busbw_gbps);
     if (r->checked) printf("  check ok (nmse %.2g)", r->output_count ? r->outputs[0].nmse : 0.0);
+    if (r->check_note[0]) printf("  %s", r->check_note);
     print_timing_flags(c, r);
   } else {
     printf(" %s: %s",
@@ -687,6 +688,15 @@ int xr_cmd_replay(int argc, char **argv) {
            dev->spec, s.attempted, s.total, dev->succeeded, dev->failed, dev->unsupported);
     if (dev->interrupted) printf(", %zu interrupted", dev->interrupted);
     printf("%s\n", s.cancelled ? " (interrupted)" : "");
+    if (s.checked) {
+      printf("summary [%s]: --check: the reference took %.1f ms", dev->spec, dev->reference_ms);
+      if (dev->reference_peak_bytes > 0)
+        printf(", at most %.1f MiB more resident memory", dev->reference_peak_bytes / 1048576.0);
+      if (dev->unchecked)
+        printf("; %zu op%s not checked (too large, each says why)", dev->unchecked,
+               dev->unchecked == 1 ? "" : "s");
+      putchar('\n');
+    }
     if (s.trace_total_us > 0)
       printf("summary [%s]: the ops that ran cover %.1f%% of the source trace's GPU time "
              "(%.1f of %.1f us)\n",

@@ -932,3 +932,41 @@ Test(engine, noise_above_the_unstable_threshold_is_unstable) {
   cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_INVALID_ARGUMENT);
   xr_bundle_destroy(b);
 }
+
+/* --check within bounds: an op whose reference would not fit beside it is timed unchecked,
+ * saying what the reference needs; a checked op reports what its reference cost. */
+Test(engine, a_reference_that_does_not_fit_leaves_the_op_timed_and_unchecked) {
+  xr_bundle_t *b = bundle(MM(64, 64, 64));
+  xr_replay_options_t o = quick();
+  o.check = true;
+  /* The op needs 112 KiB of host memory (its contents and the cpu device's copy with the
+   * output read back), its reference 64 KiB more. */
+  o.max_memory_bytes = 150000;
+  seen_t s = {0};
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  xr_replay_summary_t sum;
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
+  const xr_op_result_t *r = &s.r[0];
+  cr_assert_eq(r->outcome, XR_OP_SUCCEEDED, "%s", r->message);
+  cr_assert(!r->checked);
+  cr_assert(r->iterations > 0, "timed all the same");
+  cr_assert(strstr(r->check_note, "not checked: the reference needs 65536 bytes"), "%s",
+            r->check_note);
+  cr_assert_eq(sum.devices[0].unchecked, 1);
+  /* The plan says the same. */
+  xr_replay_plan_t *plan;
+  cr_assert_eq(xr_replay_plan(b, &o, &plan), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(plan->entries[0].outcome, XR_OP_SUCCEEDED);
+  cr_assert_str_eq(plan->entries[0].message, r->check_note);
+  xr_replay_plan_free(plan);
+  /* With room for it: checked, and its cost reported. */
+  o.max_memory_bytes = 0;
+  memset(&s, 0, sizeof s);
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
+  cr_assert(s.r[0].checked && s.r[0].check_passed);
+  cr_assert_eq(s.r[0].check_note[0], '\0');
+  cr_assert_gt(s.r[0].reference_ms, 0);
+  cr_assert_eq(sum.devices[0].reference_ms, s.r[0].reference_ms);
+  cr_assert_eq(sum.devices[0].unchecked, 0);
+  xr_bundle_destroy(b);
+}

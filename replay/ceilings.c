@@ -27,8 +27,8 @@ static void above_ceiling(const xr_hal_figure_t *ceiling, bool memory, double to
 }
 
 /* Rates at the median time, the op's bound and the percentage of the ceiling that bounds it,
- * with the ceilings hal.h names (the higher of the stated and the measured figure), which the page's
- * roofline draws too: the compute peak of the op's dtype above the ridge point, else memory
+ * with the ceilings hal.h names (the higher of the stated and the measured figure), which the
+ * page's roofline draws too: the compute peak of the op's dtype above the ridge point, else memory
  * bandwidth — DRAM's, unless the bytes the op touches (`touched`, every rotation copy) stay in
  * the caches between iterations (not `flushed`): then the last-level cache's where it was
  * measured, else none, and peak_basis says why. A rate above its ceiling keeps its percentage

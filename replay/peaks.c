@@ -203,9 +203,11 @@ static xr_status_t apply_entry(const char *path, const char *where, const cJSON 
   if (st == XR_OK) st = read_flops(path, at, measured, XR_HAL_FIGURE_CALIBRATED, m.peak_flops);
   if (st != XR_OK) return st;
   const cJSON *ws = cJSON_GetObjectItemCaseSensitive(measured, "memory_working_set_bytes");
-  if (cJSON_IsNumber(ws) && ws->valuedouble > 0) m.memory_working_set_bytes = (uint64_t)ws->valuedouble;
+  if (cJSON_IsNumber(ws) && ws->valuedouble > 0)
+    m.memory_working_set_bytes = (uint64_t)ws->valuedouble;
   ws = cJSON_GetObjectItemCaseSensitive(measured, "cache_working_set_bytes");
-  if (cJSON_IsNumber(ws) && ws->valuedouble > 0) m.cache_working_set_bytes = (uint64_t)ws->valuedouble;
+  if (cJSON_IsNumber(ws) && ws->valuedouble > 0)
+    m.cache_working_set_bytes = (uint64_t)ws->valuedouble;
   return xr_hal_device_set_measured(device, &m);
 }
 
@@ -218,7 +220,10 @@ xr_status_t xr_peaks_apply(const char *path, xr_hal_device_t *device) {
   if ((st = xr_read_file(path, &bytes, &size)) != XR_OK) return st;
   cJSON *root = cJSON_ParseWithLength((const char *)bytes, size);
   free(bytes);
-  if (!root) return xr_error(XR_INVALID_ARGUMENT, "%s: not JSON (a peaks file: replay devices --calibrate -o FILE writes one)", path);
+  if (!root)
+    return xr_error(XR_INVALID_ARGUMENT,
+                    "%s: not JSON (a peaks file: replay devices --calibrate -o FILE writes one)",
+                    path);
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "devices");
   if (!cJSON_IsArray(list)) {
     cJSON_Delete(root);

@@ -160,8 +160,9 @@ static const char *const csv_columns[] = {
     "args", "count", "family", "peak_dtype", "p25_us", "p75_us", "noise_batch", "outliers",
     "noise_met", "launch", "graph_executions", "launch_note", "rotate", "timed_wall_ms",
     "host_us_per_iteration", "contention.runnable_mean", "contention.batches",
-    "contention.crowded_batches", "unstable", "clock_mhz.min", "clock_mhz.median", "clock_mhz.default",
-    "clock_mhz.samples", "clock_mhz.slow_samples", "flush_bytes", "cold.iterations",
+    "contention.crowded_batches", "unstable", "clock_mhz.min", "clock_mhz.median",
+    "clock_mhz.default", "clock_mhz.samples", "clock_mhz.slow_samples", "flush_bytes",
+    "cold.iterations",
     "cold.median_us", "cold.iqr_us", "cold.noise_percent", "peak_basis", "above_ceiling", "bound",
     "collective.ranks", "collective.group_ranks", "collective.rank_median_us",
     "collective.algbw_gbps", "collective.busbw_gbps", "flops", "bytes", "replay_over_trace",
@@ -336,7 +337,8 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
                             (double)m->memory_working_set_bytes);
   add_figure(measured, "cache_bandwidth", &m->cache_bandwidth);
   if (m->cache_bandwidth.value > 0)
-    cJSON_AddNumberToObject(measured, "cache_working_set_bytes", (double)m->cache_working_set_bytes);
+    cJSON_AddNumberToObject(measured, "cache_working_set_bytes",
+                            (double)m->cache_working_set_bytes);
   flops = cJSON_AddObjectToObject(measured, "flops");
   for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
     add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d), &m->peak_flops[d]);

@@ -262,8 +262,9 @@ static void read_shard(reader_t *r, const cJSON *j, xr_report_contents_t *c) {
 
 /* A block of device figures ("peaks", "ceilings"): memory (and cache) bandwidth, FLOP/s per
  * dtype. */
-static void read_figures(reader_t *r, const cJSON *j, const char *key, xr_report_figure_t *bandwidth,
-                         xr_report_figure_t *cache, xr_report_figure_t *peaks, size_t *count) {
+static void read_figures(reader_t *r, const cJSON *j, const char *key,
+                         xr_report_figure_t *bandwidth, xr_report_figure_t *cache,
+                         xr_report_figure_t *peaks, size_t *count) {
   const cJSON *block = object_of(r, j, key);
   snprintf(r->where, sizeof r->where, "%s.", key);
   *bandwidth = figure_of(r, block, "memory_bandwidth");

@@ -44,7 +44,7 @@ typedef struct xr_report_entry {
   double iqr_us, noise_percent; /* noise: relative stdev of batch means, NAN when unknown */
   int noise_met;                /* 1 met the noise target, 0 not, -1 not recorded */
   int contended;                /* 1 timed mostly on a crowded host, 0 not, -1 not recorded */
-  int unstable;                 /* 1 noise above the run's unstable_percent, 0 not, -1 not recorded */
+  int unstable;              /* 1 noise above the run's unstable_percent, 0 not, -1 not recorded */
   int check_passed;          /* 1 passed, 0 failed, -1 not checked */
   double check_nmse;         /* the worst output's NMSE against the reference */
   double nmse_vs_first;      /* the worst output's NMSE against the run's first HAL */

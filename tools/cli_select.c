@@ -24,7 +24,8 @@ int xr_cli_check_filter(const char *prog, const char *path, const xr_bundle_t *b
     at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", shown ? ", " : "", name);
     shown++;
   }
-  return xr_cli_error(prog, "--op-filter=%s: no op of %s has a name containing \"%s\" (%zu op%s%s%s)",
+  return xr_cli_error(prog,
+                      "--op-filter=%s: no op of %s has a name containing \"%s\" (%zu op%s%s%s)",
                       options->op_filter, path, options->op_filter, bundle->op_count,
                       bundle->op_count == 1 ? "" : "s", shown ? ": " : "", names);
 }

@@ -127,7 +127,8 @@ static void print_device_text(const xr_hal_device_properties_t *p) {
          format_figure(p->memory_bandwidth, "B/s", a, sizeof a));
   const xr_hal_measured_t *m = &p->measured;
   if (m->memory_bandwidth.value <= 0) return;
-  printf("            measured: DRAM %s over %s", format_figure(m->memory_bandwidth, "B/s", a, sizeof a),
+  printf("            measured: DRAM %s over %s",
+         format_figure(m->memory_bandwidth, "B/s", a, sizeof a),
          format_bytes((double)m->memory_working_set_bytes, b, sizeof b));
   if (m->cache_bandwidth.value > 0)
     printf(", last-level cache %s over %s", format_figure(m->cache_bandwidth, "B/s", a, sizeof a),
@@ -178,7 +179,8 @@ static cJSON *device_json(const xr_hal_device_properties_t *p) {
   cJSON *measured = cJSON_AddObjectToObject(device, "measured");
   cJSON_AddItemToObject(measured, "memory_bandwidth_bytes_per_second",
                         figure_json(m->memory_bandwidth));
-  cJSON_AddNumberToObject(measured, "memory_working_set_bytes", (double)m->memory_working_set_bytes);
+  cJSON_AddNumberToObject(measured, "memory_working_set_bytes",
+                          (double)m->memory_working_set_bytes);
   cJSON_AddItemToObject(measured, "cache_bandwidth_bytes_per_second",
                         figure_json(m->cache_bandwidth));
   cJSON_AddNumberToObject(measured, "cache_working_set_bytes", (double)m->cache_working_set_bytes);

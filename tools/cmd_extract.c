@@ -153,8 +153,8 @@ int xr_cmd_extract(int argc, char **argv) {
   if (!quiet)
     for (size_t i = 0; i < s.warning_count; i++) fprintf(stderr, "warning: %s\n", s.warnings[i]);
   char cfgbuf[PATH_CAP];
-  if (model_config &&
-      xr_cli_apply_model_config("replay extract", xr_cli_path(model_config, cfgbuf, sizeof cfgbuf), b)) {
+  if (model_config && xr_cli_apply_model_config(
+                          "replay extract", xr_cli_path(model_config, cfgbuf, sizeof cfgbuf), b)) {
     xr_bundle_destroy(b);
     xr_extract_summary_free(&s);
     return EXIT_USAGE_;

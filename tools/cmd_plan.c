@@ -324,7 +324,8 @@ int xr_cmd_plan(int argc, char **argv) {
     }
   }
   if (!path)
-    return xr_cli_error("replay plan", "BUNDLE is required (`replay plan --help` lists the options)");
+    return xr_cli_error("replay plan",
+                        "BUNDLE is required (`replay plan --help` lists the options)");
   char pbuf[4096];
   path = xr_cli_path(path, pbuf, sizeof pbuf);
   xr_bundle_t *b;

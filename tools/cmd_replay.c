@@ -597,7 +597,8 @@ int xr_cmd_replay(int argc, char **argv) {
     }
     if (!ok) return XR_EXIT_USAGE;
   }
-  if (!path) return xr_cli_error("replay", "BUNDLE is required (`replay --help-run` lists the options)");
+  if (!path)
+    return xr_cli_error("replay", "BUNDLE is required (`replay --help-run` lists the options)");
   if (o.calibrate && o.peaks_file)
     return xr_cli_error("replay", "--calibrate and --peaks: measure now or take the saved "
                                   "figures, not both");

@@ -154,14 +154,16 @@ xr_status_t xr_hal_device_calibrate(xr_hal_device_t *device) {
   double bandwidth = 0, fp32 = 0;
   m.memory_working_set_bytes = dram_working_set(&p);
   status = measure_copy_bandwidth(device, m.memory_working_set_bytes / 2, 3, &bandwidth);
-  if (status != XR_OK) return xr_error_prefix(status, "%s: calibrating DRAM bandwidth: ", device->spec);
+  if (status != XR_OK)
+    return xr_error_prefix(status, "%s: calibrating DRAM bandwidth: ", device->spec);
   if (bandwidth > 0) m.memory_bandwidth = (xr_hal_figure_t){bandwidth, XR_HAL_FIGURE_CALIBRATED};
   if (p.last_level_cache_bytes >= (64u << 10)) {
     /* Each buffer a quarter of the cache; more repeats, as each copy is short. */
     m.cache_working_set_bytes = (p.last_level_cache_bytes / 2) & ~(uint64_t)4095;
     bandwidth = 0;
     status = measure_copy_bandwidth(device, m.cache_working_set_bytes / 2, 10, &bandwidth);
-    if (status != XR_OK) return xr_error_prefix(status, "%s: calibrating cache bandwidth: ", device->spec);
+    if (status != XR_OK)
+      return xr_error_prefix(status, "%s: calibrating cache bandwidth: ", device->spec);
     if (bandwidth > 0) m.cache_bandwidth = (xr_hal_figure_t){bandwidth, XR_HAL_FIGURE_CALIBRATED};
   }
   if (device->vtable->calibrate_fp32) {
@@ -178,7 +180,8 @@ static void take_known(xr_hal_figure_t *to, const xr_hal_figure_t *from) {
 }
 
 xr_status_t xr_hal_device_set_measured(xr_hal_device_t *device, const xr_hal_measured_t *m) {
-  if (!device || !m) return xr_error(XR_INVALID_ARGUMENT, "xr_hal_device_set_measured: NULL argument");
+  if (!device || !m)
+    return xr_error(XR_INVALID_ARGUMENT, "xr_hal_device_set_measured: NULL argument");
   pthread_mutex_lock(&device->mutex);
   xr_hal_measured_t *to = &device->measured;
   if (m->memory_bandwidth.source != XR_HAL_FIGURE_UNKNOWN) {
@@ -189,7 +192,8 @@ xr_status_t xr_hal_device_set_measured(xr_hal_device_t *device, const xr_hal_mea
     to->cache_bandwidth = m->cache_bandwidth;
     to->cache_working_set_bytes = m->cache_working_set_bytes;
   }
-  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++) take_known(&to->peak_flops[d], &m->peak_flops[d]);
+  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
+    take_known(&to->peak_flops[d], &m->peak_flops[d]);
   device->calibrated = true;
   pthread_mutex_unlock(&device->mutex);
   return XR_OK;

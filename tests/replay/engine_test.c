@@ -886,7 +886,8 @@ Test(engine, a_single_batch_on_a_crowded_host_is_contended) {
   pthread_t threads[64];
   if (n > 64) n = 64;
   atomic_store(&spinning, 1);
-  for (int i = 0; i < n; i++) cr_assert_eq(pthread_create(&threads[i], NULL, spin_on_and_off, NULL), 0);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(pthread_create(&threads[i], NULL, spin_on_and_off, NULL), 0);
   xr_bundle_t *b = bundle(MM(256, 256, 256));
   xr_replay_options_t o = quick();
   o.iters = 1; /* one batch of one execution */
@@ -902,8 +903,9 @@ Test(engine, a_single_batch_on_a_crowded_host_is_contended) {
   }
   atomic_store(&spinning, 0);
   for (int i = 0; i < n; i++) pthread_join(threads[i], NULL);
-  cr_assert_eq(contended, 3, "%d of 3 single-batch runs beside %d contending threads were CONTENDED",
-               contended, n);
+  cr_assert_eq(contended, 3,
+               "%d of 3 single-batch runs beside %d contending threads were CONTENDED", contended,
+               n);
   xr_bundle_destroy(b);
 }
 

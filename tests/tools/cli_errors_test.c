@@ -39,7 +39,8 @@ Test(cli_errors, an_unknown_option_is_one_line_with_the_closest_valid_one) {
   refused_with("--iter=1 B", "replay: unknown option --iter=1 (did you mean --iters?)");
   refused_with("--hal=cpu --stop-on-eror " EXAMPLE,
                "replay: unknown option --stop-on-eror (did you mean --stop-on-error?)");
-  refused_with("--op-f=mm " EXAMPLE, "replay: unknown option --op-f=mm (did you mean --op-filter?)");
+  refused_with("--op-f=mm " EXAMPLE,
+               "replay: unknown option --op-f=mm (did you mean --op-filter?)");
   refused_with("extract --topp 3", "replay extract: unknown option --topp (did you mean --top?)");
   refused_with("plan --jsno " EXAMPLE, "replay plan: unknown option --jsno (did you mean --json?)");
   refused_with("inspect --josn " EXAMPLE,
@@ -227,8 +228,9 @@ Test(cli_errors, convert_to_tracelens_lists_what_it_drops) {
 }
 
 Test(cli_errors, a_filter_that_selects_no_op_is_a_usage_error) {
-#define NONE_OF ": --op-filter=zzz: no op of " EXAMPLE " has a name containing \"zzz\" (11 ops: " \
-                "aten::mm, aten::linear, aten::addmm, aten::_scaled_dot_product_flash_attention, ...)"
+#define NONE_OF                                                                   \
+  ": --op-filter=zzz: no op of " EXAMPLE " has a name containing \"zzz\" (11 ops: " \
+  "aten::mm, aten::linear, aten::addmm, aten::_scaled_dot_product_flash_attention, ...)"
   refused_with("--hal=cpu --op-filter=zzz " EXAMPLE, "replay" NONE_OF);
   refused_with("plan --hal=cpu --op-filter=zzz " EXAMPLE, "replay plan" NONE_OF);
 #undef NONE_OF

@@ -369,11 +369,13 @@ static void check_run(const char *sec, const char *report_path) {
   size_t contended = 0, unstable = 0;
   cJSON_ArrayForEach(op, ops) {
     if (strcmp(str(op, "outcome"), "ok")) continue;
-    contended += cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(op, "contention"), "contended"));
+    contended +=
+        cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(op, "contention"), "contended"));
     unstable += cJSON_IsTrue(cJSON_GetObjectItem(op, "unstable"));
   }
   if (contended || unstable) {
-    snprintf(want, sizeof want, "Timings to doubt: %zu CONTENDED</b> (timed on a crowded host), <b>%zu UNSTABLE",
+    snprintf(want, sizeof want,
+             "Timings to doubt: %zu CONTENDED</b> (timed on a crowded host), <b>%zu UNSTABLE",
              contended, unstable);
     cr_assert(strstr(sec, want), "%s: no line %s", report_path, want);
   } else {

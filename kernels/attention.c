@@ -177,17 +177,33 @@ static xr_status_t set_alibi(xr_op_plan_t *plan, xr_attn_problem_t *a, int index
   return XR_OK;
 }
 
-/* Estimates FLOPs (two products of (D + Dv) per allowed key) and bytes. */
+/* FLOPs: two products of (D + Dv) per allowed key. Bytes: each tensor bound read or written
+ * once, except a paged key/value cache (batch prefill's page list, varlen's block_table): the
+ * pages referenced, not the whole cache. */
 static void set_costs(xr_op_plan_t *plan, const xr_attn_problem_t *a, double rows_times_keys) {
   const int64_t *p = a->p;
   plan->flops = 2.0 * rows_times_keys * (double)(p[XR_AP_head_dim] + p[XR_AP_head_dim_v]);
+  double kv_tokens = -1; /* tokens of the paged cache referenced; -1: not paged */
+  if (p[XR_AP_paged] && a->t[XR_AT_TABLE] >= 0) {
+    double pages = (double)xr_spec_numel(plan->inputs[a->t[XR_AT_TABLE]]);
+    int64_t page = p[XR_AP_page_size] > 0 ? p[XR_AP_page_size] : 1;
+    double per_seq = (double)((p[XR_AP_max_k] + page - 1) / page); /* block_table rows: what max_k needs */
+    if (p[XR_AP_paged] == 1 && (double)p[XR_AP_batch] * per_seq < pages) pages = (double)p[XR_AP_batch] * per_seq;
+    kv_tokens = pages * (double)page;
+  }
   double bytes = 0;
   for (int r = 0; r < XR_AT_COUNT; r++) {
     int i = a->t[r];
     if (i < 0) continue;
-    if (i < (int)plan->input_count)
-      bytes += (double)xr_spec_numel(plan->inputs[i]) * (double)xr_dtype_size(plan->inputs[i]->dtype);
-    else
+    if (i < (int)plan->input_count) {
+      double n = (double)xr_spec_numel(plan->inputs[i]);
+      if (kv_tokens >= 0 && (r == XR_AT_K || r == XR_AT_V)) {
+        double referenced = kv_tokens * (double)p[XR_AP_kv_heads] *
+                            (double)(r == XR_AT_K ? p[XR_AP_head_dim] : p[XR_AP_head_dim_v]);
+        if (referenced < n) n = referenced;
+      }
+      bytes += n * (double)xr_dtype_size(plan->inputs[i]->dtype);
+    } else
       bytes += (double)xr_desc_numel(&plan->returns[i - plan->input_count]) *
                (double)xr_dtype_size(plan->returns[i - plan->input_count].dtype);
   }

@@ -367,10 +367,21 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   p->n = x->shape[0];
   p->spatial = x->shape[2] * x->shape[3] * x->shape[4];
   double elements = (double)p->n * (double)p->c * (double)p->spatial;
-  double esize = (double)xr_dtype_size(x->dtype);
   bool bwd = p->kind == XR_CN_BATCH_BACKWARD || p->kind == XR_CN_GROUP_BACKWARD;
   plan->flops = elements * (bwd ? 8 : 6);
-  plan->bytes = elements * esize * (bwd ? 3 : 2);
+  /* Bytes: every operand bound once, activations and per-channel (or per-group) vectors alike:
+   * x (and grad_output) read, the result (grad_input) written, weight, bias and statistics read
+   * or written; running statistics that training updates are read and written. */
+  double bytes = 0;
+  for (int k = 0; k < XR_CN_SLOTS; k++) {
+    const xr_view5_t *v = &p->v[k];
+    if (v->index < 0) continue;
+    double n = (double)xr_dtype_size(v->dtype);
+    for (int d = 0; d < 5; d++) n *= (double)v->shape[d];
+    bool updated = (k == XR_CN_RMEAN || k == XR_CN_RVAR) && p->kind == XR_CN_BATCH && p->training;
+    bytes += n * (updated ? 2 : 1);
+  }
+  plan->bytes = bytes;
   return XR_OK;
 }
 

@@ -77,6 +77,18 @@ static void mark_written(xr_op_plan_t *plan, int index) {
   if (index >= 0 && (size_t)index < plan->input_count) plan->input_written[index] = true;
 }
 
+/* Bytes of a bound tensor read or written whole (0 when absent). */
+static double tensor_bytes(const xr_op_plan_t *plan, int index) {
+  if (index < 0 || (size_t)index >= plan->input_count) return 0;
+  return (double)xr_spec_numel(spec(plan, index)) * (double)xr_dtype_size(spec(plan, index)->dtype);
+}
+
+/* The experts a batch's routing reaches: at most every expert, at most one per routed row. */
+static double routed_experts(const xr_moe_problem_t *p) {
+  double rows = (double)p->M * (double)p->topk;
+  return rows < (double)p->E ? rows : (double)p->E;
+}
+
 static xr_status_t analyze_align(xr_op_plan_t *plan, xr_moe_problem_t *p) {
   const xr_op_t *op = plan->op;
   xr_status_t st;
@@ -145,7 +157,10 @@ static xr_status_t analyze_topk_softmax(xr_op_plan_t *plan, xr_moe_problem_t *p)
   mark_written(plan, p->token_expert_indices);
   p->dtype = spec(plan, p->logits)->dtype;
   plan->flops = 4.0 * (double)(p->M * p->E);
-  plan->bytes = (double)(p->M * p->E) * (double)xr_dtype_size(p->dtype) + 12.0 * (double)(p->M * p->topk);
+  /* The logits read; per routed slot a weight, an expert id and a token-expert index written,
+   * each in its own dtype (ids may be int32 or int64). */
+  plan->bytes = (double)(p->M * p->E) * (double)xr_dtype_size(p->dtype) + tensor_bytes(plan, p->topk_weights) +
+                tensor_bytes(plan, p->topk_ids) + tensor_bytes(plan, p->token_expert_indices);
   return XR_OK;
 }
 
@@ -182,8 +197,7 @@ static double expert_flops(const xr_moe_problem_t *p) {
  * M * topk rows over E experts and balanced routing leaves none out), in their storage (mxfp4:
  * half a byte per weight plus a scale byte per 32), plus the activations. */
 static double expert_bytes(const xr_moe_problem_t *p) {
-  double es = (double)xr_dtype_size(p->dtype), routed = (double)p->E;
-  if ((double)(p->M * p->topk) < routed) routed = (double)(p->M * p->topk);
+  double es = (double)xr_dtype_size(p->dtype), routed = routed_experts(p);
   double per_weight = p->weights == XR_MOE_W_MXFP4 ? 0.5 + 1.0 / 32 : p->weights == XR_MOE_W_FP8 ? 1.0 : es;
   double bias = (p->w1_bias >= 0 ? 2.0 * (double)p->N : 0) + (p->w2_bias >= 0 ? (double)p->K : 0);
   return routed * (3.0 * (double)p->N * (double)p->K * per_weight + bias * es) +
@@ -227,7 +241,8 @@ static xr_status_t analyze_fused(xr_op_plan_t *plan, xr_moe_problem_t *p, bool i
     xr_desc_set(&plan->returns[0], p->dtype, 2, spec(plan, p->hidden)->shape);
   }
   plan->flops = expert_flops(p);
-  plan->bytes = expert_bytes(p);
+  /* and the routing read: topk_weights and topk_ids */
+  plan->bytes = expert_bytes(p) + tensor_bytes(plan, p->topk_weights) + tensor_bytes(plan, p->topk_ids);
   return XR_OK;
 }
 
@@ -367,7 +382,7 @@ static xr_status_t analyze_forward(xr_op_plan_t *plan, xr_moe_problem_t *p) {
     return xr_plan_error(plan, "top_k %lld exceeds %lld experts", (long long)p->topk, (long long)p->E);
   if (!(p->swiglu_limit > 0)) return xr_plan_error(plan, "swiglu_limit %g: expected > 0", p->swiglu_limit);
   plan->flops = expert_flops(p);
-  plan->bytes = expert_bytes(p);
+  plan->bytes = expert_bytes(p) + tensor_bytes(plan, p->logits); /* and the router's logits read */
   return XR_OK;
 }
 
@@ -421,7 +436,12 @@ static xr_status_t analyze_sorting(xr_op_plan_t *plan, xr_moe_problem_t *p) {
   mark_written(plan, p->expert_ids);
   mark_written(plan, p->num_valid);
   mark_written(plan, p->moe_buf);
-  plan->bytes = 8.0 * (double)(p->M * p->topk) + 8.0 * (double)p->sorted_len;
+  /* topk_ids and topk_weights read; the sorted ids and weights, the expert per block and
+   * num_valid_ids written, and moe_buf zeroed; each in its own dtype. */
+  plan->bytes = tensor_bytes(plan, p->topk_ids) + tensor_bytes(plan, p->topk_weights) +
+                tensor_bytes(plan, p->sorted_ids) + tensor_bytes(plan, p->sorted_weights) +
+                tensor_bytes(plan, p->expert_ids) + tensor_bytes(plan, p->num_valid) +
+                tensor_bytes(plan, p->moe_buf);
   return XR_OK;
 }
 
@@ -491,8 +511,14 @@ static xr_status_t analyze_stage(xr_op_plan_t *plan, xr_moe_problem_t *p, int st
   mark_written(plan, p->out);
   double rows = (double)p->M * (double)p->topk, es = (double)xr_dtype_size(p->dtype);
   plan->flops = (stage == 1 ? 4.0 : 2.0) * rows * (double)p->K * (double)p->N;
-  plan->bytes = es * ((stage == 1 ? 2.0 : 1.0) * (double)p->E * (double)p->N * (double)p->K +
-                      rows * (double)(p->K + p->N));
+  /* The routed experts' weights once (w1 [2N, K] each in stage 1, w2 [K, N] in stage 2), not
+   * every expert's; stage 1 reads each token's hidden row once and writes M x topk rows of N,
+   * stage 2 reads those and writes out [M, K] once; and the sorted ids, experts and weights. */
+  double weights = (stage == 1 ? 2.0 : 1.0) * routed_experts(p) * (double)p->N * (double)p->K;
+  double acts = stage == 1 ? (double)p->M * (double)p->K + rows * (double)p->N
+                           : rows * (double)p->N + (double)p->M * (double)p->K;
+  plan->bytes = es * (weights + acts) + tensor_bytes(plan, p->sorted_ids) + tensor_bytes(plan, p->expert_ids) +
+                tensor_bytes(plan, p->sorted_weights) + tensor_bytes(plan, p->num_valid);
   return XR_OK;
 }
 

@@ -241,12 +241,30 @@ xr_status_t xr_attn_analyze_paged(xr_op_plan_t *plan) {
     p[XR_AP_to_off] = to->storage_offset, p[XR_AP_to_sb] = to->strides[0], p[XR_AP_to_sh] = to->strides[1];
     p[XR_AP_to_sp] = to->strides[2], p[XR_AP_to_sd] = to->strides[3];
   }
-  /* Work and traffic at max_seq_len (the initializer's default fills every sequence to it). */
-  double rows = (double)a->total_q_rows * (double)heads;
+  /* Work and traffic at max_seq_len (the initializer's default fills every sequence to it).
+   * Bytes: the cache the block tables reference, not the whole cache: each sequence's
+   * max_seq_len tokens (at most what its row of block_tables holds), keys and values of every
+   * kv head, at most the tokens the cache holds (a block sequences share is one block of
+   * memory); the block-table entries those tokens use, seq_lens and the other small inputs
+   * bound; the queries read and the outputs written; v2 also writes, then reads back, its
+   * partitions' tmp_out, exp_sums and max_logits. */
+  double seqs = (double)p[XR_AP_batch], rows = (double)a->total_q_rows * (double)heads;
   plan->flops = 2.0 * rows * (double)max_seq_len * (double)(2 * head);
-  double kv_bytes = 2.0 * (double)p[XR_AP_batch] * (double)num_kv_heads * (double)max_seq_len *
-                    (double)head * (double)xr_dtype_size(kc->dtype);
-  plan->bytes = kv_bytes + 2.0 * rows * (double)head * (double)xr_dtype_size(q->dtype);
+  int64_t per_seq = (max_seq_len + block_size - 1) / block_size, seq_tokens = max_seq_len;
+  if (per_seq > tab->shape[1]) per_seq = tab->shape[1], seq_tokens = per_seq * block_size;
+  double tokens = seqs * (double)seq_tokens;
+  if (tokens > (double)(kc->shape[0] * block_size)) tokens = (double)(kc->shape[0] * block_size);
+  double small = seqs * (double)per_seq * (double)xr_dtype_size(tab->dtype);
+  const int others[] = {ilens, iqsl, ialibi, a->t[XR_AT_K_SCALE], a->t[XR_AT_V_SCALE]};
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+    if (others[i] >= 0)
+      small += (double)xr_spec_numel(plan->inputs[others[i]]) * (double)xr_dtype_size(plan->inputs[others[i]]->dtype);
+  plan->bytes = 2.0 * tokens * (double)num_kv_heads * (double)head * (double)xr_dtype_size(kc->dtype) + small +
+                2.0 * rows * (double)head * (double)xr_dtype_size(q->dtype);
+  if (v2) {
+    double parts = (double)((max_seq_len + 511) / 512);
+    plan->bytes += 2.0 * seqs * (double)heads * parts * ((double)head * (double)xr_dtype_size(q->dtype) + 4.0 + 4.0);
+  }
   return XR_OK;
 }
 
@@ -320,9 +338,16 @@ xr_status_t xr_attn_analyze_cache(xr_op_plan_t *plan) {
     c->vc_sb = vc->strides[0], c->vc_sh = vc->strides[1], c->vc_sd = vc->strides[2], c->vc_ss = vc->strides[3];
   }
   if (!xr_dtype_is_fp8(c->cache_dtype)) c->k_scale = c->v_scale = -1;
+  /* Bytes: the slots written, not the caches: each token's key and value read and stored in
+   * the cache's element size, the slot_mapping read, and the fp8 scales. */
   double elems = 2.0 * (double)c->tokens * (double)c->kv_heads * (double)c->head_dim;
   plan->flops = xr_dtype_is_fp8(c->cache_dtype) ? elems : 0;
-  plan->bytes = elems * (double)(xr_dtype_size(k->dtype) + xr_dtype_size(kc->dtype));
+  plan->bytes = elems * (double)(xr_dtype_size(k->dtype) + xr_dtype_size(kc->dtype)) +
+                (double)c->tokens * (double)xr_dtype_size(sl->dtype);
+  for (int i = 0; i < 2; i++) {
+    int scale = i ? c->v_scale : c->k_scale;
+    if (scale >= 0) plan->bytes += (double)xr_dtype_size(plan->inputs[scale]->dtype);
+  }
   return XR_OK;
 }
 

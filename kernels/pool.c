@@ -270,8 +270,14 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   plan->flops = elements * (p->kind == XR_POOL_BILINEAR  ? 8
                             : p->kind == XR_POOL_NEAREST ? 0
                                                          : window);
+  /* Bytes: the input (backward: grad_input written) once, each pooled element once (forward:
+   * written; backward: grad_output read), and max pooling's index per pooled element in its
+   * own dtype (written forward, read backward; int64 is 8 bytes whatever the values' dtype). */
+  double index_size = p->kind == XR_POOL_MAX              ? (double)xr_dtype_size(XR_DTYPE_I64)
+                      : p->kind == XR_POOL_MAX_BACKWARD ? (double)xr_dtype_size(p->indices.dtype)
+                                                          : 0.0;
   plan->bytes = (double)xr_spec_numel(x) * (double)xr_dtype_size(x->dtype) +
-                elements * (double)xr_dtype_size(x->dtype) * (p->kind == XR_POOL_MAX ? 5 : 1);
+                elements * ((double)xr_dtype_size(p->y.dtype) + index_size);
   return XR_OK;
 }
 

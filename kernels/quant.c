@@ -188,11 +188,12 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
     p->ub_off = ub->storage_offset;
   }
   /* Work: one scaling per element, plus the absolute maximum of the dynamic ops; traffic: the
-   * input read (twice for the per-tensor maximum), the result written, the scales. */
+   * input read once (the per-tensor maximum's second pass over it is the algorithm's, not data
+   * the op must move), the fp8 result written (a byte an element), the scales. */
   double n = (double)p->rows * (double)p->hidden, esz = (double)xr_dtype_size(in->dtype);
   bool reduces = p->op != XR_QUANT_STATIC;
   plan->flops = n * (reduces ? 2.0 : 1.0);
-  plan->bytes = n * esz * (p->op == XR_QUANT_DYNAMIC ? 2.0 : 1.0) + n +
+  plan->bytes = n * esz + n +
                 4.0 * (p->op == XR_QUANT_PER_TOKEN ? (double)p->rows
                        : p->grouped ? (double)(p->rows / p->group_m) * (double)(p->hidden / p->group_n)
                                     : 1.0);

@@ -577,18 +577,25 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
 
   /* Work of the layout: row i of a sequence sees k_len - q_len + i + 1 keys; every key costs a
    * dot product and an accumulation of head_size each. Traffic: each sequence's keys and values
-   * once per kv head, the queries and outputs, and the new tokens' key/value read and written. */
-  double keys = 0, kv_tokens = 0;
+   * once per kv head (the cache the block table references, not the whole cache), the queries
+   * and outputs, the new tokens' key/value read and written, and the small inputs: the
+   * block-table entries those keys use, seq_lens, query_start_loc, slot_mapping, the output
+   * scale. */
+  double keys = 0, kv_tokens = 0, table_entries = 0;
   for (int64_t b = 0; b < S; b++) {
     double qn = (double)l->q_len[b], kn = (double)l->k_len[b];
     keys += qn * (kn - qn) + qn * (qn + 1) / 2;
     kv_tokens += kn;
+    table_entries += (double)((l->k_len[b] + g.block_size - 1) / g.block_size);
   }
   double qsz = (double)xr_dtype_size(q->dtype), osz = (double)xr_dtype_size(o_dtype);
   double esz = (double)xr_dtype_size(k->dtype), csz = (double)xr_dtype_size(kv->dtype);
+  double small = table_entries * (double)xr_dtype_size(tab->dtype) +
+                 (double)S * (double)xr_dtype_size(lens->dtype) + (double)(S + 1) * (double)xr_dtype_size(qsl->dtype) +
+                 (double)slots->shape[0] * (double)xr_dtype_size(slots->dtype) + (oscale >= 0 ? 4.0 : 0.0);
   plan->flops = 2.0 * (double)H * keys * (double)(2 * D);
   plan->bytes = 2.0 * kv_tokens * (double)(Hk * D) * csz + (double)(T * H * D) * (qsz + osz) +
-                2.0 * (double)(l->tokens * Hk * D) * (esz + csz);
+                2.0 * (double)(l->tokens * Hk * D) * (esz + csz) + small;
   return XR_OK;
 }
 

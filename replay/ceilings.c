@@ -5,25 +5,13 @@
 
 #include "replay/internal.h"
 
-/* Why a rate came out above the ceiling it is held against. */
-static void above_ceiling(const xr_hal_figure_t *ceiling, bool memory, double touched,
-                          uint64_t cache, xr_op_result_t *r) {
+/* Which ceiling a rate came out above, by its source, and the likely reason. */
+static void above_ceiling(const xr_hal_figure_t *ceiling, const char *reason, xr_op_result_t *r) {
   const char *figure = ceiling->source == XR_HAL_FIGURE_CALIBRATED
                            ? "the measured ceiling"
                            : ceiling->source == XR_HAL_FIGURE_ESTIMATED ? "an estimated ceiling"
                                                                          : "the datasheet figure";
-  if (memory && cache && touched <= cache)
-    snprintf(r->above_ceiling, sizeof r->above_ceiling,
-             "above %s: its %.1f MiB may stay in the %.0f MiB of cache between iterations", figure,
-             touched / 1048576.0, cache / 1048576.0);
-  else if (memory)
-    snprintf(r->above_ceiling, sizeof r->above_ceiling,
-             "above %s: part of its data was likely still cached from the previous iteration",
-             figure);
-  else
-    snprintf(r->above_ceiling, sizeof r->above_ceiling,
-             "above %s: a clock above the one the peak assumes, or a peak measured with a "
-             "slower kernel", figure);
+  snprintf(r->above_ceiling, sizeof r->above_ceiling, "above %s: %s", figure, reason);
 }
 
 /* Rates at the median time, the op's bound and the percentage of the ceiling that bounds it,
@@ -57,7 +45,11 @@ void xr_derive_rates(const xr_hal_device_properties_t *props, double flops, doub
     else /* a wider dtype's figure is higher than any of its own */
       snprintf(r->peak_basis, sizeof r->peak_basis, "%s peak (%s), above any %s figure",
                xr_hal_peak_dtype_name(from), xr_hal_figure_source_name(peak.source), dtype);
-    if (r->peak_percent > 100) above_ceiling(&peak, false, touched, 0, r);
+    if (r->peak_percent > 100)
+      above_ceiling(&peak,
+                    "a clock above the one the peak assumes, or a peak measured with a slower "
+                    "kernel",
+                    r);
     return;
   }
   uint64_t cache = props->cache_total_bytes
@@ -71,11 +63,12 @@ void xr_derive_rates(const xr_hal_device_properties_t *props, double flops, doub
     r->peak_percent = 100.0 * r->gbps * 1e9 / cache_bw->value;
     snprintf(r->peak_basis, sizeof r->peak_basis, "cache bandwidth (%s)",
              xr_hal_figure_source_name(cache_bw->source));
-    if (r->peak_percent > 100)
-      snprintf(r->above_ceiling, sizeof r->above_ceiling,
-               "above the last-level cache's measured bandwidth: its %.2f MiB fit in a nearer, "
-               "faster cache",
+    if (r->peak_percent > 100) {
+      char reason[96];
+      snprintf(reason, sizeof reason, "its %.2f MiB fit in a cache nearer than the last level",
                touched / 1048576.0);
+      above_ceiling(cache_bw, reason, r);
+    }
   } else if (!flushed && touched <= cache) {
     snprintf(r->peak_basis, sizeof r->peak_basis,
              "none: its %.1f MiB stay in the %.0f MiB of cache, whose bandwidth is unknown "
@@ -85,6 +78,8 @@ void xr_derive_rates(const xr_hal_device_properties_t *props, double flops, doub
     r->peak_percent = 100.0 * r->gbps * 1e9 / bw.value;
     snprintf(r->peak_basis, sizeof r->peak_basis, "DRAM bandwidth (%s)",
              xr_hal_figure_source_name(bw.source));
-    if (r->peak_percent > 100) above_ceiling(&bw, true, touched, flushed ? 0 : cache, r);
+    if (r->peak_percent > 100)
+      above_ceiling(&bw, "part of its data was likely still cached from the previous iteration",
+                    r);
   }
 }

@@ -108,4 +108,8 @@ xr_op_outcome_t xr_decide(const xr_decide_context_t *context, xr_planned_op_t *p
                           xr_hal_device_t *device, const xr_hal_device_properties_t *properties,
                           const xr_kernel_impl_t **out_impl, char *message, size_t message_size);
 
+/* `measured` of a report's head and of a peaks file's device (they are one form): each figure
+ * as {"value", "source"}, with its working set. */
+void xr_add_measured(cJSON *to, const xr_hal_measured_t *measured);
+
 #endif

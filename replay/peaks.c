@@ -97,10 +97,6 @@ static bool same_spec(const char *a, const char *b) {
   return atoi(na) == atoi(nb);
 }
 
-static void add_figure(cJSON *to, const char *name, const xr_hal_figure_t *f) {
-  if (f->source != XR_HAL_FIGURE_UNKNOWN) cJSON_AddNumberToObject(to, name, f->value);
-}
-
 xr_status_t xr_peaks_write(const char *path, const xr_hal_device_properties_t *devices,
                            size_t count) {
   cJSON *root = cJSON_CreateObject();
@@ -108,43 +104,33 @@ xr_status_t xr_peaks_write(const char *path, const xr_hal_device_properties_t *d
   cJSON *list = cJSON_AddArrayToObject(root, "devices");
   for (size_t i = 0; i < count; i++) {
     const xr_hal_device_properties_t *p = &devices[i];
-    const xr_hal_measured_t *m = &p->measured;
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "hal", p->spec);
     cJSON_AddStringToObject(d, "name", p->name);
-    cJSON *measured = cJSON_AddObjectToObject(d, "measured");
-    add_figure(measured, "memory_bandwidth", &m->memory_bandwidth);
-    if (m->memory_bandwidth.value > 0)
-      cJSON_AddNumberToObject(measured, "memory_working_set_bytes",
-                              (double)m->memory_working_set_bytes);
-    add_figure(measured, "cache_bandwidth", &m->cache_bandwidth);
-    if (m->cache_bandwidth.value > 0)
-      cJSON_AddNumberToObject(measured, "cache_working_set_bytes",
-                              (double)m->cache_working_set_bytes);
-    cJSON *flops = cJSON_AddObjectToObject(measured, "flops");
-    for (int k = 0; k < XR_HAL_PEAK_DTYPE_COUNT; k++)
-      add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)k), &m->peak_flops[k]);
+    xr_add_measured(d, &p->measured);
     cJSON_AddItemToArray(list, d);
   }
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of memory", path);
   FILE *f = fopen(path, "w");
-  xr_status_t st = XR_OK;
-  if (!f || fprintf(f, "%s\n", text) < 0 || fclose(f) != 0) {
-    st = xr_error(XR_INVALID_ARGUMENT, "%s: cannot write the peaks file", path);
-    if (f) fclose(f);
-  }
+  bool written = f && fprintf(f, "%s\n", text) >= 0;
+  if (f && fclose(f) != 0) written = false;
+  xr_status_t st =
+      written ? XR_OK : xr_error(XR_INVALID_ARGUMENT, "%s: cannot write the peaks file", path);
   cJSON_free(text);
   return st;
 }
 
-/* A positive finite number at `key` of `object` into *out (source `source`); absent leaves it. */
+/* A positive finite number at `key` of `object` into *out (source `source`): written by hand, a
+ * number; saved by a calibration, {"value": number, "source": ...} as a report has it. Absent
+ * leaves *out. */
 static xr_status_t read_figure(const char *path, const char *where, const cJSON *object,
                                const char *key, xr_hal_figure_source_t source,
                                xr_hal_figure_t *out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(object, key);
   if (!v) return XR_OK;
+  if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "value");
   if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || !isfinite(v->valuedouble))
     return xr_error(XR_INVALID_ARGUMENT, "%s: %s.%s: must be a positive number (bytes/s or FLOP/s)",
                     path, where, key);

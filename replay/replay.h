@@ -91,7 +91,8 @@ xr_status_t xr_replay_device_calibrate(xr_hal_device_t *device);
 
 /* The peaks file: {"format": "xreplay-peaks", "devices": [{"hal": "cpu:0", "name": ...,
  * "datasheet": {"memory_bandwidth": B/s, "flops": {"fp32": FLOP/s, ...}}, "measured": {...,
- * "cache_bandwidth": B/s}}]} (docs/replay.md, "Ceilings"). xr_peaks_write saves the devices'
+ * "cache_bandwidth": B/s}}]} (docs/replay.md, "Ceilings"); a figure is a number, or
+ * {"value": number, ...} as xr_peaks_write saves it (a report's `measured` block). xr_peaks_write saves the devices'
  * measured figures; xr_peaks_apply gives `device` the figures of its entry, INVALID_ARGUMENT
  * naming the file, the field and the problem for a malformed file, an entry written for another
  * device, or none for this one. */

@@ -277,6 +277,21 @@ static void add_figure(cJSON *o, const char *key, const xr_hal_figure_t *fig) {
   cJSON_AddStringToObject(f, "source", xr_hal_figure_source_name(fig->source));
 }
 
+void xr_add_measured(cJSON *to, const xr_hal_measured_t *m) {
+  cJSON *measured = cJSON_AddObjectToObject(to, "measured");
+  add_figure(measured, "memory_bandwidth", &m->memory_bandwidth);
+  if (m->memory_bandwidth.value > 0)
+    cJSON_AddNumberToObject(measured, "memory_working_set_bytes",
+                            (double)m->memory_working_set_bytes);
+  add_figure(measured, "cache_bandwidth", &m->cache_bandwidth);
+  if (m->cache_bandwidth.value > 0)
+    cJSON_AddNumberToObject(measured, "cache_working_set_bytes",
+                            (double)m->cache_working_set_bytes);
+  cJSON *flops = cJSON_AddObjectToObject(measured, "flops");
+  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
+    add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d), &m->peak_flops[d]);
+}
+
 /* A sharded run's "shard": which of how many, of how many ops, and this shard's positions. */
 static cJSON *shard_json(const xr_shard_t *s) {
   cJSON *o = cJSON_CreateObject();
@@ -330,18 +345,7 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
   for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
     add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d), &p->peak_flops[d]);
   const xr_hal_measured_t *m = &p->measured;
-  cJSON *measured = cJSON_AddObjectToObject(head, "measured");
-  add_figure(measured, "memory_bandwidth", &m->memory_bandwidth);
-  if (m->memory_bandwidth.value > 0)
-    cJSON_AddNumberToObject(measured, "memory_working_set_bytes",
-                            (double)m->memory_working_set_bytes);
-  add_figure(measured, "cache_bandwidth", &m->cache_bandwidth);
-  if (m->cache_bandwidth.value > 0)
-    cJSON_AddNumberToObject(measured, "cache_working_set_bytes",
-                            (double)m->cache_working_set_bytes);
-  flops = cJSON_AddObjectToObject(measured, "flops");
-  for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
-    add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d), &m->peak_flops[d]);
+  xr_add_measured(head, m);
   cJSON *ceilings = cJSON_AddObjectToObject(head, "ceilings");
   xr_hal_figure_t bw = xr_hal_bandwidth_ceiling(p);
   add_figure(ceilings, "memory_bandwidth", &bw);

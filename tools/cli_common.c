@@ -32,23 +32,30 @@ void xr_cli_args_init(xr_cli_args_t *a, const char *prog, const char *const *opt
   a->help = a->help_buf;
 }
 
-int xr_cli_error(const char *prog, const char *fmt, ...) {
+/* "PROG: PREFIX" and the sentence, one line on stderr. */
+static int cli_verror(const char *prog, const char *prefix, const char *fmt, va_list ap) {
   char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "%s: %s\n", prog, line);
+  fprintf(stderr, "%s: %s%s\n", prog, prefix, line);
   return XR_EXIT_USAGE;
 }
 
-int xr_cli_bad_value(const xr_cli_args_t *a, const char *fmt, ...) {
-  char why[768];
+int xr_cli_error(const char *prog, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(why, sizeof why, fmt, ap);
+  int rc = cli_verror(prog, "", fmt, ap);
   va_end(ap);
-  return xr_cli_error(a->prog, "%s=%s: %s", a->option, a->value ? a->value : "", why);
+  return rc;
+}
+
+int xr_cli_bad_value(const xr_cli_args_t *a, const char *fmt, ...) {
+  char prefix[256];
+  snprintf(prefix, sizeof prefix, "%s=%s: ", a->option, a->value ? a->value : "");
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = cli_verror(a->prog, prefix, fmt, ap);
+  va_end(ap);
+  return rc;
 }
 
 bool xr_cli_int_value(const xr_cli_args_t *a, long long lo, long long *out) {

@@ -73,6 +73,15 @@ Test(ceilings, a_rate_above_its_ceiling_names_it_and_the_likely_reason) {
   cr_assert_float_eq(r.peak_percent, 200, 1e-9);
   cr_assert(strstr(r.above_ceiling, "an estimated ceiling") && strstr(r.above_ceiling, "clock"),
             "%s", r.above_ceiling);
+  /* From the cache, faster than the last level's measured bandwidth: a nearer cache. */
+  p.measured.cache_bandwidth = fig(400e9, XR_HAL_FIGURE_CALIBRATED);
+  r = timed(0.01, XR_HAL_PEAK_FP32); /* 8 KiB in 10 ns */
+  xr_derive_rates(&p, 0, 8192, 8192, false, &r);
+  cr_assert_str_eq(r.peak_basis, "cache bandwidth (calibrated)");
+  cr_assert(strstr(r.above_ceiling, "above the measured ceiling: its 0.01 MiB fit in a cache "
+                                    "nearer than the last level"),
+            "%s", r.above_ceiling);
+  p.measured.cache_bandwidth = fig(0, XR_HAL_FIGURE_UNKNOWN);
   /* Within the ceiling: nothing to explain. */
   r = timed(4000, XR_HAL_PEAK_FP32);
   xr_derive_rates(&p, 2e9, 1e6, 1e6, true, &r);

@@ -12,6 +12,7 @@
 
 #include "replay/replay.h"
 #include "replay/report.h"
+#include "tests/support/csv.h"
 
 /* A result with every optional part of the JSON report present. */
 static void full_result(const xr_op_t *op, xr_op_result_t *r) {
@@ -51,32 +52,6 @@ static void full_result(const xr_op_t *op, xr_op_result_t *r) {
   r->output_count = 1;
   snprintf(r->outputs[0].target, sizeof r->outputs[0].target, "return0");
   r->outputs[0].nmse = 1e-9, r->outputs[0].threshold = 1e-3, r->outputs[0].nmse_vs_first = 2e-9;
-}
-
-/* Splits one CSV record (RFC 4180) into unquoted fields, in place; returns how many. */
-static size_t csv_split(char *line, char **fields, size_t max) {
-  size_t n = 0;
-  char *p = line;
-  for (;;) {
-    cr_assert_lt(n, max);
-    char *field = p, *w = p;
-    if (*p == '"') {
-      for (p++;; p++) {
-        cr_assert(*p, "unterminated quoted field");
-        if (*p == '"' && p[1] == '"') *w++ = '"', p++;
-        else if (*p == '"') break;
-        else *w++ = *p;
-      }
-      p++;
-    } else {
-      while (*p && *p != ',' && *p != '\n') *w++ = *p++;
-    }
-    char end = *p;
-    *w = '\0';
-    fields[n++] = field;
-    if (end != ',') return n;
-    p++;
-  }
 }
 
 Test(report_csv, every_field_of_the_json_report_has_its_column) {

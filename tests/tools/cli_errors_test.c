@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/support/csv.h"
 #include "tests/tools/cli_util.h"
 
 #define EXAMPLE "examples/llm_small.msgpack"
@@ -14,14 +15,6 @@
 #define UNNAMED "tests/data/bundles/unnamed_device.json"
 #define PLAIN_TRACE "tests/data/traces/h100_vision_train_step.json"
 #define GZ_TRACE "tests/data/fixtures/traces/mi300_bert_small.json.gz"
-
-static const char *scratch(const char *name) {
-  static char paths[8][1024];
-  static int next;
-  char *p = paths[next++ % 8];
-  snprintf(p, sizeof paths[0], "%s/%d.%s", tmpdir(), (int)getpid(), name);
-  return p;
-}
 
 /* `replay ARGS` exits 2 with exactly `line` (and its newline) on stderr, nothing on stdout. */
 static void refused_with(const char *args, const char *line) {
@@ -245,33 +238,6 @@ Test(cli_errors, a_filter_that_selects_no_op_is_a_usage_error) {
 
 /* ------------------------------------------------------------------------------------------ */
 /* the CSV report                                                                              */
-
-/* Splits one CSV record (RFC 4180: quoted fields, doubled quotes; no line breaks inside) into
- * fields, unquoted, in place; returns how many. */
-static size_t csv_split(char *line, char **fields, size_t max) {
-  size_t n = 0;
-  char *p = line;
-  for (;;) {
-    cr_assert_lt(n, max, "more than %zu fields", max);
-    char *field = p, *w = p;
-    if (*p == '"') {
-      for (p++;; p++) {
-        cr_assert(*p, "unterminated quoted field in %s", line);
-        if (*p == '"' && p[1] == '"') *w++ = '"', p++;
-        else if (*p == '"') break;
-        else *w++ = *p;
-      }
-      p++;
-    } else {
-      while (*p && *p != ',' && *p != '\n') *w++ = *p++;
-    }
-    char end = *p;
-    *w = '\0';
-    fields[n++] = field;
-    if (end != ',') return n;
-    p++;
-  }
-}
 
 /* A JSON value as the CSV writes it: text as is, numbers and the rest as compact JSON. */
 static void as_text(const cJSON *v, char *out, size_t size) {

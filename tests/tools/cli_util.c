@@ -16,6 +16,14 @@ const char *tmpdir(void) {
   return t ? t : "/tmp";
 }
 
+const char *scratch(const char *name) {
+  static char paths[64][1024];
+  static int next;
+  char *p = paths[next++ % 64];
+  snprintf(p, sizeof paths[0], "%s/%d.%s", tmpdir(), (int)getpid(), name);
+  return p;
+}
+
 void slurp(const char *path, char *buf, size_t n) {
   FILE *f = fopen(path, "r");
   size_t got = f ? fread(buf, 1, n - 1, f) : 0;

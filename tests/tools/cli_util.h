@@ -12,6 +12,8 @@ extern char out_text[1 << 16], err_text[1 << 16];
 
 /* $TEST_TMPDIR, or /tmp outside Bazel. */
 const char *tmpdir(void);
+/* A path in it for `name`, unique to this process; from a ring of 64 (a test holds fewer). */
+const char *scratch(const char *name);
 /* The file's first n - 1 bytes, NUL-terminated ("" when it cannot be read). */
 void slurp(const char *path, char *buf, size_t n);
 void write_text(const char *path, const char *text);

@@ -17,14 +17,6 @@
 
 #define QUICK "--hal=cpu --iters=1 --warmup=0"
 
-static const char *scratch(const char *name) {
-  static char paths[64][1024];
-  static int next;
-  char *p = paths[next++ % 64];
-  snprintf(p, sizeof paths[0], "%s/%d.%s", tmpdir(), (int)getpid(), name);
-  return p;
-}
-
 static void write_json(const char *path, const cJSON *j) {
   char *text = cJSON_PrintUnformatted(j);
   write_text(path, text);

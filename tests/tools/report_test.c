@@ -41,15 +41,6 @@ static char *read_all(const char *path, size_t *out_size) {
   return buf;
 }
 
-/* A path in the test's scratch directory (a ring of them: a test holds fewer than 64). */
-static const char *scratch(const char *name) {
-  static char paths[64][1024];
-  static int next;
-  char *p = paths[next++ % 64];
-  snprintf(p, sizeof paths[0], "%s/%d.%s", tmpdir(), (int)getpid(), name);
-  return p;
-}
-
 static size_t count(const char *hay, const char *needle) {
   size_t n = 0;
   for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;

@@ -23,14 +23,6 @@
 #define LLM_SMALL "examples/llm_small.json"
 #define IR "tests/data/fixtures/tracelens_ir/ir_from_real_traces.json"
 
-static const char *scratch(const char *name) {
-  static char paths[16][1024];
-  static int next;
-  char *p = paths[next++ % 16];
-  snprintf(p, sizeof paths[0], "%s/%d.%s", tmpdir(), (int)getpid(), name);
-  return p;
-}
-
 /* Runs a shell command line, keeping stdout and stderr in out_text and err_text (as replay()
  * does); returns its exit code. */
 static int sh(const char *command) {

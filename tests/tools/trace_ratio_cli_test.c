@@ -13,14 +13,6 @@
 
 #include "tests/tools/cli_util.h"
 
-static const char *scratch(const char *name) {
-  static char paths[16][1024];
-  static int next;
-  char *p = paths[next++ % 16];
-  snprintf(p, sizeof paths[0], "%s/%d.%s", tmpdir(), (int)getpid(), name);
-  return p;
-}
-
 static int by_value(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

@@ -114,6 +114,14 @@ typedef enum xr_hal_peak_dtype {
   XR_HAL_PEAK_DTYPE_COUNT,
 } xr_hal_peak_dtype_t;
 
+/* One level of a device's data caches (cpu: L1d, L2, L3; gpu: L2 and a memory-side cache). */
+#define XR_HAL_MAX_CACHE_LEVELS 4
+typedef struct xr_hal_cache_level {
+  char name[8];         /* "L1d", "L2", "L3", "MALL" */
+  uint64_t bytes;       /* one instance: a core's L1d, the shared L3 */
+  uint64_t total_bytes; /* every instance together */
+} xr_hal_cache_level_t;
+
 /* What a device was measured to reach on this machine, as opposed to what it states: TraceLens'
  * "max achievable". Each figure is UNKNOWN until xr_hal_device_calibrate measures it or
  * xr_hal_device_set_measured sets it (a peaks file written by an earlier calibration). */
@@ -125,6 +133,12 @@ typedef struct xr_hal_measured {
   /* The same copy within half the last-level cache, where the device reports its size. */
   xr_hal_figure_t cache_bandwidth;
   uint64_t cache_working_set_bytes;
+  /* The same copy within half of each cache level (its total_bytes; properties.cache_levels'
+   * order), repeated so that each timed sample moves at least 64 MiB. A copy runs on the cores the device's copy uses (the cpu: one core below
+   * 4 MiB), so an inner level's figure can be below what a kernel on every core reaches. The
+   * level whose size is last_level_cache_bytes gets cache_bandwidth. */
+  xr_hal_figure_t cache_level_bandwidth[XR_HAL_MAX_CACHE_LEVELS];
+  uint64_t cache_level_working_set_bytes[XR_HAL_MAX_CACHE_LEVELS];
   xr_hal_figure_t peak_flops[XR_HAL_PEAK_DTYPE_COUNT];
 } xr_hal_measured_t;
 
@@ -155,6 +169,10 @@ typedef struct xr_hal_device_properties {
    * ones; gpu: L2 plus the memory-side cache); 0 when unknown. The replay engine's cold-cache
    * flush is twice this. */
   uint64_t cache_total_bytes;
+  /* The levels themselves, innermost first, where the device reports them (a memory-side
+   * cache last). */
+  xr_hal_cache_level_t cache_levels[XR_HAL_MAX_CACHE_LEVELS];
+  uint32_t cache_level_count;
   /* What the device states: its datasheet, else an estimate from its features (or figures a
    * user gave for it, xr_hal_device_set_datasheet). */
   xr_hal_figure_t peak_flops[XR_HAL_PEAK_DTYPE_COUNT];

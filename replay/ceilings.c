@@ -18,8 +18,9 @@ static void above_ceiling(const xr_hal_figure_t *ceiling, const char *reason, xr
  * with the ceilings hal.h names (the higher of the stated and the measured figure), which the
  * page's roofline draws too: the compute peak of the op's dtype above the ridge point, else memory
  * bandwidth — DRAM's, unless the bytes the op touches (`touched`, every rotation copy) stay in
- * the caches between iterations (not `flushed`): then the last-level cache's where it was
- * measured, else none, and peak_basis says why. A rate above its ceiling keeps its percentage
+ * the caches between iterations (not `flushed`): then the innermost cache level's that holds them
+ * and was measured (the last level's figure for bytes beyond every level measured), else none,
+ * and peak_basis says why. A rate above its ceiling keeps its percentage
  * and above_ceiling names the ceiling and the likely reason. */
 void xr_derive_rates(const xr_hal_device_properties_t *props, double flops, double bytes,
                      double touched, bool flushed, xr_op_result_t *r) {
@@ -55,18 +56,30 @@ void xr_derive_rates(const xr_hal_device_properties_t *props, double flops, doub
   uint64_t cache = props->cache_total_bytes
                        ? props->cache_total_bytes
                        : props->last_level_cache_bytes + props->memory_side_cache_bytes;
+  /* The innermost measured level that holds what the op touches, else the last level's. */
   const xr_hal_figure_t *cache_bw = &props->measured.cache_bandwidth;
+  const char *level = "last-level";
+  for (uint32_t i = 0; i < props->cache_level_count && i < XR_HAL_MAX_CACHE_LEVELS; i++) {
+    if (touched > props->cache_levels[i].total_bytes ||
+        props->measured.cache_level_bandwidth[i].value <= 0)
+      continue;
+    cache_bw = &props->measured.cache_level_bandwidth[i];
+    level = props->cache_levels[i].name;
+    break;
+  }
   if (!bw_known) {
     snprintf(r->peak_basis, sizeof r->peak_basis,
              "none: the device's memory bandwidth is unknown (measure it: --calibrate)");
   } else if (!flushed && touched <= cache && cache_bw->value > 0) {
     r->peak_percent = 100.0 * r->gbps * 1e9 / cache_bw->value;
-    snprintf(r->peak_basis, sizeof r->peak_basis, "cache bandwidth (%s)",
+    snprintf(r->peak_basis, sizeof r->peak_basis, "%s cache bandwidth (%s)", level,
              xr_hal_figure_source_name(cache_bw->source));
     if (r->peak_percent > 100) {
-      char reason[96];
-      snprintf(reason, sizeof reason, "its %.2f MiB fit in a cache nearer than the last level",
-               touched / 1048576.0);
+      char reason[128];
+      snprintf(reason, sizeof reason,
+               "its %.2f MiB fit in a cache nearer than the %s, or its kernel used more cores "
+               "than the copy that measured it",
+               touched / 1048576.0, level);
       above_ceiling(cache_bw, reason, r);
     }
   } else if (!flushed && touched <= cache) {

@@ -110,6 +110,6 @@ xr_op_outcome_t xr_decide(const xr_decide_context_t *context, xr_planned_op_t *p
 
 /* `measured` of a report's head and of a peaks file's device (they are one form): each figure
  * as {"value", "source"}, with its working set. */
-void xr_add_measured(cJSON *to, const xr_hal_measured_t *measured);
+void xr_add_measured(cJSON *to, const xr_hal_device_properties_t *properties);
 
 #endif

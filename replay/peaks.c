@@ -107,7 +107,7 @@ xr_status_t xr_peaks_write(const char *path, const xr_hal_device_properties_t *d
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "hal", p->spec);
     cJSON_AddStringToObject(d, "name", p->name);
-    xr_add_measured(d, &p->measured);
+    xr_add_measured(d, p);
     cJSON_AddItemToArray(list, d);
   }
   char *text = cJSON_Print(root);
@@ -160,8 +160,38 @@ static xr_status_t read_flops(const char *path, const char *where, const cJSON *
   return XR_OK;
 }
 
+/* measured.cache_levels: {"L2": figure with working_set_bytes, ...}, each a level the device
+ * reports. */
+static xr_status_t read_cache_levels(const char *path, const char *where, const cJSON *measured,
+                                     const xr_hal_device_properties_t *p, xr_hal_measured_t *m) {
+  const cJSON *levels = cJSON_GetObjectItemCaseSensitive(measured, "cache_levels");
+  if (!levels) return XR_OK;
+  if (!cJSON_IsObject(levels))
+    return xr_error(XR_INVALID_ARGUMENT, "%s: %s.cache_levels: must be an object of level: B/s",
+                    path, where);
+  char at[128], names[64] = "";
+  snprintf(at, sizeof at, "%s.cache_levels", where);
+  for (uint32_t i = 0; i < p->cache_level_count; i++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+             p->cache_levels[i].name);
+  for (const cJSON *e = levels->child; e; e = e->next) {
+    uint32_t i = 0;
+    while (i < p->cache_level_count && strcmp(e->string, p->cache_levels[i].name)) i++;
+    if (i == p->cache_level_count)
+      return xr_error(XR_INVALID_ARGUMENT, "%s: %s.%s: the device has no such cache level (%s)",
+                      path, at, e->string, names[0] ? names : "it reports none");
+    xr_status_t st = read_figure(path, at, levels, e->string, XR_HAL_FIGURE_CALIBRATED,
+                                 &m->cache_level_bandwidth[i]);
+    if (st != XR_OK) return st;
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(e, "working_set_bytes");
+    if (cJSON_IsNumber(ws) && ws->valuedouble > 0)
+      m->cache_level_working_set_bytes[i] = (uint64_t)ws->valuedouble;
+  }
+  return XR_OK;
+}
+
 static xr_status_t apply_entry(const char *path, const char *where, const cJSON *entry,
-                               xr_hal_device_t *device) {
+                               const xr_hal_device_properties_t *p, xr_hal_device_t *device) {
   xr_hal_figure_t bandwidth = {0}, flops[XR_HAL_PEAK_DTYPE_COUNT] = {{0}};
   const cJSON *sheet = cJSON_GetObjectItemCaseSensitive(entry, "datasheet");
   char at[96];
@@ -186,6 +216,7 @@ static xr_status_t apply_entry(const char *path, const char *where, const cJSON 
   if (st == XR_OK)
     st = read_figure(path, at, measured, "cache_bandwidth", XR_HAL_FIGURE_CALIBRATED,
                      &m.cache_bandwidth);
+  if (st == XR_OK) st = read_cache_levels(path, at, measured, p, &m);
   if (st == XR_OK) st = read_flops(path, at, measured, XR_HAL_FIGURE_CALIBRATED, m.peak_flops);
   if (st != XR_OK) return st;
   const cJSON *ws = cJSON_GetObjectItemCaseSensitive(measured, "memory_working_set_bytes");
@@ -234,7 +265,7 @@ xr_status_t xr_peaks_apply(const char *path, xr_hal_device_t *device) {
                     name->valuestring, p.spec, p.name);
       break;
     }
-    st = apply_entry(path, where, e, device);
+    st = apply_entry(path, where, e, &p, device);
     break;
   }
   cJSON_Delete(root);

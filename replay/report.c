@@ -277,7 +277,8 @@ static void add_figure(cJSON *o, const char *key, const xr_hal_figure_t *fig) {
   cJSON_AddStringToObject(f, "source", xr_hal_figure_source_name(fig->source));
 }
 
-void xr_add_measured(cJSON *to, const xr_hal_measured_t *m) {
+void xr_add_measured(cJSON *to, const xr_hal_device_properties_t *p) {
+  const xr_hal_measured_t *m = &p->measured;
   cJSON *measured = cJSON_AddObjectToObject(to, "measured");
   add_figure(measured, "memory_bandwidth", &m->memory_bandwidth);
   if (m->memory_bandwidth.value > 0)
@@ -287,6 +288,18 @@ void xr_add_measured(cJSON *to, const xr_hal_measured_t *m) {
   if (m->cache_bandwidth.value > 0)
     cJSON_AddNumberToObject(measured, "cache_working_set_bytes",
                             (double)m->cache_working_set_bytes);
+  /* Each level by its name, with the device's size of it (one instance and every one). */
+  cJSON *levels = NULL;
+  for (uint32_t i = 0; i < p->cache_level_count && i < XR_HAL_MAX_CACHE_LEVELS; i++) {
+    if (!(m->cache_level_bandwidth[i].value > 0)) continue;
+    if (!levels) levels = cJSON_AddObjectToObject(measured, "cache_levels");
+    add_figure(levels, p->cache_levels[i].name, &m->cache_level_bandwidth[i]);
+    cJSON *level = cJSON_GetObjectItemCaseSensitive(levels, p->cache_levels[i].name);
+    cJSON_AddNumberToObject(level, "working_set_bytes",
+                            (double)m->cache_level_working_set_bytes[i]);
+    cJSON_AddNumberToObject(level, "bytes", (double)p->cache_levels[i].bytes);
+    cJSON_AddNumberToObject(level, "total_bytes", (double)p->cache_levels[i].total_bytes);
+  }
   cJSON *flops = cJSON_AddObjectToObject(measured, "flops");
   for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
     add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d), &m->peak_flops[d]);
@@ -345,7 +358,7 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
   for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++)
     add_figure(flops, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d), &p->peak_flops[d]);
   const xr_hal_measured_t *m = &p->measured;
-  xr_add_measured(head, m);
+  xr_add_measured(head, p);
   cJSON *ceilings = cJSON_AddObjectToObject(head, "ceilings");
   xr_hal_figure_t bw = xr_hal_bandwidth_ceiling(p);
   add_figure(ceilings, "memory_bandwidth", &bw);

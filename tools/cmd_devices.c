@@ -109,7 +109,15 @@ static void print_device_text(const xr_hal_device_properties_t *p) {
   if (p->clock_mhz) printf(" @ %u MHz", p->clock_mhz);
   printf(", SIMD width %u, max work-group %llu\n", p->simd_width,
          (unsigned long long)p->max_work_group_size);
-  printf("            last-level cache %s",
+  printf("            caches");
+  for (uint32_t i = 0; i < p->cache_level_count; i++) {
+    const xr_hal_cache_level_t *c = &p->cache_levels[i];
+    printf("%s %s %s", i ? "," : "", c->name, format_bytes((double)c->bytes, a, sizeof a));
+    if (c->total_bytes != c->bytes)
+      printf(" (%llu of them)", (unsigned long long)(c->total_bytes / c->bytes));
+  }
+  if (!p->cache_level_count) printf(" unknown");
+  printf("; last-level %s",
          p->last_level_cache_bytes ? format_bytes((double)p->last_level_cache_bytes, a, sizeof a)
                                    : "unknown");
   if (p->memory_side_cache_bytes)
@@ -130,7 +138,16 @@ static void print_device_text(const xr_hal_device_properties_t *p) {
   printf("            measured: DRAM %s over %s",
          format_figure(m->memory_bandwidth, "B/s", a, sizeof a),
          format_bytes((double)m->memory_working_set_bytes, b, sizeof b));
-  if (m->cache_bandwidth.value > 0)
+  /* Each measured level; the last-level figure by that name only where no level carries it. */
+  bool in_levels = false;
+  for (uint32_t i = 0; i < p->cache_level_count && i < XR_HAL_MAX_CACHE_LEVELS; i++) {
+    if (!(m->cache_level_bandwidth[i].value > 0)) continue;
+    printf(", %s %s over %s", p->cache_levels[i].name,
+           format_figure(m->cache_level_bandwidth[i], "B/s", a, sizeof a),
+           format_bytes((double)m->cache_level_working_set_bytes[i], b, sizeof b));
+    in_levels |= m->cache_level_working_set_bytes[i] == m->cache_working_set_bytes;
+  }
+  if (m->cache_bandwidth.value > 0 && !in_levels)
     printf(", last-level cache %s over %s", format_figure(m->cache_bandwidth, "B/s", a, sizeof a),
            format_bytes((double)m->cache_working_set_bytes, b, sizeof b));
   printf("\n            measured peak");
@@ -168,6 +185,18 @@ static cJSON *device_json(const xr_hal_device_properties_t *p) {
   cJSON_AddNumberToObject(device, "last_level_cache_bytes", (double)p->last_level_cache_bytes);
   cJSON_AddNumberToObject(device, "memory_side_cache_bytes", (double)p->memory_side_cache_bytes);
   cJSON_AddNumberToObject(device, "cache_total_bytes", (double)p->cache_total_bytes);
+  cJSON *levels = cJSON_AddArrayToObject(device, "cache_levels");
+  for (uint32_t i = 0; i < p->cache_level_count; i++) {
+    cJSON *level = cJSON_CreateObject();
+    cJSON_AddStringToObject(level, "name", p->cache_levels[i].name);
+    cJSON_AddNumberToObject(level, "bytes", (double)p->cache_levels[i].bytes);
+    cJSON_AddNumberToObject(level, "total_bytes", (double)p->cache_levels[i].total_bytes);
+    cJSON_AddItemToObject(level, "measured_bandwidth_bytes_per_second",
+                          figure_json(p->measured.cache_level_bandwidth[i]));
+    cJSON_AddNumberToObject(level, "measured_working_set_bytes",
+                            (double)p->measured.cache_level_working_set_bytes[i]);
+    cJSON_AddItemToArray(levels, level);
+  }
   cJSON *peak = cJSON_AddObjectToObject(device, "peak_flops");
   for (int d = 0; d < XR_HAL_PEAK_DTYPE_COUNT; d++) {
     cJSON_AddItemToObject(peak, xr_hal_peak_dtype_name((xr_hal_peak_dtype_t)d),

@@ -1,5 +1,6 @@
 #include "hal/core/datasheet.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef struct datasheet_entry {
@@ -37,4 +38,19 @@ bool xr_datasheet_lookup(const char *device_name, xr_hal_device_properties_t *ou
     return true;
   }
   return false;
+}
+
+static void add_level(xr_hal_device_properties_t *p, const char *name, uint64_t bytes) {
+  if (!bytes || p->cache_level_count == XR_HAL_MAX_CACHE_LEVELS) return;
+  xr_hal_cache_level_t *c = &p->cache_levels[p->cache_level_count++];
+  snprintf(c->name, sizeof c->name, "%s", name);
+  c->bytes = c->total_bytes = bytes;
+  p->cache_total_bytes += bytes;
+}
+
+void xr_datasheet_cache_levels(xr_hal_device_properties_t *p, const char *name) {
+  p->cache_level_count = 0;
+  p->cache_total_bytes = 0;
+  add_level(p, name, p->last_level_cache_bytes);
+  add_level(p, "MALL", p->memory_side_cache_bytes);
 }

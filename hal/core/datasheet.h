@@ -10,4 +10,8 @@
  * false (and leaves *out untouched) when the part is not in the table. */
 bool xr_datasheet_lookup(const char *device_name, xr_hal_device_properties_t *out);
 
+/* For devices that report one cache (a GPU's L2, OpenCL's global memory cache): it, named
+ * `name`, and the memory-side cache the datasheet gives, as cache_levels and cache_total_bytes. */
+void xr_datasheet_cache_levels(xr_hal_device_properties_t *p, const char *name);
+
 #endif

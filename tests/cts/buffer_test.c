@@ -48,6 +48,19 @@ Test(buffer, calibration_measures_dram_beyond_the_caches_and_is_memoised) {
     cr_assert_eq(m->cache_bandwidth.source, XR_HAL_FIGURE_CALIBRATED);
     cr_assert_leq(m->cache_working_set_bytes, properties.last_level_cache_bytes / 2);
   }
+  /* Each level of 2 MiB or more in all, within half of it; the levels add up to the total. */
+  uint64_t levels = 0;
+  for (uint32_t i = 0; i < properties.cache_level_count; i++) {
+    const xr_hal_cache_level_t *c = &properties.cache_levels[i];
+    levels += c->total_bytes;
+    cr_assert(c->name[0] && c->bytes > 0 && c->total_bytes >= c->bytes, "level %u", i);
+    if (c->total_bytes < (2u << 20)) continue;
+    cr_assert_eq(m->cache_level_bandwidth[i].source, XR_HAL_FIGURE_CALIBRATED, "%s", c->name);
+    cr_assert_leq(m->cache_level_working_set_bytes[i], c->total_bytes / 2, "%s", c->name);
+    cr_assert(m->cache_level_bandwidth[i].value > 1e8 && m->cache_level_bandwidth[i].value < 1e15,
+              "%s: %g B/s", c->name, m->cache_level_bandwidth[i].value);
+  }
+  if (properties.cache_level_count) cr_assert_eq(levels, properties.cache_total_bytes);
   double first = m->memory_bandwidth.value;
   /* Memoised: a second measurement would not reproduce the figure to the last bit. */
   CTS_OK(xr_hal_device_calibrate(cts_device));

@@ -39,7 +39,7 @@ Test(ceilings, an_op_that_touches_little_of_a_large_tensor_is_judged_by_the_byte
   double bytes = 16 * 8 + 2.0 * 16 * 64 * 4; /* int64 indices, rows read and written */
   xr_op_result_t r = timed(0.1, XR_HAL_PEAK_FP32);
   xr_derive_rates(&p, 0, bytes, bytes, false, &r);
-  cr_assert_str_eq(r.peak_basis, "cache bandwidth (calibrated)");
+  cr_assert_str_eq(r.peak_basis, "last-level cache bandwidth (calibrated)");
   cr_assert_str_eq(r.bound, "memory");
   cr_assert_float_eq(r.gbps, bytes / 0.1e-6 / 1e9, 1e-9);
   cr_assert_float_eq(r.peak_percent, 100.0 * r.gbps / 400.0, 1e-9);
@@ -77,9 +77,9 @@ Test(ceilings, a_rate_above_its_ceiling_names_it_and_the_likely_reason) {
   p.measured.cache_bandwidth = fig(400e9, XR_HAL_FIGURE_CALIBRATED);
   r = timed(0.01, XR_HAL_PEAK_FP32); /* 8 KiB in 10 ns */
   xr_derive_rates(&p, 0, 8192, 8192, false, &r);
-  cr_assert_str_eq(r.peak_basis, "cache bandwidth (calibrated)");
+  cr_assert_str_eq(r.peak_basis, "last-level cache bandwidth (calibrated)");
   cr_assert(strstr(r.above_ceiling, "above the measured ceiling: its 0.01 MiB fit in a cache "
-                                    "nearer than the last level"),
+                                    "nearer than the last-level"),
             "%s", r.above_ceiling);
   p.measured.cache_bandwidth = fig(0, XR_HAL_FIGURE_UNKNOWN);
   /* Within the ceiling: nothing to explain. */
@@ -91,6 +91,44 @@ Test(ceilings, a_rate_above_its_ceiling_names_it_and_the_likely_reason) {
 
 /* The bound uses the ceilings the percentage and the roofline use, and is "unknown" when one is
  * missing rather than "memory". */
+/* A cpu's levels (two cores: L1d 48 KiB and L2 1 MiB each, one 32 MiB L3): an op is held against
+ * the innermost level that holds what it touches and was measured; the L1d, too small to measure
+ * with a copy, hands its ops to the L2. */
+Test(ceilings, each_cache_level_holds_the_ops_that_fit_in_it) {
+  xr_hal_device_properties_t p = device();
+  const xr_hal_cache_level_t levels[] = {
+      {"L1d", 48u << 10, 96u << 10}, {"L2", 1u << 20, 2u << 20}, {"L3", 32u << 20, 32u << 20}};
+  memcpy(p.cache_levels, levels, sizeof levels);
+  p.cache_level_count = 3;
+  p.cache_total_bytes = (96u << 10) + (2u << 20) + (32u << 20);
+  p.measured.cache_bandwidth = p.measured.cache_level_bandwidth[2] =
+      fig(200e9, XR_HAL_FIGURE_CALIBRATED);
+  p.measured.cache_level_bandwidth[1] = fig(400e9, XR_HAL_FIGURE_CALIBRATED);
+  struct {
+    double touched;
+    const char *basis;
+    double gbps_ceiling;
+  } cases[] = {{64 << 10, "L2 cache bandwidth (calibrated)", 400},
+               {(2u << 20) - 4096, "L2 cache bandwidth (calibrated)", 400},
+               {(2u << 20) + 4096, "L3 cache bandwidth (calibrated)", 200},
+               {30u << 20, "L3 cache bandwidth (calibrated)", 200}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    xr_op_result_t r = timed(100, XR_HAL_PEAK_FP32);
+    xr_derive_rates(&p, 0, cases[i].touched, cases[i].touched, false, &r);
+    cr_assert_str_eq(r.peak_basis, cases[i].basis, "%g bytes", cases[i].touched);
+    cr_assert_float_eq(r.peak_percent, 100.0 * r.gbps / cases[i].gbps_ceiling, 1e-9);
+  }
+  /* Above the L2's figure: the reason names the level and the copy's cores. */
+  xr_op_result_t r = timed(0.001, XR_HAL_PEAK_FP32);
+  xr_derive_rates(&p, 0, 65536, 65536, false, &r);
+  cr_assert(strstr(r.above_ceiling, "nearer than the L2, or its kernel used more cores"), "%s",
+            r.above_ceiling);
+  /* Beyond every cache: DRAM. */
+  r = timed(100, XR_HAL_PEAK_FP32);
+  xr_derive_rates(&p, 0, 64u << 20, 64u << 20, false, &r);
+  cr_assert_str_eq(r.peak_basis, "DRAM bandwidth (datasheet)");
+}
+
 Test(ceilings, the_bound_comes_from_the_same_ceilings_and_is_unknown_without_them) {
   xr_hal_device_properties_t p = device();
   xr_op_result_t r = timed(100, XR_HAL_PEAK_FP32);
@@ -202,8 +240,14 @@ Test(peaks, what_is_saved_is_what_is_read) {
                          .cache_bandwidth = fig(40e9, XR_HAL_FIGURE_CALIBRATED),
                          .cache_working_set_bytes = 16u << 20};
   m.peak_flops[XR_HAL_PEAK_BF16] = fig(3.25e11, XR_HAL_FIGURE_CALIBRATED);
-  cr_assert_eq(xr_hal_device_set_measured(d, &m), XR_OK);
+  /* The outermost level the machine reports (every machine here reports some), by its name. */
   xr_hal_device_properties_t p;
+  cr_assert_eq(xr_hal_device_properties(d, &p), XR_OK);
+  cr_assert_gt(p.cache_level_count, 0, "the cpu driver reports no cache levels");
+  uint32_t level = p.cache_level_count - 1;
+  m.cache_level_bandwidth[level] = fig(55e9, XR_HAL_FIGURE_CALIBRATED);
+  m.cache_level_working_set_bytes[level] = 8u << 20;
+  cr_assert_eq(xr_hal_device_set_measured(d, &m), XR_OK);
   cr_assert_eq(xr_hal_device_properties(d, &p), XR_OK);
   char path[] = "/tmp/xr_peaks_saved_XXXXXX";
   close(mkstemp(path));
@@ -220,6 +264,12 @@ Test(peaks, what_is_saved_is_what_is_read) {
   cr_assert_eq(a->memory_working_set_bytes, e->memory_working_set_bytes);
   cr_assert_eq(a->cache_bandwidth.value, e->cache_bandwidth.value);
   cr_assert_eq(a->cache_working_set_bytes, e->cache_working_set_bytes);
+  for (int k = 0; k < XR_HAL_MAX_CACHE_LEVELS; k++) {
+    cr_assert_eq(a->cache_level_bandwidth[k].value, e->cache_level_bandwidth[k].value, "%d", k);
+    cr_assert_eq(a->cache_level_bandwidth[k].source, e->cache_level_bandwidth[k].source, "%d", k);
+    cr_assert_eq(a->cache_level_working_set_bytes[k], e->cache_level_working_set_bytes[k]);
+  }
+  cr_assert_eq(a->cache_level_bandwidth[level].value, 55e9);
   for (int k = 0; k < XR_HAL_PEAK_DTYPE_COUNT; k++) {
     cr_assert_eq(a->peak_flops[k].value, e->peak_flops[k].value, "dtype %d", k);
     cr_assert_eq(a->peak_flops[k].source, e->peak_flops[k].source, "dtype %d", k);
@@ -240,6 +290,10 @@ Test(peaks, a_bad_file_says_where_and_what) {
        "devices[0].datasheet.flops.fp33: unknown dtype"},
       {"{\"devices\": [{\"hal\": \"cpu\", \"name\": \"Some Other CPU\"}]}",
        "devices[0].name: the figures are for \"Some Other CPU\""},
+      {"{\"devices\": [{\"hal\": \"cpu\", \"measured\": {\"cache_levels\": {\"L9\": 1e9}}}]}",
+       "devices[0].measured.cache_levels.L9: the device has no such cache level"},
+      {"{\"devices\": [{\"hal\": \"cpu\", \"measured\": {\"cache_levels\": 5}}]}",
+       "devices[0].measured.cache_levels: must be an object"},
       {"{\"devices\": [{\"hal\": \"opencl:0\"}]}", "no entry for cpu"},
       {"{\"devices\": [{\"name\": \"x\"}]}", "devices[0].hal: missing"},
       {"{\"devices\": 3}", "devices: missing or not a list"},

@@ -625,6 +625,8 @@ static void cpu_device_properties(xr_hal_device_t *base, xr_hal_device_propertie
   out->max_work_group_size = xr_thread_pool_width(cpu_device(base)->pool);
   out->last_level_cache_bytes = info->last_level_cache_bytes;
   out->cache_total_bytes = info->cache_total_bytes;
+  memcpy(out->cache_levels, info->cache_levels, sizeof out->cache_levels);
+  out->cache_level_count = info->cache_level_count;
   xr_cpu_info_peak_flops(info, out->peak_flops);
 }
 

@@ -70,28 +70,6 @@ static uint64_t read_size_file(const char *path) {
   return value;
 }
 
-static uint64_t last_level_cache(void) {
-  uint64_t best_size = 0, best_level = 0;
-  for (int index = 0; index < 16; index++) {
-    char path[128];
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", index);
-    uint64_t level = read_u64_file(path);
-    if (level == 0) continue;
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
-    uint64_t size = read_size_file(path);
-    if (level > best_level || (level == best_level && size > best_size)) {
-      best_level = level;
-      best_size = size;
-    }
-  }
-  if (best_size) return best_size;
-  /* No sysfs (containers sometimes hide it): glibc's cpuid-based answer. */
-  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (l3 > 0) return (uint64_t)l3;
-  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  return l2 > 0 ? (uint64_t)l2 : 0;
-}
-
 /* How many CPUs a sysfs list such as "0-3,8,10-11" names; 0 when unreadable. */
 static unsigned cpu_list_count(const char *path) {
   FILE *file = fopen(path, "r");
@@ -109,35 +87,56 @@ static unsigned cpu_list_count(const char *path) {
   return count;
 }
 
-/* Every data and unified cache of the machine: cpu0's levels, each times the instances of it
- * (online CPUs / CPUs sharing one). */
-static uint64_t cache_total(void) {
+/* Adds a level's one-instance size and instance count to the list (by level, innermost first). */
+static void add_level(xr_cpu_info_t *out, unsigned level, uint64_t bytes, uint64_t instances) {
+  if (!bytes || out->cache_level_count == XR_HAL_MAX_CACHE_LEVELS) return;
+  xr_hal_cache_level_t *c = &out->cache_levels[out->cache_level_count++];
+  snprintf(c->name, sizeof c->name, level == 1 ? "L1d" : "L%u", level);
+  c->bytes = bytes;
+  c->total_bytes = bytes * (instances ? instances : 1);
+}
+
+/* Every data and unified cache level of the machine: cpu0's levels, each with its instances
+ * (online CPUs / CPUs sharing one); without sysfs (containers sometimes hide it), glibc's
+ * cpuid-based sizes, the first two levels per CPU as on x86 cores, the third once. */
+static void read_cache_levels(xr_cpu_info_t *out) {
   long online = sysconf(_SC_NPROCESSORS_ONLN);
-  uint64_t total = 0;
-  for (int index = 0; index < 16; index++) {
-    char path[128], type[32] = "";
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", index);
-    FILE *file = fopen(path, "r");
-    if (!file) continue;
-    int read = fscanf(file, "%31s", type);
-    fclose(file);
-    if (read != 1 || !strcmp(type, "Instruction")) continue;
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
-    uint64_t size = read_size_file(path);
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list",
-             index);
-    unsigned sharing = cpu_list_count(path);
-    uint64_t instances = online > 0 && sharing ? ((uint64_t)online + sharing - 1) / sharing : 1;
-    total += size * instances;
-  }
-  if (total) return total;
-  /* No sysfs: glibc's cpuid-based sizes, the first two levels per CPU as on x86 cores, the
-   * third once. */
-  long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
   uint64_t cpus = online > 0 ? (uint64_t)online : 1;
-  return (l1 > 0 ? (uint64_t)l1 * cpus : 0) + (l2 > 0 ? (uint64_t)l2 * cpus : 0) +
-         (l3 > 0 ? (uint64_t)l3 : 0);
+  for (unsigned level = 1; level <= 4; level++) {
+    for (int index = 0; index < 16; index++) {
+      char path[128], type[32] = "";
+      snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", index);
+      if (read_u64_file(path) != level) continue;
+      snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", index);
+      FILE *file = fopen(path, "r");
+      if (!file) continue;
+      int read = fscanf(file, "%31s", type);
+      fclose(file);
+      if (read != 1 || !strcmp(type, "Instruction")) continue;
+      snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+      uint64_t size = read_size_file(path);
+      snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list",
+               index);
+      unsigned sharing = cpu_list_count(path);
+      add_level(out, level, size, sharing ? (cpus + sharing - 1) / sharing : 1);
+    }
+  }
+  if (out->cache_level_count == 0) {
+    long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    add_level(out, 1, l1 > 0 ? (uint64_t)l1 : 0, cpus);
+    add_level(out, 2, l2 > 0 ? (uint64_t)l2 : 0, cpus);
+    add_level(out, 3, l3 > 0 ? (uint64_t)l3 : 0, 1);
+  }
+  for (uint32_t i = 0; i < out->cache_level_count; i++)
+    out->cache_total_bytes += out->cache_levels[i].total_bytes;
+  if (out->cache_level_count == 0) return;
+  /* The outermost level; of two caches at that level, the larger. */
+  const char *outer = out->cache_levels[out->cache_level_count - 1].name;
+  for (uint32_t i = 0; i < out->cache_level_count; i++)
+    if (!strcmp(out->cache_levels[i].name, outer) &&
+        out->cache_levels[i].bytes > out->last_level_cache_bytes)
+      out->last_level_cache_bytes = out->cache_levels[i].bytes;
 }
 
 void xr_cpu_info_read(xr_cpu_info_t *out) {
@@ -184,8 +183,7 @@ void xr_cpu_info_read(xr_cpu_info_t *out) {
 
   long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page_size > 0) out->physical_memory_bytes = (uint64_t)pages * (uint64_t)page_size;
-  out->last_level_cache_bytes = last_level_cache();
-  out->cache_total_bytes = cache_total();
+  read_cache_levels(out);
 }
 
 void xr_cpu_info_peak_flops(const xr_cpu_info_t *info,

@@ -16,6 +16,8 @@ typedef struct xr_cpu_info {
   uint64_t physical_memory_bytes;
   uint64_t last_level_cache_bytes;
   uint64_t cache_total_bytes; /* every data cache of the machine together */
+  xr_hal_cache_level_t cache_levels[XR_HAL_MAX_CACHE_LEVELS]; /* innermost first */
+  uint32_t cache_level_count;
 } xr_cpu_info_t;
 
 /* Reads everything once; missing files leave fields at 0 / "". Never fails. */

@@ -719,7 +719,7 @@ static void query_properties(xr_gpu_device_t *device) {
   p->max_work_group_size = (uint64_t)xr_gpu_attribute(device, which->max_threads_per_block);
   p->last_level_cache_bytes = (uint64_t)xr_gpu_attribute(device, which->l2_cache_bytes);
   bool known = xr_datasheet_lookup(p->name, p);
-  p->cache_total_bytes = p->last_level_cache_bytes + p->memory_side_cache_bytes;
+  xr_datasheet_cache_levels(p, "L2");
   if (known) return;
   /* Unknown part: vector peaks from units x clock x lanes x 2 (FMA), bandwidth from the memory
    * clock and bus width (double data rate). Tensor-core peaks stay unknown. */

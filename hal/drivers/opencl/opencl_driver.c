@@ -762,7 +762,7 @@ static void query_properties(opencl_device_t *device, cl_platform_id platform) {
   p->last_level_cache_bytes = cache;
   device->base_address_alignment = alignment_bits >= 8 ? alignment_bits / 8 : 128;
   xr_datasheet_lookup(p->name, p);
-  p->cache_total_bytes = p->last_level_cache_bytes + p->memory_side_cache_bytes;
+  xr_datasheet_cache_levels(p, "global");
 }
 
 /* Native handles for vendor libraries (CLBlast). */

@@ -591,6 +591,9 @@ static void pass_results(const xr_replay_options_t *o, timing_pass_t *t, xr_op_r
   int n = used == t->all ? t->n : t->kept_n;
   if (n == 0) return;
   r->noise_percent = xr_stream_noise(used, n, &r->batch_size, &r->outliers); /* before sorting */
+  int every = (n + XR_REPLAY_KEPT_SAMPLES - 1) / XR_REPLAY_KEPT_SAMPLES;
+  r->sample_count = 0;
+  for (int i = 0; i < n; i += every) r->samples_us[r->sample_count++] = used[i];
   r->noise_met = r->noise_percent >= 0 && r->noise_percent <= o->noise_percent && !r->contended;
   r->unstable = r->noise_percent > o->unstable_percent && !r->contended;
   xr_stats(used, n, r);
@@ -1130,6 +1133,7 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   xr_replay_summary_t *summary = calloc(1, sizeof *summary);
   if (!summary) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
   summary->total = bundle->op_count;
+  summary->bundle_hash = xr_bundle_hash(bundle);
   summary->checked = o->check;
   engine_t e = {.bundle = bundle, .o = o, .summary = summary, .decide = {.options = o}};
   xr_status_t st = o->comm && xr_hal_comm_size(o->comm) > 1 ? ranks_agree(bundle, o) : XR_OK;

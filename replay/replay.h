@@ -195,6 +195,7 @@ const char *xr_op_outcome_name(xr_op_outcome_t outcome);
 
 #define XR_MAX_CHECKED_OUTPUTS 8
 #define XR_REPLAY_MAX_RANK_MEDIANS 64
+#define XR_REPLAY_KEPT_SAMPLES 128
 
 typedef struct xr_op_result {
   size_t index;                   /* position in the bundle */
@@ -212,6 +213,11 @@ typedef struct xr_op_result {
    * because the machine was crowded while they ran (see `crowded_batches`). */
   double min_us, median_us, mean_us, p10_us, p25_us, p75_us, p90_us;
   double iqr_us; /* p75 - p25 */
+  /* The samples the statistics are over, in the order taken: all of them up to
+   * XR_REPLAY_KEPT_SAMPLES, else every k-th (a systematic sample keeps their distribution), for
+   * a later comparison's confidence interval (replay compare). */
+  int sample_count;
+  double samples_us[XR_REPLAY_KEPT_SAMPLES];
   /* The noise rule's statistic: relative standard deviation of the means of consecutive
    * batches of `batch_size` samples (outliers left out), in percent; < 0 with too few. */
   double noise_percent;
@@ -329,6 +335,7 @@ typedef struct xr_replay_device {
 
 typedef struct xr_replay_summary {
   size_t total;          /* ops in the bundle */
+  uint64_t bundle_hash;  /* xr_bundle_hash: reports of one bundle are matched op by op */
   size_t attempted;      /* after --op-filter and --op-limit */
   bool cancelled;
   bool checked;          /* --check: ops were compared with the reference */

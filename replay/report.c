@@ -67,6 +67,9 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     add_number(o, "p75_us", r->p75_us);
     add_number(o, "p90_us", r->p90_us);
     add_number(o, "iqr_us", r->iqr_us);
+    cJSON *samples = cJSON_AddArrayToObject(o, "samples_us");
+    for (int k = 0; k < r->sample_count; k++)
+      cJSON_AddItemToArray(samples, cJSON_CreateNumber(r->samples_us[k]));
     if (r->noise_percent >= 0) {
       add_number(o, "noise_percent", r->noise_percent);
       cJSON_AddNumberToObject(o, "noise_batch", r->batch_size);
@@ -157,7 +160,8 @@ static const char *const csv_columns[] = {
     "p90_us", "tflops", "gbps", "peak_percent", "trace_us", "check_passed", "max_nmse",
     "init_policy", "message", "iqr_us", "noise_percent", "stop_reason", "contention.contended",
     /* every other field, in the JSON object's order */
-    "args", "count", "family", "peak_dtype", "p25_us", "p75_us", "noise_batch", "outliers",
+    "args", "count", "family", "peak_dtype", "p25_us", "p75_us", "samples_us", "noise_batch",
+    "outliers",
     "noise_met", "launch", "graph_executions", "launch_note", "rotate", "timed_wall_ms",
     "host_us_per_iteration", "contention.runnable_mean", "contention.batches",
     "contention.crowded_batches", "unstable", "clock_mhz.min", "clock_mhz.median",
@@ -328,12 +332,10 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
   cJSON_AddNumberToObject(head, "xreplay_report", XR_REPORT_VERSION);
   cJSON_AddStringToObject(head, "bundle", bundle_path);
   cJSON_AddNumberToObject(head, "bundle_ops", (double)run->total);
-  if (o->shard) {
-    char hash[17];
-    snprintf(hash, sizeof hash, "%016" PRIx64, o->shard->bundle_hash);
-    cJSON_AddStringToObject(head, "bundle_hash", hash);
-    cJSON_AddItemToObject(head, "shard", shard_json(o->shard));
-  }
+  char hash[17];
+  snprintf(hash, sizeof hash, "%016" PRIx64, o->shard ? o->shard->bundle_hash : run->bundle_hash);
+  cJSON_AddStringToObject(head, "bundle_hash", hash);
+  if (o->shard) cJSON_AddItemToObject(head, "shard", shard_json(o->shard));
   if (source && (source->source_trace || source->device_name)) {
     cJSON *src = cJSON_AddObjectToObject(head, "source");
     if (source->source_trace) cJSON_AddStringToObject(src, "trace", source->source_trace);

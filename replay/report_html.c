@@ -31,44 +31,40 @@ void xr_report_label(const xr_report_contents_t *c, char *buf, size_t size) {
     snprintf(buf, size, "%s", c->path);
 }
 
+/* Runs on one page (`replay report` takes at most 16). */
+#define MAX_PAGE_RUNS 16
+
 static bool timed(const xr_report_entry_t *e) {
   return e && e->median_us > 0;
-}
-
-double xr_report_speedup_geomean(const xr_report_contents_t *a, const xr_report_contents_t *b,
-                                 size_t *out_both) {
-  double log_sum = 0;
-  size_t both = 0;
-  for (size_t i = 0; i < a->op_count; i++) {
-    const xr_report_entry_t *ea = &a->ops[i], *eb = xr_report_find(b, ea->index, ea->name);
-    if (!timed(ea) || !timed(eb)) continue;
-    log_sum += log(ea->median_us / eb->median_us);
-    both++;
-  }
-  if (out_both) *out_both = both;
-  return both ? exp(log_sum / (double)both) : NAN;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* the speed-up chart                                                                          */
 
-void xr_report_speedup_svg(FILE *f, const xr_report_contents_t *a, const xr_report_contents_t *b) {
+/* The geometric mean and its interval, in words. */
+static void geomean_text(FILE *f, const xr_comparison_t *c) {
+  fprintf(f, "geometric mean %.3gx over the %zu matched ops timed on both", c->geomean,
+          c->timed_pairs);
+  if (!isnan(c->geomean_lo))
+    fprintf(f, " (95%% interval %.3g\u2013%.3gx)", c->geomean_lo, c->geomean_hi);
+  if (c->contended_pairs) fprintf(f, ", %zu of them CONTENDED", c->contended_pairs);
+}
+
+void xr_report_speedup_svg(FILE *f, const xr_report_contents_t *a, const xr_report_contents_t *b,
+                           const xr_comparison_t *c) {
   char a_label[600], b_label[600];
   xr_report_label(a, a_label, sizeof a_label);
   xr_report_label(b, b_label, sizeof b_label);
-  size_t shown = 0;
   double max_log = 1;
-  for (size_t i = 0; i < a->op_count; i++) {
-    const xr_report_entry_t *ea = &a->ops[i], *eb = xr_report_find(b, ea->index, ea->name);
-    if (!timed(ea) || !timed(eb)) continue;
-    double l = fabs(log2(ea->median_us / eb->median_us));
+  for (size_t i = 0; i < c->pair_count; i++) {
+    const xr_compare_pair_t *p = &c->pairs[i];
+    if (!p->timed) continue;
+    double l = fabs(log2(p->speedup));
+    if (!isnan(p->lo)) l = fmax(l, fmax(fabs(log2(p->lo)), fabs(log2(p->hi))));
     if (l > max_log) max_log = l;
-    shown++;
   }
-  size_t both;
-  double geomean = xr_report_speedup_geomean(a, b, &both);
-  const int bar_h = 18, top = 78, label_w = 330, half = 260, width = label_w + 2 * half + 90;
-  int height = top + (int)(shown + 1) * bar_h + 30;
+  const int bar_h = 18, top = 78, label_w = 330, half = 260, width = label_w + 2 * half + 150;
+  int height = top + (int)(c->timed_pairs + 1) * bar_h + 30;
   int mid = label_w + half;
   fprintf(f,
           "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"speedup\" width=\"%d\" height=\"%d\" "
@@ -80,34 +76,50 @@ void xr_report_speedup_svg(FILE *f, const xr_report_contents_t *a, const xr_repo
   fputs("</text>\n<text x=\"10\" y=\"38\" font-size=\"14\">over ", f);
   esc(f, a_label);
   fputs("</text>\n<text class=\"geomean\" x=\"10\" y=\"56\" fill=\"#555\">", f);
-  if (both)
-    fprintf(f,
-            "per op, log scale (the first's median / the second's; right of 1x, the second is "
-            "faster); geometric mean %.2fx over %zu ops</text>\n",
-            geomean, both);
-  else
-    fputs("no op was timed in both</text>\n", f);
+  if (c->timed_pairs) {
+    fputs("per op, log scale (the first's median / the second's; right of 1x, the second is "
+          "faster), 95% intervals; ",
+          f);
+    geomean_text(f, c);
+    fputs("</text>\n", f);
+  } else {
+    fputs("no matched op was timed in both</text>\n", f);
+  }
   fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", mid, top - 6,
           mid, height - 25);
   fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">1x</text>\n", mid, height - 10);
   int y = top;
-  for (size_t i = 0; i < a->op_count; i++) {
-    const xr_report_entry_t *ea = &a->ops[i], *eb = xr_report_find(b, ea->index, ea->name);
-    if (!timed(ea) || !timed(eb)) continue;
-    double s = ea->median_us / eb->median_us, l = log2(s);
+  for (size_t i = 0; i < c->pair_count; i++) {
+    const xr_compare_pair_t *p = &c->pairs[i];
+    if (!p->timed) continue;
+    double l = log2(p->speedup);
     int w = (int)(fabs(l) / max_log * half);
     int x = l >= 0 ? mid : mid - w;
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%lld ", label_w - 8, y + 13,
-            (long long)ea->index);
-    esc(f, ea->name);
+            (long long)p->a->index);
+    esc(f, p->a->name);
     fprintf(f,
             "</text>\n<rect class=\"bar\" data-index=\"%lld\" x=\"%d\" y=\"%d\" width=\"%d\" "
             "height=\"%d\" fill=\"%s\"><title>",
-            (long long)ea->index, x, y + 2, w > 0 ? w : 1, bar_h - 4,
-            l >= 0 ? "#2a7ab9" : "#d9534f");
-    esc(f, ea->name);
-    fprintf(f, ": %.2f us / %.2f us = %.3fx</title></rect>\n", ea->median_us, eb->median_us, s);
-    fprintf(f, "<text x=\"%d\" y=\"%d\">%.2fx</text>\n", l >= 0 ? x + w + 4 : mid + 4, y + 13, s);
+            (long long)p->a->index, x, y + 2, w > 0 ? w : 1, bar_h - 4,
+            p->verdict == XR_VERDICT_SAME || p->verdict == XR_VERDICT_UNSURE ? "#999"
+            : l >= 0                                                         ? "#2a7ab9"
+                                                                             : "#d9534f");
+    esc(f, p->a->name);
+    fprintf(f, ": %.2f us / %.2f us = %.3fx, %s", p->a->median_us, p->b->median_us, p->speedup,
+            xr_verdict_name(p->verdict));
+    if (!isnan(p->lo)) fprintf(f, " (95%% interval %.3g\u2013%.3gx)", p->lo, p->hi);
+    fputs("</title></rect>\n", f);
+    if (!isnan(p->lo)) {
+      int x0 = mid + (int)(log2(p->lo) / max_log * half);
+      int x1 = mid + (int)(log2(p->hi) / max_log * half);
+      fprintf(f,
+              "<line class=\"interval\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+              "stroke=\"black\"/>\n",
+              x0, y + bar_h / 2, x1, y + bar_h / 2);
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%d\">%.2fx %s</text>\n", l >= 0 ? x + w + 4 : mid + 4, y + 13,
+            p->speedup, xr_verdict_name(p->verdict));
     y += bar_h;
   }
   fprintf(f, "</svg>\n");
@@ -728,31 +740,53 @@ static void run_section(FILE *f, const xr_report_contents_t *c, size_t run, fami
 
 static void comparison(FILE *f, const xr_report_contents_t *const *r, size_t count) {
   fputs("<section class=\"comparison\"><h2>Speed-ups</h2>\n", f);
-  char a_label[600], b_label[600];
-  xr_report_label(r[0], a_label, sizeof a_label);
+  char b_label[600];
   fputs(
-      "<table class=\"geomean\"><thead><tr><th>run</th><th>ops timed in both</th>"
-      "<th>geometric-mean speed-up over run 1</th></tr></thead><tbody>",
+      "<table class=\"geomean\"><thead><tr><th>run</th><th>matched by</th><th>ops timed in "
+      "both</th><th>geometric-mean speed-up over run 1 (95% interval)</th><th>FASTER</th>"
+      "<th>SLOWER</th><th>SAME</th><th>UNSURE</th><th>unmatched (share of its time)</th>"
+      "</tr></thead><tbody>",
       f);
-  for (size_t k = 1; k < count; k++) {
+  xr_comparison_t *c[MAX_PAGE_RUNS] = {NULL};
+  for (size_t k = 1; k < count && k < MAX_PAGE_RUNS; k++) {
     xr_report_label(r[k], b_label, sizeof b_label);
-    size_t both;
-    double g = xr_report_speedup_geomean(r[0], r[k], &both);
     fprintf(f, "<tr><td>%zu: ", k + 1);
     esc(f, b_label);
-    fprintf(f, "</td><td class=\"n\">%zu</td><td class=\"n geomean\">", both);
-    if (both)
-      fprintf(f, "%.3fx", g);
-    else
+    if (xr_report_compare(r[0], r[k], XR_COMPARE_DEFAULT_THRESHOLD_PERCENT, &c[k]) != XR_OK) {
+      fputs("</td><td colspan=\"8\">", f);
+      esc(f, xr_last_error());
+      fputs("</td></tr>", f);
+      continue;
+    }
+    const xr_comparison_t *x = c[k];
+    fprintf(f, "</td><td>%s</td><td class=\"n\">%zu</td><td class=\"n geomean\">",
+            x->by_position ? "position (one bundle)" : "signature", x->timed_pairs);
+    if (x->timed_pairs) {
+      fprintf(f, "%.3fx", x->geomean);
+      if (!isnan(x->geomean_lo)) fprintf(f, " (%.3g\u2013%.3g)", x->geomean_lo, x->geomean_hi);
+    } else {
       fputs(DASH, f);
-    fputs("</td></tr>", f);
+    }
+    fputs("</td>", f);
+    const xr_verdict_t order[] = {XR_VERDICT_FASTER, XR_VERDICT_SLOWER, XR_VERDICT_SAME,
+                                  XR_VERDICT_UNSURE};
+    for (size_t v = 0; v < 4; v++) fprintf(f, "<td class=\"n\">%zu</td>", x->verdicts[order[v]]);
+    fprintf(f, "<td>run 1: %zu (%.1f%%), run %zu: %zu (%.1f%%)</td></tr>", x->a.unmatched_count,
+            x->a.timed_us > 0 ? 100 * x->a.unmatched_us / x->a.timed_us : 0, k + 1,
+            x->b.unmatched_count, x->b.timed_us > 0 ? 100 * x->b.unmatched_us / x->b.timed_us : 0);
   }
-  fputs(
-      "</tbody></table>\n<p>Speed-up = run 1's median / the other run's, per op (&gt; 1: the "
-      "other run is faster). Ops matched by position and name; NMSE between the runs' outputs, "
-      "where a multi-HAL run measured it, is in each run's table.</p>\n",
-      f);
-  for (size_t k = 1; k < count; k++) xr_report_speedup_svg(f, r[0], r[k]);
+  fprintf(f,
+          "</tbody></table>\n<p>Speed-up = run 1's median / the other run's, per op (&gt; 1: the "
+          "other run is faster), over the ops both runs matched: by position for reports of one "
+          "bundle, else by signature (name, dtypes, shapes, strides, scalar values). The "
+          "geometric mean is over matched ops only. Verdicts: a bootstrap 95%% interval of the "
+          "ratio of medians against a %.0f%% threshold (or either run's own noise, if larger); "
+          "contended timings are UNSURE. NMSE between the runs' outputs, where a multi-HAL run "
+          "measured it, is in each run's table.</p>\n",
+          XR_COMPARE_DEFAULT_THRESHOLD_PERCENT);
+  for (size_t k = 1; k < count && k < MAX_PAGE_RUNS; k++)
+    if (c[k]) xr_report_speedup_svg(f, r[0], r[k], c[k]);
+  for (size_t k = 1; k < count && k < MAX_PAGE_RUNS; k++) xr_comparison_free(c[k]);
   fputs("</section>\n", f);
 }
 

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "replay/report_compare.h"
 #include "replay/report_read.h"
 
 #ifdef __cplusplus
@@ -17,15 +18,12 @@ extern "C" {
  * device, so that two HALs on one device differ; the file name when the report names neither. */
 void xr_report_label(const xr_report_contents_t *report, char *buf, size_t size);
 
-/* The geometric mean of a's median / b's over the ops timed in both (NAN when none; how many in
- * *out_both, which may be NULL). */
-double xr_report_speedup_geomean(const xr_report_contents_t *a, const xr_report_contents_t *b,
-                                 size_t *out_both);
-
-/* The per-op speed-up of b over a (a's median / b's: > 1, b is faster) as SVG bars on a log
- * scale centred on 1x, labelled with both runs' labels and the geometric mean. A complete SVG
- * document, also valid inline in HTML. */
-void xr_report_speedup_svg(FILE *f, const xr_report_contents_t *a, const xr_report_contents_t *b);
+/* The per-op speed-up of b over a (a's median / b's: > 1, b is faster; pairs as `comparison`,
+ * xr_report_compare of the two, made them) as SVG bars on a log scale centred on 1x, each with
+ * its 95% interval as a whisker and its verdict in the tooltip, labelled with both runs' labels
+ * and the geometric mean with its interval. A complete SVG document, also valid inline in HTML. */
+void xr_report_speedup_svg(FILE *f, const xr_report_contents_t *a, const xr_report_contents_t *b,
+                           const xr_comparison_t *comparison);
 
 /* Writes the page for `count` reports (reports[0] is the baseline of the speed-ups) to `path`:
  * everything inline (styles, SVG, a few lines of script for sorting and filtering that the page

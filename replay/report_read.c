@@ -129,6 +129,28 @@ static int bool_of(reader_t *r, const cJSON *o, const char *key, const char *pat
   return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
 }
 
+/* samples_us: an array of positive numbers. */
+static void read_samples(reader_t *r, const cJSON *o, xr_report_entry_t *e) {
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "samples_us");
+  if (!list || cJSON_IsNull(list)) return;
+  if (!cJSON_IsArray(list)) {
+    bad(r, "samples_us", "an array of numbers");
+    return;
+  }
+  int n = cJSON_GetArraySize(list), every = (n + XR_REPORT_MAX_SAMPLES - 1) / XR_REPORT_MAX_SAMPLES;
+  int i = 0;
+  const cJSON *v;
+  cJSON_ArrayForEach(v, list) {
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || !isfinite(v->valuedouble)) {
+      bad(r, "samples_us", "an array of numbers");
+      e->sample_count = 0;
+      return;
+    }
+    if (i++ % every == 0 && e->sample_count < XR_REPORT_MAX_SAMPLES)
+      e->samples_us[e->sample_count++] = v->valuedouble;
+  }
+}
+
 static void read_entry(reader_t *r, const cJSON *o, xr_report_entry_t *e) {
   read_fields(r, o, e, entry_texts, sizeof entry_texts / sizeof entry_texts[0], entry_numbers,
               sizeof entry_numbers / sizeof entry_numbers[0]);
@@ -137,6 +159,9 @@ static void read_entry(reader_t *r, const cJSON *o, xr_report_entry_t *e) {
   double median = number_of(r, o, "median_us", -1);
   e->median_us = !strcmp(e->outcome, "ok") && median > 0 ? median : -1;
   e->check_passed = bool_of(r, o, "check_passed", "check_passed");
+  e->count = number_of(r, o, "count", 1);
+  if (!(e->count > 0)) e->count = 1;
+  read_samples(r, o, e);
   e->noise_met = bool_of(r, o, "noise_met", "noise_met");
   const cJSON *contention = object_of(r, o, "contention");
   e->contended = contention ? bool_of(r, contention, "contended", "contention.contended") : -1;

@@ -18,6 +18,8 @@ extern "C" {
  * without the field) lack the date, the source trace, the device's peaks and each op's family. */
 #define XR_REPORT_VERSION 2
 
+#define XR_REPORT_MAX_SAMPLES 128
+
 /* One op of a report read back. Strings are owned by the report; "" when the report lacks them,
  * numbers NAN (the four that say otherwise aside). */
 typedef struct xr_report_entry {
@@ -49,6 +51,11 @@ typedef struct xr_report_entry {
   double check_nmse;         /* the worst output's NMSE against the reference */
   double nmse_vs_first;      /* the worst output's NMSE against the run's first HAL */
   bool nonfinite_vs_first;
+  double count;              /* calls the trace recorded (1 when the report lacks it) */
+  /* The timed samples the report kept (samples_us; every k-th where it holds more than fit),
+   * in the order taken; 0 in reports that predate them. */
+  int sample_count;
+  double samples_us[XR_REPORT_MAX_SAMPLES];
 } xr_report_entry_t;
 
 /* A device figure from the report's header: `value` NAN and `source` "" when absent. */

@@ -165,7 +165,7 @@ static void compare_with_replay(const char *torch_report, const cJSON *t, const 
   char want[256];
   snprintf(want, sizeof want, "A: %s (torch-cpu \u00b7 %s)", torch_report, json_str(t, "device"));
   cr_expect(strstr(out_text, want), "expected \"%s\" in\n%s", want, out_text);
-  snprintf(want, sizeof want, "%zu ops timed on both", both);
+  snprintf(want, sizeof want, "%zu matched ops timed on both", both);
   cr_expect(strstr(out_text, want), "expected \"%s\" in\n%s", want, out_text);
   snprintf(want, sizeof want, "torch %s | cpu.", json_str(t, "driver_version"));
   cr_expect(strstr(out_text, want), "expected \"%s\" in\n%s", want, out_text);

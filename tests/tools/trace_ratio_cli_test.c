@@ -92,13 +92,14 @@ Test(trace_ratio_cli, a_trace_from_another_device_is_cross_device) {
   size_t rows = 0;
   cJSON_ArrayForEach(op, cJSON_GetObjectItem(r, "ops")) {
     char head[128], *line;
-    snprintf(head, sizeof head, "\n%4d %s ", (int)json_number(op, "index"), json_str(op, "name"));
+    snprintf(head, sizeof head, " %d %s ", (int)json_number(op, "index"), json_str(op, "name"));
     cr_assert_not_null(line = strstr(out_text, head), "no row %s in\n%s", head + 1, out_text);
-    /* # op A B A/B A/trace B/trace: the two after the speed-up (or its dash) */
-    char cells[7][128], *a = cells[5], *b = cells[6];
-    cr_assert_eq(sscanf(line + 1, "%127s %127s %127s %127s %127s %127s %127s", cells[0], cells[1],
-                        cells[2], cells[3], cells[4], cells[5], cells[6]),
-                 7, "%.200s", line + 1);
+    /* # op A B A/B interval verdict A/trace B/trace: the two after the verdict */
+    char cells[9][128], *a = cells[7], *b = cells[8];
+    cr_assert_eq(sscanf(line + 1, "%127s %127s %127s %127s %127s %127s %127s %127s %127s",
+                        cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6],
+                        cells[7], cells[8]),
+                 9, "%.200s", line + 1);
     int index = (int)json_number(op, "index");
     char ratio[32] = "-";
     if (isfinite(json_number(op, "replay_over_trace")))
@@ -250,19 +251,19 @@ Test(trace_ratio_cli, compare_shows_the_ratios_of_both_runs) {
   cr_assert_eq(replay(args), 0, "%s", err_text);
   static const struct {
     const char *row, *a_ratio, *b_ratio;
-  } rows[] = {{"\n   0 aten::mm ", "2", "1.1"},
-              {"\n   1 aten::add ", "-", "-"}, /* B recorded no time */
-              {"\n   2 aten::gelu ", "-", "-"}};
+  } rows[] = {{" 0/0 aten::mm ", "2", "1.1"}, /* different bundles: paired by signature */
+              {" 1/1 aten::add ", "-", "-"}, /* B recorded no time */
+              {" 2/2 aten::gelu ", "-", "-"}};
   for (size_t k = 0; k < 3; k++) {
     const char *line = strstr(out_text, rows[k].row);
     cr_assert_not_null(line, "no row%s in\n%s", rows[k].row, out_text);
-    /* # op A B A/B A/trace B/trace: the two after the speed-up (or its dash) */
-    char cells[8][64];
-    int n = sscanf(line + 1, "%63s %63s %63s %63s %63s %63s %63s", cells[0], cells[1], cells[2],
-                   cells[3], cells[4], cells[5], cells[6]);
-    cr_assert_eq(n, 7, "%.200s", line + 1);
-    cr_assert_str_eq(cells[5], rows[k].a_ratio, "%.200s", line + 1);
-    cr_assert_str_eq(cells[6], rows[k].b_ratio, "%.200s", line + 1);
+    /* # op A B A/B interval verdict A/trace B/trace: the two after the verdict */
+    char cells[9][64];
+    int n = sscanf(line + 1, "%63s %63s %63s %63s %63s %63s %63s %63s %63s", cells[0], cells[1],
+                   cells[2], cells[3], cells[4], cells[5], cells[6], cells[7], cells[8]);
+    cr_assert_eq(n, 9, "%.200s", line + 1);
+    cr_assert_str_eq(cells[7], rows[k].a_ratio, "%.200s", line + 1);
+    cr_assert_str_eq(cells[8], rows[k].b_ratio, "%.200s", line + 1);
   }
   cr_assert(strstr(out_text,
                    "A: trace recorded on Dev T, replayed on Dev A: cross-device replay vs "

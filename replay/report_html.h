@@ -5,6 +5,8 @@
 #ifndef XR_REPLAY_REPORT_HTML_H
 #define XR_REPLAY_REPORT_HTML_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "replay/report_read.h"
@@ -26,6 +28,18 @@ double xr_report_speedup_geomean(const xr_report_contents_t *a, const xr_report_
  * scale centred on 1x, labelled with both runs' labels and the geometric mean. A complete SVG
  * document, also valid inline in HTML. */
 void xr_report_speedup_svg(FILE *f, const xr_report_contents_t *a, const xr_report_contents_t *b);
+
+/* `s` as one POSIX shell word in `buf`: as it is when it holds only characters no shell treats
+ * specially, else in single quotes ('\'' for a quote). False, and "" in buf, when it does not
+ * fit. For the commands the page and `replay slice` print. */
+bool xr_shell_word(const char *s, char *buf, size_t size);
+
+/* The command that slices op `index` out of `bundle` and replays it on `hal` ("cpu" when "" or
+ * NULL), the paths as shell words:
+ *   replay slice b.msgpack --op=7 -o op7.json && replay --hal=cpu op7.json
+ * False, and "" in buf, when it does not fit. */
+bool xr_report_slice_command(const char *bundle, int64_t index, const char *hal, char *buf,
+                             size_t size);
 
 /* Writes the page for `count` reports (reports[0] is the baseline of the speed-ups) to `path`:
  * everything inline (styles, SVG, a few lines of script for sorting and filtering that the page

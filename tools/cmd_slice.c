@@ -65,7 +65,7 @@ static void count_contents(xr_tensor_spec_t *t, void *context) {
   *(size_t *)context += t->data || t->data_file;
 }
 
-/* Which ops `keep`s, on one line: "#3 aten::mm, #7 aten::linear", the first few. */
+/* The ops `keep` marks, on one line: "#3 aten::mm, #7 aten::linear", the first eight. */
 static void describe_kept(const xr_bundle_t *b, const bool *keep, size_t total, char *buf,
                           size_t size) {
   size_t at = 0, shown = 0;

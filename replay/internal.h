@@ -58,9 +58,6 @@ xr_status_t xr_once_replay(const xr_once_t *once); /* the kept status, its sente
 xr_status_t xr_device_specs(const char *list, char *buf, size_t buf_size,
                             const char *specs[XR_REPLAY_MAX_DEVICES], size_t *out_count);
 
-/* Whether op `op` passes --op-filter's substring (replay/options.c). */
-bool xr_op_passes_filter(const xr_replay_options_t *options, const xr_op_t *op);
-
 /* Whether op `op`, at position `index` of the bundle, is among those a run attempts before
  * --op-limit: --op-filter's substring, and in the options' shard when there is one. */
 bool xr_op_selected(const xr_replay_options_t *options, size_t index, const xr_op_t *op);

@@ -438,6 +438,9 @@ xr_op_outcome_t xr_replay_plan_op(const xr_bundle_t *bundle, size_t index, char 
 /* How many of the bundle's ops `options->op_filter` selects (all without a filter), before
  * --op-limit and --shard: a filter that selects none would make an empty run. */
 size_t xr_replay_filter_count(const xr_bundle_t *bundle, const xr_replay_options_t *options);
+/* Whether `op` passes `options->op_filter` (its name contains the text; every op without a
+ * filter): the one matcher of --op-filter, for a run, its plan and shards, and `replay slice`. */
+bool xr_op_passes_filter(const xr_replay_options_t *options, const xr_op_t *op);
 
 /* NMSE of `actual` against `expected`, two storages of the same view (dtype, shape, strides,
  * offset): sum (a - e)^2 / sum e^2 over the elements where e is finite, with *out_nonfinite set

@@ -31,6 +31,52 @@ void xr_report_label(const xr_report_contents_t *c, char *buf, size_t size) {
     snprintf(buf, size, "%s", c->path);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* commands to paste                                                                           */
+
+/* Appends `s` at buf + *at; false when it does not fit with its NUL. */
+static bool put(char *buf, size_t size, size_t *at, const char *s) {
+  size_t n = strlen(s);
+  if (*at + n >= size) return false;
+  memcpy(buf + *at, s, n + 1);
+  *at += n;
+  return true;
+}
+
+bool xr_shell_word(const char *s, char *buf, size_t size) {
+  static const char plain[] =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@%";
+  size_t at = 0;
+  bool ok = size > 0;
+  if (ok) buf[0] = '\0';
+  if (!s[0] || s[strspn(s, plain)]) {
+    ok = ok && put(buf, size, &at, "'");
+    for (const char *p = s; ok && *p; p++) {
+      char one[2] = {*p, '\0'};
+      ok = put(buf, size, &at, *p == '\'' ? "'\\''" : one);
+    }
+    ok = ok && put(buf, size, &at, "'");
+  } else {
+    ok = ok && put(buf, size, &at, s);
+  }
+  if (!ok && size) buf[0] = '\0';
+  return ok;
+}
+
+bool xr_report_slice_command(const char *bundle, int64_t index, const char *hal, char *buf,
+                             size_t size) {
+  char bundle_word[16384], hal_word[256], out[32];
+  snprintf(out, sizeof out, "op%lld.json", (long long)index);
+  int n = -1;
+  if (xr_shell_word(bundle, bundle_word, sizeof bundle_word) &&
+      xr_shell_word(hal && hal[0] ? hal : "cpu", hal_word, sizeof hal_word))
+    n = snprintf(buf, size, "replay slice %s --op=%lld -o %s && replay --hal=%s %s", bundle_word,
+                 (long long)index, out, hal_word, out);
+  if (n >= 0 && (size_t)n < size) return true;
+  if (size) buf[0] = '\0';
+  return false;
+}
+
 /* Runs on one page (`replay report` takes at most 16). */
 #define MAX_PAGE_RUNS 16
 
@@ -445,7 +491,8 @@ static const char style[] =
     "vertical-align:top}th{background:#f2f2f2;cursor:pointer;position:sticky;top:0}"
     "td.n{text-align:right;font-variant-numeric:tabular-nums}td.args{font-family:monospace;"
     "max-width:32em;word-break:break-all}tr.failed{background:#fde8e8}"
-    "tr.unsupported{background:#fdf6e3}"
+    "tr.unsupported{background:#fdf6e3}td.reproduce{font-size:0.9em;min-width:24em}"
+    "td.reproduce code{user-select:all;word-break:break-all}"
     "dl.head{display:grid;grid-template-columns:max-content auto;gap:2px 1em}dt{color:#666}"
     ".note{background:#fff3cd;border:1px solid #e0c36a;padding:6px 10px;margin:6px 0}"
     ".error{background:#fde8e8;border-color:#d9534f}"
@@ -599,7 +646,7 @@ static void summary_line(FILE *f, const xr_report_contents_t *c) {
 static const char *const columns[] = {
     "#",       "op",   "shapes",    "kernel", "median us", "p10&#8211;p90 us", "noise %",
     "TFLOP/s", "GB/s", "% of peak", "bound",  "trace us",  "replay / trace",   "check",
-    "outcome"};
+    "outcome", "reproduce"};
 enum { CHECK_COLUMN = 13 }; /* the NMSE against the run's first HAL follows it */
 
 /* The noise of the op's samples, with why timing stopped as its title, and the flags that make
@@ -626,6 +673,22 @@ static void noise_cell(FILE *f, const xr_report_entry_t *e) {
     fputs(" <b>UNSTABLE</b>", f);
   else if (!strcmp(e->stop_reason, "max-time") && e->noise_met == 0)
     fputs(" (target missed)", f);
+  fputs("</td>", f);
+}
+
+/* The command that slices the op out of the run's bundle and replays it alone on the run's HAL;
+ * the dash when the report does not name its bundle. */
+static void reproduce_cell(FILE *f, const xr_report_contents_t *c, const xr_report_entry_t *e) {
+  char command[20000];
+  fputs("<td class=\"reproduce\">", f);
+  if (c->bundle[0] && xr_report_slice_command(c->bundle, e->index, c->hal, command,
+                                              sizeof command)) {
+    fputs("<code>", f);
+    esc(f, command);
+    fputs("</code>", f);
+  } else {
+    fputs(DASH, f);
+  }
   fputs("</td>", f);
 }
 
@@ -702,7 +765,9 @@ static void op_table(FILE *f, const xr_report_contents_t *c, size_t run, bool nm
       fputs(": ", f);
       esc(f, e->message);
     }
-    fputs("</td></tr>\n", f);
+    fputs("</td>", f);
+    reproduce_cell(f, c, e);
+    fputs("</tr>\n", f);
   }
   fputs("</tbody></table>\n", f);
 }
@@ -734,6 +799,10 @@ static void run_section(FILE *f, const xr_report_contents_t *c, size_t run, fami
   for (size_t i = 0; i < c->op_count && !nmse_column; i++)
     nmse_column = isfinite(c->ops[i].nmse_vs_first);
   fputs("<h3>Ops</h3>\n", f);
+  fputs(
+      "<p class=\"plotnote\">Each row's last cell is the command that slices the op out of the "
+      "bundle (<code>replay slice</code>, without tensor contents) and replays it alone.</p>\n",
+      f);
   op_table(f, c, run, nmse_column);
   fputs("</section>\n", f);
 }

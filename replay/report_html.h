@@ -5,6 +5,8 @@
 #ifndef XR_REPLAY_REPORT_HTML_H
 #define XR_REPLAY_REPORT_HTML_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "replay/report_compare.h"
@@ -24,6 +26,18 @@ void xr_report_label(const xr_report_contents_t *report, char *buf, size_t size)
  * and the geometric mean with its interval. A complete SVG document, also valid inline in HTML. */
 void xr_report_speedup_svg(FILE *f, const xr_report_contents_t *a, const xr_report_contents_t *b,
                            const xr_comparison_t *comparison);
+
+/* `s` as one POSIX shell word in `buf`: as it is when it holds only characters no shell treats
+ * specially, else in single quotes ('\'' for a quote). False, and "" in buf, when it does not
+ * fit. For the commands the page and `replay slice` print. */
+bool xr_shell_word(const char *s, char *buf, size_t size);
+
+/* The command that slices op `index` out of `bundle` and replays it on `hal` ("cpu" when "" or
+ * NULL), the paths as shell words:
+ *   replay slice b.msgpack --op=7 -o op7.json && replay --hal=cpu op7.json
+ * False, and "" in buf, when it does not fit. */
+bool xr_report_slice_command(const char *bundle, int64_t index, const char *hal, char *buf,
+                             size_t size);
 
 /* Writes the page for `count` reports (reports[0] is the baseline of the speed-ups) to `path`:
  * everything inline (styles, SVG, a few lines of script for sorting and filtering that the page

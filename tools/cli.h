@@ -21,6 +21,7 @@ int xr_cmd_convert(int argc, char **argv);   /* tools/cmd_formats.c */
 int xr_cmd_inspect(int argc, char **argv);   /* tools/cmd_formats.c */
 int xr_cmd_validate(int argc, char **argv);  /* tools/cmd_formats.c */
 int xr_cmd_merge(int argc, char **argv);     /* tools/cmd_merge.c: shards' reports as one */
+int xr_cmd_slice(int argc, char **argv);     /* tools/cmd_slice.c: some ops as a bundle */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Options (tools/cli_common.c), the same for every subcommand.

@@ -25,6 +25,8 @@ static const char usage[] =
     "       replay validate BUNDLE          check a bundle, its .npy files and what the planner\n"
     "                                     says of its ops' arguments\n"
     "       replay convert IN OUT [--to=json|msgpack|tracelens] [--embed-data|--strip-data]\n"
+    "       replay slice BUNDLE --op=N[,M...]|--op-filter=TEXT -o OUT [--keep-data]  some ops as\n"
+    "                                     a bundle to replay alone (`replay slice --help`)\n"
     "       replay extract TRACE.json[.gz] -o BUNDLE.msgpack|.json   bundle from a profiler trace\n"
     "       replay --version\n";
 
@@ -50,7 +52,7 @@ int main(int argc, char **argv) {
                   {"validate", xr_cmd_validate}, {"plan", xr_cmd_plan},
                   {"devices", xr_cmd_devices}, {"compare", xr_cmd_compare},
                   {"report", xr_cmd_report},   {"merge", xr_cmd_merge},
-                  {"extract", xr_cmd_extract}};
+                  {"extract", xr_cmd_extract}, {"slice", xr_cmd_slice}};
   const char *names[sizeof commands / sizeof commands[0] + 1] = {NULL};
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);

@@ -87,7 +87,7 @@ Test(cli_errors, help_only_when_asked) {
   static const char *const helps[] = {"--help-run", "plan --help",    "inspect --help",
                                       "validate -h", "convert --help", "devices --help",
                                       "compare --help", "report --help", "merge --help",
-                                      "extract --help"};
+                                      "extract --help", "slice --help"};
   for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++) {
     cr_assert_eq(replay(helps[i]), 0, "replay %s: %s", helps[i], err_text);
     cr_assert(strstr(out_text, "usage: replay"), "replay %s: %s", helps[i], out_text);
@@ -95,7 +95,8 @@ Test(cli_errors, help_only_when_asked) {
   }
   static const char *const mistakes[] = {"--iters=0 " EXAMPLE, "plan --x " EXAMPLE,
                                          "convert " EXAMPLE, "extract -o x.json", "merge",
-                                         "report a.json", "compare a.json"};
+                                         "report a.json", "compare a.json",
+                                         "slice " EXAMPLE " --op=99 -o x.json"};
   for (size_t i = 0; i < sizeof mistakes / sizeof mistakes[0]; i++) {
     cr_assert_eq(replay(mistakes[i]), 2, "replay %s", mistakes[i]);
     cr_assert_null(strstr(err_text, "usage"), "replay %s: %s", mistakes[i], err_text);

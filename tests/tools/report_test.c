@@ -311,6 +311,15 @@ static void check_run(const char *sec, const char *report_path) {
              "<td class=\"name\">%s</td>",
              str(op, "outcome"), index, index, index, esc);
     cr_assert(strstr(sec, want), "%s: no row %s", report_path, want);
+    /* The command that slices the op out and replays it alone (plain paths: no quoting). */
+    const char *row = strstr(sec, want), *row_end = strstr(row, "</tr>");
+    text_of(str(j, "bundle") ? str(j, "bundle") : "", esc, sizeof esc);
+    snprintf(want, sizeof want,
+             "<td class=\"reproduce\"><code>replay slice %s --op=%lld -o op%lld.json &amp;&amp; "
+             "replay --hal=%s op%lld.json</code></td>",
+             esc, index, index, str(j, "hal") ? str(j, "hal") : "cpu", index);
+    cr_assert(str(j, "bundle") && strstr(row, want) && strstr(row, want) < row_end,
+              "%s: op %lld's row lacks %s", report_path, index, want);
     if (str(op, "message")) {
       text_of(str(op, "message"), esc, sizeof esc);
       cr_assert(strstr(sec, esc), "%s: op %lld's reason is not shown: %s", report_path, index, esc);

@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 
+#include "replay/categories.h"
 #include "replay/replay.h"
 #include "replay/timing.h"
 
@@ -108,5 +109,8 @@ xr_op_outcome_t xr_decide(const xr_decide_context_t *context, xr_planned_op_t *p
 /* `measured` of a report's head and of a peaks file's device (they are one form): each figure
  * as {"value", "source"}, with its working set. */
 void xr_add_measured(cJSON *to, const xr_hal_device_properties_t *properties);
+/* The summary's "categories" (replayed and recorded time per op category, the categories that
+ * hold an op) and "projected" (their sums) into `summary`. */
+void xr_add_categories(cJSON *summary, const xr_category_total_t totals[XR_CATEGORY_COUNT]);
 
 #endif

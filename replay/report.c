@@ -20,6 +20,7 @@ struct xr_report {
   size_t ops;
   size_t device_index; /* whose summary closes the report */
   char *trace_device;  /* the trace ran on, for the summary (NULL when the bundle does not say) */
+  xr_category_total_t categories[XR_CATEGORY_COUNT]; /* over the ops added */
 };
 
 /* The tail that keeps the JSON document complete between ops; rewritten after each op. */
@@ -471,8 +472,39 @@ xr_status_t xr_report_open(const char *path, const char *bundle_path,
   return XR_OK;
 }
 
+void xr_add_categories(cJSON *summary, const xr_category_total_t totals[XR_CATEGORY_COUNT]) {
+  cJSON *list = cJSON_AddArrayToObject(summary, "categories");
+  xr_category_total_t sum = {0};
+  for (int k = 0; k < XR_CATEGORY_COUNT; k++) {
+    const xr_category_total_t *t = &totals[k];
+    if (!t->ops) continue;
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "category", xr_category_name((xr_category_t)k));
+    cJSON_AddNumberToObject(c, "ops", (double)t->ops);
+    cJSON_AddNumberToObject(c, "timed", (double)t->timed);
+    add_number(c, "replay_us", t->replay_us);
+    add_number(c, "trace_us", t->trace_us);
+    add_number(c, "trace_timed_us", t->trace_timed_us);
+    cJSON_AddItemToArray(list, c);
+    sum.ops += t->ops;
+    sum.timed += t->timed;
+    sum.replay_us += t->replay_us;
+    sum.trace_us += t->trace_us;
+    sum.trace_timed_us += t->trace_timed_us;
+  }
+  cJSON *p = cJSON_AddObjectToObject(summary, "projected");
+  cJSON_AddNumberToObject(p, "ops", (double)sum.ops);
+  cJSON_AddNumberToObject(p, "timed", (double)sum.timed);
+  add_number(p, "replay_us", sum.replay_us);
+  add_number(p, "trace_us", sum.trace_us);
+  add_number(p, "trace_timed_us", sum.trace_timed_us);
+}
+
 xr_status_t xr_report_add(xr_report_t *r, const xr_op_result_t *res) {
   if (!r) return XR_OK;
+  bool timed = res->outcome == XR_OP_SUCCEEDED && res->iterations > 0;
+  xr_category_add(r->categories, res->family, res->op->name, (double)res->op->count,
+                  timed ? res->median_us : -1, res->trace_us);
   if (r->doc) {
     cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(r->doc, "ops"), xr_result_to_json(res));
     r->ops++;
@@ -546,6 +578,7 @@ static cJSON *report_summary(const xr_report_t *r, const xr_replay_summary_t *s)
   add_number(o, "trace_covered_us", d->trace_covered_us);
   cJSON *ratios = xr_trace_ratio_json(r->trace_device, &d->replay_vs_trace, d->same_device);
   if (ratios) cJSON_AddItemToObject(o, "replay_vs_trace", ratios);
+  xr_add_categories(o, r->categories);
   return o;
 }
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "replay/categories.h"
+
 #define DASH "&#8212;" /* what a report does not hold */
 
 /* Text and attribute values alike: op names hold < > & ("aten::to<T>"), paths may hold quotes. */
@@ -772,6 +774,39 @@ static void op_table(FILE *f, const xr_report_contents_t *c, size_t run, bool nm
   fputs("</tbody></table>\n", f);
 }
 
+/* Time by category: the replay's count x median over the timed ops beside the trace's time. */
+static void category_table(FILE *f, const xr_report_contents_t *c) {
+  xr_category_total_t t[XR_CATEGORY_COUNT];
+  xr_report_category_totals(c, t);
+  double trace_all = 0, trace_timed = 0;
+  for (int k = 0; k < XR_CATEGORY_COUNT; k++) {
+    trace_all += t[k].trace_us;
+    trace_timed += t[k].trace_timed_us;
+  }
+  fputs("<h3>Time by category</h3>\n<table class=\"categories\"><thead><tr><th>category</th>"
+        "<th>ops</th><th>timed</th><th>replay &#956;s (count &#215; median)</th><th>trace "
+        "&#956;s of the timed ops</th><th>trace &#956;s of all</th><th>share of the trace</th>"
+        "</tr></thead><tbody>",
+        f);
+  for (int k = 0; k < XR_CATEGORY_COUNT; k++) {
+    if (!t[k].ops) continue;
+    fputs("<tr><td>", f);
+    esc(f, xr_category_name(k));
+    fprintf(f, "</td><td class=\"n\">%zu</td><td class=\"n\">%zu</td>", t[k].ops, t[k].timed);
+    num_cell(f, t[k].replay_us, 4);
+    num_cell(f, trace_all > 0 ? t[k].trace_timed_us : NAN, 4);
+    num_cell(f, trace_all > 0 ? t[k].trace_us : NAN, 4);
+    num_cell(f, trace_all > 0 ? 100 * t[k].trace_us / trace_all : NAN, 3);
+    fputs("</tr>", f);
+  }
+  fputs("</tbody></table>\n", f);
+  if (trace_all > trace_timed)
+    fprintf(f,
+            "<p class=\"note partial\">The replay could not time ops holding %.1f%% of the "
+            "trace's recorded time (%.1f of %.1f &#956;s).</p>\n",
+            100 * (trace_all - trace_timed) / trace_all, trace_all - trace_timed, trace_all);
+}
+
 static void run_section(FILE *f, const xr_report_contents_t *c, size_t run, families_t *fam) {
   char label[600];
   xr_report_label(c, label, sizeof label);
@@ -793,6 +828,7 @@ static void run_section(FILE *f, const xr_report_contents_t *c, size_t run, fami
   head_row(f, "date", c->date);
   fputs("</dl>\n", f);
   summary_line(f, c);
+  category_table(f, c);
   fputs("<h3>Roofline</h3>\n", f);
   roofline(f, c, fam);
   bool nmse_column = false;

@@ -170,6 +170,7 @@ static xr_status_t merged_summary(const xr_report_contents_t *const *shards, siz
          unstable = 0;
   bool cancelled = false, same_device = true;
   double trace_total = NAN, covered = 0;
+  xr_category_total_t categories[XR_CATEGORY_COUNT] = {{0}};
   for (size_t s = 0; s < n; s++) {
     const xr_report_contents_t *c = shards[s];
     cancelled |= c->cancelled;
@@ -191,12 +192,10 @@ static xr_status_t merged_summary(const xr_report_contents_t *const *shards, siz
     interrupted += !strcmp(e->outcome, "interrupted");
     contended += ok && e->contended == 1;
     unstable += ok && e->unstable == 1;
-    if (ok && !ops[i].report->finished && e->trace_us > 0) {
-      /* An unfinished shard's covered time: per-call time by the op's count. */
-      const cJSON *count = cJSON_GetObjectItemCaseSensitive(ops[i].json, "count");
-      covered +=
-          e->trace_us * (cJSON_IsNumber(count) && count->valuedouble > 0 ? count->valuedouble : 1);
-    }
+    /* An unfinished shard's covered time: per-call time by the op's count. */
+    if (ok && !ops[i].report->finished && e->trace_us > 0) covered += e->trace_us * e->count;
+    xr_category_add(categories, e->family, e->name, e->count, ok ? e->median_us : -1,
+                    e->trace_us);
     op.name = (char *)e->name;
     r->index = (size_t)e->index;
     r->op = &op;
@@ -228,6 +227,7 @@ static xr_status_t merged_summary(const xr_report_contents_t *const *shards, siz
   const char *trace_device = shards[0]->source_device;
   cJSON *ratio = xr_trace_ratio_json(trace_device[0] ? trace_device : NULL, &stats, same_device);
   if (ratio) cJSON_AddItemToObject(o, "replay_vs_trace", ratio);
+  xr_add_categories(o, categories);
   *out = o;
   return XR_OK;
 }

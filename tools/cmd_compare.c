@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "replay/categories.h"
 #include "replay/report_compare.h"
 #include "replay/report_html.h"
 #include "tools/cli.h"
@@ -63,6 +64,28 @@ static void ratio_cell(const xr_report_entry_t *e) {
     printf(" %9.3g", e->replay_over_trace);
   else
     printf(" %9s", "-");
+}
+
+/* Each side's time by category: the replay's count x median over its timed ops (all of them,
+ * matched or not) beside the time its trace recorded for them. */
+static void print_categories(const xr_report_contents_t *a, const xr_report_contents_t *b) {
+  xr_category_total_t ta[XR_CATEGORY_COUNT], tb[XR_CATEGORY_COUNT];
+  xr_report_category_totals(a, ta);
+  xr_report_category_totals(b, tb);
+  printf("time by category (replay: count x median over each side's timed ops; trace: the time "
+         "its trace recorded for all its ops):\n");
+  printf("  %-26s %5s %12s %12s  %5s %12s %12s\n", "category", "A ops", "A replay us",
+         "A trace us", "B ops", "B replay us", "B trace us");
+  for (int k = 0; k < XR_CATEGORY_COUNT; k++) {
+    if (!ta[k].ops && !tb[k].ops) continue;
+    printf("  %-26s %5zu %12.1f", xr_category_name(k), ta[k].ops, ta[k].replay_us);
+    if (ta[k].trace_us > 0) printf(" %12.1f", ta[k].trace_us);
+    else printf(" %12s", "-");
+    printf("  %5zu %12.1f", tb[k].ops, tb[k].replay_us);
+    if (tb[k].trace_us > 0) printf(" %12.1f", tb[k].trace_us);
+    else printf(" %12s", "-");
+    putchar('\n');
+  }
 }
 
 /* One side's unmatched ops: how many, their share of its time, the largest few. */
@@ -181,6 +204,7 @@ int xr_cmd_compare(int argc, char **argv) {
          c->verdicts[XR_VERDICT_SAME], c->verdicts[XR_VERDICT_UNSURE]);
   print_unmatched("A", &c->a);
   print_unmatched("B", &c->b);
+  print_categories(a, b);
   if (ratios) {
     print_trace_ratio("A", a);
     print_trace_ratio("B", b);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "formats/bundle.h"
+#include "replay/categories.h"
 #include "replay/replay.h"
 #include "replay/report.h"
 #include "replay/report_html.h"
@@ -122,6 +123,7 @@ typedef struct run_ctx {
   xr_report_t *pages[XR_REPLAY_MAX_DEVICES]; /* the same reports kept in memory, for --html */
   xr_status_t report_status;
   kept_t *kept; /* op index * device_count + device, for several devices */
+  xr_category_total_t categories[XR_REPLAY_MAX_DEVICES][XR_CATEGORY_COUNT];
 } run_ctx_t;
 
 static double now_s(void) {
@@ -277,6 +279,48 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
   }
 }
 
+/* Time by category: the replay's Σ count x median beside the trace's recorded time, and what the
+ * trace spent in ops that did not run. */
+static void print_categories(const char *spec, const xr_category_total_t *t) {
+  bool traced = false;
+  xr_category_total_t all = {0};
+  for (int k = 0; k < XR_CATEGORY_COUNT; k++) {
+    traced |= t[k].trace_us > 0;
+    all.ops += t[k].ops;
+    all.timed += t[k].timed;
+    all.replay_us += t[k].replay_us;
+    all.trace_us += t[k].trace_us;
+    all.trace_timed_us += t[k].trace_timed_us;
+  }
+  if (!all.ops) return;
+  printf("summary [%s]: time by category (replay: count x median over the ops timed", spec);
+  printf("%s):\n", traced ? "; trace: the recorded time, of those ops and of all" : "");
+  printf("  %-26s %5s %5s %12s", "category", "ops", "timed", "replay us");
+  if (traced) printf(" %12s %12s %8s", "trace us", "(all ops)", "share");
+  putchar('\n');
+  for (int k = 0; k <= XR_CATEGORY_COUNT; k++) {
+    const xr_category_total_t *c = k < XR_CATEGORY_COUNT ? &t[k] : &all;
+    if (!c->ops) continue;
+    printf("  %-26s %5zu %5zu %12.1f", k < XR_CATEGORY_COUNT ? xr_category_name(k) : "all",
+           c->ops, c->timed, c->replay_us);
+    if (traced)
+      printf(" %12.1f %12.1f %7.1f%%", c->trace_timed_us, c->trace_us,
+             all.trace_us > 0 ? 100 * c->trace_us / all.trace_us : 0);
+    putchar('\n');
+  }
+  if (!traced || all.trace_us <= all.trace_timed_us) return;
+  printf("summary [%s]: not run: %.1f us of the trace's %.1f us (%.1f%%):", spec,
+         all.trace_us - all.trace_timed_us, all.trace_us,
+         100 * (all.trace_us - all.trace_timed_us) / all.trace_us);
+  for (int k = 0, first = 1; k < XR_CATEGORY_COUNT; k++) {
+    double missing = t[k].trace_us - t[k].trace_timed_us;
+    if (missing <= 0) continue;
+    printf("%s %s %.1f us", first ? "" : ",", xr_category_name(k), missing);
+    first = 0;
+  }
+  putchar('\n');
+}
+
 static void on_result(void *context, const xr_op_result_t *r, size_t position, size_t count) {
   run_ctx_t *c = context;
   if (c->rank > 0 && r->outcome != XR_OP_SUCCEEDED && !strcmp(r->family, "collective"))
@@ -290,6 +334,9 @@ static void on_result(void *context, const xr_op_result_t *r, size_t position, s
     k->compared = r->compared && r->output_count > 0;
     k->nmse_vs_first = k->compared ? r->outputs[0].nmse_vs_first : NAN;
   }
+  bool timed = r->outcome == XR_OP_SUCCEEDED && r->iterations > 0;
+  xr_category_add(c->categories[r->device_index], r->family, r->op->name, (double)r->op->count,
+                  timed ? r->median_us : -1, r->trace_us);
   xr_report_t *report = c->reports[r->device_index];
   if (report && c->report_status == XR_OK && (c->report_status = xr_report_add(report, r)) != XR_OK)
     fprintf(stderr, "replay: report: %s\n", xr_last_error());
@@ -704,6 +751,7 @@ int xr_cmd_replay(int argc, char **argv) {
              dev->spec, 100.0 * dev->trace_covered_us / s.trace_total_us, dev->trace_covered_us,
              s.trace_total_us);
     print_trace_ratio(&ctx, dev);
+    print_categories(dev->spec, ctx.categories[d]);
     if (dev->failed) rc = XR_EXIT_FAILED;
   }
   if (st == XR_OK && ctx.kept) print_side_by_side(&ctx);

@@ -490,6 +490,17 @@ Test(report, cpu_and_opencl_side_by_side) {
   snprintf(want, sizeof want, "over cpu \u00b7 %s", esc);
   cr_assert(strstr(dom, want), "the chart is not labelled %s", want);
   cr_assert(strstr(dom, "geometric mean "), "no geometric mean");
+  /* One bundle on two HALs: paired by position, a verdict per bar and counts per verdict. */
+  cr_assert(strstr(dom, "<td>position (one bundle)</td>"), "how the runs were paired");
+  size_t verdicts = count(dom, "x FASTER</text>") + count(dom, "x SLOWER</text>") +
+                    count(dom, "x SAME</text>") + count(dom, "x UNSURE</text>");
+  cr_assert_eq(verdicts, both, "%zu verdicts for %zu bars", verdicts, both);
+  cr_assert(strstr(dom, "<th>FASTER</th><th>SLOWER</th><th>SAME</th><th>UNSURE</th>"),
+            "the verdict counts' columns");
+  /* Each run's time by category, the README example's GEMMs and attention among them. */
+  cr_assert_eq(count(dom, "<table class=\"categories\">"), 2, "a category table per run");
+  cr_assert(strstr(dom, "<tr><td>GEMM</td>") && strstr(dom, "<tr><td>attention</td>"),
+            "the categories' rows");
   /* The second HAL's report carries its NMSE against the first's outputs. */
   char *sec = section(dom, 1);
   cr_assert(strstr(sec, "NMSE vs its run's first HAL"), "no NMSE column for opencl");

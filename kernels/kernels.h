@@ -128,6 +128,10 @@ const char *xr_kernel_instance_impl_name(const xr_kernel_instance_t *instance);
  * ("cuda.cublaslt_matmul declined: ..."), or "". */
 const char *xr_kernel_instance_declined(const xr_kernel_instance_t *instance);
 
+/* What the vendor library chose for the instance ("oneDNN 2.6.3 brg:avx512_core_amx", "cuBLASLt
+ * algo 6, tile 18, stages 12, split-K 1"), or "" for our own kernels. */
+const char *xr_kernel_instance_algorithm(const xr_kernel_instance_t *instance);
+
 /* Queues one execution on `stream`. Cheap: no allocation, no blocking. */
 xr_status_t xr_kernel_enqueue(xr_kernel_instance_t *instance, xr_hal_stream_t *stream);
 
@@ -200,6 +204,8 @@ struct xr_kernel_impl {
                          const xr_tensor_t *tensors, void **out_state);
   xr_status_t (*enqueue)(void *state, xr_hal_stream_t *stream);
   void (*release)(void *state);
+  /* Optional: xr_kernel_instance_algorithm (a string the state owns). */
+  const char *(*algorithm)(void *state);
   /* Optional: xr_kernel_enqueue_prologue and xr_kernel_instance_status. */
   xr_status_t (*enqueue_prologue)(void *state, xr_hal_stream_t *stream);
   xr_status_t (*status)(void *state);

@@ -226,6 +226,11 @@ const char *xr_kernel_instance_declined(const xr_kernel_instance_t *instance) {
   return instance->declined;
 }
 
+const char *xr_kernel_instance_algorithm(const xr_kernel_instance_t *instance) {
+  const char *a = instance->impl->algorithm ? instance->impl->algorithm(instance->state) : NULL;
+  return a ? a : "";
+}
+
 xr_status_t xr_kernel_enqueue(xr_kernel_instance_t *instance, xr_hal_stream_t *stream) {
   return instance->impl->enqueue(instance->state, stream);
 }

@@ -848,6 +848,8 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     if (st == XR_OK) st = xr_kernel_prepare(plan, impl, d->device, ts[k].t, &inst[k]);
   }
   if (st != XR_OK) fail(r, XR_OP_FAILED, "");
+  if (st == XR_OK)
+    snprintf(r->algorithm, sizeof r->algorithm, "%s", xr_kernel_instance_algorithm(inst[0]));
   if (st == XR_OK && xr_kernel_instance_declined(inst[0])[0]) {
     /* What ran, when the selected implementation handed the op on in prepare. */
     snprintf(r->kernel, sizeof r->kernel, "%s", xr_kernel_instance_impl_name(inst[0]));

@@ -204,6 +204,9 @@ typedef struct xr_op_result {
   xr_op_outcome_t outcome;
   char message[1024];             /* why it failed or is unsupported; "" on success */
   char kernel[64];                /* implementation used */
+  /* What a vendor library chose ("oneDNN 2.6.3 brg:avx512_core_amx", "cuBLASLt algo 6, tile
+   * 18, ..."); "" for our own kernels (xr_kernel_instance_algorithm). */
+  char algorithm[160];
   const char *family;             /* the op family that planned it ("gemm"); "" when none did */
   xr_hal_peak_dtype_t peak_dtype; /* whose peak FLOP/s bounds it: its first input's dtype */
   char init_policy[1024];         /* custom initializer policy used, "" for none */

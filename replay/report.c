@@ -53,6 +53,19 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
   cJSON_AddStringToObject(o, "outcome", xr_op_outcome_name(r->outcome));
   if (r->message[0]) cJSON_AddStringToObject(o, "message", r->message);
   if (r->kernel[0]) cJSON_AddStringToObject(o, "kernel", r->kernel);
+  if (r->algorithm[0]) cJSON_AddStringToObject(o, "algorithm", r->algorithm);
+  /* The kernels the trace recorded for the op, beside the one that ran here. */
+  const xr_op_timing_t *timing = r->op->timing;
+  if (timing && timing->kernel_count) {
+    cJSON *list = cJSON_AddArrayToObject(o, "trace_kernels");
+    for (size_t k = 0; k < timing->kernel_count; k++) {
+      cJSON *kernel = cJSON_CreateObject();
+      cJSON_AddStringToObject(kernel, "name", timing->kernels[k].name ? timing->kernels[k].name : "");
+      cJSON_AddNumberToObject(kernel, "count", (double)timing->kernels[k].count);
+      add_number(kernel, "duration_us", timing->kernels[k].duration_us);
+      cJSON_AddItemToArray(list, kernel);
+    }
+  }
   if (r->family && r->family[0]) {
     cJSON_AddStringToObject(o, "family", r->family);
     cJSON_AddStringToObject(o, "peak_dtype", xr_hal_peak_dtype_name(r->peak_dtype));
@@ -161,8 +174,8 @@ static const char *const csv_columns[] = {
     "p90_us", "tflops", "gbps", "peak_percent", "trace_us", "check_passed", "max_nmse",
     "init_policy", "message", "iqr_us", "noise_percent", "stop_reason", "contention.contended",
     /* every other field, in the JSON object's order */
-    "args", "count", "family", "peak_dtype", "p25_us", "p75_us", "samples_us", "noise_batch",
-    "outliers",
+    "args", "count", "algorithm", "trace_kernels", "family", "peak_dtype", "p25_us", "p75_us",
+    "samples_us", "noise_batch", "outliers",
     "noise_met", "launch", "graph_executions", "launch_note", "rotate", "timed_wall_ms",
     "host_us_per_iteration", "contention.runnable_mean", "contention.batches",
     "contention.crowded_batches", "unstable", "clock_mhz.min", "clock_mhz.median",

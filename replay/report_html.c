@@ -223,6 +223,32 @@ static void text_cell(FILE *f, const char *cls, const char *s) {
   fputs("</td>", f);
 }
 
+/* What ran here (the implementation and what a vendor library chose in it) over what the
+ * trace recorded (its kernels, with their launches). */
+static void kernel_cell(FILE *f, const xr_report_entry_t *e) {
+  fputs("<td class=\"kernel\">", f);
+  text(f, e->kernel);
+  if (e->algorithm[0]) {
+    fputs("<div class=\"algorithm\">", f);
+    esc(f, e->algorithm);
+    fputs("</div>", f);
+  }
+  const cJSON *k;
+  bool first = true;
+  cJSON_ArrayForEach(k, e->trace_kernels) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(k, "name");
+    const cJSON *count = cJSON_GetObjectItemCaseSensitive(k, "count");
+    if (!cJSON_IsString(name)) continue;
+    fputs(first ? "<div class=\"trace-kernels\">trace: " : "; ", f);
+    first = false;
+    esc(f, name->valuestring);
+    if (cJSON_IsNumber(count) && count->valuedouble > 1)
+      fprintf(f, " &#215;%.0f", count->valuedouble);
+  }
+  if (!first) fputs("</div>", f);
+  fputs("</td>", f);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* op families' colours, one per family over the whole page                                    */
 
@@ -710,7 +736,7 @@ static void op_table(FILE *f, const xr_report_contents_t *c, size_t run, bool nm
             (long long)e->index, (long long)e->index, (long long)e->index);
     text_cell(f, "name", e->name);
     text_cell(f, "args", e->args);
-    text_cell(f, "kernel", e->kernel);
+    kernel_cell(f, e);
     num_cell(f, timed(e) ? e->median_us : NAN, 4);
     if (timed(e) && isfinite(e->p10_us) && isfinite(e->p90_us)) {
       fprintf(f, "<td class=\"n\" data-v=\"%.17g\" title=\"%d iterations\">", e->p90_us - e->p10_us,

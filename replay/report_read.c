@@ -93,6 +93,7 @@ typedef struct field {
   { #key, offsetof(xr_report_entry_t, key), fallback }
 static const field_t entry_texts[] = {
     ENTRY(name, 0),        ENTRY(outcome, 0), ENTRY(message, 0),    ENTRY(kernel, 0),
+    ENTRY(algorithm, 0),
     ENTRY(args, 0),        ENTRY(family, 0),  ENTRY(peak_dtype, 0), ENTRY(bound, 0),
     ENTRY(stop_reason, 0), ENTRY(launch, 0),  ENTRY(peak_basis, 0), ENTRY(above_ceiling, 0),
 };
@@ -160,6 +161,10 @@ static void read_entry(reader_t *r, const cJSON *o, xr_report_entry_t *e) {
   e->median_us = !strcmp(e->outcome, "ok") && median > 0 ? median : -1;
   e->check_passed = bool_of(r, o, "check_passed", "check_passed");
   e->count = number_of(r, o, "count", 1);
+  const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(o, "trace_kernels");
+  if (kernels && !cJSON_IsNull(kernels) && !cJSON_IsArray(kernels))
+    bad(r, "trace_kernels", "an array");
+  e->trace_kernels = cJSON_IsArray(kernels) ? kernels : NULL;
   if (!(e->count > 0)) e->count = 1;
   read_samples(r, o, e);
   e->noise_met = bool_of(r, o, "noise_met", "noise_met");

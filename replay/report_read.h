@@ -28,6 +28,8 @@ typedef struct xr_report_entry {
   const char *outcome;       /* "ok", "failed", "unsupported" */
   const char *message;       /* why it failed or is unsupported */
   const char *kernel;        /* "" when none ran */
+  const char *algorithm;     /* what a vendor library chose; "" for our own kernels */
+  const cJSON *trace_kernels; /* the trace's kernels: [{"name", "count", "duration_us"}]; NULL */
   const char *args;          /* "self=bf16[16,2048] mat2=..." */
   const char *family;        /* the op family ("gemm") */
   const char *peak_dtype;    /* whose compute peak bounds it ("bf16") */

@@ -187,6 +187,17 @@ static int inspect_json(const xr_bundle_t *b, const char *path) {
     cJSON_AddNumberToObject(o, "count", (double)(op->count ? op->count : 1));
     if (op->timing && op->timing->gpu_time_us >= 0)
       cJSON_AddNumberToObject(o, "trace_gpu_time_us", op->timing->gpu_time_us);
+    if (op->timing && op->timing->kernel_count) {
+      cJSON *kernels = cJSON_AddArrayToObject(o, "trace_kernels");
+      for (size_t k = 0; k < op->timing->kernel_count; k++) {
+        const xr_kernel_record_t *r = &op->timing->kernels[k];
+        cJSON *kernel = cJSON_CreateObject();
+        cJSON_AddStringToObject(kernel, "name", r->name ? r->name : "");
+        cJSON_AddNumberToObject(kernel, "count", (double)r->count);
+        cJSON_AddNumberToObject(kernel, "duration_us", r->duration_us);
+        cJSON_AddItemToArray(kernels, kernel);
+      }
+    }
     add_args_json(cJSON_AddArrayToObject(o, "args"), op->args, op->arg_count);
     add_args_json(cJSON_AddArrayToObject(o, "kwargs"), op->kwargs, op->kwarg_count);
     cJSON_AddItemToArray(ops, o);

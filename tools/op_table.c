@@ -19,6 +19,12 @@ xr_status_t xr_print_op_table(FILE *out, const xr_bundle_t *b) {
     xr_op_describe_args(op, false, args, sizeof args);
     fputs(args, out);
     fputc('\n', out);
+    /* The kernels the trace recorded for the op, each with its launches and total time. */
+    const xr_op_timing_t *t = op->timing;
+    for (size_t k = 0; t && k < t->kernel_count; k++)
+      fprintf(out, "%5s  %s kernel %s x%lld, %.1f us\n", "", k ? "      " : "recorded",
+              t->kernels[k].name ? t->kernels[k].name : "?", (long long)t->kernels[k].count,
+              t->kernels[k].duration_us);
   }
   return ferror(out) ? xr_error(XR_DATA_LOSS, "write error printing the op table") : XR_OK;
 }

@@ -164,6 +164,7 @@ typedef struct onednn_state {
   int arg_count;
   bool sum;
   uint8_t *c, *out; /* first elements of C and the output (sum path) */
+  char algorithm[96]; /* oneDNN's implementation: "oneDNN 2.6.3 brg:avx512_core_amx" */
 } onednn_state_t;
 
 /* out[b][m][n] = C[b][m][n] (same dtype), before the sum post-op adds beta * it. */
@@ -215,6 +216,7 @@ static xr_status_t onednn_prepare(const xr_op_plan_t *plan, xr_hal_device_t *dev
   s->d = d;
   s->p = p;
   s->sum = descs.sum;
+  xr_dnnl_impl_name(d, pd, s->algorithm, sizeof s->algorithm);
   dnnl_status_t ds = d->dnnl_primitive_create(&s->primitive, pd);
   d->dnnl_primitive_desc_destroy(pd);
   if (ds == dnnl_success) ds = d->dnnl_stream_create(&s->stream, d->engine, dnnl_stream_default_flags);
@@ -255,6 +257,8 @@ static xr_status_t onednn_enqueue(void *state, xr_hal_stream_t *stream) {
   return xr_hal_stream_enqueue_host(stream, onednn_run, state);
 }
 
+static const char *onednn_algorithm(void *state) { return ((onednn_state_t *)state)->algorithm; }
+
 const xr_kernel_impl_t xr_gemm_onednn_impl = {
     .name = "cpu.onednn_matmul",
     .driver = "cpu",
@@ -262,6 +266,7 @@ const xr_kernel_impl_t xr_gemm_onednn_impl = {
     .prepare = onednn_prepare,
     .enqueue = onednn_enqueue,
     .release = onednn_release,
+    .algorithm = onednn_algorithm,
 };
 
 #else /* no dnnl.h at build time */

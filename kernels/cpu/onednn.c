@@ -279,4 +279,12 @@ const char *xr_dnnl_status_name(const xr_dnnl_t *d, dnnl_status_t status) {
            d->dnnl_status2str ? d->dnnl_status2str(status) : "dnnl_status", (int)status);
   return text;
 }
+
+void xr_dnnl_impl_name(const xr_dnnl_t *d, const_dnnl_primitive_desc_t pd, char *buf,
+                       size_t size) {
+  const char *impl = NULL;
+  if (d->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success)
+    impl = NULL;
+  snprintf(buf, size, "%s %s", d->version[0] ? d->version : "oneDNN", impl ? impl : "?");
+}
 #endif

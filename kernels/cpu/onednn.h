@@ -104,6 +104,11 @@ typedef struct xr_dnnl {
   char version[64];     /* "oneDNN 2.6.3" */
 } xr_dnnl_t;
 
+/* "oneDNN 2.6.3 brg:avx512_core_amx": the library and the implementation a primitive
+ * descriptor picked (its impl_info_str), for reports. */
+void xr_dnnl_impl_name(const xr_dnnl_t *d, const_dnnl_primitive_desc_t pd, char *buf,
+                       size_t size);
+
 /* Loads oneDNN and creates the cpu engine once per process. UNAVAILABLE with every path tried
  * (or the failing call) when it cannot. Thread-safe. */
 xr_status_t xr_dnnl_get(const xr_dnnl_t **out_dnnl);

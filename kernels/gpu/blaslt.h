@@ -53,7 +53,10 @@
     (void *handle, void *desc, const void *alpha, const void *a, void *a_layout, const void *b, \
      void *b_layout, const void *beta, const void *c, void *c_layout, void *d, void *d_layout,  \
      const void *algo, void *workspace, size_t workspace_size, void *stream),                   \
-    cublasLtMatmul, hipblasLtMatmul)
+    cublasLtMatmul, hipblasLtMatmul)                                                          \
+  X(OPTIONAL, int, algo_config_get_attribute,                                                   \
+    (const void *algo, int attribute, void *value, size_t size, size_t *written),               \
+    cublasLtMatmulAlgoConfigGetAttribute, hipblasLtMatmulAlgoConfigGetAttribute)
 
 typedef struct xr_blaslt_functions {
   XR_BLASLT_SYMBOLS(XR_DYNLOAD_FIELD)

@@ -32,6 +32,12 @@
 #define XR_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES 7
 #define XR_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES 8
 
+/* cublasLtMatmulAlgoConfigGetAttribute's attributes: what the report says the algorithm is. */
+#define XR_CUBLASLT_ALGO_CONFIG_ID 0
+#define XR_CUBLASLT_ALGO_CONFIG_TILE_ID 1
+#define XR_CUBLASLT_ALGO_CONFIG_SPLITK_NUM 2
+#define XR_CUBLASLT_ALGO_CONFIG_STAGES_ID 6
+
 typedef struct xr_cublaslt_algo {
   uint64_t data[8];
 } xr_cublaslt_algo_t;

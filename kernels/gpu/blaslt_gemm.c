@@ -145,6 +145,7 @@ typedef struct blaslt_state {
   const void *a, *b, *c;
   void *d;
   float alpha, beta;
+  char algorithm[128]; /* what the heuristic chose, for reports */
 } blaslt_state_t;
 
 static void destroy_descriptors(blaslt_state_t *s) {
@@ -207,6 +208,35 @@ static xr_status_t create_layout(blaslt_state_t *s, int which, const xr_blas_mat
     if (result != 0) return lt_fail(s, "MatrixLayoutSetAttribute", result);
   }
   return XR_OK;
+}
+
+/* The heuristic's choice in words: cuBLASLt's algorithm id, tile, stages and split-K (its
+ * config attributes); hipBLASLt's solution index, the first int of its algo's data (what
+ * hipblaslt_ext::getIndexFromAlgo reads). */
+static void describe_algorithm(blaslt_state_t *s) {
+  if (s->lib->hipblaslt_get_version) {
+    int32_t solution;
+    memcpy(&solution, s->heuristic.hip.algo.data, sizeof solution);
+    snprintf(s->algorithm, sizeof s->algorithm, "hipBLASLt solution %d (heuristic's first)",
+             (int)solution);
+    return;
+  }
+  int (*get)(const void *, int, void *, size_t, size_t *) = s->lib->fn.algo_config_get_attribute;
+  int32_t id = -1, splitk = -1;
+  uint32_t tile = 0, stages = 0;
+  size_t written;
+  if (!get || get(&s->heuristic.cuda.algo, XR_CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written)) {
+    snprintf(s->algorithm, sizeof s->algorithm, "cuBLASLt heuristic's first (not described)");
+    return;
+  }
+  get(&s->heuristic.cuda.algo, XR_CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
+  get(&s->heuristic.cuda.algo, XR_CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages,
+      &written);
+  get(&s->heuristic.cuda.algo, XR_CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk,
+      &written);
+  snprintf(s->algorithm, sizeof s->algorithm,
+           "cuBLASLt algo %d, tile %u, stages %u, split-K %d (heuristic's first)", (int)id,
+           (unsigned)tile, (unsigned)stages, (int)splitk);
 }
 
 /* Descriptors, layouts and preference for the pointers in `s`, then one algorithm from the
@@ -279,6 +309,7 @@ static xr_status_t configure(blaslt_state_t *s, const xr_op_plan_t *plan,
                     xr_blaslt_status_name(s->lib, code), code, returned);
   }
   memcpy(&s->workspace_size, bytes + k->heuristic_workspace_offset, sizeof s->workspace_size);
+  describe_algorithm(s);
   return XR_OK;
 }
 
@@ -358,6 +389,8 @@ static xr_status_t blaslt_prepare(const xr_op_plan_t *plan, xr_hal_device_t *dev
   return XR_OK;
 }
 
+static const char *blaslt_algorithm(void *state) { return ((blaslt_state_t *)state)->algorithm; }
+
 static xr_status_t blaslt_enqueue(void *state, xr_hal_stream_t *stream) {
   blaslt_state_t *s = state;
   void *native;
@@ -392,6 +425,7 @@ const xr_kernel_impl_t xr_gemm_cublaslt_impl = {
     .prepare = cublaslt_prepare,
     .enqueue = blaslt_enqueue,
     .release = blaslt_release,
+    .algorithm = blaslt_algorithm,
 };
 
 const xr_kernel_impl_t xr_gemm_hipblaslt_impl = {
@@ -401,4 +435,5 @@ const xr_kernel_impl_t xr_gemm_hipblaslt_impl = {
     .prepare = hipblaslt_prepare,
     .enqueue = blaslt_enqueue,
     .release = blaslt_release,
+    .algorithm = blaslt_algorithm,
 };

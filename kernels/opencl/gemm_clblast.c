@@ -6,6 +6,7 @@
  * CLBlast accumulates into its output, so beta * C first copies C there (gemm.cl's
  * xr_gemm_copy_addend, which also broadcasts a bias row). Anything else (bf16, fp8, layouts with
  * no unit stride, empty products) is UNIMPLEMENTED here and runs on opencl.gemm_tiled. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,7 @@ typedef struct clblast_state {
   size_t *offsets[3];           /* per batch entry, elements */
   float *alphas, *betas;
   cl_half *half_alphas, *half_betas;
+  char algorithm[128]; /* the routine called, for reports */
 } clblast_state_t;
 
 static void clblast_release(void *state) {
@@ -127,6 +129,12 @@ static xr_status_t clblast_prepare(const xr_op_plan_t *plan, xr_hal_device_t *de
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "opencl.clblast_gemm: out of memory");
   xr_status_t st = plan_call(plan, device, &s->lib, &s->call);
   if (st == XR_OK) st = xr_gemm_cl_init(plan, device, tensors, &s->cl);
+  /* CLBlast picks its direct or indirect GEMM kernel inside the routine, by its tuned size
+   * threshold, and does not say which: the routine and the transposes are what is known. */
+  snprintf(s->algorithm, sizeof s->algorithm, "CLBlast %cgemm%s (%s, %s)",
+           p->out_dtype == XR_DTYPE_F16 ? 'H' : 'S', p->batch == 1 ? "" : "Batched",
+           s->call.a_trans == CLBlastTransposeYes ? "A^T" : "A",
+           s->call.b_trans == CLBlastTransposeYes ? "B^T" : "B");
   if (st == XR_OK && s->cl.buffer[XR_GEMM_C])
     st = xr_hal_kernel_lookup(s->cl.executable, "xr_gemm_copy_addend", &s->copy);
   size_t batch = (size_t)p->batch;
@@ -213,6 +221,10 @@ static xr_status_t clblast_enqueue(void *state, xr_hal_stream_t *stream) {
   return XR_OK;
 }
 
+static const char *clblast_algorithm(void *state) {
+  return ((clblast_state_t *)state)->algorithm;
+}
+
 const xr_kernel_impl_t xr_gemm_clblast_impl = {
     .name = "opencl.clblast_gemm",
     .driver = "opencl",
@@ -220,6 +232,7 @@ const xr_kernel_impl_t xr_gemm_clblast_impl = {
     .prepare = clblast_prepare,
     .enqueue = clblast_enqueue,
     .release = clblast_release,
+    .algorithm = clblast_algorithm,
 };
 
 #else /* no clblast_c.h at build time */

@@ -51,6 +51,10 @@ static const char cublaslt_check[] =
     SAME(XR_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES)
     SAME(XR_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES)
     SAME(XR_CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES)
+    SAME(XR_CUBLASLT_ALGO_CONFIG_ID, CUBLASLT_ALGO_CONFIG_ID)
+    SAME(XR_CUBLASLT_ALGO_CONFIG_TILE_ID, CUBLASLT_ALGO_CONFIG_TILE_ID)
+    SAME(XR_CUBLASLT_ALGO_CONFIG_SPLITK_NUM, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)
+    SAME(XR_CUBLASLT_ALGO_CONFIG_STAGES_ID, CUBLASLT_ALGO_CONFIG_STAGES_ID)
     /* Enums travel as int through our function pointers. */
     SAME(sizeof(cublasStatus_t), sizeof(int))
     SAME(sizeof(cublasOperation_t), sizeof(int))
@@ -78,6 +82,10 @@ static const char cublaslt_check[] =
     "    cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,\n"
     "    cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int,\n"
     "    cublasLtMatmulHeuristicResult_t *, int *) = cublasLtMatmulAlgoGetHeuristic;\n"
+    "static cublasStatus_t (*algo_config)(const cublasLtMatmulAlgo_t *,\n"
+    "    cublasLtMatmulAlgoConfigAttributes_t, void *, size_t, size_t *) =\n"
+    "    cublasLtMatmulAlgoConfigGetAttribute;\n"
+    "_Static_assert(sizeof(cublasLtMatmulAlgoConfigAttributes_t) == sizeof(int), \"enum\");\n"
     "static size_t (*version)(void) = cublasLtGetVersion;\n"
     "void use(void);\n"
     "void use(void) { (void)matmul; (void)layout; (void)heuristic; (void)version; }\n";

@@ -165,3 +165,47 @@ Test(categories, by_family_then_by_name) {
   cr_assert_float_eq(t[XR_CATEGORY_GEMM].trace_us, 11, 1e-12);
   cr_assert_float_eq(t[XR_CATEGORY_GEMM].trace_timed_us, 6, 1e-12);
 }
+
+/* Which kernel ran: the trace's kernels (the MI300X's Tensile GEMM, `Cijk_..._MT16x16x128...`)
+ * beside the implementation that ran here and what a vendor library chose in it, in inspect,
+ * the report, the CSV and the page. */
+Test(kernels, the_traces_kernels_beside_the_one_that_ran) {
+  const char *b = bundle("mi300");
+  char args[4096];
+  snprintf(args, sizeof args, "inspect %s", b);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, "recorded kernel Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x128"),
+            "%s", out_text);
+  snprintf(args, sizeof args, "inspect --json %s", b);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cJSON *j = cJSON_Parse(out_text);
+  cr_assert_not_null(j);
+  const cJSON *kernels = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "ops"), 1),
+                                             "trace_kernels");
+  cr_assert(cJSON_GetArraySize(kernels) >= 1);
+  cr_assert(strstr(json_str(cJSON_GetArrayItem(kernels, 0), "name"), "Cijk_"));
+  cJSON_Delete(j);
+
+  const char *report = scratch("kernels.json"), *csv = scratch("kernels.csv");
+  snprintf(args, sizeof args, "--hal=cpu --iters=2 --op-filter=addmm --report=%s %s", report, b);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cJSON *r = read_json(report);
+  const cJSON *op;
+  size_t onednn = 0;
+  cJSON_ArrayForEach(op, cJSON_GetObjectItem(r, "ops")) {
+    const cJSON *k = cJSON_GetArrayItem(cJSON_GetObjectItem(op, "trace_kernels"), 0);
+    cr_assert(strstr(json_str(k, "name"), "Cijk_"), "op %g", json_number(op, "index"));
+    cr_assert_gt(json_number(k, "count"), 0);
+    if (strcmp(json_str(op, "kernel"), "cpu.onednn_matmul")) continue;
+    /* oneDNN's own name for the implementation it picked. */
+    cr_assert(!strncmp(json_str(op, "algorithm"), "oneDNN ", 7), "%s", json_str(op, "algorithm"));
+    onednn++;
+  }
+  cJSON_Delete(r);
+  if (!onednn) cr_log_warn("oneDNN took no addmm here: no algorithm to check");
+  snprintf(args, sizeof args, "--hal=cpu --iters=2 --op-filter=addmm --report=%s %s", csv, b);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  char text[1 << 16];
+  slurp(csv, text, sizeof text);
+  cr_assert(strstr(text, ",algorithm,trace_kernels,") && strstr(text, "Cijk_"), "%.400s", text);
+}

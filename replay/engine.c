@@ -836,6 +836,7 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
 
   /* Every rotation copy gets the same initial contents. */
   int rotate = xr_rotate_copies(e->o->rotate, &d->info->properties, xr_planned_op_bytes(&w->p));
+  bool ranged = false;
   op_tensors_t *ts = calloc((size_t)rotate, sizeof *ts);
   xr_kernel_instance_t **inst = calloc((size_t)rotate, sizeof *inst);
   void *outputs[XR_MAX_CHECKED_OUTPUTS] = {0};
@@ -852,6 +853,10 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
   }
   if (agree && !every_rank_ready(agree, st == XR_OK, r)) goto out;
   if (st != XR_OK) goto out;
+  /* Every execution of the op, in a profiler's range of its own where the device has them. */
+  char range[256];
+  snprintf(range, sizeof range, "%zu %s", r->index, op->name);
+  ranged = d->info->ranges && xr_hal_device_range_push(d->device, range) == XR_OK;
   /* The first execution on fresh inputs: what is checked, compared and dumped. */
   double first_ms = wall_now_ms();
   if ((st = xr_kernel_enqueue(inst[0], d->stream)) != XR_OK ||
@@ -913,6 +918,7 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
                e->o->cache == XR_CACHE_COLD && d->flush_covers_caches, r);
   if (plan->collective) gather_ranks(agree, plan, r);
 out:
+  if (ranged) xr_hal_device_range_pop(d->device);
   for (int k = 0; k < rotate; k++) {
     if (inst && inst[k]) {
       xr_hal_stream_synchronize(d->stream);
@@ -975,6 +981,8 @@ static xr_status_t device_open(engine_t *e, const char *spec, xr_hal_device_t *d
   d->graphs = p->graphs;
   xr_hal_clocks_t clocks;
   d->clocks = xr_hal_device_clocks(d->device, &clocks) == XR_OK;
+  d->info->ranges = xr_hal_device_ranges(d->device, d->info->ranges_source,
+                                         sizeof d->info->ranges_source) == XR_OK;
   if (o->cache != XR_CACHE_WARM) {
     size_t bytes = (size_t)xr_flush_bytes(p, o->flush_bytes);
     if ((st = xr_hal_buffer_alloc(d->device, bytes, &d->flush)) != XR_OK)

@@ -321,6 +321,10 @@ typedef struct xr_replay_device {
   double reference_ms;                   /* --check: the reference's time over the ops */
   double reference_peak_bytes;           /* ... and the largest of its peaks */
   double trace_covered_us;               /* recorded GPU time of the ops that succeeded on it */
+  /* Whether each op's executions here are wrapped in a profiler range named "<index> <op>"
+   * (xr_hal_device_range_push: NVTX on cuda, roctx on hip), and what serves them, or why not. */
+  bool ranges;
+  char ranges_source[256];
   /* Replayed vs recorded over the ops that succeeded here with a recorded time, and whether
    * this device is the model the trace ran on (xr_trace_device_same_model). */
   xr_trace_ratio_stats_t replay_vs_trace;

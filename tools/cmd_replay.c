@@ -160,6 +160,9 @@ static bool on_started(void *context, const xr_replay_summary_t *run) {
     snprintf(c->specs[d], sizeof c->specs[d], "%s", dev->spec);
     printf("== %s: %s (%s), %zu ops from %s\n", dev->spec, dev->properties.name,
            dev->properties.driver, c->bundle->op_count, c->path);
+    if (c->verbose)
+      printf("   profiler ranges around each op: %s%s%s\n", dev->ranges ? "" : "none (",
+             dev->ranges_source, dev->ranges ? "" : ")");
     if (c->html_path && c->report_status == XR_OK) {
       c->report_status = xr_report_open(NULL, c->path, &c->bundle->meta, run, d, c->options,
                                         &c->pages[d]);

@@ -20,6 +20,9 @@
     "libcublas.so.12", "libcublas.so.11")                                                        \
   X(CUDNN, "cuDNN", "XR_CUDNN_LIBRARY", XR_DYNLOAD_IN_CUDA, "libcudnn.so.9", "libcudnn.so.8")    \
   X(NCCL, "NCCL", "XR_NCCL_LIBRARY", XR_DYNLOAD_IN_CUDA, "libnccl.so.2", "libnccl.so")           \
+  /* NVTX 3 is header-only: its v2 library, which the toolkit and the nvidia-nvtx wheels ship */ \
+  X(NVTX, "NVTX", "XR_NVTX_LIBRARY", XR_DYNLOAD_IN_CUDA, "libnvToolsExt.so.1",                   \
+    "libnvToolsExt.so")                                                                          \
   X(HIP, "HIP", "XR_HIP_LIBRARY", XR_DYNLOAD_IN_ROCM, "libamdhip64.so.7", "libamdhip64.so.6",    \
     "libamdhip64.so.5", "libamdhip64.so")                                                        \
   /* ROCm 5 ships hiprtc inside the HIP runtime. */                                              \
@@ -31,6 +34,7 @@
     "librocblas.so.4", "librocblas.so.3")                                                        \
   X(MIOPEN, "MIOpen", "XR_MIOPEN_LIBRARY", XR_DYNLOAD_IN_ROCM, "libMIOpen.so.1")                 \
   X(RCCL, "RCCL", "XR_RCCL_LIBRARY", XR_DYNLOAD_IN_ROCM, "librccl.so.1", "librccl.so")           \
+  X(ROCTX, "roctx", "XR_ROCTX_LIBRARY", XR_DYNLOAD_IN_ROCM, "libroctx64.so.4", "libroctx64.so")  \
   /* ROCm 6.0-6.2 ship .so.24, 6.3-6.4 .so.25, 7.x .so.26. */                                    \
   X(AMD_SMI, "AMD SMI", "XR_AMD_SMI_LIBRARY", XR_DYNLOAD_IN_ROCM, "libamd_smi.so.26",            \
     "libamd_smi.so.25", "libamd_smi.so.24", "libamd_smi.so")                                     \

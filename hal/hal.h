@@ -26,7 +26,10 @@
  *                      disables them.
  *   XR_MPI_LIBRARY     Open MPI's libmpi tried before libmpi.so.40 (communicators); "off"
  *                      disables it. XR_NCCL_LIBRARY, XR_RCCL_LIBRARY: the same for NCCL (cuda)
- *                      and RCCL (hip). */
+ *                      and RCCL (hip).
+ *   XR_NVTX_LIBRARY, XR_ROCTX_LIBRARY  the profiler-range libraries (NVTX on cuda, roctx on
+ *                      hip) tried before libnvToolsExt.so.1 / libroctx64.so.4; "off" disables
+ *                      them. */
 #ifndef XR_HAL_HAL_H
 #define XR_HAL_HAL_H
 
@@ -396,6 +399,26 @@ typedef struct xr_hal_clocks {
  * drivers that have no clocks to read (opencl). docs/hal.md says what each field means on each
  * driver. Thread-safe. */
 xr_status_t xr_hal_device_clocks(xr_hal_device_t *device, xr_hal_clocks_t *out_clocks);
+
+/* ---------------------------------------------------------------------------------------------
+ * Profiler ranges: named spans of the calling thread that a vendor profiler draws beside the
+ * device's work (Nsight Systems through NVTX on cuda, rocprof through roctx on hip). The
+ * library (libnvToolsExt.so.1, libroctx64.so.4) is loaded with dlopen on first use, once per
+ * process, and is optional: where it is absent nothing is pushed, and the calls say why.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Whether ranges pushed on `device` reach a profiler's library: OK with what serves them in
+ * `source` ("NVTX: /usr/local/cuda/lib64/libnvToolsExt.so.1"); UNAVAILABLE when the library
+ * does not load (the sentence names every path tried); UNIMPLEMENTED on drivers without ranges
+ * (cpu, opencl). On failure `source` holds the sentence too. `source` may be NULL. The first
+ * call loads the library; later calls only read. Thread-safe. */
+xr_status_t xr_hal_device_ranges(xr_hal_device_t *device, char *source, size_t capacity);
+
+/* Opens a range named `name` on the calling thread, or closes the innermost one it opened: the
+ * statuses of xr_hal_device_ranges, and nothing is pushed or popped unless OK. A push and its
+ * pop belong to one thread. Cheap once loaded (the vendor's call). Thread-safe. */
+xr_status_t xr_hal_device_range_push(xr_hal_device_t *device, const char *name);
+xr_status_t xr_hal_device_range_pop(xr_hal_device_t *device);
 
 /* ---------------------------------------------------------------------------------------------
  * Kernel dispatch. Two paths:

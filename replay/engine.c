@@ -17,6 +17,7 @@
 #include "kernels/dtype.h"
 #include "replay/internal.h"
 #include "replay/shard.h"
+#include "replay/timeline.h"
 #include "replay/trace_ratio.h"
 
 /* One device of the run and what timing on it needs. */
@@ -40,6 +41,7 @@ typedef struct device_run {
   int cpus;                    /* the host's online CPUs */
   int loadavg;                 /* /proc/loadavg, open on host-run devices; -1 otherwise */
   char dump_dir[4096];         /* "" when outputs are not dumped */
+  xr_timeline_t *timeline;     /* the run's (--timeline), NULL without */
 } device_run_t;
 
 /* Everything one run shares across ops. */
@@ -54,6 +56,7 @@ typedef struct engine {
   bool cpu_owned;              /* opened for the reference: no device of the run is the host */
   xr_hal_stream_t *cpu_stream;
   xr_decide_context_t decide;  /* what xr_decide needs of the run */
+  xr_timeline_t *timeline;     /* --timeline, NULL without */
 } engine_t;
 
 /* One op's work shared by every device it runs on: its plan and layout (what xr_decide decides
@@ -460,6 +463,38 @@ static void prepare_graph(device_run_t *d, xr_kernel_instance_t **instances, int
   *out_executions = executions;
 }
 
+/* A batch as the timeline draws it (timeline_batch). */
+typedef struct timeline_batch {
+  int batch, executions; /* samples, and executions per sample (a graph launch's) */
+  double end_us;         /* on the timeline's clock, when the host saw the batch end */
+  int first_sample, index;
+  bool crowded, cold;
+} timeline_batch_t;
+
+/* The batch's samples on the timeline: each one's start and length from the device's own
+ * events, the batch placed so that its last event falls when the host saw it end (the device
+ * clock has no common origin with the host's; a batch's end is the closest the host sees). */
+static void timeline_batch(device_run_t *d, const timeline_batch_t *b) {
+  double span_ms;
+  xr_status_t st = xr_hal_event_elapsed_ms(d->events[0], d->events[2 * b->batch - 1], &span_ms);
+  double origin_us = b->end_us - span_ms * 1000.0;
+  for (int i = 0; i < b->batch && st == XR_OK; i++) {
+    if (!xr_timeline_wants_sample(d->timeline)) continue;
+    double start_ms = 0, ms;
+    if (i > 0) st = xr_hal_event_elapsed_ms(d->events[0], d->events[2 * i], &start_ms);
+    if (st == XR_OK) st = xr_hal_event_elapsed_ms(d->events[2 * i], d->events[2 * i + 1], &ms);
+    if (st != XR_OK) break;
+    xr_timeline_sample_t s = {.ts_us = origin_us + start_ms * 1000.0,
+                              .dur_us = ms * 1000.0,
+                              .sample = b->first_sample + i,
+                              .batch = b->index,
+                              .executions = b->executions,
+                              .crowded = b->crowded,
+                              .cold = b->cold};
+    xr_timeline_sample(d->timeline, &s);
+  }
+}
+
 /* Collectives across ranks execute as often on every rank: rank 0's batch sizes and stop
  * decisions are everyone's. `agree` is the communicator then, NULL otherwise. */
 static const char *const stop_reasons[] = {"iterations", "noise", "max-time", "max-iterations",
@@ -482,6 +517,7 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
                              xr_op_result_t *r) {
   xr_status_t st = XR_OK;
   uint8_t zero = 0;
+  double warm_us = xr_timeline_now_us(d->timeline);
   for (int i = 0; i < o->warmup && st == XR_OK; i++) {
     if (flush)
       st = xr_hal_stream_fill(d->stream, d->flush, 0, xr_hal_buffer_size(d->flush), &zero, 1);
@@ -489,6 +525,9 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
   }
   if (st == XR_OK) st = xr_hal_stream_synchronize(d->stream); /* warm-up out of the wall time */
   if (st == XR_OK) st = xr_kernel_instance_status(instances[0]);
+  if (st == XR_OK && o->warmup > 0)
+    xr_timeline_warmup(d->timeline, "warm-up", warm_us, xr_timeline_now_us(d->timeline),
+                       o->warmup, flush);
   xr_hal_graph_t *graph = NULL;
   int executions = 0;
   if (st == XR_OK && o->launch == XR_LAUNCH_GRAPH && d->graphs) {
@@ -527,7 +566,7 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
     long long delay0 = d->host_run ? run_delay_ns() : -1;
     double t0 = wall_now_ms();
     st = run_batch(d, instances, rotate, t->n, batch, flush, graph, &runnable);
-    double batch_ms = wall_now_ms() - t0;
+    double batch_ms = wall_now_ms() - t0, end_us = xr_timeline_now_us(d->timeline);
     t->wall_ms += batch_ms;
     long long delay1 = delay0 >= 0 ? run_delay_ns() : -1;
     /* More threads wanted the CPUs than there are: some waited, and a host-run device's
@@ -539,6 +578,12 @@ static xr_status_t time_pass(const xr_replay_options_t *o, device_run_t *d,
     bool waited = delay1 >= delay0 && delay0 >= 0 && (delay1 - delay0) * 1e-6 > batch_ms / 20;
     bool crowded = d->host_run && (runnable > d->cpus + own || waited);
     t->runnable_sum += runnable > 0 ? runnable : 0;
+    if (st == XR_OK && d->timeline) {
+      timeline_batch_t tb = {.batch = batch, .executions = graph ? executions : 1,
+                             .end_us = end_us, .first_sample = t->n, .index = t->batches,
+                             .crowded = crowded, .cold = flush};
+      timeline_batch(d, &tb); /* a sample it cannot place is left out, the timing goes on */
+    }
     t->batches++;
     t->crowded_batches += crowded;
     for (int i = 0; i < batch && st == XR_OK; i++) {
@@ -627,6 +672,7 @@ static xr_status_t time_op(const xr_replay_options_t *o, device_run_t *d,
   timing_pass_t t = {0};
   st = time_pass(o, d, instances, rotate, o->cache == XR_CACHE_COLD, first_us, agree, &t, r);
   if (st == XR_OK) pass_results(o, &t, r);
+  xr_timeline_pass_end(d->timeline, st != XR_OK || r->contended);
   r->launch = d->held ? "held" : r->graph_executions ? "graph" : "eager";
   pass_free(&t);
   if (o->cache != XR_CACHE_WARM) r->flush_bytes = xr_hal_buffer_size(d->flush);
@@ -634,6 +680,7 @@ static xr_status_t time_op(const xr_replay_options_t *o, device_run_t *d,
   xr_op_result_t cold = *r;
   st = time_pass(o, d, instances, rotate, true, first_us, agree, &t, &cold);
   if (st == XR_OK) pass_results(o, &t, &cold);
+  xr_timeline_pass_end(d->timeline, st != XR_OK || cold.contended);
   pass_free(&t);
   r->cold_iterations = cold.iterations;
   r->cold_median_us = cold.median_us;
@@ -839,6 +886,7 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
 
   /* Every rotation copy gets the same initial contents. */
   int rotate = xr_rotate_copies(e->o->rotate, &d->info->properties, xr_planned_op_bytes(&w->p));
+  bool ranged = false;
   op_tensors_t *ts = calloc((size_t)rotate, sizeof *ts);
   xr_kernel_instance_t **inst = calloc((size_t)rotate, sizeof *inst);
   void *outputs[XR_MAX_CHECKED_OUTPUTS] = {0};
@@ -857,8 +905,12 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
   }
   if (agree && !every_rank_ready(agree, st == XR_OK, r)) goto out;
   if (st != XR_OK) goto out;
+  /* Every execution of the op, in a profiler's range of its own where the device has them. */
+  char range[256];
+  snprintf(range, sizeof range, "%zu %s", r->index, op->name);
+  ranged = d->info->ranges && xr_hal_device_range_push(d->device, range) == XR_OK;
   /* The first execution on fresh inputs: what is checked, compared and dumped. */
-  double first_ms = wall_now_ms();
+  double first_ms = wall_now_ms(), first_ts = xr_timeline_now_us(d->timeline);
   if ((st = xr_kernel_enqueue(inst[0], d->stream)) != XR_OK ||
       (st = xr_hal_stream_synchronize(d->stream)) != XR_OK ||
       (st = xr_kernel_instance_status(inst[0])) != XR_OK) {
@@ -866,6 +918,8 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     goto out;
   }
   first_ms = wall_now_ms() - first_ms;
+  xr_timeline_warmup(d->timeline, "first call", first_ts, xr_timeline_now_us(d->timeline), 1,
+                     false);
   /* Every other rotation copy's first call too, untimed: a first call sets things up (a JIT,
    * a plan, pages touched) that would otherwise land in the first timed samples. */
   for (int k = 1; k < rotate && st == XR_OK; k++)
@@ -918,6 +972,7 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
                e->o->cache == XR_CACHE_COLD && d->flush_covers_caches, r);
   if (plan->collective) gather_ranks(agree, plan, r);
 out:
+  if (ranged) xr_hal_device_range_pop(d->device);
   for (int k = 0; k < rotate; k++) {
     if (inst && inst[k]) {
       xr_hal_stream_synchronize(d->stream);
@@ -980,6 +1035,9 @@ static xr_status_t device_open(engine_t *e, const char *spec, xr_hal_device_t *d
   d->graphs = p->graphs;
   xr_hal_clocks_t clocks;
   d->clocks = xr_hal_device_clocks(d->device, &clocks) == XR_OK;
+  d->info->ranges = xr_hal_device_ranges(d->device, d->info->ranges_source,
+                                         sizeof d->info->ranges_source) == XR_OK;
+  d->timeline = e->timeline;
   if (o->cache != XR_CACHE_WARM) {
     size_t bytes = (size_t)xr_flush_bytes(p, o->flush_bytes);
     if ((st = xr_hal_buffer_alloc(d->device, bytes, &d->flush)) != XR_OK)
@@ -1138,10 +1196,15 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   summary->bundle_hash = xr_bundle_hash(bundle);
   summary->checked = o->check;
   engine_t e = {.bundle = bundle, .o = o, .summary = summary, .decide = {.options = o}};
-  xr_status_t st = o->comm && xr_hal_comm_size(o->comm) > 1 ? ranks_agree(bundle, o) : XR_OK;
+  /* The timeline first: a path it cannot write is refused before any device opens. */
+  xr_status_t st = o->timeline ? xr_timeline_open(o->timeline, o->timeline_events, &e.timeline)
+                               : XR_OK;
+  if (st == XR_OK && o->comm && xr_hal_comm_size(o->comm) > 1) st = ranks_agree(bundle, o);
   if (st == XR_OK) st = engine_open(&e);
+  if (st == XR_OK) st = xr_timeline_start(e.timeline, summary, &bundle->meta);
   if (st != XR_OK) {
     engine_close(&e);
+    xr_timeline_close(e.timeline); /* an empty trace, still valid; the sentence kept */
     free(summary);
     return st;
   }
@@ -1169,11 +1232,14 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
     summary->attempted++;
     for (size_t d = 0; d < e.device_count && !stop; d++) {
       xr_op_result_t r;
+      xr_timeline_op_begin(e.timeline, d);
       run_on_device(&e, d, &w, &r);
+      /* A timeline that cannot be written keeps nothing more: the run stops, as for a report. */
+      if (st == XR_OK && (st = xr_timeline_op_end(e.timeline, &r)) != XR_OK) stop = true;
       count(&summary->devices[d], op, &r);
       if (xr_trace_ratios_add(&e.devices[d].ratios, &r) != XR_OK) e.devices[d].ratios_lost = true;
       if (observer->result) observer->result(observer->context, &r, position, selected);
-      stop = r.outcome == XR_OP_FAILED && o->stop_on_error;
+      stop = stop || (r.outcome == XR_OP_FAILED && o->stop_on_error);
     }
     work_free(&w);
     position++;
@@ -1184,9 +1250,13 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
   summary->unsupported = summary->devices[0].unsupported;
   summary->interrupted = summary->devices[0].interrupted;
   summary->trace_covered_us = summary->devices[0].trace_covered_us;
+  summary->cancelled |= st != XR_OK;
   trace_ratios(&e);
   engine_close(&e);
+  /* Last, so that a write's failure is the sentence left (the timeline repeats it). */
+  xr_status_t closed = xr_timeline_close(e.timeline);
+  if (st == XR_OK) st = closed;
   if (out_summary) *out_summary = *summary;
   free(summary);
-  return XR_OK;
+  return st;
 }

@@ -15,15 +15,16 @@ void xr_replay_options_default(xr_replay_options_t *o) {
   o->min_samples = 10;
   o->rotate = 1;
   o->op_limit = -1;
+  o->timeline_events = XR_TIMELINE_DEFAULT_EVENTS;
 }
 
 xr_status_t xr_replay_options_check(const xr_replay_options_t *o) {
   if (o->iters < 0 || o->warmup < 0 || o->rotate < XR_ROTATE_AUTO || o->max_iters < 1 ||
       o->min_time_ms < 0 || o->max_time_ms < 0 || o->min_samples < 0 || !(o->noise_percent > 0) ||
-      !(o->unstable_percent > 0))
+      !(o->unstable_percent > 0) || o->timeline_events < 0)
     return xr_error(XR_INVALID_ARGUMENT,
-                    "replay: negative iterations, warm-up, rotation, samples or time, or a noise "
-                    "target that is not positive");
+                    "replay: negative iterations, warm-up, rotation, samples, timeline events or "
+                    "time, or a noise target that is not positive");
   if (o->launch == XR_LAUNCH_GRAPH && o->cache != XR_CACHE_WARM)
     return xr_error(XR_INVALID_ARGUMENT,
                     "replay: --launch=graph runs the op back to back, so its data stays in cache: "

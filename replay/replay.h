@@ -162,7 +162,20 @@ typedef struct xr_replay_options {
   /* Run collectives recorded with another group size on the ranks at hand, each rank keeping
    * its recorded message (allgather's result and alltoall's totals follow the new size). */
   bool scale_collectives;
+  /* Write the run's own events to this file as Chrome trace-event JSON, for Perfetto or
+   * chrome://tracing (docs/replay.md, "Timeline"): a process per device, a thread per stream,
+   * per op and device its span, its untimed first call and warm-up, and every timed sample as
+   * the device timed it. Complete JSON after every op. Created before anything runs (an
+   * unwritable path is INVALID_ARGUMENT then); each rank of a launcher writes its own, so give
+   * each its own path (`replay` writes rank 0's alone). NULL: none. */
+  const char *timeline;
+  /* At most this many timed events per op and device in the timeline, the first ones (default
+   * XR_TIMELINE_DEFAULT_EVENTS; 0: only the op and warm-up events): what keeps a 10,000-op run
+   * to about 300 bytes x this x ops. The op's event counts those left out. */
+  int timeline_events;
 } xr_replay_options_t;
+
+#define XR_TIMELINE_DEFAULT_EVENTS 100
 
 void xr_replay_options_default(xr_replay_options_t *options);
 
@@ -330,6 +343,10 @@ typedef struct xr_replay_device {
   double reference_ms;                   /* --check: the reference's time over the ops */
   double reference_peak_bytes;           /* ... and the largest of its peaks */
   double trace_covered_us;               /* recorded GPU time of the ops that succeeded on it */
+  /* Whether each op's executions here are wrapped in a profiler range named "<index> <op>"
+   * (xr_hal_device_range_push: NVTX on cuda, roctx on hip), and what serves them, or why not. */
+  bool ranges;
+  char ranges_source[256];
   /* Replayed vs recorded over the ops that succeeded here with a recorded time, and whether
    * this device is the model the trace ran on (xr_trace_device_same_model). */
   xr_trace_ratio_stats_t replay_vs_trace;
@@ -372,8 +389,10 @@ typedef struct xr_replay_observer {
 } xr_replay_observer_t;
 
 /* Runs the bundle. Returns UNAVAILABLE (with the driver's reason) when a device cannot be opened,
- * INVALID_ARGUMENT for bad options; otherwise OK, per-op outcomes being in the results and the
- * summary even when ops failed. `observer` and `out_summary` may be NULL. */
+ * INVALID_ARGUMENT for bad options or a timeline that cannot be created; DATA_LOSS when writing
+ * the timeline fails (the run stops after that op, the summary filled); otherwise OK, per-op
+ * outcomes being in the results and the summary even when ops failed. `observer` and
+ * `out_summary` may be NULL. */
 xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *options,
                           const xr_replay_observer_t *observer, xr_replay_summary_t *out_summary);
 

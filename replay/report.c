@@ -417,6 +417,10 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
   if (o->choice == XR_KERNEL_REFERENCE) cJSON_AddBoolToObject(opts, "reference", true);
   if (o->op_filter) cJSON_AddStringToObject(opts, "op_filter", o->op_filter);
   if (o->op_limit >= 0) cJSON_AddNumberToObject(opts, "op_limit", (double)o->op_limit);
+  if (o->timeline) {
+    cJSON_AddStringToObject(opts, "timeline", o->timeline);
+    cJSON_AddNumberToObject(opts, "timeline_events", o->timeline_events);
+  }
   if (o->init_override_count) { /* "OP:POLICY;OP:POLICY", as --init gave them */
     size_t size = 1;
     for (size_t i = 0; i < o->init_override_count; i++)

@@ -1,6 +1,7 @@
 /* `replay [OPTIONS] BUNDLE`: replays every op on one or more HALs through the engine, one line
  * per op and device, a summary per device, a report per device written as the run goes, and,
  * for several HALs, the side-by-side table the engine's comparison fills. */
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -51,6 +52,10 @@ static const char usage[] =
     "  --report=FILE       write a .json or .csv report as the run goes (one per HAL: "
     "FILE.<hal>.json)\n"
     "  --html=FILE         at the end, the run as one HTML page (what `replay report` draws)\n"
+    "  --timeline=FILE     write the run's own events as Chrome trace-event JSON (Perfetto,\n"
+    "                      chrome://tracing): per device and stream, each op's first call,\n"
+    "                      warm-up and every timed sample, complete after every op\n"
+    "  --timeline-events=N at most N timed events per op and device in it (100)\n"
     "  --dump-outputs=DIR  write each op's outputs (first execution) as op<i>_<target>.npy\n"
     "  --op-filter=TEXT    only ops whose name contains TEXT\n"
     "  --op-limit=N        at most N ops\n"
@@ -162,6 +167,9 @@ static bool on_started(void *context, const xr_replay_summary_t *run) {
     snprintf(c->specs[d], sizeof c->specs[d], "%s", dev->spec);
     printf("== %s: %s (%s), %zu ops from %s\n", dev->spec, dev->properties.name,
            dev->properties.driver, c->bundle->op_count, c->path);
+    if (c->verbose)
+      printf("   profiler ranges around each op: %s%s%s\n", dev->ranges ? "" : "none (",
+             dev->ranges_source, dev->ranges ? "" : ")");
     if (c->html_path && c->report_status == XR_OK) {
       c->report_status = xr_report_open(NULL, c->path, &c->bundle->meta, run, d, c->options,
                                         &c->pages[d]);
@@ -547,7 +555,7 @@ int xr_cmd_replay(int argc, char **argv) {
       "--unstable=",
       "--seed=",     "--cache=",          "--flush-bytes=",   "--rotate=",
       "--check",     "--calibrate",       "--peaks=",         "--reference",
-      "--init=",     "--report=",
+      "--init=",     "--report=",         "--timeline=",      "--timeline-events=",
       "--html=",     "--dump-outputs=",   "--op-filter=",     "--op-limit=",
       "--shard=",    "--model-config=",   "--max-memory=",    "--stop-on-error",
       "--collective-timeout=",            "--world-size-from-trace",
@@ -621,7 +629,10 @@ int xr_cmd_replay(int argc, char **argv) {
                             "after a single colon (_C::paged_attention_v1:uniform)", given);
       init_count++;
     } else if (xr_cli_is(&a, "--report")) report_path = v;
-    else if (xr_cli_is(&a, "--html")) html_path = v;
+    else if (xr_cli_is(&a, "--timeline")) o.timeline = v;
+    else if (xr_cli_is(&a, "--timeline-events")) {
+      if ((ok = xr_cli_int_value(&a, 0, &n))) o.timeline_events = n > INT_MAX ? INT_MAX : (int)n;
+    } else if (xr_cli_is(&a, "--html")) html_path = v;
     else if (xr_cli_is(&a, "--dump-outputs")) dump = v;
     else if (xr_cli_is(&a, "--op-filter")) o.op_filter = v;
     else if (xr_cli_is(&a, "--op-limit")) {
@@ -659,8 +670,9 @@ int xr_cmd_replay(int argc, char **argv) {
     return XR_EXIT_USAGE;
   o.init_overrides = inits;
   o.init_override_count = init_count;
-  char pbuf[4096], rbuf[4096], dbuf[4096], hbuf[4096];
+  char pbuf[4096], rbuf[4096], dbuf[4096], hbuf[4096], tbuf[4096];
   if (html_path) html_path = xr_cli_path(html_path, hbuf, sizeof hbuf);
+  if (o.timeline) o.timeline = xr_cli_path(o.timeline, tbuf, sizeof tbuf);
   path = xr_cli_path(path, pbuf, sizeof pbuf);
   if (report_path) {
     report_path = xr_cli_path(report_path, rbuf, sizeof rbuf);
@@ -698,6 +710,7 @@ int xr_cmd_replay(int argc, char **argv) {
   if (comm && xr_hal_comm_rank(comm) > 0) {
     /* Rank 0 reports for all: the others' medians reach it through the engine. */
     report_path = html_path = NULL;
+    o.timeline = NULL;
     if (!freopen("/dev/null", "w", stdout)) return XR_EXIT_FAILED;
   }
   o.comm = comm;
@@ -721,8 +734,11 @@ int xr_cmd_replay(int argc, char **argv) {
   if (ctx.tty) fputs("\r\033[K", stderr);
   int rc = XR_EXIT_OK;
   if (st != XR_OK) {
-    fprintf(stderr, "replay: --hal=%s: %s\n", o.device, xr_last_error());
-    rc = st == XR_UNAVAILABLE || st == XR_NOT_FOUND ? XR_EXIT_UNAVAILABLE : XR_EXIT_USAGE;
+    /* A device's problem names --hal; the others (a peaks file, the timeline) their file. */
+    bool device = st == XR_UNAVAILABLE || st == XR_NOT_FOUND;
+    if (device) fprintf(stderr, "replay: --hal=%s: %s\n", o.device, xr_last_error());
+    else fprintf(stderr, "replay: %s\n", xr_last_error());
+    rc = device ? XR_EXIT_UNAVAILABLE : XR_EXIT_USAGE;
   }
   for (size_t d = 0; d < ctx.device_count; d++) {
     if (xr_report_close(ctx.reports[d], st == XR_OK ? &s : NULL) != XR_OK)

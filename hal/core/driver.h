@@ -143,6 +143,11 @@ struct xr_hal_device_vtable {
   /* Optional: clocks; the core has zeroed *out. */
   xr_status_t (*device_clocks)(xr_hal_device_t *device, xr_hal_clocks_t *out);
 
+  /* Optional trio: profiler ranges. `source` may be NULL; the core has emptied it otherwise. */
+  xr_status_t (*device_ranges)(xr_hal_device_t *device, char *source, size_t capacity);
+  xr_status_t (*range_push)(xr_hal_device_t *device, const char *name);
+  xr_status_t (*range_pop)(xr_hal_device_t *device);
+
   /* Optional: device code. The core checked params (format, data, size). */
   xr_status_t (*executable_create)(xr_hal_device_t *device,
                                    const xr_hal_executable_params_t *params,

@@ -824,3 +824,36 @@ xr_status_t xr_hal_device_clocks(xr_hal_device_t *device, xr_hal_clocks_t *out_c
   memset(out_clocks, 0, sizeof *out_clocks);
   return device->vtable->device_clocks(device, out_clocks);
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Profiler ranges
+ * ------------------------------------------------------------------------------------------- */
+
+/* UNIMPLEMENTED for a driver without ranges, the sentence also in `source` when given. */
+static xr_status_t no_ranges(const xr_hal_device_t *device, char *source, size_t capacity) {
+  xr_status_t st = xr_error(XR_UNIMPLEMENTED, "%s: the %s driver has no profiler ranges (cuda "
+                            "and hip do)", device->spec, device->driver->name);
+  if (source && capacity) xr_hal_copy_string(source, capacity, xr_last_error());
+  return st;
+}
+
+xr_status_t xr_hal_device_ranges(xr_hal_device_t *device, char *source, size_t capacity) {
+  if (source && capacity) source[0] = '\0';
+  if (!device) return xr_error(XR_INVALID_ARGUMENT, "xr_hal_device_ranges: NULL device");
+  if (!device->vtable->device_ranges) return no_ranges(device, source, capacity);
+  return device->vtable->device_ranges(device, source, capacity);
+}
+
+xr_status_t xr_hal_device_range_push(xr_hal_device_t *device, const char *name) {
+  if (!device || !name) {
+    return xr_error(XR_INVALID_ARGUMENT, "xr_hal_device_range_push: NULL argument");
+  }
+  if (!device->vtable->range_push) return no_ranges(device, NULL, 0);
+  return device->vtable->range_push(device, name);
+}
+
+xr_status_t xr_hal_device_range_pop(xr_hal_device_t *device) {
+  if (!device) return xr_error(XR_INVALID_ARGUMENT, "xr_hal_device_range_pop: NULL device");
+  if (!device->vtable->range_pop) return no_ranges(device, NULL, 0);
+  return device->vtable->range_pop(device);
+}

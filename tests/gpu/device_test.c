@@ -92,6 +92,29 @@ Test(device, properties_describe_the_gpu) {
             properties.runtime_version);
 }
 
+/* Profiler ranges: NVTX on cuda, roctx on hip where the library loads (pushes and pops then
+ * succeed, nested); where it does not, every call says why and pushes nothing. */
+Test(device, profiler_ranges_load_or_say_why) {
+  const char *label = !strcmp(DRIVER, "cuda") ? "NVTX" : "roctx";
+  char source[1024];
+  xr_status_t st = xr_hal_device_ranges(device, source, sizeof source);
+  cr_assert(st == XR_OK || st == XR_UNAVAILABLE, "%s: %s", xr_status_name(st), source);
+  if (st == XR_OK) {
+    cr_assert(!strncmp(source, label, strlen(label)) && source[strlen(label)] == ':', "%s",
+              source);
+    OK(xr_hal_device_range_push(device, "0 aten::mm"));
+    OK(xr_hal_device_range_push(device, "inner"));
+    OK(xr_hal_device_range_pop(device));
+    OK(xr_hal_device_range_pop(device));
+    cr_log_info("%s ranges: %s", DRIVER, source);
+  } else {
+    cr_assert(strstr(source, "ranges: ") && strstr(source, label), "%s", source);
+    cr_assert_eq(xr_hal_device_range_push(device, "0 aten::mm"), XR_UNAVAILABLE);
+    cr_assert_eq(xr_hal_device_range_pop(device), XR_UNAVAILABLE);
+    cr_log_info("%s has no ranges here: %s", DRIVER, source);
+  }
+}
+
 Test(device, source_kernels_run_with_buffers_bytes_and_shared_memory) {
   enum { N = 1000, BLOCK = 128 };
   xr_hal_executable_t *executable = build("-DOFFSET=0.5f");

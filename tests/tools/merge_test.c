@@ -279,6 +279,38 @@ Test(merge, missing_repeated_and_foreign_shards) {
   refused(args, (const char *[]){path, "shard."}, 2);
 }
 
+/* Each shard draws its own timeline (--timeline, a file per shard): those options differ and
+ * the shards still merge, while one that measures differently is still refused. */
+Test(merge, shards_with_timelines_of_their_own) {
+  const char *bundle = small_bundle(4), *out = scratch("timelines.json");
+  char prefix[1024], args[8192];
+  snprintf(prefix, sizeof prefix, "%s", scratch("drawn"));
+  for (int k = 0; k < 3; k++) {
+    snprintf(args, sizeof args,
+             QUICK " --shard=%d/3 --timeline=%s.%d.trace.json --timeline-events=%d "
+                   "--report=%s.%d.json %s",
+             k, prefix, k, 5 + k, prefix, k, bundle);
+    cr_assert_eq(replay(args), 0, "replay %s:\n%s", args, err_text);
+  }
+  char shard0[1100];
+  snprintf(shard0, sizeof shard0, "%s.0.json", prefix);
+  cJSON *report = read_json(shard0);
+  cr_assert_eq(json_number(cJSON_GetObjectItem(report, "options"), "timeline_events"), 5);
+  cJSON_Delete(report);
+  snprintf(args, sizeof args, "%s.0.json %s.1.json %s.2.json -o %s", prefix, prefix, prefix, out);
+  cr_assert_eq(merge(args), 0, "replay merge %s:\n%s", args, err_text);
+  /* Shard 1 run with another seed as well: refused for the seed. */
+  char seeded[1024], path[1100];
+  snprintf(seeded, sizeof seeded, "%s", scratch("seeded"));
+  snprintf(args, sizeof args,
+           QUICK " --shard=1/3 --seed=7 --timeline=%s.trace.json --report=%s.1.json %s", seeded,
+           seeded, bundle);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  snprintf(path, sizeof path, "%s.1.json", seeded);
+  snprintf(args, sizeof args, "%s.0.json %s %s.2.json -o %s", prefix, path, prefix, out);
+  refused(args, (const char *[]){path, "options.seed", "different options"}, 3);
+}
+
 Test(merge, shards_of_different_devices_only_when_asked) {
   const char *p = three_shards("dev", ""), *out = scratch("out.json");
   char path[1100], args[8192];

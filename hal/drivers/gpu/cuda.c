@@ -140,9 +140,10 @@ static void cuda_before_launch(void *function, unsigned int shared_bytes) {
   }
 }
 
-/* What the probe reports besides the driver. */
+/* What the probe reports besides the driver (NVTX: whether runs get profiler ranges). */
 static const xr_vendor_library_id_t cuda_libraries[] = {
-    XR_VENDOR_LIBRARY_CUBLASLT, XR_VENDOR_LIBRARY_CUBLAS, XR_VENDOR_LIBRARY_CUDNN};
+    XR_VENDOR_LIBRARY_CUBLASLT, XR_VENDOR_LIBRARY_CUBLAS, XR_VENDOR_LIBRARY_CUDNN,
+    XR_VENDOR_LIBRARY_NVTX};
 
 static const xr_gpu_vendor_t cuda_vendor = {
     .library = &xr_vendor_libraries[XR_VENDOR_LIBRARY_CUDA],
@@ -161,6 +162,7 @@ static const xr_gpu_vendor_t cuda_vendor = {
                    .l2_cache_bytes = 38},
     .estimate = cuda_estimate,
     .management = &xr_gpu_nvml,
+    .ranges = &xr_gpu_nvtx,
     .frees_graphs_in_flight = true,
 };
 

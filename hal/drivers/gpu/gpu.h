@@ -15,6 +15,7 @@
 #include "hal/core/gpu_compiler.h"
 #include "hal/drivers/gpu/gpu_symbols.h"
 #include "hal/drivers/gpu/management.h"
+#include "hal/drivers/gpu/ranges.h"
 
 typedef struct xr_gpu_symbols {
   XR_GPU_SYMBOLS(XR_DYNLOAD_FIELD)
@@ -127,6 +128,8 @@ struct xr_gpu_vendor {
   void (*before_launch)(void *function, unsigned int shared_bytes);
   /* Where clocks are read (NVML, AMD SMI); NULL: the vendor has none. */
   const xr_gpu_management_t *management;
+  /* What profiler ranges go through (NVTX, roctx); NULL: the vendor has none. */
+  const xr_gpu_ranges_t *ranges;
   /* Whether the runtime frees an executable graph still running once it completes (CUDA
    * documents it); otherwise graph destroy drains the device first. */
   bool frees_graphs_in_flight;

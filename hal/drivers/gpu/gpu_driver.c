@@ -675,6 +675,30 @@ static xr_status_t gpu_device_clocks(xr_hal_device_t *base, xr_hal_clocks_t *out
   return management->read(base->spec, device->clocks_handle, out);
 }
 
+/* Ranges: the vendor's library, loaded on the first call; absent, nothing is pushed. */
+static xr_status_t gpu_device_ranges(xr_hal_device_t *base, char *source, size_t capacity) {
+  const xr_gpu_ranges_t *ranges = gpu_device(base)->vendor->ranges;
+  if (!ranges) {
+    xr_status_t st = xr_error(XR_UNIMPLEMENTED, "%s: the %s driver has no profiler ranges",
+                              base->spec, base->driver->name);
+    if (source && capacity) xr_hal_copy_string(source, capacity, xr_last_error());
+    return st;
+  }
+  return ranges->open(base->spec, source, capacity);
+}
+
+static xr_status_t gpu_range_push(xr_hal_device_t *base, const char *name) {
+  xr_status_t st = gpu_device_ranges(base, NULL, 0);
+  if (st == XR_OK) gpu_device(base)->vendor->ranges->push(name);
+  return st;
+}
+
+static xr_status_t gpu_range_pop(xr_hal_device_t *base) {
+  xr_status_t st = gpu_device_ranges(base, NULL, 0);
+  if (st == XR_OK) gpu_device(base)->vendor->ranges->pop();
+  return st;
+}
+
 static void *gpu_device_native(xr_hal_device_t *base) {
   return make_current(base) == XR_OK ? gpu_device(base)->native : NULL;
 }
@@ -764,6 +788,9 @@ static const xr_hal_device_vtable_t gpu_vtable = {
     .graph_launch = gpu_graph_launch,
     .graph_destroy = gpu_graph_destroy,
     .device_clocks = gpu_device_clocks,
+    .device_ranges = gpu_device_ranges,
+    .range_push = gpu_range_push,
+    .range_pop = gpu_range_pop,
     .executable_create = gpu_executable_create,
     .executable_destroy = gpu_executable_destroy,
     .kernel_lookup = gpu_kernel_lookup,

@@ -129,9 +129,10 @@ static void hip_estimate(xr_gpu_device_t *device, int *out_fp32_lanes, double *o
   *out_fp64_rate = 0;
 }
 
-/* What the probe reports besides the runtime. */
+/* What the probe reports besides the runtime (roctx: whether runs get profiler ranges). */
 static const xr_vendor_library_id_t hip_libraries[] = {
-    XR_VENDOR_LIBRARY_HIPBLASLT, XR_VENDOR_LIBRARY_ROCBLAS, XR_VENDOR_LIBRARY_MIOPEN};
+    XR_VENDOR_LIBRARY_HIPBLASLT, XR_VENDOR_LIBRARY_ROCBLAS, XR_VENDOR_LIBRARY_MIOPEN,
+    XR_VENDOR_LIBRARY_ROCTX};
 
 static const xr_gpu_vendor_t hip_vendor = {
     .library = &xr_vendor_libraries[XR_VENDOR_LIBRARY_HIP],
@@ -150,6 +151,7 @@ static const xr_gpu_vendor_t hip_vendor = {
                    .l2_cache_bytes = 19},
     .estimate = hip_estimate,
     .management = &xr_gpu_amd_smi,
+    .ranges = &xr_gpu_roctx,
 };
 
 /* const xr_hal_driver_t xr_hal_hip_driver, listed in hal/drivers.bzl. */

@@ -922,10 +922,14 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
                      false);
   /* Every other rotation copy's first call too, untimed: a first call sets things up (a JIT,
    * a plan, pages touched) that would otherwise land in the first timed samples. */
+  double copies_ts = xr_timeline_now_us(d->timeline);
   for (int k = 1; k < rotate && st == XR_OK; k++)
     if ((st = xr_kernel_enqueue(inst[k], d->stream)) == XR_OK &&
         (st = xr_hal_stream_synchronize(d->stream)) == XR_OK)
       st = xr_kernel_instance_status(inst[k]);
+  if (st == XR_OK && rotate > 1)
+    xr_timeline_warmup(d->timeline, "first calls of the other copies", copies_ts,
+                       xr_timeline_now_us(d->timeline), rotate - 1, false);
   if (st != XR_OK) {
     fail(r, XR_OP_FAILED, "");
     goto out;

@@ -318,3 +318,41 @@ Test(timeline, an_interrupted_run_leaves_a_complete_trace) {
   cr_assert_eq(events(trace, 1, "op", 2, span, 2), 0, "the op after it never started");
   cJSON_Delete(trace);
 }
+
+/* --warmup=0 still leaves every input copy's first call out of the timing: a first call sets
+ * things up (oneDNN's JIT, a plan, pages touched), and with --rotate=4 each copy has its own.
+ * The timeline shows the four untimed first calls, all before the first timed sample. */
+Test(timeline, every_copys_first_call_precedes_the_timing) {
+  char trace_path[1024], report_path[1024], args[4096];
+  run_path("first_calls.json", trace_path, sizeof trace_path);
+  run_path("first_calls_report.json", report_path, sizeof report_path);
+  snprintf(args, sizeof args,
+           "--hal=cpu --iters=8 --warmup=0 --rotate=4 --timeline=%s --report=%s " BUNDLE,
+           trace_path, report_path);
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cJSON *trace = read_json(trace_path), *report = read_json(report_path);
+  const cJSON *op;
+  size_t checked = 0;
+  cJSON_ArrayForEach(op, cJSON_GetObjectItem(report, "ops")) {
+    if (strcmp(json_str(op, "outcome"), "ok")) continue;
+    int index = (int)json_number(op, "index");
+    cr_assert_eq(json_number(op, "rotate"), 4, "op %d", index);
+    const cJSON *warm[8], *timed[64];
+    size_t nw = events(trace, 1, "warmup", index, warm, 8);
+    size_t nt = events(trace, 1, "timed", index, timed, 64);
+    cr_assert_gt(nt, 0);
+    double first_timed = json_number(timed[0], "ts"), untimed_calls = 0;
+    for (size_t i = 0; i < nw; i++) {
+      const char *call = arg_str(warm[i], "call");
+      if (!strncmp(call, "first call", 10)) untimed_calls += arg_number(warm[i], "executions");
+      cr_assert_leq(json_number(warm[i], "ts") + json_number(warm[i], "dur"),
+                    first_timed + 0.002, "op %d: %s ends after the first timed sample", index,
+                    call);
+    }
+    cr_assert_eq(untimed_calls, 4, "op %d: one untimed first call per input copy", index);
+    checked++;
+  }
+  cr_assert_eq(checked, 3, "the bundle's three ops that run");
+  cJSON_Delete(trace);
+  cJSON_Delete(report);
+}

@@ -59,6 +59,10 @@ void xr_compare_samples(const double *a_us, int a_n, double a_median, double a_n
     out->why = "not timed on both";
     return;
   }
+  if (a_n == 0 || b_n == 0) {
+    out->why = "a report keeps no samples (written before reports kept them)";
+    return;
+  }
   if (a_n < XR_COMPARE_MIN_SAMPLES || b_n < XR_COMPARE_MIN_SAMPLES) {
     out->why = "too few samples in a report";
     return;

@@ -67,23 +67,27 @@ static void ratio_cell(const xr_report_entry_t *e) {
 }
 
 /* Each side's time by category: the replay's count x median over its timed ops (all of them,
- * matched or not) beside the time its trace recorded for them. */
+ * matched or not), and where either side has them, the times its trace recorded. */
 static void print_categories(const xr_report_contents_t *a, const xr_report_contents_t *b) {
   xr_category_total_t ta[XR_CATEGORY_COUNT], tb[XR_CATEGORY_COUNT];
   xr_report_category_totals(a, ta);
   xr_report_category_totals(b, tb);
-  printf("time by category (replay: count x median over each side's timed ops; trace: the time "
-         "its trace recorded for all its ops):\n");
-  printf("  %-26s %5s %12s %12s  %5s %12s %12s\n", "category", "A ops", "A replay us",
-         "A trace us", "B ops", "B replay us", "B trace us");
+  bool traced = has_trace_times(a) || has_trace_times(b);
+  printf("time by category (replay: count x median over each side's timed ops%s):\n",
+         traced ? "; trace: the time its trace recorded for all its ops" : "");
+  printf("  %-26s %5s %12s", "category", "A ops", "A replay us");
+  if (traced) printf(" %12s", "A trace us");
+  printf("  %5s %12s", "B ops", "B replay us");
+  if (traced) printf(" %12s", "B trace us");
+  putchar('\n');
   for (int k = 0; k < XR_CATEGORY_COUNT; k++) {
     if (!ta[k].ops && !tb[k].ops) continue;
     printf("  %-26s %5zu %12.1f", xr_category_name(k), ta[k].ops, ta[k].replay_us);
-    if (ta[k].trace_us > 0) printf(" %12.1f", ta[k].trace_us);
-    else printf(" %12s", "-");
+    if (traced && ta[k].trace_us > 0) printf(" %12.1f", ta[k].trace_us);
+    else if (traced) printf(" %12s", "-");
     printf("  %5zu %12.1f", tb[k].ops, tb[k].replay_us);
-    if (tb[k].trace_us > 0) printf(" %12.1f", tb[k].trace_us);
-    else printf(" %12s", "-");
+    if (traced && tb[k].trace_us > 0) printf(" %12.1f", tb[k].trace_us);
+    else if (traced) printf(" %12s", "-");
     putchar('\n');
   }
 }

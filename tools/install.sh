@@ -27,7 +27,8 @@ esac
 libraries="hal/libxreplay-hal.so.0 kernels/libxreplay-kernels.so.0 replay/libxreplay.so.0"
 headers="base/status.h base/dtype.h base/dtype_table.h base/file.h hal/hal.h formats/model.h
   formats/bundle.h formats/model_config.h formats/trace_extract.h kernels/kernels.h replay/replay.h replay/report.h
-  replay/report_html.h replay/report_read.h replay/shard.h replay/trace_ratio.h"
+  replay/categories.h replay/report_compare.h replay/report_html.h replay/report_read.h replay/shard.h
+  replay/trace_ratio.h"
 
 mkdir -p "$prefix/lib/pkgconfig" "$prefix/include/xreplay"
 for lib in $libraries; do

@@ -152,9 +152,10 @@ xr_status_t xr_history_open(const char *path, bool write, xr_history_t **out_his
   *out_history = NULL;
   struct stat info;
   bool exists = stat(path, &info) == 0;
-  if (!exists && (!write || errno != ENOENT))
-    return xr_error(errno == ENOENT ? XR_NOT_FOUND : XR_UNAVAILABLE, "%s: cannot open: %s", path,
-                    strerror(errno));
+  int err = exists ? 0 : errno;
+  if (!exists && (!write || err != ENOENT))
+    return xr_error(err == ENOENT ? XR_NOT_FOUND : XR_UNAVAILABLE, "%s: cannot open: %s", path,
+                    strerror(err));
   if (exists && S_ISDIR(info.st_mode))
     return xr_error(XR_INVALID_ARGUMENT, "%s: a directory, not a history database", path);
   xr_history_t *h = calloc(1, sizeof *h);
@@ -169,7 +170,7 @@ xr_status_t xr_history_open(const char *path, bool write, xr_history_t **out_his
                                          : SQLITE_OPEN_READONLY;
   int rc = sqlite3_open_v2(path, &h->db, flags, NULL);
   if (rc != SQLITE_OK) {
-    int err = h->db ? sqlite3_system_errno(h->db) : 0;
+    err = h->db ? sqlite3_system_errno(h->db) : 0;
     xr_error(XR_UNAVAILABLE, "%s: cannot open: %s%s%s", path, sqlite3_errstr(rc),
              err ? ": " : "", err ? strerror(err) : "");
     xr_history_close(h);

@@ -171,8 +171,8 @@ int xr_cmd_history(int argc, char **argv) {
     rc = xr_cli_error("replay history", "%s: no %s of the runs recorded matches%s",
                       xr_history_path(h), runs ? "run" : "op", given);
   else if (st == XR_OK && !runs)
-    printf("\n%zu ops, %zu results; medians in us, each op's runs oldest first\n", ctx.ops,
-           ctx.results);
+    printf("\n%zu op%s, %zu result%s; medians in us, each op's runs oldest first\n", ctx.ops,
+           ctx.ops == 1 ? "" : "s", ctx.results, ctx.results == 1 ? "" : "s");
   xr_history_close(h);
   return rc;
 }

@@ -3,7 +3,7 @@
 #   base <- hal <- kernels <- replay        base <- model <- kernels, codecs
 # 1. Bazel: //kernels reaches no codec library (cJSON, msgpack-c, zlib); //hal and //base reach
 #    no other xreplay target; //formats:model reaches //base only; //replay no codec library
-#    but cJSON (its reports).
+#    but cJSON (its reports); //replay:history only reports read back and SQLite.
 # 2. Sources: each layer's files include headers of the layers below it only.
 # Prints every violation and exits 1 when there is one.
 set -uo pipefail
@@ -27,6 +27,8 @@ check_deps //hal '^//(base|hal):' "targets above the HAL"
 check_deps //formats:model '^//(base:|formats:model)' "more than base/"
 check_deps //kernels '^//(base|hal|formats:model|kernels)' "a codec or a layer above it"
 check_deps //replay '^(//(base|hal|formats:model|kernels|replay)|@cjson//)' "a codec or a layer above it"
+# The history of runs reads reports back and needs no engine (replay/history.h).
+check_deps //replay:history '^(//(base|replay:(history|report_read))|@(cjson|sqlite3)//)' "the engine"
 
 # 2. #include "..." lines against the layer of the file that includes.
 layer_of() {

@@ -22,6 +22,8 @@ int xr_cmd_inspect(int argc, char **argv);   /* tools/cmd_formats.c */
 int xr_cmd_validate(int argc, char **argv);  /* tools/cmd_formats.c */
 int xr_cmd_merge(int argc, char **argv);     /* tools/cmd_merge.c: shards' reports as one */
 int xr_cmd_slice(int argc, char **argv);     /* tools/cmd_slice.c: some ops as a bundle */
+int xr_cmd_history(int argc, char **argv);   /* tools/cmd_history.c: ops' medians across runs */
+int xr_cmd_regress(int argc, char **argv);   /* tools/cmd_history.c: a run against a baseline */
 
 /* ------------------------------------------------------------------------------------------ */
 /* Options (tools/cli_common.c), the same for every subcommand.

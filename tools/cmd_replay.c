@@ -13,6 +13,7 @@
 
 #include "formats/bundle.h"
 #include "replay/categories.h"
+#include "replay/history.h"
 #include "replay/replay.h"
 #include "replay/report.h"
 #include "replay/report_html.h"
@@ -56,6 +57,8 @@ static const char usage[] =
     "                      chrome://tracing): per device and stream, each op's first call,\n"
     "                      warm-up and every timed sample, complete after every op\n"
     "  --timeline-events=N at most N timed events per op and device in it (100)\n"
+    "  --db=FILE           at the end, record the run in FILE, a SQLite history of runs that\n"
+    "                      `replay history` and `replay regress` read (made when absent)\n"
     "  --dump-outputs=DIR  write each op's outputs (first execution) as op<i>_<target>.npy\n"
     "  --op-filter=TEXT    only ops whose name contains TEXT\n"
     "  --op-limit=N        at most N ops\n"
@@ -125,7 +128,8 @@ typedef struct run_ctx {
   size_t device_count;
   char specs[XR_REPLAY_MAX_DEVICES][64];
   xr_report_t *reports[XR_REPLAY_MAX_DEVICES];
-  xr_report_t *pages[XR_REPLAY_MAX_DEVICES]; /* the same reports kept in memory, for --html */
+  xr_report_t *pages[XR_REPLAY_MAX_DEVICES]; /* the same reports in memory: --html, --db */
+  xr_history_t *history;                     /* --db */
   xr_status_t report_status;
   kept_t *kept; /* op index * device_count + device, for several devices */
   xr_category_total_t categories[XR_REPLAY_MAX_DEVICES][XR_CATEGORY_COUNT];
@@ -170,10 +174,10 @@ static bool on_started(void *context, const xr_replay_summary_t *run) {
     if (c->verbose)
       printf("   profiler ranges around each op: %s%s%s\n", dev->ranges ? "" : "none (",
              dev->ranges_source, dev->ranges ? "" : ")");
-    if (c->html_path && c->report_status == XR_OK) {
+    if ((c->html_path || c->history) && c->report_status == XR_OK) {
       c->report_status = xr_report_open(NULL, c->path, &c->bundle->meta, run, d, c->options,
                                         &c->pages[d]);
-      if (c->report_status != XR_OK) fprintf(stderr, "replay: --html: %s\n", xr_last_error());
+      if (c->report_status != XR_OK) fprintf(stderr, "replay: %s\n", xr_last_error());
     }
     if (!c->report_path || c->report_status != XR_OK) continue;
     char path[4200];
@@ -361,30 +365,50 @@ static void on_result(void *context, const xr_op_result_t *r, size_t position, s
   }
 }
 
-/* --html: the run's reports, kept in memory, drawn as `replay report` draws files. */
-static int write_page(run_ctx_t *c, const xr_replay_summary_t *s) {
-  xr_report_contents_t *contents[XR_REPLAY_MAX_DEVICES] = {0};
+/* The run's reports, kept in memory, as reports read back (for --html and --db). */
+static int close_pages(run_ctx_t *c, const xr_replay_summary_t *s,
+                       xr_report_contents_t **contents) {
   int rc = XR_EXIT_OK;
   for (size_t d = 0; d < c->device_count; d++) {
     char name[128];
     snprintf(name, sizeof name, "this run on %s", c->specs[d]);
     if (xr_report_close_contents(c->pages[d], s, name, &contents[d]) != XR_OK) {
-      fprintf(stderr, "replay: --html: %s\n", xr_last_error());
+      fprintf(stderr, "replay: %s\n", xr_last_error());
       rc = XR_EXIT_USAGE;
     }
     c->pages[d] = NULL;
   }
-  if (rc == XR_EXIT_OK && c->device_count) {
-    if (xr_report_html_write(c->html_path, (const xr_report_contents_t *const *)contents,
-                             c->device_count) == XR_OK) {
-      printf("wrote %s\n", c->html_path);
-    } else {
-      fprintf(stderr, "replay: --html: %s\n", xr_last_error());
-      rc = XR_EXIT_USAGE;
-    }
-  }
-  for (size_t d = 0; d < c->device_count; d++) xr_report_contents_free(contents[d]);
   return rc;
+}
+
+/* --html: the reports drawn as `replay report` draws files. */
+static int write_page(run_ctx_t *c, xr_report_contents_t *const *contents) {
+  if (xr_report_html_write(c->html_path, (const xr_report_contents_t *const *)contents,
+                           c->device_count) != XR_OK) {
+    fprintf(stderr, "replay: --html: %s\n", xr_last_error());
+    return XR_EXIT_USAGE;
+  }
+  printf("wrote %s\n", c->html_path);
+  return XR_EXIT_OK;
+}
+
+/* --db: the reports as runs of the history, one per device, in one transaction. */
+static int record_run(run_ctx_t *c, xr_report_contents_t *const *contents) {
+  char host[256] = "";
+  if (gethostname(host, sizeof host) != 0) host[0] = '\0';
+  host[sizeof host - 1] = '\0';
+  int64_t ids[XR_REPLAY_MAX_DEVICES];
+  if (xr_history_record(c->history, (const xr_report_contents_t *const *)contents,
+                        c->device_count, host, ids) != XR_OK) {
+    fprintf(stderr, "replay: %s; the run is not recorded\n", xr_last_error());
+    return XR_EXIT_USAGE;
+  }
+  if (c->device_count == 1)
+    printf("recorded run %lld in %s\n", (long long)ids[0], xr_history_path(c->history));
+  else
+    printf("recorded runs %lld to %lld in %s (one per HAL)\n", (long long)ids[0],
+           (long long)ids[c->device_count - 1], xr_history_path(c->history));
+  return XR_EXIT_OK;
 }
 
 /* Replayed vs recorded, for one device (the engine's statistics): the distribution of median /
@@ -544,7 +568,7 @@ int xr_cmd_replay(int argc, char **argv) {
   xr_replay_options_t o;
   xr_replay_options_default(&o);
   const char *path = NULL, *report_path = NULL, *html_path = NULL, *dump = NULL,
-             *model_config = NULL, *shard_spec = NULL;
+             *model_config = NULL, *shard_spec = NULL, *db_path = NULL;
   bool verbose = false;
   double collective_timeout_s = 300;
   xr_init_override_t inits[argc > 0 ? argc : 1];
@@ -556,6 +580,7 @@ int xr_cmd_replay(int argc, char **argv) {
       "--seed=",     "--cache=",          "--flush-bytes=",   "--rotate=",
       "--check",     "--calibrate",       "--peaks=",         "--reference",
       "--init=",     "--report=",         "--timeline=",      "--timeline-events=",
+      "--db=",
       "--html=",     "--dump-outputs=",   "--op-filter=",     "--op-limit=",
       "--shard=",    "--model-config=",   "--max-memory=",    "--stop-on-error",
       "--collective-timeout=",            "--world-size-from-trace",
@@ -633,6 +658,7 @@ int xr_cmd_replay(int argc, char **argv) {
     else if (xr_cli_is(&a, "--timeline-events")) {
       if ((ok = xr_cli_int_value(&a, 0, &n))) o.timeline_events = n > INT_MAX ? INT_MAX : (int)n;
     } else if (xr_cli_is(&a, "--html")) html_path = v;
+    else if (xr_cli_is(&a, "--db")) db_path = v;
     else if (xr_cli_is(&a, "--dump-outputs")) dump = v;
     else if (xr_cli_is(&a, "--op-filter")) o.op_filter = v;
     else if (xr_cli_is(&a, "--op-limit")) {
@@ -698,10 +724,20 @@ int xr_cmd_replay(int argc, char **argv) {
     return XR_EXIT_USAGE;
   }
   o.shard = shard;
+  /* A history that cannot take the run is said before the run, not after it. */
+  char ybuf[4096];
+  xr_history_t *history = NULL;
+  if (db_path &&
+      xr_history_open(xr_cli_path(db_path, ybuf, sizeof ybuf), true, &history) != XR_OK) {
+    xr_shard_destroy(shard);
+    xr_bundle_destroy(b);
+    return xr_cli_error("replay", "%s", xr_last_error());
+  }
   xr_hal_comm_t *comm = NULL;
   xr_replay_devices_t devices;
   int opened = open_devices(&o, collective_timeout_s, &devices, &comm);
   if (opened != XR_EXIT_OK) {
+    xr_history_close(history);
     xr_replay_devices_close(&devices);
     xr_shard_destroy(shard);
     xr_bundle_destroy(b);
@@ -711,6 +747,8 @@ int xr_cmd_replay(int argc, char **argv) {
     /* Rank 0 reports for all: the others' medians reach it through the engine. */
     report_path = html_path = NULL;
     o.timeline = NULL;
+    xr_history_close(history);
+    history = NULL;
     if (!freopen("/dev/null", "w", stdout)) return XR_EXIT_FAILED;
   }
   o.comm = comm;
@@ -724,6 +762,7 @@ int xr_cmd_replay(int argc, char **argv) {
                    .path = path,
                    .report_path = report_path,
                    .html_path = html_path,
+                   .history = history,
                    .options = &o,
                    .verbose = verbose,
                    .tty = isatty(2),
@@ -771,11 +810,16 @@ int xr_cmd_replay(int argc, char **argv) {
     if (dev->failed) rc = XR_EXIT_FAILED;
   }
   if (st == XR_OK && ctx.kept) print_side_by_side(&ctx);
-  if (st == XR_OK && html_path && ctx.report_status == XR_OK) {
-    int page = write_page(&ctx, &s);
-    if (page != XR_EXIT_OK) rc = page;
+  if (st == XR_OK && (html_path || history) && ctx.report_status == XR_OK && ctx.device_count) {
+    xr_report_contents_t *contents[XR_REPLAY_MAX_DEVICES] = {0};
+    int closed = close_pages(&ctx, &s, contents);
+    int page = closed == XR_EXIT_OK && html_path ? write_page(&ctx, contents) : closed;
+    int recorded = closed == XR_EXIT_OK && history ? record_run(&ctx, contents) : closed;
+    if (page != XR_EXIT_OK || recorded != XR_EXIT_OK) rc = XR_EXIT_USAGE;
+    for (size_t d = 0; d < ctx.device_count; d++) xr_report_contents_free(contents[d]);
   }
   for (size_t d = 0; d < ctx.device_count; d++) xr_report_close(ctx.pages[d], NULL);
+  xr_history_close(history);
   if (ctx.report_status != XR_OK) rc = XR_EXIT_USAGE;
   free(ctx.kept);
   xr_shard_destroy(shard);

@@ -28,6 +28,10 @@ static const char usage[] =
     "       replay slice BUNDLE --op=N[,M...]|--op-filter=TEXT -o OUT [--keep-data]  some ops as\n"
     "                                     a bundle to replay alone (`replay slice --help`)\n"
     "       replay extract TRACE.json[.gz] -o BUNDLE.msgpack|.json   bundle from a profiler trace\n"
+    "       replay history --db=FILE [--runs]  each op's medians across the runs `replay\n"
+    "                                     --db=FILE` recorded (`replay history --help`)\n"
+    "       replay regress --db=FILE --baseline=RUN [--run=RUN] [--tolerance=5%]  the ops of a\n"
+    "                                     run slower than the baseline's; exit 1 when any is\n"
     "       replay --version\n";
 
 int main(int argc, char **argv) {
@@ -52,7 +56,8 @@ int main(int argc, char **argv) {
                   {"validate", xr_cmd_validate}, {"plan", xr_cmd_plan},
                   {"devices", xr_cmd_devices}, {"compare", xr_cmd_compare},
                   {"report", xr_cmd_report},   {"merge", xr_cmd_merge},
-                  {"extract", xr_cmd_extract}, {"slice", xr_cmd_slice}};
+                  {"extract", xr_cmd_extract}, {"slice", xr_cmd_slice},
+                  {"history", xr_cmd_history}, {"regress", xr_cmd_regress}};
   const char *names[sizeof commands / sizeof commands[0] + 1] = {NULL};
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(cmd, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);

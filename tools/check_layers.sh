@@ -16,9 +16,9 @@ violation() {
 
 # 1. Bazel dependencies.
 query() { ./bazelw query --noshow_progress "$1" 2>/dev/null; }
-check_deps() { # target, allowed-label regex, what
+check_deps() { # target, allowed-label regex, what (rules only: a library's own files are its own)
   local bad
-  bad=$(query "deps($1)" | grep -E '^(//|@)' |
+  bad=$(query "kind(rule, deps($1))" | grep -E '^(//|@)' |
         grep -vE '^@(bazel_tools|local_config_[a-z_]+|rules_cc|rules_java)//' | grep -vE "$2")
   [[ -z "$bad" ]] || violation "$1 depends on $3: $(echo $bad)"
 }

@@ -62,10 +62,8 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   plan->flops = (double)p->out_numel * (double)p->red_numel; /* one compare per element */
   /* The input's distinct elements read once (an expanded, stride-0 dim is one element of
    * memory), an int64 index written per result. */
-  double distinct = 1;
-  for (int d = 0; d < t->rank; d++)
-    if (t->strides[d] != 0 || t->shape[d] == 0) distinct *= (double)t->shape[d];
-  plan->bytes = distinct * (double)xr_dtype_size(t->dtype) + 8.0 * (double)p->out_numel;
+  plan->bytes = xr_spec_distinct_numel(t) * (double)xr_dtype_size(t->dtype) +
+                8.0 * (double)p->out_numel;
   return XR_OK;
 }
 

@@ -196,7 +196,7 @@ static void set_costs(xr_op_plan_t *plan, const xr_attn_problem_t *a, double row
     int i = a->t[r];
     if (i < 0) continue;
     if (i < (int)plan->input_count) {
-      double n = (double)xr_spec_numel(plan->inputs[i]);
+      double n = xr_spec_distinct_numel(plan->inputs[i]); /* an expanded GQA head once */
       if (kv_tokens >= 0 && (r == XR_AT_K || r == XR_AT_V)) {
         double referenced = kv_tokens * (double)p[XR_AP_kv_heads] *
                             (double)(r == XR_AT_K ? p[XR_AP_head_dim] : p[XR_AP_head_dim_v]);

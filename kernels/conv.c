@@ -168,10 +168,12 @@ static void vector_operand(xr_conv_operand_t *o, int index, xr_dtype_t dtype, in
   o->strides[0] = stride;
 }
 
+/* An operand's distinct elements: an expanded (stride-0) dim once. */
 static double operand_bytes(const xr_conv_operand_t *o) {
   if (o->index < 0) return 0;
   double n = (double)xr_dtype_size(o->dtype);
-  for (int d = 0; d < 5; d++) n *= (double)o->shape[d];
+  for (int d = 0; d < 5; d++)
+    if (o->strides[d] != 0 || o->shape[d] == 0) n *= (double)o->shape[d];
   return n;
 }
 
@@ -416,9 +418,9 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   plan->bytes = 0;
   for (int i = 0; i < p->step_count; i++) {
     const xr_conv_step_t *step = &p->steps[i];
-    plan->flops += step->pass == XR_CONV_BIAS_GRAD
-                       ? operand_bytes(&step->y) / (double)xr_dtype_size(step->y.dtype)
-                       : 2.0 * xr_conv_macs(p);
+    double grad_elems = 1; /* one add per grad_output element, expanded or not */
+    for (int d = 0; d < 5; d++) grad_elems *= (double)step->y.shape[d];
+    plan->flops += step->pass == XR_CONV_BIAS_GRAD ? grad_elems : 2.0 * xr_conv_macs(p);
     plan->bytes += operand_bytes(&step->x) + operand_bytes(&step->w) + operand_bytes(&step->y) +
                    operand_bytes(&step->bias);
   }

@@ -133,6 +133,9 @@ bool xr_spec_channels_last(const xr_tensor_spec_t *t);
 void xr_desc_set_format(xr_tensor_desc_t *d, xr_dtype_t dtype, int32_t rank, const int64_t *shape,
                         bool channels_last, int64_t *out_strides);
 int64_t xr_spec_numel(const xr_tensor_spec_t *t); /* validated specs only: no overflow */
+/* The elements of memory a tensor's view reaches: an expanded (stride-0) dim counts once, so a
+ * broadcast operand is read at its own size. What the families' byte counts read. */
+double xr_spec_distinct_numel(const xr_tensor_spec_t *t);
 
 /* A tensor's host address on host-addressable devices (cpu): the storage start; element
  * (i0, i1, ...) is at index offset + sum(i_k * strides[k]). */

@@ -273,12 +273,16 @@ static xr_status_t analyze_scaled_mm(xr_op_plan_t *plan, xr_gemm_problem_t *p) {
   p->batch = 1;
   plan->flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
   /* Operand bytes as stored (half a byte per fp4 element); block scales as rows x kb bytes,
-   * whichever layout holds them. */
+   * whichever layout holds them; float scales (per tensor or per row) and scale_result as
+   * bound. */
   double kb = p->block ? (double)((p->K + p->block - 1) / p->block) : 0.0;
+  double scales = ((double)p->M + (double)p->N) * kb;
+  if (!p->block)
+    scales = 4.0 * (double)(xr_spec_numel(plan->inputs[sa]) + xr_spec_numel(plan->inputs[sb]));
+  if (p->scale_result >= 0) scales += 4.0;
   plan->bytes = (double)p->M * (double)p->K * (fp4 ? 0.5 : (double)xr_dtype_size(p->a_dtype)) +
                 (double)p->K * (double)p->N * (fp4 ? 0.5 : (double)xr_dtype_size(p->b_dtype)) +
-                ((double)p->M + (double)p->N) * kb +
-                (double)p->M * (double)p->N * (double)xr_dtype_size(p->out_dtype) +
+                scales + (double)p->M * (double)p->N * (double)xr_dtype_size(p->out_dtype) +
                 (bias >= 0 ? (double)p->N * (double)xr_dtype_size(p->c_dtype) : 0.0);
   return XR_OK;
 }
@@ -437,9 +441,12 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   for (int d = 0; d < p->batch_rank; d++) p->batch *= p->batch_shape[d];
   double elems_out = (double)p->batch * (double)p->M * (double)p->N;
   plan->flops = 2.0 * elems_out * (double)p->K;
-  size_t esize = xr_dtype_size(p->out_dtype);
-  plan->bytes = (double)esize * ((double)xr_spec_numel(ta) + (double)xr_spec_numel(tb) + elems_out +
-                                 (c >= 0 ? (double)xr_spec_numel(plan->inputs[c]) : 0.0));
+  /* Each operand's distinct elements (an expanded dim once; the operands share one dtype); the
+   * added tensor not at all when beta is 0, since then it is not read (torch ignores it). */
+  bool reads_c = c >= 0 && p->beta != 0.0;
+  plan->bytes = (double)xr_dtype_size(p->out_dtype) *
+                (xr_spec_distinct_numel(ta) + xr_spec_distinct_numel(tb) + elems_out +
+                 (reads_c ? xr_spec_distinct_numel(plan->inputs[c]) : 0.0));
   return XR_OK;
 }
 

@@ -178,6 +178,9 @@ typedef struct xr_init_context {
   const char *params;      /* the policy text given with --init for this op, or NULL */
   char *policy;            /* write a one-line description here */
   size_t policy_size;
+  /* The plan's counts (xr_op_plan_t flops, bytes), or NULL: an initializer that settles data
+   * they depend on (sequence lengths) restates them for the contents it leaves. */
+  double *flops, *bytes;
 } xr_init_context_t;
 
 typedef xr_status_t (*xr_initializer_fn)(xr_init_context_t *context);

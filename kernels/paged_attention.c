@@ -89,6 +89,54 @@ static xr_status_t bind_int(xr_op_plan_t *plan, int index, const char *name, int
   return XR_OK;
 }
 
+/* Work and traffic of one call whose sequences hold lens[i] keys and qlens[i] queries (NULL:
+ * one each); lens NULL: every sequence at max_seq_len, the estimate a plan makes before the
+ * initializer or the bundle's data settle them. FLOPs: 2 x 2 x head_size per (query, key)
+ * pair a causal mask allows, per head. Bytes: the cache the block tables reference, not the
+ * whole cache: each sequence's keys (at most what its row of block_tables holds), keys and
+ * values of every kv head, at most the tokens the cache holds (a block sequences share is one
+ * block of memory); the block-table entries those tokens use, seq_lens and the other small
+ * inputs bound; the queries read and the outputs written; v2 also writes, then reads back, its
+ * partitions' tmp_out, exp_sums and max_logits. */
+static void paged_costs(const xr_op_plan_t *plan, const int64_t *lens, const int64_t *qlens,
+                        double *out_flops, double *out_bytes) {
+  const xr_attn_problem_t *a = plan->problem;
+  const int64_t *p = a->p;
+  const xr_tensor_spec_t *kc = plan->inputs[a->t[XR_AT_K]], *tab = plan->inputs[a->t[XR_AT_TABLE]];
+  int64_t seqs = p[XR_AP_batch], heads = p[XR_AP_heads], head = p[XR_AP_head_dim];
+  int64_t block_size = p[XR_AP_page_size], cap = tab->shape[1] * block_size;
+  double rows = (double)a->total_q_rows * (double)heads, pairs = 0, tokens = 0, entries = 0;
+  double parts = 0;
+  for (int64_t i = 0; i < seqs; i++) {
+    int64_t len = lens ? lens[i] : p[XR_AP_max_k], q = qlens ? qlens[i] : 1;
+    if (len < 0) len = 0; /* a bundle's own data may hold anything */
+    if (q > len) q = len;
+    if (q < 0) q = 0;
+    /* Before the lengths are known, each query row is held against max_seq_len keys. */
+    pairs += lens ? (double)q * (double)(len - q) + (double)q * (double)(q + 1) / 2 : 0;
+    int64_t held = len < cap ? len : cap;
+    tokens += (double)held;
+    entries += (double)((held + block_size - 1) / block_size);
+    parts += (double)((len + 511) / 512);
+  }
+  if (!lens) pairs = (double)a->total_q_rows * (double)p[XR_AP_max_k];
+  *out_flops = 2.0 * pairs * (double)heads * (double)(2 * head);
+  if (tokens > (double)(kc->shape[0] * block_size)) tokens = (double)(kc->shape[0] * block_size);
+  double small = entries * (double)xr_dtype_size(tab->dtype);
+  const int others[] = {a->t[XR_AT_LENS], a->t[XR_AT_CU_Q], a->t[XR_AT_ALIBI],
+                        a->t[XR_AT_K_SCALE], a->t[XR_AT_V_SCALE]};
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+    if (others[i] >= 0)
+      small += (double)xr_spec_numel(plan->inputs[others[i]]) *
+               (double)xr_dtype_size(plan->inputs[others[i]]->dtype);
+  double qsize = (double)xr_dtype_size(a->q_dtype);
+  *out_bytes = 2.0 * tokens * (double)p[XR_AP_kv_heads] * (double)head *
+                   (double)xr_dtype_size(kc->dtype) +
+               small + 2.0 * rows * (double)head * qsize;
+  if (p[XR_AP_part_count] > 0) /* v2's partitions */
+    *out_bytes += 2.0 * (double)heads * parts * ((double)head * qsize + 4.0 + 4.0);
+}
+
 xr_status_t xr_attn_analyze_paged(xr_op_plan_t *plan) {
   const xr_op_t *op = plan->op;
   bool v2 = !strcmp(op->name, "_C::paged_attention_v2");
@@ -241,30 +289,7 @@ xr_status_t xr_attn_analyze_paged(xr_op_plan_t *plan) {
     p[XR_AP_to_off] = to->storage_offset, p[XR_AP_to_sb] = to->strides[0], p[XR_AP_to_sh] = to->strides[1];
     p[XR_AP_to_sp] = to->strides[2], p[XR_AP_to_sd] = to->strides[3];
   }
-  /* Work and traffic at max_seq_len (the initializer's default fills every sequence to it).
-   * Bytes: the cache the block tables reference, not the whole cache: each sequence's
-   * max_seq_len tokens (at most what its row of block_tables holds), keys and values of every
-   * kv head, at most the tokens the cache holds (a block sequences share is one block of
-   * memory); the block-table entries those tokens use, seq_lens and the other small inputs
-   * bound; the queries read and the outputs written; v2 also writes, then reads back, its
-   * partitions' tmp_out, exp_sums and max_logits. */
-  double seqs = (double)p[XR_AP_batch], rows = (double)a->total_q_rows * (double)heads;
-  plan->flops = 2.0 * rows * (double)max_seq_len * (double)(2 * head);
-  int64_t per_seq = (max_seq_len + block_size - 1) / block_size, seq_tokens = max_seq_len;
-  if (per_seq > tab->shape[1]) per_seq = tab->shape[1], seq_tokens = per_seq * block_size;
-  double tokens = seqs * (double)seq_tokens;
-  if (tokens > (double)(kc->shape[0] * block_size)) tokens = (double)(kc->shape[0] * block_size);
-  double small = seqs * (double)per_seq * (double)xr_dtype_size(tab->dtype);
-  const int others[] = {ilens, iqsl, ialibi, a->t[XR_AT_K_SCALE], a->t[XR_AT_V_SCALE]};
-  for (size_t i = 0; i < sizeof others / sizeof *others; i++)
-    if (others[i] >= 0)
-      small += (double)xr_spec_numel(plan->inputs[others[i]]) * (double)xr_dtype_size(plan->inputs[others[i]]->dtype);
-  plan->bytes = 2.0 * tokens * (double)num_kv_heads * (double)head * (double)xr_dtype_size(kc->dtype) + small +
-                2.0 * rows * (double)head * (double)xr_dtype_size(q->dtype);
-  if (v2) {
-    double parts = (double)((max_seq_len + 511) / 512);
-    plan->bytes += 2.0 * seqs * (double)heads * parts * ((double)head * (double)xr_dtype_size(q->dtype) + 4.0 + 4.0);
-  }
+  paged_costs(plan, NULL, NULL, &plan->flops, &plan->bytes);
   return XR_OK;
 }
 
@@ -539,6 +564,17 @@ static xr_status_t init_paged_attention(xr_init_context_t *c) {
     free(perm);
     xr_init_describe(c, reused ? "block_tables random blocks (cache too small: blocks shared)"
                              : "block_tables distinct random blocks");
+  }
+  if (c->flops && c->bytes) { /* the counts for the lengths now settled, not max_seq_len's */
+    int64_t *lens = malloc(sizeof(int64_t) * 2 * (size_t)(num_seqs ? num_seqs : 1));
+    if (!lens) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+    int64_t *qlens = lens + num_seqs;
+    for (int64_t i = 0; i < num_seqs; i++) {
+      lens[i] = xr_init_load(c, sl, i);
+      qlens[i] = qsl >= 0 ? xr_init_load(c, qsl, i + 1) - xr_init_load(c, qsl, i) : 1;
+    }
+    paged_costs(c->plan, lens, qlens, c->flops, c->bytes);
+    free(lens);
   }
   /* Live (block, slot) cells: key_cache [blocks, heads, d/x, slot, x], value_cache [blocks,
    * heads, d, slot]. */

@@ -698,10 +698,7 @@ xr_reduce_norm_kind_t xr_reduce_norm_kind(double p) {
  * element; FLOPs per element as the comments say. */
 static void costs(xr_op_plan_t *plan, const xr_reduce_problem_t *p) {
   const xr_tensor_spec_t *t = plan->inputs[p->self];
-  double distinct = 1;
-  for (int d = 0; d < t->rank; d++)
-    if (t->strides[d] != 0 || t->shape[d] == 0) distinct *= (double)t->shape[d];
-  double bytes = distinct * (double)xr_dtype_size(t->dtype);
+  double bytes = xr_spec_distinct_numel(t) * (double)xr_dtype_size(t->dtype);
   double rows = (double)p->outer_numel, n = (double)p->red_numel, elems = rows * n;
   double per_row = xr_reduce_along(p->op) ? (p->op == XR_REDUCE_SORT ? (double)p->k : n) : 1;
   for (int s = 0; s < XR_REDUCE_OUTPUTS; s++)

@@ -441,6 +441,13 @@ int64_t xr_spec_numel(const xr_tensor_spec_t *t) {
   return n;
 }
 
+double xr_spec_distinct_numel(const xr_tensor_spec_t *t) {
+  double n = 1;
+  for (int32_t i = 0; i < t->rank; i++)
+    if (t->strides[i] != 0 || t->shape[i] == 0) n *= (double)t->shape[i];
+  return n;
+}
+
 xr_status_t xr_tensor_host(const xr_tensor_t *t, void **out_base) {
   return xr_hal_buffer_host_pointer(t->buffer, out_base);
 }

@@ -159,7 +159,6 @@ static void work_free(op_work_t *w) {
   xr_planned_op_free(&w->p);
 }
 
-/* The --init "op:policy;op2:policy" entry for this exact op name, or NULL. */
 /* The op's --init policy: the last one given for its name, or NULL. */
 static const char *init_params(const xr_replay_options_t *o, const char *name) {
   const char *params = NULL;
@@ -205,6 +204,8 @@ static xr_status_t init_inputs(const engine_t *e, op_work_t *w) {
       .params = init_params(e->o, plan->op->name),
       .policy = w->policy,
       .policy_size = sizeof w->policy,
+      .flops = &w->p.plan.flops,
+      .bytes = &w->p.plan.bytes,
   };
   xr_status_t st = fn(&ctx);
   return st == XR_OK ? XR_OK : xr_error_prefix(st, "initializer for %s: ", plan->op->name);
@@ -877,6 +878,8 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
     return;
   }
   snprintf(r->init_policy, sizeof r->init_policy, "%s", w->policy);
+  r->flops = plan->flops; /* as the initializer left them (sequence lengths settled) */
+  r->bytes = plan->bytes;
   r->outcome = XR_OP_SUCCEEDED;
   r->output_count = w->p.out_count;
   for (size_t k = 0; k < w->p.out_count; k++) {

@@ -47,6 +47,35 @@ Test(work_counts, gemm) {
                 2.0 * (16 * 2048 + 2048 * 2048 + 16 * 2048) /* A + B read, C written */);
 }
 
+/* gemm with views: bmm of a [4, 32, 64] bf16 batch that expands one matrix (stride 0 over the
+ * batch) by a [4, 64, 16] batch, and addmm with beta = 0. The expanded matrix is one matrix of
+ * memory, read once; with beta = 0 torch does not read C at all. */
+Test(work_counts, gemm_expanded_operand_and_unread_addend) {
+  expect_counts(OP("aten::bmm", A("self", "Tensor", TS(BF16, "[4, 32, 64]", "[0, 64, 1]")) ", "
+                                    A("mat2", "Tensor", T(BF16, "[4, 64, 16]")), ""),
+                2.0 * 4 * 32 * 16 * 64 /* 2 x batch x MNK */,
+                2.0 * (32 * 64 /* one matrix of A */ + 4 * 64 * 16 /* B */ + 4 * 32 * 16 /* C */));
+  expect_counts(OP("aten::addmm", A("self", "Tensor", T(F32, "[16, 32]")) ", "
+                                      A("mat1", "Tensor", T(F32, "[16, 8]")) ", "
+                                      A("mat2", "Tensor", T(F32, "[8, 32]")) ", "
+                                      A("beta", "Scalar", "0") ", " A("alpha", "Scalar", "1"), ""),
+                2.0 * 16 * 32 * 8, 4.0 * (16 * 8 + 8 * 32 + 16 * 32) /* A, B, result; no C */);
+}
+
+/* _scaled_mm with row-wise fp32 scales: fp8 e4m3 A [16, 64] and B [64, 32] (column-major),
+ * scale_a [16, 1], scale_b [1, 32], a bf16 result. The scales are read as the operands are. */
+Test(work_counts, scaled_mm_counts_its_float_scales) {
+  expect_counts(OP("aten::_scaled_mm",
+                   A("self", "Tensor", T("c10::Float8_e4m3fn", "[16, 64]")) ", "
+                   A("mat2", "Tensor", TS("c10::Float8_e4m3fn", "[64, 32]", "[1, 64]")) ", "
+                   A("scale_a", "Tensor", T(F32, "[16, 1]")) ", " A("scale_b", "Tensor", T(F32, "[1, 32]")) ", "
+                   A("bias", "Tensor?", "null") ", " A("scale_result", "Tensor?", "null") ", "
+                   A("out_dtype", "ScalarType?", "15"), ""),
+                2.0 * 16 * 32 * 64,
+                1.0 * (16 * 64 + 64 * 32) /* fp8 operands */ + 4.0 * (16 + 32) /* scales */ +
+                    2.0 * 16 * 32 /* bf16 result */);
+}
+
 /* elementwise: x[64, 1024] + bias[1024] in fp32. One add per output element; the broadcast bias
  * is read once (its own 1024 elements), not once per row. */
 Test(work_counts, elementwise_broadcast_operand_counts_once) {
@@ -165,6 +194,21 @@ Test(work_counts, attention) {
                    A("dropout_p", "float", "0.0") ", " A("is_causal", "bool", "true"), ""),
                 2.0 * 2 * (2 * 8 * (128 * 129 / 2)) * 64 /* 2 x 2 x pairs x head_dim */,
                 2.0 * 4 * (2 * 8 * 128 * 64) /* q, k, v, out */);
+}
+
+/* attention over an expanded kv head: SDPA of [1, 8, 32, 64] fp16 queries over keys and values
+ * that are one head expanded to 8 (stride 0 over heads, as `k.expand(1, 8, 32, 64)` gives).
+ * Not causal: 32 x 32 pairs per head. K and V are one head of memory each. */
+Test(work_counts, attention_reads_an_expanded_head_once) {
+  expect_counts(OP("aten::scaled_dot_product_attention",
+                   A("query", "Tensor", T(F16, "[1, 8, 32, 64]")) ", "
+                   A("key", "Tensor", TS(F16, "[1, 8, 32, 64]", "[2048, 0, 64, 1]")) ", "
+                   A("value", "Tensor", TS(F16, "[1, 8, 32, 64]", "[2048, 0, 64, 1]")) ", "
+                   A("attn_mask", "Tensor?", "null") ", " A("dropout_p", "float", "0.0") ", "
+                   A("is_causal", "bool", "false"), ""),
+                2.0 * 2 * (8 * 32 * 32) * 64 /* 2 x 2 x pairs x head_dim */,
+                2.0 * (8 * 32 * 64 /* q */ + 2 * 32 * 64 /* k, v: one head each */ +
+                       8 * 32 * 64 /* out */));
 }
 
 /* paged_attention: vLLM's v1 decode of 2 sequences (8 query heads, 2 kv heads of 128, fp16) at

@@ -548,6 +548,48 @@ Test(engine, paged_attention_query_layout_follows_trace_hints) {
   xr_bundle_destroy(b);
 }
 
+/* A plan counts paged attention's work with every sequence at max_seq_len; once the initializer
+ * has settled the lengths (here the list policy: 10 and 40 tokens of at most 64), the op's
+ * result counts the keys those sequences hold. Hand-worked for 2 heads of 64, fp32, 16-token
+ * blocks: 10 + 40 (query, key) pairs per head, 2 x 2 x 64 flops each; keys and values of 50
+ * tokens, 4 block-table entries (1 + 3 blocks), seq_lens, the queries and outputs. */
+Test(engine, paged_attention_counts_the_lengths_the_initializer_settles) {
+  xr_bundle_t *b = bundle(
+      "{\"name\": \"_C::paged_attention_v1\", \"args\": ["
+      T("out", "Tensor(a!)", "[2, 2, 64]", ", \"init\": null") ","
+      T("query", "Tensor", "[2, 2, 64]", "") ","
+      T("key_cache", "Tensor", "[16, 2, 16, 16, 4]", "") ","
+      T("value_cache", "Tensor", "[16, 2, 64, 16]", "") ","
+      I("num_kv_heads", 2) ", {\"name\": \"scale\", \"type\": \"float\", \"value\": 0.125},"
+      "{\"name\": \"block_tables\", \"type\": \"Tensor\", \"value\": {\"shape\": [2, 4], \"dtype\": \"int\"}},"
+      "{\"name\": \"seq_lens\", \"type\": \"Tensor\", \"value\": {\"shape\": [2], \"dtype\": \"int\"}},"
+      I("block_size", 16) "," I("max_seq_len", 64) ","
+      "{\"name\": \"alibi_slopes\", \"type\": \"Tensor?\", \"value\": null},"
+      "{\"name\": \"kv_cache_dtype\", \"type\": \"str\", \"value\": \"auto\"},"
+      T("k_scale", "Tensor", "[1]", ", \"init\": \"ones\"") ","
+      T("v_scale", "Tensor", "[1]", ", \"init\": \"ones\"") "]}");
+  xr_op_plan_t plan;
+  cr_assert_eq(xr_kernel_plan(&b->ops[0], &plan), XR_OK, "%s", xr_last_error());
+  cr_assert_float_eq(plan.flops, 2.0 * 2 * (2 * 64) * 2 * 64, 1e-9, "the plan: both at 64");
+  xr_kernel_plan_free(&plan);
+  xr_replay_options_t o = quick();
+  o.check = true;
+  const xr_init_override_t lens[] = {{"_C::paged_attention_v1", "10,40"}};
+  o.init_overrides = lens;
+  o.init_override_count = 1;
+  seen_t s = {0};
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(s.r[0].outcome, XR_OP_SUCCEEDED, "%s", s.r[0].message);
+  cr_assert(strstr(s.r[0].init_policy, "seq_lens 10,40"), "%s", s.r[0].init_policy);
+  cr_assert_float_eq(s.r[0].flops, 2.0 * 2 * (10 + 40) * 2 * 64, 1e-9, "%g", s.r[0].flops);
+  cr_assert_float_eq(s.r[0].bytes,
+                     2.0 * 50 * 2 * 64 * 4 /* K, V */ + 4.0 * 4 /* table entries */ +
+                         4.0 * 2 /* seq_lens */ + 2.0 * (2 * 2) * 64 * 4 /* queries, outputs */,
+                     1e-9, "%g", s.r[0].bytes);
+  xr_bundle_destroy(b);
+}
+
 /* The default normal inputs, recomputed here from their definition (docs/replay.md): splitmix64
  * seeded per (seed, op, tensor), one draw per element, its four 16-bit quarters summed as
  * uniforms, centred and scaled. Large tensors are filled in ranges on several threads; every

@@ -602,11 +602,30 @@ static const xr_kernel_impl_t *const gemm_impls[] = {
     &xr_gemm_gpu_impl, &ref_gemm, NULL,
 };
 
+/* --check on a slice (xr_kernel_result_rows): a product without batch dims whose A is a matrix
+ * splits by A's rows; the added C and an out= tensor go with them when they hold M rows, a
+ * broadcast bias is read whole. Scaled products (row-wise scales) stay whole. */
+static int64_t result_rows(const xr_op_plan_t *plan, bool *row_inputs) {
+  const xr_gemm_problem_t *p = plan->problem;
+  if (p->batch_rank > 0 || p->scale_a.index >= 0 || plan->inputs[p->a.index]->rank != 2) return 0;
+  row_inputs[p->a.index] = true;
+  if (p->c.index >= 0) {
+    const xr_tensor_spec_t *c = plan->inputs[p->c.index];
+    bool rows = c->rank == 2 && c->shape[0] == p->M && p->M > 1 && c->strides[0] != 0;
+    bool broadcast = c->rank < 2 || c->shape[0] == 1 || c->strides[0] == 0;
+    if (!rows && !broadcast) return 0;
+    row_inputs[p->c.index] = rows;
+  }
+  if (p->out.index < (int)plan->input_count) row_inputs[p->out.index] = true;
+  return p->M;
+}
+
 const xr_op_family_t xr_family_gemm = {
     .name = "gemm",
     .op_names = gemm_ops,
     .analyze = analyze,
     .free_problem = free,
+    .result_rows = result_rows,
     .impls = gemm_impls,
 };
 

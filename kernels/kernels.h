@@ -161,6 +161,16 @@ int xr_kernel_collective_ranks(const xr_op_plan_t *plan);
 /* Every op name some family handles, NULL-terminated; for `replay ops`-style listings. */
 size_t xr_kernel_op_names(const char **out_names, size_t capacity);
 
+/* --check of an op whose reference does not fit whole: the rows its results split into (dim 0
+ * of every result, and of each input it marks in row_inputs, plan->input_count entries), such
+ * that result row i reads row i of those inputs and every other input whole; 0 when its family
+ * cannot split this op so. */
+int64_t xr_kernel_result_rows(const xr_op_plan_t *plan, bool *row_inputs);
+/* A copy of plan->op, allocated in `arena`, whose row inputs hold their first `rows` rows only:
+ * the same strides and storage offset, so each reads a prefix of the whole one's storage. */
+xr_status_t xr_kernel_op_rows(const xr_op_plan_t *plan, const bool *row_inputs, int64_t rows,
+                              xr_arena_t *arena, xr_op_t **out_op);
+
 /* ------------------------------------------------------------------------------------------ */
 /* custom initializers                                                                         */
 
@@ -226,6 +236,8 @@ struct xr_op_family {
    * the tensor kwargs the op needs but the trace does not record, or leaves it NULL when the op
    * already has them all. Errors name the argument, like analyze. */
   xr_status_t (*complete)(const xr_op_t *op, xr_arena_t *scratch, xr_op_t **out_op);
+  /* Optional: xr_kernel_result_rows for this family's ops (NULL: none splits). */
+  int64_t (*result_rows)(const xr_op_plan_t *plan, bool *row_inputs);
   const xr_kernel_impl_t *const *impls; /* NULL-terminated, most preferred first */
   /* Optional: the initializers of ops whose inputs are data (NULL-terminated by op_name). */
   const struct xr_op_initializer {

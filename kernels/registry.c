@@ -464,6 +464,61 @@ xr_status_t xr_host_call_create(const xr_op_plan_t *plan, const xr_tensor_t *ten
   return XR_OK;
 }
 
+int64_t xr_kernel_result_rows(const xr_op_plan_t *plan, bool *row_inputs) {
+  for (size_t i = 0; i < plan->input_count; i++) row_inputs[i] = false;
+  return plan->family && plan->family->result_rows ? plan->family->result_rows(plan, row_inputs)
+                                                   : 0;
+}
+
+/* A copy of `v` with the tensor `from` (wherever it sits, in a list too) replaced by `to`. */
+static xr_status_t copy_value(xr_arena_t *arena, const xr_value_t *v, const xr_tensor_spec_t *from,
+                              xr_tensor_spec_t *to, xr_value_t *out) {
+  *out = *v;
+  if (v->kind == XR_VALUE_TENSOR && v->as.tensor == from) out->as.tensor = to;
+  if (v->kind != XR_VALUE_LIST) return XR_OK;
+  out->as.list.items = xr_arena_alloc(arena, sizeof *v->as.list.items * (v->as.list.count + 1));
+  if (!out->as.list.items) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  for (size_t k = 0; k < v->as.list.count; k++) {
+    xr_status_t st = copy_value(arena, &v->as.list.items[k], from, to, &out->as.list.items[k]);
+    if (st != XR_OK) return st;
+  }
+  return XR_OK;
+}
+
+xr_status_t xr_kernel_op_rows(const xr_op_plan_t *plan, const bool *row_inputs, int64_t rows,
+                              xr_arena_t *arena, xr_op_t **out_op) {
+  xr_op_t *op = xr_arena_alloc(arena, sizeof *op);
+  if (!op) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  *op = *plan->op;
+  xr_status_t st = xr_op_alloc_args(arena, op, plan->op->arg_count, plan->op->kwarg_count);
+  size_t n = op->arg_count + op->kwarg_count;
+  for (size_t k = 0; st == XR_OK && k < n; k++) {
+    const xr_arg_t *a = k < op->arg_count ? &plan->op->args[k] : &plan->op->kwargs[k - op->arg_count];
+    xr_arg_t *b = k < op->arg_count ? &op->args[k] : &op->kwargs[k - op->arg_count];
+    *b = *a;
+  }
+  for (size_t i = 0; st == XR_OK && i < plan->input_count; i++) {
+    if (!row_inputs[i]) continue;
+    const xr_tensor_spec_t *whole = plan->inputs[i];
+    xr_tensor_spec_t *cut = xr_arena_alloc(arena, sizeof *cut);
+    int64_t *dims = xr_arena_alloc(arena, sizeof(int64_t) * 2 * (size_t)(whole->rank + 1));
+    if (!cut || !dims) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+    *cut = *whole;
+    cut->shape = dims, cut->strides = dims + whole->rank;
+    memcpy(cut->shape, whole->shape, sizeof(int64_t) * (size_t)whole->rank);
+    memcpy(cut->strides, whole->strides, sizeof(int64_t) * (size_t)whole->rank);
+    if (whole->rank > 0 && rows < whole->shape[0]) cut->shape[0] = rows;
+    for (size_t k = 0; st == XR_OK && k < n; k++) {
+      xr_arg_t *b = k < op->arg_count ? &op->args[k] : &op->kwargs[k - op->arg_count];
+      xr_value_t copy;
+      st = copy_value(arena, &b->value, whole, cut, &copy);
+      b->value = copy;
+    }
+  }
+  *out_op = op;
+  return st;
+}
+
 xr_initializer_fn xr_kernel_initializer(const xr_op_plan_t *plan) {
   const struct xr_op_initializer *i = plan->family ? plan->family->initializers : NULL;
   for (; i && i->op_name; i++)

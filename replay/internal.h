@@ -78,6 +78,10 @@ typedef struct xr_planned_op {
   /* --check: the reference's tensors and outputs against the host memory the op leaves; not OK
    * (its sentence saying what it needs) means the op runs unchecked. Set by xr_decide. */
   xr_once_t check_fits;
+  /* --check of an op whose reference does not fit whole but whose family splits it into rows
+   * (xr_kernel_result_rows): the first check_rows of its result_rows rows are checked; 0: the
+   * whole op (or none, per check_fits). */
+  int64_t check_rows, result_rows;
   size_t count;                /* inputs + returns */
   xr_tensor_t *layout;         /* per tensor: dtype, shape, strides, offset (no buffer) */
   size_t *bytes;               /* per tensor: storage bytes */
@@ -88,6 +92,8 @@ typedef struct xr_planned_op {
 uint64_t xr_planned_op_bytes(const xr_planned_op_t *p);
 
 void xr_planned_op_init(const xr_bundle_t *bundle, size_t index, xr_planned_op_t *out);
+/* The same for an op outside the bundle (one cut to rows for --check), which must outlive p. */
+void xr_planned_op_init_op(const xr_op_t *op, size_t index, xr_planned_op_t *p);
 void xr_planned_op_free(xr_planned_op_t *p);
 
 /* What the decisions of one run share. */

@@ -98,9 +98,13 @@ static xr_status_t lay_out(xr_planned_op_t *p) {
 }
 
 void xr_planned_op_init(const xr_bundle_t *bundle, size_t index, xr_planned_op_t *p) {
+  xr_planned_op_init_op(&bundle->ops[index], index, p);
+}
+
+void xr_planned_op_init_op(const xr_op_t *op, size_t index, xr_planned_op_t *p) {
   memset(p, 0, sizeof *p);
   p->index = index;
-  if (xr_once_keep(&p->planned, xr_kernel_plan(&bundle->ops[index], &p->plan)) != XR_OK) return;
+  if (xr_once_keep(&p->planned, xr_kernel_plan(op, &p->plan)) != XR_OK) return;
   for (size_t r = 0; r < p->plan.return_count && p->out_count < XR_MAX_CHECKED_OUTPUTS; r++)
     p->out[p->out_count++] = p->plan.input_count + r;
   for (size_t i = 0; i < p->plan.input_count && p->out_count < XR_MAX_CHECKED_OUTPUTS; i++)
@@ -174,15 +178,61 @@ static uint64_t reference_need(const xr_planned_op_t *p) {
   return need;
 }
 
-/* Whether the reference fits beside the op: an op whose reference does not is still timed,
- * unchecked, rather than the whole run meeting the OOM killer. */
-static xr_status_t reference_fits(const xr_decide_context_t *c, const xr_planned_op_t *p,
+/* Storage bytes of tensor t cut to its first `rows` rows (dim 0), same strides and offset. */
+static uint64_t rows_bytes(const xr_tensor_t *t, uint64_t whole, int64_t rows) {
+  if (t->rank == 0 || rows >= t->shape[0]) return whole;
+  if (rows <= 0) return 0;
+  uint64_t end = (uint64_t)t->offset + 1 + (uint64_t)(rows - 1) * (uint64_t)t->strides[0];
+  for (int d = 1; d < t->rank; d++) {
+    if (t->shape[d] == 0) return 0;
+    end += (uint64_t)(t->shape[d] - 1) * (uint64_t)t->strides[d];
+  }
+  uint64_t bytes = end * xr_dtype_size(t->dtype);
+  return bytes < whole ? bytes : whole;
+}
+
+/* The reference of the op cut to its first `rows` result rows: what reference_need counts, with
+ * the row inputs, the results and the outputs read back cut. */
+static uint64_t rows_reference_need(const xr_planned_op_t *p, const bool *row_inputs,
+                                    int64_t rows) {
+  uint64_t need = 0;
+  for (size_t i = 0; i < p->count; i++) {
+    bool cut = i >= p->plan.input_count || row_inputs[i];
+    need = add_bytes(need, cut ? rows_bytes(&p->layout[i], p->bytes[i], rows) : p->bytes[i]);
+  }
+  for (size_t k = 0; k < p->out_count; k++) {
+    size_t i = p->out[k];
+    bool cut = i >= p->plan.input_count || row_inputs[i];
+    need = add_bytes(need, cut ? rows_bytes(&p->layout[i], p->bytes[i], rows) : p->bytes[i]);
+  }
+  return need;
+}
+
+/* The most result rows whose reference fits in `room` (bytes), halving from all of them: 0
+ * when the family cannot split the op or not even one row fits. */
+static int64_t rows_that_fit(xr_planned_op_t *p, uint64_t room) {
+  size_t n = p->plan.input_count ? p->plan.input_count : 1;
+  bool *row_inputs = calloc(n, sizeof *row_inputs);
+  if (!row_inputs) return 0;
+  int64_t total = xr_kernel_result_rows(&p->plan, row_inputs), rows = total / 2;
+  while (rows > 0 && rows_reference_need(p, row_inputs, rows) > room) rows /= 2;
+  free(row_inputs);
+  p->result_rows = rows > 0 ? total : 0;
+  return rows;
+}
+
+/* Whether the reference fits beside the op: an op whose reference does not is checked on its
+ * first rows where its family splits it so (p->check_rows), else still timed, unchecked,
+ * rather than the whole run meeting the OOM killer. */
+static xr_status_t reference_fits(const xr_decide_context_t *c, xr_planned_op_t *p,
                                   uint64_t op_need) {
   uint64_t available = xr_host_memory_available(), cap = c->options->max_memory_bytes;
   bool capped = cap && (!available || cap < available);
   if (capped) available = cap;
   uint64_t need = reference_need(p);
   if (!available || add_bytes(op_need, need) <= available) return XR_OK;
+  if (op_need < available && (p->check_rows = rows_that_fit(p, available - op_need)) > 0)
+    return XR_OK;
   char n[32], o[32], a[32];
   return xr_error(XR_RESOURCE_EXHAUSTED,
                   "not checked: the reference needs %s of host memory beside the op's %s, %s %s",
@@ -347,6 +397,10 @@ xr_status_t xr_replay_plan(const xr_bundle_t *bundle, const xr_replay_options_t 
       if (impl) snprintf(e->kernel, sizeof e->kernel, "%s", xr_kernel_impl_name(impl));
       if (e->outcome == XR_OP_SUCCEEDED && o->check && p.check_fits.status != XR_OK)
         snprintf(e->message, sizeof e->message, "%s", p.check_fits.message);
+      else if (e->outcome == XR_OP_SUCCEEDED && o->check && p.check_rows > 0)
+        snprintf(e->message, sizeof e->message,
+                 "checked on its first %lld of %lld rows: the whole reference does not fit "
+                 "beside the op", (long long)p.check_rows, (long long)p.result_rows);
       if (e->outcome == XR_OP_SUCCEEDED) {
         info->runnable++;
         info->trace_covered_us += xr_op_trace_total_us(op);

@@ -294,6 +294,9 @@ typedef struct xr_op_result {
    * process's resident high-water mark above what was resident before; -1 where Linux cannot
    * reset the mark), once per op; check_note says why an op was not checked ("" otherwise). */
   double reference_ms, reference_peak_bytes;
+  /* Where the whole reference would not fit beside the op, the first check_rows of the
+   * result's result_rows rows (dim 0) were checked; 0 and 0 when all were. */
+  int64_t check_rows, result_rows;
   char check_note[256];
   bool check_passed;
   bool compared;                  /* compared with the first device's outputs (devices 1..) */

@@ -157,6 +157,10 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     cJSON *ref = cJSON_AddObjectToObject(o, "reference");
     add_number(ref, "ms", r->reference_ms);
     if (r->reference_peak_bytes >= 0) add_number(ref, "peak_bytes", r->reference_peak_bytes);
+    if (r->check_rows > 0) {
+      add_number(ref, "rows", (double)r->check_rows);
+      add_number(ref, "result_rows", (double)r->result_rows);
+    }
   }
   if (r->check_note[0]) cJSON_AddStringToObject(o, "check_note", r->check_note);
   return o;
@@ -184,7 +188,8 @@ static const char *const csv_columns[] = {
     "cold.median_us", "cold.iqr_us", "cold.noise_percent", "peak_basis", "above_ceiling", "bound",
     "collective.ranks", "collective.group_ranks", "collective.rank_median_us",
     "collective.algbw_gbps", "collective.busbw_gbps", "flops", "bytes", "replay_over_trace",
-    "vs_first_device", "check", "reference.ms", "reference.peak_bytes", "check_note",
+    "vs_first_device", "check", "reference.ms", "reference.peak_bytes", "reference.rows",
+    "reference.result_rows", "check_note",
 };
 
 #define CSV_COLUMNS (sizeof csv_columns / sizeof csv_columns[0])

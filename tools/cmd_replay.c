@@ -244,6 +244,9 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
     else if (r->ranks > 1)
       printf("  %d ranks, busbw %.2f GB/s", r->ranks, r->busbw_gbps);
     if (r->checked) printf("  check ok (nmse %.2g)", r->output_count ? r->outputs[0].nmse : 0.0);
+    if (r->checked && r->check_rows > 0)
+      printf(" on the first %lld of %lld rows", (long long)r->check_rows,
+             (long long)r->result_rows);
     if (r->check_note[0]) printf("  %s", r->check_note);
     print_timing_flags(c, r);
   } else {

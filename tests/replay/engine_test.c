@@ -548,6 +548,36 @@ Test(engine, paged_attention_query_layout_follows_trace_hints) {
   xr_bundle_destroy(b);
 }
 
+/* A product whose reference does not fit whole is checked on the first rows of A that do. The
+ * op needs 352 KiB of host memory (A [256, 64], B [64, 64] and the result, fp32, then the cpu
+ * device's copy and the result read back), its whole reference 208 KiB more; 100,000 bytes
+ * are left for it. Cut to R rows it needs B (16 KiB) and R rows of A and of the result (256
+ * bytes a row each) with the result read back: 16384 + 768 R bytes, so R = 64 (128 would
+ * need 114,688). */
+Test(engine, a_reference_too_large_is_checked_on_the_rows_that_fit) {
+  xr_bundle_t *b = bundle(MM(256, 64, 64));
+  xr_replay_options_t o = quick();
+  o.check = true;
+  o.max_memory_bytes = 360448 + 100000;
+  seen_t s = {0};
+  xr_replay_observer_t observer = {.result = observe, .context = &s};
+  xr_replay_summary_t sum;
+  cr_assert_eq(xr_replay_run(b, &o, &observer, &sum), XR_OK, "%s", xr_last_error());
+  const xr_op_result_t *r = &s.r[0];
+  cr_assert_eq(r->outcome, XR_OP_SUCCEEDED, "%s", r->message);
+  cr_assert(r->checked && r->check_passed, "%s", r->check_note);
+  cr_assert_eq(r->check_rows, 64);
+  cr_assert_eq(r->result_rows, 256);
+  cr_assert_eq(r->check_note[0], '\0');
+  cr_assert_eq(sum.devices[0].unchecked, 0);
+  xr_replay_plan_t *plan;
+  cr_assert_eq(xr_replay_plan(b, &o, &plan), XR_OK, "%s", xr_last_error());
+  cr_assert(strstr(plan->entries[0].message, "checked on its first 64 of 256 rows"), "%s",
+            plan->entries[0].message);
+  xr_replay_plan_free(plan);
+  xr_bundle_destroy(b);
+}
+
 /* A plan counts paged attention's work with every sequence at max_seq_len; once the initializer
  * has settled the lengths (here the list policy: 10 and 40 tokens of at most 64), the op's
  * result counts the keys those sequences hold. Hand-worked for 2 heads of 64, fp32, 16-token
@@ -983,7 +1013,11 @@ Test(engine, noise_above_the_unstable_threshold_is_unstable) {
 /* --check within bounds: an op whose reference would not fit beside it is timed unchecked,
  * saying what the reference needs; a checked op reports what its reference cost. */
 Test(engine, a_reference_that_does_not_fit_leaves_the_op_timed_and_unchecked) {
-  xr_bundle_t *b = bundle(MM(64, 64, 64));
+  /* bmm: a batched product, which its family does not cut into rows. */
+  xr_bundle_t *b = bundle(
+      "{\"name\": \"aten::bmm\", \"args\": [{\"name\": \"self\", \"type\": \"Tensor\", "
+      "\"value\": {\"shape\": [1, 64, 64], \"dtype\": \"float\"}}, {\"name\": \"mat2\", "
+      "\"type\": \"Tensor\", \"value\": {\"shape\": [1, 64, 64], \"dtype\": \"float\"}}]}");
   xr_replay_options_t o = quick();
   o.check = true;
   /* The op needs 112 KiB of host memory (its contents and the cpu device's copy with the

@@ -23,6 +23,9 @@
 #include "kernels/family.h"
 #include "kernels/initializer.h"
 
+/* SGLang's profiler annotation around AITER's paged_attention_ragged (decode over a page list). */
+#define RAGGED "sglang_profiler::attention_paged_attention_ragged"
+
 static const char *const attention_ops[] = {
     "aten::_scaled_dot_product_flash_attention",
     "aten::_scaled_dot_product_efficient_attention",
@@ -30,6 +33,7 @@ static const char *const attention_ops[] = {
     "aten::_flash_attention_forward",
     "aiter::mha_varlen_fwd",
     "aiter::mha_batch_prefill",
+    RAGGED,
     NULL,
 };
 
@@ -528,6 +532,155 @@ static xr_status_t analyze_aiter(xr_op_plan_t *plan, xr_attn_problem_t *a) {
   return XR_OK;
 }
 
+/* The ragged op's positions, as SGLang's annotation records them: tensors only, no names, no
+ * scalars (the softmax scale is then 1/sqrt(D)). */
+enum {
+  RAGGED_OUT, RAGGED_WORKSPACE, RAGGED_QUERY, RAGGED_K_CACHE, RAGGED_V_CACHE, RAGGED_INDPTR,
+  RAGGED_PAGES, RAGGED_LAST_PAGE_LENS, RAGGED_ALIBI, RAGGED_K_SCALE, RAGGED_V_SCALE,
+  RAGGED_ARGS
+};
+
+/* The context tokens the trace's hints give for the whole batch (decode and prefill), or -1. */
+static int64_t hinted_context(const xr_op_t *op) {
+  int64_t total = -1;
+  for (size_t i = 0; i < op->hint_count; i++) {
+    const xr_arg_t *h = &op->hints[i];
+    if (h->name && h->value.kind == XR_VALUE_INT && h->value.as.i >= 0 &&
+        (!strcmp(h->name, "decode_context_tokens") || !strcmp(h->name, "prefill_context_tokens")))
+      total = (total < 0 ? 0 : total) + h->value.as.i;
+  }
+  return total;
+}
+
+/* sglang_profiler::attention_paged_attention_ragged(out!, workspace, query [B, H, D], key_cache
+ * and value_cache [pages, page_size, Hk, D], kv_indptr [B + 1], kv_page_indices,
+ * kv_last_page_lens, alibi_slopes, k_scale, v_scale, fp8_out_scale): one query token per
+ * sequence attends the keys of its pages kv_page_indices[kv_indptr[b] .. kv_indptr[b + 1]).
+ * Only one-token pages (SGLang's layout): longer ones would need kv_last_page_lens. The
+ * workspace is AITER's scratch, which the replay's kernels do not use. */
+static xr_status_t analyze_ragged(xr_op_plan_t *plan, xr_attn_problem_t *a) {
+  int iout, iq, ik, iv, iindptr, ipages, ialibi;
+  xr_status_t st;
+  if ((st = xr_arg_tensor(plan, RAGGED_OUT, "out", true, &iout)) ||
+      (st = xr_arg_tensor(plan, RAGGED_QUERY, "query", true, &iq)) ||
+      (st = xr_arg_tensor(plan, RAGGED_K_CACHE, "key_cache", true, &ik)) ||
+      (st = xr_arg_tensor(plan, RAGGED_V_CACHE, "value_cache", true, &iv)) ||
+      (st = xr_arg_tensor(plan, RAGGED_INDPTR, "kv_indptr", true, &iindptr)) ||
+      (st = xr_arg_tensor(plan, RAGGED_PAGES, "kv_page_indices", true, &ipages)) ||
+      (st = xr_arg_tensor(plan, RAGGED_ALIBI, "alibi_slopes", false, &ialibi)))
+    return st;
+  if (iout < 0 || iq < 0 || ik < 0 || iv < 0 || iindptr < 0 || ipages < 0)
+    return xr_plan_error(plan, "tensor arguments are not bound");
+  const xr_tensor_spec_t *q = plan->inputs[iq], *k = plan->inputs[ik], *v = plan->inputs[iv];
+  const xr_tensor_spec_t *out = plan->inputs[iout];
+  if (k->rank != 4) return xr_plan_error(plan, "key_cache: expected [pages, page_size, Hk, D]");
+  if ((st = set_bshd(plan, a, q, k, v, true))) return st;
+  if (k->shape[1] != 1)
+    return xr_plan_error(plan, "key_cache: pages of %lld tokens need kv_last_page_lens; only "
+                               "one-token pages", (long long)k->shape[1]);
+  if (out->rank != 3 || out->dtype != q->dtype || out->shape[0] != q->shape[0] ||
+      out->shape[1] != q->shape[1] || out->shape[2] != a->p[XR_AP_head_dim_v])
+    return xr_plan_error(plan, "out: expected a %s tensor shaped like the query", xr_dtype_name(q->dtype));
+  int64_t *p = a->p;
+  if ((st = read_scale(plan, -1, "scale", p[XR_AP_head_dim], a)) ||
+      (st = bind_index(plan, a, XR_AT_INDPTR, iindptr, "kv_indptr", XR_AP_indptr_off, XR_AP_indptr_64)) ||
+      (st = bind_index(plan, a, XR_AT_TABLE, ipages, "kv_page_indices", XR_AP_table_off, XR_AP_table_64)))
+    return st;
+  p[XR_AP_batch] = plan->inputs[iindptr]->shape[0] - 1;
+  if (p[XR_AP_batch] < 0 || q->shape[0] < p[XR_AP_batch])
+    return xr_plan_error(plan, "kv_indptr: %lld sequences, the query has %lld tokens",
+                         (long long)p[XR_AP_batch], (long long)q->shape[0]);
+  /* One query token per sequence: rows by sequence, not by token. */
+  p[XR_AP_q_sb] = q->strides[0], p[XR_AP_q_ss] = 0;
+  p[XR_AP_o_off] = out->storage_offset;
+  set_rows(p, XR_AP_o_off, out->strides, 0, -1, 1, 2);
+  a->t[XR_AT_OUT] = iout;
+  plan->input_written[iout] = true;
+  p[XR_AP_paged] = 2;
+  p[XR_AP_page_size] = 1;
+  p[XR_AP_k_sp] = k->strides[0], p[XR_AP_v_sp] = v->strides[0];
+  p[XR_AP_k_ss] = p[XR_AP_v_ss] = 0;
+  p[XR_AP_max_q] = 1;
+  /* Keys per sequence, for the work counted: the hints' context split evenly, else the page
+   * list (or the cache, if smaller) split evenly; a run reads the lengths kv_indptr holds. */
+  int64_t keys = hinted_context(plan->op), batch = p[XR_AP_batch] ? p[XR_AP_batch] : 1;
+  if (keys < 0) {
+    keys = plan->inputs[ipages]->shape[0];
+    if (k->shape[0] < keys) keys = k->shape[0];
+  }
+  p[XR_AP_max_k] = (keys + batch - 1) / batch;
+  if (ialibi >= 0 && (st = set_alibi(plan, a, ialibi))) return st;
+  a->t[XR_AT_Q] = iq, a->t[XR_AT_K] = ik, a->t[XR_AT_V] = iv;
+  a->total_q_rows = p[XR_AP_batch];
+  set_costs(plan, a, (double)p[XR_AP_batch] * (double)p[XR_AP_heads] * (double)p[XR_AP_max_k]);
+  return XR_OK;
+}
+
+/* A copy of tensor argument `arg` of `c` (in `scratch`) whose dim 0 holds `rows`. */
+static xr_status_t resize_rows(xr_arena_t *scratch, xr_op_t *c, int arg, int64_t rows) {
+  const xr_tensor_spec_t *t = c->args[arg].value.as.tensor;
+  xr_value_t v;
+  xr_status_t st = xr_value_make_tensor(scratch, &v, t->rank);
+  if (st != XR_OK) return st;
+  xr_tensor_spec_t *r = v.as.tensor;
+  memcpy(r->shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
+  memcpy(r->strides, t->strides, sizeof(int64_t) * (size_t)t->rank);
+  r->shape[0] = rows;
+  r->dtype = t->dtype;
+  r->init = t->init;
+  r->storage_offset = t->storage_offset;
+  c->args[arg].value = v;
+  return XR_OK;
+}
+
+static bool bare_tensor(const xr_op_t *op, int arg) {
+  const xr_value_t *v = &op->args[arg].value;
+  return v->kind == XR_VALUE_TENSOR && v->as.tensor->rank >= 1 && !v->as.tensor->data &&
+         !v->as.tensor->data_file;
+}
+
+/* The ragged op as the replay allocates it: the workspace (AITER's scratch, which the replay's
+ * kernels do not use) is one byte; and when the trace's hints give the batch's context tokens
+ * and the bundle holds no page indices, the caches hold those tokens' pages and one more (no
+ * sequence's, poisoned) and the page list its used entries: the kernel reads as many pages as
+ * the recorded one did, from a pool of their size instead of the whole cache (`compact`; the
+ * hint recorded_cache_pages keeps the recorded size, which the initializer's policy names). */
+static xr_status_t complete(const xr_op_t *op, xr_arena_t *scratch, xr_op_t **out_op) {
+  *out_op = NULL;
+  if (strcmp(op->name, RAGGED) != 0 || op->arg_count < RAGGED_ARGS) return XR_OK;
+  for (int i = RAGGED_WORKSPACE; i <= RAGGED_PAGES; i++)
+    if (!bare_tensor(op, i)) return XR_OK; /* the planner says what is wrong */
+  const xr_tensor_spec_t *cache = op->args[RAGGED_K_CACHE].value.as.tensor;
+  int64_t context = hinted_context(op), pages = cache->shape[0];
+  bool compact = context >= 0 && cache->rank == 4 && cache->shape[1] == 1 &&
+                 context + 1 < pages &&
+                 op->args[RAGGED_V_CACHE].value.as.tensor->shape[0] == pages &&
+                 op->args[RAGGED_PAGES].value.as.tensor->shape[0] >= context;
+  xr_op_t *c = xr_arena_alloc(scratch, sizeof *c);
+  if (!c) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory completing %s", op->name);
+  *c = *op;
+  c->args = xr_arena_alloc(scratch, sizeof *c->args * op->arg_count);
+  c->hints = xr_arena_alloc(scratch, sizeof *c->hints * (op->hint_count + 1));
+  if (!c->args || !c->hints) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory completing %s", op->name);
+  memcpy(c->args, op->args, sizeof *c->args * op->arg_count);
+  if (op->hint_count) memcpy(c->hints, op->hints, sizeof *c->hints * op->hint_count);
+  xr_status_t st = resize_rows(scratch, c, RAGGED_WORKSPACE, 1);
+  if (st == XR_OK && compact) {
+    if ((st = resize_rows(scratch, c, RAGGED_K_CACHE, context + 1)) ||
+        (st = resize_rows(scratch, c, RAGGED_V_CACHE, context + 1)) ||
+        (st = resize_rows(scratch, c, RAGGED_PAGES, context > 0 ? context : 1)))
+      return st;
+    xr_arg_t *h = &c->hints[c->hint_count++];
+    memset(h, 0, sizeof *h);
+    h->name = xr_arena_strdup(scratch, "recorded_cache_pages");
+    if (!h->name) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory completing %s", op->name);
+    h->value.kind = XR_VALUE_INT;
+    h->value.as.i = pages;
+  }
+  if (st == XR_OK) *out_op = c;
+  return st;
+}
+
 static xr_status_t analyze(xr_op_plan_t *plan) {
   xr_attn_problem_t *a = malloc(sizeof *a);
   if (!a) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", plan->op->name);
@@ -535,6 +688,7 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   plan->problem = a;
   const char *name = plan->op->name;
   if (!strncmp(name, "aiter::", 7)) return analyze_aiter(plan, a);
+  if (!strcmp(name, RAGGED)) return analyze_ragged(plan, a);
   if (!strcmp(name, "aten::_flash_attention_forward")) return analyze_flash_forward(plan, a);
   return analyze_sdpa(plan, a);
 }
@@ -660,7 +814,58 @@ static xr_status_t init_varlen_attention(xr_init_context_t *c) {
   return XR_OK;
 }
 
+/* The ragged op: the context tokens (the hints', else as many as the page list and the cache
+ * allow) split evenly over the sequences in kv_indptr; distinct random pages; every last page
+ * one token long. Pages no sequence uses are NaN. */
+static xr_status_t init_ragged(xr_init_context_t *c) {
+  const xr_attn_problem_t *a = c->plan->problem;
+  int indptr = a->t[XR_AT_INDPTR], list = a->t[XR_AT_TABLE], k = a->t[XR_AT_K], last = -1;
+  xr_arg_tensor(c->plan, RAGGED_LAST_PAGE_LENS, "kv_last_page_lens", false, &last);
+  int64_t batch = a->p[XR_AP_batch], pages = c->plan->inputs[k]->shape[0];
+  int64_t entries = c->plan->inputs[list]->shape[0], total = hinted_context(c->op);
+  int64_t most = entries < pages ? entries : pages;
+  bool hinted = total >= 0;
+  if (!hinted || total > most) total = most;
+  char what[256];
+  if (!c->has_data[indptr]) {
+    xr_init_even_split(c, indptr, batch, total, 0);
+    snprintf(what, sizeof what, "kv_indptr even split of %lld context tokens (%s)",
+             (long long)total, hinted ? "the trace's hints" : "no hints: the page list");
+    xr_init_describe(c, what);
+  }
+  int64_t used = batch > 0 ? xr_init_load(c, indptr, batch) : 0;
+  if (!c->has_data[list]) {
+    int64_t *perm = malloc(sizeof(int64_t) * (size_t)(pages ? pages : 1));
+    if (!perm) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+    uint64_t s = c->seed;
+    xr_init_shuffle(perm, pages, used < pages ? used : pages, &s);
+    for (int64_t i = 0; i < entries; i++)
+      xr_init_store(c, list, i, (double)(i < used && pages ? perm[i % pages] : 0));
+    free(perm);
+    xr_init_describe(c, "distinct random pages");
+  }
+  if (last >= 0 && !c->has_data[last])
+    for (int64_t i = 0; i < c->plan->inputs[last]->shape[0]; i++) xr_init_store(c, last, i, 1);
+  int64_t recorded;
+  if (xr_init_hint(c, "recorded_cache_pages", &recorded)) {
+    snprintf(what, sizeof what, "cache: compact, %lld of %lld pages", (long long)pages,
+             (long long)recorded);
+    xr_init_describe(c, what);
+  }
+  bool *live = calloc((size_t)(pages + 1), sizeof *live);
+  if (!live) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
+  for (int64_t i = xr_init_load(c, indptr, 0); i < used && i < entries; i++) {
+    int64_t page = xr_init_load(c, list, i);
+    if (page >= 0 && page < pages) live[page] = true;
+  }
+  xr_init_poison_dead_cells(c, k, 0, -1, 1, live);
+  xr_init_poison_dead_cells(c, a->t[XR_AT_V], 0, -1, 1, live);
+  free(live);
+  return XR_OK;
+}
+
 static const struct xr_op_initializer attention_initializers[] = {
+    {RAGGED, init_ragged},
     {"aten::_flash_attention_forward", init_varlen_attention},
     {"aiter::mha_varlen_fwd", init_varlen_attention},
     {"aiter::mha_batch_prefill", init_varlen_attention},
@@ -680,6 +885,7 @@ const xr_op_family_t xr_family_attention = {
     .op_names = attention_ops,
     .analyze = analyze,
     .free_problem = free,
+    .complete = complete,
     .impls = attention_impls,
     .initializers = attention_initializers,
 };

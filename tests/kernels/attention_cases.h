@@ -189,6 +189,56 @@ static inline void run_varlen(const char *device, const char *prefix) {
                device, prefix, 9, NULL);
 }
 
+/* sglang_profiler::attention_paged_attention_ragged as SGLang's annotation records it: tensors
+ * only (out, workspace, query [B, H, D], one-token-page caches [pages, 1, Hk, D], kv_indptr,
+ * kv_page_indices, kv_last_page_lens, no alibi, k_scale, v_scale, no fp8_out_scale), and the
+ * trace's hints (`hints`: the body of the object, or NULL). */
+static inline const char *ragged_json(jbuf_t *b, const char *dtype, int64_t B, int64_t H, int64_t Hk,
+                                      int64_t D, int64_t pages, int64_t entries, int64_t page_size,
+                                      const char *hints) {
+  op_begin(b, "sglang_profiler::attention_paged_attention_ragged");
+  int64_t qs[3] = {B, H, D}, ws[1] = {100000}, cs[4] = {pages, page_size, Hk, D};
+  int64_t ip[1] = {B + 1}, es[1] = {entries}, ls[1] = {64}, one[1] = {1};
+  arg_tensor(b, "out", dtype, 3, qs, NULL, dtype, "\"init\": null");
+  arg_tensor(b, "workspace", "unsigned char", 1, ws, NULL, "unsigned char", NULL);
+  arg_tensor(b, "query", dtype, 3, qs, NULL, dtype, NULL);
+  arg_tensor(b, "key_cache", dtype, 4, cs, NULL, dtype, NULL);
+  arg_tensor(b, "value_cache", dtype, 4, cs, NULL, dtype, NULL);
+  arg_tensor(b, "kv_indptr", "int", 1, ip, NULL, "int", NULL);
+  arg_tensor(b, "kv_page_indices", "int", 1, es, NULL, "int", NULL);
+  arg_tensor(b, "kv_last_page_lens", "int", 1, ls, NULL, "int", NULL);
+  arg_raw(b, "alibi_slopes", "None", "null");
+  arg_tensor(b, "k_scale", "float", 1, one, NULL, "float", "\"init\": \"ones\"");
+  arg_tensor(b, "v_scale", "float", 1, one, NULL, "float", "\"init\": \"ones\"");
+  arg_raw(b, "fp8_out_scale", "None", "null");
+  if (hints) jb(b, "], \"hints\": {%s}}]}", hints);
+  else op_end(b);
+  return b->s;
+}
+
+/* The ragged decode: GQA over a page list. With the hints' 70 context tokens the 500-page cache
+ * is compacted to their 70 pages and a poisoned one (the policy says so); without hints the 30
+ * page-list entries split over the sequences, the cache kept whole. */
+static inline void run_ragged(const char *device, const char *prefix) {
+  jbuf_t b;
+  const char *hinted = ragged_json(&b, "c10::BFloat16", 3, 8, 2, 64, 500, 400, 1,
+                                   "\"decode_seqs\": 3, \"decode_context_tokens\": 70");
+  expect_match("ragged bf16 gqa4, context from hints", hinted, device, prefix, 11, NULL);
+  xr_op_result_t r = run_case(hinted, device, 11, NULL);
+  cr_assert(strstr(r.init_policy, "kv_indptr even split of 70 context tokens (the trace's hints)") &&
+                strstr(r.init_policy, "cache: compact, 71 of 500 pages"),
+            "%s", r.init_policy);
+  const char *bare = ragged_json(&b, "float", 2, 4, 4, 32, 40, 30, 1, NULL);
+  expect_match("ragged f32 mha, no hints", bare, device, prefix, 12, NULL);
+  r = run_case(bare, device, 12, NULL);
+  cr_assert(strstr(r.init_policy, "even split of 30 context tokens (no hints: the page list)") &&
+                !strstr(r.init_policy, "compact"),
+            "%s", r.init_policy);
+  r = run_case(ragged_json(&b, "float", 2, 4, 4, 32, 40, 30, 16, NULL), device, 12, NULL);
+  cr_assert_eq(r.outcome, XR_OP_FAILED, "%s", r.message);
+  cr_assert(strstr(r.message, "pages of 16 tokens need kv_last_page_lens"), "%s", r.message);
+}
+
 /* float64 ALiBi slopes: the cpu computes them; the device kernels read f32, f16 and bf16 slopes,
  * and refuse these rather than misread them. */
 static inline void run_double_alibi(const char *device) {
@@ -209,7 +259,8 @@ static inline void run_double_alibi(const char *device) {
 #define ATTENTION_MATRIX(GROUP)                                         \
   GROUP(sdpa, run_sdpa(device, kernel_impl(device, "flash_attention"))) \
   GROUP(varlen, run_varlen(device, kernel_impl(device, "flash_attention")))      \
-  GROUP(double_alibi, run_double_alibi(device))
+  GROUP(double_alibi, run_double_alibi(device))                               \
+  GROUP(ragged, run_ragged(device, kernel_impl(device, "flash_attention")))
 #define ATTENTION_MATRIX_GAPS(GAP)
 
 #endif

@@ -191,6 +191,18 @@ Test(traces, sglang_custom_ops_replay_and_match_the_reference) {
   xr_bundle_destroy(b);
 }
 
+/* The SGLang fixture's ragged paged attention (21.8% of its GPU time): 32 decode sequences over
+ * a page list, its 10.9 GB workspace and 835,874-page caches recorded. The hints' 32,785
+ * context tokens give the lengths; the caches are compacted to those pages and the workspace,
+ * which no replay kernel uses, is not allocated, so it runs in a test's memory, checked. */
+Test(traces, sglang_ragged_paged_attention_replays_on_a_compact_cache) {
+  xr_bundle_t *b = extract_with_captures(GRAPHS "sglang_decode/graph_execution.json.gz",
+                                         GRAPHS "sglang_decode");
+  checked_t c = replay_checked(b, "attention_paged_attention_ragged");
+  cr_assert_eq(c.ran, 1, "ragged attention (%s)", c.kernels);
+  xr_bundle_destroy(b);
+}
+
 /* The vLLM fixture's aiter::rmsnorm2d_fwd_with_add_ck (GPT-OSS-20B, 8192 tokens of 2880; one of
  * them over a {3072, 1} input view), replayed on the cpu with --check. */
 Test(traces, vllm_aiter_add_rmsnorm_replays_and_matches_the_reference) {

@@ -182,8 +182,8 @@ static xr_status_t set_alibi(xr_op_plan_t *plan, xr_attn_problem_t *a, int index
 }
 
 /* FLOPs: two products of (D + Dv) per allowed key. Bytes: each tensor bound read or written
- * once, except a paged key/value cache (batch prefill's page list, varlen's block_table): the
- * pages referenced, not the whole cache. */
+ * once, except a paged key/value cache (a page list's, varlen's block_table): the pages
+ * referenced, not the whole cache, and of a page list the entries used. */
 static void set_costs(xr_op_plan_t *plan, const xr_attn_problem_t *a, double rows_times_keys) {
   const int64_t *p = a->p;
   plan->flops = 2.0 * rows_times_keys * (double)(p[XR_AP_head_dim] + p[XR_AP_head_dim_v]);
@@ -192,7 +192,9 @@ static void set_costs(xr_op_plan_t *plan, const xr_attn_problem_t *a, double row
     double pages = (double)xr_spec_numel(plan->inputs[a->t[XR_AT_TABLE]]);
     int64_t page = p[XR_AP_page_size] > 0 ? p[XR_AP_page_size] : 1;
     double per_seq = (double)((p[XR_AP_max_k] + page - 1) / page); /* block_table rows: what max_k needs */
-    if (p[XR_AP_paged] == 1 && (double)p[XR_AP_batch] * per_seq < pages) pages = (double)p[XR_AP_batch] * per_seq;
+    /* A block table, or a page list (which may be allocated for far more), holds at most what
+     * max_k needs per sequence. */
+    if ((double)p[XR_AP_batch] * per_seq < pages) pages = (double)p[XR_AP_batch] * per_seq;
     kv_tokens = pages * (double)page;
   }
   double bytes = 0;
@@ -206,6 +208,9 @@ static void set_costs(xr_op_plan_t *plan, const xr_attn_problem_t *a, double row
                             (double)(r == XR_AT_K ? p[XR_AP_head_dim] : p[XR_AP_head_dim_v]);
         if (referenced < n) n = referenced;
       }
+      double entries = kv_tokens / (double)(p[XR_AP_page_size] > 0 ? p[XR_AP_page_size] : 1);
+      if (kv_tokens >= 0 && r == XR_AT_TABLE && p[XR_AP_paged] == 2 && entries < n)
+        n = entries; /* the page list's entries the sequences use */
       bytes += n * (double)xr_dtype_size(plan->inputs[i]->dtype);
     } else
       bytes += (double)xr_desc_numel(&plan->returns[i - plan->input_count]) *
@@ -639,46 +644,45 @@ static bool bare_tensor(const xr_op_t *op, int arg) {
          !v->as.tensor->data_file;
 }
 
-/* The ragged op as the replay allocates it: the workspace (AITER's scratch, which the replay's
- * kernels do not use) is one byte; and when the trace's hints give the batch's context tokens
- * and the bundle holds no page indices, the caches hold those tokens' pages and one more (no
- * sequence's, poisoned) and the page list its used entries: the kernel reads as many pages as
- * the recorded one did, from a pool of their size instead of the whole cache (`compact`; the
- * hint recorded_cache_pages keeps the recorded size, which the initializer's policy names). */
+/* The ragged op's workspace is AITER's scratch, which no replay kernel reads: one byte. */
 static xr_status_t complete(const xr_op_t *op, xr_arena_t *scratch, xr_op_t **out_op) {
   *out_op = NULL;
-  if (strcmp(op->name, RAGGED) != 0 || op->arg_count < RAGGED_ARGS) return XR_OK;
-  for (int i = RAGGED_WORKSPACE; i <= RAGGED_PAGES; i++)
-    if (!bare_tensor(op, i)) return XR_OK; /* the planner says what is wrong */
-  const xr_tensor_spec_t *cache = op->args[RAGGED_K_CACHE].value.as.tensor;
-  int64_t context = hinted_context(op), pages = cache->shape[0];
-  bool compact = context >= 0 && cache->rank == 4 && cache->shape[1] == 1 &&
-                 context + 1 < pages &&
-                 op->args[RAGGED_V_CACHE].value.as.tensor->shape[0] == pages &&
-                 op->args[RAGGED_PAGES].value.as.tensor->shape[0] >= context;
+  if (strcmp(op->name, RAGGED) != 0 || op->arg_count <= RAGGED_WORKSPACE ||
+      !bare_tensor(op, RAGGED_WORKSPACE) ||
+      op->args[RAGGED_WORKSPACE].value.as.tensor->shape[0] <= 1)
+    return XR_OK;
   xr_op_t *c = xr_arena_alloc(scratch, sizeof *c);
   if (!c) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory completing %s", op->name);
   *c = *op;
   c->args = xr_arena_alloc(scratch, sizeof *c->args * op->arg_count);
-  c->hints = xr_arena_alloc(scratch, sizeof *c->hints * (op->hint_count + 1));
-  if (!c->args || !c->hints) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory completing %s", op->name);
+  if (!c->args) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory completing %s", op->name);
   memcpy(c->args, op->args, sizeof *c->args * op->arg_count);
-  if (op->hint_count) memcpy(c->hints, op->hints, sizeof *c->hints * op->hint_count);
   xr_status_t st = resize_rows(scratch, c, RAGGED_WORKSPACE, 1);
-  if (st == XR_OK && compact) {
-    if ((st = resize_rows(scratch, c, RAGGED_K_CACHE, context + 1)) ||
-        (st = resize_rows(scratch, c, RAGGED_V_CACHE, context + 1)) ||
-        (st = resize_rows(scratch, c, RAGGED_PAGES, context > 0 ? context : 1)))
-      return st;
-    xr_arg_t *h = &c->hints[c->hint_count++];
-    memset(h, 0, sizeof *h);
-    h->name = xr_arena_strdup(scratch, "recorded_cache_pages");
-    if (!h->name) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory completing %s", op->name);
-    h->value.kind = XR_VALUE_INT;
-    h->value.as.i = pages;
-  }
   if (st == XR_OK) *out_op = c;
   return st;
+}
+
+/* --cache-blocks (xr_kernel_compact) for the ragged op, when the trace's hints give the batch's
+ * context tokens and the bundle holds no page indices: the caches hold those tokens' pages and
+ * one more (no sequence's, poisoned), the page list its used entries. The kernel reads as many
+ * pages as the recorded one did, from a pool of their size instead of the whole cache. */
+static xr_status_t compact(const xr_op_plan_t *plan, xr_arena_t *arena, xr_op_t **out_op) {
+  if (strcmp(plan->op->name, RAGGED) != 0) return XR_OK;
+  const xr_attn_problem_t *a = plan->problem;
+  int k = a->t[XR_AT_K], v = a->t[XR_AT_V], list = a->t[XR_AT_TABLE], indptr = a->t[XR_AT_INDPTR];
+  int64_t context = hinted_context(plan->op), pages = plan->inputs[k]->shape[0];
+  for (int i = 0; i < 2; i++) {
+    const xr_tensor_spec_t *t = plan->inputs[i ? list : indptr];
+    if (t->data || t->data_file) return XR_OK;
+  }
+  if (context < 0 || context + 1 >= pages || plan->inputs[list]->shape[0] < context) return XR_OK;
+  int64_t *dim0 = xr_arena_alloc(arena, sizeof(int64_t) * plan->input_count);
+  if (!dim0) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  for (size_t i = 0; i < plan->input_count; i++) dim0[i] = -1;
+  dim0[k] = dim0[v] = context + 1;
+  dim0[list] = context > 0 ? context : 1;
+  xr_status_t st = xr_plan_op_resized(plan, dim0, arena, out_op);
+  return st == XR_OK ? xr_op_hint_int(arena, *out_op, "recorded_cache_blocks", pages) : st;
 }
 
 static xr_status_t analyze(xr_op_plan_t *plan) {
@@ -846,12 +850,7 @@ static xr_status_t init_ragged(xr_init_context_t *c) {
   }
   if (last >= 0 && !c->has_data[last])
     for (int64_t i = 0; i < c->plan->inputs[last]->shape[0]; i++) xr_init_store(c, last, i, 1);
-  int64_t recorded;
-  if (xr_init_hint(c, "recorded_cache_pages", &recorded)) {
-    snprintf(what, sizeof what, "cache: compact, %lld of %lld pages", (long long)pages,
-             (long long)recorded);
-    xr_init_describe(c, what);
-  }
+  xr_init_describe_compact(c, pages, "pages");
   bool *live = calloc((size_t)(pages + 1), sizeof *live);
   if (!live) return xr_error(XR_RESOURCE_EXHAUSTED, "out of host memory");
   for (int64_t i = xr_init_load(c, indptr, 0); i < used && i < entries; i++) {
@@ -886,6 +885,7 @@ const xr_op_family_t xr_family_attention = {
     .analyze = analyze,
     .free_problem = free,
     .complete = complete,
+    .compact = compact,
     .impls = attention_impls,
     .initializers = attention_initializers,
 };

@@ -137,6 +137,14 @@ int64_t xr_spec_numel(const xr_tensor_spec_t *t); /* validated specs only: no ov
  * broadcast operand is read at its own size. What the families' byte counts read. */
 double xr_spec_distinct_numel(const xr_tensor_spec_t *t);
 
+/* A copy of plan->op, allocated in `arena`, whose input i (binding order) holds dim0[i] entries
+ * along dim 0 (< 0: as it is), with the same strides and storage offset (xr_kernel_compact,
+ * xr_kernel_op_rows). */
+xr_status_t xr_plan_op_resized(const xr_op_plan_t *plan, const int64_t *dim0, xr_arena_t *arena,
+                               xr_op_t **out_op);
+/* Appends an int hint to `op` (its hints array copied into `arena`). */
+xr_status_t xr_op_hint_int(xr_arena_t *arena, xr_op_t *op, const char *name, int64_t value);
+
 /* A tensor's host address on host-addressable devices (cpu): the storage start; element
  * (i0, i1, ...) is at index offset + sum(i_k * strides[k]). */
 xr_status_t xr_tensor_host(const xr_tensor_t *t, void **out_base);

@@ -48,6 +48,15 @@ bool xr_init_hint(const xr_init_context_t *c, const char *name, int64_t *out) {
   return false;
 }
 
+void xr_init_describe_compact(xr_init_context_t *c, int64_t blocks, const char *unit) {
+  int64_t recorded;
+  if (!xr_init_hint(c, "recorded_cache_blocks", &recorded)) return;
+  char what[128];
+  snprintf(what, sizeof what, "cache: compact, %lld of %lld %s", (long long)blocks,
+           (long long)recorded, unit);
+  xr_init_describe(c, what);
+}
+
 void xr_init_describe(xr_init_context_t *c, const char *what) {
   size_t len = strlen(c->policy);
   snprintf(c->policy + len, c->policy_size - len, "%s%s", len ? "; " : "", what);

@@ -21,6 +21,9 @@ int xr_init_input(const xr_init_context_t *c, const char *name);
 int64_t xr_init_int_arg(const xr_init_context_t *c, const char *name, int64_t fallback);
 /* An int hint the trace recorded for the op (op->hints); false when absent. */
 bool xr_init_hint(const xr_init_context_t *c, const char *name, int64_t *out);
+/* Where the op's cache was compacted (xr_kernel_compact: the hint recorded_cache_blocks), adds
+ * "cache: compact, N of M <unit>" to the policy, N being `blocks`, what the op now holds. */
+void xr_init_describe_compact(xr_init_context_t *c, int64_t blocks, const char *unit);
 /* Appends "what" to the policy line, "; "-separated. */
 void xr_init_describe(xr_init_context_t *c, const char *what);
 

@@ -161,6 +161,14 @@ int xr_kernel_collective_ranks(const xr_op_plan_t *plan);
 /* Every op name some family handles, NULL-terminated; for `replay ops`-style listings. */
 size_t xr_kernel_op_names(const char **out_names, size_t capacity);
 
+/* A paged KV cache cut to the blocks the op references (--cache-blocks, replay/replay.h): a
+ * copy of plan->op, allocated in `arena`, whose caches (and page lists) hold only the blocks
+ * its index tensors will reference, and one more that none does; the initializer then draws
+ * the indices among them, and its policy says `cache: compact, N of M blocks` (the op's hint
+ * recorded_cache_blocks keeps M). *out_op NULL when the family cannot (not a cache op, index
+ * tensors with real contents, nothing to gain). */
+xr_status_t xr_kernel_compact(const xr_op_plan_t *plan, xr_arena_t *arena, xr_op_t **out_op);
+
 /* --check of an op whose reference does not fit whole: the rows its results split into (dim 0
  * of every result, and of each input it marks in row_inputs, plan->input_count entries), such
  * that result row i reads row i of those inputs and every other input whole; 0 when its family
@@ -236,6 +244,8 @@ struct xr_op_family {
    * the tensor kwargs the op needs but the trace does not record, or leaves it NULL when the op
    * already has them all. Errors name the argument, like analyze. */
   xr_status_t (*complete)(const xr_op_t *op, xr_arena_t *scratch, xr_op_t **out_op);
+  /* Optional: xr_kernel_compact for this family's ops (NULL: none compacts). */
+  xr_status_t (*compact)(const xr_op_plan_t *plan, xr_arena_t *arena, xr_op_t **out_op);
   /* Optional: xr_kernel_result_rows for this family's ops (NULL: none splits). */
   int64_t (*result_rows)(const xr_op_plan_t *plan, bool *row_inputs);
   const xr_kernel_impl_t *const *impls; /* NULL-terminated, most preferred first */

@@ -650,6 +650,33 @@ static xr_status_t init_cache_slots(xr_init_context_t *c) {
   for (int64_t i = 0; i < tokens; i++) xr_init_store(c, sm, i, (double)perm[i]);
   free(perm);
   xr_init_describe(c, store ? "indices distinct random slots" : "slot_mapping distinct random slots");
+  xr_init_describe_compact(c, cache->shape[0], store ? "rows" : "blocks");
+  return XR_OK;
+}
+
+/* --cache-blocks (xr_kernel_compact): the caches cut to one block per token written and one
+ * more, among which the initializer then draws the slots (each token still writes its own
+ * slot); store_cache's size_limit, which bounded the recorded cache, is dropped. Not when the
+ * slots are the bundle's own. */
+static xr_status_t compact_cache(const xr_op_plan_t *plan, xr_arena_t *arena, xr_op_t **out_op) {
+  const xr_cache_problem_t *c = plan->problem;
+  const xr_tensor_spec_t *slots = plan->inputs[c->slots];
+  int64_t blocks = plan->inputs[c->key_cache]->shape[0], keep = c->tokens + 1;
+  if (slots->data || slots->data_file || keep >= blocks ||
+      plan->inputs[c->value_cache]->shape[0] != blocks)
+    return XR_OK;
+  int64_t *dim0 = xr_arena_alloc(arena, sizeof(int64_t) * plan->input_count);
+  if (!dim0) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  for (size_t i = 0; i < plan->input_count; i++) dim0[i] = -1;
+  dim0[c->key_cache] = dim0[c->value_cache] = keep;
+  xr_op_t *op;
+  xr_status_t st = xr_plan_op_resized(plan, dim0, arena, &op);
+  if (st == XR_OK) st = xr_op_hint_int(arena, op, "recorded_cache_blocks", blocks);
+  if (st != XR_OK) return st;
+  xr_value_t *limit = (xr_value_t *)xr_op_arg(op, 7, "size_limit");
+  if (!strcmp(op->name, "sglang::store_cache") && limit && limit->kind == XR_VALUE_INT)
+    limit->as.i = 0;
+  *out_op = op;
   return XR_OK;
 }
 
@@ -673,6 +700,7 @@ const xr_op_family_t xr_family_kv_cache = {
     .op_names = cache_ops,
     .analyze = analyze_cache,
     .free_problem = free,
+    .compact = compact_cache,
     .impls = cache_impls,
     .initializers = cache_initializers,
 };

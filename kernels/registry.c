@@ -464,6 +464,12 @@ xr_status_t xr_host_call_create(const xr_op_plan_t *plan, const xr_tensor_t *ten
   return XR_OK;
 }
 
+xr_status_t xr_kernel_compact(const xr_op_plan_t *plan, xr_arena_t *arena, xr_op_t **out_op) {
+  *out_op = NULL;
+  return plan->family && plan->family->compact ? plan->family->compact(plan, arena, out_op)
+                                               : XR_OK;
+}
+
 int64_t xr_kernel_result_rows(const xr_op_plan_t *plan, bool *row_inputs) {
   for (size_t i = 0; i < plan->input_count; i++) row_inputs[i] = false;
   return plan->family && plan->family->result_rows ? plan->family->result_rows(plan, row_inputs)
@@ -485,8 +491,8 @@ static xr_status_t copy_value(xr_arena_t *arena, const xr_value_t *v, const xr_t
   return XR_OK;
 }
 
-xr_status_t xr_kernel_op_rows(const xr_op_plan_t *plan, const bool *row_inputs, int64_t rows,
-                              xr_arena_t *arena, xr_op_t **out_op) {
+xr_status_t xr_plan_op_resized(const xr_op_plan_t *plan, const int64_t *dim0, xr_arena_t *arena,
+                               xr_op_t **out_op) {
   xr_op_t *op = xr_arena_alloc(arena, sizeof *op);
   if (!op) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
   *op = *plan->op;
@@ -498,16 +504,17 @@ xr_status_t xr_kernel_op_rows(const xr_op_plan_t *plan, const bool *row_inputs, 
     *b = *a;
   }
   for (size_t i = 0; st == XR_OK && i < plan->input_count; i++) {
-    if (!row_inputs[i]) continue;
     const xr_tensor_spec_t *whole = plan->inputs[i];
+    if (dim0[i] < 0 || whole->rank < 1 || dim0[i] == whole->shape[0]) continue;
     xr_tensor_spec_t *cut = xr_arena_alloc(arena, sizeof *cut);
-    int64_t *dims = xr_arena_alloc(arena, sizeof(int64_t) * 2 * (size_t)(whole->rank + 1));
+    int64_t *dims = xr_arena_alloc(arena, sizeof(int64_t) * 2 * (size_t)whole->rank);
     if (!cut || !dims) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
     *cut = *whole;
     cut->shape = dims, cut->strides = dims + whole->rank;
     memcpy(cut->shape, whole->shape, sizeof(int64_t) * (size_t)whole->rank);
     memcpy(cut->strides, whole->strides, sizeof(int64_t) * (size_t)whole->rank);
-    if (whole->rank > 0 && rows < whole->shape[0]) cut->shape[0] = rows;
+    cut->shape[0] = dim0[i];
+    cut->storage_size = -1;
     for (size_t k = 0; st == XR_OK && k < n; k++) {
       xr_arg_t *b = k < op->arg_count ? &op->args[k] : &op->kwargs[k - op->arg_count];
       xr_value_t copy;
@@ -517,6 +524,31 @@ xr_status_t xr_kernel_op_rows(const xr_op_plan_t *plan, const bool *row_inputs, 
   }
   *out_op = op;
   return st;
+}
+
+xr_status_t xr_op_hint_int(xr_arena_t *arena, xr_op_t *op, const char *name, int64_t value) {
+  xr_arg_t *hints = xr_arena_alloc(arena, sizeof *hints * (op->hint_count + 1));
+  char *copy = xr_arena_strdup(arena, name);
+  if (!hints || !copy) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  if (op->hint_count) memcpy(hints, op->hints, sizeof *hints * op->hint_count);
+  memset(&hints[op->hint_count], 0, sizeof *hints);
+  hints[op->hint_count].name = copy;
+  hints[op->hint_count].value.kind = XR_VALUE_INT;
+  hints[op->hint_count].value.as.i = value;
+  op->hints = hints;
+  op->hint_count++;
+  return XR_OK;
+}
+
+xr_status_t xr_kernel_op_rows(const xr_op_plan_t *plan, const bool *row_inputs, int64_t rows,
+                              xr_arena_t *arena, xr_op_t **out_op) {
+  int64_t *dim0 = xr_arena_alloc(arena, sizeof(int64_t) * (plan->input_count + 1));
+  if (!dim0) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  for (size_t i = 0; i < plan->input_count; i++)
+    dim0[i] = row_inputs[i] && plan->inputs[i]->rank > 0 && rows < plan->inputs[i]->shape[0]
+                  ? rows
+                  : -1;
+  return xr_plan_op_resized(plan, dim0, arena, out_op);
 }
 
 xr_initializer_fn xr_kernel_initializer(const xr_op_plan_t *plan) {

@@ -899,6 +899,7 @@ static void run_on_device(engine_t *e, size_t di, op_work_t *w, xr_op_result_t *
   r->outcome = xr_decide(&e->decide, &w->p, d->device, &d->info->properties, &impl, r->message,
                          sizeof r->message);
   if (impl) snprintf(r->kernel, sizeof r->kernel, "%s", xr_kernel_impl_name(impl));
+  if (w->p.recorded) xr_planned_op_compact_note(&w->p, r->cache_note, sizeof r->cache_note);
   if (r->outcome == XR_OP_SUCCEEDED && w->group.done && w->group.status != XR_OK) {
     r->outcome = XR_OP_FAILED;
     snprintf(r->message, sizeof r->message, "its process group: %.900s", w->group.message);
@@ -1277,6 +1278,9 @@ xr_status_t xr_replay_run(const xr_bundle_t *bundle, const xr_replay_options_t *
     if (o->cancel && *o->cancel) break;
     op_work_t w = {0};
     xr_planned_op_init(bundle, i, &w.p);
+    const xr_hal_device_properties_t *props[XR_REPLAY_MAX_DEVICES];
+    for (size_t d = 0; d < e.device_count; d++) props[d] = &e.devices[d].info->properties;
+    xr_planned_op_compact(&e.decide, &w.p, props, e.device_count);
     make_group(&e, &w);
     summary->attempted++;
     for (size_t d = 0; d < e.device_count && !stop; d++) {

@@ -82,6 +82,11 @@ typedef struct xr_planned_op {
    * (xr_kernel_result_rows): the first check_rows of its result_rows rows are checked; 0: the
    * whole op (or none, per check_fits). */
   int64_t check_rows, result_rows;
+  /* --cache-blocks: while `plan` is of the op with its caches compacted (an op in
+   * compact_arena), the plan of the op as recorded, which owns what the two share. */
+  xr_op_plan_t *recorded;
+  xr_arena_t *compact_arena;
+  uint64_t recorded_bytes;     /* xr_planned_op_bytes of the op as recorded */
   size_t count;                /* inputs + returns */
   xr_tensor_t *layout;         /* per tensor: dtype, shape, strides, offset (no buffer) */
   size_t *bytes;               /* per tensor: storage bytes */
@@ -101,6 +106,14 @@ typedef struct xr_decide_context {
   const xr_replay_options_t *options; /* choice, rotate, max_memory_bytes */
   bool host_device; /* some device of the run is host-addressable: its copies use host memory */
 } xr_decide_context_t;
+
+/* --cache-blocks: replans `p` on its op with the paged caches compacted (xr_kernel_compact)
+ * when the options say so, or (auto) when its tensors would not fit, whole, in the host's or
+ * one of the `count` devices' memory; keeps the plan as it is where the op has no cache. */
+void xr_planned_op_compact(const xr_decide_context_t *c, xr_planned_op_t *p,
+                           const xr_hal_device_properties_t *const *devices, size_t count);
+/* "cache: compact, its tensors 672.1 MiB (13.85 GiB as recorded)", for a compacted `p`. */
+void xr_planned_op_compact_note(const xr_planned_op_t *p, char *out, size_t size);
 
 /* Whether op `p` runs on `device` (with `properties`): its plan, the implementation
  * (xr_kernel_select), then whether its tensors fit in the host's and the device's memory.

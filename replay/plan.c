@@ -116,6 +116,9 @@ void xr_planned_op_free(xr_planned_op_t *p) {
   free(p->layout);
   free(p->bytes);
   if (p->planned.status == XR_OK) xr_kernel_plan_free(&p->plan);
+  if (p->recorded) xr_kernel_plan_free(p->recorded);
+  free(p->recorded);
+  xr_arena_destroy(p->compact_arena);
   memset(p, 0, sizeof *p);
 }
 
@@ -239,6 +242,52 @@ static xr_status_t reference_fits(const xr_decide_context_t *c, xr_planned_op_t 
                   format_bytes(need, n, sizeof n), format_bytes(op_need, o, sizeof o),
                   format_bytes(available, a, sizeof a),
                   capped ? "allowed by --max-memory" : "available");
+}
+
+void xr_planned_op_compact(const xr_decide_context_t *c, xr_planned_op_t *p,
+                           const xr_hal_device_properties_t *const *devices, size_t count) {
+  xr_cache_blocks_t mode = c->options->cache_blocks;
+  if (p->planned.status != XR_OK || p->laid_out.status != XR_OK || mode == XR_CACHE_BLOCKS_FULL ||
+      !p->plan.family || !p->plan.family->compact)
+    return;
+  bool fits = true;
+  for (size_t d = 0; mode == XR_CACHE_BLOCKS_AUTO && fits && d < count; d++)
+    fits = check_fits(c, "host", host_need(c, p, devices[d]), xr_host_memory_available()) == XR_OK &&
+           (devices[d]->host_addressable ||
+            check_fits(c, "device", device_need(c, p, devices[d]), devices[d]->memory_bytes) == XR_OK);
+  if (mode == XR_CACHE_BLOCKS_AUTO && fits) return;
+  xr_arena_t *arena;
+  xr_op_t *op = NULL;
+  if (xr_arena_create(&arena) != XR_OK) return;
+  xr_planned_op_t q;
+  if (xr_kernel_compact(&p->plan, arena, &op) != XR_OK || !op) {
+    xr_arena_destroy(arena);
+    return;
+  }
+  xr_planned_op_init_op(op, p->index, &q);
+  xr_op_plan_t *recorded = malloc(sizeof *recorded);
+  if (!recorded || q.planned.status != XR_OK || q.laid_out.status != XR_OK) {
+    /* A compacted op that does not plan is a bug of its family; the recorded one stays. */
+    free(recorded);
+    xr_planned_op_free(&q);
+    xr_arena_destroy(arena);
+    return;
+  }
+  *recorded = p->plan;
+  uint64_t recorded_bytes = xr_planned_op_bytes(p);
+  free(p->layout);
+  free(p->bytes);
+  *p = q;
+  p->recorded = recorded;
+  p->compact_arena = arena;
+  p->recorded_bytes = recorded_bytes;
+}
+
+void xr_planned_op_compact_note(const xr_planned_op_t *p, char *out, size_t size) {
+  char now[32], was[32];
+  snprintf(out, size, "cache: compact, its tensors %s (%s as recorded)",
+           format_bytes(xr_planned_op_bytes(p), now, sizeof now),
+           format_bytes(p->recorded_bytes, was, sizeof was));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -373,6 +422,11 @@ xr_status_t xr_replay_plan(const xr_bundle_t *bundle, const xr_replay_options_t 
     if (!xr_op_selected(o, i, op)) continue;
     xr_planned_op_t p;
     xr_planned_op_init(bundle, i, &p);
+    const xr_hal_device_properties_t *opened_props[XR_REPLAY_MAX_DEVICES];
+    size_t n_opened = 0;
+    for (size_t d = 0; d < device_count; d++)
+      if (devices[d]) opened_props[n_opened++] = &plan->devices[d].properties;
+    xr_planned_op_compact(&context, &p, opened_props, n_opened);
     for (size_t d = 0; d < device_count; d++) {
       xr_plan_entry_t *e = &plan->entries[position * device_count + d];
       xr_plan_device_t *info = &plan->devices[d];
@@ -397,6 +451,8 @@ xr_status_t xr_replay_plan(const xr_bundle_t *bundle, const xr_replay_options_t 
       if (impl) snprintf(e->kernel, sizeof e->kernel, "%s", xr_kernel_impl_name(impl));
       if (e->outcome == XR_OP_SUCCEEDED && o->check && p.check_fits.status != XR_OK)
         snprintf(e->message, sizeof e->message, "%s", p.check_fits.message);
+      else if (e->outcome == XR_OP_SUCCEEDED && p.recorded)
+        xr_planned_op_compact_note(&p, e->message, sizeof e->message);
       else if (e->outcome == XR_OP_SUCCEEDED && o->check && p.check_rows > 0)
         snprintf(e->message, sizeof e->message,
                  "checked on its first %lld of %lld rows: the whole reference does not fit "

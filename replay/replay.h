@@ -57,6 +57,16 @@ typedef enum xr_launch_mode {
  * times the device's largest cache (at most 64, and a quarter of its memory). */
 #define XR_ROTATE_AUTO (-1)
 
+/* --cache-blocks: the paged KV caches (and the page lists) of the ops that read or write them.
+ * AUTO: whole, unless the op's tensors would not fit in the host's or a device's memory (or
+ * --max-memory); COMPACT: only the blocks the op's indices reference (kernels/kernels.h
+ * xr_kernel_compact); FULL: whole, as recorded. */
+typedef enum xr_cache_blocks {
+  XR_CACHE_BLOCKS_AUTO = 0,
+  XR_CACHE_BLOCKS_FULL,
+  XR_CACHE_BLOCKS_COMPACT,
+} xr_cache_blocks_t;
+
 #define XR_REPLAY_MAX_DEVICES 8
 
 /* A custom initializer's policy for the ops of one name: what --init=OP:POLICY gives. */
@@ -136,6 +146,7 @@ typedef struct xr_replay_options {
   bool stop_on_error;        /* stop at the first failed op */
   uint64_t max_memory_bytes; /* an op whose tensors need more host (or device) memory than this
                                 is unsupported ("does not fit"); 0: what is available */
+  xr_cache_blocks_t cache_blocks;
   /* Write the outputs of the first execution as .npy files here (op<i>_<target>.npy); with
    * several devices, in one folder per device under it (named after the device string, ':'
    * turned into '-'). */
@@ -298,6 +309,9 @@ typedef struct xr_op_result {
    * result's result_rows rows (dim 0) were checked; 0 and 0 when all were. */
   int64_t check_rows, result_rows;
   char check_note[256];
+  /* --cache-blocks: the op ran on compacted caches, "cache: compact, its tensors 672.1 MiB
+   * (13.85 GiB as recorded)"; "" when it ran on its tensors as recorded. */
+  char cache_note[128];
   bool check_passed;
   bool compared;                  /* compared with the first device's outputs (devices 1..) */
   size_t output_count;

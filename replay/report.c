@@ -163,6 +163,7 @@ cJSON *xr_result_to_json(const xr_op_result_t *r) {
     }
   }
   if (r->check_note[0]) cJSON_AddStringToObject(o, "check_note", r->check_note);
+  if (r->cache_note[0]) cJSON_AddStringToObject(o, "cache_note", r->cache_note);
   return o;
 }
 
@@ -189,7 +190,7 @@ static const char *const csv_columns[] = {
     "collective.ranks", "collective.group_ranks", "collective.rank_median_us",
     "collective.algbw_gbps", "collective.busbw_gbps", "flops", "bytes", "replay_over_trace",
     "vs_first_device", "check", "reference.ms", "reference.peak_bytes", "reference.rows",
-    "reference.result_rows", "check_note",
+    "reference.result_rows", "check_note", "cache_note",
 };
 
 #define CSV_COLUMNS (sizeof csv_columns / sizeof csv_columns[0])
@@ -417,6 +418,9 @@ static cJSON *report_head(const char *bundle_path, const xr_bundle_metadata_t *s
   else
     cJSON_AddNumberToObject(opts, "rotate", o->rotate);
   cJSON_AddBoolToObject(opts, "check", o->check);
+  if (o->cache_blocks != XR_CACHE_BLOCKS_AUTO)
+    cJSON_AddStringToObject(opts, "cache_blocks",
+                            o->cache_blocks == XR_CACHE_BLOCKS_FULL ? "full" : "compact");
   cJSON_AddNumberToObject(opts, "ranks", o->comm ? xr_hal_comm_size(o->comm) : 1);
   if (o->scale_collectives) cJSON_AddBoolToObject(opts, "scale_collectives", true);
   if (o->choice == XR_KERNEL_REFERENCE) cJSON_AddBoolToObject(opts, "reference", true);

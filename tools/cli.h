@@ -96,6 +96,10 @@ bool xr_cli_parse_int(const char *s, long long lo, long long *out);
 /* "1048576", "512M", "24G", "64K": a positive byte count (--max-memory). */
 bool xr_cli_parse_bytes(const char *s, uint64_t *out);
 
+/* --cache-blocks: "auto", "full" or "compact" (an xr_cache_blocks_t, replay/replay.h). */
+bool xr_cli_parse_cache_blocks(const char *s, int *out);
+#define XR_CLI_CACHE_BLOCKS_FORM "takes auto, full or compact"
+
 /* Loads the bundle at `path` (already through xr_cli_path) and applies `model_config` (NULL for
  * none). XR_EXIT_OK, or XR_EXIT_USAGE after printing the error naming the file, as `prog`. */
 int xr_cli_load_bundle(const char *prog, const char *path, const char *model_config,

@@ -188,6 +188,13 @@ bool xr_cli_parse_int(const char *s, long long lo, long long *out) {
   return true;
 }
 
+bool xr_cli_parse_cache_blocks(const char *s, int *out) {
+  static const char *const names[] = {"auto", "full", "compact"}; /* xr_cache_blocks_t order */
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(s, names[i])) return *out = i, true;
+  return false;
+}
+
 bool xr_cli_parse_bytes(const char *s, uint64_t *out) {
   char *end;
   errno = 0;

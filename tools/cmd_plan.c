@@ -14,6 +14,7 @@
 static const char usage[] =
     "usage: replay plan BUNDLE [--hal=LIST] [--json] [--model-config FILE] [--op-filter TEXT]\n"
     "                   [--op-limit N] [--max-memory BYTES] [--rotate N] [--reference] [--check]\n"
+    "                   [--cache-blocks auto|full|compact]\n"
     "  For every op: the kernel each HAL would take, or why none can, the op's FLOPs and bytes\n"
     "  and its recorded GPU time; then per HAL the share of the source trace's GPU time it can\n"
     "  replay, and the ops it cannot, by share. Nothing is allocated on a device, nothing runs.\n"
@@ -22,8 +23,8 @@ static const char usage[] =
     "  --json              one JSON object instead of the text\n"
     "  --check             the reference's memory too: an op whose reference would not fit\n"
     "                      runs unchecked, and its line says what the reference needs\n"
-    "  --model-config, --op-filter, --op-limit, --max-memory, --rotate, --reference: as for\n"
-    "                      `replay` (`replay --help-run`); they change what would run\n"
+    "  --model-config, --op-filter, --op-limit, --max-memory, --rotate, --reference,\n"
+    "  --cache-blocks      as for `replay` (`replay --help-run`); they change what would run\n"
     "exit: 0 planned, 2 usage or input error, 3 no HAL asked for is available\n";
 
 /* The recorded GPU time of all the op's calls, 0 when none (what the coverage adds). */
@@ -288,6 +289,7 @@ int xr_cmd_plan(int argc, char **argv) {
   static const char *const options[] = {"--hal=",          "--json",       "--op-filter=",
                                          "--op-limit=",     "--max-memory=", "--model-config=",
                                          "--rotate=",       "--reference",  "--check",
+                                         "--cache-blocks=",
                                          "-h",
                                          "--help",          NULL};
   xr_cli_args_t a;
@@ -317,6 +319,11 @@ int xr_cmd_plan(int argc, char **argv) {
     } else if (xr_cli_is(&a, "--rotate")) {
       if (!xr_cli_int_value(&a, 1, &n)) return XR_EXIT_USAGE;
       o.rotate = (int)n;
+    } else if (xr_cli_is(&a, "--cache-blocks")) {
+      int mode;
+      if (!xr_cli_parse_cache_blocks(a.value, &mode))
+        return xr_cli_bad_value(&a, XR_CLI_CACHE_BLOCKS_FORM);
+      o.cache_blocks = (xr_cache_blocks_t)mode;
     } else if (xr_cli_is(&a, "--reference")) o.choice = XR_KERNEL_REFERENCE;
     else if (xr_cli_is(&a, "-h") || xr_cli_is(&a, "--help")) {
       fputs(usage, stdout);

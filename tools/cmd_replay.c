@@ -70,6 +70,8 @@ static const char usage[] =
     "                      weights, top-k, ... of vllm::moe_forward); the bundle's own win\n"
     "  --max-memory=BYTES  an op needing more memory than this (K, M, G suffixes) is unsupported;\n"
     "                      default: what the host and device have available\n"
+    "  --cache-blocks=MODE paged KV caches: auto (whole unless the op would not fit, then only\n"
+    "                      the blocks it references), full (whole), compact (referenced only)\n"
     "  --stop-on-error     stop at the first failed op\n"
     "  --collective-timeout=S  a collective waiting longer than S seconds for the other ranks\n"
     "                      fails and ends every rank; joining the ranks takes no longer (300)\n"
@@ -248,6 +250,7 @@ static void print_result(const run_ctx_t *c, const xr_op_result_t *r) {
       printf(" on the first %lld of %lld rows", (long long)r->check_rows,
              (long long)r->result_rows);
     if (r->check_note[0]) printf("  %s", r->check_note);
+    if (r->cache_note[0]) printf("  %s", r->cache_note);
     print_timing_flags(c, r);
   } else {
     printf(" %s: %s",
@@ -585,7 +588,8 @@ int xr_cmd_replay(int argc, char **argv) {
       "--init=",     "--report=",         "--timeline=",      "--timeline-events=",
       "--db=",
       "--html=",     "--dump-outputs=",   "--op-filter=",     "--op-limit=",
-      "--shard=",    "--model-config=",   "--max-memory=",    "--stop-on-error",
+      "--shard=",    "--model-config=",   "--max-memory=",    "--cache-blocks=",
+      "--stop-on-error",
       "--collective-timeout=",            "--world-size-from-trace",
       "--scale-collectives",              "-v",               "--verbose",
       "-h",          "--help",            NULL};
@@ -677,6 +681,10 @@ int xr_cmd_replay(int argc, char **argv) {
     else if (xr_cli_is(&a, "--max-memory")) {
       if (!xr_cli_parse_bytes(v, &bytes)) return xr_cli_bad_value(&a, bytes_form);
       o.max_memory_bytes = bytes;
+    } else if (xr_cli_is(&a, "--cache-blocks")) {
+      int mode;
+      if (!xr_cli_parse_cache_blocks(v, &mode)) return xr_cli_bad_value(&a, XR_CLI_CACHE_BLOCKS_FORM);
+      o.cache_blocks = (xr_cache_blocks_t)mode;
     } else if (xr_cli_is(&a, "-v") || xr_cli_is(&a, "--verbose")) verbose = true;
     else if (xr_cli_is(&a, "-h") || xr_cli_is(&a, "--help")) {
       fputs(usage, stdout);

@@ -77,9 +77,10 @@ static inline void arg_bool(jbuf_t *b, const char *name, bool v) {
   jb(b, "%s}", v ? "true" : "false");
 }
 
-/* Replays with --check; `init` is the op's initializer policy (--init) or NULL. Skips when the
- * device is absent. */
-static inline xr_op_result_t run_case(const char *json, const char *device, uint64_t seed, const char *init) {
+/* Replays with --check; `init` is the op's initializer policy (--init) or NULL; the paged caches
+ * as `cache_blocks` says (--cache-blocks). Skips when the device is absent. */
+static inline xr_op_result_t run_case_with(const char *json, const char *device, uint64_t seed,
+                                           const char *init, xr_cache_blocks_t cache_blocks) {
   xr_bundle_t *b;
   cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK, "%s",
                xr_last_error());
@@ -90,6 +91,7 @@ static inline xr_op_result_t run_case(const char *json, const char *device, uint
   o.warmup = 0;
   o.iters = 1;
   o.seed = seed;
+  o.cache_blocks = cache_blocks;
   xr_init_override_t override = {b->ops[0].name, init};
   o.init_overrides = init ? &override : NULL;
   o.init_override_count = init ? 1 : 0;
@@ -110,13 +112,24 @@ static inline xr_op_result_t run_case(const char *json, const char *device, uint
 
 /* Asserts the case ran on `device` with a kernel named `prefix`* and matched the reference on
  * every output. */
+static inline xr_op_result_t run_case(const char *json, const char *device, uint64_t seed, const char *init) {
+  return run_case_with(json, device, seed, init, XR_CACHE_BLOCKS_AUTO);
+}
+
+/* The result of a run expected to succeed, checked, on a kernel whose name starts `prefix`. */
+static inline void expect_checked(const char *what, const xr_op_result_t *r, const char *json,
+                                  const char *device, const char *prefix) {
+  cr_assert_eq(r->outcome, XR_OP_SUCCEEDED, "%s on %s: %s: %s\n%s", what, device,
+               xr_op_outcome_name(r->outcome), r->message, json);
+  cr_assert(r->checked && r->check_passed, "%s on %s: check failed", what, device);
+  cr_assert(strncmp(r->kernel, prefix, strlen(prefix)) == 0, "%s: ran %s, expected %s*", what,
+            r->kernel, prefix);
+}
+
 static inline void expect_match(const char *what, const char *json, const char *device, const char *prefix,
                                 uint64_t seed, const char *init) {
   xr_op_result_t r = run_case(json, device, seed, init);
-  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s: %s\n%s", what, device, xr_op_outcome_name(r.outcome),
-               r.message, json);
-  cr_assert(r.checked && r.check_passed, "%s on %s: check failed", what, device);
-  cr_assert(strncmp(r.kernel, prefix, strlen(prefix)) == 0, "%s: ran %s, expected %s*", what, r.kernel, prefix);
+  expect_checked(what, &r, json, device, prefix);
   for (size_t k = 0; k < r.output_count; k++)
     cr_log_info("%s on %s: %s nmse %.3g", what, device, r.outputs[k].target, r.outputs[k].nmse);
 }

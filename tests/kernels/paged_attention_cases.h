@@ -147,6 +147,12 @@ static inline void run_cache_fp8(const char *device, const char *prefix, const c
                device, prefix, 3, NULL);
   expect_match("reshape_and_cache_flash f16 -> fp8", cache_json(&b, true, F16, U8, "\"fp8\"", 40, 4, 64, 16, 6),
                device, fp8_prefix ? fp8_prefix : prefix, 4, NULL);
+  /* --cache-blocks=compact: 37 tokens into a 300-block cache take 38 blocks. */
+  const char *json = cache_json(&b, false, F16, F16, "\"auto\"", 37, 2, 128, 16, 300);
+  xr_op_result_t r = run_case_with(json, device, 5, NULL, XR_CACHE_BLOCKS_COMPACT);
+  expect_checked("reshape_and_cache f16, compact", &r, json, device, prefix);
+  cr_assert(strstr(r.init_policy, "cache: compact, 38 of 300 blocks"), "%s", r.init_policy);
+  cr_assert(!strncmp(r.cache_note, "cache: compact, its tensors ", 28), "%s", r.cache_note);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -208,6 +214,13 @@ static inline void run_store_cache(const char *device, const char *prefix) {
     cr_assert_eq(r.output_count, 2u, "%s: k_cache and v_cache are checked", c->what);
     cr_assert(strstr(r.init_policy, "indices distinct random slots"), "%s: init %s", c->what, r.init_policy);
   }
+  /* --cache-blocks=compact under a size_limit (6 of 9 rows): 5 rows written take 6 rows. */
+  jbuf_t b;
+  const char *json = store_json(&b, &store_cases[1]);
+  xr_op_result_t r = run_case_with(json, device, 210, NULL, XR_CACHE_BLOCKS_COMPACT);
+  expect_checked("store_cache f16, compact", &r, json, device, prefix);
+  cr_assert(strstr(r.init_policy, "cache: compact, 6 of 9 rows"), "%s", r.init_policy);
+  cr_assert(!strncmp(r.cache_note, "cache: compact, its tensors ", 28), "%s", r.cache_note);
 }
 
 /* The kernels each driver runs these ops on: paged attention on cpu's and opencl's

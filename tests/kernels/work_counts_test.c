@@ -211,6 +211,23 @@ Test(work_counts, attention_reads_an_expanded_head_once) {
                        8 * 32 * 64 /* out */));
 }
 
+/* attention over a page list: SGLang's ragged decode of 2 sequences (4 heads, 2 kv heads of 64,
+ * bf16) whose 100 context tokens (the hints) sit in a 1000-page cache through a page list
+ * allocated for 5000. Each query attends its 50 keys; the 100 pages referenced are read, and
+ * the 100 page-list entries they use, not the cache or the whole list. */
+Test(work_counts, attention_page_list_counts_the_pages_referenced) {
+  expect_counts("{\"format\": \"xreplay-bundle\", \"format_version\": 1, \"ops\": [{\"name\": "
+                "\"sglang_profiler::attention_paged_attention_ragged\", \"args\": ["
+                A("out", BF16, T(BF16, "[2, 4, 64]")) ", " A("workspace", "unsigned char", T("unsigned char", "[4096]")) ", "
+                A("query", BF16, T(BF16, "[2, 4, 64]")) ", " A("key_cache", BF16, T(BF16, "[1000, 1, 2, 64]")) ", "
+                A("value_cache", BF16, T(BF16, "[1000, 1, 2, 64]")) ", " A("kv_indptr", I32, T(I32, "[3]")) ", "
+                A("kv_page_indices", I32, T(I32, "[5000]")) ", " A("kv_last_page_lens", I32, T(I32, "[64]"))
+                "], \"hints\": {\"decode_seqs\": 2, \"decode_context_tokens\": 100}}]}",
+                2.0 * (2 * 4 * 50) * (64 + 64) /* 2 x pairs x (D + Dv) */,
+                2.0 * 100 * 2 * 64 * 2 /* K and V of the 100 pages */ + 2.0 * (2 * 4 * 64) * 2 /* q, out */ +
+                    4.0 * 3 /* kv_indptr */ + 4.0 * 100 /* page-list entries used */);
+}
+
 /* paged_attention: vLLM's v1 decode of 2 sequences (8 query heads, 2 kv heads of 128, fp16) at
  * max_seq_len 64 over a cache of 64 blocks of 16 tokens. The block tables reference 2 x 4
  * blocks (128 tokens) of the 1024 the cache holds: those keys and values are read, not the

@@ -71,6 +71,10 @@ Test(cli_errors, a_bad_value_says_why) {
   refused_with("--max-memory=lots " EXAMPLE,
                "replay: --max-memory=lots: not a positive byte count (1048576, 64K, 512M, 24G)");
   refused_with("--check=yes " EXAMPLE, "replay: --check=yes: takes no value");
+  refused_with("--cache-blocks=half " EXAMPLE,
+               "replay: --cache-blocks=half: takes auto, full or compact");
+  refused_with("plan --cache-blocks half " EXAMPLE,
+               "replay plan: --cache-blocks=half: takes auto, full or compact");
   refused_with(EXAMPLE " --hal", "replay: --hal: needs a value");
   refused_with("plan --op-limit=-1 " EXAMPLE, "replay plan: --op-limit=-1: must be at least 0");
   refused_with("extract " GZ_TRACE " -o x.msgpack --top=0",

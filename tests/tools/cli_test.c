@@ -649,6 +649,59 @@ Test(cli, each_device_is_opened_once) {
 /* --init=OP:POLICY: the op name ends at the first single colon (names have "::", policies
  * colons of their own: the MoE routing's zipf:S reaches the initializer whole), every one given
  * is kept, and one without a policy is a usage error. */
+/* A vLLM cache writer of 4 tokens into a 64-block cache, written into the test's scratch
+ * directory: 5 blocks of it on a compact cache. */
+static const char *cache_writer_bundle(void) {
+  static char path[1024];
+  snprintf(path, sizeof path, "%s/cache.%d.json", tmpdir(), (int)getpid());
+  write_text(path,
+             "{\"format\": \"xreplay-bundle\", \"ops\": [{\"name\": "
+             "\"_C_cache_ops::reshape_and_cache_flash\", \"args\": ["
+             "{\"name\": \"key\", \"type\": \"Tensor\", \"value\": {\"shape\": [4, 2, 8], "
+             "\"dtype\": \"float\"}},"
+             "{\"name\": \"value\", \"type\": \"Tensor\", \"value\": {\"shape\": [4, 2, 8], "
+             "\"dtype\": \"float\"}},"
+             "{\"name\": \"key_cache\", \"type\": \"Tensor(a!)\", \"value\": {\"shape\": "
+             "[64, 16, 2, 8], \"dtype\": \"float\"}},"
+             "{\"name\": \"value_cache\", \"type\": \"Tensor(b!)\", \"value\": {\"shape\": "
+             "[64, 16, 2, 8], \"dtype\": \"float\"}},"
+             "{\"name\": \"slot_mapping\", \"type\": \"Tensor\", \"value\": {\"shape\": [4], "
+             "\"dtype\": \"long int\"}},"
+             "{\"name\": \"kv_cache_dtype\", \"type\": \"str\", \"value\": \"auto\"},"
+             "{\"name\": \"k_scale\", \"type\": \"Tensor\", \"value\": {\"shape\": [1], "
+             "\"dtype\": \"float\", \"init\": \"ones\"}},"
+             "{\"name\": \"v_scale\", \"type\": \"Tensor\", \"value\": {\"shape\": [1], "
+             "\"dtype\": \"float\", \"init\": \"ones\"}}]}]}");
+  return path;
+}
+
+/* --cache-blocks=compact: the op's line, the plan's and the report say so. The caches' 64 blocks
+ * of 16 x 2 x 8 floats (65,536 bytes each) become 5 (5,120 bytes each); key and value (256 bytes
+ * each), slot_mapping (32) and the scales (4 each) stay: 131,624 bytes in all, then 10,792. */
+Test(cli, compact_caches_are_said_on_the_line_and_in_the_report) {
+  char args[4096], report[1024];
+  const char *note = "cache: compact, its tensors 10792 bytes (131624 bytes as recorded)";
+  snprintf(report, sizeof report, "%s/compact.%d.json", tmpdir(), (int)getpid());
+  snprintf(args, sizeof args, "--hal=cpu --iters=1 --warmup=0 --check --cache-blocks=compact "
+           "--report=%s %s", report, cache_writer_bundle());
+  cr_assert_eq(replay(args), 0, "%s%s", out_text, err_text);
+  cr_assert(strstr(out_text, note) && strstr(out_text, "check ok"), "%s", out_text);
+  cJSON *r = read_json(report);
+  cr_assert_str_eq(json_str(cJSON_GetObjectItem(r, "options"), "cache_blocks"), "compact");
+  const cJSON *op = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ops"), 0);
+  cr_assert_str_eq(json_str(op, "cache_note"), note);
+  cr_assert(strstr(json_str(op, "init_policy"), "cache: compact, 5 of 64 blocks"), "%s",
+            json_str(op, "init_policy"));
+  cJSON_Delete(r);
+  snprintf(args, sizeof args, "plan --hal=cpu --cache-blocks=compact %s", cache_writer_bundle());
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert(strstr(out_text, note), "%s", out_text);
+  /* By default (auto) a cache that fits stays whole, and nothing is said. */
+  snprintf(args, sizeof args, "plan --hal=cpu %s", cache_writer_bundle());
+  cr_assert_eq(replay(args), 0, "%s", err_text);
+  cr_assert_null(strstr(out_text, "cache: compact"), "%s", out_text);
+}
+
 Test(cli, init_policies_split_at_the_first_single_colon) {
   char args[2048], report[1024];
   snprintf(report, sizeof report, "%s/init.report.json", tmpdir());

@@ -564,6 +564,7 @@ static xr_status_t init_paged_attention(xr_init_context_t *c) {
     free(perm);
     xr_init_describe(c, reused ? "block_tables random blocks (cache too small: blocks shared)"
                              : "block_tables distinct random blocks");
+    if (!reused) xr_init_describe_compact(c, num_blocks, "blocks");
   }
   if (c->flops && c->bytes) { /* the counts for the lengths now settled, not max_seq_len's */
     int64_t *lens = malloc(sizeof(int64_t) * 2 * (size_t)(num_seqs ? num_seqs : 1));
@@ -596,6 +597,30 @@ static xr_status_t init_paged_attention(xr_init_context_t *c) {
   return XR_OK;
 }
 
+/* --cache-blocks (xr_kernel_compact): the caches cut to the blocks the block tables can
+ * reference, each sequence's blocks for max_seq_len tokens, and one more that none does; the
+ * initializer then draws them all distinct, as from the recorded cache. Not when the block
+ * tables or the sequence lengths are the bundle's own. */
+static xr_status_t compact_paged(const xr_op_plan_t *plan, xr_arena_t *arena, xr_op_t **out_op) {
+  const xr_attn_problem_t *a = plan->problem;
+  const int64_t *p = a->p;
+  int kc = a->t[XR_AT_K], vc = a->t[XR_AT_V];
+  const xr_tensor_spec_t *tab = plan->inputs[a->t[XR_AT_TABLE]], *lens = plan->inputs[a->t[XR_AT_LENS]];
+  int64_t blocks = plan->inputs[kc]->shape[0], block_size = plan->inputs[kc]->shape[3];
+  int64_t max_len = p[XR_AP_max_k] < tab->shape[1] * block_size ? p[XR_AP_max_k] : tab->shape[1] * block_size;
+  int64_t keep = p[XR_AP_batch] * ((max_len + block_size - 1) / block_size) + 1;
+  if (tab->data || tab->data_file || lens->data || lens->data_file || keep >= blocks) return XR_OK;
+  int64_t *dim0 = xr_arena_alloc(arena, sizeof(int64_t) * plan->input_count);
+  if (!dim0) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  for (size_t i = 0; i < plan->input_count; i++) dim0[i] = -1;
+  dim0[kc] = dim0[vc] = keep;
+  xr_op_t *op;
+  xr_status_t st = xr_plan_op_resized(plan, dim0, arena, &op);
+  if (st == XR_OK) st = xr_op_hint_int(arena, op, "recorded_cache_blocks", blocks);
+  if (st == XR_OK) *out_op = op;
+  return st;
+}
+
 static const struct xr_op_initializer paged_initializers[] = {
     {"_C::paged_attention_v1", init_paged_attention},
     {"_C::paged_attention_v2", init_paged_attention},
@@ -616,6 +641,7 @@ const xr_op_family_t xr_family_paged_attention = {
     .op_names = paged_ops,
     .analyze = analyze_paged,
     .free_problem = free,
+    .compact = compact_paged,
     .impls = paged_impls,
     .initializers = paged_initializers,
 };

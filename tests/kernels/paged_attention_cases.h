@@ -19,6 +19,7 @@ typedef struct paged_case {
   bool alibi, strided_q;
   const char *policy; /* seq_lens policy, NULL: max */
   int64_t qtokens;    /* _rocm_C: packed query tokens (query_start_loc); 0: one per sequence */
+  int64_t blocks;     /* cache blocks; 0: each sequence's and 3 more */
 } paged_case_t;
 
 static inline int64_t elem_size(const char *dtype) {
@@ -28,7 +29,7 @@ static inline int64_t elem_size(const char *dtype) {
 static inline const char *paged_json(jbuf_t *b, const paged_case_t *c) {
   bool v2 = !strcmp(c->op, "_C::paged_attention_v2"), rocm = !strcmp(c->op, "_rocm_C::paged_attention");
   int64_t x = 16 / elem_size(c->cache_tensor), per_seq = (c->max_len + c->bs - 1) / c->bs;
-  int64_t blocks = c->seqs * per_seq + 3, rows = c->qtokens ? c->qtokens : c->seqs;
+  int64_t blocks = c->blocks ? c->blocks : c->seqs * per_seq + 3, rows = c->qtokens ? c->qtokens : c->seqs;
   int64_t parts = (c->max_len + 511) / 512;
   op_begin(b, c->op);
   int64_t qs[3] = {rows, c->H, c->D}, qst[3] = {3 * c->H * c->D, c->D, 1};
@@ -88,16 +89,16 @@ static inline const char *paged_json(jbuf_t *b, const paged_case_t *c) {
 #define U8 "unsigned char"
 
 static const paged_case_t paged_cases[] = {
-    {"v1 f16 gqa8x2 d128 bs16", V1, F16, F16, "auto", 4, 8, 2, 128, 16, 100, false, false, "uniform", 0},
-    {"v1 bf16 mha4 d64 bs8", V1, BF16, BF16, "auto", 3, 4, 4, 64, 8, 37, false, false, "1,37,16", 0},
-    {"v1 f32 mqa2x1 d256 bs32 strided q", V1, "float", "float", "auto", 3, 2, 1, 256, 32, 70, false, true, "uniform", 0},
-    {"v1 f16 alibi d64 bs16", V1, F16, F16, "auto", 3, 4, 4, 64, 16, 50, true, false, "33,1,50", 0},
-    {"v1 f16 fp8 e4m3 d128 bs16", V1, F16, U8, "fp8", 3, 8, 2, 128, 16, 90, false, false, "uniform", 0},
-    {"v1 bf16 fp8 e5m2 d64 bs32", V1, BF16, U8, "fp8_e5m2", 2, 4, 2, 64, 32, 45, false, false, "uniform", 0},
-    {"v2 f16 gqa d128 bs16 3 partitions", V2, F16, F16, "auto", 3, 8, 2, 128, 16, 1100, false, false, "uniform", 0},
-    {"v2 bf16 alibi d64 bs32", V2, BF16, BF16, "auto", 2, 4, 4, 64, 32, 700, true, false, "700,300", 0},
-    {"rocm f16 d128 bs16", ROCM, F16, F16, "auto", 3, 8, 1, 128, 16, 300, false, false, "uniform", 0},
-    {"rocm bf16 fp8 query_start_loc", ROCM, BF16, U8, "fp8", 3, 4, 2, 64, 16, 60, false, false, "uniform", 10},
+    {"v1 f16 gqa8x2 d128 bs16", V1, F16, F16, "auto", 4, 8, 2, 128, 16, 100, false, false, "uniform", 0, 0},
+    {"v1 bf16 mha4 d64 bs8", V1, BF16, BF16, "auto", 3, 4, 4, 64, 8, 37, false, false, "1,37,16", 0, 0},
+    {"v1 f32 mqa2x1 d256 bs32 strided q", V1, "float", "float", "auto", 3, 2, 1, 256, 32, 70, false, true, "uniform", 0, 0},
+    {"v1 f16 alibi d64 bs16", V1, F16, F16, "auto", 3, 4, 4, 64, 16, 50, true, false, "33,1,50", 0, 0},
+    {"v1 f16 fp8 e4m3 d128 bs16", V1, F16, U8, "fp8", 3, 8, 2, 128, 16, 90, false, false, "uniform", 0, 0},
+    {"v1 bf16 fp8 e5m2 d64 bs32", V1, BF16, U8, "fp8_e5m2", 2, 4, 2, 64, 32, 45, false, false, "uniform", 0, 0},
+    {"v2 f16 gqa d128 bs16 3 partitions", V2, F16, F16, "auto", 3, 8, 2, 128, 16, 1100, false, false, "uniform", 0, 0},
+    {"v2 bf16 alibi d64 bs32", V2, BF16, BF16, "auto", 2, 4, 4, 64, 32, 700, true, false, "700,300", 0, 0},
+    {"rocm f16 d128 bs16", ROCM, F16, F16, "auto", 3, 8, 1, 128, 16, 300, false, false, "uniform", 0, 0},
+    {"rocm bf16 fp8 query_start_loc", ROCM, BF16, U8, "fp8", 3, 4, 2, 64, 16, 60, false, false, "uniform", 10, 0},
 };
 
 static inline void run_paged(const char *device, const char *prefix) {
@@ -105,6 +106,21 @@ static inline void run_paged(const char *device, const char *prefix) {
     const paged_case_t *c = &paged_cases[i];
     jbuf_t b;
     expect_match(c->what, paged_json(&b, c), device, prefix, 100 + i, c->policy);
+  }
+  /* --cache-blocks=compact: 4 sequences of at most 100 tokens in blocks of 16 take 4 x 7 blocks
+   * and one more of the 500; 3 of at most 1100 in blocks of 16 (v2), 3 x 69 and one more. */
+  static const paged_case_t compact[] = {
+      {"v1 f16 compact", V1, F16, F16, "auto", 4, 8, 2, 128, 16, 100, false, false, "uniform", 0, 500},
+      {"v2 bf16 fp8 compact", V2, BF16, U8, "fp8", 3, 8, 2, 64, 16, 1100, false, false, NULL, 0, 900},
+  };
+  const char *expected[] = {"cache: compact, 29 of 500 blocks", "cache: compact, 208 of 900 blocks"};
+  for (size_t i = 0; i < 2; i++) {
+    jbuf_t b;
+    const char *json = paged_json(&b, &compact[i]);
+    xr_op_result_t r = run_case_with(json, device, 300 + i, compact[i].policy, XR_CACHE_BLOCKS_COMPACT);
+    expect_checked(compact[i].what, &r, json, device, prefix);
+    cr_assert(strstr(r.init_policy, expected[i]), "%s: %s", compact[i].what, r.init_policy);
+    cr_assert(!strncmp(r.cache_note, "cache: compact, its tensors ", 28), "%s", r.cache_note);
   }
 }
 

@@ -4,7 +4,7 @@
  *
  * Overloads are told apart by the arguments present (a bundle names its ops without the
  * overload): "dim" present or not (sum, sum.dim_IntList; max, max.dim), "other" (max.other, the
- * elementwise maximum: not a reduction, declined), "unbiased" / "correction" (var, var.dim,
+ * elementwise maximum: not a reduction, handed to aten::maximum, complete() below), "unbiased" / "correction" (var, var.dim,
  * var.correction), "stable" (sort.stable). out= variants write the tensors named out, out0/out1
  * (var_mean), values/indices (sort, topk), max/max_values and min/min_indices (max.dim_max,
  * min.dim_min); their dtype is then the result dtype, as torch takes it. Arguments are read by
@@ -340,23 +340,14 @@ static xr_status_t analyze_amax(ctx_t *c, xr_reduce_op_t op) {
   return set_output(plan, c->p, XR_REDUCE_VALUES, c->t->dtype, out, out_name, false, &r);
 }
 
-/* max, min: max() (every element, values), max.dim (values and int64 indices, keepdim), and
- * max.other, the elementwise maximum, which is no reduction (declined). */
+/* max, min: max() (every element, values) and max.dim (values and int64 indices, keepdim);
+ * max.other is aten::maximum's by then (complete()). */
 static xr_status_t analyze_max(ctx_t *c, xr_reduce_op_t op) {
   xr_op_plan_t *plan = c->plan;
   xr_reduce_problem_t *p = c->p;
-  const xr_value_t *other = arg(c->op, 1, "other");
   bool reduced[XR_MAX_RANK];
   result_t r;
   xr_status_t st;
-  if (other && other->kind == XR_VALUE_TENSOR) {
-    snprintf(p->unsupported, sizeof p->unsupported, "%s(self, other) is the elementwise %s, not "
-             "a reduction: not implemented", plan->op->name, op == XR_REDUCE_MAX ? "maximum" : "minimum");
-    for (int d = 0; d < XR_MAX_RANK; d++) reduced[d] = false;
-    set_reduction(p, c->t, reduced, false, &r);
-    p->op = op;
-    return set_output(plan, p, XR_REDUCE_VALUES, c->t->dtype, -1, "out", false, &r);
-  }
   const xr_value_t *dimv = arg(c->op, 1, "dim");
   p->op = op;
   if (!dimv) { /* max(self): every element, values only */
@@ -1233,9 +1224,26 @@ static const xr_kernel_impl_t *const reduce_impls[] = {
     NULL,
 };
 
+/* max.other and min.other are no reductions but torch.maximum and torch.minimum, under the
+ * reduction's name: the op renamed, which the registry then plans in the pointwise family. */
+static xr_status_t complete(const xr_op_t *op, xr_arena_t *scratch, xr_op_t **out_op) {
+  bool max = !strcmp(op->name, "aten::max");
+  const xr_value_t *other = arg(op, 1, "other");
+  if ((!max && strcmp(op->name, "aten::min")) || !other || other->kind != XR_VALUE_TENSOR)
+    return XR_OK;
+  xr_op_t *elementwise = xr_arena_alloc(scratch, sizeof *elementwise);
+  if (!elementwise) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  *elementwise = *op;
+  elementwise->name = xr_arena_strdup(scratch, max ? "aten::maximum" : "aten::minimum");
+  if (!elementwise->name) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory");
+  *out_op = elementwise;
+  return XR_OK;
+}
+
 const xr_op_family_t xr_family_reduce = {
     .name = "reduce",
     .op_names = reduce_ops,
+    .complete = complete,
     .analyze = analyze,
     .free_problem = free,
     .impls = reduce_impls,

@@ -86,6 +86,14 @@ xr_status_t xr_kernel_plan(const xr_op_t *op, xr_op_plan_t *out_plan) {
       xr_kernel_plan_free(out_plan);
       return st;
     }
+    /* A family may hand an op to another under that one's name (max.other is aten::maximum). */
+    if (completed && strcmp(completed->name, op->name)) {
+      if (!(family = find_family(completed->name))) {
+        xr_kernel_plan_free(out_plan);
+        return xr_error(XR_NOT_FOUND, "no kernel for op '%s'", completed->name);
+      }
+      out_plan->family = family;
+    }
     if (completed) op = completed;
   }
   size_t n;

@@ -45,6 +45,26 @@ Test(pointwise_exact, tril_and_triu_keep_their_triangle) {
   expect_tri("aten::tril", mask, "5", "return0", (const double[]){1, 1, 1, 1, 1, 1}, 6);
 }
 
+/* max.other and min.other (the reduce family's names) are torch.maximum and torch.minimum:
+ * elementwise, broadcast, NaN propagated; hand-worked. */
+Test(pointwise_exact, max_and_min_of_two_tensors_are_elementwise) {
+  static const exact_run_t runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.elementwise"},
+                                     {"cpu", XR_KERNEL_BEST, "cpu.elementwise"},
+                                     {"opencl", XR_KERNEL_BEST, "opencl.elementwise"}};
+  static const char *const ops[] = {"aten::max", "aten::min"};
+  static const double want[2][6] = {{1, 3, NAN, 4, 3, 1}, {0, -2, NAN, 0, 0.5, -1}};
+  for (int k = 0; k < 2; k++) {
+    text_t t = {0}, args = {0};
+    const char *self = EXACT_DATA(&t, "float", float, 2, SHAPE(2, 3), 1, -2, NAN, 4, 0.5f, -1);
+    put(&args, "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, ", self);
+    t.n = 0;
+    const char *other = EXACT_DATA(&t, "float", float, 1, SHAPE(3), 0, 3, 1); /* broadcast */
+    put(&args, "{\"name\": \"other\", \"type\": \"Tensor\", \"value\": %s}", other);
+    exact_expect(bundle(ops[k], args.s, NULL), ops[k], "return0", want[k], 6, runs,
+                 sizeof runs / sizeof *runs);
+  }
+}
+
 /* Plans the one-op bundle; returns the status, the result dtype in *out_dtype when OK. */
 static xr_status_t plan_dtype(const char *json, xr_dtype_t *out_dtype) {
   xr_bundle_t *b;

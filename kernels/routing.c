@@ -350,6 +350,7 @@ static const struct xr_op_initializer routing_initializers[] = {
 static const xr_kernel_impl_t *const routing_impls[] = {
     &xr_routing_cpu,
     &xr_routing_opencl,
+    &xr_routing_gpu,
     &ref_routing,
     NULL,
 };

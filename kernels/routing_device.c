@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "kernels/family.h"
+#include "kernels/gpu/sources.h"
 #include "kernels/opencl/sources.h"
 #include "kernels/routing.h"
 #include "kernels/routing_args.h"
@@ -20,6 +21,7 @@ typedef struct backend {
 } backend_t;
 
 static const backend_t opencl = {"opencl.routing", "routing.cl", xr_opencl_build};
+static const backend_t gpu = {"gpu.routing", "routing.cu", xr_gpu_build};
 
 typedef struct device_routing {
   const xr_routing_problem_t *p;
@@ -128,3 +130,4 @@ static xr_status_t routing_enqueue(void *state, xr_hal_stream_t *stream) {
   };
 
 DEVICE_IMPL(xr_routing_opencl, opencl, "opencl")
+DEVICE_IMPL(xr_routing_gpu, gpu, "gpu")

@@ -36,7 +36,7 @@
 extern "C" {
 #endif
 
-#define XR_MAX_RETURNS 4
+#define XR_MAX_RETURNS 8
 
 /* A tensor on a device: the bundle's view (dtype, shape, strides, offset) over a buffer that
  * holds its storage. */

@@ -61,6 +61,7 @@ xr_category_t xr_op_category(const char *family, const char *op_name) {
       {"unified_attention", XR_CATEGORY_ATTENTION},
       {"kv_cache", XR_CATEGORY_ATTENTION},
       {"moe", XR_CATEGORY_MOE},
+      {"routing", XR_CATEGORY_MOE},
       {"norm", XR_CATEGORY_NORMALIZATION},
       {"channel_norm", XR_CATEGORY_NORMALIZATION},
       {"softmax", XR_CATEGORY_NORMALIZATION},

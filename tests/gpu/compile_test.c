@@ -172,6 +172,22 @@ static void kernels_i_define_every_kernel_looked_up(const char *target) {
                  sizeof channel_norm / sizeof *channel_norm);
 }
 
+/* kernels/routing_device.c's launches (TopK, SortTokens' two passes). */
+static void routing_kernels_for(const char *target) {
+  static const char *const routing[] = {"xr_routing_topk", "xr_routing_sort_experts",
+                                        "xr_routing_sort_tail"};
+  expect_kernels(target, "routing.cu", routing, sizeof routing / sizeof *routing);
+}
+Test(compile, routing_image_has_every_kernel_the_impl_launches_sm_80) {
+  routing_kernels_for("sm_80");
+}
+Test(compile, routing_image_has_every_kernel_the_impl_launches_sm_90) {
+  routing_kernels_for("sm_90");
+}
+Test(compile, routing_image_has_every_kernel_the_impl_launches_gfx90a) {
+  routing_kernels_for("gfx90a");
+}
+
 Test(compile, sources_define_every_kernel_looked_up_sm_80) {
   kernels_i_define_every_kernel_looked_up("sm_80");
 }

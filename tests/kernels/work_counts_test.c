@@ -309,6 +309,29 @@ Test(work_counts, moe) {
                     2.0 * 2 * 1024 * 2 /* hidden read, result written */ + 4.0 * 2 * 4 * 2 /* weights, ids */);
 }
 
+/* routing: triton_kernels' TopK of GPT-OSS's bf16 router logits [32 tokens, 32 experts], k 4,
+ * with the softmax: a compare per logit, then per selected value a subtract, an exp, an add and a
+ * divide. Logits read once; y_vals (bf16) and y_indx (int16) written, and one uint32 bitmatrix
+ * word per token (32 experts). */
+Test(work_counts, routing_topk) {
+  expect_counts(OP("TopK", A("x", "Tensor", T(BF16, "[32, 32]")) ", " A("k", "int", "4") ", "
+                   A("apply_softmax", "bool", "true") ", " A("dim", "int", "1"), ""),
+                32.0 * 32 + 4.0 * 32 * 4,
+                2.0 * 32 * 32 /* x */ + 32.0 * 4 * (2 + 2) /* y_vals, y_indx */ + 4.0 * 32 /* bits */);
+}
+
+/* routing: SortTokens of those 32 x 4 selections (bf16 weights, int16 ids) over 32 experts.
+ * Integer work only. Inputs read once; results: hist (32), combine and dispatch (128 each,
+ * int32), gate_scal (128 bf16), token_offs_raw (33) and token_offs_pad (5 block sizes x 33), and
+ * block_pid_map (5 x max_n_tiles: 128 gates > 32 experts, so 31 + ceil(97 / 16) = 38 tiles). */
+Test(work_counts, routing_sort_tokens) {
+  expect_counts(OP("SortTokens", A("expt_scal", "Tensor", T(BF16, "[32, 4]")) ", "
+                   A("expt_indx", "Tensor", T("short int", "[32, 4]")) ", " A("n_expts_tot", "int", "32"), ""),
+                0,
+                2.0 * 128 + 2.0 * 128 /* weights, ids */ + 4.0 * 32 + 4.0 * 128 * 2 + 2.0 * 128 +
+                    4.0 * 33 * (1 + 5) + 4.0 * 5 * 38);
+}
+
 /* sync: .item() of a 0-d fp32 tensor: its one element read to the host. */
 Test(work_counts, sync) {
   expect_counts(OP("aten::_local_scalar_dense", A("self", "Tensor", T(F32, "[]")), ""), 0, 4.0);

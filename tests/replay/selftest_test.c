@@ -70,6 +70,9 @@ static const struct gpu_claim {
     {"moe", "f32 f16 bf16 i32 i64 f4e2m1x2 f8e8m0 f8e4m3fn",
      "kernels/moe_device.c moe_supports (gpu: dtype_code: f32/f16/bf16 activations; int32/int64 "
      "ids; moe_forward's mxfp4 and fp8 expert weights)"},
+    {"routing", "f32 f16 bf16 i16 i32 i64 u32",
+     "kernels/routing_device.c (no supports(): TopK's f32/f16/bf16 logits, int16 ids and uint32 "
+     "bitmatrix; SortTokens' float weights and int16/int32/int64 ids)"},
     {"sync", "f32 f16 bf16 i64 bool",
      "kernels/host_sync.c gpu.read_scalar (no supports(): any dtype)"},
     {"scatter", "f32 f16 bf16 i64 f8e4m3fn",

@@ -76,6 +76,10 @@ typedef struct xr_extract_summary {
   size_t graph_launches_matched; /* aligned with a stream capture of a capture trace */
   size_t graph_kernels;        /* GPU events under graph launches */
   size_t graph_kernels_matched; /* credited to a captured launch */
+  size_t graph_launches_node_joined; /* matched by "graph node id" ordinals (the first rule) */
+  size_t graph_kernels_node_joined;  /* their kernels, each joined to the launch of its ordinal */
+  size_t graph_launches_node_declined; /* both sides carry node ids, but the join was declined
+                                          (duplicates, counts, names: see the warnings) */
   size_t capture_segments;     /* stream captures found in the capture traces */
   double gpu_busy_us;          /* union of all GPU event intervals */
   double gpu_covered_us;       /* union of the intervals of the kept ops' GPU events */

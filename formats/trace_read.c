@@ -168,6 +168,7 @@ static xr_status_t read_node_id(ctx_t *c, xr_jreader_t *r, event_t *e) {
   if (st != XR_OK) return st;
   const char *why = NULL, *s = "";
   size_t n = 0;
+  const char *q = t == XR_JTOK_STRING ? "\"" : "";
   if (t == XR_JTOK_OBJECT_BEGIN || t == XR_JTOK_ARRAY_BEGIN) {
     if ((st = xr_jreader_skip_rest(r)) != XR_OK) return st;
     why = t == XR_JTOK_OBJECT_BEGIN ? "an object" : "a list";
@@ -189,7 +190,7 @@ static xr_status_t read_node_id(ctx_t *c, xr_jreader_t *r, event_t *e) {
   }
   if (c->bad_node_ids++ == 0)
     snprintf(c->bad_node_first, sizeof c->bad_node_first, "traceEvents[%zu]: %s%.40s%s%s%s",
-             c->sum.events - 1, n ? "\"" : "", s, n ? "\"" : "", n ? " is " : "", why);
+             c->sum.events - 1, q, s, q, n ? " is " : "", why);
   return XR_OK;
 }
 

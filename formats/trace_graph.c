@@ -569,7 +569,8 @@ static xr_status_t node_join(matcher_t *M, graph_launch_t *gl, const annotation_
       }
     }
   }
-  for (size_t ci = 0; J->why_rank < 0 && ci < nc; ci++) {
+  bool kernels_ok = J->why_rank < 0; /* else no stream capture can join them */
+  for (size_t ci = 0; kernels_ok && ci < nc; ci++) {
     capture_t *cap = &c->captures[cand[ci] - 1];
     for (size_t t = 0; t < cap->segment_count; t++) {
       size_t k = (cap->cursor + t) % cap->segment_count, s = cap->first_segment + k;

@@ -247,6 +247,30 @@ Test(graph_node, memcpy_nodes_join_with_the_captured_memcpy) {
   done(&r);
 }
 
+/* The first capture trace's stream capture does not join (another count), the second's does. */
+Test(graph_node, each_candidate_capture_is_tried) {
+  enum { N = 8 };
+  cap_launch_t small[N - 2], cap[N];
+  rep_kernel_t rep[N];
+  two_streams(cap, rep, N, true, false);
+  for (int i = 0; i < N - 2; i++) small[i] = (cap_launch_t){.op = i, .ordinal = i};
+  xr_extract_capture_t c[2] = {{.path = capture_trace("first.json", small, N - 2)},
+                               {.path = capture_trace("second.json", cap, N)}};
+  xr_extract_options_t o = {.captures = c, .capture_count = 2};
+  xr_bundle_t *b;
+  xr_extract_summary_t s;
+  cr_assert_eq(extract_string(graph_trace(rep, N, 1), &o, &b, &s), XR_OK, "%s", xr_last_error());
+  cr_assert_eq(s.graph_kernels_node_joined, N);
+  cr_assert_eq(s.graph_launches_node_declined, 0);
+  int joined[N];
+  identity(joined, N);
+  expect_joined(b, joined, N, 1);
+  for (size_t i = 0; i < b->op_count; i++)
+    cr_assert_str_eq(b->ops[i].timing->graph_capture, "second.json");
+  xr_bundle_destroy(b);
+  xr_extract_summary_free(&s);
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* without ids: the older rules, unchanged                                                     */
 

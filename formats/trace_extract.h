@@ -23,8 +23,9 @@
  * Graph-mode traces: kernels replayed from a CUDA/HIP graph hang off one cudaGraphLaunch /
  * hipGraphLaunch and carry no op. Given the capture traces (profiles taken while the graphs were
  * captured, where each op ran once and launched the same kernels in the same order), each
- * graph launch is aligned, kernel by kernel, with one stream capture of the right capture
- * trace, and each replayed kernel's time is credited to the captured op that launched it. See
+ * graph launch is joined with one stream capture of the right capture trace: by the ordinals of
+ * args."graph node id" where both sides record them, else aligned kernel by kernel, by name and
+ * position. Each replayed kernel's time is credited to the captured op that launched it. See
  * docs/extract.md "Graph-mode traces".
  *
  * Memory: the records and the unique argument texts; a few tens of bytes per kept event. */

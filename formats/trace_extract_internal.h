@@ -221,8 +221,9 @@ int32_t xr_extract_intern_hints(ctx_t *c, const int64_t v[6]);
 /* Captures, before link: pairs each capture trace's begin/end marks into stream captures
  * (c->segments) and flags the launches inside them (which link then attributes to their ops). */
 xr_status_t xr_extract_find_captures(ctx_t *c);
-/* Graphs, after link: aligns each graph launch's kernels with a stream capture and credits them
- * to the captured ops (gpu_event_t.op), filling c->graph_order. */
+/* Graphs, after link: joins each graph launch's kernels with a stream capture's launches (by
+ * graph node id ordinal where both carry ids, else by alignment) and credits them to the
+ * captured ops (gpu_event_t.op), filling c->graph_order. */
 xr_status_t xr_extract_match_graphs(ctx_t *c);
 
 /* ------------------------------------------------------------------------------------------ */

@@ -575,9 +575,9 @@ static xr_status_t node_join(matcher_t *M, graph_launch_t *gl, const annotation_
     for (size_t t = 0; t < cap->segment_count; t++) {
       size_t k = (cap->cursor + t) % cap->segment_count, s = cap->first_segment + k;
       const segment_t *seg = &c->segments.v[s];
+      if (J->state[s] == SEG_NO_IDS) continue;
       char where[200];
       snprintf(where, sizeof where, "stream capture %zu of %s", k + 1, cap->path);
-      if (J->state[s] == SEG_NO_IDS) continue;
       if (J->state[s] == SEG_PARTIAL) {
         node_reason(J, DECLINE_MISSING, "%u of the %zu launches in %s carry no graph node id",
                     J->dup[s], seg->count, where);

@@ -197,14 +197,17 @@ static xr_status_t fill_metadata(ctx_t *c, xr_bundle_t *b) {
       (st = set_meta(b, &m->capture_date, c->capture_date)) != XR_OK)
     return st;
   bool graphs = c->sum.graph_launches || c->capture_count;
-  size_t base = graphs ? 9 : 4, world = base; /* world_size and trace_rank follow */
+  /* the node id join's counts, only where graph node ids were on both sides */
+  bool nodes = graphs && (c->sum.graph_launches_node_joined || c->sum.graph_launches_node_declined);
+  size_t base = nodes ? 12 : graphs ? 9 : 4, world = base; /* world_size, trace_rank follow */
   m->extra_count = base + (c->world_size > 0) + c->has_trace_rank;
   m->extra = xr_arena_alloc(b->arena, m->extra_count * sizeof *m->extra);
   if (!m->extra) return XR_RESOURCE_EXHAUSTED;
-  static const char *const names[9] = {
+  static const char *const names[12] = {
       "gpu_busy_us",    "extracted_gpu_share",    "attribution",
       "gpu_events",     "graph_launches",         "graph_launches_matched",
-      "graph_kernels",  "graph_kernels_matched",  "graph_gpu_share"};
+      "graph_kernels",  "graph_kernels_matched",  "graph_gpu_share",
+      "graph_launches_node_joined", "graph_kernels_node_joined", "graph_launches_node_declined"};
   for (size_t i = 0; i < base; i++)
     if (!(m->extra[i].name = xr_arena_strdup(b->arena, names[i]))) return XR_RESOURCE_EXHAUSTED;
   if (c->world_size > 0) {
@@ -232,6 +235,12 @@ static xr_status_t fill_metadata(ctx_t *c, xr_bundle_t *b) {
       m->extra[4 + i].value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = (int64_t)counts[i]};
     m->extra[8].value = (xr_value_t){.kind = XR_VALUE_FLOAT,
                                      .as.f = busy > 0 ? c->sum.graph_covered_us / busy : 0};
+  }
+  if (nodes) {
+    const size_t counts[3] = {c->sum.graph_launches_node_joined, c->sum.graph_kernels_node_joined,
+                              c->sum.graph_launches_node_declined};
+    for (size_t i = 0; i < 3; i++)
+      m->extra[9 + i].value = (xr_value_t){.kind = XR_VALUE_INT, .as.i = (int64_t)counts[i]};
   }
   return XR_OK;
 }

@@ -23,8 +23,9 @@
  * Graph-mode traces: kernels replayed from a CUDA/HIP graph hang off one cudaGraphLaunch /
  * hipGraphLaunch and carry no op. Given the capture traces (profiles taken while the graphs were
  * captured, where each op ran once and launched the same kernels in the same order), each
- * graph launch is aligned, kernel by kernel, with one stream capture of the right capture
- * trace, and each replayed kernel's time is credited to the captured op that launched it. See
+ * graph launch is joined with one stream capture of the right capture trace: by the ordinals of
+ * args."graph node id" where both sides record them, else aligned kernel by kernel, by name and
+ * position. Each replayed kernel's time is credited to the captured op that launched it. See
  * docs/extract.md "Graph-mode traces".
  *
  * Memory: the records and the unique argument texts; a few tens of bytes per kept event. */
@@ -76,6 +77,10 @@ typedef struct xr_extract_summary {
   size_t graph_launches_matched; /* aligned with a stream capture of a capture trace */
   size_t graph_kernels;        /* GPU events under graph launches */
   size_t graph_kernels_matched; /* credited to a captured launch */
+  size_t graph_launches_node_joined; /* matched by "graph node id" ordinals (the first rule) */
+  size_t graph_kernels_node_joined;  /* their kernels, each joined to the launch of its ordinal */
+  size_t graph_launches_node_declined; /* both sides carry node ids, but the join was declined
+                                          (duplicates, counts, names: see the warnings) */
   size_t capture_segments;     /* stream captures found in the capture traces */
   double gpu_busy_us;          /* union of all GPU event intervals */
   double gpu_covered_us;       /* union of the intervals of the kept ops' GPU events */

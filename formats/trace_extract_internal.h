@@ -61,6 +61,8 @@ typedef struct gpu_event {
   int32_t replay; /* the graph launch it ran under, -1 eager */
   int32_t group;  /* the bundle op it counts in, -1 none */
   uint8_t kind;   /* gpu_kind_t */
+  bool has_node;  /* args."graph node id" recorded and not 0 */
+  uint32_t node;  /* that id's ordinal, its low 32 bits (the graph id is above them) */
 } gpu_event_t;
 
 typedef struct graph_launch {
@@ -78,6 +80,8 @@ typedef struct capture_launch {
   int32_t source;
   uint8_t kind; /* gpu_kind_t */
   bool in_segment;
+  bool has_node; /* as gpu_event_t: args."graph node id", where the capture trace records it */
+  uint32_t node;
 } capture_launch_t;
 
 /* cudaStreamBeginCapture (begin) or cudaStreamEndCapture, and the hip spellings. */
@@ -151,13 +155,15 @@ typedef struct ctx {
   VEC(capture_mark_t) marks; /* [read, captures] */
   capture_t *captures;       /* captures[s - 1] is source s */
   size_t capture_count;
-  char *device_name;     /* [read, build] */
-  char *runtime_version; /* [read, build] */
-  char *capture_date;    /* [read, build] */
-  int vendor_hint;       /* [read, build] 1 AMD, 2 NVIDIA */
-  int64_t world_size;    /* [read, comms, build] distributedInfo.world_size; 0 when not given */
-  int64_t trace_rank;    /* [read, build] distributedInfo.rank, valid with has_trace_rank */
-  bool has_trace_rank;   /* [read, build] */
+  char *device_name;        /* [read, build] */
+  char *runtime_version;    /* [read, build] */
+  char *capture_date;       /* [read, build] */
+  int vendor_hint;          /* [read, build] 1 AMD, 2 NVIDIA */
+  int64_t world_size;       /* [read, comms, build] distributedInfo.world_size; 0 when not given */
+  int64_t trace_rank;       /* [read, build] distributedInfo.rank, valid with has_trace_rank */
+  bool has_trace_rank;      /* [read, build] */
+  size_t bad_node_ids;      /* [read] events of the file being read whose "graph node id" is bad */
+  char bad_node_first[160]; /* [read] the first of them */
   /* captures and graphs */
   VEC(segment_t) segments;
   uint32_t *graph_order; /* GPU events under matched graph launches, launch by launch */
@@ -215,8 +221,9 @@ int32_t xr_extract_intern_hints(ctx_t *c, const int64_t v[6]);
 /* Captures, before link: pairs each capture trace's begin/end marks into stream captures
  * (c->segments) and flags the launches inside them (which link then attributes to their ops). */
 xr_status_t xr_extract_find_captures(ctx_t *c);
-/* Graphs, after link: aligns each graph launch's kernels with a stream capture and credits them
- * to the captured ops (gpu_event_t.op), filling c->graph_order. */
+/* Graphs, after link: joins each graph launch's kernels with a stream capture's launches (by
+ * graph node id ordinal where both carry ids, else by alignment) and credits them to the
+ * captured ops (gpu_event_t.op), filling c->graph_order. */
 xr_status_t xr_extract_match_graphs(ctx_t *c);
 
 /* ------------------------------------------------------------------------------------------ */

@@ -9,12 +9,22 @@
  *
  * Matching, per graph launch: pick the capture trace (the one captured for the smallest batch at
  * least the launch's iteration batch, when both are known; else each in turn), then the stream
- * capture (the one after the previous match first, then the others), and align the two
- * sequences: kernels match launches by normalized name (no return type, template arguments or
- * parameter list), memcpy with memcpy, memset with memset, and grid and block when both record
- * them. A missing or extra kernel is skipped by looking ahead a few places. A launch is taken
- * when at least 90% of its kernels and of the capture's launches pair up; its unpaired kernels
- * are counted and named, and a launch no capture fits is left out and named, never guessed. */
+ * capture (the one after the previous match first, then the others). Two rules pair the kernels:
+ *
+ * 1. Graph node ids. Where the launch's kernels and a stream capture's launches all carry
+ *    args."graph node id" ((graph id << 32) | ordinal), each kernel joins the launch of its
+ *    ordinal, whatever stream it ran on. The join is declined (counted, the reason warned, and
+ *    rule 2 used) on kernels or launches without an id, duplicate ordinals, another count,
+ *    ordinals that differ, or a pair whose kind, grid and block, or names (where both sides
+ *    record one) disagree: the names are checkpoints.
+ * 2. Alignment of the two sequences in start and issue order: kernels match launches by
+ *    normalized name (no return type, template arguments or parameter list), memcpy with memcpy,
+ *    memset with memset, and grid and block when both record them; a launch that records no
+ *    name pairs by position. A missing or extra kernel is skipped by looking ahead a few places.
+ *    A launch is taken when at least 90% of its kernels and of the capture's launches pair up.
+ *
+ * Unpaired kernels are counted and named, and a launch no capture fits is left out and named,
+ * never guessed. */
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -119,12 +129,13 @@ xr_status_t xr_extract_find_captures(ctx_t *c) {
   size_t unnamed = 0;
   for (size_t i = 0; i < c->claunches.n; i++) {
     const capture_launch_t *l = &c->claunches.v[i];
-    unnamed += l->in_segment && l->kind == GPU_KERNEL && c->strs.lens[l->kernel] == 0;
+    unnamed +=
+        l->in_segment && l->kind == GPU_KERNEL && c->strs.lens[l->kernel] == 0 && !l->has_node;
   }
   if (unnamed)
     xr_extract_warn(c,
-                    "%zu captured kernel launches record no kernel name (args.kernel): they "
-                    "are paired with graph kernels by position alone",
+                    "%zu captured kernel launches record no kernel name (args.kernel) and no "
+                    "graph node id: they are paired with graph kernels by position alone",
                     unnamed);
   return XR_OK;
 }
@@ -255,8 +266,36 @@ typedef struct unpaired {
   int64_t count;
 } unpaired_t;
 
+/* Rule 1's state: each stream capture's launches by ordinal, and the declines by reason. */
+enum { SEG_NO_IDS, SEG_IDS, SEG_PARTIAL, SEG_DUPLICATE };
+enum {
+  DECLINE_MISSING,
+  DECLINE_DUPLICATE,
+  DECLINE_COUNT,
+  DECLINE_ORDINAL,
+  DECLINE_CHECKPOINT,
+  DECLINE_KINDS
+}; /* from the least telling reason to the most */
+static const char *const decline_what[DECLINE_KINDS] = {
+    "kernels or captured launches without a graph node id", "duplicate ordinals", "counts differ",
+    "ordinals differ", "a joined pair disagrees (kind, grid and block, or name)"};
+
+typedef struct node_join {
+  uint8_t *state; /* per segment, SEG_*; NULL when no captured launch carries an id */
+  uint32_t *dup;  /* per segment: SEG_DUPLICATE its repeated ordinal, SEG_PARTIAL how many
+                     launches lack an id */
+  uint32_t
+      *sorted; /* claunches.n: each SEG_IDS segment's launch indices by ordinal, in its range */
+  uint32_t *rsorted; /* positions in a launch's kernels, by ordinal */
+  char why[300];     /* the most telling reason found for the launch being joined */
+  int why_rank;      /* its DECLINE_*, -1 none */
+  size_t declined[DECLINE_KINDS], no_capture_ids;
+  char first[DECLINE_KINDS][400];
+} node_join_t;
+
 typedef struct matcher {
   aligner_t a;
+  node_join_t j;
   int64_t *pair;
   int32_t *candidates; /* capture_count entries */
   VEC(unpaired_t) unpaired;
@@ -347,6 +386,227 @@ static xr_status_t apply(matcher_t *M, const uint32_t *kernels, size_t n, const 
   return XR_OK;
 }
 
+/* The launch replays stream capture k of capture trace `source`: credit its paired kernels. */
+static xr_status_t take(matcher_t *M, graph_launch_t *gl, const annotation_t *ann, int32_t source,
+                        size_t k, const uint32_t *kernels, size_t n) {
+  ctx_t *c = M->a.c;
+  capture_t *cap = &c->captures[source - 1];
+  gl->capture = source;
+  cap->cursor = k + 1;
+  cap->replays++;
+  c->sum.graph_launches_matched++;
+  xr_status_t st = replay_hints(c, gl, ann, cap);
+  return st == XR_OK ? apply(M, kernels, n, M->pair) : st;
+}
+
+/* ---- rule 1: graph node ids ---- */
+
+static int cmp_launch_node(const void *a, const void *b, void *ctx) {
+  const capture_launch_t *l = ctx;
+  uint32_t x = l[*(const uint32_t *)a].node, y = l[*(const uint32_t *)b].node;
+  if (x != y) return x < y ? -1 : 1;
+  return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+typedef struct kernel_nodes {
+  const gpu_event_t *gpu;
+  const uint32_t *kernels;
+} kernel_nodes_t;
+
+static int cmp_kernel_node(const void *a, const void *b, void *ctx) {
+  const kernel_nodes_t *k = ctx;
+  uint32_t x = k->gpu[k->kernels[*(const uint32_t *)a]].node;
+  uint32_t y = k->gpu[k->kernels[*(const uint32_t *)b]].node;
+  if (x != y) return x < y ? -1 : 1;
+  return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* Sorts each stream capture's launches by ordinal and classifies it; leaves J->state NULL when
+ * no captured launch carries a graph node id (older traces: rule 1 never applies). */
+static xr_status_t node_prepare(ctx_t *c, node_join_t *J, size_t max_kernels) {
+  bool any = false;
+  for (size_t i = 0; i < c->claunches.n && !any; i++)
+    any = c->claunches.v[i].in_segment && c->claunches.v[i].has_node;
+  if (!any) return XR_OK;
+  size_t ns = c->segments.n;
+  J->state = calloc(ns, sizeof *J->state);
+  J->dup = calloc(ns, sizeof *J->dup);
+  J->sorted = malloc(c->claunches.n * sizeof *J->sorted);
+  J->rsorted = malloc((max_kernels ? max_kernels : 1) * sizeof *J->rsorted);
+  if (!J->state || !J->dup || !J->sorted || !J->rsorted) return xr_extract_oom(c);
+  const capture_launch_t *cl = c->claunches.v;
+  for (size_t s = 0; s < ns; s++) {
+    const segment_t *seg = &c->segments.v[s];
+    size_t ids = 0;
+    for (size_t i = 0; i < seg->count; i++) ids += cl[seg->first + i].has_node;
+    if (!ids) continue; /* SEG_NO_IDS */
+    if (ids < seg->count) {
+      J->state[s] = SEG_PARTIAL;
+      J->dup[s] = (uint32_t)(seg->count - ids);
+      continue;
+    }
+    uint32_t *v = J->sorted + seg->first;
+    for (size_t i = 0; i < seg->count; i++) v[i] = (uint32_t)(seg->first + i);
+    if (seg->count > 1) qsort_r(v, seg->count, sizeof *v, cmp_launch_node, (void *)cl);
+    J->state[s] = SEG_IDS;
+    for (size_t i = 1; i < seg->count; i++)
+      if (cl[v[i]].node == cl[v[i - 1]].node) {
+        J->state[s] = SEG_DUPLICATE;
+        J->dup[s] = cl[v[i]].node;
+        break;
+      }
+  }
+  return XR_OK;
+}
+
+static void node_reason(node_join_t *J, int rank, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void node_reason(node_join_t *J, int rank, const char *fmt, ...) {
+  if (rank <= J->why_rank) return; /* a reason as telling was found first */
+  J->why_rank = rank;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(J->why, sizeof J->why, fmt, ap);
+  va_end(ap);
+}
+
+static const char *kind_word(uint8_t kind) {
+  return kind == GPU_MEMCPY ? "a memcpy" : kind == GPU_MEMSET ? "a memset" : "a kernel";
+}
+
+/* Joins kernels[0..n) (positions sorted by ordinal in J->rsorted) with the stream capture's
+ * launches ordinal by ordinal into M->pair; false, with the reason noted, when they disagree. */
+static bool node_pairs(matcher_t *M, const uint32_t *kernels, size_t n, const segment_t *seg,
+                       const char *where) {
+  node_join_t *J = &M->j;
+  ctx_t *c = M->a.c;
+  const gpu_event_t *gpu = c->gpu.v;
+  const capture_launch_t *cl = c->claunches.v;
+  const uint32_t *ls = J->sorted + seg->first;
+  if (seg->count != n) {
+    node_reason(J, DECLINE_COUNT, "%zu kernels with graph node ids, %zu launches in %s", n,
+                seg->count, where);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const gpu_event_t *g = &gpu[kernels[J->rsorted[i]]];
+    const capture_launch_t *l = &cl[ls[i]];
+    if (g->node != l->node) {
+      if (g->node < l->node) /* the smaller ordinal is the one the other side lacks */
+        node_reason(J, DECLINE_ORDINAL, "ordinal %u of kernel '%s' has no launch in %s", g->node,
+                    c->strs.strs[g->name], where);
+      else
+        node_reason(J, DECLINE_ORDINAL, "ordinal %u of a launch in %s has no kernel", l->node,
+                    where);
+      return false;
+    }
+    if (g->kind != l->kind) {
+      node_reason(J, DECLINE_CHECKPOINT, "ordinal %u is %s ('%s'), %s in %s", g->node,
+                  kind_word(g->kind), c->strs.strs[g->name], kind_word(l->kind), where);
+      return false;
+    }
+    if (g->kind != GPU_KERNEL) continue;
+    if (g->dims && l->dims && g->dims != l->dims) {
+      node_reason(J, DECLINE_CHECKPOINT,
+                  "ordinal %u: kernel '%s' ran another grid or block than %s launched", g->node,
+                  c->strs.strs[g->name], where);
+      return false;
+    }
+    if (c->strs.lens[l->kernel] == 0) continue; /* no name: the ordinal alone */
+    int64_t x = normalized(c, &M->a.names, g->name), y = normalized(c, &M->a.names, l->kernel);
+    if (x < 0 || y < 0) {
+      M->a.failed = true;
+      return false;
+    }
+    if (x != y) {
+      node_reason(J, DECLINE_CHECKPOINT, "ordinal %u: kernel '%s', but %s launched '%s'", g->node,
+                  c->strs.strs[g->name], where, c->strs.strs[l->kernel]);
+      return false;
+    }
+  }
+  for (size_t i = 0; i < n; i++) M->pair[J->rsorted[i]] = (int64_t)ls[i];
+  return true;
+}
+
+/* Rule 1 for one launch over its candidate captures: *joined when a stream capture's launches
+ * join its kernels by graph node id (the launch is then taken); otherwise a launch whose kernels
+ * and some candidate stream capture carry ids is declined, counted with its most telling
+ * reason, and left to rule 2. */
+static xr_status_t node_join(matcher_t *M, graph_launch_t *gl, const annotation_t *ann,
+                             const uint32_t *kernels, size_t n, const int32_t *cand, size_t nc,
+                             bool *joined) {
+  *joined = false;
+  ctx_t *c = M->a.c;
+  node_join_t *J = &M->j;
+  const gpu_event_t *gpu = c->gpu.v;
+  size_t with = 0;
+  for (size_t i = 0; i < n; i++) with += gpu[kernels[i]].has_node;
+  if (!with || !nc) return XR_OK;
+  bool any = false; /* a candidate stream capture with graph node ids */
+  for (size_t ci = 0; J->state && ci < nc && !any; ci++) {
+    const capture_t *cap = &c->captures[cand[ci] - 1];
+    for (size_t t = 0; t < cap->segment_count && !any; t++)
+      any = J->state[cap->first_segment + t] != SEG_NO_IDS;
+  }
+  if (!any) {
+    J->no_capture_ids++;
+    return XR_OK;
+  }
+  J->why_rank = -1;
+  J->why[0] = '\0';
+  if (with < n) {
+    node_reason(J, DECLINE_MISSING, "%zu of its %zu kernels carry no graph node id", n - with, n);
+  } else {
+    for (size_t i = 0; i < n; i++) J->rsorted[i] = (uint32_t)i;
+    kernel_nodes_t kn = {.gpu = gpu, .kernels = kernels};
+    if (n > 1) qsort_r(J->rsorted, n, sizeof *J->rsorted, cmp_kernel_node, &kn);
+    for (size_t i = 1; i < n; i++) {
+      const gpu_event_t *a = &gpu[kernels[J->rsorted[i - 1]]], *b = &gpu[kernels[J->rsorted[i]]];
+      if (a->node == b->node) {
+        node_reason(J, DECLINE_DUPLICATE, "ordinal %u is on two of its kernels ('%s' and '%s')",
+                    a->node, c->strs.strs[a->name], c->strs.strs[b->name]);
+        break;
+      }
+    }
+  }
+  bool kernels_ok = J->why_rank < 0; /* else no stream capture can join them */
+  for (size_t ci = 0; kernels_ok && ci < nc; ci++) {
+    capture_t *cap = &c->captures[cand[ci] - 1];
+    for (size_t t = 0; t < cap->segment_count; t++) {
+      size_t k = (cap->cursor + t) % cap->segment_count, s = cap->first_segment + k;
+      const segment_t *seg = &c->segments.v[s];
+      if (J->state[s] == SEG_NO_IDS) continue;
+      char where[200];
+      snprintf(where, sizeof where, "stream capture %zu of %s", k + 1, cap->path);
+      if (J->state[s] == SEG_PARTIAL) {
+        node_reason(J, DECLINE_MISSING, "%u of the %zu launches in %s carry no graph node id",
+                    J->dup[s], seg->count, where);
+        continue;
+      }
+      if (J->state[s] == SEG_DUPLICATE) {
+        node_reason(J, DECLINE_DUPLICATE, "ordinal %u is on two launches in %s", J->dup[s], where);
+        continue;
+      }
+      bool ok = node_pairs(M, kernels, n, seg, where);
+      if (M->a.failed) return xr_extract_oom(c);
+      if (ok) {
+        *joined = true;
+        c->sum.graph_launches_node_joined++;
+        c->sum.graph_kernels_node_joined += n;
+        return take(M, gl, ann, cand[ci], k, kernels, n);
+      }
+    }
+  }
+  c->sum.graph_launches_node_declined++;
+  int r = J->why_rank < 0 ? DECLINE_MISSING : J->why_rank;
+  if (J->declined[r]++ == 0)
+    snprintf(J->first[r], sizeof J->first[r], "the graph launch at %.3f us (%zu kernels): %s",
+             us(gl->ts), n, J->why);
+  return XR_OK;
+}
+
+/* ---- rule 2: alignment, and the launch as a whole ---- */
+
 static xr_status_t match_launch(matcher_t *M, graph_launch_t *gl, const uint32_t *kernels,
                                 size_t n) {
   ctx_t *c = M->a.c;
@@ -355,6 +615,9 @@ static xr_status_t match_launch(matcher_t *M, graph_launch_t *gl, const uint32_t
   int32_t *cand = M->candidates;
   char why[300] = "";
   size_t nc = candidates(c, batch, cand, why, sizeof why);
+  bool joined;
+  xr_status_t st = node_join(M, gl, ann, kernels, n, cand, nc, &joined);
+  if (st != XR_OK || joined) return st;
   size_t best = 0, best_launches = 0;
   const char *best_path = NULL;
   for (size_t ci = 0; ci < nc; ci++) {
@@ -364,14 +627,7 @@ static xr_status_t match_launch(matcher_t *M, graph_launch_t *gl, const uint32_t
       const segment_t *seg = &c->segments.v[cap->first_segment + k];
       size_t paired = align(&M->a, kernels, n, seg, M->pair);
       if (M->a.failed) return xr_extract_oom(c);
-      if (good_enough(paired, n, seg->count)) {
-        gl->capture = cand[ci];
-        cap->cursor = k + 1;
-        cap->replays++;
-        c->sum.graph_launches_matched++;
-        xr_status_t st = replay_hints(c, gl, ann, cap);
-        return st == XR_OK ? apply(M, kernels, n, M->pair) : st;
-      }
+      if (good_enough(paired, n, seg->count)) return take(M, gl, ann, cand[ci], k, kernels, n);
       if (paired > best || !best_path)
         best = paired, best_launches = seg->count, best_path = cap->path;
     }
@@ -408,6 +664,20 @@ static int cmp_graph_start(const void *a, const void *b, void *ctx) {
 }
 
 static void report(ctx_t *c, matcher_t *M) {
+  const node_join_t *J = &M->j;
+  for (int r = 0; r < DECLINE_KINDS; r++)
+    if (J->declined[r])
+      xr_extract_warn(c,
+                      "%zu graph launches decline the graph node id join (%s); first, %s; "
+                      "they are matched by kernel names and position instead",
+                      J->declined[r], decline_what[r], J->first[r]);
+  if (J->no_capture_ids)
+    xr_extract_warn(c,
+                    "%zu graph launches have kernels with graph node ids, but no launch in "
+                    "their capture traces carries one (Kineto writes them on GPU activities, "
+                    "not on a capture's runtime launches): matched by kernel names and "
+                    "position",
+                    J->no_capture_ids);
   for (size_t k = 0; k < M->unpaired.n; k++)
     xr_extract_warn(c,
                     "%lld kernels '%s' under matched graph launches pair with no captured "
@@ -450,6 +720,7 @@ xr_status_t xr_extract_match_graphs(ctx_t *c) {
     goto done;
   }
   memset(M.a.names.norm, 0xff, c->strs.count * sizeof *M.a.names.norm);
+  if ((st = node_prepare(c, &M.j, nk)) != XR_OK) goto done;
   for (size_t i = 0; i < ng; i++) by_start[i] = (uint32_t)i;
   qsort_r(by_start, ng, sizeof *by_start, cmp_graph_start, c->graphs.v);
   for (size_t i = 0; i < ng; i++) rank[by_start[i]] = (uint32_t)i;
@@ -503,6 +774,10 @@ done:
   free(M.unpaired.v);
   free(M.a.names.norm);
   free(M.a.names.buf);
+  free(M.j.state);
+  free(M.j.dup);
+  free(M.j.sorted);
+  free(M.j.rsorted);
   return st;
 }
 

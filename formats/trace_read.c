@@ -44,9 +44,10 @@ typedef struct event {
   char ph;
   int64_t pid, tid, id, corr;
   int64_t dims[6]; /* grid, block */
+  uint64_t node;   /* args."graph node id", valid with has_node */
   double ts, dur;
   bool has_pid, has_tid, has_ts, has_dur, has_id, has_corr;
-  bool has_d, has_t, has_s, has_c, has_kernel, has_grid, has_block;
+  bool has_d, has_t, has_s, has_c, has_kernel, has_grid, has_block, has_node;
 } event_t;
 
 /* The event's end: ts + dur, saturating; a negative duration counts as none. */
@@ -158,7 +159,42 @@ static xr_status_t read_dim3(xr_jreader_t *r, int64_t out[3], bool *has) {
   return XR_OK;
 }
 
-static xr_status_t read_args(xr_jreader_t *r, event_t *e) {
+/* args."graph node id": Kineto writes CUPTI's graphNodeId as an unsigned JSON number on kernel,
+ * memcpy and memset activities (0 outside graph launches, read as none). A numeric string is
+ * read too; anything else is counted, the first named in a warning once the file is read. */
+static xr_status_t read_node_id(ctx_t *c, xr_jreader_t *r, event_t *e) {
+  xr_jtok_t t;
+  xr_status_t st = xr_jreader_next(r, &t);
+  if (st != XR_OK) return st;
+  const char *why = NULL, *s = "";
+  size_t n = 0;
+  const char *q = t == XR_JTOK_STRING ? "\"" : "";
+  if (t == XR_JTOK_OBJECT_BEGIN || t == XR_JTOK_ARRAY_BEGIN) {
+    if ((st = xr_jreader_skip_rest(r)) != XR_OK) return st;
+    why = t == XR_JTOK_OBJECT_BEGIN ? "an object" : "a list";
+  } else if (t != XR_JTOK_NUMBER && t != XR_JTOK_STRING) {
+    why = "not a number";
+  } else {
+    s = xr_jreader_text(r, &n);
+    bool digits = n > 0 && n <= 20;
+    for (size_t i = 0; digits && i < n; i++) digits = s[i] >= '0' && s[i] <= '9';
+    errno = 0;
+    unsigned long long v = digits ? strtoull(s, NULL, 10) : 0;
+    if (!digits || errno == ERANGE) {
+      why = "not a non-negative integer below 2^64";
+    } else {
+      e->node = v;
+      e->has_node = v != 0;
+      return XR_OK;
+    }
+  }
+  if (c->bad_node_ids++ == 0)
+    snprintf(c->bad_node_first, sizeof c->bad_node_first, "traceEvents[%zu]: %s%.40s%s%s%s",
+             c->sum.events - 1, q, s, q, n ? " is " : "", why);
+  return XR_OK;
+}
+
+static xr_status_t read_args(ctx_t *c, xr_jreader_t *r, event_t *e) {
   xr_jtok_t t;
   xr_status_t st = xr_jreader_next(r, &t);
   if (st != XR_OK) return st;
@@ -177,6 +213,8 @@ static xr_status_t read_args(xr_jreader_t *r, event_t *e) {
       st = read_dim3(r, e->dims + 3, &e->has_block);
     } else if (launch_info && strcmp(k, "kernel") == 0) { /* the kernel a runtime call launched */
       st = read_string_into(r, &e->kernel, &e->has_kernel);
+    } else if (launch_info && strcmp(k, "graph node id") == 0) {
+      st = read_node_id(c, r, e);
     } else if (e->cat == CAT_CPU_OP || e->cat == CAT_UNKNOWN) {
       xr_jbuf_t *dst = NULL;
       bool *flag = NULL;
@@ -290,7 +328,8 @@ static xr_status_t store_capture_runtime(ctx_t *c, const event_t *e) {
   bool launch = strstr(name, "Launch") && !strstr(name, "GraphLaunch") && !strstr(name, "HostFunc");
   if (!launch && !strstr(name, "Memcpy") && !strstr(name, "Memset")) return XR_OK;
   capture_launch_t l = {.pid = e->pid, .tid = e->tid, .ts = ts, .dims = dims_hash(e), .op = -1,
-                        .source = c->source, .kind = (uint8_t)launch_kind(name)};
+                        .source = c->source, .kind = (uint8_t)launch_kind(name),
+                        .has_node = e->has_node, .node = e->has_node ? (uint32_t)e->node : 0};
   const char *kernel = e->has_kernel && e->kernel.data ? e->kernel.data : "";
   int64_t id = xr_extract_intern(&c->strs, kernel, strlen(kernel));
   if (id < 0) return xr_extract_oom(c);
@@ -374,6 +413,8 @@ static xr_status_t store_event(ctx_t *c, event_t *e) {
       if (name < 0) return xr_extract_oom(c);
       g.name = (uint32_t)name;
       g.kind = (uint8_t)gpu_event_kind(n);
+      g.has_node = e->has_node;
+      g.node = e->has_node ? (uint32_t)e->node : 0; /* the ordinal: the low 32 bits */
       if (!VEC_PUSH(c->gpu, g)) return xr_extract_oom(c);
       c->sum.gpu_events++;
       return XR_OK;
@@ -434,7 +475,7 @@ static xr_status_t read_event(ctx_t *c, xr_jreader_t *r, event_t *e, xr_jtok_t t
   e->has_pid = e->has_tid = e->has_ts = e->has_dur = e->has_id = e->has_corr = false;
   e->has_d = e->has_t = e->has_s = e->has_c = false;
   memset(e->has_cm, 0, sizeof e->has_cm);
-  e->has_kernel = e->has_grid = e->has_block = false;
+  e->has_kernel = e->has_grid = e->has_block = e->has_node = false;
   xr_jbuf_clear(&e->name);
   for (;;) {
     if ((st = xr_jreader_next(r, &t)) != XR_OK) return st;
@@ -482,7 +523,7 @@ static xr_status_t read_event(ctx_t *c, xr_jreader_t *r, event_t *e, xr_jtok_t t
          * first, as Kineto writes it. */
         if (strcmp(k, "args") == 0 && e->cat != CAT_OTHER && e->cat != CAT_ANNOT &&
             e->cat != CAT_FLOW)
-          st = read_args(r, e);
+          st = read_args(c, r, e);
         else
           st = xr_jreader_skip(r);
         break;
@@ -683,6 +724,12 @@ static xr_status_t read_trace(ctx_t *c, xr_jreader_t *r) {
     }
   }
   if ((st = xr_jreader_next(r, &t)) != XR_OK) goto done;
+  if (c->bad_node_ids)
+    xr_extract_warn(c,
+                    "%s: %zu events' args.\"graph node id\" is not a graph node id (first, %s): "
+                    "ignored, those events are joined by kernel names and position",
+                    c->name, c->bad_node_ids, c->bad_node_first);
+  c->bad_node_ids = 0;
   if (!saw_events)
     st = xr_error(XR_INVALID_ARGUMENT, "%s: not a trace: no traceEvents array", c->name);
 done:

@@ -48,6 +48,11 @@ static void print_summary(const char *in, const char *out, const xr_extract_summ
            s->graph_launches, s->graph_launches_matched, s->capture_segments,
            s->graph_kernels_matched, s->graph_kernels,
            s->gpu_busy_us > 0 ? 100.0 * s->graph_covered_us / s->gpu_busy_us : 0.0);
+  if (s->graph_launches_node_joined || s->graph_launches_node_declined)
+    printf("graph node ids: %zu launches (%zu kernels) joined by ordinal, %zu declined (see "
+           "warnings) and matched by kernel names and position\n",
+           s->graph_launches_node_joined, s->graph_kernels_node_joined,
+           s->graph_launches_node_declined);
   printf("wrote %s: %zu ops (%zu occurrences), %.1f us of GPU time, %.1f%% of GPU busy time\n",
          out, s->unique_ops, s->op_instances, s->ops_gpu_time_us,
          s->gpu_busy_us > 0 ? 100.0 * s->gpu_covered_us / s->gpu_busy_us : 0.0);

@@ -225,7 +225,7 @@ static inline void pw_form_cases(const char *device) {
   tensor(&l2, "float", 2, SHAPE(7, 3), SHAPE(1, 7), 0);
   put(&l2, "]");
   ew_expect(pw_op("aten::_foreach_copy_", "self,src", (const char *[]){l1.s, l2.s}, NULL), device);
-  ew_expect(pw_op("aten::_foreach_mul_", "self,other", (const char *[]){l1.s, "0.5"}, NULL),
+  ew_expect(pw_op("aten::_foreach_mul_", "self,scalar", (const char *[]){l1.s, "0.5"}, NULL),
             device);
   ew_expect(pw_op("aten::_foreach_add_", "self,other", (const char *[]){l1.s, l2.s},
                   "{\"name\": \"alpha\", \"type\": \"Scalar\", \"value\": 2}"),

@@ -45,6 +45,42 @@ Test(pointwise_exact, tril_and_triu_keep_their_triangle) {
   expect_tri("aten::tril", mask, "5", "return0", (const double[]){1, 1, 1, 1, 1, 1}, 6);
 }
 
+/* The Scalar and ScalarList overloads of the _foreach_ ops, under their schemas' own argument
+ * names (`scalar`, `scalars`), over two embedded float tensors; the wanted values were printed
+ * by torch 1.13 (torch._foreach_add_(l, 2.5), _foreach_mul_(l, [2, -0.5]), _foreach_sub_(l, 1),
+ * _foreach_div_(l, 4)); clamp_max's (min(x, 2)) were worked out by hand. */
+static void expect_foreach(const char *op, const char *arg, const double *want0,
+                           const double *want1) {
+  static const exact_run_t runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.elementwise"},
+                                     {"cpu", XR_KERNEL_BEST, "cpu.elementwise"},
+                                     {"opencl", XR_KERNEL_BEST, "opencl.elementwise"}};
+  text_t t = {0}, args = {0};
+  put(&t, "[");
+  EXACT_DATA(&t, "float", float, 1, SHAPE(3), 1, 2, 3);
+  put(&t, ", ");
+  EXACT_DATA(&t, "float", float, 2, SHAPE(2, 2), -1, 0.5, 4, -8);
+  put(&t, "]");
+  put(&args, "{\"name\": \"self\", \"type\": \"Tensor(a!)[]\", \"value\": %s}, %s", t.s, arg);
+  const char *json = bundle(op, args.s, NULL);
+  exact_expect(json, op, "self.0", want0, 3, runs, sizeof runs / sizeof *runs);
+  exact_expect(json, op, "self.1", want1, 4, runs, sizeof runs / sizeof *runs);
+}
+
+Test(pointwise_exact, foreach_scalar_overloads) {
+  expect_foreach("aten::_foreach_add_", "{\"name\": \"scalar\", \"type\": \"Scalar\", \"value\": 2.5}",
+                 (const double[]){3.5, 4.5, 5.5}, (const double[]){1.5, 3, 6.5, -5.5});
+  expect_foreach("aten::_foreach_mul_",
+                 "{\"name\": \"scalars\", \"type\": \"Scalar[]\", \"value\": [2, -0.5]}",
+                 (const double[]){2, 4, 6}, (const double[]){0.5, -0.25, -2, 4});
+  expect_foreach("aten::_foreach_sub_", "{\"name\": \"scalar\", \"type\": \"Scalar\", \"value\": 1}",
+                 (const double[]){0, 1, 2}, (const double[]){-2, -0.5, 3, -9});
+  expect_foreach("aten::_foreach_div_", "{\"name\": \"scalar\", \"type\": \"Scalar\", \"value\": 4}",
+                 (const double[]){0.25, 0.5, 0.75}, (const double[]){-0.25, 0.125, 1, -2});
+  expect_foreach("aten::_foreach_clamp_max_",
+                 "{\"name\": \"scalar\", \"type\": \"Scalar\", \"value\": 2}",
+                 (const double[]){1, 2, 2}, (const double[]){-1, 0.5, 2, -8});
+}
+
 /* Plans the one-op bundle; returns the status, the result dtype in *out_dtype when OK. */
 static xr_status_t plan_dtype(const char *json, xr_dtype_t *out_dtype) {
   xr_bundle_t *b;

@@ -170,7 +170,9 @@ static xr_status_t analyze_linspace(xr_op_plan_t *plan, xr_ew_problem_t **out_pr
   s->op = XR_EW_LINSPACE;
   s->a_scalar = s->c_scalar = true;
   s->a_value = start;
-  s->c_value = end;
+  /* torch's one step is [start]; the sequence's second half counts back from c_value, which
+   * for one element would give end */
+  s->c_value = steps == 1 ? start : end;
   return XR_OK;
 }
 

@@ -81,6 +81,31 @@ Test(pointwise_exact, foreach_scalar_overloads) {
                  (const double[]){1, 2, 2}, (const double[]){-1, 0.5, 2, -8});
 }
 
+/* A creation or movement op on the reference, the cpu's best kernel (`cpu_kernel`: sequences
+ * stay on the reference there) and opencl; `want` as torch gives it. */
+static void expect_moved(const char *op, const char *args, const char *cpu_kernel,
+                         const double *want, int64_t n) {
+  const exact_run_t runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.elementwise"},
+                              {"cpu", XR_KERNEL_BEST, cpu_kernel},
+                              {"opencl", XR_KERNEL_BEST, "opencl.elementwise"}};
+  exact_expect(bundle(op, args, NULL), op, "return0", want, n, runs, sizeof runs / sizeof *runs);
+}
+
+/* linspace's one step is [start] (torch.linspace(3, 10, 1) is tensor([3.])); more steps run
+ * evenly from start to end (torch.linspace(-2, 1, 4) is [-2, -1, 0, 1]). */
+Test(pointwise_exact, linspace_of_one_step_is_start) {
+  expect_moved("aten::linspace",
+               "{\"name\": \"start\", \"type\": \"Scalar\", \"value\": 3.0}, "
+               "{\"name\": \"end\", \"type\": \"Scalar\", \"value\": 10.0}, "
+               "{\"name\": \"steps\", \"type\": \"int\", \"value\": 1}",
+               "ref.elementwise", (const double[]){3}, 1);
+  expect_moved("aten::linspace",
+               "{\"name\": \"start\", \"type\": \"Scalar\", \"value\": -2.0}, "
+               "{\"name\": \"end\", \"type\": \"Scalar\", \"value\": 1.0}, "
+               "{\"name\": \"steps\", \"type\": \"int\", \"value\": 4}",
+               "ref.elementwise", (const double[]){-2, -1, 0, 1}, 4);
+}
+
 /* Plans the one-op bundle; returns the status, the result dtype in *out_dtype when OK. */
 static xr_status_t plan_dtype(const char *json, xr_dtype_t *out_dtype) {
   xr_bundle_t *b;

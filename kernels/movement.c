@@ -5,7 +5,9 @@
  *                                           a fill of a new tensor
  *   clone, contiguous                       a copy into a new contiguous tensor
  *   flip(self, dims)                        a copy reading self through negated strides
- *   roll(self, shifts, dims)                two copies per rolled dimension
+ *   roll(self, shifts, dims)                two copies per rolled dimension; without dims,
+ *                                           a copy per box of the flattened tensor's two
+ *                                           rolled ranges
  *   repeat(self, repeats)                   one copy reading self with zero strides over the
  *                                           repeat dimensions
  *   constant_pad_nd(self, pad, value)       a fill of the padded tensor, then a copy of self
@@ -245,6 +247,71 @@ static void copy_step(const xr_op_plan_t *plan, xr_ew_step_t *s, int self, int r
   memcpy(s->a.strides, a_strides, sizeof(int64_t) * (size_t)rank);
 }
 
+/* The boxes a row-major flat range [lo, hi) of `shape` splits into: each fixes the dims before
+ * some d, takes a run of d and every later dim whole, so its elements are consecutive in the
+ * flat order; at most 2 * rank of them. Writes each box's first index and shape; returns the
+ * count. */
+static int flat_range_boxes(int rank, const int64_t *shape, int64_t lo, int64_t hi,
+                            int64_t (*first)[XR_MAX_RANK], int64_t (*box)[XR_MAX_RANK]) {
+  int64_t inner[XR_MAX_RANK];
+  for (int d = rank - 1, n = 1; d >= 0; d--) inner[d] = n, n *= shape[d];
+  int count = 0;
+  while (lo < hi) {
+    int d = 0; /* the outermost dim whose whole steps fit at lo */
+    while (lo % inner[d] || lo + inner[d] > hi) d++;
+    int64_t x = lo / inner[d] % shape[d], k = (hi - lo) / inner[d];
+    if (k > shape[d] - x) k = shape[d] - x;
+    for (int j = 0; j < rank; j++) {
+      first[count][j] = j < d ? lo / inner[j] % shape[j] : j == d ? x : 0;
+      box[count][j] = j < d ? 1 : j == d ? k : shape[j];
+    }
+    count++;
+    lo += k * inner[d];
+  }
+  return count;
+}
+
+/* roll(self, shifts) without dims: self flattened (row-major), rolled by `shift`, its shape
+ * restored, out_flat[(i + shift) mod n] = self_flat[i]. The two flat ranges ([0, n - r) to
+ * [r, n), [n - r, n) to [0, r)) are copied box by box (flat_range_boxes), read through self's
+ * own strides, so any view rolls. */
+static xr_status_t analyze_roll_flat(xr_op_plan_t *plan, int self, int64_t shift,
+                                     xr_ew_problem_t **out_problem) {
+  const xr_tensor_spec_t *t = plan->inputs[self];
+  int rank = t->rank;
+  int64_t n = 1, out_strides[XR_MAX_RANK];
+  for (int d = 0; d < rank; d++) n *= t->shape[d];
+  xr_contiguous_strides(rank, t->shape, out_strides);
+  int64_t r = n ? ((shift % n) + n) % n : 0;
+  static _Thread_local int64_t first[4 * XR_MAX_RANK][XR_MAX_RANK], box[4 * XR_MAX_RANK][XR_MAX_RANK];
+  int64_t to[4 * XR_MAX_RANK];
+  int count = 0;
+  if (n == 0 || rank == 0) { /* nothing moves: one copy of the whole */
+    count = 1;
+    for (int d = 0; d < rank; d++) first[0][d] = 0, box[0][d] = t->shape[d];
+    to[0] = 0;
+  } else {
+    count = flat_range_boxes(rank, t->shape, 0, n - r, first, box);
+    count += flat_range_boxes(rank, t->shape, n - r, n, first + count, box + count);
+    for (int k = 0; k < count; k++) { /* destination: the box's flat start, shifted by r */
+      int64_t start = 0;
+      for (int d = 0; d < rank; d++) start += first[k][d] * out_strides[d];
+      to[k] = (start + r) % n;
+    }
+  }
+  xr_ew_problem_t *p = NULL;
+  xr_status_t st;
+  if ((st = new_problem(plan, (size_t)count, &p))) return st;
+  *out_problem = p;
+  set_result(plan, t->dtype, rank, t->shape);
+  for (int k = 0; k < count; k++) {
+    int64_t a_offset = 0;
+    for (int d = 0; d < rank; d++) a_offset += first[k][d] * t->strides[d];
+    copy_step(plan, &p->steps[k], self, rank, box[k], t->strides, a_offset, out_strides, to[k]);
+  }
+  return XR_OK;
+}
+
 static xr_status_t analyze_self_copy(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
   const char *base = strstr(plan->op->name, "::") + 2;
   xr_status_t st;
@@ -266,10 +333,10 @@ static xr_status_t analyze_self_copy(xr_op_plan_t *plan, xr_ew_problem_t **out_p
     if ((st = xr_arg_int_list(plan->op, roll ? 2 : 1, "dims", !roll, dims, XR_MAX_RANK, &ndims)))
       return st;
     if (roll && ndims == 0) {
-      return xr_error(XR_UNIMPLEMENTED,
-                      "%s: roll without dims (over the flattened tensor) is "
-                      "not implemented",
-                      plan->op->name);
+      if (nshifts != 1)
+        return xr_plan_error(plan, "shifts: %d items without dims (one rolls the flattened "
+                             "tensor)", nshifts);
+      return analyze_roll_flat(plan, self, shifts[0], out_problem);
     }
     if (roll && nshifts != ndims)
       return xr_plan_error(plan, "shifts and dims: %d and %d items", nshifts, ndims);

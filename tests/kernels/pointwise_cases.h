@@ -338,6 +338,8 @@ static inline void pw_movement_cases(const char *device) {
   ew_expect(pw_op("aten::flip", "self,dims", (const char *[]){x, "[0, -1]"}, NULL), device);
   ew_expect(pw_op("aten::roll", "self,shifts,dims", (const char *[]){x, "[2, -3]", "[0, 1]"}, NULL),
             device);
+  ew_expect(pw_op("aten::roll", "self,shifts", (const char *[]){x, "[-38]"}, NULL), device);
+  ew_expect(pw_op("aten::roll", "self,shifts", (const char *[]){tr, "[1000]"}, NULL), device);
   ew_expect(pw_op("aten::repeat", "self,repeats", (const char *[]){x, "[2, 1, 3, 1]"}, NULL),
             device);
   ew_expect(pw_op("aten::constant_pad_nd", "self,pad,value",

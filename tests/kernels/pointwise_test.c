@@ -106,6 +106,35 @@ Test(pointwise_exact, linspace_of_one_step_is_start) {
                "ref.elementwise", (const double[]){-2, -1, 0, 1}, 4);
 }
 
+/* roll without dims rolls the flattened tensor and restores its shape; the wanted values were
+ * printed by torch 1.13: x = torch.arange(12.).reshape(3, 4), torch.roll(x, 5),
+ * torch.roll(x.t(), -2) (a transposed view read through its strides) and
+ * torch.roll(torch.arange(24.).reshape(2, 3, 4), 7). */
+Test(pointwise_exact, roll_without_dims_rolls_the_flattened_tensor) {
+  float v[24];
+  for (int i = 0; i < 24; i++) v[i] = (float)i;
+  text_t t = {0}, args = {0};
+  const char *x = exact_view(&t, "float", 2, SHAPE(3, 4), NULL, v, 12 * sizeof(float));
+  put(&args, "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, "
+      "{\"name\": \"shifts\", \"type\": \"int[]\", \"value\": [5]}, "
+      "{\"name\": \"dims\", \"type\": \"int[]\", \"value\": []}", x);
+  expect_moved("aten::roll", args.s, "cpu.elementwise",
+               (const double[]){7, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6}, 12);
+  t.n = args.n = 0;
+  x = exact_view(&t, "float", 2, SHAPE(4, 3), SHAPE(1, 4), v, 12 * sizeof(float));
+  put(&args, "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, "
+      "{\"name\": \"shifts\", \"type\": \"int[]\", \"value\": [-2]}", x);
+  expect_moved("aten::roll", args.s, "cpu.elementwise",
+               (const double[]){8, 1, 5, 9, 2, 6, 10, 3, 7, 11, 0, 4}, 12);
+  t.n = args.n = 0;
+  x = exact_view(&t, "float", 3, SHAPE(2, 3, 4), NULL, v, 24 * sizeof(float));
+  put(&args, "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, "
+      "{\"name\": \"shifts\", \"type\": \"int[]\", \"value\": [7]}", x);
+  expect_moved("aten::roll", args.s, "cpu.elementwise",
+               (const double[]){17, 18, 19, 20, 21, 22, 23, 0, 1, 2, 3, 4,
+                                5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 24);
+}
+
 /* Plans the one-op bundle; returns the status, the result dtype in *out_dtype when OK. */
 static xr_status_t plan_dtype(const char *json, xr_dtype_t *out_dtype) {
   xr_bundle_t *b;

@@ -322,9 +322,9 @@ static xr_status_t analyze_foreach(xr_op_plan_t *plan, xr_ew_problem_t **out_pro
   if (n == 0 || base[n - 1] != '_')
     return xr_error(XR_UNIMPLEMENTED, "%s: the out-of-place _foreach_ forms return a list of "
                     "tensors, which a replay cannot hold; only the in-place forms replay", op->name);
-  const xr_value_t *self = xr_op_arg(op, 0, "self");
-  if (!self || self->kind != XR_VALUE_LIST)
-    return xr_plan_error(plan, "self: expected a list of tensors");
+  const xr_value_t *self = NULL;
+  xr_status_t list_st = xr_arg_tensor_list(op, 0, "self", &self);
+  if (list_st != XR_OK) return list_st;
   size_t items = self->as.list.count;
   size_t arg_total = op->arg_count + op->kwarg_count;
   xr_ew_problem_t *p = xr_ew_problem_alloc(items ? items : 1);

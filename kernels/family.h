@@ -69,6 +69,11 @@ xr_status_t xr_arg_bool(const xr_op_t *op, int position, const char *name, bool 
                         bool *out);
 xr_status_t xr_arg_string(const xr_op_t *op, int position, const char *name, bool required,
                           const char **out);
+/* A Tensor[] argument's list. UNIMPLEMENTED when the trace recorded it as null (TraceLens IR
+ * does when it cannot record the tensors): "aten::cat: argument 'tensors' (Tensor[]) was not
+ * recorded (null): its shapes are unknown"; INVALID_ARGUMENT when absent or not a list. */
+xr_status_t xr_arg_tensor_list(const xr_op_t *op, int position, const char *name,
+                               const xr_value_t **out_list);
 /* An int list (int[], SymInt[]); a single int counts as a one-element list. */
 xr_status_t xr_arg_int_list(const xr_op_t *op, int position, const char *name, bool required,
                             int64_t *out, int capacity, int *out_count);

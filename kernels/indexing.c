@@ -86,13 +86,12 @@ static xr_status_t analyze_select(xr_op_plan_t *plan, xr_ew_step_t *s) {
 
 static xr_status_t analyze_cat(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
   const xr_op_t *op = plan->op;
-  const xr_value_t *list = xr_op_arg(op, 0, "tensors");
-  if (!list || list->kind != XR_VALUE_LIST)
-    return xr_error(XR_INVALID_ARGUMENT, "%s: argument 'tensors' (position 0): expected a list of "
-                                         "tensors", op->name);
+  const xr_value_t *list = NULL;
   int64_t dim_arg = 0;
-  xr_status_t st = xr_arg_int(op, 1, "dim", false, &dim_arg);
-  if (st != XR_OK) return st;
+  xr_status_t st;
+  if ((st = xr_arg_tensor_list(op, 0, "tensors", &list)) ||
+      (st = xr_arg_int(op, 1, "dim", false, &dim_arg)))
+    return st;
   /* torch skips 1-D empty tensors (legacy); the rest must agree outside dim. */
   const xr_tensor_spec_t *first = NULL;
   size_t parts = 0;

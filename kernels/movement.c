@@ -482,12 +482,14 @@ static xr_status_t analyze_pad(xr_op_plan_t *plan, xr_ew_problem_t **out_problem
 /* stack(tensors, dim): the result has a new dim of size len(tensors) at dim. */
 static xr_status_t analyze_stack(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
   const xr_op_t *op = plan->op;
-  const xr_value_t *list = xr_op_arg(op, 0, "tensors");
-  if (!list || list->kind != XR_VALUE_LIST || list->as.list.count == 0)
-    return xr_plan_error(plan, "tensors: expected a non-empty list of tensors");
+  const xr_value_t *list = NULL;
   int64_t dim_arg = 0;
-  xr_status_t st = xr_arg_int(op, 1, "dim", false, &dim_arg);
-  if (st != XR_OK) return st;
+  xr_status_t st;
+  if ((st = xr_arg_tensor_list(op, 0, "tensors", &list)) ||
+      (st = xr_arg_int(op, 1, "dim", false, &dim_arg)))
+    return st;
+  if (list->as.list.count == 0)
+    return xr_plan_error(plan, "tensors: expected a non-empty list of tensors");
   size_t n = list->as.list.count;
   const xr_tensor_spec_t *first = NULL;
   for (size_t i = 0; i < n; i++) {

@@ -61,13 +61,26 @@ static void collect_inputs(const xr_op_t *op, const xr_tensor_spec_t **specs, bo
 
 /* A Tensor[] argument whose list was not recorded (TraceLens writes null when it could not
  * record it, e.g. aten::cat's tensors): the op's shapes are unknown, so no kernel can run it. */
+static bool tensor_list_type(const char *type) {
+  if (!type) return false;
+  size_t n = strlen(type);
+  /* "Tensor[]", "Tensor(a!)[]" (not "Tensor?[]", whose null the families judge), "TensorList",
+   * "List[Tensor]" */
+  return (!strncmp(type, "Tensor", 6) && n > 8 && !strcmp(type + n - 2, "[]") &&
+          type[n - 3] != '?' && type[n - 3] != ']') ||
+         !strcmp(type, "TensorList") || !strcmp(type, "List[Tensor]");
+}
+
+static const char *const unrecorded_reason = "was not recorded (null): its shapes are unknown";
+
 static const xr_arg_t *unrecorded_list(const xr_op_t *op) {
   for (size_t i = 0; i < op->arg_count + op->kwarg_count; i++) {
     const xr_arg_t *a = i < op->arg_count ? &op->args[i] : &op->kwargs[i - op->arg_count];
-    if (a->type && strcmp(a->type, "Tensor[]") == 0 && a->value.kind == XR_VALUE_NULL) return a;
+    if (tensor_list_type(a->type) && a->value.kind == XR_VALUE_NULL) return a;
   }
   return NULL;
 }
+
 
 xr_status_t xr_kernel_plan(const xr_op_t *op, xr_op_plan_t *out_plan) {
   memset(out_plan, 0, sizeof *out_plan);
@@ -75,8 +88,8 @@ xr_status_t xr_kernel_plan(const xr_op_t *op, xr_op_plan_t *out_plan) {
   if (!family) return xr_error(XR_NOT_FOUND, "no kernel for op '%s'", op->name);
   const xr_arg_t *list = unrecorded_list(op);
   if (list)
-    return xr_error(XR_NOT_FOUND, "%s: argument '%s' (Tensor[]) was not recorded (null): its "
-                    "shapes are unknown", op->name, list->name ? list->name : "?");
+    return xr_error(XR_NOT_FOUND, "%s: argument '%s' (Tensor[]) %s", op->name,
+                    list->name ? list->name : "?", unrecorded_reason);
   out_plan->family = family;
   if (family->complete) {
     xr_op_t *completed = NULL;
@@ -303,6 +316,21 @@ xr_status_t xr_plan_wrap_dim(const xr_op_plan_t *plan, int64_t dim, int rank, in
   if (dim < -r || dim >= r)
     return xr_plan_error(plan, "dim: %lld is out of range for a %d-D tensor", (long long)dim, rank);
   *out = (int)(dim < 0 ? dim + r : dim);
+  return XR_OK;
+}
+
+xr_status_t xr_arg_tensor_list(const xr_op_t *op, int position, const char *name,
+                               const xr_value_t **out_list) {
+  const xr_value_t *v = xr_op_arg(op, position, name);
+  *out_list = NULL;
+  if (!v) return missing(op, position, name, "is missing");
+  if (v->kind == XR_VALUE_NULL)
+    return xr_error(XR_UNIMPLEMENTED, "%s: argument '%s' (Tensor[]) %s", op->name,
+                    name ? name : "?", unrecorded_reason);
+  if (v->kind != XR_VALUE_LIST)
+    return xr_error(XR_INVALID_ARGUMENT, "%s: argument '%s' (position %d): expected a list of "
+                    "tensors, got %s", op->name, name ? name : "?", position, kind_name(v->kind));
+  *out_list = v;
   return XR_OK;
 }
 

@@ -36,6 +36,36 @@ Test(indexing, cat_errors) {
   xr_bundle_destroy(b);
 }
 
+/* A Tensor[] that TraceLens IR recorded as null, under any spelling of its type (or none): the
+ * shapes are unknown, so cat and stack are unsupported with that reason, not failed. */
+Test(indexing, unrecorded_tensor_lists_are_unsupported) {
+  const char *types[] = {"\"Tensor[]\"", "\"TensorList\"", "\"List[Tensor]\"", "null"};
+  const char *ops[] = {"aten::cat", "aten::stack"};
+  for (size_t o = 0; o < 2; o++)
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+      char ir[1024];
+      format(ir, sizeof ir,
+             "[{\"op_name\": \"%s\", \"replay_ir\": {\"list_pos_args\": [{\"arg_name\": "
+             "\"tensors\", \"arg_type\": %s, \"value\": null}, {\"arg_name\": \"dim\", "
+             "\"arg_type\": \"int\", \"value\": 1}], \"list_kwargs\": []}}]",
+             ops[o], types[k]);
+      xr_op_result_t r = check_op(ir, "cpu");
+      cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s, type %s: %s: %s", ops[o], types[k],
+                   xr_op_outcome_name(r.outcome), r.message);
+      cr_assert(strstr(r.message, "argument 'tensors' (Tensor[]) was not recorded"), "%s",
+                r.message);
+    }
+  /* a value that is neither a list nor null is bad input */
+  xr_bundle_t *b;
+  xr_op_plan_t p;
+  cr_assert_eq(plan_of(bundle("aten::cat", "{\"name\": \"tensors\", \"type\": \"Tensor[]\", "
+                                           "\"value\": 3}", NULL), &b, &p),
+               XR_INVALID_ARGUMENT);
+  cr_assert(strstr(xr_last_error(), "aten::cat: argument 'tensors' (position 0): expected a list "
+                                    "of tensors, got an int"), "%s", xr_last_error());
+  xr_bundle_destroy(b);
+}
+
 Test(indexing, gather_errors) {
   text_t a = {0}, b = {0};
   xr_bundle_t *bd;

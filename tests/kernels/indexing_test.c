@@ -7,6 +7,7 @@
 
 #include "formats/bundle.h"
 #include "kernels/kernels.h"
+#include "tests/kernels/exact.h"
 #include "tests/kernels/indexing_cases.h"
 
 /* Plans without running; returns the status (and the plan when OK, freed by the caller). */
@@ -63,6 +64,53 @@ Test(indexing, unrecorded_tensor_lists_are_unsupported) {
                XR_INVALID_ARGUMENT);
   cr_assert(strstr(xr_last_error(), "aten::cat: argument 'tensors' (position 0): expected a list "
                                     "of tensors, got an int"), "%s", xr_last_error());
+  xr_bundle_destroy(b);
+}
+
+/* cat of mixed dtypes promotes as torch does, the legacy empty 1-D tensors included; the wanted
+ * values and dtypes were printed by torch 1.13: cat([int32 [[1, 2], [3, 4]], float32
+ * [[0.5], [-1.5]], bool [[True], [False]]], 1) is float32 [[1, 2, 0.5, 1], [3, 4, -1.5, 0]],
+ * cat([int32 [7], int64 [-2], bool [True]]) int64 [7, -2, 1], cat([float64 empty(0), float32
+ * [[1.5, 2]]]) float64 [[1.5, 2]]. */
+Test(indexing, cat_promotes_mixed_dtypes) {
+  text_t t = {0}, args = {0};
+  EXACT_DATA(&t, "int", int32_t, 2, SHAPE(2, 2), 1, 2, 3, 4);
+  put(&t, ", ");
+  EXACT_DATA(&t, "float", float, 2, SHAPE(2, 1), 0.5, -1.5);
+  put(&t, ", ");
+  EXACT_DATA(&t, "bool", uint8_t, 2, SHAPE(2, 1), 1, 0);
+  const exact_run_t runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.elementwise"},
+                              {"cpu", XR_KERNEL_BEST, "cpu.elementwise"},
+                              {"opencl", XR_KERNEL_BEST, "opencl.elementwise"}};
+  exact_expect(cat(t.s, 1), "aten::cat", "return0",
+               (const double[]){1, 2, 0.5, 1, 3, 4, -1.5, 0}, 8, runs, 3);
+  t.n = args.n = 0;
+  EXACT_DATA(&t, "int", int32_t, 1, SHAPE(1), 7);
+  put(&t, ", ");
+  EXACT_DATA(&t, "long int", int64_t, 1, SHAPE(1), -2);
+  put(&t, ", ");
+  EXACT_DATA(&t, "bool", uint8_t, 1, SHAPE(1), 1);
+  const exact_run_t int_runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.elementwise"},
+                                  {"cpu", XR_KERNEL_BEST, "ref.elementwise"},
+                                  {"opencl", XR_KERNEL_BEST, "opencl.elementwise"}};
+  exact_expect(cat(t.s, 0), "aten::cat", "return0", (const double[]){7, -2, 1}, 3, int_runs, 3);
+  t.n = 0;
+  tensor(&t, "double", 1, SHAPE(0), NULL, 0);
+  put(&t, ", ");
+  EXACT_DATA(&t, "float", float, 2, SHAPE(1, 2), 1.5, 2);
+  const exact_run_t f64_runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.elementwise"},
+                                  {"cpu", XR_KERNEL_BEST, "ref.elementwise"}};
+  exact_expect(cat(t.s, 0), "aten::cat", "return0", (const double[]){1.5, 2}, 2, f64_runs, 2);
+  /* fp8 does not mix with other floats (torch raises) */
+  t.n = 0;
+  tensor(&t, "c10::Float8_e4m3fn", 1, SHAPE(3), NULL, 0);
+  put(&t, ", ");
+  tensor(&t, "float", 1, SHAPE(3), NULL, 0);
+  xr_bundle_t *b;
+  xr_op_plan_t p;
+  cr_assert_eq(plan_of(cat(t.s, 0), &b, &p), XR_INVALID_ARGUMENT);
+  cr_assert(strstr(xr_last_error(), "aten::cat: tensors[1] (float) does not promote"), "%s",
+            xr_last_error());
   xr_bundle_destroy(b);
 }
 

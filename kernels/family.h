@@ -142,6 +142,12 @@ int64_t xr_spec_numel(const xr_tensor_spec_t *t); /* validated specs only: no ov
  * broadcast operand is read at its own size. What the families' byte counts read. */
 double xr_spec_distinct_numel(const xr_tensor_spec_t *t);
 
+/* Element `linear` (row-major over its shape, through its strides and storage offset) of an
+ * integer or bool tensor whose contents the bundle embeds (spec->data), as an int64: what an op
+ * whose result's size depends on values (a mask's count, a Tensor of repeats) plans from. false
+ * when the spec embeds no contents, the element lies outside them, or the dtype is a float. */
+bool xr_spec_embedded_int(const xr_tensor_spec_t *t, int64_t linear, int64_t *out);
+
 /* A tensor's host address on host-addressable devices (cpu): the storage start; element
  * (i0, i1, ...) is at index offset + sum(i_k * strides[k]). */
 xr_status_t xr_tensor_host(const xr_tensor_t *t, void **out_base);

@@ -16,8 +16,11 @@
  *   narrow_copy(self, dim, start, length)   a copy of the slice
  *   repeat_interleave(self, repeats: int, dim)
  *                                           one copy reading self with a zero stride over a new
- *                                           repeat dim after dim (a Tensor of repeats makes the
- *                                           layout depend on its values: unsupported)
+ *                                           repeat dim after dim; a Tensor of repeats (the
+ *                                           layout depends on its values) when the bundle embeds
+ *                                           them: a copy per run of equal repeats
+ *   repeat_interleave(repeats: Tensor)      the indices each repeated: a fill per index, the
+ *                                           repeats embedded
  *   tril, triu(self, diagonal=0)            a copy that writes 0 outside the kept triangle of
  *                                           each matrix (the last two dims); `_` in place
  *   split_copy(self, split_size, dim), split_with_sizes_copy(self, split_sizes, dim),
@@ -524,30 +527,235 @@ static xr_status_t analyze_stack(xr_op_plan_t *plan, xr_ew_problem_t **out_probl
   return XR_OK;
 }
 
+/* The most steps a Tensor of repeats may plan into (one per run of equal repeats, per box of a
+ * flattened run, or per repeated index). */
+enum { MAX_REPEAT_STEPS = 1 << 16 };
+
+/* The values of a Tensor of repeats (0-d or 1-D, int32 or int64) that the bundle embeds, into a
+ * new array of *out_n entries. Without embedded contents the result's size is unknown:
+ * UNIMPLEMENTED, naming what would make it replayable. */
+static xr_status_t embedded_repeats(xr_op_plan_t *plan, const xr_tensor_spec_t *t, int64_t **out,
+                                    int64_t *out_n) {
+  *out = NULL;
+  if (t->dtype != XR_DTYPE_I64 && t->dtype != XR_DTYPE_I32)
+    return xr_plan_error(plan, "repeats: expected an int32 or int64 tensor, got %s",
+                         xr_dtype_name(t->dtype));
+  if (t->rank > 1)
+    return xr_plan_error(plan, "repeats: expected a 0-d or 1-D tensor, got %d-D", t->rank);
+  if (!t->data)
+    return xr_error(XR_UNIMPLEMENTED,
+                    "%s: repeats: a Tensor of repeats makes the result's size depend on its "
+                    "values, and the bundle does not carry them (embed the repeats' contents)",
+                    plan->op->name);
+  int64_t n = t->rank ? t->shape[0] : 1;
+  int64_t *v = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!v) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", plan->op->name);
+  for (int64_t i = 0; i < n; i++) {
+    xr_status_t st = XR_OK;
+    if (!xr_spec_embedded_int(t, i, &v[i]))
+      st = xr_plan_error(plan, "repeats: element %lld lies outside its embedded contents",
+                         (long long)i);
+    else if (v[i] < 0)
+      st = xr_plan_error(plan, "repeats[%lld]: negative (%lld)", (long long)i, (long long)v[i]);
+    if (st != XR_OK) {
+      free(v);
+      return st;
+    }
+  }
+  *out = v;
+  *out_n = n;
+  return XR_OK;
+}
+
+/* output_size, when recorded, must be the repeats' sum. */
+static xr_status_t check_output_size(xr_op_plan_t *plan, int64_t total) {
+  const xr_value_t *v = xr_op_arg(plan->op, -1, "output_size");
+  if (v && v->kind == XR_VALUE_INT && v->as.i != total)
+    return xr_plan_error(plan, "output_size: %lld, the repeats add up to %lld",
+                         (long long)v->as.i, (long long)total);
+  return XR_OK;
+}
+
+/* repeat_interleave(Tensor repeats, *, output_size=None) (the .Tensor overload): the indices
+ * 0, 1, .. each repeated repeats[i] times, in the repeats' dtype; a fill per repeated index. */
+static xr_status_t analyze_repeat_indices(xr_op_plan_t *plan, int index,
+                                          xr_ew_problem_t **out_problem) {
+  const xr_tensor_spec_t *t = plan->inputs[index];
+  if (t->rank != 1)
+    return xr_plan_error(plan, "repeats: expected a 1-D tensor, got %d-D", t->rank);
+  int64_t *reps = NULL, n = 0, total = 0, steps = 0;
+  xr_status_t st = embedded_repeats(plan, t, &reps, &n);
+  if (st != XR_OK) return st;
+  for (int64_t i = 0; i < n; i++) total += reps[i], steps += reps[i] > 0;
+  if ((st = check_output_size(plan, total)) == XR_OK && steps > MAX_REPEAT_STEPS)
+    st = xr_error(XR_UNIMPLEMENTED, "%s: %lld repeated indices (at most %d)", plan->op->name,
+                  (long long)steps, MAX_REPEAT_STEPS);
+  xr_ew_problem_t *p = NULL;
+  if (st == XR_OK) st = new_problem(plan, (size_t)(steps ? steps : 1), &p);
+  if (st != XR_OK) {
+    free(reps);
+    return st;
+  }
+  *out_problem = p;
+  set_result(plan, t->dtype, 1, &total);
+  int64_t one = 1, at = 0, k = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (reps[i] == 0) continue;
+    xr_ew_step_t *s = &p->steps[k++];
+    result_region(plan, s, 1, &reps[i], &one, at);
+    s->op = XR_EW_FILL;
+    s->b_scalar = true;
+    s->scalar = (double)i;
+    at += reps[i];
+  }
+  if (k == 0) { /* nothing repeated: an empty result */
+    int64_t zero = 0;
+    result_region(plan, &p->steps[0], 1, &zero, &one, 0);
+    p->steps[0].op = XR_EW_FILL;
+    p->steps[0].b_scalar = true;
+  }
+  free(reps);
+  return XR_OK;
+}
+
+/* repeat_interleave(self, Tensor repeats, dim=None) with the repeats embedded: runs of equal
+ * repeats, each one copy reading self's run with a zero stride over a new [r] dim after dim;
+ * flattened (dim None) a run of self's flat elements is copied box by box (flat_range_boxes). */
+static xr_status_t analyze_repeat_tensor(xr_op_plan_t *plan, int self, int index, bool flat,
+                                         int dim, xr_ew_problem_t **out_problem) {
+  const xr_tensor_spec_t *t = plan->inputs[self];
+  int64_t *reps = NULL, n = 0;
+  xr_status_t st = embedded_repeats(plan, plan->inputs[index], &reps, &n);
+  if (st != XR_OK) return st;
+  int rank = t->rank;
+  int64_t numel = 1, inner[XR_MAX_RANK];
+  for (int d = rank - 1; d >= 0; d--) inner[d] = numel, numel *= t->shape[d];
+  int64_t extent = flat ? numel : rank ? t->shape[dim] : 1;
+  if (n != extent && n != 1) {
+    free(reps);
+    return xr_plan_error(plan, "repeats: %lld values for %s of %lld (one, or one each)",
+                         (long long)n, flat ? "self's elements" : "dimension dim",
+                         (long long)extent);
+  }
+  /* runs of equal repeats: [start, end) with r, r > 0 */
+  int64_t total = 0, runs = 0, steps = 0;
+  static _Thread_local int64_t first[2 * XR_MAX_RANK][XR_MAX_RANK], box[2 * XR_MAX_RANK][XR_MAX_RANK];
+  for (int64_t i = 0; i < extent;) {
+    int64_t r = reps[n == 1 ? 0 : i], e = i + 1;
+    while (e < extent && reps[n == 1 ? 0 : e] == r) e++;
+    total += r * (e - i);
+    if (r > 0) {
+      runs++;
+      steps += flat && rank ? flat_range_boxes(rank, t->shape, i, e, first, box) : 1;
+    }
+    i = e;
+  }
+  if ((st = check_output_size(plan, total)) == XR_OK && steps > MAX_REPEAT_STEPS)
+    st = xr_error(XR_UNIMPLEMENTED, "%s: the repeats make %lld copies (at most %d)",
+                  plan->op->name, (long long)steps, MAX_REPEAT_STEPS);
+  xr_ew_problem_t *p = NULL;
+  if (st == XR_OK) st = new_problem(plan, (size_t)(steps ? steps : 1), &p);
+  if (st != XR_OK) {
+    free(reps);
+    return st;
+  }
+  *out_problem = p;
+  int64_t result[XR_MAX_RANK], out_strides[XR_MAX_RANK];
+  int result_rank = flat ? 1 : rank;
+  if (flat)
+    result[0] = total;
+  else
+    for (int d = 0; d < rank; d++) result[d] = d == dim ? total : t->shape[d];
+  set_result(plan, t->dtype, result_rank, result);
+  xr_contiguous_strides(result_rank, result, out_strides);
+  int64_t k = 0, at = 0; /* at: the run's first element (flat) or index along dim in the result */
+  for (int64_t i = 0; i < extent;) {
+    int64_t r = reps[n == 1 ? 0 : i], e = i + 1;
+    while (e < extent && reps[n == 1 ? 0 : e] == r) e++;
+    if (r == 0) {
+      i = e;
+      continue;
+    }
+    if (flat) {
+      /* box: self's dims then [r]; out element (flat - i) * r + j after `at` */
+      int boxes = rank ? flat_range_boxes(rank, t->shape, i, e, first, box) : 1;
+      for (int b = 0; b < boxes; b++) {
+        int64_t shape[XR_MAX_RANK], a_strides[XR_MAX_RANK] = {0}, o_strides[XR_MAX_RANK];
+        int64_t a_offset = 0, start = 0;
+        for (int d = 0; d < rank; d++) {
+          shape[d] = box[b][d];
+          a_strides[d] = t->strides[d];
+          o_strides[d] = inner[d] * r;
+          a_offset += first[b][d] * t->strides[d];
+          start += first[b][d] * inner[d];
+        }
+        shape[rank] = r;
+        a_strides[rank] = 0;
+        o_strides[rank] = 1;
+        copy_step(plan, &p->steps[k++], self, rank + 1, shape, a_strides, a_offset, o_strides,
+                  at + (start - i) * r);
+      }
+    } else {
+      int64_t shape[XR_MAX_RANK], a_strides[XR_MAX_RANK] = {0}, o_strides[XR_MAX_RANK];
+      for (int d = 0, q = 0; d < rank; d++) {
+        shape[q] = d == dim ? e - i : t->shape[d];
+        a_strides[q] = t->strides[d];
+        o_strides[q++] = d == dim ? r * out_strides[d] : out_strides[d];
+        if (d == dim) shape[q] = r, a_strides[q] = 0, o_strides[q++] = out_strides[d];
+      }
+      copy_step(plan, &p->steps[k++], self, rank + 1, shape, a_strides,
+                i * t->strides[dim], o_strides, at * out_strides[dim]);
+    }
+    at += (e - i) * r;
+    i = e;
+  }
+  if (k == 0) { /* every repeat 0: an empty result */
+    int64_t zero[XR_MAX_RANK] = {0}, strides[XR_MAX_RANK] = {0};
+    copy_step(plan, &p->steps[0], self, 1, zero, strides, 0, strides, 0);
+  }
+  free(reps);
+  return XR_OK;
+}
+
 /* repeat_interleave with an int: the iteration is self's shape with a [repeats] dim inserted
- * after dim (after the last dim, flattened, for dim None), read with stride 0. */
+ * after dim (after the last dim, flattened, for dim None), read with stride 0. A Tensor of
+ * repeats: analyze_repeat_tensor; the repeats-only overload: analyze_repeat_indices. */
 static xr_status_t analyze_repeat_interleave(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
   const xr_op_t *op = plan->op;
   xr_status_t st;
   int self = -1;
+  /* repeat_interleave.Tensor(Tensor repeats, *, output_size): no self; unnamed, the one
+   * positional tensor, or two with an output_size of None (self_int's repeats cannot be) */
+  const xr_arg_t *named = xr_op_find_arg(op, "repeats");
+  bool repeats_only =
+      !xr_op_find_arg(op, "self") &&
+      (named ? op->arg_count && named == &op->args[0]
+             : op->arg_count >= 1 && !op->args[0].name &&
+                   (op->arg_count == 1 ||
+                    (op->arg_count == 2 && op->args[1].value.kind == XR_VALUE_NULL)));
+  if (repeats_only) {
+    int index = -1;
+    if ((st = xr_arg_tensor(plan, 0, "repeats", true, &index))) return st;
+    return analyze_repeat_indices(plan, index, out_problem);
+  }
   if ((st = xr_arg_tensor(plan, 0, "self", true, &self))) return st;
   const xr_value_t *rv = xr_op_arg(op, 1, "repeats");
-  if (rv && rv->kind == XR_VALUE_TENSOR)
-    return xr_error(XR_UNIMPLEMENTED,
-                    "%s: repeats: a Tensor of repeats makes the result's layout "
-                    "depend on its values, which the trace does not record",
-                    op->name);
-  if (!rv || rv->kind != XR_VALUE_INT) return xr_plan_error(plan, "repeats: expected an int");
-  int64_t repeats = rv->as.i;
-  if (repeats < 0) return xr_plan_error(plan, "repeats: negative (%lld)", (long long)repeats);
   const xr_tensor_spec_t *t = plan->inputs[self];
   const xr_value_t *dv = xr_op_arg(op, 2, "dim");
-  bool flat = !dv || dv->kind == XR_VALUE_NULL;
+  bool flat = !dv || dv->kind == XR_VALUE_NULL || t->rank == 0;
   int dim = t->rank - 1;
   if (!flat &&
       (st = xr_plan_wrap_dim(plan, dv->kind == XR_VALUE_INT ? dv->as.i : 0, t->rank, &dim)))
     return st;
   if (t->rank + 1 > XR_MAX_RANK) return xr_plan_error(plan, "self has too many dimensions");
+  if (rv && rv->kind == XR_VALUE_TENSOR) {
+    int index = -1;
+    if ((st = xr_arg_tensor(plan, 1, "repeats", true, &index))) return st;
+    return analyze_repeat_tensor(plan, self, index, flat, dim, out_problem);
+  }
+  if (!rv || rv->kind != XR_VALUE_INT) return xr_plan_error(plan, "repeats: expected an int");
+  int64_t repeats = rv->as.i;
+  if (repeats < 0) return xr_plan_error(plan, "repeats: negative (%lld)", (long long)repeats);
   int rank = t->rank > 0 ? t->rank + 1 : 1;
   int64_t shape[XR_MAX_RANK], a_strides[XR_MAX_RANK] = {0}, out_strides[XR_MAX_RANK];
   for (int d = 0, k = 0; d < t->rank; d++) {

@@ -463,6 +463,31 @@ int64_t xr_desc_numel(const xr_tensor_desc_t *d) {
   return n;
 }
 
+bool xr_spec_embedded_int(const xr_tensor_spec_t *t, int64_t linear, int64_t *out) {
+  if (!t->data) return false;
+  int64_t at = t->storage_offset;
+  for (int32_t d = t->rank - 1; d >= 0; d--) {
+    at += (linear % t->shape[d]) * t->strides[d];
+    linear /= t->shape[d];
+  }
+  size_t size = xr_dtype_size(t->dtype);
+  if (at < 0 || size == 0 || (uint64_t)at >= t->data_size / size) return false;
+  const uint8_t *p = t->data + (size_t)at * size;
+  switch (t->dtype) {
+    case XR_DTYPE_BOOL: *out = *p != 0; break;
+    case XR_DTYPE_U8: *out = *p; break;
+    case XR_DTYPE_I8: *out = (int8_t)*p; break;
+    case XR_DTYPE_I16: { int16_t v; memcpy(&v, p, 2); *out = v; break; }
+    case XR_DTYPE_U16: { uint16_t v; memcpy(&v, p, 2); *out = v; break; }
+    case XR_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); *out = v; break; }
+    case XR_DTYPE_U32: { uint32_t v; memcpy(&v, p, 4); *out = v; break; }
+    case XR_DTYPE_I64:
+    case XR_DTYPE_U64: { int64_t v; memcpy(&v, p, 8); *out = v; break; }
+    default: return false; /* floats: not read as integers */
+  }
+  return true;
+}
+
 int64_t xr_spec_numel(const xr_tensor_spec_t *t) {
   int64_t n = 1;
   for (int32_t i = 0; i < t->rank; i++) n *= t->shape[i];

@@ -162,6 +162,63 @@ static void expect_error(const char *json, const char *words) {
   cr_assert(strstr(xr_last_error(), words), "%s: %s", json, xr_last_error());
 }
 
+/* repeat_interleave with a Tensor of repeats whose contents the bundle embeds (the result's
+ * size is then known); the wanted values were printed by torch 1.13:
+ * repeat_interleave(int32 [2, 0, 3, 1]) is int32 [0, 0, 2, 2, 2, 3], of int64 [1, 0, 2]
+ * [0, 2, 2]; with x = [[1., 2], [3, 4], [5, 6]]: repeat_interleave(x, [1, 0, 2], dim=0) is
+ * [1, 2, 5, 6, 5, 6], (x, [2, 1], dim=1) [1, 1, 2, 3, 3, 4, 5, 5, 6], (x.t(), [0, 1, 2, 1, 1, 3])
+ * (flattened, a transposed view) [3, 5, 5, 2, 4, 6, 6, 6], (x, tensor(2), dim=1)
+ * [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6]. */
+static const char *repeat_args(text_t *args, const char *self, const char *repeats,
+                               const char *dim) {
+  args->n = 0;
+  if (self) put(args, "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, ", self);
+  put(args, "{\"name\": \"repeats\", \"type\": \"Tensor\", \"value\": %s}", repeats);
+  if (dim) put(args, ", {\"name\": \"dim\", \"type\": \"int?\", \"value\": %s}", dim);
+  return args->s;
+}
+
+Test(pointwise_exact, repeat_interleave_with_embedded_repeats) {
+  text_t x = {0}, y = {0}, r = {0}, args = {0};
+  const char *reps = EXACT_DATA(&r, "int", int32_t, 1, SHAPE(4), 2, 0, 3, 1);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, NULL, reps, NULL), "cpu.elementwise",
+               (const double[]){0, 0, 2, 2, 2, 3}, 6);
+  r.n = 0;
+  reps = EXACT_DATA(&r, "long int", int64_t, 1, SHAPE(3), 1, 0, 2);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, NULL, reps, NULL), "cpu.elementwise",
+               (const double[]){0, 2, 2}, 3);
+  const float v[] = {1, 2, 3, 4, 5, 6};
+  const char *m = exact_view(&x, "float", 2, SHAPE(3, 2), NULL, v, sizeof v);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, m, reps, "0"), "cpu.elementwise",
+               (const double[]){1, 2, 5, 6, 5, 6}, 6);
+  r.n = 0;
+  reps = EXACT_DATA(&r, "long int", int64_t, 1, SHAPE(2), 2, 1);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, m, reps, "1"), "cpu.elementwise",
+               (const double[]){1, 1, 2, 3, 3, 4, 5, 5, 6}, 9);
+  r.n = 0;
+  reps = EXACT_DATA(&r, "long int", int64_t, 0, NULL, 2);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, m, reps, "1"), "cpu.elementwise",
+               (const double[]){1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6}, 12);
+  r.n = 0;
+  const char *mt = exact_view(&y, "float", 2, SHAPE(2, 3), SHAPE(1, 2), v, sizeof v);
+  reps = EXACT_DATA(&r, "long int", int64_t, 1, SHAPE(6), 0, 1, 2, 1, 1, 3);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, mt, reps, NULL), "cpu.elementwise",
+               (const double[]){3, 5, 5, 2, 4, 6, 6, 6}, 8);
+  /* bad input names the argument: a negative repeat, an output_size that is not the sum, a
+   * count that is neither one nor one per index */
+  r.n = 0;
+  reps = EXACT_DATA(&r, "long int", int64_t, 1, SHAPE(3), 1, -1, 2);
+  expect_error(bundle("aten::repeat_interleave", repeat_args(&args, m, reps, "0"), NULL),
+               "aten::repeat_interleave: repeats[1]: negative (-1)");
+  r.n = 0;
+  reps = EXACT_DATA(&r, "long int", int64_t, 1, SHAPE(3), 1, 1, 2);
+  expect_error(bundle("aten::repeat_interleave", repeat_args(&args, m, reps, "0"),
+                      "{\"name\": \"output_size\", \"type\": \"SymInt?\", \"value\": 5}"),
+               "aten::repeat_interleave: output_size: 5, the repeats add up to 4");
+  expect_error(bundle("aten::repeat_interleave", repeat_args(&args, m, reps, "1"), NULL),
+               "aten::repeat_interleave: repeats: 3 values for dimension dim of 2");
+}
+
 Test(pointwise_plan, result_dtypes_follow_torch) {
   text_t a = {0}, b = {0}, c = {0};
   const char *i32 = tensor(&a, "int", 1, SHAPE(4), NULL, 0);

@@ -301,6 +301,17 @@ static xr_status_t analyze_step(xr_op_plan_t *plan, xr_ew_step_t *s) {
   return analyze_copy(plan, s);
 }
 
+/* Names the _foreach_ schemas give arguments that their per-item op names otherwise (add.Scalar's
+ * `scalar` is add_'s `other`, clamp_min's `min`; ScalarList's `scalars` is addcmul's `value`;
+ * lerp's `tensors1` and `weights` are `end` and `weight`): positional, they are read by
+ * position instead. */
+static bool foreach_own_name(const char *name) {
+  static const char *const names[] = {"scalar", "scalars", "tensors1", "weights", NULL};
+  for (size_t i = 0; name && names[i]; i++)
+    if (!strcmp(name, names[i])) return true;
+  return false;
+}
+
 /* aten::_foreach_NAME_(Tensor(a!)[] self, ...): one step per list item, each planned as
  * aten::NAME_ on the items at that position (a list of Scalars gives one each; a single Tensor
  * or Scalar is shared). The out-of-place forms return lists, which the op model cannot hold. */
@@ -311,9 +322,9 @@ static xr_status_t analyze_foreach(xr_op_plan_t *plan, xr_ew_problem_t **out_pro
   if (n == 0 || base[n - 1] != '_')
     return xr_error(XR_UNIMPLEMENTED, "%s: the out-of-place _foreach_ forms return a list of "
                     "tensors, which a replay cannot hold; only the in-place forms replay", op->name);
-  const xr_value_t *self = xr_op_arg(op, 0, "self");
-  if (!self || self->kind != XR_VALUE_LIST)
-    return xr_plan_error(plan, "self: expected a list of tensors");
+  const xr_value_t *self = NULL;
+  xr_status_t list_st = xr_arg_tensor_list(op, 0, "self", &self);
+  if (list_st != XR_OK) return list_st;
   size_t items = self->as.list.count;
   size_t arg_total = op->arg_count + op->kwarg_count;
   xr_ew_problem_t *p = xr_ew_problem_alloc(items ? items : 1);
@@ -338,6 +349,7 @@ static xr_status_t analyze_foreach(xr_op_plan_t *plan, xr_ew_problem_t **out_pro
     for (size_t k = 0; k < arg_total; k++) {
       const xr_arg_t *a = k < op->arg_count ? &op->args[k] : &op->kwargs[k - op->arg_count];
       args[k] = *a;
+      if (k > 0 && k < op->arg_count && foreach_own_name(a->name)) args[k].name = NULL;
       if (a->value.kind != XR_VALUE_LIST) continue;
       if (a->value.as.list.count != items) {
         st = xr_plan_error(plan, "%s: a list of %zu items, self has %zu",

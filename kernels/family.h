@@ -69,6 +69,11 @@ xr_status_t xr_arg_bool(const xr_op_t *op, int position, const char *name, bool 
                         bool *out);
 xr_status_t xr_arg_string(const xr_op_t *op, int position, const char *name, bool required,
                           const char **out);
+/* A Tensor[] argument's list. UNIMPLEMENTED when the trace recorded it as null (TraceLens IR
+ * does when it cannot record the tensors): "aten::cat: argument 'tensors' (Tensor[]) was not
+ * recorded (null): its shapes are unknown"; INVALID_ARGUMENT when absent or not a list. */
+xr_status_t xr_arg_tensor_list(const xr_op_t *op, int position, const char *name,
+                               const xr_value_t **out_list);
 /* An int list (int[], SymInt[]); a single int counts as a one-element list. */
 xr_status_t xr_arg_int_list(const xr_op_t *op, int position, const char *name, bool required,
                             int64_t *out, int capacity, int *out_count);
@@ -144,6 +149,12 @@ xr_status_t xr_plan_op_resized(const xr_op_plan_t *plan, const int64_t *dim0, xr
                                xr_op_t **out_op);
 /* Appends an int hint to `op` (its hints array copied into `arena`). */
 xr_status_t xr_op_hint_int(xr_arena_t *arena, xr_op_t *op, const char *name, int64_t value);
+
+/* Element `linear` (row-major over its shape, through its strides and storage offset) of an
+ * integer or bool tensor whose contents the bundle embeds (spec->data), as an int64: what an op
+ * whose result's size depends on values (a mask's count, a Tensor of repeats) plans from. false
+ * when the spec embeds no contents, the element lies outside them, or the dtype is a float. */
+bool xr_spec_embedded_int(const xr_tensor_spec_t *t, int64_t linear, int64_t *out);
 
 /* A tensor's host address on host-addressable devices (cpu): the storage start; element
  * (i0, i1, ...) is at index offset + sum(i_k * strides[k]). */

@@ -1,5 +1,6 @@
 /* Analysis of the indexing ops of the elementwise family:
- *   aten::cat(Tensor[] tensors, int dim=0)       one copy step per input into its slice
+ *   aten::cat(Tensor[] tensors, int dim=0)       one copy step per input into its slice,
+ *                                                 converting to the promoted dtype
  *   aten::index_select(self, dim, index)          a gather along dim with a 1-D (or 0-d) index
  *   aten::embedding(weight, indices, ...)         a gather of rows: weight[indices] (padding_idx,
  *                                                 scale_grad_by_freq and sparse only matter for
@@ -86,14 +87,15 @@ static xr_status_t analyze_select(xr_op_plan_t *plan, xr_ew_step_t *s) {
 
 static xr_status_t analyze_cat(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
   const xr_op_t *op = plan->op;
-  const xr_value_t *list = xr_op_arg(op, 0, "tensors");
-  if (!list || list->kind != XR_VALUE_LIST)
-    return xr_error(XR_INVALID_ARGUMENT, "%s: argument 'tensors' (position 0): expected a list of "
-                                         "tensors", op->name);
+  const xr_value_t *list = NULL;
   int64_t dim_arg = 0;
-  xr_status_t st = xr_arg_int(op, 1, "dim", false, &dim_arg);
-  if (st != XR_OK) return st;
-  /* torch skips 1-D empty tensors (legacy); the rest must agree outside dim. */
+  xr_status_t st;
+  if ((st = xr_arg_tensor_list(op, 0, "tensors", &list)) ||
+      (st = xr_arg_int(op, 1, "dim", false, &dim_arg)))
+    return st;
+  /* torch skips 1-D empty tensors (legacy); the rest must agree outside dim. The result's
+   * dtype is torch's promotion over every tensor, the skipped ones included (cat of an int32
+   * and a float16 is float16; each piece is converted as it is copied). */
   const xr_tensor_spec_t *first = NULL;
   size_t parts = 0;
   xr_dtype_t dtype = XR_DTYPE_INVALID;
@@ -102,12 +104,14 @@ static xr_status_t analyze_cat(xr_op_plan_t *plan, xr_ew_problem_t **out_problem
     if (v->kind != XR_VALUE_TENSOR)
       return xr_plan_error(plan, "tensors[%zu]: expected a tensor", i);
     const xr_tensor_spec_t *t = v->as.tensor;
+    xr_dtype_t promoted = xr_ew_promote(dtype, t->dtype);
+    if (promoted == XR_DTYPE_INVALID)
+      return xr_plan_error(plan, "tensors[%zu] (%s) does not promote with the tensors before it "
+                                 "(%s): torch refuses to mix fp8 with other float types",
+                           i, xr_dtype_name(t->dtype), xr_dtype_name(dtype));
+    dtype = promoted;
     if (t->rank == 1 && t->shape[0] == 0) continue;
     if (!first) first = t;
-    dtype = dtype == XR_DTYPE_INVALID ? t->dtype : dtype;
-    if (t->dtype != dtype)
-      return xr_plan_error(plan, "tensors[%zu] is %s, tensors[0] %s: mixed dtypes are not "
-                                 "implemented", i, xr_dtype_name(t->dtype), xr_dtype_name(dtype));
     parts++;
   }
   if (!first) return xr_plan_error(plan, "tensors: expected at least one non-empty tensor");

@@ -5,7 +5,9 @@
  *                                           a fill of a new tensor
  *   clone, contiguous                       a copy into a new contiguous tensor
  *   flip(self, dims)                        a copy reading self through negated strides
- *   roll(self, shifts, dims)                two copies per rolled dimension
+ *   roll(self, shifts, dims)                two copies per rolled dimension; without dims,
+ *                                           a copy per box of the flattened tensor's two
+ *                                           rolled ranges
  *   repeat(self, repeats)                   one copy reading self with zero strides over the
  *                                           repeat dimensions
  *   constant_pad_nd(self, pad, value)       a fill of the padded tensor, then a copy of self
@@ -14,8 +16,11 @@
  *   narrow_copy(self, dim, start, length)   a copy of the slice
  *   repeat_interleave(self, repeats: int, dim)
  *                                           one copy reading self with a zero stride over a new
- *                                           repeat dim after dim (a Tensor of repeats makes the
- *                                           layout depend on its values: unsupported)
+ *                                           repeat dim after dim; a Tensor of repeats (the
+ *                                           layout depends on its values) when the bundle embeds
+ *                                           them: a copy per run of equal repeats
+ *   repeat_interleave(repeats: Tensor)      the indices each repeated: a fill per index, the
+ *                                           repeats embedded
  *   tril, triu(self, diagonal=0)            a copy that writes 0 outside the kept triangle of
  *                                           each matrix (the last two dims); `_` in place
  *   split_copy(self, split_size, dim), split_with_sizes_copy(self, split_sizes, dim),
@@ -170,7 +175,9 @@ static xr_status_t analyze_linspace(xr_op_plan_t *plan, xr_ew_problem_t **out_pr
   s->op = XR_EW_LINSPACE;
   s->a_scalar = s->c_scalar = true;
   s->a_value = start;
-  s->c_value = end;
+  /* torch's one step is [start]; the sequence's second half counts back from c_value, which
+   * for one element would give end */
+  s->c_value = steps == 1 ? start : end;
   return XR_OK;
 }
 
@@ -243,6 +250,71 @@ static void copy_step(const xr_op_plan_t *plan, xr_ew_step_t *s, int self, int r
   memcpy(s->a.strides, a_strides, sizeof(int64_t) * (size_t)rank);
 }
 
+/* The boxes a row-major flat range [lo, hi) of `shape` splits into: each fixes the dims before
+ * some d, takes a run of d and every later dim whole, so its elements are consecutive in the
+ * flat order; at most 2 * rank of them. Writes each box's first index and shape; returns the
+ * count. */
+static int flat_range_boxes(int rank, const int64_t *shape, int64_t lo, int64_t hi,
+                            int64_t (*first)[XR_MAX_RANK], int64_t (*box)[XR_MAX_RANK]) {
+  int64_t inner[XR_MAX_RANK];
+  for (int d = rank - 1, n = 1; d >= 0; d--) inner[d] = n, n *= shape[d];
+  int count = 0;
+  while (lo < hi) {
+    int d = 0; /* the outermost dim whose whole steps fit at lo */
+    while (lo % inner[d] || lo + inner[d] > hi) d++;
+    int64_t x = lo / inner[d] % shape[d], k = (hi - lo) / inner[d];
+    if (k > shape[d] - x) k = shape[d] - x;
+    for (int j = 0; j < rank; j++) {
+      first[count][j] = j < d ? lo / inner[j] % shape[j] : j == d ? x : 0;
+      box[count][j] = j < d ? 1 : j == d ? k : shape[j];
+    }
+    count++;
+    lo += k * inner[d];
+  }
+  return count;
+}
+
+/* roll(self, shifts) without dims: self flattened (row-major), rolled by `shift`, its shape
+ * restored, out_flat[(i + shift) mod n] = self_flat[i]. The two flat ranges ([0, n - r) to
+ * [r, n), [n - r, n) to [0, r)) are copied box by box (flat_range_boxes), read through self's
+ * own strides, so any view rolls. */
+static xr_status_t analyze_roll_flat(xr_op_plan_t *plan, int self, int64_t shift,
+                                     xr_ew_problem_t **out_problem) {
+  const xr_tensor_spec_t *t = plan->inputs[self];
+  int rank = t->rank;
+  int64_t n = 1, out_strides[XR_MAX_RANK];
+  for (int d = 0; d < rank; d++) n *= t->shape[d];
+  xr_contiguous_strides(rank, t->shape, out_strides);
+  int64_t r = n ? ((shift % n) + n) % n : 0;
+  static _Thread_local int64_t first[4 * XR_MAX_RANK][XR_MAX_RANK], box[4 * XR_MAX_RANK][XR_MAX_RANK];
+  int64_t to[4 * XR_MAX_RANK];
+  int count = 0;
+  if (n == 0 || rank == 0) { /* nothing moves: one copy of the whole */
+    count = 1;
+    for (int d = 0; d < rank; d++) first[0][d] = 0, box[0][d] = t->shape[d];
+    to[0] = 0;
+  } else {
+    count = flat_range_boxes(rank, t->shape, 0, n - r, first, box);
+    count += flat_range_boxes(rank, t->shape, n - r, n, first + count, box + count);
+    for (int k = 0; k < count; k++) { /* destination: the box's flat start, shifted by r */
+      int64_t start = 0;
+      for (int d = 0; d < rank; d++) start += first[k][d] * out_strides[d];
+      to[k] = (start + r) % n;
+    }
+  }
+  xr_ew_problem_t *p = NULL;
+  xr_status_t st;
+  if ((st = new_problem(plan, (size_t)count, &p))) return st;
+  *out_problem = p;
+  set_result(plan, t->dtype, rank, t->shape);
+  for (int k = 0; k < count; k++) {
+    int64_t a_offset = 0;
+    for (int d = 0; d < rank; d++) a_offset += first[k][d] * t->strides[d];
+    copy_step(plan, &p->steps[k], self, rank, box[k], t->strides, a_offset, out_strides, to[k]);
+  }
+  return XR_OK;
+}
+
 static xr_status_t analyze_self_copy(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
   const char *base = strstr(plan->op->name, "::") + 2;
   xr_status_t st;
@@ -264,10 +336,10 @@ static xr_status_t analyze_self_copy(xr_op_plan_t *plan, xr_ew_problem_t **out_p
     if ((st = xr_arg_int_list(plan->op, roll ? 2 : 1, "dims", !roll, dims, XR_MAX_RANK, &ndims)))
       return st;
     if (roll && ndims == 0) {
-      return xr_error(XR_UNIMPLEMENTED,
-                      "%s: roll without dims (over the flattened tensor) is "
-                      "not implemented",
-                      plan->op->name);
+      if (nshifts != 1)
+        return xr_plan_error(plan, "shifts: %d items without dims (one rolls the flattened "
+                             "tensor)", nshifts);
+      return analyze_roll_flat(plan, self, shifts[0], out_problem);
     }
     if (roll && nshifts != ndims)
       return xr_plan_error(plan, "shifts and dims: %d and %d items", nshifts, ndims);
@@ -413,12 +485,14 @@ static xr_status_t analyze_pad(xr_op_plan_t *plan, xr_ew_problem_t **out_problem
 /* stack(tensors, dim): the result has a new dim of size len(tensors) at dim. */
 static xr_status_t analyze_stack(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
   const xr_op_t *op = plan->op;
-  const xr_value_t *list = xr_op_arg(op, 0, "tensors");
-  if (!list || list->kind != XR_VALUE_LIST || list->as.list.count == 0)
-    return xr_plan_error(plan, "tensors: expected a non-empty list of tensors");
+  const xr_value_t *list = NULL;
   int64_t dim_arg = 0;
-  xr_status_t st = xr_arg_int(op, 1, "dim", false, &dim_arg);
-  if (st != XR_OK) return st;
+  xr_status_t st;
+  if ((st = xr_arg_tensor_list(op, 0, "tensors", &list)) ||
+      (st = xr_arg_int(op, 1, "dim", false, &dim_arg)))
+    return st;
+  if (list->as.list.count == 0)
+    return xr_plan_error(plan, "tensors: expected a non-empty list of tensors");
   size_t n = list->as.list.count;
   const xr_tensor_spec_t *first = NULL;
   for (size_t i = 0; i < n; i++) {
@@ -453,30 +527,235 @@ static xr_status_t analyze_stack(xr_op_plan_t *plan, xr_ew_problem_t **out_probl
   return XR_OK;
 }
 
+/* The most steps a Tensor of repeats may plan into (one per run of equal repeats, per box of a
+ * flattened run, or per repeated index). */
+enum { MAX_REPEAT_STEPS = 1 << 16 };
+
+/* The values of a Tensor of repeats (0-d or 1-D, int32 or int64) that the bundle embeds, into a
+ * new array of *out_n entries. Without embedded contents the result's size is unknown:
+ * UNIMPLEMENTED, naming what would make it replayable. */
+static xr_status_t embedded_repeats(xr_op_plan_t *plan, const xr_tensor_spec_t *t, int64_t **out,
+                                    int64_t *out_n) {
+  *out = NULL;
+  if (t->dtype != XR_DTYPE_I64 && t->dtype != XR_DTYPE_I32)
+    return xr_plan_error(plan, "repeats: expected an int32 or int64 tensor, got %s",
+                         xr_dtype_name(t->dtype));
+  if (t->rank > 1)
+    return xr_plan_error(plan, "repeats: expected a 0-d or 1-D tensor, got %d-D", t->rank);
+  if (!t->data)
+    return xr_error(XR_UNIMPLEMENTED,
+                    "%s: repeats: a Tensor of repeats makes the result's size depend on its "
+                    "values, and the bundle does not carry them (embed the repeats' contents)",
+                    plan->op->name);
+  int64_t n = t->rank ? t->shape[0] : 1;
+  int64_t *v = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!v) return xr_error(XR_RESOURCE_EXHAUSTED, "out of memory planning %s", plan->op->name);
+  for (int64_t i = 0; i < n; i++) {
+    xr_status_t st = XR_OK;
+    if (!xr_spec_embedded_int(t, i, &v[i]))
+      st = xr_plan_error(plan, "repeats: element %lld lies outside its embedded contents",
+                         (long long)i);
+    else if (v[i] < 0)
+      st = xr_plan_error(plan, "repeats[%lld]: negative (%lld)", (long long)i, (long long)v[i]);
+    if (st != XR_OK) {
+      free(v);
+      return st;
+    }
+  }
+  *out = v;
+  *out_n = n;
+  return XR_OK;
+}
+
+/* output_size, when recorded, must be the repeats' sum. */
+static xr_status_t check_output_size(xr_op_plan_t *plan, int64_t total) {
+  const xr_value_t *v = xr_op_arg(plan->op, -1, "output_size");
+  if (v && v->kind == XR_VALUE_INT && v->as.i != total)
+    return xr_plan_error(plan, "output_size: %lld, the repeats add up to %lld",
+                         (long long)v->as.i, (long long)total);
+  return XR_OK;
+}
+
+/* repeat_interleave(Tensor repeats, *, output_size=None) (the .Tensor overload): the indices
+ * 0, 1, .. each repeated repeats[i] times, in the repeats' dtype; a fill per repeated index. */
+static xr_status_t analyze_repeat_indices(xr_op_plan_t *plan, int index,
+                                          xr_ew_problem_t **out_problem) {
+  const xr_tensor_spec_t *t = plan->inputs[index];
+  if (t->rank != 1)
+    return xr_plan_error(plan, "repeats: expected a 1-D tensor, got %d-D", t->rank);
+  int64_t *reps = NULL, n = 0, total = 0, steps = 0;
+  xr_status_t st = embedded_repeats(plan, t, &reps, &n);
+  if (st != XR_OK) return st;
+  for (int64_t i = 0; i < n; i++) total += reps[i], steps += reps[i] > 0;
+  if ((st = check_output_size(plan, total)) == XR_OK && steps > MAX_REPEAT_STEPS)
+    st = xr_error(XR_UNIMPLEMENTED, "%s: %lld repeated indices (at most %d)", plan->op->name,
+                  (long long)steps, MAX_REPEAT_STEPS);
+  xr_ew_problem_t *p = NULL;
+  if (st == XR_OK) st = new_problem(plan, (size_t)(steps ? steps : 1), &p);
+  if (st != XR_OK) {
+    free(reps);
+    return st;
+  }
+  *out_problem = p;
+  set_result(plan, t->dtype, 1, &total);
+  int64_t one = 1, at = 0, k = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (reps[i] == 0) continue;
+    xr_ew_step_t *s = &p->steps[k++];
+    result_region(plan, s, 1, &reps[i], &one, at);
+    s->op = XR_EW_FILL;
+    s->b_scalar = true;
+    s->scalar = (double)i;
+    at += reps[i];
+  }
+  if (k == 0) { /* nothing repeated: an empty result */
+    int64_t zero = 0;
+    result_region(plan, &p->steps[0], 1, &zero, &one, 0);
+    p->steps[0].op = XR_EW_FILL;
+    p->steps[0].b_scalar = true;
+  }
+  free(reps);
+  return XR_OK;
+}
+
+/* repeat_interleave(self, Tensor repeats, dim=None) with the repeats embedded: runs of equal
+ * repeats, each one copy reading self's run with a zero stride over a new [r] dim after dim;
+ * flattened (dim None) a run of self's flat elements is copied box by box (flat_range_boxes). */
+static xr_status_t analyze_repeat_tensor(xr_op_plan_t *plan, int self, int index, bool flat,
+                                         int dim, xr_ew_problem_t **out_problem) {
+  const xr_tensor_spec_t *t = plan->inputs[self];
+  int64_t *reps = NULL, n = 0;
+  xr_status_t st = embedded_repeats(plan, plan->inputs[index], &reps, &n);
+  if (st != XR_OK) return st;
+  int rank = t->rank;
+  int64_t numel = 1, inner[XR_MAX_RANK];
+  for (int d = rank - 1; d >= 0; d--) inner[d] = numel, numel *= t->shape[d];
+  int64_t extent = flat ? numel : rank ? t->shape[dim] : 1;
+  if (n != extent && n != 1) {
+    free(reps);
+    return xr_plan_error(plan, "repeats: %lld values for %s of %lld (one, or one each)",
+                         (long long)n, flat ? "self's elements" : "dimension dim",
+                         (long long)extent);
+  }
+  /* runs of equal repeats: [start, end) with r, r > 0 */
+  int64_t total = 0, runs = 0, steps = 0;
+  static _Thread_local int64_t first[2 * XR_MAX_RANK][XR_MAX_RANK], box[2 * XR_MAX_RANK][XR_MAX_RANK];
+  for (int64_t i = 0; i < extent;) {
+    int64_t r = reps[n == 1 ? 0 : i], e = i + 1;
+    while (e < extent && reps[n == 1 ? 0 : e] == r) e++;
+    total += r * (e - i);
+    if (r > 0) {
+      runs++;
+      steps += flat && rank ? flat_range_boxes(rank, t->shape, i, e, first, box) : 1;
+    }
+    i = e;
+  }
+  if ((st = check_output_size(plan, total)) == XR_OK && steps > MAX_REPEAT_STEPS)
+    st = xr_error(XR_UNIMPLEMENTED, "%s: the repeats make %lld copies (at most %d)",
+                  plan->op->name, (long long)steps, MAX_REPEAT_STEPS);
+  xr_ew_problem_t *p = NULL;
+  if (st == XR_OK) st = new_problem(plan, (size_t)(steps ? steps : 1), &p);
+  if (st != XR_OK) {
+    free(reps);
+    return st;
+  }
+  *out_problem = p;
+  int64_t result[XR_MAX_RANK], out_strides[XR_MAX_RANK];
+  int result_rank = flat ? 1 : rank;
+  if (flat)
+    result[0] = total;
+  else
+    for (int d = 0; d < rank; d++) result[d] = d == dim ? total : t->shape[d];
+  set_result(plan, t->dtype, result_rank, result);
+  xr_contiguous_strides(result_rank, result, out_strides);
+  int64_t k = 0, at = 0; /* at: the run's first element (flat) or index along dim in the result */
+  for (int64_t i = 0; i < extent;) {
+    int64_t r = reps[n == 1 ? 0 : i], e = i + 1;
+    while (e < extent && reps[n == 1 ? 0 : e] == r) e++;
+    if (r == 0) {
+      i = e;
+      continue;
+    }
+    if (flat) {
+      /* box: self's dims then [r]; out element (flat - i) * r + j after `at` */
+      int boxes = rank ? flat_range_boxes(rank, t->shape, i, e, first, box) : 1;
+      for (int b = 0; b < boxes; b++) {
+        int64_t shape[XR_MAX_RANK], a_strides[XR_MAX_RANK] = {0}, o_strides[XR_MAX_RANK];
+        int64_t a_offset = 0, start = 0;
+        for (int d = 0; d < rank; d++) {
+          shape[d] = box[b][d];
+          a_strides[d] = t->strides[d];
+          o_strides[d] = inner[d] * r;
+          a_offset += first[b][d] * t->strides[d];
+          start += first[b][d] * inner[d];
+        }
+        shape[rank] = r;
+        a_strides[rank] = 0;
+        o_strides[rank] = 1;
+        copy_step(plan, &p->steps[k++], self, rank + 1, shape, a_strides, a_offset, o_strides,
+                  at + (start - i) * r);
+      }
+    } else {
+      int64_t shape[XR_MAX_RANK], a_strides[XR_MAX_RANK] = {0}, o_strides[XR_MAX_RANK];
+      for (int d = 0, q = 0; d < rank; d++) {
+        shape[q] = d == dim ? e - i : t->shape[d];
+        a_strides[q] = t->strides[d];
+        o_strides[q++] = d == dim ? r * out_strides[d] : out_strides[d];
+        if (d == dim) shape[q] = r, a_strides[q] = 0, o_strides[q++] = out_strides[d];
+      }
+      copy_step(plan, &p->steps[k++], self, rank + 1, shape, a_strides,
+                i * t->strides[dim], o_strides, at * out_strides[dim]);
+    }
+    at += (e - i) * r;
+    i = e;
+  }
+  if (k == 0) { /* every repeat 0: an empty result */
+    int64_t zero[XR_MAX_RANK] = {0}, strides[XR_MAX_RANK] = {0};
+    copy_step(plan, &p->steps[0], self, 1, zero, strides, 0, strides, 0);
+  }
+  free(reps);
+  return XR_OK;
+}
+
 /* repeat_interleave with an int: the iteration is self's shape with a [repeats] dim inserted
- * after dim (after the last dim, flattened, for dim None), read with stride 0. */
+ * after dim (after the last dim, flattened, for dim None), read with stride 0. A Tensor of
+ * repeats: analyze_repeat_tensor; the repeats-only overload: analyze_repeat_indices. */
 static xr_status_t analyze_repeat_interleave(xr_op_plan_t *plan, xr_ew_problem_t **out_problem) {
   const xr_op_t *op = plan->op;
   xr_status_t st;
   int self = -1;
+  /* repeat_interleave.Tensor(Tensor repeats, *, output_size): no self; unnamed, the one
+   * positional tensor, or two with an output_size of None (self_int's repeats cannot be) */
+  const xr_arg_t *named = xr_op_find_arg(op, "repeats");
+  bool repeats_only =
+      !xr_op_find_arg(op, "self") &&
+      (named ? op->arg_count && named == &op->args[0]
+             : op->arg_count >= 1 && !op->args[0].name &&
+                   (op->arg_count == 1 ||
+                    (op->arg_count == 2 && op->args[1].value.kind == XR_VALUE_NULL)));
+  if (repeats_only) {
+    int index = -1;
+    if ((st = xr_arg_tensor(plan, 0, "repeats", true, &index))) return st;
+    return analyze_repeat_indices(plan, index, out_problem);
+  }
   if ((st = xr_arg_tensor(plan, 0, "self", true, &self))) return st;
   const xr_value_t *rv = xr_op_arg(op, 1, "repeats");
-  if (rv && rv->kind == XR_VALUE_TENSOR)
-    return xr_error(XR_UNIMPLEMENTED,
-                    "%s: repeats: a Tensor of repeats makes the result's layout "
-                    "depend on its values, which the trace does not record",
-                    op->name);
-  if (!rv || rv->kind != XR_VALUE_INT) return xr_plan_error(plan, "repeats: expected an int");
-  int64_t repeats = rv->as.i;
-  if (repeats < 0) return xr_plan_error(plan, "repeats: negative (%lld)", (long long)repeats);
   const xr_tensor_spec_t *t = plan->inputs[self];
   const xr_value_t *dv = xr_op_arg(op, 2, "dim");
-  bool flat = !dv || dv->kind == XR_VALUE_NULL;
+  bool flat = !dv || dv->kind == XR_VALUE_NULL || t->rank == 0;
   int dim = t->rank - 1;
   if (!flat &&
       (st = xr_plan_wrap_dim(plan, dv->kind == XR_VALUE_INT ? dv->as.i : 0, t->rank, &dim)))
     return st;
   if (t->rank + 1 > XR_MAX_RANK) return xr_plan_error(plan, "self has too many dimensions");
+  if (rv && rv->kind == XR_VALUE_TENSOR) {
+    int index = -1;
+    if ((st = xr_arg_tensor(plan, 1, "repeats", true, &index))) return st;
+    return analyze_repeat_tensor(plan, self, index, flat, dim, out_problem);
+  }
+  if (!rv || rv->kind != XR_VALUE_INT) return xr_plan_error(plan, "repeats: expected an int");
+  int64_t repeats = rv->as.i;
+  if (repeats < 0) return xr_plan_error(plan, "repeats: negative (%lld)", (long long)repeats);
   int rank = t->rank > 0 ? t->rank + 1 : 1;
   int64_t shape[XR_MAX_RANK], a_strides[XR_MAX_RANK] = {0}, out_strides[XR_MAX_RANK];
   for (int d = 0, k = 0; d < t->rank; d++) {

@@ -61,13 +61,26 @@ static void collect_inputs(const xr_op_t *op, const xr_tensor_spec_t **specs, bo
 
 /* A Tensor[] argument whose list was not recorded (TraceLens writes null when it could not
  * record it, e.g. aten::cat's tensors): the op's shapes are unknown, so no kernel can run it. */
+static bool tensor_list_type(const char *type) {
+  if (!type) return false;
+  size_t n = strlen(type);
+  /* "Tensor[]", "Tensor(a!)[]" (not "Tensor?[]", whose null the families judge), "TensorList",
+   * "List[Tensor]" */
+  return (!strncmp(type, "Tensor", 6) && n > 8 && !strcmp(type + n - 2, "[]") &&
+          type[n - 3] != '?' && type[n - 3] != ']') ||
+         !strcmp(type, "TensorList") || !strcmp(type, "List[Tensor]");
+}
+
+static const char *const unrecorded_reason = "was not recorded (null): its shapes are unknown";
+
 static const xr_arg_t *unrecorded_list(const xr_op_t *op) {
   for (size_t i = 0; i < op->arg_count + op->kwarg_count; i++) {
     const xr_arg_t *a = i < op->arg_count ? &op->args[i] : &op->kwargs[i - op->arg_count];
-    if (a->type && strcmp(a->type, "Tensor[]") == 0 && a->value.kind == XR_VALUE_NULL) return a;
+    if (tensor_list_type(a->type) && a->value.kind == XR_VALUE_NULL) return a;
   }
   return NULL;
 }
+
 
 xr_status_t xr_kernel_plan(const xr_op_t *op, xr_op_plan_t *out_plan) {
   memset(out_plan, 0, sizeof *out_plan);
@@ -75,8 +88,8 @@ xr_status_t xr_kernel_plan(const xr_op_t *op, xr_op_plan_t *out_plan) {
   if (!family) return xr_error(XR_NOT_FOUND, "no kernel for op '%s'", op->name);
   const xr_arg_t *list = unrecorded_list(op);
   if (list)
-    return xr_error(XR_NOT_FOUND, "%s: argument '%s' (Tensor[]) was not recorded (null): its "
-                    "shapes are unknown", op->name, list->name ? list->name : "?");
+    return xr_error(XR_NOT_FOUND, "%s: argument '%s' (Tensor[]) %s", op->name,
+                    list->name ? list->name : "?", unrecorded_reason);
   out_plan->family = family;
   if (family->complete) {
     xr_op_t *completed = NULL;
@@ -314,6 +327,21 @@ xr_status_t xr_plan_wrap_dim(const xr_op_plan_t *plan, int64_t dim, int rank, in
   return XR_OK;
 }
 
+xr_status_t xr_arg_tensor_list(const xr_op_t *op, int position, const char *name,
+                               const xr_value_t **out_list) {
+  const xr_value_t *v = xr_op_arg(op, position, name);
+  *out_list = NULL;
+  if (!v) return missing(op, position, name, "is missing");
+  if (v->kind == XR_VALUE_NULL)
+    return xr_error(XR_UNIMPLEMENTED, "%s: argument '%s' (Tensor[]) %s", op->name,
+                    name ? name : "?", unrecorded_reason);
+  if (v->kind != XR_VALUE_LIST)
+    return xr_error(XR_INVALID_ARGUMENT, "%s: argument '%s' (position %d): expected a list of "
+                    "tensors, got %s", op->name, name ? name : "?", position, kind_name(v->kind));
+  *out_list = v;
+  return XR_OK;
+}
+
 xr_status_t xr_arg_tensor(const xr_op_plan_t *plan, int position, const char *name, bool required,
                           int *out_index) {
   const xr_value_t *v;
@@ -441,6 +469,31 @@ int64_t xr_desc_numel(const xr_tensor_desc_t *d) {
   int64_t n = 1;
   for (int32_t i = 0; i < d->rank; i++) n *= d->shape[i];
   return n;
+}
+
+bool xr_spec_embedded_int(const xr_tensor_spec_t *t, int64_t linear, int64_t *out) {
+  if (!t->data) return false;
+  int64_t at = t->storage_offset;
+  for (int32_t d = t->rank - 1; d >= 0; d--) {
+    at += (linear % t->shape[d]) * t->strides[d];
+    linear /= t->shape[d];
+  }
+  size_t size = xr_dtype_size(t->dtype);
+  if (at < 0 || size == 0 || (uint64_t)at >= t->data_size / size) return false;
+  const uint8_t *p = t->data + (size_t)at * size;
+  switch (t->dtype) {
+    case XR_DTYPE_BOOL: *out = *p != 0; break;
+    case XR_DTYPE_U8: *out = *p; break;
+    case XR_DTYPE_I8: *out = (int8_t)*p; break;
+    case XR_DTYPE_I16: { int16_t v; memcpy(&v, p, 2); *out = v; break; }
+    case XR_DTYPE_U16: { uint16_t v; memcpy(&v, p, 2); *out = v; break; }
+    case XR_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); *out = v; break; }
+    case XR_DTYPE_U32: { uint32_t v; memcpy(&v, p, 4); *out = v; break; }
+    case XR_DTYPE_I64:
+    case XR_DTYPE_U64: { int64_t v; memcpy(&v, p, 8); *out = v; break; }
+    default: return false; /* floats: not read as integers */
+  }
+  return true;
 }
 
 int64_t xr_spec_numel(const xr_tensor_spec_t *t) {

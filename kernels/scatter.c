@@ -821,7 +821,23 @@ static xr_status_t analyze_index(xr_op_plan_t *plan, xr_scatter_problem_t *p) {
   if (p->count_dim >= 0) {
     int out = -1;
     if ((st = xr_arg_tensor(plan, -1, "out", false, &out))) return st;
-    if (out < 0) return unimplemented(plan, "a bool mask index: %s", mask_size_reason);
+    if (out < 0) { /* the count from the mask's contents, when the bundle embeds them */
+      const xr_tensor_spec_t *tm = plan->inputs[p->mask];
+      if (!tm->data)
+        return unimplemented(plan, "a bool mask index: the result's size is the mask's non-zero "
+                             "count, which neither an out= argument nor the mask's contents "
+                             "embedded in the bundle give here: not replayable");
+      int64_t count = 0, v = 0;
+      for (int64_t i = 0; i < p->mask_numel; i++) {
+        if (!xr_spec_embedded_int(tm, i, &v))
+          return xr_plan_error(plan, "indices: the mask's element %lld lies outside its embedded "
+                               "contents", (long long)i);
+        count += v != 0;
+      }
+      p->shape[p->count_dim] = count;
+      p->mask_want = count;
+      return pick_dst(plan, p, self, false, ts->dtype, p->rank, p->shape);
+    }
     const xr_tensor_spec_t *to = plan->inputs[out];
     if (to->rank != p->rank)
       return xr_plan_error(plan, "out has %d dimensions, the result %d", to->rank, p->rank);

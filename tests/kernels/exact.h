@@ -12,15 +12,20 @@
 #include "kernels/kernels.h"
 #include "tests/kernels/bundle_text.h"
 
-/* A contiguous tensor value holding `bytes` bytes of `dtype`'s elements, written into t. */
-static inline const char *exact_tensor(text_t *t, const char *dtype, int rank,
-                                       const int64_t *shape, const void *data, size_t bytes) {
+/* A tensor value viewing `bytes` bytes of `dtype`'s elements (its storage) through `strides`
+ * (NULL: contiguous), written into t. */
+static inline const char *exact_view(text_t *t, const char *dtype, int rank, const int64_t *shape,
+                                     const int64_t *strides, const void *data, size_t bytes) {
   static const char *const table =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   const uint8_t *p = data;
   size_t start = t->n;
   put(t, "{\"dtype\": \"%s\", \"shape\": [", dtype);
   for (int d = 0; d < rank; d++) put(t, "%s%lld", d ? ", " : "", (long long)shape[d]);
+  if (strides) {
+    put(t, "], \"strides\": [");
+    for (int d = 0; d < rank; d++) put(t, "%s%lld", d ? ", " : "", (long long)strides[d]);
+  }
   put(t, "], \"data_base64\": \"");
   for (size_t i = 0; i < bytes; i += 3) {
     uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < bytes ? (uint32_t)p[i + 1] << 8 : 0) |
@@ -30,6 +35,12 @@ static inline const char *exact_tensor(text_t *t, const char *dtype, int rank,
   }
   put(t, "\"}");
   return t->s + start;
+}
+
+/* A contiguous tensor value holding `bytes` bytes of `dtype`'s elements, written into t. */
+static inline const char *exact_tensor(text_t *t, const char *dtype, int rank,
+                                       const int64_t *shape, const void *data, size_t bytes) {
+  return exact_view(t, dtype, rank, shape, NULL, data, bytes);
 }
 
 /* exact_tensor of the listed values as `ctype`s. */

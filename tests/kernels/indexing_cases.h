@@ -81,6 +81,14 @@ static inline void cat_cases(const char *device, bool every_case) {
   put(&l, ", ");
   tensor(&l, "long int", 1, SHAPE(9), NULL, 0);
   ix_expect(cat(l.s, 0), device, every_case, false, "elementwise");
+  /* mixed dtypes promote (bf16 with float32: float32), each piece converted as it is copied */
+  l.n = 0;
+  tensor(&l, "c10::BFloat16", 2, SHAPE(5, 129), SHAPE(1, 5), 0);
+  put(&l, ", ");
+  tensor(&l, "float", 2, SHAPE(3, 129), NULL, 0);
+  put(&l, ", ");
+  tensor(&l, "int", 2, SHAPE(2, 129), NULL, 3);
+  ix_expect(cat(l.s, 0), device, every_case, true, "elementwise");
 }
 
 static inline void gather_cases(const char *device, bool every_case) {

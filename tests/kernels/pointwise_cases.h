@@ -225,7 +225,7 @@ static inline void pw_form_cases(const char *device) {
   tensor(&l2, "float", 2, SHAPE(7, 3), SHAPE(1, 7), 0);
   put(&l2, "]");
   ew_expect(pw_op("aten::_foreach_copy_", "self,src", (const char *[]){l1.s, l2.s}, NULL), device);
-  ew_expect(pw_op("aten::_foreach_mul_", "self,other", (const char *[]){l1.s, "0.5"}, NULL),
+  ew_expect(pw_op("aten::_foreach_mul_", "self,scalar", (const char *[]){l1.s, "0.5"}, NULL),
             device);
   ew_expect(pw_op("aten::_foreach_add_", "self,other", (const char *[]){l1.s, l2.s},
                   "{\"name\": \"alpha\", \"type\": \"Scalar\", \"value\": 2}"),
@@ -338,6 +338,8 @@ static inline void pw_movement_cases(const char *device) {
   ew_expect(pw_op("aten::flip", "self,dims", (const char *[]){x, "[0, -1]"}, NULL), device);
   ew_expect(pw_op("aten::roll", "self,shifts,dims", (const char *[]){x, "[2, -3]", "[0, 1]"}, NULL),
             device);
+  ew_expect(pw_op("aten::roll", "self,shifts", (const char *[]){x, "[-38]"}, NULL), device);
+  ew_expect(pw_op("aten::roll", "self,shifts", (const char *[]){tr, "[1000]"}, NULL), device);
   ew_expect(pw_op("aten::repeat", "self,repeats", (const char *[]){x, "[2, 1, 3, 1]"}, NULL),
             device);
   ew_expect(pw_op("aten::constant_pad_nd", "self,pad,value",

@@ -65,6 +65,96 @@ Test(pointwise_exact, max_and_min_of_two_tensors_are_elementwise) {
   }
 }
 
+/* The Scalar and ScalarList overloads of the _foreach_ ops, under their schemas' own argument
+ * names (`scalar`, `scalars`), over two embedded float tensors; the wanted values were printed
+ * by torch 1.13 (torch._foreach_add_(l, 2.5), _foreach_mul_(l, [2, -0.5]), _foreach_sub_(l, 1),
+ * _foreach_div_(l, 4)); clamp_max's (min(x, 2)) were worked out by hand. */
+static void expect_foreach(const char *op, const char *arg, const double *want0,
+                           const double *want1) {
+  static const exact_run_t runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.elementwise"},
+                                     {"cpu", XR_KERNEL_BEST, "cpu.elementwise"},
+                                     {"opencl", XR_KERNEL_BEST, "opencl.elementwise"}};
+  text_t t = {0}, args = {0};
+  put(&t, "[");
+  EXACT_DATA(&t, "float", float, 1, SHAPE(3), 1, 2, 3);
+  put(&t, ", ");
+  EXACT_DATA(&t, "float", float, 2, SHAPE(2, 2), -1, 0.5, 4, -8);
+  put(&t, "]");
+  put(&args, "{\"name\": \"self\", \"type\": \"Tensor(a!)[]\", \"value\": %s}, %s", t.s, arg);
+  const char *json = bundle(op, args.s, NULL);
+  exact_expect(json, op, "self.0", want0, 3, runs, sizeof runs / sizeof *runs);
+  exact_expect(json, op, "self.1", want1, 4, runs, sizeof runs / sizeof *runs);
+}
+
+Test(pointwise_exact, foreach_scalar_overloads) {
+  expect_foreach("aten::_foreach_add_", "{\"name\": \"scalar\", \"type\": \"Scalar\", \"value\": 2.5}",
+                 (const double[]){3.5, 4.5, 5.5}, (const double[]){1.5, 3, 6.5, -5.5});
+  expect_foreach("aten::_foreach_mul_",
+                 "{\"name\": \"scalars\", \"type\": \"Scalar[]\", \"value\": [2, -0.5]}",
+                 (const double[]){2, 4, 6}, (const double[]){0.5, -0.25, -2, 4});
+  expect_foreach("aten::_foreach_sub_", "{\"name\": \"scalar\", \"type\": \"Scalar\", \"value\": 1}",
+                 (const double[]){0, 1, 2}, (const double[]){-2, -0.5, 3, -9});
+  expect_foreach("aten::_foreach_div_", "{\"name\": \"scalar\", \"type\": \"Scalar\", \"value\": 4}",
+                 (const double[]){0.25, 0.5, 0.75}, (const double[]){-0.25, 0.125, 1, -2});
+  expect_foreach("aten::_foreach_clamp_max_",
+                 "{\"name\": \"scalar\", \"type\": \"Scalar\", \"value\": 2}",
+                 (const double[]){1, 2, 2}, (const double[]){-1, 0.5, 2, -8});
+}
+
+/* A creation or movement op on the reference, the cpu's best kernel (`cpu_kernel`: sequences
+ * stay on the reference there) and opencl; `want` as torch gives it. */
+static void expect_moved(const char *op, const char *args, const char *cpu_kernel,
+                         const double *want, int64_t n) {
+  const exact_run_t runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.elementwise"},
+                              {"cpu", XR_KERNEL_BEST, cpu_kernel},
+                              {"opencl", XR_KERNEL_BEST, "opencl.elementwise"}};
+  exact_expect(bundle(op, args, NULL), op, "return0", want, n, runs, sizeof runs / sizeof *runs);
+}
+
+/* linspace's one step is [start] (torch.linspace(3, 10, 1) is tensor([3.])); more steps run
+ * evenly from start to end (torch.linspace(-2, 1, 4) is [-2, -1, 0, 1]). */
+Test(pointwise_exact, linspace_of_one_step_is_start) {
+  expect_moved("aten::linspace",
+               "{\"name\": \"start\", \"type\": \"Scalar\", \"value\": 3.0}, "
+               "{\"name\": \"end\", \"type\": \"Scalar\", \"value\": 10.0}, "
+               "{\"name\": \"steps\", \"type\": \"int\", \"value\": 1}",
+               "ref.elementwise", (const double[]){3}, 1);
+  expect_moved("aten::linspace",
+               "{\"name\": \"start\", \"type\": \"Scalar\", \"value\": -2.0}, "
+               "{\"name\": \"end\", \"type\": \"Scalar\", \"value\": 1.0}, "
+               "{\"name\": \"steps\", \"type\": \"int\", \"value\": 4}",
+               "ref.elementwise", (const double[]){-2, -1, 0, 1}, 4);
+}
+
+/* roll without dims rolls the flattened tensor and restores its shape; the wanted values were
+ * printed by torch 1.13: x = torch.arange(12.).reshape(3, 4), torch.roll(x, 5),
+ * torch.roll(x.t(), -2) (a transposed view read through its strides) and
+ * torch.roll(torch.arange(24.).reshape(2, 3, 4), 7). */
+Test(pointwise_exact, roll_without_dims_rolls_the_flattened_tensor) {
+  float v[24];
+  for (int i = 0; i < 24; i++) v[i] = (float)i;
+  text_t t = {0}, args = {0};
+  const char *x = exact_view(&t, "float", 2, SHAPE(3, 4), NULL, v, 12 * sizeof(float));
+  put(&args, "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, "
+      "{\"name\": \"shifts\", \"type\": \"int[]\", \"value\": [5]}, "
+      "{\"name\": \"dims\", \"type\": \"int[]\", \"value\": []}", x);
+  expect_moved("aten::roll", args.s, "cpu.elementwise",
+               (const double[]){7, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6}, 12);
+  t.n = args.n = 0;
+  x = exact_view(&t, "float", 2, SHAPE(4, 3), SHAPE(1, 4), v, 12 * sizeof(float));
+  put(&args, "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, "
+      "{\"name\": \"shifts\", \"type\": \"int[]\", \"value\": [-2]}", x);
+  expect_moved("aten::roll", args.s, "cpu.elementwise",
+               (const double[]){8, 1, 5, 9, 2, 6, 10, 3, 7, 11, 0, 4}, 12);
+  t.n = args.n = 0;
+  x = exact_view(&t, "float", 3, SHAPE(2, 3, 4), NULL, v, 24 * sizeof(float));
+  put(&args, "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, "
+      "{\"name\": \"shifts\", \"type\": \"int[]\", \"value\": [7]}", x);
+  expect_moved("aten::roll", args.s, "cpu.elementwise",
+               (const double[]){17, 18, 19, 20, 21, 22, 23, 0, 1, 2, 3, 4,
+                                5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 24);
+}
+
 /* Plans the one-op bundle; returns the status, the result dtype in *out_dtype when OK. */
 static xr_status_t plan_dtype(const char *json, xr_dtype_t *out_dtype) {
   xr_bundle_t *b;
@@ -90,6 +180,63 @@ static void expect_error(const char *json, const char *words) {
   xr_dtype_t got;
   cr_assert_eq(plan_dtype(json, &got), XR_INVALID_ARGUMENT, "%s", json);
   cr_assert(strstr(xr_last_error(), words), "%s: %s", json, xr_last_error());
+}
+
+/* repeat_interleave with a Tensor of repeats whose contents the bundle embeds (the result's
+ * size is then known); the wanted values were printed by torch 1.13:
+ * repeat_interleave(int32 [2, 0, 3, 1]) is int32 [0, 0, 2, 2, 2, 3], of int64 [1, 0, 2]
+ * [0, 2, 2]; with x = [[1., 2], [3, 4], [5, 6]]: repeat_interleave(x, [1, 0, 2], dim=0) is
+ * [1, 2, 5, 6, 5, 6], (x, [2, 1], dim=1) [1, 1, 2, 3, 3, 4, 5, 5, 6], (x.t(), [0, 1, 2, 1, 1, 3])
+ * (flattened, a transposed view) [3, 5, 5, 2, 4, 6, 6, 6], (x, tensor(2), dim=1)
+ * [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6]. */
+static const char *repeat_args(text_t *args, const char *self, const char *repeats,
+                               const char *dim) {
+  args->n = 0;
+  if (self) put(args, "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, ", self);
+  put(args, "{\"name\": \"repeats\", \"type\": \"Tensor\", \"value\": %s}", repeats);
+  if (dim) put(args, ", {\"name\": \"dim\", \"type\": \"int?\", \"value\": %s}", dim);
+  return args->s;
+}
+
+Test(pointwise_exact, repeat_interleave_with_embedded_repeats) {
+  text_t x = {0}, y = {0}, r = {0}, args = {0};
+  const char *reps = EXACT_DATA(&r, "int", int32_t, 1, SHAPE(4), 2, 0, 3, 1);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, NULL, reps, NULL), "cpu.elementwise",
+               (const double[]){0, 0, 2, 2, 2, 3}, 6);
+  r.n = 0;
+  reps = EXACT_DATA(&r, "long int", int64_t, 1, SHAPE(3), 1, 0, 2);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, NULL, reps, NULL), "cpu.elementwise",
+               (const double[]){0, 2, 2}, 3);
+  const float v[] = {1, 2, 3, 4, 5, 6};
+  const char *m = exact_view(&x, "float", 2, SHAPE(3, 2), NULL, v, sizeof v);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, m, reps, "0"), "cpu.elementwise",
+               (const double[]){1, 2, 5, 6, 5, 6}, 6);
+  r.n = 0;
+  reps = EXACT_DATA(&r, "long int", int64_t, 1, SHAPE(2), 2, 1);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, m, reps, "1"), "cpu.elementwise",
+               (const double[]){1, 1, 2, 3, 3, 4, 5, 5, 6}, 9);
+  r.n = 0;
+  reps = EXACT_DATA(&r, "long int", int64_t, 0, NULL, 2);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, m, reps, "1"), "cpu.elementwise",
+               (const double[]){1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6}, 12);
+  r.n = 0;
+  const char *mt = exact_view(&y, "float", 2, SHAPE(2, 3), SHAPE(1, 2), v, sizeof v);
+  reps = EXACT_DATA(&r, "long int", int64_t, 1, SHAPE(6), 0, 1, 2, 1, 1, 3);
+  expect_moved("aten::repeat_interleave", repeat_args(&args, mt, reps, NULL), "cpu.elementwise",
+               (const double[]){3, 5, 5, 2, 4, 6, 6, 6}, 8);
+  /* bad input names the argument: a negative repeat, an output_size that is not the sum, a
+   * count that is neither one nor one per index */
+  r.n = 0;
+  reps = EXACT_DATA(&r, "long int", int64_t, 1, SHAPE(3), 1, -1, 2);
+  expect_error(bundle("aten::repeat_interleave", repeat_args(&args, m, reps, "0"), NULL),
+               "aten::repeat_interleave: repeats[1]: negative (-1)");
+  r.n = 0;
+  reps = EXACT_DATA(&r, "long int", int64_t, 1, SHAPE(3), 1, 1, 2);
+  expect_error(bundle("aten::repeat_interleave", repeat_args(&args, m, reps, "0"),
+                      "{\"name\": \"output_size\", \"type\": \"SymInt?\", \"value\": 5}"),
+               "aten::repeat_interleave: output_size: 5, the repeats add up to 4");
+  expect_error(bundle("aten::repeat_interleave", repeat_args(&args, m, reps, "1"), NULL),
+               "aten::repeat_interleave: repeats: 3 values for dimension dim of 2");
 }
 
 Test(pointwise_plan, result_dtypes_follow_torch) {

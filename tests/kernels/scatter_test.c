@@ -221,6 +221,51 @@ Test(scatter_plan, data_dependent_sizes_without_out_are_unsupported) {
   cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
 }
 
+/* A bool-mask index without out= when the bundle embeds the mask: the result has the mask's
+ * count of set elements in place of the masked dims. The wanted values were printed by
+ * torch 1.13, x = torch.arange(1., 13).reshape(3, 4): x[[True, False, True]] is
+ * [[1, 2, 3, 4], [9, 10, 11, 12]], x[m2] with m2 = [[1, 0, 0, 1], [0, 0, 0, 0], [0, 1, 1, 0]]
+ * [1, 4, 10, 11], x[:, [False, True, True, False]] [[2, 3], [6, 7], [10, 11]], and an all-false
+ * mask gives a [0, 4] result. */
+Test(scatter_exact, embedded_mask_index_counts_its_set_elements) {
+  const float x[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  sc_case_t *c = sc_new();
+  const char *self = exact_tensor(sc_text(c), "float", 2, SHAPE(3, 4), x, sizeof x);
+  sc_arg(&c->args, "self", "Tensor", self);
+  sc_arg(&c->args, "indices", "Tensor?[]",
+         sc_list(c, DATA(c, "bool", uint8_t, 1, SHAPE(3), 1, 0, 1), NULL, NULL));
+  expect_values(c, "aten::index", "return0", (const double[]){1, 2, 3, 4, 9, 10, 11, 12}, 8);
+  xr_bundle_t *b;
+  xr_op_plan_t p;
+  cr_assert_eq(plan_of(bundle("aten::index", c->args.s, NULL), &b, &p), XR_OK, "%s",
+               xr_last_error());
+  cr_assert(p.returns[0].rank == 2 && p.returns[0].shape[0] == 2 && p.returns[0].shape[1] == 4);
+  xr_kernel_plan_free(&p);
+  xr_bundle_destroy(b);
+  c = sc_new();
+  sc_arg(&c->args, "self", "Tensor", exact_tensor(sc_text(c), "float", 2, SHAPE(3, 4), x, sizeof x));
+  sc_arg(&c->args, "indices", "Tensor?[]",
+         sc_list(c, DATA(c, "bool", uint8_t, 2, SHAPE(3, 4), 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, 0),
+                 NULL, NULL));
+  expect_values(c, "aten::index", "return0", (const double[]){1, 4, 10, 11}, 4);
+  c = sc_new();
+  sc_arg(&c->args, "self", "Tensor", exact_tensor(sc_text(c), "float", 2, SHAPE(3, 4), x, sizeof x));
+  sc_arg(&c->args, "indices", "Tensor?[]",
+         sc_list(c, "null", DATA(c, "bool", uint8_t, 1, SHAPE(4), 0, 1, 1, 0), NULL));
+  expect_values(c, "aten::index", "return0", (const double[]){2, 3, 6, 7, 10, 11}, 6);
+  c = sc_new();
+  sc_arg(&c->args, "self", "Tensor", exact_tensor(sc_text(c), "float", 2, SHAPE(3, 4), x, sizeof x));
+  sc_arg(&c->args, "indices", "Tensor?[]",
+         sc_list(c, DATA(c, "bool", uint8_t, 1, SHAPE(3), 0, 0, 0), NULL, NULL));
+  cr_assert_eq(plan_of(bundle("aten::index", c->args.s, NULL), &b, &p), XR_OK, "%s",
+               xr_last_error());
+  cr_assert(p.returns[0].rank == 2 && p.returns[0].shape[0] == 0 && p.returns[0].shape[1] == 4);
+  xr_kernel_plan_free(&p);
+  xr_bundle_destroy(b);
+  xr_op_result_t r = check_op(bundle("aten::index", c->args.s, NULL), "cpu");
+  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s", r.message);
+}
+
 Test(scatter_plan, bad_arguments_name_themselves) {
   xr_bundle_t *b;
   xr_op_plan_t p;

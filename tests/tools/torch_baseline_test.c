@@ -4,8 +4,9 @@
  * in order, timed or unsupported with torch's reason) and read by `replay compare` and `replay
  * report` beside a `replay --hal=cpu` report of the same bundle. Bad input is exit 2 with a
  * message naming the file and the field (the replay's codecs read every bundle for the script),
- * and no Python traceback. Cases that need torch skip, saying why, where /usr/bin/python3 cannot
- * import it. */
+ * and no Python traceback. tools/framework_bench.py, which runs both side by side, prints
+ * ratios made of their reports. Cases that need torch skip, saying why, where /usr/bin/python3
+ * cannot import it. */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
@@ -316,4 +317,40 @@ Test(torch_baseline, without_torch_exit_3) {
   cr_expect(strstr(err_text, "cannot import torch"), "%s", err_text);
   cr_expect(strstr(err_text, "python3-torch"), "%s", err_text);
   cr_expect_null(strstr(err_text, "Traceback"), "%s", err_text);
+}
+
+/* tools/framework_bench.py: torch and the replay in alternating rounds over the IR's copy_, each
+ * round's reports kept; the ratio it prints for the op is torch's median over the replay's, the
+ * median of the rounds' ratios, with their range. */
+Test(torch_baseline, framework_bench_sets_each_op_beside_torch, .timeout = 240) {
+  require("torch", "python3-torch");
+  char keep[1024], cmd[4096];
+  snprintf(keep, sizeof keep, "%s/bench.%d", tmpdir(), (int)getpid());
+  snprintf(cmd, sizeof cmd,
+           PYTHON " tools/framework_bench.py " IR " --rounds 2 --warmup 0 --iters 3 "
+           "--op-filter aten::copy_ --keep %s",
+           keep);
+  cr_assert_eq(sh(cmd), 0, "%s\n%s", out_text, err_text);
+  double ratio[2];
+  for (int r = 0; r < 2; r++) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/torch.%d.json", keep, r);
+    cJSON *t = read_json(path);
+    snprintf(path, sizeof path, "%s/replay.%d.json", keep, r);
+    cJSON *x = read_json(path);
+    const cJSON *top = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "ops"), 0);
+    const cJSON *xop = cJSON_GetArrayItem(cJSON_GetObjectItem(x, "ops"), 0);
+    cr_assert_str_eq(json_str(top, "name"), "aten::copy_");
+    cr_assert_str_eq(json_str(xop, "name"), "aten::copy_");
+    ratio[r] = json_number(top, "median_us") / json_number(xop, "median_us");
+    cJSON_Delete(t);
+    cJSON_Delete(x);
+  }
+  char want[256];
+  double lo = ratio[0] < ratio[1] ? ratio[0] : ratio[1], hi = ratio[0] + ratio[1] - lo;
+  snprintf(want, sizeof want, "%.2fx [%.2fx–%.2fx]", (ratio[0] + ratio[1]) / 2, lo, hi);
+  cr_assert(strstr(out_text, want), "expected %s in:\n%s", want, out_text);
+  cr_assert(strstr(out_text, "1 ops ran on both sides over 2 rounds"), "%s", out_text);
+  /* a usage mistake is exit 2 */
+  cr_assert_eq(sh(PYTHON " tools/framework_bench.py " IR " --rounds 0"), 2, "%s", err_text);
 }

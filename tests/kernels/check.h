@@ -41,10 +41,11 @@ static inline const char *kernel_impl(const char *device, const char *name) {
 }
 
 /* Replays a one-op bundle already built on `device` with --check (warm-up 0, one timed
- * iteration) into *out (its `op` NULL: it would point into the bundle, which the caller owns).
- * UNAVAILABLE or NOT_FOUND when the device is absent, for the caller to skip on. */
-static inline xr_status_t check_bundle(const xr_bundle_t *b, const char *device, uint64_t seed,
-                                       xr_op_result_t *out) {
+ * iteration), the op's initializer policy `init` (--init; NULL: its default), into *out (its
+ * `op` NULL: it would point into the bundle, which the caller owns). UNAVAILABLE or NOT_FOUND
+ * when the device is absent, for the caller to skip on. */
+static inline xr_status_t check_bundle_init(const xr_bundle_t *b, const char *device,
+                                            uint64_t seed, const char *init, xr_op_result_t *out) {
   cr_assert_eq(b->op_count, 1);
   xr_replay_options_t o;
   xr_replay_options_default(&o);
@@ -53,6 +54,9 @@ static inline xr_status_t check_bundle(const xr_bundle_t *b, const char *device,
   o.warmup = 0;
   o.iters = 1;
   o.seed = seed;
+  xr_init_override_t override = {b->ops[0].name, init};
+  o.init_overrides = init ? &override : NULL;
+  o.init_override_count = init ? 1 : 0;
   static check_result_t c;
   memset(&c, 0, sizeof c);
   xr_replay_observer_t observer = {.result = check_collect, .context = &c};
@@ -65,17 +69,28 @@ static inline xr_status_t check_bundle(const xr_bundle_t *b, const char *device,
   return XR_OK;
 }
 
-/* Replays `json` (one op, our schema or TraceLens IR) on `device`; skips the test when the
- * device is unavailable. `seed` varies the inputs. */
-static inline xr_op_result_t check_op_seeded(const char *json, const char *device, uint64_t seed) {
+static inline xr_status_t check_bundle(const xr_bundle_t *b, const char *device, uint64_t seed,
+                                       xr_op_result_t *out) {
+  return check_bundle_init(b, device, seed, NULL, out);
+}
+
+/* Replays `json` (one op, our schema or TraceLens IR) on `device`, with the initializer policy
+ * `init` (NULL: the default); skips the test when the device is unavailable. `seed` varies the
+ * inputs. */
+static inline xr_op_result_t check_op_init(const char *json, const char *device, uint64_t seed,
+                                           const char *init) {
   xr_bundle_t *b;
   cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
                "%s", xr_last_error());
   xr_op_result_t r;
-  xr_status_t st = check_bundle(b, device, seed, &r);
+  xr_status_t st = check_bundle_init(b, device, seed, init, &r);
   xr_bundle_destroy(b);
   if (st != XR_OK) cr_skip_test("%s unavailable: %s", device, xr_last_error());
   return r;
+}
+
+static inline xr_op_result_t check_op_seeded(const char *json, const char *device, uint64_t seed) {
+  return check_op_init(json, device, seed, NULL);
 }
 
 static inline xr_op_result_t check_op(const char *json, const char *device) {

@@ -15,29 +15,8 @@
  * routing kernel of the device's driver must have run and matched the reference. */
 static inline void rt_expect(const char *json, const char *op, const char *device,
                              const char *init) {
-  xr_bundle_t *b;
-  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
-               "%s", xr_last_error());
-  xr_init_override_t override = {op, init};
-  xr_replay_options_t o;
-  xr_replay_options_default(&o);
-  o.device = device;
-  o.check = true;
-  o.warmup = 0;
-  o.iters = 1;
-  o.seed = next_seed++;
-  o.init_overrides = init ? &override : NULL;
-  o.init_override_count = init ? 1 : 0;
-  static check_result_t c;
-  memset(&c, 0, sizeof c);
-  xr_replay_observer_t observer = {.result = check_collect, .context = &c};
-  xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
-  xr_bundle_destroy(b);
-  if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND)
-    cr_skip_test("%s unavailable: %s", device, xr_last_error());
-  cr_assert_eq(st, XR_OK, "%s", xr_last_error());
-  cr_assert_eq(c.count, 1);
-  const xr_op_result_t *r = &c.r;
+  xr_op_result_t result = check_op_init(json, device, next_seed++, init);
+  const xr_op_result_t *r = &result;
   cr_assert_eq(r->outcome, XR_OP_SUCCEEDED, "%s on %s (init %s): %s: %s", json, device,
                init ? init : "default", xr_op_outcome_name(r->outcome), r->message);
   cr_assert(r->checked && r->check_passed, "%s on %s (init %s): check failed: %s", json, device,

@@ -56,38 +56,6 @@ static inline void sc_arg(text_t *list, const char *name, const char *type, cons
       type, value);
 }
 
-/* Replays `json` on `device` with --check; `init` is the initializer policy ("wild") or NULL.
- * Skips when the device is absent. */
-static inline xr_op_result_t sc_check(const char *json, const char *op, const char *device,
-                                      const char *init) {
-  xr_bundle_t *b;
-  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
-               "%s", xr_last_error());
-  xr_init_override_t override = {op, init};
-  xr_replay_options_t o;
-  xr_replay_options_default(&o);
-  o.device = device;
-  o.check = true;
-  o.warmup = 0;
-  o.iters = 1;
-  o.seed = next_seed++;
-  o.init_overrides = init ? &override : NULL;
-  o.init_override_count = init ? 1 : 0;
-  static check_result_t c;
-  memset(&c, 0, sizeof c);
-  xr_replay_observer_t observer = {.result = check_collect, .context = &c};
-  xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
-  if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) {
-    xr_bundle_destroy(b);
-    cr_skip_test("%s unavailable: %s", device, xr_last_error());
-  }
-  cr_assert_eq(st, XR_OK, "%s", xr_last_error());
-  cr_assert_eq(c.count, 1);
-  c.r.op = NULL;
-  xr_bundle_destroy(b);
-  return c.r;
-}
-
 /* Runs the case on `device`: its "<driver>.scatter" kernel must match the reference, with the
  * default indices and with wild ones. */
 static inline void sc_run(sc_case_t *c, const char *op, const char *device) {
@@ -95,7 +63,7 @@ static inline void sc_run(sc_case_t *c, const char *op, const char *device) {
   char prefix[32];
   format(prefix, sizeof prefix, "%s.scatter", kernel_driver(device));
   for (int wild = 0; wild < 2; wild++) {
-    xr_op_result_t r = sc_check(json, op, device, wild ? "wild" : NULL);
+    xr_op_result_t r = check_op_init(json, device, next_seed++, wild ? "wild" : NULL);
     cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s%s: %s: %s", json, device,
                  wild ? " (wild indices)" : "", xr_op_outcome_name(r.outcome), r.message);
     cr_assert(r.checked && r.check_passed, "%s on %s: check failed (nmse %g)", json, device,

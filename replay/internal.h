@@ -87,6 +87,7 @@ typedef struct xr_planned_op {
   xr_op_plan_t *recorded;
   xr_arena_t *compact_arena;
   uint64_t recorded_bytes;     /* xr_planned_op_bytes of the op as recorded */
+  xr_arena_t *contents_arena;  /* the op with its small .npy contents read (xr_planned_op_init) */
   size_t count;                /* inputs + returns */
   xr_tensor_t *layout;         /* per tensor: dtype, shape, strides, offset (no buffer) */
   size_t *bytes;               /* per tensor: storage bytes */

@@ -97,8 +97,77 @@ static xr_status_t lay_out(xr_planned_op_t *p) {
   return XR_OK;
 }
 
+/* Integer and bool tensors whose contents are a .npy file, up to this size, are read before
+ * planning, as if embedded: an op whose result's size depends on values (a Tensor of repeats, a
+ * mask) plans from them (xr_spec_embedded_int); larger ones stay files. */
+#define SMALL_CONTENTS_BYTES (1u << 20)
+
+static bool wants_contents(const xr_tensor_spec_t *t) {
+  size_t bytes;
+  xr_dtype_class_t c = xr_dtype_class(t->dtype);
+  return t->data_file && !t->data &&
+         (c == XR_DTYPE_CLASS_SIGNED || c == XR_DTYPE_CLASS_UNSIGNED || c == XR_DTYPE_CLASS_BOOL) &&
+         xr_tensor_storage_bytes(t, &bytes) == XR_OK && bytes <= SMALL_CONTENTS_BYTES;
+}
+
+/* `v` (a tensor, or a list of them) with the small contents read, copied into `arena`; false
+ * when it has none to read (it stays shared with the bundle). */
+static bool read_small(const xr_bundle_t *bundle, xr_arena_t *arena, xr_value_t *v) {
+  if (v->kind == XR_VALUE_LIST) {
+    bool any = false;
+    for (size_t i = 0; i < v->as.list.count; i++)
+      any |= v->as.list.items[i].kind == XR_VALUE_TENSOR && wants_contents(v->as.list.items[i].as.tensor);
+    if (!any) return false;
+    xr_value_t *items = xr_arena_alloc(arena, sizeof *items * v->as.list.count);
+    if (!items) return false;
+    memcpy(items, v->as.list.items, sizeof *items * v->as.list.count);
+    for (size_t i = 0; i < v->as.list.count; i++) read_small(bundle, arena, &items[i]);
+    v->as.list.items = items;
+    return true;
+  }
+  if (v->kind != XR_VALUE_TENSOR || !wants_contents(v->as.tensor)) return false;
+  uint8_t *bytes;
+  size_t size;
+  /* An unreadable file is reported where the run reads it, with its name. */
+  if (xr_tensor_read_data(bundle, v->as.tensor, &bytes, &size) != XR_OK) return false;
+  xr_tensor_spec_t *copy = xr_arena_alloc(arena, sizeof *copy);
+  uint8_t *data = xr_arena_alloc(arena, size ? size : 1);
+  if (copy && data) {
+    *copy = *v->as.tensor;
+    memcpy(data, bytes, size);
+    copy->data = data, copy->data_size = size;
+    v->as.tensor = copy;
+  }
+  free(bytes);
+  return copy && data;
+}
+
+/* The op with its small integer contents read (in *arena, created here), or the bundle's own. */
+static const xr_op_t *with_small_contents(const xr_bundle_t *bundle, const xr_op_t *op,
+                                          xr_arena_t **arena) {
+  bool any = false;
+  for (size_t i = 0; i < op->arg_count + op->kwarg_count; i++) {
+    const xr_value_t *v = i < op->arg_count ? &op->args[i].value : &op->kwargs[i - op->arg_count].value;
+    any |= v->kind == XR_VALUE_TENSOR ? wants_contents(v->as.tensor) : v->kind == XR_VALUE_LIST;
+  }
+  if (!any || xr_arena_create(arena) != XR_OK) return op;
+  xr_op_t *copy = xr_arena_alloc(*arena, sizeof *copy);
+  xr_arg_t *args = xr_arena_alloc(*arena, sizeof *args * (op->arg_count + op->kwarg_count + 1));
+  if (!copy || !args) return op;
+  *copy = *op;
+  memcpy(args, op->args, sizeof *args * op->arg_count);
+  memcpy(args + op->arg_count, op->kwargs, sizeof *args * op->kwarg_count);
+  copy->args = args, copy->kwargs = args + op->arg_count;
+  bool read = false;
+  for (size_t i = 0; i < op->arg_count + op->kwarg_count; i++) read |= read_small(bundle, *arena, &args[i].value);
+  return read ? copy : op;
+}
+
 void xr_planned_op_init(const xr_bundle_t *bundle, size_t index, xr_planned_op_t *p) {
-  xr_planned_op_init_op(&bundle->ops[index], index, p);
+  xr_arena_t *contents = NULL;
+  const xr_op_t *op = with_small_contents(bundle, &bundle->ops[index], &contents);
+  xr_planned_op_init_op(op, index, p);
+  p->contents_arena = contents;
 }
 
 void xr_planned_op_init_op(const xr_op_t *op, size_t index, xr_planned_op_t *p) {
@@ -119,6 +188,7 @@ void xr_planned_op_free(xr_planned_op_t *p) {
   if (p->recorded) xr_kernel_plan_free(p->recorded);
   free(p->recorded);
   xr_arena_destroy(p->compact_arena);
+  xr_arena_destroy(p->contents_arena);
   memset(p, 0, sizeof *p);
 }
 
@@ -277,7 +347,9 @@ void xr_planned_op_compact(const xr_decide_context_t *c, xr_planned_op_t *p,
   uint64_t recorded_bytes = xr_planned_op_bytes(p);
   free(p->layout);
   free(p->bytes);
+  xr_arena_t *contents = p->contents_arena; /* the recorded op's, which the plans still read */
   *p = q;
+  p->contents_arena = contents;
   p->recorded = recorded;
   p->compact_arena = arena;
   p->recorded_bytes = recorded_bytes;

@@ -284,6 +284,8 @@ static const xr_kernel_impl_t ref_loss = {
 
 static const xr_kernel_impl_t *const loss_impls[] = {
     &xr_cpu_loss,
+    &xr_opencl_loss,
+    &xr_gpu_loss,
     &ref_loss,
     NULL,
 };

@@ -1,6 +1,7 @@
 /* The loss family: aten::mse_loss (reduction none, mean, sum) and aten::mse_loss_backward, as
  * torch computes them. The problem kernels/loss.c's planning produces, read by its plain-C
- * reference and by the fast CPU kernel (kernels/cpu/loss_cpu.c).
+ * reference, the fast CPU kernel (kernels/cpu/loss_cpu.c), and the OpenCL and CUDA/HIP kernels
+ * (kernels/loss_device.c, which fills kernels/loss_args.h's block).
  *
  * Geometry. One iteration shape (row-major, `rank` dims): mse_loss's is self and target
  * broadcast together, mse_loss_backward's is self's (grad_output and target broadcast to it,
@@ -66,6 +67,8 @@ static inline int64_t xr_loss_offset(const xr_loss_problem_t *p, const int64_t *
   return off;
 }
 
-extern const xr_kernel_impl_t xr_cpu_loss; /* kernels/cpu/loss_cpu.c */
+extern const xr_kernel_impl_t xr_cpu_loss;    /* kernels/cpu/loss_cpu.c */
+extern const xr_kernel_impl_t xr_opencl_loss; /* kernels/loss_device.c */
+extern const xr_kernel_impl_t xr_gpu_loss;    /* kernels/loss_device.c */
 
 #endif

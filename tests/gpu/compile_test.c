@@ -156,6 +156,8 @@ static void kernels_i_define_every_kernel_looked_up(const char *target) {
   expect_kernels(target, "quant.cu", quant, sizeof quant / sizeof *quant);
   expect_kernels(target, "reduce.cu", reduce, sizeof reduce / sizeof *reduce);
   expect_kernels(target, "scatter.cu", scatter, sizeof scatter / sizeof *scatter);
+  static const char *const loss[] = {"xr_loss_elements", "xr_loss_sum"};
+  expect_kernels(target, "loss.cu", loss, sizeof loss / sizeof *loss);
   static const char *const pool[] = {"xr_pool_forward", "xr_pool_backward"};
   static const char *const channel_norm[] = {"xr_cn_batch", "xr_cn_batch_backward", "xr_cn_group",
                                              "xr_cn_group_backward", "xr_cn_group_param_grads"};

@@ -14,7 +14,7 @@
  * Every family with device kernels is in this shape: attention (paged attention, the KV-cache
  * writer and unified attention ride on it), conv, elementwise (argmax rides on it), gemm (its
  * vendor libraries beside it: cpu/gemm_onednn.c, opencl/gemm_clblast.c, gpu/blaslt_gemm.c), moe,
- * norm (softmax and rotary ride on it), quant, reduce, scatter, pool and channel_norm (one
+ * norm (softmax and rotary ride on it), quant, reduce, loss, scatter, pool and channel_norm (one
  * vision_device.c). XR_DEVICE_IMPL below declares most impls; gemm_device.c hosts its two
  * backends side by side over the one block (gemm.cl reads a per-batch offset table CLBlast
  * shares; gemm.cu has typed, M == 1 and _scaled_mm kernels).

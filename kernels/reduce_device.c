@@ -1,10 +1,9 @@
 /* opencl.reduce and gpu.reduce: the reduce family on the kernels that kernels/opencl/reduce.cl
  * and kernels/gpu/reduce.cu (NVRTC / hiprtc) define alike, one program for every problem (ops
  * and dtypes are arguments, kernels/reduce_args.h). f32, f16 and bf16 inputs, and the integer
- * problems of xr_reduce_int_pipeline in 64-bit integers; on OpenCL also integer elements
- * converted to a float cast (xr_reduce_int_to_float, the float kernels loading integers) and
- * integer sorts (xr_reduce_sort_int, 64-bit keys); the GPU kernels decline those two, saying so
- * (their .cu twin has neither yet); at most XR_REDUCE_DEV_DIMS kept and
+ * problems of xr_reduce_int_pipeline in 64-bit integers; also integer elements converted to a
+ * float cast (xr_reduce_int_to_float, the float kernels loading integers) and
+ * integer sorts (xr_reduce_sort_int, 64-bit keys); at most XR_REDUCE_DEV_DIMS kept and
  * reduced dims after merging; sorts of rows up to the backend's sort_max elements, and topk of
  * longer rows with k <= XR_REDUCE_DEV_TOPK_MAX. Float reductions of XR_REDUCE_DEV_GROUP_MIN
  * elements and more take a work-group / block each, shorter ones a work-item / thread each;
@@ -47,25 +46,18 @@ typedef struct backend {
   uint32_t group_threads; /* the kernels' fixed work-group / block width */
   uint32_t item_threads;  /* xr_reduce_items: outputs per work-group / block */
   int64_t sort_max;
-  bool integers_as_floats; /* xr_reduce_int_to_float's problems and integer sorts */
 } backend_t;
 
 static const backend_t opencl = {"opencl.reduce", "opencl", "reduce.cl", xr_opencl_build,
-                                 XR_REDUCE_OPENCL_THREADS, 64, XR_REDUCE_OPENCL_SORT_MAX, true};
+                                 XR_REDUCE_OPENCL_THREADS, 64, XR_REDUCE_OPENCL_SORT_MAX};
 static const backend_t gpu = {"gpu.reduce", "GPU", "reduce.cu", xr_gpu_build,
-                              XR_REDUCE_GPU_THREADS, XR_REDUCE_GPU_THREADS, XR_REDUCE_GPU_SORT_MAX,
-                              false};
+                              XR_REDUCE_GPU_THREADS, XR_REDUCE_GPU_THREADS, XR_REDUCE_GPU_SORT_MAX};
 
 static xr_status_t reduce_supports(const backend_t *b, const xr_op_plan_t *plan,
                                    xr_hal_device_t *device) {
   (void)device;
   const xr_reduce_problem_t *p = plan->problem;
   bool int_sort = xr_reduce_int_sort(p);
-  if ((int_sort || xr_reduce_int_to_float(p)) && !b->integers_as_floats)
-    return xr_error(XR_UNIMPLEMENTED, "%s kernels: %s: %s %s run on the reference (the %s kernels "
-                    "%s float elements only; cpu and opencl run these)", b->label, plan->op->name,
-                    xr_dtype_name(p->in_dtype), int_sort ? "sorts" : "elements converted to floats",
-                    b->label, int_sort ? "sort" : "reduce");
   xr_status_t st = int_sort || xr_reduce_int_pipeline(p) ? XR_OK : xr_reduce_check_fast(plan, b->label);
   if (st != XR_OK) return st;
   if (p->outer_rank > XR_REDUCE_DEV_DIMS || p->red_rank > XR_REDUCE_DEV_DIMS)

@@ -147,7 +147,7 @@ static void kernels_i_define_every_kernel_looked_up(const char *target) {
                                      "xr_add_rms_norm", "xr_rotary"};
   static const char *const quant[] = {"xr_quant_absmax", "xr_quant_reduce", "xr_quant_rows"};
   static const char *const reduce[] = {"xr_reduce_groups", "xr_reduce_items", "xr_reduce_scan",
-                                       "xr_reduce_sort"};
+                                       "xr_reduce_sort", "xr_reduce_sort_int"};
   static const char *const scatter[] = {"xr_sc_gather",     "xr_sc_scatter",   "xr_sc_nonzero",
                                         "xr_sc_mask_count", "xr_sc_mask_scan", "xr_sc_mask_write"};
   expect_kernels(target, "gemm.cu", gemm, sizeof gemm / sizeof *gemm);

@@ -408,19 +408,6 @@ static inline void reduce_integer_cases(const char *device, const char *prefix) 
     }
 }
 
-/* Cases the GPU kernels decline (integers as floats, integer sorts): on cuda and hip the
- * decline and its reason, elsewhere rc_expect. */
-static inline void rc_expect_or_gpu_declines(const char *json, const char *device,
-                                             const char *prefix, uint64_t seed) {
-  if (strcmp(kernel_driver(device), "gpu")) {
-    rc_expect(json, device, prefix, seed);
-    return;
-  }
-  xr_op_result_t r = check_op_seeded(json, device, seed);
-  cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s on %s: %s", json, device, r.message);
-  cr_assert(strstr(r.message, "run on the reference"), "%s", r.message);
-}
-
 static const char *const rc_int_dtypes[] = {"int", "long int", "bool", "signed char",
                                             "unsigned char", "short int"};
 
@@ -434,7 +421,7 @@ static inline void reduce_int_float_cases(const char *device, const char *prefix
                        rc_strided(2, RC_SHAPE(129, 17), RC_SHAPE(1, 129), 0),
                        rc_strided(2, RC_SHAPE(9, 40), RC_SHAPE(81, 2), 3)};
   uint64_t seed = 3700;
-#define RC_INT(json) rc_expect_or_gpu_declines(json, device, prefix, seed++)
+#define RC_INT(json) rc_expect(json, device, prefix, seed++)
   for (size_t d = 0; d < sizeof rc_int_dtypes / sizeof *rc_int_dtypes; d++)
     for (size_t k = 0; k < sizeof views / sizeof *views; k++) {
       rc_view_t v = views[k];
@@ -464,7 +451,7 @@ static inline void reduce_int_float_cases(const char *device, const char *prefix
 static inline void int_sort_cases(const char *device, const char *prefix) {
   rc_json_t j;
   uint64_t seed = 4300;
-#define RC_INT(json) rc_expect_or_gpu_declines(json, device, prefix, seed++)
+#define RC_INT(json) rc_expect(json, device, prefix, seed++)
   for (size_t d = 0; d < sizeof rc_int_dtypes / sizeof *rc_int_dtypes; d++) {
     const char *dt = rc_int_dtypes[d];
     for (size_t s = 0; s < sizeof rc_sizes / sizeof *rc_sizes; s++) {

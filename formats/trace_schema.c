@@ -181,6 +181,14 @@ static const char *const builtin[] = {
     "(Tensor values, Tensor indices)",
     "aten::topk.values(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True, *, "
     "Tensor(a!) values, Tensor(b!) indices) -> (Tensor(a!) values, Tensor(b!) indices)",
+    /* losses (kernels/loss.c) */
+    "aten::mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
+    "aten::mse_loss.out(Tensor self, Tensor target, int reduction=1, *, Tensor(a!) out) -> "
+    "Tensor(a!)",
+    "aten::mse_loss_backward(Tensor grad_output, Tensor self, Tensor target, int reduction) -> "
+    "Tensor",
+    "aten::mse_loss_backward.grad_input(Tensor grad_output, Tensor self, Tensor target, int "
+    "reduction, *, Tensor(a!) grad_input) -> Tensor(a!)",
     /* indexing and layout */
     "aten::cat(Tensor[] tensors, int dim=0) -> Tensor",
     "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor",

@@ -14,8 +14,8 @@
  * Every family with device kernels is in this shape: attention (paged attention, the KV-cache
  * writer and unified attention ride on it), conv, elementwise (argmax rides on it), gemm (its
  * vendor libraries beside it: cpu/gemm_onednn.c, opencl/gemm_clblast.c, gpu/blaslt_gemm.c), moe,
- * norm (softmax and rotary ride on it), quant, reduce, routing, scatter, pool and channel_norm (one
- * vision_device.c). XR_DEVICE_IMPL below declares most impls; gemm_device.c hosts its two
+ * norm (softmax and rotary ride on it), quant, reduce, loss, routing, scatter, pool and
+ * channel_norm (one vision_device.c). XR_DEVICE_IMPL below declares most impls; gemm_device.c hosts its two
  * backends side by side over the one block (gemm.cl reads a per-batch offset table CLBlast
  * shares; gemm.cu has typed, M == 1 and _scaled_mm kernels).
  * A new op of a family touches <family>.c (planning and the reference), the kernels' switch in

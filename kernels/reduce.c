@@ -771,6 +771,11 @@ static xr_status_t analyze(xr_op_plan_t *plan) {
   return XR_OK;
 }
 
+static bool exact_integral(xr_dtype_t d) {
+  return d == XR_DTYPE_I8 || d == XR_DTYPE_U8 || d == XR_DTYPE_I16 || d == XR_DTYPE_I32 ||
+         d == XR_DTYPE_I64 || d == XR_DTYPE_BOOL;
+}
+
 xr_status_t xr_reduce_check_fast(const xr_op_plan_t *plan, const char *backend) {
   const xr_reduce_problem_t *p = plan->problem;
   if (p->unsupported[0]) return xr_error(XR_UNIMPLEMENTED, "%s", p->unsupported);
@@ -778,8 +783,9 @@ xr_status_t xr_reduce_check_fast(const xr_op_plan_t *plan, const char *backend) 
   /* all / any of bool tensors: truth values are exact in float */
   bool truth = (p->op == XR_REDUCE_ALL || p->op == XR_REDUCE_ANY) &&
                p->in_dtype == XR_DTYPE_BOOL && p->cast == p->in_dtype;
-  if (truth) bad = XR_DTYPE_INVALID;
-  else if (!xr_reduce_fast_dtype(p->in_dtype)) bad = p->in_dtype;
+  if (truth || xr_reduce_int_to_float(p)) bad = XR_DTYPE_INVALID;
+  else if (!xr_reduce_fast_dtype(p->in_dtype))  /* an integer cast to float64: name the cast */
+    bad = exact_integral(p->in_dtype) && xr_dtype_is_floating(p->cast) ? p->cast : p->in_dtype;
   else if (!xr_reduce_fast_dtype(p->cast)) bad = p->cast;
   for (int s = 0; s < XR_REDUCE_OUTPUTS && bad == XR_DTYPE_INVALID; s++) {
     xr_dtype_t d = p->out[s].dtype;
@@ -794,9 +800,26 @@ xr_status_t xr_reduce_check_fast(const xr_op_plan_t *plan, const char *backend) 
   return XR_OK;
 }
 
-static bool exact_integral(xr_dtype_t d) {
-  return d == XR_DTYPE_I8 || d == XR_DTYPE_U8 || d == XR_DTYPE_I16 || d == XR_DTYPE_I32 ||
-         d == XR_DTYPE_I64 || d == XR_DTYPE_BOOL;
+bool xr_reduce_int_to_float(const xr_reduce_problem_t *p) {
+  if (p->unsupported[0] || !exact_integral(p->in_dtype) || !xr_reduce_fast_dtype(p->cast))
+    return false;
+  switch (p->op) {
+    case XR_REDUCE_SUM:
+    case XR_REDUCE_NANSUM:
+    case XR_REDUCE_MEAN:
+    case XR_REDUCE_PROD:
+    case XR_REDUCE_LOGSUMEXP:
+    case XR_REDUCE_CUMSUM:
+    case XR_REDUCE_CUMPROD: break;
+    default: return false;
+  }
+  for (int s = 0; s < XR_REDUCE_OUTPUTS; s++)
+    if (p->out[s].index >= 0 && !xr_reduce_fast_dtype(p->out[s].dtype)) return false;
+  return true;
+}
+
+bool xr_reduce_int_sort(const xr_reduce_problem_t *p) {
+  return !p->unsupported[0] && p->op == XR_REDUCE_SORT && exact_integral(p->in_dtype);
 }
 
 bool xr_reduce_int_pipeline(const xr_reduce_problem_t *p) {

@@ -120,8 +120,9 @@ static inline bool xr_reduce_fast_dtype(xr_dtype_t d) {
 }
 
 /* What every fast implementation checks first: the form is one this family runs, and its input,
- * conversion and output dtypes are float ones (f32/f16/bf16; outputs also bool or int64).
- * UNIMPLEMENTED naming the `backend` ("cpu", "opencl", "GPU") otherwise. */
+ * conversion and output dtypes are float ones (f32/f16/bf16; outputs also bool or int64), or
+ * it is one of xr_reduce_int_to_float's. UNIMPLEMENTED naming the `backend` ("cpu", "opencl",
+ * "GPU") otherwise. Integer sorts (xr_reduce_int_sort) are each backend's own to admit. */
 xr_status_t xr_reduce_check_fast(const xr_op_plan_t *plan, const char *backend);
 
 /* Whether the opencl and gpu kernels compute the problem exactly in 64-bit integers, wrapping
@@ -130,6 +131,17 @@ xr_status_t xr_reduce_check_fast(const xr_op_plan_t *plan, const char *backend);
  * integer and bool tensors the reference loads exactly (signed 8 to 64 bits, uint8, bool),
  * into integer or bool outputs. */
 bool xr_reduce_int_pipeline(const xr_reduce_problem_t *p);
+
+/* Whether the problem reduces or scans integer or bool elements (signed 8 to 64 bits, uint8,
+ * bool) converted to a float cast first (f32/f16/bf16: sum / nansum / prod / mean with
+ * dtype=, logsumexp's float32, cumsum / cumprod with dtype=) into float outputs: the fast
+ * kernels load the integers as floats (exact up to 2^24, else rounded once to the cast, as the
+ * reference does) and run their float path. */
+bool xr_reduce_int_to_float(const xr_reduce_problem_t *p);
+
+/* Whether the problem is a sort, argsort or topk of an integer or bool tensor (signed 8 to 64
+ * bits, uint8, bool): sorted exactly on their integer values, stably, as the reference. */
+bool xr_reduce_int_sort(const xr_reduce_problem_t *p);
 
 /* The elementwise identity and the float parameters a fast kernel needs: for NORM, which of
  * the special orders applies. */

@@ -1,7 +1,9 @@
 /* opencl.reduce and gpu.reduce: the reduce family on the kernels that kernels/opencl/reduce.cl
  * and kernels/gpu/reduce.cu (NVRTC / hiprtc) define alike, one program for every problem (ops
  * and dtypes are arguments, kernels/reduce_args.h). f32, f16 and bf16 inputs, and the integer
- * problems of xr_reduce_int_pipeline in 64-bit integers; at most XR_REDUCE_DEV_DIMS kept and
+ * problems of xr_reduce_int_pipeline in 64-bit integers; also integer elements converted to a
+ * float cast (xr_reduce_int_to_float, the float kernels loading integers) and
+ * integer sorts (xr_reduce_sort_int, 64-bit keys); at most XR_REDUCE_DEV_DIMS kept and
  * reduced dims after merging; sorts of rows up to the backend's sort_max elements, and topk of
  * longer rows with k <= XR_REDUCE_DEV_TOPK_MAX. Float reductions of XR_REDUCE_DEV_GROUP_MIN
  * elements and more take a work-group / block each, shorter ones a work-item / thread each;
@@ -55,7 +57,8 @@ static xr_status_t reduce_supports(const backend_t *b, const xr_op_plan_t *plan,
                                    xr_hal_device_t *device) {
   (void)device;
   const xr_reduce_problem_t *p = plan->problem;
-  xr_status_t st = xr_reduce_int_pipeline(p) ? XR_OK : xr_reduce_check_fast(plan, b->label);
+  bool int_sort = xr_reduce_int_sort(p);
+  xr_status_t st = int_sort || xr_reduce_int_pipeline(p) ? XR_OK : xr_reduce_check_fast(plan, b->label);
   if (st != XR_OK) return st;
   if (p->outer_rank > XR_REDUCE_DEV_DIMS || p->red_rank > XR_REDUCE_DEV_DIMS)
     return xr_error(XR_UNIMPLEMENTED, "%s kernels: %s: more than %d kept or reduced dims after "
@@ -127,7 +130,8 @@ static xr_status_t reduce_prepare(const backend_t *b, const xr_op_plan_t *plan,
   if (!s) return xr_error(XR_RESOURCE_EXHAUSTED, "%s: out of host memory", plan->op->name);
   bool integers = xr_reduce_int_pipeline(p);
   bool groups = integers || p->red_numel >= XR_REDUCE_DEV_GROUP_MIN;
-  const char *kernel = p->op == XR_REDUCE_SORT ? "xr_reduce_sort"
+  const char *kernel = p->op == XR_REDUCE_SORT ? (xr_reduce_int_sort(p) ? "xr_reduce_sort_int"
+                                                                        : "xr_reduce_sort")
                        : xr_reduce_is_scan(p->op)
                            ? (integers ? "xr_reduce_scan_int" : "xr_reduce_scan")
                        : integers ? "xr_reduce_int"

@@ -16,7 +16,9 @@
  * a host step merges in order, so the first extreme still wins and every thread works.
  * Scans run along rows (or tiles of columns) with a double running sum or product; sorts are a
  * stable LSD radix sort of (ordered float bits, position) per row: NaN above every number,
- * -0 equal to 0, descending by inverting the keys, so ties keep their order. */
+ * -0 equal to 0, descending by inverting the keys, so ties keep their order; integer and bool
+ * rows sort their values' bits the same way (int64 in two passes of 32 bits). Integer elements
+ * converted to a float dtype= (xr_reduce_int_to_float) are loaded as floats. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +299,7 @@ typedef struct cpu_reduce {
   char *out[XR_REDUCE_OUTPUTS];
   shape_t shape;
   bool round;                /* elements are rounded to p->cast after loading */
+  bool int_sort;             /* xr_reduce_int_sort: integer keys */
   bool indices;              /* max / min: the positions are wanted */
   int64_t columns;           /* columns: the innermost kept dim's length */
   int64_t tiles;             /* columns: tiles per run of that dim */
@@ -528,7 +531,8 @@ static void rows_range(const cpu_reduce_t *s, int64_t o, int64_t k0, int64_t k1,
   const int r = p->red_rank;
   const int64_t rn = r ? p->red_shape[r - 1] : 1, rs = r ? p->in_red[r - 1] : 0;
   /* Sums of contiguous runs read them where they lie, widening as they add. */
-  const bool fused = (p->op == XR_REDUCE_SUM || p->op == XR_REDUCE_MEAN) && rs == 1 && !s->round;
+  const bool fused = (p->op == XR_REDUCE_SUM || p->op == XR_REDUCE_MEAN) && rs == 1 &&
+                     !s->round && xr_reduce_fast_dtype(p->in_dtype);
   float buf[BLOCK];
   for (int64_t k = k0; k < k1;) {
     int64_t len = rn - k % rn;
@@ -800,6 +804,43 @@ static uint32_t *sort_pairs(uint32_t *k, uint32_t *i, uint32_t *k2, uint32_t *i2
   return i;
 }
 
+/* An integer or bool element, exactly. */
+static int64_t load_integer(const char *src, xr_dtype_t d) {
+  switch (d) {
+    case XR_DTYPE_I8: return *(const int8_t *)src;
+    case XR_DTYPE_I16: return *(const int16_t *)src;
+    case XR_DTYPE_I32: return *(const int32_t *)src;
+    case XR_DTYPE_I64: return *(const int64_t *)src;
+    case XR_DTYPE_BOOL: return *(const uint8_t *)src != 0;
+    default: return *(const uint8_t *)src; /* uint8 */
+  }
+}
+
+/* A row of integers (xr_reduce_int_sort): 32-bit keys (value ^ sign bit) for types of 32 bits
+ * and less; int64 sorts by the low half of its 64-bit key, then (stably) by the high half.
+ * Returns the positions in order. */
+static uint32_t *sort_integers(const cpu_reduce_t *s, const char *src, uint32_t *k, uint32_t *i,
+                               uint32_t *k2, uint32_t *i2) {
+  const xr_reduce_problem_t *p = s->p;
+  const int64_t n = s->sort_n, step = p->in_red[0] * (int64_t)s->in_size;
+  const bool wide = p->in_dtype == XR_DTYPE_I64;
+  const uint64_t flip = p->descending ? ~(uint64_t)0 : 0;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t v = load_integer(src + j * step, p->in_dtype);
+    k[j] = wide ? (uint32_t)(((uint64_t)v ^ 0x8000000000000000u) ^ flip)
+                : ((uint32_t)v ^ 0x80000000u) ^ (uint32_t)flip;
+    i[j] = (uint32_t)j;
+  }
+  uint32_t *keys, *pos = sort_pairs(k, i, k2, i2, n, &keys);
+  if (!wide) return pos;
+  for (int64_t a = 0; a < n; a++) {
+    int64_t v = load_integer(src + (int64_t)pos[a] * step, p->in_dtype);
+    keys[a] = (uint32_t)((((uint64_t)v ^ 0x8000000000000000u) ^ flip) >> 32);
+  }
+  uint32_t *other_k = keys == k ? k2 : k, *other_i = pos == i ? i2 : i;
+  return sort_pairs(keys, pos, other_k, other_i, n, &keys);
+}
+
 static void sort_items(void *ctx, size_t begin, size_t end) {
   const cpu_reduce_t *s = ctx;
   const xr_reduce_problem_t *p = s->p;
@@ -812,7 +853,7 @@ static void sort_items(void *ctx, size_t begin, size_t end) {
     int64_t r1 = ((int64_t)item + 1) * p->outer_numel / (int64_t)s->items;
     for (int64_t o = r0; o < r1; o++) {
       const char *src = s->in + xr_reduce_outer_offset(p, p->in_outer, o) * esize;
-      for (int64_t j = 0; j < n; j += BLOCK) {
+      for (int64_t j = 0; !s->int_sort && j < n; j += BLOCK) {
         int64_t len = n - j < BLOCK ? n - j : BLOCK;
         xr_ew_cpu_load(buf, src + j * is * esize, p->in_dtype, is, len);
         for (int64_t a = 0; a < len; a++) {
@@ -820,7 +861,8 @@ static void sort_items(void *ctx, size_t begin, size_t end) {
           i[j + a] = (uint32_t)(j + a);
         }
       }
-      uint32_t *keys, *pos = sort_pairs(k, i, k2, i2, n, &keys);
+      uint32_t *keys, *pos = s->int_sort ? sort_integers(s, src, k, i, k2, i2)
+                                          : sort_pairs(k, i, k2, i2, n, &keys);
       (void)keys;
       if (ov->index >= 0) {
         char *dst = s->out[0] + xr_reduce_outer_offset(p, ov->outer_strides, o) * esize;
@@ -840,9 +882,9 @@ static void sort_items(void *ctx, size_t begin, size_t end) {
 
 static xr_status_t cpu_supports(const xr_op_plan_t *plan, xr_hal_device_t *device) {
   (void)device;
-  xr_status_t st = xr_reduce_check_fast(plan, "cpu");
-  if (st != XR_OK) return st;
   const xr_reduce_problem_t *p = plan->problem;
+  xr_status_t st = xr_reduce_int_sort(p) ? XR_OK : xr_reduce_check_fast(plan, "cpu");
+  if (st != XR_OK) return st;
   if (p->op == XR_REDUCE_SORT && p->red_shape[0] > (int64_t)UINT32_MAX)
     return xr_error(XR_UNIMPLEMENTED, "cpu kernels: %s: rows of 2^32 elements or more",
                     plan->op->name);
@@ -874,6 +916,7 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   s->in_size = xr_dtype_size(p->in_dtype);
   s->round = p->cast != p->in_dtype && p->cast != XR_DTYPE_F32;
   s->indices = p->out[XR_REDUCE_INDICES].index >= 0;
+  s->int_sort = xr_reduce_int_sort(p);
   void *base;
   xr_status_t st = xr_tensor_host(&tensors[p->self], &base);
   s->in = (const char *)base + tensors[p->self].offset * (int64_t)s->in_size;

@@ -15,6 +15,9 @@
 //  - xr_reduce_sort: one block per row, (ordered float bits << 32 | position) keys bitonic-sorted
 //    in shared memory: a stable sort, NaN last, -0 equal to 0. Longer rows take topk's path when
 //    k <= XR_REDUCE_DEV_TOPK_MAX: each thread keeps its k best keys, the candidates are sorted.
+//    xr_reduce_sort_int: the same for integer and bool rows, (ordered 64-bit value, position)
+//    pairs in two shared arrays.
+// Integer and bool inputs with a float dtype= are loaded as floats by the float kernels.
 #include "hip_compat.h"
 #include "dtype_io.h"
 #include "dtype_codes.h"
@@ -505,6 +508,93 @@ extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_sort(XR_R
         if (wide) ((unsigned int *)out0)[to] = ((const unsigned int *)in)[from];
         else ((unsigned short *)out0)[to] = ((const unsigned short *)in)[from];
       }
+      if (p.has_out[1]) ((long long *)out1)[at1 + j * p.out_dim_stride[1]] = position;
+    }
+    __syncthreads();
+  }
+}
+
+// ---- integer sorts ----------------------------------------------------------------------------
+
+// An integer in unsigned order (descending: inverted); ties fall to the positions.
+static __device__ __forceinline__ unsigned long long xr_red_int_key(long long v, int descending) {
+  const unsigned long long u = (unsigned long long)v ^ 0x8000000000000000ull;
+  return descending ? ~u : u;
+}
+
+// (k1, p1) before (k2, p2)?
+static __device__ __forceinline__ bool xr_red_pair_less(unsigned long long k1, unsigned int p1,
+                                                        unsigned long long k2, unsigned int p2) {
+  return k1 < k2 || (k1 == k2 && p1 < p2);
+}
+
+// Sorts the pairs [0, n2) ascending (n2 a power of two); every thread of the block calls it.
+static __device__ void xr_red_bitonic_pairs(unsigned long long *keys, unsigned int *pos,
+                                            long long n2) {
+  for (long long size = 2; size <= n2; size <<= 1)
+    for (long long stride = size >> 1; stride > 0; stride >>= 1) {
+      for (long long j = threadIdx.x; j < n2; j += XR_RED_THREADS) {
+        const long long partner = j ^ stride;
+        if (partner > j) {
+          const bool up = (j & size) == 0;
+          const unsigned long long x = keys[j], y = keys[partner];
+          const unsigned int px = pos[j], py = pos[partner];
+          if (xr_red_pair_less(y, py, x, px) == up) {
+            keys[j] = y, keys[partner] = x;
+            pos[j] = py, pos[partner] = px;
+          }
+        }
+      }
+      __syncthreads();
+    }
+}
+
+#define XR_RED_POS_PAD 0xffffffffu  // after every real pair: rows are shorter than 2^32
+
+// sort / argsort / topk of integer and bool rows: xr_reduce_sort with (ordered 64-bit value,
+// position) pairs in two shared arrays (48 KiB), the values copied back exactly.
+extern "C" __global__ void __launch_bounds__(XR_RED_THREADS) xr_reduce_sort_int(XR_RED_ARGS) {
+  __shared__ unsigned long long keys[XR_REDUCE_GPU_SORT_MAX];
+  __shared__ unsigned int pos[XR_REDUCE_GPU_SORT_MAX];
+  const long long t = threadIdx.x, n = p.red_shape[0], is = p.in_red[0];
+  const int dt = p.in_dtype;
+  for (long long o = blockIdx.x; o < p.outer_numel; o += gridDim.x) {
+    const long long base = p.in_offset + xr_red_outer(p, p.in_outer, o);
+    long long n2;
+    if (n <= XR_REDUCE_GPU_SORT_MAX) {
+      n2 = xr_red_pow2(n);
+      for (long long j = t; j < n2; j += XR_RED_THREADS) {
+        keys[j] = j < n ? xr_red_int_key(xr_load_as_long(in, dt, base + j * is), p.descending)
+                        : XR_RED_KEY_PAD;
+        pos[j] = j < n ? (unsigned int)j : XR_RED_POS_PAD;
+      }
+    } else {  // topk, k <= XR_REDUCE_DEV_TOPK_MAX: each thread's k best, then all candidates
+      unsigned long long best[XR_REDUCE_DEV_TOPK_MAX];
+      unsigned int best_pos[XR_REDUCE_DEV_TOPK_MAX];
+      const int k = (int)p.k;
+      for (int i = 0; i < k; i++) best[i] = XR_RED_KEY_PAD, best_pos[i] = XR_RED_POS_PAD;
+      for (long long j = t; j < n; j += XR_RED_THREADS) {
+        const unsigned long long key = xr_red_int_key(xr_load_as_long(in, dt, base + j * is), p.descending);
+        if (!xr_red_pair_less(key, (unsigned int)j, best[k - 1], best_pos[k - 1])) continue;
+        int i = k - 1;
+        for (; i > 0 && xr_red_pair_less(key, (unsigned int)j, best[i - 1], best_pos[i - 1]); i--)
+          best[i] = best[i - 1], best_pos[i] = best_pos[i - 1];
+        best[i] = key, best_pos[i] = (unsigned int)j;
+      }
+      for (int i = 0; i < k; i++) keys[t * k + i] = best[i], pos[t * k + i] = best_pos[i];
+      n2 = xr_red_pow2((long long)XR_RED_THREADS * k);
+      for (long long j = (long long)XR_RED_THREADS * k + t; j < n2; j += XR_RED_THREADS)
+        keys[j] = XR_RED_KEY_PAD, pos[j] = XR_RED_POS_PAD;
+    }
+    __syncthreads();
+    xr_red_bitonic_pairs(keys, pos, n2);
+    const long long at0 = p.out_offset[0] + xr_red_outer(p, p.out_outer[0], o);
+    const long long at1 = p.out_offset[1] + xr_red_outer(p, p.out_outer[1], o);
+    for (long long j = t; j < p.k; j += XR_RED_THREADS) {
+      const long long position = (long long)pos[j];
+      if (p.has_out[0])  // the values keep the input's dtype: stored back exactly
+        xr_store_long(out0, dt, xr_red_int_size(dt), at0 + j * p.out_dim_stride[0],
+                      xr_load_as_long(in, dt, base + position * is));
       if (p.has_out[1]) ((long long *)out1)[at1 + j * p.out_dim_stride[1]] = position;
     }
     __syncthreads();

@@ -16,7 +16,10 @@
 //    bitonic-sorted in local memory, which is a stable sort (NaN last, -0 equal to 0, descending
 //    inverts the bits only). Rows longer than XR_SORT_MAX take topk's path when
 //    k <= XR_REDUCE_DEV_TOPK_MAX: each work-item keeps its k best keys, and the work-group's
-//    candidates are sorted together.
+//    candidates are sorted together. xr_reduce_sort_int: the same for integer and bool inputs,
+//    with (ordered 64-bit value, position) pairs in two local arrays.
+// Integer and bool inputs with a float dtype= (sum, mean, logsumexp, scans ...) are loaded as
+// floats and take the float kernels.
 // Barriers stay in code every work-item of the group reaches (loops with uniform trip counts).
 #include "dtype_codes.h"
 #include "float_formats_cl.h"
@@ -27,11 +30,44 @@
 
 // ---- elements ---------------------------------------------------------------------------------
 
+// Element i of an integer or bool array as a long, and the low bytes of v stored
+// in an integer dtype (or v != 0 as a bool).
+long ld_long(__global const uchar *b, long dt, long i) {
+  if (dt == XR_I64 || dt == XR_U64) return ((__global const long *)b)[i];
+  if (dt == XR_I32) return ((__global const int *)b)[i];
+  if (dt == XR_U32) return ((__global const uint *)b)[i];
+  if (dt == XR_I16) return ((__global const short *)b)[i];
+  if (dt == XR_U16) return ((__global const ushort *)b)[i];
+  if (dt == XR_I8) return ((__global const char *)b)[i];
+  if (dt == XR_BOOL) return b[i] != 0;
+  return b[i];
+}
+
+void st_long(__global uchar *b, long dt, long i, long v) {
+  if (dt == XR_I64 || dt == XR_U64) ((__global long *)b)[i] = v;
+  else if (dt == XR_I32 || dt == XR_U32) ((__global uint *)b)[i] = (uint)v;
+  else if (dt == XR_I16 || dt == XR_U16) ((__global ushort *)b)[i] = (ushort)v;
+  else if (dt == XR_BOOL) b[i] = v != 0;
+  else b[i] = (uchar)v;
+}
+
+// An integer converted to integer dtype dt before a sum (wrapping, as torch's cast); 0: none.
+long wrap_to(long dt, long v) {
+  if (dt == XR_I8) return (long)(char)v;
+  if (dt == XR_I16) return (long)(short)v;
+  if (dt == XR_I32) return (long)(int)v;
+  if (dt == XR_U8) return (long)(uchar)v;
+  if (dt == XR_BOOL) return v != 0;
+  return v;
+}
+
+// Element i as a float: integer and bool elements (all / any's truth values, sums with a
+// float dtype=) converted, rounding to nearest as the reference's cast does.
 float ld(__global const uchar *b, long dt, long i) {
   if (dt == XR_F32) return ((__global const float *)b)[i];
   if (dt == XR_F16) return vload_half(i, (__global const half *)b);
-  if (dt == XR_BOOL) return (float)b[i];  // all / any: truth values, exact
-  return xr_bf16_to_f32(((__global const ushort *)b)[i]);
+  if (dt == XR_BF16) return xr_bf16_to_f32(((__global const ushort *)b)[i]);
+  return (float)ld_long(b, dt, i);
 }
 
 float round_to(long dt, float v) {
@@ -322,37 +358,6 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_scan(
   }
 }
 
-// Integer scans: element i of an integer or bool array as a long, and the low bytes of v stored
-// in an integer dtype (or v != 0 as a bool).
-long ld_long(__global const uchar *b, long dt, long i) {
-  if (dt == XR_I64 || dt == XR_U64) return ((__global const long *)b)[i];
-  if (dt == XR_I32) return ((__global const int *)b)[i];
-  if (dt == XR_U32) return ((__global const uint *)b)[i];
-  if (dt == XR_I16) return ((__global const short *)b)[i];
-  if (dt == XR_U16) return ((__global const ushort *)b)[i];
-  if (dt == XR_I8) return ((__global const char *)b)[i];
-  if (dt == XR_BOOL) return b[i] != 0;
-  return b[i];
-}
-
-void st_long(__global uchar *b, long dt, long i, long v) {
-  if (dt == XR_I64 || dt == XR_U64) ((__global long *)b)[i] = v;
-  else if (dt == XR_I32 || dt == XR_U32) ((__global uint *)b)[i] = (uint)v;
-  else if (dt == XR_I16 || dt == XR_U16) ((__global ushort *)b)[i] = (ushort)v;
-  else if (dt == XR_BOOL) b[i] = v != 0;
-  else b[i] = (uchar)v;
-}
-
-// An integer converted to integer dtype dt before a sum (wrapping, as torch's cast); 0: none.
-long wrap_to(long dt, long v) {
-  if (dt == XR_I8) return (long)(char)v;
-  if (dt == XR_I16) return (long)(short)v;
-  if (dt == XR_I32) return (long)(int)v;
-  if (dt == XR_U8) return (long)(uchar)v;
-  if (dt == XR_BOOL) return v != 0;
-  return v;
-}
-
 // cumsum / cumprod of integer tensors: xr_reduce_scan in 64-bit integers, wrapping as the
 // reference.
 __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_scan_int(XR_ARGS) {
@@ -512,6 +517,86 @@ __kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_sort(
         if (esize == 4) ((__global uint *)out0)[to] = ((__global const uint *)in)[from];
         else ((__global ushort *)out0)[to] = ((__global const ushort *)in)[from];
       }
+      if (a.has_out[1]) ((__global long *)out1)[at1 + j * a.out_dim_stride[1]] = position;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+// ---- integer sorts ----------------------------------------------------------------------------
+
+// An integer in unsigned order (descending: inverted); ties fall to the positions.
+ulong int_key(long v, long descending) {
+  ulong u = (ulong)v ^ 0x8000000000000000ul;
+  return descending ? ~u : u;
+}
+
+// (k1, p1) before (k2, p2)?
+bool pair_less(ulong k1, uint p1, ulong k2, uint p2) { return k1 < k2 || (k1 == k2 && p1 < p2); }
+
+// Sorts the pairs [0, n2) ascending (n2 a power of two); every work-item of the group calls it.
+void bitonic_pairs(__local ulong *keys, __local uint *pos, long n2) {
+  const long lid = get_local_id(0);
+  for (long size = 2; size <= n2; size <<= 1)
+    for (long stride = size >> 1; stride > 0; stride >>= 1) {
+      for (long j = lid; j < n2; j += XR_WG) {
+        long partner = j ^ stride;
+        if (partner > j) {
+          bool up = (j & size) == 0;
+          ulong x = keys[j], y = keys[partner];
+          uint px = pos[j], py = pos[partner];
+          if (pair_less(y, py, x, px) == up) {
+            keys[j] = y, keys[partner] = x;
+            pos[j] = py, pos[partner] = px;
+          }
+        }
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+#define XR_PAD_KEY 0xfffffffffffffffful
+#define XR_PAD_POS 0xffffffffu  // after every real pair: rows are shorter than 2^32
+
+__kernel __attribute__((reqd_work_group_size(XR_WG, 1, 1))) void xr_reduce_sort_int(XR_ARGS) {
+  __local ulong keys[XR_SORT_MAX];
+  __local uint pos[XR_SORT_MAX];
+  const long lid = get_local_id(0), n = a.red_shape[0], is = a.in_red[0];
+  const long dt = a.in_dtype;
+  for (long o = get_group_id(0); o < a.outer_numel; o += get_num_groups(0)) {
+    const long base = a.in_offset + outer_off(&a, a.in_outer, o);
+    long n2;
+    if (n <= XR_SORT_MAX) {
+      n2 = pow2_at_least(n);
+      for (long j = lid; j < n2; j += XR_WG) {
+        keys[j] = j < n ? int_key(ld_long(in, dt, base + j * is), a.descending) : XR_PAD_KEY;
+        pos[j] = j < n ? (uint)j : XR_PAD_POS;
+      }
+    } else {  // topk, k <= XR_REDUCE_DEV_TOPK_MAX: each work-item's k best, then all candidates
+              // sorted
+      ulong best[XR_REDUCE_DEV_TOPK_MAX];
+      uint best_pos[XR_REDUCE_DEV_TOPK_MAX];
+      for (int i = 0; i < a.k; i++) best[i] = XR_PAD_KEY, best_pos[i] = XR_PAD_POS;
+      for (long j = lid; j < n; j += XR_WG) {
+        ulong key = int_key(ld_long(in, dt, base + j * is), a.descending);
+        if (!pair_less(key, (uint)j, best[a.k - 1], best_pos[a.k - 1])) continue;
+        int i = (int)a.k - 1;
+        for (; i > 0 && pair_less(key, (uint)j, best[i - 1], best_pos[i - 1]); i--)
+          best[i] = best[i - 1], best_pos[i] = best_pos[i - 1];
+        best[i] = key, best_pos[i] = (uint)j;
+      }
+      for (int i = 0; i < a.k; i++) keys[lid * a.k + i] = best[i], pos[lid * a.k + i] = best_pos[i];
+      n2 = pow2_at_least(XR_WG * a.k);
+      for (long j = XR_WG * a.k + lid; j < n2; j += XR_WG) keys[j] = XR_PAD_KEY, pos[j] = XR_PAD_POS;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    bitonic_pairs(keys, pos, n2);
+    const long at0 = a.out_offset[0] + outer_off(&a, a.out_outer[0], o);
+    const long at1 = a.out_offset[1] + outer_off(&a, a.out_outer[1], o);
+    for (long j = lid; j < a.k; j += XR_WG) {
+      const long position = (long)pos[j];
+      if (a.has_out[0])  // the values keep the input's dtype: stored back exactly
+        st_long(out0, dt, at0 + j * a.out_dim_stride[0], ld_long(in, dt, base + position * is));
       if (a.has_out[1]) ((__global long *)out1)[at1 + j * a.out_dim_stride[1]] = position;
     }
     barrier(CLK_LOCAL_MEM_FENCE);

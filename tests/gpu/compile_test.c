@@ -147,7 +147,7 @@ static void kernels_i_define_every_kernel_looked_up(const char *target) {
                                      "xr_add_rms_norm", "xr_rotary"};
   static const char *const quant[] = {"xr_quant_absmax", "xr_quant_reduce", "xr_quant_rows"};
   static const char *const reduce[] = {"xr_reduce_groups", "xr_reduce_items", "xr_reduce_scan",
-                                       "xr_reduce_sort"};
+                                       "xr_reduce_sort", "xr_reduce_sort_int"};
   static const char *const scatter[] = {"xr_sc_gather",     "xr_sc_scatter",   "xr_sc_nonzero",
                                         "xr_sc_mask_count", "xr_sc_mask_scan", "xr_sc_mask_write"};
   expect_kernels(target, "gemm.cu", gemm, sizeof gemm / sizeof *gemm);
@@ -156,6 +156,8 @@ static void kernels_i_define_every_kernel_looked_up(const char *target) {
   expect_kernels(target, "quant.cu", quant, sizeof quant / sizeof *quant);
   expect_kernels(target, "reduce.cu", reduce, sizeof reduce / sizeof *reduce);
   expect_kernels(target, "scatter.cu", scatter, sizeof scatter / sizeof *scatter);
+  static const char *const loss[] = {"xr_loss_elements", "xr_loss_sum"};
+  expect_kernels(target, "loss.cu", loss, sizeof loss / sizeof *loss);
   static const char *const pool[] = {"xr_pool_forward", "xr_pool_backward"};
   static const char *const channel_norm[] = {"xr_cn_batch", "xr_cn_batch_backward", "xr_cn_group",
                                              "xr_cn_group_backward", "xr_cn_group_param_grads"};

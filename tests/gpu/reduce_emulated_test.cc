@@ -2,8 +2,9 @@
 // per warp width (XR_EMULATED_WARP=32 and 64), launched as kernels/reduce_device.c launches
 // them (256 threads a block): block and thread reductions (sum, max.dim with ties and NaN,
 // var/std with the mean, logsumexp over infinities), the chunked block scan, the 64-bit integer
-// reductions and scans (wrapping, dtype= casts, first extremes, truth values), bitonic sorts
-// (stable, descending, NaN) and topk's candidate path, each against a double-precision or
+// reductions and scans (wrapping, dtype= casts, first extremes, truth values), integers loaded
+// as floats for a float dtype=, bitonic sorts (stable, descending, NaN; integer sorts on 64-bit
+// keys) and topk's candidate path, each against a double-precision or
 // std::stable_sort evaluation here. tests/kernels:reduce_matrix_{cuda,hip} run the same kernels on
 // devices, against the CPU reference.
 #include <criterion/criterion.h>
@@ -54,6 +55,7 @@ void run(const char *kernel, const xr_reduce_dev_args_t &p, const void *in, void
     else if (k == "scan") xr_reduce_scan(x, o0, o1, p);
     else if (k == "int") xr_reduce_int(x, o0, o1, p);
     else if (k == "scan_int") xr_reduce_scan_int(x, o0, o1, p);
+    else if (k == "sort_int") xr_reduce_sort_int(x, o0, o1, p);
     else xr_reduce_sort(x, o0, o1, p);
   });
 }
@@ -222,6 +224,62 @@ Test(reduce_emulated, sorts_are_stable_and_topk_of_long_rows) {
         for (long long j = 0; j < k; j++)
           cr_assert_eq(index[i * k + j], order[j], "n %lld%s row %lld: position %lld is %lld, expected %lld",
                        n, descending ? " descending" : "", i, j, index[i * k + j], order[j]);
+      }
+    }
+  }
+}
+
+// Integer elements with a float dtype= take the float kernels, loaded as floats: means of int32
+// rows (a thread and a block per row) and an int8 cumsum.
+Test(reduce_emulated, integers_as_floats) {
+  for (long long n : {5LL, 300LL}) {
+    const long long r = 3;
+    std::vector<int> x(r * n);
+    for (long long i = 0; i < r * n; i++) x[i] = (int)(i * 7919 % 2001) - 1000;
+    std::vector<float> mean(r);
+    xr_reduce_dev_args_t p = rows(XR_REDUCE_DEV_MEAN, r, n);
+    p.in_dtype = XR_GPU_I32;
+    run(n >= XR_REDUCE_DEV_GROUP_MIN ? "groups" : "items", p, x.data(), mean.data(), nullptr);
+    for (long long i = 0; i < r; i++) {
+      double s = 0;
+      for (long long j = 0; j < n; j++) s += x[i * n + j];
+      close(mean[i], s / n, 1e-6, "mean int32", i);
+    }
+  }
+  std::vector<signed char> b = {-128, 127, 5, -3, 100};
+  std::vector<float> scan(5);
+  xr_reduce_dev_args_t p = rows(XR_REDUCE_DEV_CUMSUM, 1, 5, 5);
+  p.in_dtype = XR_GPU_I8;
+  run("scan", p, b.data(), scan.data(), nullptr);
+  double acc = 0;
+  for (int j = 0; j < 5; j++) close(scan[j], acc += b[j], 0, "cumsum int8", j);
+}
+
+// Integer sorts on (64-bit key, position) pairs: int64 values beyond float's range and equal in
+// one 32-bit half, ties kept in position order, descending, and topk's candidates for long rows.
+Test(reduce_emulated, integer_sorts_are_exact_and_stable) {
+  for (long long n : {7LL, 1000LL, 5000LL}) {
+    for (int descending = 0; descending < 2; descending++) {
+      std::vector<long long> x(2 * n);
+      for (long long i = 0; i < 2 * n; i++)
+        x[i] = ((i * 2654435761LL) % 17 - 8) * (1LL << 40) + (i * 40503 % 5);  // many ties
+      const long long k = n > XR_REDUCE_GPU_SORT_MAX ? 16 : n;
+      xr_reduce_dev_args_t p = rows(XR_REDUCE_DEV_SORT, 2, n, k);
+      p.in_dtype = XR_GPU_I64, p.out_dtype[0] = XR_GPU_I64, p.out_dtype[1] = XR_GPU_I64;
+      p.has_out[1] = 1, p.k = k, p.descending = descending;
+      std::vector<long long> values(2 * k, -7), index(2 * k, -7);
+      run("sort_int", p, x.data(), values.data(), index.data());
+      for (long long r = 0; r < 2; r++) {
+        std::vector<long long> order(n);
+        std::iota(order.begin(), order.end(), 0LL);
+        std::stable_sort(order.begin(), order.end(), [&](long long a, long long b) {
+          return descending ? x[r * n + a] > x[r * n + b] : x[r * n + a] < x[r * n + b];
+        });
+        for (long long j = 0; j < k; j++) {
+          cr_assert_eq(index[r * k + j], order[j], "n %lld desc %d row %lld: [%lld] is %lld, want %lld",
+                       n, descending, r, j, index[r * k + j], order[j]);
+          cr_assert_eq(values[r * k + j], x[r * n + order[j]]);
+        }
       }
     }
   }

@@ -406,10 +406,75 @@ static inline void reduce_integer_cases(const char *device, const char *prefix) 
       rc_expect(rc_scan(&j, "aten::cumsum", dt, v, 1, NULL), device, prefix, seed++);
       rc_expect(rc_scan(&j, "aten::cumprod", dt, v, 0, NULL), device, prefix, seed++);
     }
-  /* sorts of integers stay on the reference, with the reason */
-  xr_op_result_t r = check_op(rc_sort(&j, "int", RC_VIEW(4, 17), -1, true), device);
+}
+
+static const char *const rc_int_dtypes[] = {"int", "long int", "bool", "signed char",
+                                            "unsigned char", "short int"};
+
+/* Integer and bool elements converted to a float dtype= (sum, nansum, mean), logsumexp's
+ * float32 and cumsum with dtype=: the fast kernels load integers as floats. Short rows (a
+ * work-item each on opencl), long ones (a work-group each), transposed and offset views, and
+ * the full reduction. float64 casts stay on the reference, saying so. */
+static inline void reduce_int_float_cases(const char *device, const char *prefix) {
+  rc_json_t j;
+  rc_view_t views[] = {RC_VIEW(4, 17), RC_VIEW(3, 1000),
+                       rc_strided(2, RC_SHAPE(129, 17), RC_SHAPE(1, 129), 0),
+                       rc_strided(2, RC_SHAPE(9, 40), RC_SHAPE(81, 2), 3)};
+  uint64_t seed = 3700;
+#define RC_INT(json) rc_expect(json, device, prefix, seed++)
+  for (size_t d = 0; d < sizeof rc_int_dtypes / sizeof *rc_int_dtypes; d++)
+    for (size_t k = 0; k < sizeof views / sizeof *views; k++) {
+      rc_view_t v = views[k];
+      const char *dt = rc_int_dtypes[d];
+      /* ScalarType codes: 5 float16, 6 float32, 15 bfloat16 */
+      RC_INT(rc_sum(&j, "aten::mean", dt, v, "[1]", false, "6"));
+      RC_INT(rc_sum(&j, "aten::mean", dt, v, "[0]", true, "15"));
+      RC_INT(rc_sum(&j, "aten::mean", dt, v, "null", false, "5"));
+      RC_INT(rc_sum(&j, "aten::sum", dt, v, "[1]", false, "6"));
+      RC_INT(rc_sum(&j, "aten::sum", dt, v, "null", false, "6"));
+      RC_INT(rc_sum(&j, "aten::nansum", dt, v, "[0]", false, "15"));
+      RC_INT(rc_dim_op(&j, "aten::logsumexp", dt, v, "int[1]", "[1]", "false"));
+      RC_INT(rc_scan(&j, "aten::cumsum", dt, v, 1, "6"));
+      RC_INT(rc_scan(&j, "aten::cumsum", dt, v, 0, "15"));
+    }
+  RC_INT(rc_sum(&j, "aten::mean", "int", RC_VIEW(100003), "null", false, "6"));
+#undef RC_INT
+  if (!strcmp(device, "cpu")) return; /* the reference runs float64 there */
+  xr_op_result_t r = check_op(rc_sum(&j, "aten::sum", "int", RC_VIEW(4, 17), "[1]", false, "7"), device);
   cr_assert_eq(r.outcome, XR_OP_UNSUPPORTED, "%s", r.message);
-  cr_assert(strstr(r.message, "run on the reference"), "%s", r.message);
+  cr_assert(strstr(r.message, "double tensors run on the reference"), "%s", r.message);
+}
+
+/* sort, argsort and topk of integer and bool tensors, on their integer values: ties (bool rows,
+ * int8 and uint8 rows longer than 256) keep their positions' order; int64 needs 64-bit keys;
+ * topk of rows longer than a work-group sorts takes the candidates path on opencl. */
+static inline void int_sort_cases(const char *device, const char *prefix) {
+  rc_json_t j;
+  uint64_t seed = 4300;
+#define RC_INT(json) rc_expect(json, device, prefix, seed++)
+  for (size_t d = 0; d < sizeof rc_int_dtypes / sizeof *rc_int_dtypes; d++) {
+    const char *dt = rc_int_dtypes[d];
+    for (size_t s = 0; s < sizeof rc_sizes / sizeof *rc_sizes; s++) {
+      int64_t n = rc_sizes[s];
+      RC_INT(rc_sort(&j, dt, RC_VIEW(7, n), -1, s % 2));
+      RC_INT(rc_sort(&j, dt, RC_VIEW(n, 9), 0, !(s % 2)));
+      RC_INT(rc_topk(&j, dt, RC_VIEW(5, n), n < 5 ? n : 5, 1, true));
+      RC_INT(rc_topk(&j, dt, RC_VIEW(3, n), n, -1, s % 2));
+    }
+    RC_INT(rc_topk(&j, dt, RC_VIEW(2, 50000), 16, -1, true));
+    RC_INT(rc_topk(&j, dt, RC_VIEW(3, 3001), 1, -1, false));
+    rc_begin(&j, "aten::argsort");
+    rc_tensor(&j, "self", "Tensor", dt, &(rc_view_t){.rank = 2, .shape = {4, 300}});
+    rc_kw(&j);
+    rc_value(&j, "stable", "bool", "true");
+    rc_value(&j, "dim", "int", "-1");
+    rc_value(&j, "descending", "bool", "true");
+    RC_INT(rc_end(&j));
+    rc_view_t t = rc_strided(2, RC_SHAPE(33, 20), RC_SHAPE(1, 40), 7);
+    RC_INT(rc_sort(&j, dt, t, 0, false));
+    RC_INT(rc_topk(&j, dt, t, 4, 1, true));
+  }
+#undef RC_INT
 }
 
 /* out= variants (strided out tensors too), empty and 0-d tensors. */
@@ -493,7 +558,9 @@ static inline void reduce_edge_cases(const char *device, const char *prefix) {
   GROUP(scans, scan_cases(device, kernel_impl(device, "reduce")))         \
   GROUP(sorts, sort_cases(device, kernel_impl(device, "reduce")))         \
   GROUP(edges, reduce_edge_cases(device, kernel_impl(device, "reduce")))  \
-  GROUP(integers, reduce_integer_cases(device, kernel_impl(device, "reduce")))
+  GROUP(integers, reduce_integer_cases(device, kernel_impl(device, "reduce"))) \
+  GROUP(int_float, reduce_int_float_cases(device, kernel_impl(device, "reduce"))) \
+  GROUP(int_sorts, int_sort_cases(device, kernel_impl(device, "reduce")))
 #define REDUCE_MATRIX_GAPS(GAP) \
   GAP(cpu, integers, "cpu.reduce computes float inputs; integer ones run on the reference")
 

@@ -37,8 +37,10 @@ Test(reduce, other_dtypes_run_on_the_reference) {
     rc_expect(rc_dim_op(&j, "aten::amax", dtypes[d], v, "int[1]", "[0]", "true"), "cpu", "ref.reduce", seed++);
     rc_expect(rc_dim_op(&j, "aten::min", dtypes[d], v, "int", "1", "false"), "cpu", "ref.reduce", seed++);
     rc_expect(rc_scan(&j, "aten::cumsum", dtypes[d], v, 1, NULL), "cpu", "ref.reduce", seed++);
-    rc_expect(rc_sort(&j, dtypes[d], v, -1, true), "cpu", "ref.reduce", seed++);
-    bool truth = !strcmp(dtypes[d], "bool");
+    bool truth = !strcmp(dtypes[d], "bool"), floating = !strcmp(dtypes[d], "double");
+    /* integer sorts run on cpu.reduce's integer keys */
+    rc_expect(rc_sort(&j, dtypes[d], v, -1, true), "cpu", floating ? "ref.reduce" : "cpu.reduce",
+              seed++);
     rc_expect(rc_dim_op(&j, "aten::any", dtypes[d], v, "int", "1", "false"), "cpu",
               truth ? "cpu.reduce" : "ref.reduce", seed++);
   }
@@ -285,6 +287,45 @@ Test(reduce, integer_results_are_exact) {
     expect_values("max int first", be, &r, (double[]){7}, (int64_t[]){1}, 1);
     r = run_values(rc_dim_op(&j, "aten::min", "int", RC_VIEW(5), "int", "0", "false"), be, ties, 5);
     expect_values("min int first", be, &r, (double[]){-1}, (int64_t[]){2}, 1);
+  }
+}
+
+/* Integer sorts on their integer values (cpu's 32-bit keys, int64's two passes, opencl's 64-bit
+ * keys), stable, and integers averaged as floats: hand-worked values. */
+Test(reduce, integer_sorts_and_integer_means_are_exact) {
+  rc_json_t j;
+  /* 2^33 + 5, -2^33, 5, 2^33 + 1, 5, -1, 2^32 + 5: equal high halves, equal low halves */
+  const double wide[] = {8589934597.0, -8589934592.0, 5, 8589934593.0, 5, -1, 4294967301.0};
+  const double bytes[] = {-128, 127, 0, -1, 127};
+  for (size_t b = 0; b < sizeof backends / sizeof *backends; b++) {
+    const char *be = backends[b];
+    run_result_t r = run_values(rc_sort(&j, "long int", RC_VIEW(7), 0, false), be, wide, 7);
+    if (r.skipped) continue;
+    expect_values("sort int64", be, &r,
+                  (double[]){-8589934592.0, -1, 5, 5, 4294967301.0, 8589934593.0, 8589934597.0},
+                  (int64_t[]){1, 5, 2, 4, 6, 3, 0}, 7);
+    r = run_values(rc_sort(&j, "long int", RC_VIEW(7), 0, true), be, wide, 7);
+    expect_values("sort int64 descending", be, &r,
+                  (double[]){8589934597.0, 8589934593.0, 4294967301.0, 5, 5, -1, -8589934592.0},
+                  (int64_t[]){0, 3, 6, 2, 4, 5, 1}, 7);
+    r = run_values(rc_topk(&j, "long int", RC_VIEW(7), 3, 0, true), be, wide, 7);
+    expect_values("topk int64", be, &r, (double[]){8589934597.0, 8589934593.0, 4294967301.0},
+                  (int64_t[]){0, 3, 6}, 3);
+    r = run_values(rc_topk(&j, "int", RC_VIEW(7), 3, 0, false), be, (double[]){3, -7, 0, -7, 9, 3, 1}, 7);
+    expect_values("topk int32 smallest", be, &r, (double[]){-7, -7, 0}, (int64_t[]){1, 3, 2}, 3);
+    r = run_values(rc_sort(&j, "signed char", RC_VIEW(5), 0, false), be, bytes, 5);
+    expect_values("sort int8", be, &r, (double[]){-128, -1, 0, 127, 127}, (int64_t[]){0, 3, 2, 1, 4}, 5);
+    r = run_values(rc_sort(&j, "bool", RC_VIEW(5), 0, true), be, (double[]){0, 1, 0, 1, 1}, 5);
+    expect_values("sort bool descending", be, &r, (double[]){1, 1, 1, 0, 0},
+                  (int64_t[]){1, 3, 4, 0, 2}, 5);
+    /* torch.tensor([1, 2, 3, 4]).mean(dtype=torch.float32) = 2.5; int8 [-128, 127, 3, 2] with
+     * dtype=bfloat16: 4 / 4 = 1 */
+    r = run_values(rc_sum(&j, "aten::mean", "int", RC_VIEW(4), "null", false, "6"), be,
+                   (double[]){1, 2, 3, 4}, 4);
+    expect_values("mean int32 dtype=float32", be, &r, (double[]){2.5}, NULL, 1);
+    r = run_values(rc_sum(&j, "aten::mean", "signed char", RC_VIEW(4), "[0]", false, "15"), be,
+                   (double[]){-128, 127, 3, 2}, 4);
+    expect_values("mean int8 dtype=bfloat16", be, &r, (double[]){1}, NULL, 1);
   }
 }
 

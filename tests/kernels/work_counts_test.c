@@ -113,6 +113,24 @@ Test(work_counts, reduce) {
                 128.0 * 4096 /* one add per input element */, 4.0 * 128 * 4096 + 4.0 * 128 /* in, sums */);
 }
 
+/* loss: mse_loss (mean) of a [128, 4096] bf16 input against a [4096] target broadcast over the
+ * rows: subtract, square and add per element, one divide; the target read once (its own 4096
+ * elements), one bf16 result. mse_loss_backward (none) of [64, 256] fp32: subtract and two
+ * multiplies per element; grad_output, self and target read, grad_input written. */
+Test(work_counts, loss) {
+  expect_counts(OP("aten::mse_loss", A("self", "Tensor", T(BF16, "[128, 4096]")) ", "
+                                         A("target", "Tensor", T(BF16, "[4096]")) ", "
+                                         A("reduction", "int", "1"), ""),
+                3.0 * 128 * 4096 + 1 /* (x - t)^2 summed, one divide */,
+                2.0 * 128 * 4096 + 2.0 * 4096 /* self, target once */ + 2.0 /* the mean */);
+  expect_counts(OP("aten::mse_loss_backward", A("grad_output", "Tensor", T(F32, "[64, 256]")) ", "
+                                                  A("self", "Tensor", T(F32, "[64, 256]")) ", "
+                                                  A("target", "Tensor", T(F32, "[64, 256]")) ", "
+                                                  A("reduction", "int", "0"), ""),
+                3.0 * 64 * 256 /* norm * (x - t) * grad */,
+                4.0 * 3 * 64 * 256 /* three inputs */ + 4.0 * 64 * 256 /* grad_input */);
+}
+
 /* softmax over the last dim of [16, 1024] fp16: five operations an element (max, subtract, exp,
  * sum, scale); the input read once and the output written once. */
 Test(work_counts, softmax) {

@@ -49,6 +49,7 @@ static const struct gpu_claim {
     {"reduce", "f32 f16 bf16 i8 i32 i64 bool",
      "kernels/reduce_device.c reduce_supports: xr_reduce_check_fast (f32/f16/bf16) and "
      "xr_reduce_int_pipeline (int8/16/32/64, uint8, bool sums, extremes, counts, scans)"},
+    {"loss", "f32 f16 bf16", "kernels/loss_device.c loss_supports (f32/f16/bf16 operands)"},
     {"softmax", "f32 f16 bf16", "kernels/norm_device.c rows_supports: xr_rows_check_fast"},
     {"norm", "f32 f16 bf16", "kernels/norm_device.c rows_supports: xr_rows_check_fast"},
     {"conv", "f32 f16 bf16", "kernels/conv_device.c conv_supports (gpu.conv)"},

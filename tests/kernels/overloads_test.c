@@ -169,7 +169,7 @@ static bool is_result(const xr_schema_arg_t *a) {
  * of a result argument (NULL: leave it out). False when the argument is left out. */
 static bool generic_arg(text_t *t, const char *op, const xr_schema_arg_t *a,
                         const xr_tensor_desc_t *result) {
-  static const char *const index_names[] = {"index", "indices", "target", NULL};
+  static const char *const index_names[] = {"index", "indices", NULL};
   static const char *const dim_names[] = {"dim", "dim0", "dim1", "start_dim", NULL};
   static const char *const shape_names[] = {"size", "sizes", "shape", "normalized_shape", NULL};
   if (is_result(a) && !result) return false;

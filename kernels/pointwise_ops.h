@@ -116,6 +116,12 @@ XR_PW_INT_HELPER XR_PW_I pw_ishr(XR_PW_I x, XR_PW_I y) {
 #ifdef XR_PW
 /* NaN propagates through every comparison-based op, as torch's kernels do. */
 #define XR_PW_NAN(a) ((a) != (a))
+/* Infinity, as 1 / 0 unless the backend names a constant: GCC keeps 1.0f / 0.0f a run-time
+ * division (it would raise divide-by-zero), which stops the cpu's loops from vectorising. */
+#ifndef XR_PW_INF
+#define XR_PW_INF (K(1) / K(0))
+#define XR_PW_INF_DEFAULT
+#endif
 /* min(max(x, lo), hi) where a NaN bound (None) is not applied: its comparisons are false. */
 #define pw_clamp(x, lo, hi) \
   (((x) < (lo) ? (lo) : (x)) > (hi) ? (hi) : ((x) < (lo) ? (lo) : (x)))
@@ -173,17 +179,16 @@ XR_PW(LOGIT, "logit", FLOAT, "self", "eps=None", 4,
                     : pw_log((a < p0 ? p0 : a > K(1) - p0 ? K(1) - p0 : a) /
                              (K(1) - (a < p0 ? p0 : a > K(1) - p0 ? K(1) - p0 : a))), 0)
 XR_PW(ISNAN, "isnan", PRED, "self", "", 1, B(XR_PW_NAN(a)), 0)
-XR_PW(ISINF, "isinf", PRED, "self", "", 1, B(pw_fabs(a) == K(1) / K(0)), 0)
-XR_PW(ISFINITE, "isfinite", PRED, "self", "", 1, B(pw_fabs(a) < K(1) / K(0)), 1)
+XR_PW(ISINF, "isinf", PRED, "self", "", 1, B(pw_fabs(a) == XR_PW_INF), 0)
+XR_PW(ISFINITE, "isfinite", PRED, "self", "", 1, B(pw_fabs(a) < XR_PW_INF), 1)
 /* nan_to_num: None bounds read as the result dtype's largest finite values (set at planning). */
 XR_PW(NAN_TO_NUM, "nan_to_num", SAME, "self", "nan=0,posinf=None,neginf=None", 2,
-      XR_PW_NAN(a) ? p0 : a == K(1) / K(0) ? p1 : a == -K(1) / K(0) ? p2 : a, a)
+      XR_PW_NAN(a) ? p0 : a == XR_PW_INF ? p1 : a == -XR_PW_INF ? p2 : a, a)
 XR_PW(CLAMP, "clamp", SAME, "self", "min=None,max=None", 2,
       XR_PW_NAN(a) ? a : pw_clamp(a, p0, p1), pw_clamp(a, ip0, ip1))
-XR_PW(CLAMP_MIN, "clamp_min", SAME, "self", "min=None", 1,
-      XR_PW_NAN(a) ? a : pw_clamp(a, p0, K(1) / K(0)), a < ip0 ? ip0 : a)
-XR_PW(CLAMP_MAX, "clamp_max", SAME, "self", "max=None", 1,
-      XR_PW_NAN(a) ? a : pw_clamp(a, -K(1) / K(0), p0), a > ip0 ? ip0 : a)
+/* One bound: a NaN self or bound (None) compares false and self stays. */
+XR_PW(CLAMP_MIN, "clamp_min", SAME, "self", "min=None", 1, a < p0 ? p0 : a, a < ip0 ? ip0 : a)
+XR_PW(CLAMP_MAX, "clamp_max", SAME, "self", "max=None", 1, a > p0 ? p0 : a, a > ip0 ? ip0 : a)
 XR_PW(LOGICAL_NOT, "logical_not", LOGIC, "self", "", 1, B(a == K(0)), a == 0)
 XR_PW(BITWISE_NOT, "bitwise_not", BITS, "self", "", 1, 0, boolean ? !a : ~a)
 /* binary */
@@ -242,4 +247,8 @@ XR_PW(ADDCMUL, "addcmul", SAME, "self,tensor1,tensor2", "value=1", 3, a + p0 * b
 XR_PW(ADDCDIV, "addcdiv", FLOAT, "self,tensor1,tensor2", "value=1", 3, a + p0 * b / c, 0)
 #undef XR_PW_NAN
 #undef pw_clamp
+#ifdef XR_PW_INF_DEFAULT
+#undef XR_PW_INF
+#undef XR_PW_INF_DEFAULT
+#endif
 #endif

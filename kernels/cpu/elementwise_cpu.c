@@ -217,6 +217,7 @@ MATH float gelu_approx(float x) {
  * CPU has an instruction (sqrt, floor, rint, fabs ...: the library builds with -fno-math-errno). */
 #define K(x) ((float)(x))
 #define B(c) ((c) ? 1.0f : 0.0f)
+#define XR_PW_INF __builtin_inff()
 #define expf exp_approx
 #define XR_PW_MATH1(fn) MATH float pw_##fn(float x) { return fn##f(x); }
 #define XR_PW_MATH2(fn) MATH float pw_##fn(float x, float y) { return fn##f(x, y); }
@@ -250,6 +251,7 @@ XR_CPU_CLONES static void table_block(const xr_ew_step_t *s, float *restrict r,
 }
 #undef K
 #undef B
+#undef XR_PW_INF
 #undef pw_erfinv
 
 XR_CPU_CLONES static void compute_block(const xr_ew_step_t *s, float *restrict r, const float *restrict a,

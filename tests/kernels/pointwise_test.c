@@ -155,6 +155,27 @@ Test(pointwise_exact, roll_without_dims_rolls_the_flattened_tensor) {
                                 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 24);
 }
 
+/* clamp_min and clamp_max with one bound: a NaN self stays NaN (torch propagates it), infinities
+ * are clamped like any value; hand-worked. */
+Test(pointwise_exact, one_sided_clamps_keep_nan_and_clamp_infinities) {
+  static const exact_run_t runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.elementwise"},
+                                     {"cpu", XR_KERNEL_BEST, "cpu.elementwise"},
+                                     {"opencl", XR_KERNEL_BEST, "opencl.elementwise"}};
+  static const char *const ops[] = {"aten::clamp_min", "aten::clamp_max"};
+  static const char *const bounds[] = {"min", "max"};
+  static const double want[2][6] = {{NAN, 0.5, 0.5, 2, 0.5, INFINITY},
+                                    {NAN, -1, 0.5, 0.5, -INFINITY, 0.5}};
+  for (int k = 0; k < 2; k++) {
+    text_t t = {0}, args = {0};
+    const char *self = EXACT_DATA(&t, "float", float, 1, SHAPE(6), NAN, -1, 0.5f, 2, -INFINITY,
+                                  INFINITY);
+    put(&args, "{\"name\": \"self\", \"type\": \"Tensor\", \"value\": %s}, "
+        "{\"name\": \"%s\", \"type\": \"Scalar\", \"value\": 0.5}", self, bounds[k]);
+    exact_expect(bundle(ops[k], args.s, NULL), ops[k], "return0", want[k], 6, runs,
+                 sizeof runs / sizeof *runs);
+  }
+}
+
 /* Plans the one-op bundle; returns the status, the result dtype in *out_dtype when OK. */
 static xr_status_t plan_dtype(const char *json, xr_dtype_t *out_dtype) {
   xr_bundle_t *b;

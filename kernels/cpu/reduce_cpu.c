@@ -285,7 +285,9 @@ typedef struct state {
 
 typedef enum shape {
   SHAPE_ROWS = 0,
+  SHAPE_SUM_ROWS, /* SHAPE_ROWS' sums and means of one contiguous run each: no state per output */
   SHAPE_COLUMNS,
+  SHAPE_SUM_COLUMNS, /* SHAPE_COLUMNS' sums and means along one reduced dim, likewise */
   SHAPE_SCAN_ROWS,
   SHAPE_SCAN_COLUMNS,
   SHAPE_SORT,
@@ -479,6 +481,23 @@ static void store_value(const cpu_reduce_t *s, int k, int64_t i, double v) {
   }
 }
 
+/* Output slot 0's n floats v[] at index i, stride os (elements): scans, and the sums of
+ * sum_columns (outputs f32, bf16 or f16). */
+static void store_run(const cpu_reduce_t *s, int64_t i, int64_t os, const float *v, int64_t n) {
+  char *b = s->out[0];
+  switch (s->p->out[0].dtype) {
+    case XR_DTYPE_F32:
+      for (int64_t j = 0; j < n; j++) ((float *)b)[i + j * os] = v[j];
+      break;
+    case XR_DTYPE_BF16:
+      for (int64_t j = 0; j < n; j++) ((uint16_t *)b)[i + j * os] = xr_f32_to_bf16(v[j]);
+      break;
+    default:
+      for (int64_t j = 0; j < n; j++) ((uint16_t *)b)[i + j * os] = xr_f32_to_f16(v[j]);
+      break;
+  }
+}
+
 /* The outputs of output position o from its state. */
 static void finish(const cpu_reduce_t *s, const state_t *st, int64_t o) {
   const xr_reduce_problem_t *p = s->p;
@@ -566,6 +585,25 @@ static void rows_items(void *ctx, size_t begin, size_t end) {
     rows_range(s, o, k0, k1, &st);
     if (s->chunks == 1) finish(s, &st, o);
     else s->partials[item] = st;
+  }
+}
+
+/* Sums and means whose outputs each read one contiguous run of at most FUSED_RUN elements, at
+ * a fixed input stride, into outputs at a fixed stride (a mean over H x W, a sum over the last
+ * dim): rows_range and finish's arithmetic without their per-output state. */
+static void sum_rows(void *ctx, size_t begin, size_t end) {
+  const cpu_reduce_t *s = ctx;
+  const xr_reduce_problem_t *p = s->p;
+  const int64_t n = p->red_shape[0], in_stride = p->in_outer[0] * (int64_t)s->in_size;
+  const int64_t out_stride = p->out[XR_REDUCE_VALUES].outer_strides[0];
+  const double divisor = p->op == XR_REDUCE_MEAN ? (double)p->red_numel : 1.0;
+  for (size_t o = begin; o < end; o++) {
+    const char *src = s->in + (int64_t)o * in_stride;
+    const uint16_t *h = (const uint16_t *)src;
+    double a = p->in_dtype == XR_DTYPE_F32    ? block_sum((const float *)src, n)
+               : p->in_dtype == XR_DTYPE_BF16 ? block_sum_bf16(h, n)
+                                              : block_sum_f16(h, n);
+    store_value(s, 0, (int64_t)o * out_stride, a / divisor);
   }
 }
 
@@ -657,6 +695,44 @@ XR_CPU_CLONES static void columns_range(const cpu_reduce_t *s, int64_t o0, int64
   }
 }
 
+/* Runs `body` (using j) for j in [0, t), with a constant trip count for full tiles so that the
+ * compiler's cheap vectoriser takes the loop. */
+#define TILE_LOOP(t, ...)                                                     \
+  do {                                                                        \
+    if ((t) == TILE) {                                                        \
+      for (int64_t j = 0; j < TILE; j++) { __VA_ARGS__; }                     \
+    } else {                                                                  \
+      for (int64_t j = 0; j < (t); j++) { __VA_ARGS__; }                      \
+    }                                                                         \
+  } while (0)
+
+/* Sums and means of tiles of contiguous outputs along one reduced dim (a sum over the batch
+ * dim): columns_range's first pass and finish's arithmetic, without the per-output state. */
+XR_CPU_CLONES static void sum_columns(void *ctx, size_t begin, size_t end) {
+  const cpu_reduce_t *s = ctx;
+  const xr_reduce_problem_t *p = s->p;
+  const int64_t n = p->red_shape[0], step = p->in_red[0] * (int64_t)s->in_size;
+  const int64_t out_stride = p->out[XR_REDUCE_VALUES].outer_strides[0];
+  const double divisor = p->op == XR_REDUCE_MEAN ? (double)p->red_numel : 1.0;
+  float buf[TILE];
+  double acc[TILE];
+  for (size_t u = begin; u < end; u++) {
+    int64_t o0, t;
+    tile_of(s, (int64_t)u, &o0, &t);
+    const char *src = s->in + o0 * p->in_outer[0] * (int64_t)s->in_size;
+    TILE_LOOP(t, acc[j] = 0);
+    for (int64_t k = 0; k < n; k++, src += step) {
+      const float *f = (const float *)src;
+      const uint16_t *h = (const uint16_t *)src;
+      if (p->in_dtype == XR_DTYPE_F32) TILE_LOOP(t, acc[j] += f[j]);
+      else if (p->in_dtype == XR_DTYPE_BF16) TILE_LOOP(t, acc[j] += xr_bits_to_f32((uint32_t)h[j] << 16));
+      else TILE_LOOP(t, acc[j] += xr_f16_to_f32(h[j]));
+    }
+    TILE_LOOP(t, buf[j] = (float)(acc[j] / divisor));
+    store_run(s, o0 * out_stride, out_stride, buf, t);
+  }
+}
+
 static void columns_items(void *ctx, size_t begin, size_t end) {
   const cpu_reduce_t *s = ctx;
   state_t st[TILE];
@@ -688,22 +764,6 @@ static void combine(void *ctx) {
 
 /* ------------------------------------------------------------------------------------------ */
 /* scans                                                                                       */
-
-/* Output slot 0's n floats v[] at index i, stride os (elements). */
-static void store_run(const cpu_reduce_t *s, int64_t i, int64_t os, const float *v, int64_t n) {
-  char *b = s->out[0];
-  switch (s->p->out[0].dtype) {
-    case XR_DTYPE_F32:
-      for (int64_t j = 0; j < n; j++) ((float *)b)[i + j * os] = v[j];
-      break;
-    case XR_DTYPE_BF16:
-      for (int64_t j = 0; j < n; j++) ((uint16_t *)b)[i + j * os] = xr_f32_to_bf16(v[j]);
-      break;
-    default:
-      for (int64_t j = 0; j < n; j++) ((uint16_t *)b)[i + j * os] = xr_f32_to_f16(v[j]);
-      break;
-  }
-}
 
 static void scan_rows(void *ctx, size_t begin, size_t end) {
   const cpu_reduce_t *s = ctx;
@@ -967,6 +1027,13 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
       if (s->chunks > MAX_CHUNKS) s->chunks = MAX_CHUNKS;
       if (s->chunks > p->red_numel) s->chunks = p->red_numel;
     }
+    /* Sums and means over one dim into one run of outputs skip the general state. */
+    bool plain_sum = s->chunks == 1 && (p->op == XR_REDUCE_SUM || p->op == XR_REDUCE_MEAN) &&
+                     !s->round && xr_reduce_fast_dtype(p->in_dtype) && p->outer_rank == 1 &&
+                     p->red_rank == 1 && p->out[XR_REDUCE_INDICES].index < 0;
+    if (plain_sum && s->shape == SHAPE_ROWS && p->in_red[0] == 1 && p->red_shape[0] <= FUSED_RUN)
+      s->shape = SHAPE_SUM_ROWS;
+    if (plain_sum && s->shape == SHAPE_COLUMNS) s->shape = SHAPE_SUM_COLUMNS;
     if (s->chunks > 1) {
       s->partials = malloc(sizeof *s->partials * (size_t)(s->units * s->chunks * (columns ? TILE : 1)));
       if (!s->partials) {
@@ -999,7 +1066,11 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
       size_t items = (size_t)(s->units * s->chunks);
       xr_status_t st = xr_hal_stream_enqueue_parallel(
           stream, items, s->chunks > 1 ? 1 : (size_t)s->grain,
-          s->shape == SHAPE_ROWS ? rows_items : columns_items, s);
+          s->shape == SHAPE_SUM_ROWS      ? sum_rows
+          : s->shape == SHAPE_SUM_COLUMNS ? sum_columns
+          : s->shape == SHAPE_ROWS        ? rows_items
+                                          : columns_items,
+          s);
       if (st == XR_OK && s->chunks > 1) st = xr_hal_stream_enqueue_host(stream, combine, s);
       return st;
     }

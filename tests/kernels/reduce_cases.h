@@ -245,10 +245,20 @@ static inline void reduce_row_cases(const char *device, const char *prefix) {
   }
 }
 
-/* Other dims of [5, 33, 7]: first, middle, several, negative, every dim; keepdim both ways. */
+/* Other dims of [5, 33, 7]: first, middle, several, negative, every dim; keepdim both ways. And
+ * a ResNet head's: the sum over a batch of 1000 logits (full tiles of columns and a partial
+ * one), the mean over H x W (one contiguous run per output). */
 static inline void reduce_dim_cases(const char *device, const char *prefix) {
   rc_json_t j;
   uint64_t seed = 500;
+  for (size_t d = 0; d < 3; d++) {
+    rc_expect(rc_sum(&j, "aten::sum", rc_dtypes[d], RC_VIEW(10, 1000), "[0]", true, NULL), device,
+              prefix, seed++);
+    rc_expect(rc_sum(&j, "aten::mean", rc_dtypes[d], RC_VIEW(10, 1000), "[0]", false, NULL), device,
+              prefix, seed++);
+    rc_expect(rc_sum(&j, "aten::mean", rc_dtypes[d], RC_VIEW(4, 64, 7, 7), "[-1, -2]", true, NULL),
+              device, prefix, seed++);
+  }
   static const char *const dims[] = {"[0]", "[1]", "[0, 2]", "[-1, -2]", "[]", "null"};
   rc_view_t v = RC_VIEW(5, 33, 7);
   for (size_t d = 0; d < 3; d++) {

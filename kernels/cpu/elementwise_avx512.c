@@ -46,7 +46,7 @@ bool xr_ew_avx512_takes(const xr_ew_step_t *s) {
   switch (s->op) {
     case XR_EW_ADD: case XR_EW_SUB: case XR_EW_MUL: case XR_EW_DIV: case XR_EW_COPY:
     case XR_EW_GELU: case XR_EW_GELU_TANH: case XR_EW_SILU: case XR_EW_SILU_AND_MUL:
-    case XR_EW_GELU_AND_MUL: case XR_EW_GELU_TANH_AND_MUL: break;
+    case XR_EW_GELU_AND_MUL: case XR_EW_GELU_TANH_AND_MUL: case XR_EW_THRESHOLD_BACKWARD: break;
     default: return false;
   }
   return wide_in && b_ok && out_ok && s->a.strides[in] == 1 && s->out.strides[in] == 1;
@@ -132,6 +132,7 @@ XR_AVX512_INLINE __m128i fp8_encode(__m512 v, const fp8_lanes_t *F) {
 /* ------------------------------------------------------------------------------------------ */
 /* rows                                                                                        */
 
+/* `alpha`: add's and sub's alpha, threshold_backward's threshold (constant()). */
 XR_AVX512_INLINE __m512 compute(xr_ew_op_t op, __m512 a, __m512 b, __m512 alpha) {
   switch (op) {
     case XR_EW_ADD: return _mm512_fmadd_ps(alpha, b, a);
@@ -144,8 +145,15 @@ XR_AVX512_INLINE __m512 compute(xr_ew_op_t op, __m512 a, __m512 b, __m512 alpha)
     case XR_EW_SILU_AND_MUL: return _mm512_mul_ps(xr_avx512_silu(a), b);
     case XR_EW_GELU_AND_MUL: return _mm512_mul_ps(gelu_erf(a), b);
     case XR_EW_GELU_TANH_AND_MUL: return _mm512_mul_ps(gelu_tanh(a), b);
+    /* grad where self > threshold, else 0 (a NaN self compares false, as the table's) */
+    case XR_EW_THRESHOLD_BACKWARD: return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(b, alpha, _CMP_GT_OQ), a);
     default: return a; /* COPY */
   }
+}
+
+/* compute()'s constant operand for the step. */
+static inline float constant(const xr_ew_step_t *s) {
+  return s->op == XR_EW_THRESHOLD_BACKWARD ? (float)s->param[0] : (float)s->alpha;
 }
 
 enum { PREFETCH_AHEAD = 2048 }; /* elements */
@@ -169,7 +177,7 @@ XR_AVX512_INLINE void vector_at(xr_ew_op_t op, const row_args_t *r, __m512 bv, i
   if (r->b) _mm_prefetch(r->b + (i + PREFETCH_AHEAD) * r->eb, _MM_HINT_T0);
   __m512 av = xr_avx512_load(r->a + i * r->ea, s->a.dtype, m);
   if (r->b) bv = xr_avx512_load(r->b + i * r->eb, s->b.dtype, m);
-  __m512 v = compute(op, av, bv, _mm512_set1_ps((float)s->alpha));
+  __m512 v = compute(op, av, bv, _mm512_set1_ps(constant(s)));
   char *o = r->out + i * r->eo;
   if (!r->fp8) {
     xr_avx512_store(o, s->out.dtype, v, m, stream);
@@ -190,7 +198,7 @@ XR_AVX512_INLINE void pairs_at(xr_ew_op_t op, const row_args_t *r, __m512 bv, in
     _mm_prefetch(r->b + (i + PREFETCH_AHEAD) * 2, _MM_HINT_T0);
     xr_avx512_load_bf16_pairs(r->b + i * 2, &b_even, &b_odd);
   }
-  const __m512 alpha = _mm512_set1_ps((float)r->s->alpha);
+  const __m512 alpha = _mm512_set1_ps(constant(r->s));
   __m512i h = xr_avx512_bf16_encode_pairs(compute(op, a_even, b_even, alpha),
                                           compute(op, a_odd, b_odd, alpha));
   if (stream) _mm512_stream_si512((void *)(r->out + i * 2), h);
@@ -245,6 +253,7 @@ XR_AVX512 void xr_ew_avx512_row(const xr_ew_step_t *s, char *out, const char *a,
     ROW_CASE(XR_EW_SILU_AND_MUL)
     ROW_CASE(XR_EW_GELU_AND_MUL)
     ROW_CASE(XR_EW_GELU_TANH_AND_MUL)
+    ROW_CASE(XR_EW_THRESHOLD_BACKWARD)
     default: row(XR_EW_COPY, s, out, a, b, sb, scalar, n, stream); return;
   }
 }

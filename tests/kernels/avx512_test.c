@@ -151,6 +151,38 @@ Test(avx512, broadcast_multiplier_of_any_dtype) {
   }
 }
 
+/* threshold_backward: grad where self > threshold, else 0; a NaN self, or self at the
+ * threshold, gives 0; f32 rows (16 lanes) and bf16 rows (pairs of 16, a masked tail). */
+Test(avx512, threshold_backward_keeps_the_gradient_above_the_threshold) {
+  require_avx512();
+  enum { N = 45 };
+  float grad[N], self[N], got[N];
+  uint16_t grad16[N], self16[N], got16[N];
+  for (int i = 0; i < N; i++) {
+    grad[i] = (float)i - 20.5f;
+    self[i] = i % 7 == 0 ? NAN : i % 5 == 0 ? 0.25f : (float)(i % 3) - 0.75f;
+    grad16[i] = xr_f32_to_bf16(grad[i]), self16[i] = xr_f32_to_bf16(self[i]);
+  }
+  for (int bf16 = 0; bf16 < 2; bf16++) {
+    xr_dtype_t dt = bf16 ? XR_DTYPE_BF16 : XR_DTYPE_F32;
+    xr_ew_step_t s = step(XR_EW_THRESHOLD_BACKWARD, dt, dt, N);
+    s.b.index = 1;
+    s.b.dtype = dt;
+    s.b.strides[0] = 1;
+    s.param[0] = 0.25; /* the threshold */
+    cr_assert(xr_ew_avx512_takes(&s));
+    if (bf16) xr_ew_avx512_row(&s, (char *)got16, (const char *)grad16, (const char *)self16, 0, N, false);
+    else xr_ew_avx512_row(&s, (char *)got, (const char *)grad, (const char *)self, 0, N, false);
+    for (int i = 0; i < N; i++) {
+      float want = self[i] > 0.25f ? grad[i] : 0.0f;
+      float g = bf16 ? xr_bits_to_f32((uint32_t)got16[i] << 16) : got[i];
+      if (bf16) want = xr_bits_to_f32((uint32_t)xr_f32_to_bf16(want) << 16);
+      cr_assert_eq(g, want, "%s element %d (self %g): %g, expected %g", xr_dtype_name(dt), i,
+                   self[i], g, want);
+    }
+  }
+}
+
 Test(avx512, fp8_encode_matches_kernels_dtype) {
   require_avx512();
   static const xr_dtype_t kinds[] = {XR_DTYPE_F8E4M3FN, XR_DTYPE_F8E5M2, XR_DTYPE_F8E4M3FNUZ,

@@ -37,7 +37,7 @@ Test(vision, onednn_runs_the_cases_it_matches, .timeout = 300) {
    * forms, backwards in both forms */
   const size_t norm_onednn[] = {1, 3, 5, 9, 12, 23, 24, 25};
   /* NCHW batch norm (faster on cpu.channel_norm), group norm */
-  const size_t norm_ours[] = {0, 4, 7, 8, 10, 14};
+  const size_t norm_ours[] = {0, 4, 7, 8, 10, 14, 26};
   const size_t pools = sizeof pool_cases / sizeof *pool_cases,
                norms = sizeof cn_cases / sizeof *cn_cases;
   for (size_t i = 0; i < sizeof pool_onednn / sizeof *pool_onednn; i++) {

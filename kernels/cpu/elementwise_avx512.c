@@ -1,7 +1,8 @@
 /* cpu.elementwise's AVX-512 path: the arithmetic, activations and conversions of rows whose
  * operands are contiguous (or a broadcast value), f32, bf16 or f16 in, those or fp8 out, in one
  * pass of 16 elements at a time: widen, compute, round and store without the block buffers of
- * the portable pipeline (kernels/cpu/elementwise_cpu.c), which takes everything else.
+ * the portable pipeline (kernels/cpu/elementwise_cpu.c), which takes everything else. Of the
+ * pointwise table, threshold_backward and the one-sided clamps (ReLU's backward and forward).
  *
  * Results agree with the portable path to a few float ulps (same polynomials; reciprocals by
  * vrcp14ps + Newton-Raphson instead of divisions, except for aten::div itself); conversions are
@@ -46,7 +47,8 @@ bool xr_ew_avx512_takes(const xr_ew_step_t *s) {
   switch (s->op) {
     case XR_EW_ADD: case XR_EW_SUB: case XR_EW_MUL: case XR_EW_DIV: case XR_EW_COPY:
     case XR_EW_GELU: case XR_EW_GELU_TANH: case XR_EW_SILU: case XR_EW_SILU_AND_MUL:
-    case XR_EW_GELU_AND_MUL: case XR_EW_GELU_TANH_AND_MUL: case XR_EW_THRESHOLD_BACKWARD: break;
+    case XR_EW_GELU_AND_MUL: case XR_EW_GELU_TANH_AND_MUL: case XR_EW_THRESHOLD_BACKWARD:
+    case XR_EW_CLAMP_MIN: case XR_EW_CLAMP_MAX: break;
     default: return false;
   }
   return wide_in && b_ok && out_ok && s->a.strides[in] == 1 && s->out.strides[in] == 1;
@@ -132,7 +134,8 @@ XR_AVX512_INLINE __m128i fp8_encode(__m512 v, const fp8_lanes_t *F) {
 /* ------------------------------------------------------------------------------------------ */
 /* rows                                                                                        */
 
-/* `alpha`: add's and sub's alpha, threshold_backward's threshold (constant()). */
+/* `alpha`: add's and sub's alpha, threshold_backward's threshold, the clamps' bound
+ * (constant()). */
 XR_AVX512_INLINE __m512 compute(xr_ew_op_t op, __m512 a, __m512 b, __m512 alpha) {
   switch (op) {
     case XR_EW_ADD: return _mm512_fmadd_ps(alpha, b, a);
@@ -147,13 +150,17 @@ XR_AVX512_INLINE __m512 compute(xr_ew_op_t op, __m512 a, __m512 b, __m512 alpha)
     case XR_EW_GELU_TANH_AND_MUL: return _mm512_mul_ps(gelu_tanh(a), b);
     /* grad where self > threshold, else 0 (a NaN self compares false, as the table's) */
     case XR_EW_THRESHOLD_BACKWARD: return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(b, alpha, _CMP_GT_OQ), a);
+    /* the bound where self is beyond it (a NaN self or bound compares false: self stays) */
+    case XR_EW_CLAMP_MIN: return _mm512_mask_mov_ps(a, _mm512_cmp_ps_mask(a, alpha, _CMP_LT_OQ), alpha);
+    case XR_EW_CLAMP_MAX: return _mm512_mask_mov_ps(a, _mm512_cmp_ps_mask(a, alpha, _CMP_GT_OQ), alpha);
     default: return a; /* COPY */
   }
 }
 
 /* compute()'s constant operand for the step. */
 static inline float constant(const xr_ew_step_t *s) {
-  return s->op == XR_EW_THRESHOLD_BACKWARD ? (float)s->param[0] : (float)s->alpha;
+  bool param = s->op == XR_EW_THRESHOLD_BACKWARD || s->op == XR_EW_CLAMP_MIN || s->op == XR_EW_CLAMP_MAX;
+  return param ? (float)s->param[0] : (float)s->alpha;
 }
 
 enum { PREFETCH_AHEAD = 2048 }; /* elements */
@@ -254,6 +261,8 @@ XR_AVX512 void xr_ew_avx512_row(const xr_ew_step_t *s, char *out, const char *a,
     ROW_CASE(XR_EW_GELU_AND_MUL)
     ROW_CASE(XR_EW_GELU_TANH_AND_MUL)
     ROW_CASE(XR_EW_THRESHOLD_BACKWARD)
+    ROW_CASE(XR_EW_CLAMP_MIN)
+    ROW_CASE(XR_EW_CLAMP_MAX)
     default: row(XR_EW_COPY, s, out, a, b, sb, scalar, n, stream); return;
   }
 }

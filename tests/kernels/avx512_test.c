@@ -151,6 +151,35 @@ Test(avx512, broadcast_multiplier_of_any_dtype) {
   }
 }
 
+/* clamp_min and clamp_max with a bound of 0.25: self beyond it becomes it, a NaN self stays;
+ * f32 and bf16 rows with a masked tail. */
+Test(avx512, one_sided_clamps_keep_nan) {
+  require_avx512();
+  enum { N = 45 };
+  float x[N], got[N];
+  uint16_t x16[N], got16[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = i % 7 == 0 ? NAN : i % 11 == 0 ? INFINITY : ((float)i - 22) / 8;
+    x16[i] = xr_f32_to_bf16(x[i]);
+  }
+  for (int max = 0; max < 2; max++)
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+      xr_dtype_t dt = bf16 ? XR_DTYPE_BF16 : XR_DTYPE_F32;
+      xr_ew_step_t s = step(max ? XR_EW_CLAMP_MAX : XR_EW_CLAMP_MIN, dt, dt, N);
+      s.param[0] = 0.25;
+      cr_assert(xr_ew_avx512_takes(&s));
+      if (bf16) xr_ew_avx512_row(&s, (char *)got16, (const char *)x16, NULL, 0, N, false);
+      else xr_ew_avx512_row(&s, (char *)got, (const char *)x, NULL, 0, N, false);
+      for (int i = 0; i < N; i++) {
+        float want = max ? (x[i] > 0.25f ? 0.25f : x[i]) : (x[i] < 0.25f ? 0.25f : x[i]);
+        float g = bf16 ? xr_bits_to_f32((uint32_t)got16[i] << 16) : got[i];
+        if (bf16) want = xr_bits_to_f32((uint32_t)xr_f32_to_bf16(want) << 16);
+        cr_assert(isnan(want) ? isnan(g) : g == want, "%s %s element %d (%g): %g, expected %g",
+                  max ? "clamp_max" : "clamp_min", xr_dtype_name(dt), i, x[i], g, want);
+      }
+    }
+}
+
 /* threshold_backward: grad where self > threshold, else 0; a NaN self, or self at the
  * threshold, gives 0; f32 rows (16 lanes) and bf16 rows (pairs of 16, a masked tail). */
 Test(avx512, threshold_backward_keeps_the_gradient_above_the_threshold) {

@@ -1,8 +1,8 @@
 /* cpu.elementwise's AVX-512 path: the arithmetic, activations and conversions of rows whose
  * operands are contiguous (or a broadcast value), f32, bf16 or f16 in, those or fp8 out, in one
  * pass of 16 elements at a time: widen, compute, round and store without the block buffers of
- * the portable pipeline (kernels/cpu/elementwise_cpu.c), which takes everything else. Of the
- * pointwise table, threshold_backward and the one-sided clamps (ReLU's backward and forward).
+ * the portable pipeline (kernels/cpu/elementwise_cpu.c), which takes everything else. Three
+ * ops of the pointwise table come here too: threshold_backward and the one-sided clamps.
  *
  * Results agree with the portable path to a few float ulps (same polynomials; reciprocals by
  * vrcp14ps + Newton-Raphson instead of divisions, except for aten::div itself); conversions are

@@ -750,10 +750,13 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
     int64_t per_item = c->path == PATH_TRANSPOSE || c->transposed ? TILE * TILE
                        : c->inner < c->block      ? c->inner
                                                   : c->block;
-    size_t grain = (size_t)(MIN_ELEMENTS_PER_CHUNK / per_item);
-    xr_status_t status = xr_hal_stream_enqueue_parallel(stream, (size_t)c->items,
-                                                        grain ? grain : 1, run_items,
-                                                        (void *)c);
+    /* Tasks of at least MIN_ELEMENTS_PER_CHUNK elements, of equal size: 70 blocks at a minimum
+     * of 64 are one task, not 64 and a lone 6 that cost a thread's wake-up for nothing. */
+    size_t min_grain = (size_t)(MIN_ELEMENTS_PER_CHUNK / per_item), items = (size_t)c->items;
+    size_t tasks = min_grain ? items / min_grain : items;
+    if (tasks < 1) tasks = 1;
+    size_t grain = (items + tasks - 1) / tasks;
+    xr_status_t status = xr_hal_stream_enqueue_parallel(stream, items, grain, run_items, (void *)c);
     if (status != XR_OK) return status;
   }
   return XR_OK;

@@ -1,10 +1,11 @@
 /* cpu.channel_norm: batch norm and group norm (kernels/channel_norm.h) on the cpu in fp32, one
- * statistic per task on the device's thread pool (a channel for batch norm, a sample's group of
- * channels for group norm; group norm's parameter gradients one channel per task). Each task
+ * statistic per work item on the device's thread pool (a channel for batch norm, batched into
+ * tasks of about TASK_ELEMENTS elements; a sample's group of channels for group norm; group
+ * norm's parameter gradients one channel per task). Each item
  * gathers its elements (any strides, fp32 / fp16 / bf16) into a contiguous fp32 buffer once,
- * takes the mean, then the variance around it (sums in double), and writes its results rounded
- * once. Semantics
- * as the reference (kernels/channel_norm.c). */
+ * takes the mean and the variance (batch norm: the sum and the sum of squares in one pass; group
+ * norm: the mean, then the squares around it; sums in double), and writes its results rounded
+ * once. Semantics as the reference (kernels/channel_norm.c). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -54,6 +55,20 @@ static void scatter(const cpu_cn_t *s, int k, int64_t n0, int64_t n1, int64_t c0
 /* Sums in double: as cheap as fp32 next to the loads, and exact enough for any count; 16
  * partial sums, a constant trip count the -O2 vectoriser takes. */
 enum { LANES = 16 };
+
+/* The sum and the sum of squares of x[0, count), in one pass. */
+XR_CPU_CLONES static void sums_of(const float *x, int64_t count, double *sum, double *sum_sq) {
+  double acc[LANES] = {0}, acc_sq[LANES] = {0}, s = 0, q = 0;
+  int64_t i = 0;
+  for (; i + LANES <= count; i += LANES)
+    for (int j = 0; j < LANES; j++) {
+      double v = x[i + j];
+      acc[j] += v, acc_sq[j] += v * v;
+    }
+  for (int j = 0; j < LANES; j++) s += acc[j], q += acc_sq[j];
+  for (; i < count; i++) s += x[i], q += (double)x[i] * x[i];
+  *sum = s, *sum_sq = q;
+}
 
 XR_CPU_CLONES static double mean_of(const float *x, int64_t count) {
   double acc[LANES] = {0}, sum = 0;
@@ -117,8 +132,12 @@ XR_CPU_CLONES static void batch_items(void *ctx, size_t begin, size_t end) {
     if (p->kind == XR_CN_BATCH) {
       float mean, invstd;
       if (p->training) {
-        mean = (float)mean_of(t.a, count);
-        float sq = squares_around(t.a, count, mean), var = sq / (float)count;
+        double sum, sum_sq;
+        sums_of(t.a, count, &sum, &sum_sq);
+        mean = (float)(sum / (double)count);
+        /* the squared deviations' sum, in double: cancellation costs digits double can spare */
+        double deviations = sum_sq - sum * (sum / (double)count);
+        float sq = (float)(deviations > 0 ? deviations : 0), var = sq / (float)count;
         invstd = 1.0f / sqrtf(var + (float)p->eps);
         set_vec(s, XR_CN_OUT_MEAN, 0, c, mean);
         set_vec(s, XR_CN_OUT_INV, 0, c, invstd);
@@ -259,14 +278,19 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
   return XR_OK;
 }
 
+/* Channels per task: enough elements to pay for a task (a ResNet layer4 channel holds 490). */
+enum { TASK_ELEMENTS = 16384 };
+
 static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
   cpu_cn_t *s = state;
   const xr_cn_problem_t *p = s->p;
   size_t channels = (size_t)p->c, groups = (size_t)(p->n * p->groups);
+  int64_t per_channel = p->n * p->spatial;
+  size_t grain = per_channel >= TASK_ELEMENTS ? 1 : (size_t)(TASK_ELEMENTS / (per_channel ? per_channel : 1));
   switch (p->kind) {
     case XR_CN_BATCH:
     case XR_CN_BATCH_BACKWARD:
-      return xr_hal_stream_enqueue_parallel(stream, channels, 1, batch_items, s);
+      return xr_hal_stream_enqueue_parallel(stream, channels, grain, batch_items, s);
     case XR_CN_GROUP: return xr_hal_stream_enqueue_parallel(stream, groups, 1, group_items, s);
     case XR_CN_GROUP_BACKWARD: {
       xr_status_t st = XR_OK;

@@ -110,14 +110,21 @@ static bool wants_contents(const xr_tensor_spec_t *t) {
          xr_tensor_storage_bytes(t, &bytes) == XR_OK && bytes <= SMALL_CONTENTS_BYTES;
 }
 
+/* Whether `v` (a tensor, or a list of them) has small contents to read. */
+static bool value_wants_contents(const xr_value_t *v) {
+  if (v->kind == XR_VALUE_TENSOR) return wants_contents(v->as.tensor);
+  if (v->kind != XR_VALUE_LIST) return false;
+  for (size_t i = 0; i < v->as.list.count; i++)
+    if (v->as.list.items[i].kind == XR_VALUE_TENSOR && wants_contents(v->as.list.items[i].as.tensor))
+      return true;
+  return false;
+}
+
 /* `v` (a tensor, or a list of them) with the small contents read, copied into `arena`; false
  * when it has none to read (it stays shared with the bundle). */
 static bool read_small(const xr_bundle_t *bundle, xr_arena_t *arena, xr_value_t *v) {
+  if (!value_wants_contents(v)) return false;
   if (v->kind == XR_VALUE_LIST) {
-    bool any = false;
-    for (size_t i = 0; i < v->as.list.count; i++)
-      any |= v->as.list.items[i].kind == XR_VALUE_TENSOR && wants_contents(v->as.list.items[i].as.tensor);
-    if (!any) return false;
     xr_value_t *items = xr_arena_alloc(arena, sizeof *items * v->as.list.count);
     if (!items) return false;
     memcpy(items, v->as.list.items, sizeof *items * v->as.list.count);
@@ -125,7 +132,6 @@ static bool read_small(const xr_bundle_t *bundle, xr_arena_t *arena, xr_value_t 
     v->as.list.items = items;
     return true;
   }
-  if (v->kind != XR_VALUE_TENSOR || !wants_contents(v->as.tensor)) return false;
   uint8_t *bytes;
   size_t size;
   /* An unreadable file is reported where the run reads it, with its name. */
@@ -146,10 +152,9 @@ static bool read_small(const xr_bundle_t *bundle, xr_arena_t *arena, xr_value_t 
 static const xr_op_t *with_small_contents(const xr_bundle_t *bundle, const xr_op_t *op,
                                           xr_arena_t **arena) {
   bool any = false;
-  for (size_t i = 0; i < op->arg_count + op->kwarg_count; i++) {
-    const xr_value_t *v = i < op->arg_count ? &op->args[i].value : &op->kwargs[i - op->arg_count].value;
-    any |= v->kind == XR_VALUE_TENSOR ? wants_contents(v->as.tensor) : v->kind == XR_VALUE_LIST;
-  }
+  for (size_t i = 0; i < op->arg_count + op->kwarg_count; i++)
+    any |= value_wants_contents(i < op->arg_count ? &op->args[i].value
+                                                  : &op->kwargs[i - op->arg_count].value);
   if (!any || xr_arena_create(arena) != XR_OK) return op;
   xr_op_t *copy = xr_arena_alloc(*arena, sizeof *copy);
   xr_arg_t *args = xr_arena_alloc(*arena, sizeof *args * (op->arg_count + op->kwarg_count + 1));
@@ -159,7 +164,8 @@ static const xr_op_t *with_small_contents(const xr_bundle_t *bundle, const xr_op
   memcpy(args + op->arg_count, op->kwargs, sizeof *args * op->kwarg_count);
   copy->args = args, copy->kwargs = args + op->arg_count;
   bool read = false;
-  for (size_t i = 0; i < op->arg_count + op->kwarg_count; i++) read |= read_small(bundle, *arena, &args[i].value);
+  for (size_t i = 0; i < op->arg_count + op->kwarg_count; i++)
+    read |= read_small(bundle, *arena, &args[i].value);
   return read ? copy : op;
 }
 

@@ -5,10 +5,10 @@
  * Overloads are told apart by the arguments present (a bundle names its ops without the
  * overload): "dim" present or not (sum, sum.dim_IntList; max, max.dim), "other" (max.other, the
  * elementwise maximum: no reduction, handed to aten::maximum by complete() below), "unbiased" /
- * "correction" (var, var.dim, var.correction), "stable" (sort.stable). out= variants write the tensors named out, out0/out1
- * (var_mean), values/indices (sort, topk), max/max_values and min/min_indices (max.dim_max,
- * min.dim_min); their dtype is then the result dtype, as torch takes it. Arguments are read by
- * schema name, else by position for traces without a schema.
+ * "correction" (var, var.dim, var.correction), "stable" (sort.stable). out= variants write the
+ * tensors named out, out0/out1 (var_mean), values/indices (sort, topk), max/max_values and
+ * min/min_indices (max.dim_max, min.dim_min); their dtype is then the result dtype, as torch
+ * takes it. Arguments are read by schema name, else by position for traces without a schema.
  *
  * The reference widens every element to double (int64 for integer results, exactly) and rounds
  * once into the output. */

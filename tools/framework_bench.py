@@ -8,7 +8,7 @@ Times every op of BUNDLE_OR_IR (an xreplay bundle or TraceLens EventReplay IR) t
 eager (tools/torch_baseline.py) and through the replay (`replay --hal=cpu`), in alternating
 rounds: torch then replay in odd rounds, replay then torch in even ones, so that a machine that
 warms up or gets busier over the run does not favour one side. Both take the same warm-up and
-timed iterations (50 and 100 by default) and the same initialisation seed. Per op it prints each
+timed iterations (50 and 100 by default); contents are each side's own fills. Per op it prints each
 side's median over the rounds (their range) and the ratio torch / replay (> 1: the replay is
 faster), the median of the rounds' ratios with their range; an op whose ratios all lie below 1
 is marked SLOWER, one whose range holds 1 is marked ~. The reports stay in --keep DIR when given

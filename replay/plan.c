@@ -160,8 +160,9 @@ static const xr_op_t *with_small_contents(const xr_bundle_t *bundle, const xr_op
   xr_arg_t *args = xr_arena_alloc(*arena, sizeof *args * (op->arg_count + op->kwarg_count + 1));
   if (!copy || !args) return op;
   *copy = *op;
-  memcpy(args, op->args, sizeof *args * op->arg_count);
-  memcpy(args + op->arg_count, op->kwargs, sizeof *args * op->kwarg_count);
+  if (op->arg_count) memcpy(args, op->args, sizeof *args * op->arg_count);
+  if (op->kwarg_count)
+    memcpy(args + op->arg_count, op->kwargs, sizeof *args * op->kwarg_count);
   copy->args = args, copy->kwargs = args + op->arg_count;
   bool read = false;
   for (size_t i = 0; i < op->arg_count + op->kwarg_count; i++)

@@ -62,36 +62,46 @@ static inline bool exact_present(const char *device) {
   return true;
 }
 
+/* Replays `json` once on `run`, its outputs dumped into `dir` (made here, unique to this process
+ * and `tag`); the op must succeed on the run's kernel. false, having run nothing, when the
+ * run's device is absent. */
+static inline bool exact_run_dump(const char *json, const char *op, const exact_run_t *run,
+                                  size_t tag, char *dir, size_t dir_size) {
+  if (!exact_present(run->device)) return false;
+  xr_bundle_t *b;
+  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
+               "%s", xr_last_error());
+  format(dir, dir_size, "%s/exact_%d_%zu", getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp",
+         (int)getpid(), tag);
+  xr_replay_options_t o;
+  xr_replay_options_default(&o);
+  o.device = run->device;
+  o.choice = run->choice;
+  o.warmup = 0;
+  o.iters = 1;
+  o.dump_dir = dir;
+  static check_result_t r;
+  memset(&r, 0, sizeof r);
+  xr_replay_observer_t observer = {.result = check_collect, .context = &r};
+  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
+  xr_bundle_destroy(b);
+  cr_assert_eq(r.count, 1);
+  cr_assert_eq(r.r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", op, run->device, r.r.message);
+  cr_assert_str_eq(r.r.kernel, run->kernel);
+  return true;
+}
+
 /* Replays `json` once per run (absent devices are skipped with a warning); `target`'s dumped
  * values ("return0", "self", "out") must be `want` exactly, NaN matching NaN. */
 static inline void exact_expect(const char *json, const char *op, const char *target,
                                 const double *want, int64_t n, const exact_run_t *runs,
                                 size_t run_count) {
   for (size_t k = 0; k < run_count; k++) {
-    if (!exact_present(runs[k].device)) {
+    char dir[512], path[700];
+    if (!exact_run_dump(json, op, &runs[k], k, dir, sizeof dir)) {
       cr_log_warn("%s: %s absent", op, runs[k].device);
       continue;
     }
-    xr_bundle_t *b;
-    cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b),
-                 XR_OK, "%s", xr_last_error());
-    char dir[512], path[700];
-    format(dir, sizeof dir, "%s/exact_%d_%zu",
-           getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", (int)getpid(), k);
-    xr_replay_options_t o;
-    xr_replay_options_default(&o);
-    o.device = runs[k].device;
-    o.choice = runs[k].choice;
-    o.warmup = 0;
-    o.iters = 1;
-    o.dump_dir = dir;
-    static check_result_t r;
-    memset(&r, 0, sizeof r);
-    xr_replay_observer_t observer = {.result = check_collect, .context = &r};
-    cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
-    xr_bundle_destroy(b);
-    cr_assert_eq(r.r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", op, runs[k].device, r.r.message);
-    cr_assert_str_eq(r.r.kernel, runs[k].kernel);
     format(path, sizeof path, "%s/op0_%s.npy", dir, target);
     xr_npy_t npy;
     cr_assert_eq(xr_npy_load(path, &npy), XR_OK, "%s", xr_last_error());
@@ -106,8 +116,8 @@ static inline void exact_expect(const char *json, const char *op, const char *ta
                    : !strcmp(d, "u1") || !strcmp(d, "b1") ? *e
                                       : *(const double *)e;
       bool same = (isnan(got) && isnan(want[i])) || got == want[i];
-      cr_assert(same, "%s on %s: %s[%lld] = %g, expected %g", op, r.r.kernel, target, (long long)i,
-                got, want[i]);
+      cr_assert(same, "%s on %s: %s[%lld] = %g, expected %g", op, runs[k].kernel, target,
+                (long long)i, got, want[i]);
     }
     xr_npy_free(&npy);
   }

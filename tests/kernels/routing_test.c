@@ -12,7 +12,7 @@
 
 #include "formats/bundle.h"
 #include "kernels/kernels.h"
-#include "tests/kernels/check.h"
+#include "tests/kernels/exact.h"
 
 static char *b64(const void *data, size_t n) {
   static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -28,42 +28,10 @@ static char *b64(const void *data, size_t n) {
   return s;
 }
 
-static const struct run {
-  const char *device;
-  xr_kernel_choice_t choice;
-  const char *kernel; /* what must run */
-} runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.routing"},
-            {"cpu", XR_KERNEL_BEST, "cpu.routing"},
-            {"opencl", XR_KERNEL_BEST, "opencl.routing"}};
+static const exact_run_t runs[] = {{"cpu", XR_KERNEL_REFERENCE, "ref.routing"},
+                                   {"cpu", XR_KERNEL_BEST, "cpu.routing"},
+                                   {"opencl", XR_KERNEL_BEST, "opencl.routing"}};
 enum { RUNS = sizeof runs / sizeof *runs };
-
-/* Replays `json` once on run `k`, dumping its outputs into `dir`; false when the device is
- * absent. */
-static bool replay_dump(const char *json, int k, char *dir, size_t dir_size, char *kernel) {
-  xr_bundle_t *b;
-  cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
-               "%s", xr_last_error());
-  snprintf(dir, dir_size, "%s/routing_%d_%d", getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp",
-           k, (int)getpid());
-  xr_replay_options_t o;
-  xr_replay_options_default(&o);
-  o.device = runs[k].device;
-  o.choice = runs[k].choice;
-  o.warmup = 0;
-  o.iters = 1;
-  o.dump_dir = dir;
-  static check_result_t c;
-  memset(&c, 0, sizeof c);
-  xr_replay_observer_t observer = {.result = check_collect, .context = &c};
-  xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
-  xr_bundle_destroy(b);
-  if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) return false;
-  cr_assert_eq(st, XR_OK, "%s", xr_last_error());
-  cr_assert_eq(c.count, 1);
-  cr_assert_eq(c.r.outcome, XR_OP_SUCCEEDED, "%s: %s", runs[k].device, c.r.message);
-  snprintf(kernel, 64, "%s", c.r.kernel);
-  return true;
-}
 
 /* Result `index` of the dump equals `want` (`n` elements of `size` bytes) bit for bit. */
 static void expect_return(const char *dir, const char *kernel, int index, const void *want,
@@ -95,14 +63,13 @@ typedef struct expected {
 static void expect_everywhere(const char *json, const expected_t *want, int count) {
   int ran = 0;
   for (int k = 0; k < RUNS; k++) {
-    char dir[4096], kernel[64];
-    if (!replay_dump(json, k, dir, sizeof dir, kernel)) {
+    char dir[4096];
+    if (!exact_run_dump(json, "routing", &runs[k], (size_t)k, dir, sizeof dir)) {
       cr_log_warn("%s absent: not run there", runs[k].device);
       continue;
     }
-    cr_assert_str_eq(kernel, runs[k].kernel, "ran %s, expected %s", kernel, runs[k].kernel);
     for (int i = 0; i < count; i++)
-      expect_return(dir, kernel, i, want[i].data, want[i].n, want[i].size);
+      expect_return(dir, runs[k].kernel, i, want[i].data, want[i].n, want[i].size);
     ran++;
   }
   cr_assert_geq(ran, 2, "the reference and cpu.routing must run");

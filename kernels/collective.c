@@ -550,8 +550,10 @@ static xr_status_t host_prepare(const xr_op_plan_t *plan, xr_hal_device_t *devic
 static xr_status_t alone_enqueue(void *state, xr_hal_stream_t *stream) {
   collective_state_t *s = state;
   const collective_problem_t *p = s->plan->problem;
-  if (s->send || p->kind == XR_HAL_BARRIER)
-    return xr_hal_stream_enqueue_host(stream, copy_alone, state);
+  /* Alone, a barrier waits for no one: nothing to enqueue (opencl and gpu streams take no host
+   * work, so a host function would fail there). */
+  if (p->kind == XR_HAL_BARRIER) return XR_OK;
+  if (s->send) return xr_hal_stream_enqueue_host(stream, copy_alone, state);
   bool in_place = s->send_buffer == s->recv_buffer && s->send_offset == s->recv_offset;
   return in_place ? XR_OK
                   : xr_hal_stream_copy(stream, s->recv_buffer, s->recv_offset, s->send_buffer,

@@ -1,17 +1,17 @@
 /* Every schema of every op the families claim, as the built-in schemas list them
- * (formats/trace_schema.c: what extraction names a recorded op's arguments by), runs on the cpu
- * and matches the reference. A trace records an op's name without its overload; the overload
- * shows in the arguments (`add.Scalar`'s `other` is a number, `add.Tensor`'s a tensor, `.out`'s
- * result is an argument), and a family that reads only one form fails the others. Each schema,
- * an op's only one included, gets a case made from the schema alone: tensors [4, 4] float
- * (indices int64, masks bool, a `value` 0-d), numbers, lists and strings by the argument's name,
- * optional arguments and those with defaults left out, the result arguments (`out`, `values`,
- * ...) shaped as the op without them plans its returns; and a few rules by family:
- * convolutions' [N, C, spatial] activations and weights, norms' per-channel tensors (given where
- * optional), attention's 4-D query/key/value, the gated activations' halved result. Where the
- * arguments must agree in ways no rule tells, special[] (overload_cases.h) gives the case; a
- * schema that cannot run is in gaps[] with the reason it reports, so that a new schema without a
- * case, or a gap that closes, fails here. */
+ * (formats/trace_schema.c: what extraction names a recorded op's arguments by), runs on the cpu,
+ * and on OpenCL where a device is present, and matches the reference. A trace records an op's
+ * name without its overload; the overload shows in the arguments (`add.Scalar`'s `other` is a
+ * number, `add.Tensor`'s a tensor, `.out`'s result is an argument), and a family that reads only
+ * one form fails the others. Each schema, an op's only one included, gets a case made from the
+ * schema alone: tensors [4, 4] float (indices int64, masks bool, a `value` 0-d), numbers, lists
+ * and strings by the argument's name, optional arguments and those with defaults left out, the
+ * result arguments (`out`, `values`, ...) shaped as the op without them plans its returns; and a
+ * few rules by family: convolutions' [N, C, spatial] activations and weights, norms' per-channel
+ * tensors (given where optional), attention's 4-D query/key/value, the gated activations' halved
+ * result. Where the arguments must agree in ways no rule tells, special[] (overload_cases.h)
+ * gives the case; a schema that cannot run is in gaps[] with the reason it reports, so that a
+ * new schema without a case, or a gap that closes, fails here. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <stdio.h>
@@ -242,13 +242,19 @@ static tally_t run_every_overload(const char *device) {
       if (names_schema(gaps[c].schema, &k)) gap = gaps[c].reason;
     const char *json = bundle(s.op, args ? args : generic_case(&s), NULL);
     xr_op_result_t r = check_op_seeded(json, device, i + 1);
-    bool ok = r.outcome == XR_OP_SUCCEEDED && r.checked && r.check_passed;
+    /* off the cpu, on one of the device's own kernels (opencl.*), not a host fallback */
+    const char *own = kernel_impl(device, "");
+    bool on_device = !strcmp(device, "cpu") || !strncmp(r.kernel, own, strlen(own));
+    bool ok = r.outcome == XR_OP_SUCCEEDED && r.checked && r.check_passed && on_device;
     bool known = !ok && gap && strstr(r.message, gap);
     n.ran += ok, n.known += known, n.failed += !ok && !known;
-    const char *what = ok ? " (listed as a gap)" : r.message[0] ? r.message : "check failed";
+    const char *what = ok                              ? "(listed as a gap)"
+                       : r.outcome != XR_OP_SUCCEEDED  ? r.message
+                       : !r.checked || !r.check_passed ? "the check failed"
+                                                       : "not on a kernel of the device";
     if (!ok || gap)
-      cr_log_info("%s on %s: %s%s%s", k.arity, device, ok ? "ran" : xr_op_outcome_name(r.outcome),
-                  ok ? "" : ": ", what);
+      cr_log_info("%s on %s: %s%s%s: %s", k.arity, device, xr_op_outcome_name(r.outcome),
+                  r.kernel[0] ? " on " : "", r.kernel, what);
     cr_expect(!(ok && gap), "%s runs on %s now: take it off gaps[]", k.arity, device);
   }
   cr_log_info("%s: %zu overloads ran and matched, %zu known gaps, %zu failed", device, n.ran,
@@ -259,5 +265,13 @@ static tally_t run_every_overload(const char *device) {
 Test(overloads, every_overload_of_a_claimed_op_runs_or_is_a_known_gap) {
   tally_t n = run_every_overload("cpu");
   cr_assert_eq(n.failed, 0, "%zu overloads did not run on the cpu (the log lists them)", n.failed);
+  cr_assert_gt(n.ran, 250, "the schemas hold at least that many overloads of claimed ops");
+}
+
+/* The same cases on OpenCL (PoCL on a CI machine): each runs an opencl kernel, and the gaps are
+ * the cpu's. Skipped where no OpenCL device is present. */
+Test(overloads, every_overload_runs_on_opencl_too) {
+  tally_t n = run_every_overload("opencl");
+  cr_assert_eq(n.failed, 0, "%zu overloads did not run on opencl (the log lists them)", n.failed);
   cr_assert_gt(n.ran, 250, "the schemas hold at least that many overloads of claimed ops");
 }

@@ -11,7 +11,7 @@
  * tensors (given where optional), attention's 4-D query/key/value, the gated activations' halved
  * result. Where the arguments must agree in ways no rule tells, special[] (overload_cases.h)
  * gives the case; a schema that cannot run is in gaps[] with the reason it reports, so that a
- * new schema without a case, or a gap that closes, fails here. */
+ * new schema without a case, a gap that closes, or an entry that names no schema fails here. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <stdio.h>
@@ -274,4 +274,24 @@ Test(overloads, every_overload_runs_on_opencl_too) {
   tally_t n = run_every_overload("opencl");
   cr_assert_eq(n.failed, 0, "%zu overloads did not run on opencl (the log lists them)", n.failed);
   cr_assert_gt(n.ran, 250, "the schemas hold at least that many overloads of claimed ops");
+}
+
+/* A case or gap that names no built-in schema of a claimed op (a schema renamed or removed) would
+ * never run. */
+Test(overloads, every_case_and_gap_names_a_schema_of_a_claimed_op) {
+  size_t count;
+  const char *const *texts = xr_schema_builtin(&count);
+  for (int table = 0; table < 2; table++)
+    for (size_t c = 0; table ? gaps[c].schema != NULL : special[c].schema != NULL; c++) {
+      const char *entry = table ? gaps[c].schema : special[c].schema;
+      bool found = false;
+      for (size_t i = 0; i < count && !found; i++) {
+        xr_schema_t s;
+        if (xr_schema_parse(texts[i], &s) != XR_OK || !claimed(s.op)) continue;
+        schema_key_t k = key_of(&s);
+        found = names_schema(entry, &k);
+      }
+      cr_expect(found, "%s[]: %s names no built-in schema of a claimed op",
+                table ? "gaps" : "special", entry);
+    }
 }

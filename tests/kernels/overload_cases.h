@@ -1,7 +1,8 @@
 /* The cases overloads_test.c cannot make from a schema alone, grouped by family: each entry the
  * whole "args" array of one built-in schema (formats/trace_schema.c), small shapes that agree
  * with each other, results "init": null. gaps[] lists the schemas that cannot run from what a
- * trace records, with (a part of) the reason they report. */
+ * trace records, with (a part of) the reason they report; schemaless[] the claimed ops that have
+ * no schema, and why they need none. */
 #ifndef XR_TESTS_KERNELS_OVERLOAD_CASES_H
 #define XR_TESTS_KERNELS_OVERLOAD_CASES_H
 
@@ -249,6 +250,33 @@ static const struct {
     {"aten::masked_select", "only an out= argument records"},
     {"aten::nonzero", "only an out= argument records"},
     {NULL, NULL},
+};
+
+/* Claimed ops without a built-in schema, other than the pointwise table's rows and the in-place
+ * (`NAME_`) and list (`_foreach_NAME`, `_foreach_NAME_`) forms of rows, of these and of ops with
+ * a schema, which overloads_test.c derives. Extraction keeps such an op's arguments in the order
+ * the trace records them, unnamed, and its family reads each by position. A schema would add
+ * names, defaults and which tensors are pure outputs; formats/trace_schema.c holds only those it
+ * cites a source for, so a name here is one to add there once a source is at hand. */
+static const struct {
+  const char *const names[24];
+  const char *why;
+} schemaless[] = {
+    {{"aten::linspace", "aten::zeros", "aten::ones", "aten::new_full", "aten::new_zeros",
+      "aten::new_ones", "aten::full_like", "aten::zeros_like", "aten::ones_like", "aten::clone",
+      "aten::contiguous", "aten::flip", "aten::roll", "aten::repeat", "aten::constant_pad_nd",
+      "aten::stack", "aten::narrow_copy", "aten::repeat_interleave", "aten::tril", "aten::triu",
+      "aten::split_copy", "aten::split_with_sizes_copy", "aten::unbind_copy"},
+     "creation and movement (kernels/movement.c), read by position"},
+    {{"aiter::gemm_a16w16", "vllm::rocm_unquantized_gemm", "sgl_kernel::gelu_tanh_and_mul",
+      "aiter::rmsnorm", "aiter::add_rmsnorm", "aiter::rmsnorm2d_fwd_with_add_ck",
+      "sgl_kernel::rotary_embedding", "aiter::mha_varlen_fwd", "aiter::mha_batch_prefill",
+      "sglang_profiler::attention_paged_attention_ragged", "sglang::store_cache",
+      "aiter::moe_sorting_fwd", "aiter::ck_moe_stage1", "aiter::ck_moe_stage2"},
+     "serving stacks' ops, read by position as their family's header comment lists them"},
+    {{"TopK", "SortTokens"}, "triton_kernels' routing (kernels/routing.c): not a torch op"},
+    {{"aten::_local_scalar_dense"}, "one tensor, read back to the host"},
+    {{"record_param_comms"}, "Kineto's record around a collective; formats/trace_comms.c reads it"},
 };
 
 #endif

@@ -11,7 +11,9 @@
  * tensors (given where optional), attention's 4-D query/key/value, the gated activations' halved
  * result. Where the arguments must agree in ways no rule tells, special[] (overload_cases.h)
  * gives the case; a schema that cannot run is in gaps[] with the reason it reports, so that a
- * new schema without a case, a gap that closes, or an entry that names no schema fails here. */
+ * new schema without a case, a gap that closes, or an entry that names no schema fails here.
+ * Claimed ops without any schema (the pointwise table's, most of them) must have a reason to
+ * have none: overload_cases.h's schemaless[], or the rules in why_schemaless(). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <stdio.h>
@@ -294,4 +296,84 @@ Test(overloads, every_case_and_gap_names_a_schema_of_a_claimed_op) {
       cr_expect(found, "%s[]: %s names no built-in schema of a claimed op",
                 table ? "gaps" : "special", entry);
     }
+}
+
+/* The pointwise table's rows (kernels/pointwise_ops.h), `aten::NAME`. */
+static const char *const pointwise_rows[] = {
+#define XR_PW(ID, NAME, ...) "aten::" NAME,
+#include "kernels/pointwise_ops.h"
+#undef XR_PW
+    NULL,
+};
+
+static bool has_schema(const char *op) {
+  size_t count;
+  const char *const *texts = xr_schema_builtin(&count);
+  for (size_t i = 0; i < count; i++) {
+    xr_schema_t s;
+    if (xr_schema_parse(texts[i], &s) == XR_OK && !strcmp(s.op, op)) return true;
+  }
+  return false;
+}
+
+#define SCHEMALESS_GROUPS (sizeof schemaless / sizeof schemaless[0])
+
+/* The names of schemaless[g], up to the first NULL. */
+static size_t schemaless_count(size_t g) {
+  size_t n = 0, cap = sizeof schemaless[g].names / sizeof schemaless[g].names[0];
+  while (n < cap && schemaless[g].names[n]) n++;
+  return n;
+}
+
+/* The reason of the group of schemaless[] that lists `op`, or NULL. */
+static const char *listed_schemaless(const char *op) {
+  for (size_t g = 0; g < SCHEMALESS_GROUPS; g++)
+    for (size_t k = 0; k < schemaless_count(g); k++)
+      if (!strcmp(op, schemaless[g].names[k])) return schemaless[g].why;
+  return NULL;
+}
+
+/* Why `op` (claimed, without a schema) needs none, or NULL: listed, a pointwise row, or the
+ * in-place (`NAME_`) or list (`_foreach_NAME[_]`) form of a row, of a listed op or of one with a
+ * schema. */
+static const char *why_schemaless(const char *op) {
+  char base[128];
+  snprintf(base, sizeof base, "%s", op);
+  if (!strncmp(base, "aten::_foreach_", 15)) memmove(base + 6, base + 15, strlen(base + 15) + 1);
+  for (;;) {
+    bool form = strcmp(base, op) != 0;
+    const char *why = listed_schemaless(base);
+    if (why) return why;
+    if (named(base, pointwise_rows))
+      return "a pointwise row: kernels/pointwise_ops.h names its operands";
+    if (form && has_schema(base)) return "the in-place or list form of an op with a schema";
+    size_t n = strlen(base);
+    if (!n || base[n - 1] != '_') return NULL;
+    base[n - 1] = '\0';
+  }
+}
+
+Test(overloads, every_claimed_op_has_a_schema_or_a_reason_to_have_none) {
+  static const char *names[4096];
+  size_t count = xr_kernel_op_names(names, sizeof names / sizeof names[0]), without = 0,
+         unexplained = 0;
+  cr_assert_leq(count, sizeof names / sizeof names[0], "more op names than this test lists");
+  for (size_t i = 0; i < count; i++) {
+    if (has_schema(names[i])) continue;
+    without++;
+    if (why_schemaless(names[i])) continue;
+    unexplained++;
+    cr_log_info("%s: claimed, without a built-in schema or a reason", names[i]);
+  }
+  /* every listed name is claimed and still without a schema */
+  for (size_t g = 0; g < SCHEMALESS_GROUPS; g++)
+    for (size_t k = 0; k < schemaless_count(g); k++) {
+      const char *op = schemaless[g].names[k];
+      cr_expect(claimed(op), "%s is listed in schemaless[] but no family claims it", op);
+      cr_expect(!has_schema(op), "%s has a built-in schema now: take it off schemaless[]", op);
+    }
+  cr_log_info("%zu of %zu claimed op names have no built-in schema", without, count);
+  cr_assert_eq(unexplained, 0,
+               "%zu claimed ops have neither a schema nor a reason (the log lists them)",
+               unexplained);
 }

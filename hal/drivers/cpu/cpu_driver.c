@@ -140,7 +140,8 @@ static void copy_slices(void *context, size_t begin, size_t end) {
   }
 }
 
-static void parallel_memcpy(xr_thread_pool_t *pool, void *dst, const void *src, size_t size) {
+static void parallel_memcpy(xr_thread_pool_t *pool, void *dst, const void *src, size_t size,
+                            bool followed) {
   size_t width = xr_thread_pool_width(pool);
   if (size < PARALLEL_COPY_THRESHOLD || width < 2) {
     memcpy(dst, src, size);
@@ -151,7 +152,7 @@ static void parallel_memcpy(xr_thread_pool_t *pool, void *dst, const void *src, 
   if (slice < MIN_COPY_SLICE) slice = MIN_COPY_SLICE;
   slice = (slice + 63) & ~(size_t)63;
   copy_job_t job = {.dst = dst, .src = src, .size = size, .slice = slice};
-  xr_thread_pool_parallel_for(pool, (size + slice - 1) / slice, 1, copy_slices, &job);
+  xr_thread_pool_parallel_for(pool, (size + slice - 1) / slice, 1, copy_slices, &job, followed);
 }
 
 typedef struct fill_job {
@@ -183,7 +184,7 @@ static void fill_slices(void *context, size_t begin, size_t end) {
 }
 
 static void parallel_fill(xr_thread_pool_t *pool, void *dst, size_t size, uint32_t pattern,
-                          size_t pattern_size) {
+                          size_t pattern_size, bool followed) {
   size_t width = xr_thread_pool_width(pool);
   if (size < PARALLEL_COPY_THRESHOLD || width < 2) {
     fill_range(dst, size, pattern, pattern_size);
@@ -194,7 +195,7 @@ static void parallel_fill(xr_thread_pool_t *pool, void *dst, size_t size, uint32
   slice = (slice + 63) & ~(size_t)63;  /* a multiple of 4, so every slice starts on a pattern */
   fill_job_t job = {.dst = dst, .size = size, .pattern = pattern, .pattern_size = pattern_size,
                     .slice = slice};
-  xr_thread_pool_parallel_for(pool, (size + slice - 1) / slice, 1, fill_slices, &job);
+  xr_thread_pool_parallel_for(pool, (size + slice - 1) / slice, 1, fill_slices, &job, followed);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -327,22 +328,37 @@ static xr_status_t cpu_event_elapsed_ms(xr_hal_event_t *start_base, xr_hal_event
 /* ------------------------------------------------------------------------------------------ */
 /* Streams                                                                                    */
 
+static bool uses_pool(const command_t *command) {
+  return command->kind == COMMAND_MEMCPY || command->kind == COMMAND_FILL ||
+         command->kind == COMMAND_PARALLEL;
+}
+
+/* Whether a command of the next few queued behind `command` uses the thread pool (a timed
+ * execution's events and prologue sit between two executions' kernels). */
+static bool pool_work_follows(const command_t *command) {
+  int ahead = 0;
+  for (const command_t *c = command->next; c && ahead < 4; c = c->next, ahead++)
+    if (uses_pool(c)) return true;
+  return false;
+}
+
 static void run_command(cpu_stream_t *stream, command_t *command) {
   cpu_device_t *device = cpu_device(stream->base.device);
+  bool followed = uses_pool(command) && pool_work_follows(command);
   switch (command->kind) {
     case COMMAND_MEMCPY:
-      parallel_memcpy(device->pool, command->dst, command->src, command->size);
+      parallel_memcpy(device->pool, command->dst, command->src, command->size, followed);
       break;
     case COMMAND_FILL:
       parallel_fill(device->pool, command->dst, command->size, command->pattern,
-                    command->pattern_size);
+                    command->pattern_size, followed);
       break;
     case COMMAND_HOST:
       command->host_fn(command->context);
       break;
     case COMMAND_PARALLEL:
       xr_thread_pool_parallel_for(device->pool, command->count, command->grain,
-                                  command->parallel_fn, command->context);
+                                  command->parallel_fn, command->context, followed);
       break;
     case COMMAND_RECORD: {
       cpu_event_t *event = command->event;
@@ -531,20 +547,20 @@ static xr_status_t cpu_stream_fill(xr_hal_stream_t *stream, xr_hal_buffer_t *buf
 /* Blocking transfers run on the calling thread: no hand-off to a stream worker. */
 static xr_status_t cpu_buffer_write(xr_hal_buffer_t *dst, size_t dst_offset, const void *src,
                                     size_t size) {
-  parallel_memcpy(cpu_device(dst->device)->pool, host_address(dst, dst_offset), src, size);
+  parallel_memcpy(cpu_device(dst->device)->pool, host_address(dst, dst_offset), src, size, false);
   return XR_OK;
 }
 
 static xr_status_t cpu_buffer_read(void *dst, xr_hal_buffer_t *src, size_t src_offset,
                                    size_t size) {
-  parallel_memcpy(cpu_device(src->device)->pool, dst, host_address(src, src_offset), size);
+  parallel_memcpy(cpu_device(src->device)->pool, dst, host_address(src, src_offset), size, false);
   return XR_OK;
 }
 
 static xr_status_t cpu_buffer_copy(xr_hal_buffer_t *dst, size_t dst_offset, xr_hal_buffer_t *src,
                                    size_t src_offset, size_t size) {
   parallel_memcpy(cpu_device(dst->device)->pool, host_address(dst, dst_offset),
-                  host_address(src, src_offset), size);
+                  host_address(src, src_offset), size, false);
   return XR_OK;
 }
 

@@ -4,6 +4,7 @@
 #ifndef XR_HAL_DRIVERS_CPU_THREAD_POOL_H
 #define XR_HAL_DRIVERS_CPU_THREAD_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/status.h"
@@ -21,8 +22,9 @@ void xr_thread_pool_destroy(xr_thread_pool_t *pool);
 size_t xr_thread_pool_width(const xr_thread_pool_t *pool);
 
 /* Runs fn over [0, count) in chunks of `chunk` items (>= 1) and returns when all are done.
- * Thread-safe. */
+ * `followed`: the caller has another job queued behind this one, so the workers watch for it
+ * a little while instead of going to sleep. Thread-safe. */
 void xr_thread_pool_parallel_for(xr_thread_pool_t *pool, size_t count, size_t chunk,
-                                 xr_thread_pool_fn_t fn, void *context);
+                                 xr_thread_pool_fn_t fn, void *context, bool followed);
 
 #endif

@@ -36,7 +36,7 @@ static void set_vec(const cpu_cn_t *s, int k, int64_t n, int64_t c, double value
 }
 
 /* The planes (n, c) for n in [n0, n1), c in [c0, c1), n-major, into or out of one buffer. */
-static void gather(const cpu_cn_t *s, int k, int64_t n0, int64_t n1, int64_t c0, int64_t c1,
+XR_PLANE_IO void gather(const cpu_cn_t *s, int k, int64_t n0, int64_t n1, int64_t c0, int64_t c1,
                    float *out) {
   int64_t plane = s->size[0] * s->size[1] * s->size[2];
   for (int64_t n = n0; n < n1; n++)
@@ -44,7 +44,7 @@ static void gather(const cpu_cn_t *s, int k, int64_t n0, int64_t n1, int64_t c0,
       xr_plane_gather(s->base[k], s->off[k], &s->p->v[k], n, c, s->size, out);
 }
 
-static void scatter(const cpu_cn_t *s, int k, int64_t n0, int64_t n1, int64_t c0, int64_t c1,
+XR_PLANE_IO void scatter(const cpu_cn_t *s, int k, int64_t n0, int64_t n1, int64_t c0, int64_t c1,
                     const float *in) {
   int64_t plane = s->size[0] * s->size[1] * s->size[2];
   for (int64_t n = n0; n < n1; n++)
@@ -91,6 +91,13 @@ XR_CPU_CLONES static float squares_around(const float *x, int64_t count, float m
   for (int j = 0; j < LANES; j++) sq += acc[j];
   for (; i < count; i++) sq += (double)(x[i] - mean) * (x[i] - mean);
   return (float)sq;
+}
+
+/* y = x * scale + shift; restrict parameters tell the vectoriser the buffers never overlap
+ * (without them it left the loop scalar). */
+XR_PLANE_IO void affine(float *restrict y, const float *restrict x, int64_t count, float scale,
+                        float shift) {
+  XR_PLANE_LOOP(count, y[i] = x[i] * scale + shift);
 }
 
 /* The scratch a task needs: two fp32 buffers of `count` elements, on the stack up to
@@ -149,7 +156,7 @@ XR_CPU_CLONES static void batch_items(void *ctx, size_t begin, size_t end) {
         invstd = 1.0f / sqrtf(vec(s, XR_CN_RVAR, 0, c, 1) + (float)p->eps);
       }
       float scale = invstd * w, shift = vec(s, XR_CN_BIAS, 0, c, 0) - mean * scale;
-      XR_PLANE_LOOP(count, t.b[i] = t.a[i] * scale + shift);
+      affine(t.b, t.a, count, scale, shift);
     } else { /* backward */
       gather(s, XR_CN_GRAD, 0, p->n, c, c + 1, t.b);
       float mean = p->training ? vec(s, XR_CN_SMEAN, 0, c, 0) : vec(s, XR_CN_RMEAN, 0, c, 0);

@@ -18,13 +18,17 @@
     for (int64_t i = i_; i < (n); i++) { __VA_ARGS__; }                         \
   } while (0)
 
+/* Inlined always: the callers are compiled per instruction set (XR_CPU_CLONES), and an
+ * out-of-line copy would run the conversions at the baseline's (SSE2) width. */
+#define XR_PLANE_IO static inline __attribute__((always_inline))
+
 /* Whether the plane's d-h-w elements are one contiguous run. */
-static inline bool xr_plane_contiguous(const xr_view5_t *v, const int64_t *size) {
+XR_PLANE_IO bool xr_plane_contiguous(const xr_view5_t *v, const int64_t *size) {
   return (size[2] == 1 || v->strides[4] == 1) && (size[1] == 1 || v->strides[3] == size[2]) &&
          (size[0] == 1 || v->strides[2] == size[1] * size[2]);
 }
 
-static inline void xr_plane_gather(const void *base, int64_t off, const xr_view5_t *v, int64_t n,
+XR_PLANE_IO void xr_plane_gather(const void *base, int64_t off, const xr_view5_t *v, int64_t n,
                                    int64_t c, const int64_t *size, float *out) {
   int64_t o = off + n * v->strides[0] + c * v->strides[1], k = 0;
   if (xr_plane_contiguous(v, size)) {
@@ -57,7 +61,7 @@ static inline void xr_plane_gather(const void *base, int64_t off, const xr_view5
     }
 }
 
-static inline void xr_plane_scatter(void *base, int64_t off, const xr_view5_t *v, int64_t n,
+XR_PLANE_IO void xr_plane_scatter(void *base, int64_t off, const xr_view5_t *v, int64_t n,
                                     int64_t c, const int64_t *size, const float *in) {
   int64_t o = off + n * v->strides[0] + c * v->strides[1], k = 0;
   if (xr_plane_contiguous(v, size)) {

@@ -179,14 +179,14 @@ typedef struct located {
   int64_t at;
 } located_t;
 
-#define BLOCK_LOCATE(name, cmp, start)                                                       \
-  XR_CPU_CLONES static located_t name(const float *restrict v, int64_t n) {                  \
+#define BLOCK_LOCATE(name, type, load, element, cmp, start)                                  \
+  XR_CPU_CLONES static located_t name(const type *restrict v, int64_t n) {                   \
     vf m = (vf){0} + (start);                                                                \
     vi at = (vi){0} - 1, nan = (vi){0}, lane;                                                \
     for (int j = 0; j < VW; j++) lane[j] = j;                                                \
     int64_t i = 0;                                                                           \
     for (; i + VW <= n; i += VW) {                                                           \
-      vf x = vload(v + i);                                                                   \
+      vf x = load(v + i);                                                                    \
       vi better = x cmp m;                                                                   \
       nan |= x != x;                                                                         \
       m = (vf)(((vi)x & better) | ((vi)m & ~better));                                        \
@@ -199,13 +199,19 @@ typedef struct located {
         best.value = m[j], best.at = at[j];                                                  \
     }                                                                                        \
     for (; i < n; i++) {                                                                     \
-      if (v[i] != v[i]) return (located_t){NAN, -2};                                         \
-      if (v[i] cmp best.value) best.value = v[i], best.at = i;                               \
+      float x = element(v[i]);                                                               \
+      if (x != x) return (located_t){NAN, -2};                                               \
+      if (x cmp best.value) best.value = x, best.at = i;                                     \
     }                                                                                        \
     return best;                                                                             \
   }
-BLOCK_LOCATE(block_locate_max, >, -INFINITY)
-BLOCK_LOCATE(block_locate_min, <, INFINITY)
+#define AS_FLOAT(x) (x)
+BLOCK_LOCATE(block_locate_max, float, vload, AS_FLOAT, >, -INFINITY)
+BLOCK_LOCATE(block_locate_min, float, vload, AS_FLOAT, <, INFINITY)
+/* bf16 runs read where they lie, widened in registers (max.dim of bf16 ran at 30% of copy
+ * through a float copy of each block) */
+BLOCK_LOCATE(block_locate_max_bf16, uint16_t, vload_bf16, xr_bf16_to_f32, >, -INFINITY)
+BLOCK_LOCATE(block_locate_min_bf16, uint16_t, vload_bf16, xr_bf16_to_f32, <, INFINITY)
 
 /* e^x for x <= 0: x = k ln2 + r, |r| <= ln2/2, e^r by the minimax polynomial of
  * kernels/cpu/elementwise_cpu.h, 2^k in the exponent bits; inputs below -87 give ~2^-126. */
@@ -223,46 +229,55 @@ static inline float exp_nonpositive(float x) {
   return q * xr_bits_to_f32(((uint32_t)(int32_t)k + 127u) << 23);
 }
 
-/* logsumexp's first pass: the largest finite value, and whether NaN, +inf or a finite value
- * occur. */
+/* logsumexp's first pass: the largest finite value, and whether NaN (flag 1), +inf (2) or a
+ * finite value (4) occur. In 16-float vectors, as the extremes (the scalar form took per-lane
+ * masks through memory); +inf turns -inf for the compare, since GCC lowers the AND of two
+ * vector compares to scalar code. */
 XR_CPU_CLONES static float block_finite_max(const float *restrict v, int64_t n, uint32_t *flags) {
-  float m[LANES];
-  uint32_t f[LANES] = {0};
-  for (int j = 0; j < LANES; j++) m[j] = -INFINITY;
+  vf m = (vf){0} - INFINITY;
+  vi nan = (vi){0}, posinf = (vi){0};
   int64_t i = 0;
-  for (; i + LANES <= n; i += LANES)
-    for (int j = 0; j < LANES; j++) {
-      float x = v[i + j];
-      uint32_t finite = xr_mask_if(fabsf(x) < INFINITY);
-      f[j] |= (xr_mask_if(x != x) & 1u) | (xr_mask_if(x == INFINITY) & 2u) | (finite & 4u);
-      m[j] = xr_select_f(finite & xr_mask_if(x > m[j]), x, m[j]);
-    }
+  for (; i + VW <= n; i += VW) {
+    vf x = vload(v + i);
+    vi is_posinf = x == INFINITY;
+    nan |= x != x;
+    posinf |= is_posinf;
+    vi take = (vf)((vi)x ^ (is_posinf & INT32_MIN)) > m; /* NaN and -inf never beat m */
+    m = (vf)(((vi)x & take) | ((vi)m & ~take));
+  }
   float r = -INFINITY;
   uint32_t any = 0;
-  for (int j = 0; j < LANES; j++) any |= f[j], r = m[j] > r ? m[j] : r;
+  for (int j = 0; j < VW; j++) {
+    any |= (nan[j] ? 1u : 0u) | (posinf[j] ? 2u : 0u);
+    r = m[j] > r ? m[j] : r;
+  }
   for (; i < n; i++) {
     float x = v[i];
-    bool finite = fabsf(x) < INFINITY;
-    any |= (x != x ? 1u : 0u) | (x == INFINITY ? 2u : 0u) | (finite ? 4u : 0u);
-    if (finite && x > r) r = x;
+    any |= (x != x ? 1u : 0u) | (x == INFINITY ? 2u : 0u);
+    if (fabsf(x) < INFINITY && x > r) r = x;
   }
-  *flags = any;
+  *flags = any | (r > -INFINITY ? 4u : 0u); /* a finite value makes the maximum finite */
   return r;
 }
 
-/* Sum of e^(x - m) over the finite x (x <= m). */
-XR_CPU_CLONES static float block_sum_exp(const float *restrict v, int64_t n, float m) {
-  float acc[LANES] = {0};
+/* Sum of e^(x - m) over the finite x (x <= m); `all_finite`: the block holds no inf or NaN,
+ * so no element needs leaving out. */
+XR_CPU_CLONES static float block_sum_exp(const float *restrict v, int64_t n, float m,
+                                         bool all_finite) {
+  vf acc = (vf){0};
   int64_t i = 0;
-  for (; i + LANES <= n; i += LANES)
-    for (int j = 0; j < LANES; j++) {
-      float x = v[i + j];
-      uint32_t finite = xr_mask_if(fabsf(x) < INFINITY);
-      float e = exp_nonpositive(xr_select_f(finite, x - m, 0.0f));
-      acc[j] += xr_select_f(finite, e, 0.0f);
+  if (all_finite) {
+    for (; i + VW <= n; i += VW) acc += vexp_nonpositive(vload(v + i) - m);
+  } else {
+    const vf left_out = (vf){0} - 100.0f; /* vexp_nonpositive gives exactly 0 below -87 */
+    for (; i + VW <= n; i += VW) {
+      vf x = vload(v + i);
+      vi finite = ((vi)x & 0x7fffffff) < 0x7f800000; /* as integers: below the bits of inf */
+      acc += vexp_nonpositive((vf)(((vi)(x - m) & finite) | ((vi)left_out & ~finite)));
     }
+  }
   float s = 0;
-  for (int j = 0; j < LANES; j++) s += acc[j];
+  for (int j = 0; j < VW; j++) s += acc[j];
   for (; i < n; i++)
     if (fabsf(v[i]) < INFINITY) s += exp_nonpositive(v[i] - m);
   return s;
@@ -380,30 +395,32 @@ static void state_merge(const cpu_reduce_t *s, state_t *a, const state_t *b) {
   }
 }
 
+/* A block's first extreme (at: its position in the block, that of the first NaN when value is
+ * NaN, -1 when none beat the start value) found at reduced position k, into st. */
+static void merge_located(const cpu_reduce_t *s, state_t *st, located_t l, int64_t k) {
+  state_t b = {.seen = 1, .m = l.value, .at = k + (l.at >= 0 ? l.at : 0), .nan = l.value != l.value};
+  state_merge(s, st, &b);
+}
+
 /* Block v[0, n) of elements starting at reduced position k into st. */
 static void state_add_block(const cpu_reduce_t *s, state_t *st, const float *v, int64_t n,
                             int64_t k) {
   const xr_reduce_problem_t *p = s->p;
   if (n <= 0) return;
   if (is_extreme(p, s->norm)) {
-    state_t b = {.seen = 1};
     bool max = wants_max(p, s->norm);
     if (s->indices) {
       located_t l = max ? block_locate_max(v, n) : block_locate_min(v, n);
-      if (l.at == -2) {
-        int64_t i = 0;
-        while (v[i] == v[i]) i++;
-        b.m = NAN, b.at = k + i, b.nan = 1;
-      } else {
-        b.m = l.value, b.at = k + (l.at >= 0 ? l.at : 0);
-      }
+      if (l.at == -2)
+        for (l.at = 0; v[l.at] == v[l.at];) l.at++;
+      merge_located(s, st, l, k);
     } else {
-      bool nan;
-      bool absolute = p->op == XR_REDUCE_NORM;
+      bool nan, absolute = p->op == XR_REDUCE_NORM;
+      state_t b = {.seen = 1};
       b.m = max ? block_max(v, n, absolute, &nan) : block_min(v, n, absolute, &nan);
       b.nan = nan;
+      state_merge(s, st, &b);
     }
-    state_merge(s, st, &b);
     return;
   }
   switch (p->op) {
@@ -419,7 +436,7 @@ static void state_add_block(const cpu_reduce_t *s, state_t *st, const float *v, 
       state_t b = {0};
       b.m = block_finite_max(v, n, &flags);
       b.nan = (flags & 1u) != 0, b.posinf = (flags & 2u) != 0, b.seen = (flags & 4u) != 0;
-      if (b.seen) b.a = block_sum_exp(v, n, b.m);
+      if (b.seen) b.a = block_sum_exp(v, n, b.m, flags == 4u);
       state_merge(s, st, &b);
       break;
     }
@@ -487,7 +504,8 @@ static void store_run(const cpu_reduce_t *s, int64_t i, int64_t os, const float 
   char *b = s->out[0];
   switch (s->p->out[0].dtype) {
     case XR_DTYPE_F32:
-      for (int64_t j = 0; j < n; j++) ((float *)b)[i + j * os] = v[j];
+      if (os == 1) memcpy((float *)b + i, v, sizeof(float) * (size_t)n);
+      else for (int64_t j = 0; j < n; j++) ((float *)b)[i + j * os] = v[j];
       break;
     case XR_DTYPE_BF16:
       for (int64_t j = 0; j < n; j++) ((uint16_t *)b)[i + j * os] = xr_f32_to_bf16(v[j]);
@@ -543,6 +561,10 @@ static void finish(const cpu_reduce_t *s, const state_t *st, int64_t o) {
 /* ------------------------------------------------------------------------------------------ */
 /* rows                                                                                        */
 
+static inline void prefetch_bytes(const char *p, int64_t bytes) {
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+}
+
 /* Reduced positions [k0, k1) of output o into st, as runs along the innermost reduced dim. */
 static void rows_range(const cpu_reduce_t *s, int64_t o, int64_t k0, int64_t k1, state_t *st) {
   const xr_reduce_problem_t *p = s->p;
@@ -552,13 +574,26 @@ static void rows_range(const cpu_reduce_t *s, int64_t o, int64_t k0, int64_t k1,
   /* Sums of contiguous runs read them where they lie, widening as they add. */
   const bool fused = (p->op == XR_REDUCE_SUM || p->op == XR_REDUCE_MEAN) && rs == 1 &&
                      !s->round && xr_reduce_fast_dtype(p->in_dtype);
+  /* max.dim / min.dim of contiguous bf16 runs: located where they lie */
+  const bool fused_locate = s->indices && is_extreme(p, s->norm) && rs == 1 && !s->round &&
+                            p->in_dtype == XR_DTYPE_BF16;
   float buf[BLOCK];
   for (int64_t k = k0; k < k1;) {
     int64_t len = rn - k % rn;
     if (len > k1 - k) len = k1 - k;
-    if (len > (fused ? FUSED_RUN : BLOCK)) len = fused ? FUSED_RUN : BLOCK;
+    if (len > (fused || fused_locate ? FUSED_RUN : BLOCK)) len = fused || fused_locate ? FUSED_RUN : BLOCK;
     const char *src = base + xr_reduce_red_offset(p, k) * (int64_t)s->in_size;
-    if (fused) {
+    /* The block after this one, while this one computes: a block's passes (logsumexp's max and
+     * exp-sum, max.dim's compare) leave the memory idle otherwise. */
+    if (rs == 1 && !fused)
+      prefetch_bytes(src + len * (int64_t)s->in_size, len * (int64_t)s->in_size);
+    if (fused_locate) {
+      const uint16_t *h = (const uint16_t *)src;
+      located_t l = wants_max(p, s->norm) ? block_locate_max_bf16(h, len) : block_locate_min_bf16(h, len);
+      if (l.at == -2)
+        for (l.at = 0; !isnan(xr_bf16_to_f32(h[l.at]));) l.at++;
+      merge_located(s, st, l, k);
+    } else if (fused) {
       const uint16_t *h = (const uint16_t *)src;
       st->a += p->in_dtype == XR_DTYPE_F32    ? block_sum((const float *)src, len)
                : p->in_dtype == XR_DTYPE_BF16 ? block_sum_bf16(h, len)
@@ -765,25 +800,55 @@ static void combine(void *ctx) {
 /* ------------------------------------------------------------------------------------------ */
 /* scans                                                                                       */
 
-static void scan_rows(void *ctx, size_t begin, size_t end) {
+/* Scans GROUP rows side by side: a row's running sum is a chain of dependent double adds (4
+ * cycles each), and GROUP independent chains keep the adder busy (cumsum f32 ran at 37% of copy
+ * one row at a time). */
+enum { GROUP = 8 };
+
+XR_CPU_CLONES static void scan_rows(void *ctx, size_t begin, size_t end) {
   const cpu_reduce_t *s = ctx;
   const xr_reduce_problem_t *p = s->p;
   const xr_reduce_output_t *ov = &p->out[0];
   const int64_t n = p->red_shape[0], is = p->in_red[0], os = ov->dim_stride;
   const bool prod = p->op == XR_REDUCE_CUMPROD;
-  float buf[BLOCK], res[BLOCK];
-  for (size_t o = begin; o < end; o++) {
-    const char *src = s->in + xr_reduce_outer_offset(p, p->in_outer, (int64_t)o) * (int64_t)s->in_size;
-    const int64_t at = xr_reduce_outer_offset(p, ov->outer_strides, (int64_t)o);
-    double acc = prod;
+  float buf[GROUP][BLOCK], res[GROUP][BLOCK];
+  for (size_t o0 = begin; o0 < end; o0 += GROUP) {
+    const int g_count = end - o0 < GROUP ? (int)(end - o0) : GROUP;
+    const char *src[GROUP];
+    int64_t at[GROUP];
+    double acc[GROUP];
+    for (int g = 0; g < g_count; g++) {
+      int64_t o = (int64_t)o0 + g;
+      src[g] = s->in + xr_reduce_outer_offset(p, p->in_outer, o) * (int64_t)s->in_size;
+      at[g] = xr_reduce_outer_offset(p, ov->outer_strides, o);
+      acc[g] = prod;
+    }
     for (int64_t j = 0; j < n; j += BLOCK) {
       int64_t len = n - j < BLOCK ? n - j : BLOCK;
-      const float *v = load_run(s, src + j * is * (int64_t)s->in_size, is, len, buf);
-      if (prod)
-        for (int64_t i = 0; i < len; i++) res[i] = (float)(acc *= v[i]);
-      else
-        for (int64_t i = 0; i < len; i++) res[i] = (float)(acc += v[i]);
-      store_run(s, at + j * os, os, res, len);
+      const float *v[GROUP];
+      for (int g = 0; g < g_count; g++)
+        v[g] = load_run(s, src[g] + j * is * (int64_t)s->in_size, is, len, buf[g]);
+      if (g_count == GROUP && !prod) {
+        /* spelled out, so that the eight sums and row pointers stay in registers (as a loop
+         * over g, GCC kept them in memory) */
+        double a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+        double a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7];
+        const float *v0 = v[0], *v1 = v[1], *v2 = v[2], *v3 = v[3];
+        const float *v4 = v[4], *v5 = v[5], *v6 = v[6], *v7 = v[7];
+        for (int64_t i = 0; i < len; i++) {
+          res[0][i] = (float)(a0 += v0[i]), res[1][i] = (float)(a1 += v1[i]);
+          res[2][i] = (float)(a2 += v2[i]), res[3][i] = (float)(a3 += v3[i]);
+          res[4][i] = (float)(a4 += v4[i]), res[5][i] = (float)(a5 += v5[i]);
+          res[6][i] = (float)(a6 += v6[i]), res[7][i] = (float)(a7 += v7[i]);
+        }
+        acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
+        acc[4] = a4, acc[5] = a5, acc[6] = a6, acc[7] = a7;
+      } else {
+        for (int g = 0; g < g_count; g++)
+          for (int64_t i = 0; i < len; i++)
+            res[g][i] = (float)(prod ? (acc[g] *= v[g][i]) : (acc[g] += v[g][i]));
+      }
+      for (int g = 0; g < g_count; g++) store_run(s, at[g] + j * os, os, res[g], len);
     }
   }
 }
@@ -1060,8 +1125,13 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
     case SHAPE_SCAN_ROWS:
     case SHAPE_SCAN_COLUMNS:
       if (p->red_shape[0] == 0) return XR_OK;
-      return xr_hal_stream_enqueue_parallel(stream, (size_t)s->units, (size_t)s->grain,
-                                            s->shape == SHAPE_SCAN_ROWS ? scan_rows : scan_columns, s);
+      if (s->shape == SHAPE_SCAN_COLUMNS)
+        return xr_hal_stream_enqueue_parallel(stream, (size_t)s->units, (size_t)s->grain,
+                                              scan_columns, s);
+      /* whole groups of rows per task, so that scan_rows runs them side by side */
+      return xr_hal_stream_enqueue_parallel(stream, (size_t)s->units,
+                                            (size_t)((s->grain + GROUP - 1) / GROUP * GROUP),
+                                            scan_rows, s);
     default: {
       size_t items = (size_t)(s->units * s->chunks);
       xr_status_t st = xr_hal_stream_enqueue_parallel(

@@ -337,7 +337,7 @@ static inline void reduce_large_cases(const char *device, const char *prefix) {
   }
 }
 
-/* cumsum and cumprod along the last and the first dim, dtype=, in place. */
+/* cumsum and cumprod along the last and the first dim, dtype=, in place, many rows. */
 static inline void scan_cases(const char *device, const char *prefix) {
   rc_json_t j;
   uint64_t seed = 1700;
@@ -353,6 +353,8 @@ static inline void scan_cases(const char *device, const char *prefix) {
     rc_expect(rc_scan(&j, "aten::cumsum_", dt, RC_VIEW(6, 129), 1, NULL), device, prefix, seed++);
     rc_expect(rc_scan(&j, "aten::cumprod", dt, RC_VIEW(9, 17), -1, NULL), device, prefix, seed++);
     rc_expect(rc_scan(&j, "aten::cumsum", dt, RC_VIEW(100003), 0, NULL), device, prefix, seed++);
+    /* rows in groups of eight and a tail, longer than one block (the cpu scans eight at once) */
+    rc_expect(rc_scan(&j, "aten::cumsum", dt, RC_VIEW(19, 600), -1, NULL), device, prefix, seed++);
   }
 }
 

@@ -211,6 +211,45 @@ Test(reduce, sort_is_stable_with_nan_last_and_signed_zeros_equal) {
     }
 }
 
+/* The specials again, in rows of 40: two 16-lane vectors and a tail, where the fast kernels'
+ * vector loops (not their scalar tails) meet them. */
+Test(reduce, specials_inside_vector_blocks) {
+  rc_json_t j;
+  enum { W = 40 };
+  double in[4 * W];
+  for (int i = 0; i < 4 * W; i++) in[i] = (double)(i % 7) - 3; /* -3 .. 3, exact in bf16 */
+  /* max.dim: a tie at the maximum (33 first), NaNs at 21 and 30, all -inf, +inf at 39 */
+  double mx[4 * W];
+  memcpy(mx, in, sizeof mx);
+  mx[33] = mx[35] = 9;
+  mx[W + 21] = mx[W + 30] = NAN;
+  for (int i = 0; i < W; i++) mx[2 * W + i] = -INFINITY;
+  mx[3 * W + 39] = INFINITY;
+  /* logsumexp: +inf at 20, NaN at 17, -infs among finite values, all -inf */
+  double lse[4 * W], expected_row2 = 0;
+  memcpy(lse, in, sizeof lse);
+  lse[20] = INFINITY;
+  lse[W + 17] = NAN;
+  for (int i = 0; i < W; i += 3) lse[2 * W + i] = -INFINITY;
+  for (int i = 0; i < W; i++) expected_row2 += isinf(lse[2 * W + i]) ? 0 : exp(lse[2 * W + i]);
+  for (int i = 0; i < W; i++) lse[3 * W + i] = -INFINITY;
+  for (size_t b = 0; b < sizeof backends / sizeof *backends; b++)
+    for (size_t d = 0; d < 3; d++) {
+      run_result_t r = run_values(rc_dim_op(&j, "aten::max", rc_dtypes[d], RC_VIEW(4, W), "int", "1", "false"),
+                                  backends[b], mx, 4 * W);
+      if (r.skipped) continue;
+      expect_values("max.dim", backends[b], &r, (double[]){9, NAN, -INFINITY, INFINITY},
+                    (int64_t[]){33, 21, 0, 39}, 4);
+      r = run_values(rc_dim_op(&j, "aten::logsumexp", rc_dtypes[d], RC_VIEW(4, W), "int[1]", "[1]", "false"),
+                     backends[b], lse, 4 * W);
+      cr_assert(r.values[0] == INFINITY && isnan(r.values[1]) && r.values[3] == -INFINITY,
+                "logsumexp on %s (%s): %g %g %g", backends[b], rc_dtypes[d], r.values[0],
+                r.values[1], r.values[3]);
+      cr_assert(fabs(r.values[2] - log(expected_row2)) < 2e-2, "logsumexp on %s (%s): %g, expected %g",
+                backends[b], rc_dtypes[d], r.values[2], log(expected_row2));
+    }
+}
+
 Test(reduce, logsumexp_var_and_logical_special_values) {
   rc_json_t j;
   const double lse_in[] = {INFINITY, 1, -INFINITY, -INFINITY, NAN, 1, 1, 2};

@@ -7,7 +7,8 @@
  *     cell averages an equal, disjoint window (in a multiple of out); nearest upsampling by
  *     whole factors where PyTorch's float source index is the integer one; bilinear
  *     upsampling without align_corners at the sizes' own scale (both half-pixel, clamped at
- *     the edges). Not max pooling: oneDNN keeps its own workspace, not PyTorch's indices.
+ *     the edges); bf16 resampling only over channels-last data (over NCHW cpu.pool's is
+ *     faster). Not max pooling: oneDNN keeps its own workspace, not PyTorch's indices.
  * cpu.onednn_batch_norm: batch norm's training and eval forms and their backwards over
  *     channels-last data (channels innermost; over NCHW, cpu.channel_norm is faster). oneDNN
  *     reads and writes fp32 [C] statistics (mean, biased variance), scale and shift of its own;
@@ -89,6 +90,12 @@ static xr_status_t pool_pd(const xr_dnnl_t *d, const xr_pool_problem_t *p,
         return xr_error(XR_UNIMPLEMENTED,
                         "bilinear upsampling with align_corners or a scale not the sizes'");
     }
+    /* Measured (tools:vision_bench): oneDNN 2.6's bf16 resampling over plain layouts ran at
+     * 0.47x (bilinear) and 0.97-1.00x (nearest) of cpu.pool's on SD VAE shapes; channels-last
+     * and fp32 run faster on oneDNN's. */
+    if (p->x.dtype == XR_DTYPE_BF16 && p->x.strides[1] != 1)
+      return xr_error(XR_UNIMPLEMENTED, "bf16 resampling over a channels-first layout (cpu.pool's "
+                                        "is faster)");
     if (!d->dnnl_resampling_forward_desc_init)
       return xr_error(XR_UNIMPLEMENTED, "this oneDNN lacks the resampling primitive");
     dnnl_resampling_desc_t rd;

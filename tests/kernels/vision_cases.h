@@ -172,6 +172,12 @@ static const pool_case_t pool_cases[] = {
      .out = {11, 3}, .align_corners = true, .channels_last = true},
     {.op = "aten::upsample_bilinear2d", .dtype = "c10::Half", .rank = 3, .shape = {3, 4, 7},
      .scale = 2.0},
+    /* bf16 over NCHW by whole factors, at the sizes' scale: oneDNN's resampling could, cpu.pool's
+     * is faster */
+    {.op = "aten::upsample_nearest2d", .dtype = "c10::BFloat16", .rank = 4, .shape = {1, 4, 5, 6},
+     .out = {10, 12}},
+    {.op = "aten::upsample_bilinear2d", .dtype = "c10::BFloat16", .rank = 4, .shape = {1, 3, 5, 6},
+     .out = {10, 12}},
 };
 // clang-format on
 

@@ -1,5 +1,6 @@
 /* cpu.pool: the pool family (kernels/pool.h) on the cpu in fp32, one (n, c) plane per task on
- * the device's thread pool. Each task gathers its input plane (any strides, fp32 / fp16 / bf16)
+ * the device's thread pool (max pooling over channels-last data: rows of output positions,
+ * vectorised over the channels, max_rows_nhwc). Each task gathers its input plane (any strides, fp32 / fp16 / bf16)
  * into a contiguous fp32 buffer once, computes there, and writes its result plane rounded once
  * to the result's dtype; the backwards scatter into an fp32 plane the same way. Semantics as
  * the reference (kernels/pool.c), whose window and source-index helpers it calls, once per
@@ -8,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/elementwise_cpu.h"
 #include "kernels/cpu/plane_io.h"
 #include "kernels/pool.h"
+#include "kernels/cpu/vector_ext.h" /* after elementwise_cpu.h, as attention_cpu.c says */
 
 /* Per-output-index tables of one dim, computed once per op (prepare): nearest and bilinear
  * upsampling's source indices and weights, and max pooling's window range inside the input. */
@@ -68,6 +71,96 @@ static void max_plane(const cpu_pool_t *s, int64_t n, int64_t c, const float *x,
       }
       y[oh * OW + ow] = v;
       indices[oh * ish + ow * isw] = best;
+    }
+  }
+}
+
+/* ---- max pooling over channels-last data ---------------------------------------------- */
+/* Channels innermost in x, y and the indices: a task takes output rows (n, oh) and, per output
+ * position, reads each window element's channels as 16-lane vectors where they lie (gathering
+ * planes through the channel stride ran at a quarter of PyTorch's own kernel). Each lane keeps
+ * its best value, that value's order key and its flat position h * W + w. The key orders the
+ * floats as max pooling does (max_plane): NaN above every number (so a later NaN never replaces
+ * an earlier one), -0 equal to 0, so one strict integer compare decides, as the first maximum
+ * wins. */
+
+XR_VHOT vi order_key(vf x) {
+  vi b = (vi)x;
+  vi key = b ^ ((b >> 31) & 0x7fffffff); /* signed order of the floats */
+  key -= b == INT32_MIN;                 /* -0: 0's key */
+  vi nan = (b & 0x7fffffff) > 0x7f800000;
+  return (key & ~nan) | (nan & INT32_MAX);
+}
+
+/* Channels [c, c + count) (count <= VW) of the element at `at` as floats. */
+XR_VHOT vf load_channels(const void *base, xr_dtype_t dt, int64_t at, int64_t count) {
+  if (count == VW && dt == XR_DTYPE_F32) return vload((const float *)base + at);
+  if (count == VW && dt == XR_DTYPE_BF16) return vload_bf16((const uint16_t *)base + at);
+  float lanes[VW] = {0};
+  for (int64_t j = 0; j < count; j++) lanes[j] = (float)xr_load_element(base, dt, at + j);
+  return vload(lanes);
+}
+
+XR_VHOT void store_channels(void *base, xr_dtype_t dt, int64_t at, int64_t count, vf v) {
+  if (count == VW && dt == XR_DTYPE_F32) {
+    vstore((float *)base + at, v);
+  } else if (count == VW && dt == XR_DTYPE_BF16) {
+    vstore_bf16((uint16_t *)base + at, v);
+  } else {
+    float lanes[VW];
+    vstore(lanes, v);
+    for (int64_t j = 0; j < count; j++) xr_store_element(base, dt, at + j, lanes[j]);
+  }
+}
+
+static bool channels_last(const xr_view5_t *v, int64_t channels) {
+  return channels == 1 || v->strides[1] == 1;
+}
+
+/* Whether max_rows_nhwc takes the op: 2-D max pooling (d = 1), every view channels-last. */
+static bool max_nhwc(const xr_pool_problem_t *p) {
+  int64_t C = p->x.shape[1];
+  return p->kind == XR_POOL_MAX && p->in[0] == 1 && p->out[0] == 1 && C > 1 &&
+         channels_last(&p->x, C) && channels_last(&p->y, C) && channels_last(&p->indices, C);
+}
+
+XR_CPU_CLONES static void max_rows_nhwc(void *ctx, size_t begin, size_t end) {
+  const cpu_pool_t *s = ctx;
+  const xr_pool_problem_t *p = s->p;
+  const xr_view5_t *X = &p->x, *Y = &p->y, *I = &p->indices;
+  const int64_t C = X->shape[1], W = p->in[2], OH = p->out[1], OW = p->out[2];
+  const dim_table_t *th = &s->table[1], *tw = &s->table[2];
+  int64_t *indices = (int64_t *)s->base[2];
+  for (size_t item = begin; item < end; item++) {
+    const int64_t n = (int64_t)item / OH, oh = (int64_t)item % OH;
+    const int64_t h0 = oh * p->stride[1] - p->pad[1], kh0 = th->src0[oh], kh1 = th->src1[oh];
+    for (int64_t ow = 0; ow < OW; ow++) {
+      const int64_t w0 = ow * p->stride[2] - p->pad[2], kw0 = tw->src0[ow], kw1 = tw->src1[ow];
+      for (int64_t c = 0; c < C; c += VW) {
+        const int64_t count = C - c < VW ? C - c : VW;
+        vf m = (vf){0} - INFINITY;
+        vi key = (vi){0} + INT32_MIN, at = (vi){0} - 1;
+        bool first = true;
+        for (int64_t kh = kh0; kh < kh1; kh++) {
+          const int64_t h = h0 + kh * p->dilation[1];
+          for (int64_t kw = kw0; kw < kw1; kw++) {
+            const int64_t w = w0 + kw * p->dilation[2];
+            vf e = load_channels(s->base[0], X->dtype,
+                                 s->off[0] + n * X->strides[0] + c + h * X->strides[3] + w * X->strides[4],
+                                 count);
+            vi k = order_key(e), take = first ? (vi){0} - 1 : k > key;
+            m = (vf)(((vi)e & take) | ((vi)m & ~take));
+            key = (k & take) | (key & ~take);
+            at = (((vi){0} + (int32_t)(h * W + w)) & take) | (at & ~take);
+            first = false;
+          }
+        }
+        store_channels(s->base[1], Y->dtype,
+                       s->off[1] + n * Y->strides[0] + c + oh * Y->strides[3] + ow * Y->strides[4],
+                       count, m);
+        int64_t *ix = indices + s->off[2] + n * I->strides[0] + c + oh * I->strides[3] + ow * I->strides[4];
+        for (int64_t j = 0; j < count; j++) ix[j] = at[j];
+      }
     }
   }
 }
@@ -229,6 +322,9 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
 
 static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
   cpu_pool_t *s = state;
+  if (max_nhwc(s->p))
+    return xr_hal_stream_enqueue_parallel(stream, (size_t)(s->p->x.shape[0] * s->p->out[1]), 1,
+                                          max_rows_nhwc, s);
   return xr_hal_stream_enqueue_parallel(stream, (size_t)(s->p->x.shape[0] * s->p->x.shape[1]), 1,
                                         run_planes, s);
 }

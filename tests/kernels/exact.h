@@ -92,7 +92,8 @@ static inline bool exact_run_dump(const char *json, const char *op, const exact_
 }
 
 /* Replays `json` once per run (absent devices are skipped with a warning); `target`'s dumped
- * values ("return0", "self", "out") must be `want` exactly, NaN matching NaN. */
+ * values ("return0", "self", "out") must be `want` exactly, NaN matching NaN (16-bit floats,
+ * which the dump writes as their bits: `want` holds the bits). */
 static inline void exact_expect(const char *json, const char *op, const char *target,
                                 const double *want, int64_t n, const exact_run_t *runs,
                                 size_t run_count) {
@@ -113,6 +114,7 @@ static inline void exact_expect(const char *json, const char *op, const char *ta
       double got = !strcmp(d, "f4")   ? *(const float *)e
                    : !strcmp(d, "i8") ? (double)*(const int64_t *)e
                    : !strcmp(d, "i4") ? *(const int32_t *)e
+                   : !strcmp(d, "u2") ? *(const uint16_t *)e /* bf16, f16: their bits */
                    : !strcmp(d, "u1") || !strcmp(d, "b1") ? *e
                                       : *(const double *)e;
       bool same = (isnan(got) && isnan(want[i])) || got == want[i];

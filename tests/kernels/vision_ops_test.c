@@ -11,6 +11,7 @@
 #include "kernels/channel_norm.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/bundle_text.h"
+#include "tests/kernels/exact.h"
 #include "tests/kernels/vision_cases.h"
 
 /* Both timed tests have the same .timeout (conv_test.c says why). */
@@ -160,6 +161,50 @@ Test(pool, upsampling_by_scale_factor) {
 
 /* The backward's indices come from the family's initializer: valid positions, so the
  * reference's scatter stays in the plane (ASan would see it leave). */
+/* Max pooling over channels-last data runs vectorised over the channels (16 lanes): its first
+ * maximum, NaN over any number, -0 equal to 0, an all -inf window, in a full vector and in the
+ * tail of one more channel, in fp32 and bf16, by hand against cpu.pool and the reference. */
+Test(pool, max_pool_channels_last_by_hand) {
+  enum { C = 17 };
+  /* per channel, the 2 x 2 window's values in h-w order; one output position */
+  double v[C][4] = {
+      {1, 3, 2, 3},                          /* a tie: the first 3 */
+      {1, 5, NAN, NAN},                      /* the first NaN */
+      {-0.0, 0.0, -1, -2},                   /* -0 and 0 equal: the first */
+      {-INFINITY, -INFINITY, -INFINITY, -INFINITY},
+      {1, 1, 1, INFINITY},
+  };
+  for (int c = 5; c < 16; c++) v[c][0] = c, v[c][2] = c + 1;
+  v[16][0] = 7, v[16][1] = NAN, v[16][3] = NAN; /* the tail lane */
+  const double want_values[C] = {3, NAN, -0.0, -INFINITY, INFINITY, 6, 7, 8, 9, 10, 11, 12,
+                                 13, 14, 15, 16, NAN};
+  double want_indices[C] = {1, 2, 0, 0, 3};
+  for (int c = 5; c < 16; c++) want_indices[c] = 2;
+  want_indices[16] = 1;
+  const int64_t shape[4] = {1, C, 2, 2}, strides[4] = {4 * C, 1, 2 * C, C};
+  float f32[4 * C];
+  uint16_t bf16[4 * C];
+  for (int c = 0; c < C; c++)
+    for (int k = 0; k < 4; k++) {
+      f32[(k / 2) * 2 * C + (k % 2) * C + c] = (float)v[c][k];
+      bf16[(k / 2) * 2 * C + (k % 2) * C + c] = xr_f32_to_bf16((float)v[c][k]);
+    }
+  const exact_run_t runs[] = {{"cpu", XR_KERNEL_BEST, "cpu.pool"},
+                              {"cpu", XR_KERNEL_REFERENCE, "ref.pool"}};
+  setenv("XR_ONEDNN_LIBRARY", "off", 1); /* oneDNN takes no max pooling; make sure of it */
+  for (int d = 0; d < 2; d++) {
+    text_t x = {0};
+    const char *json = max_pool(d ? exact_view(&x, "c10::BFloat16", 4, shape, strides, bf16, sizeof bf16)
+                                  : exact_view(&x, "float", 4, shape, strides, f32, sizeof f32),
+                                "[2, 2]", "[2, 2]", "[0, 0]", "false");
+    double want_bits[C]; /* the dump writes bf16 as its bits */
+    for (int c = 0; c < C; c++) want_bits[c] = xr_f32_to_bf16((float)want_values[c]);
+    exact_expect(json, "max_pool2d_with_indices", "return0", d ? want_bits : want_values, C, runs, 2);
+    exact_expect(json, "max_pool2d_with_indices", "return1", want_indices, C, runs, 2);
+  }
+  unsetenv("XR_ONEDNN_LIBRARY");
+}
+
 Test(pool, max_pool_backward_replays) {
   text_t g, x, ix;
   char args[4096];

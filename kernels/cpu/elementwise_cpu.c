@@ -398,6 +398,44 @@ static int64_t load_index(const char *base, xr_dtype_t dt, int64_t i, int64_t si
   return v < 0 ? 0 : v >= size ? size - 1 : v;
 }
 
+/* A gather's run of n elements: out[i * so] = a[i * sa + index[i * sb] * gather_stride], the
+ * element size and the index dtype fixed outside the loop (one call per element ran an
+ * index_select of 888 ints at 2.7 ns an element). */
+#define GATHER_LOOP(etype, itype)                                                              \
+  do {                                                                                         \
+    etype *o = (etype *)out;                                                                   \
+    const etype *a = (const etype *)pa;                                                        \
+    const itype *ix = (const itype *)pb;                                                       \
+    for (int64_t i = 0; i < n; i++) {                                                          \
+      int64_t v = ix[i * sb];                                                                  \
+      v = v < 0 ? 0 : v >= size ? size - 1 : v;                                               \
+      o[i * so] = a[i * sa + v * stride];                                                      \
+    }                                                                                          \
+  } while (0)
+
+#define GATHER_BY_INDEX(etype)                                                                 \
+  do {                                                                                         \
+    if (s->b.dtype == XR_DTYPE_I32) GATHER_LOOP(etype, int32_t);                               \
+    else GATHER_LOOP(etype, int64_t);                                                          \
+  } while (0)
+
+static void gather_run(const xr_ew_step_t *s, char *out, int64_t so, const char *pa, int64_t sa,
+                       const char *pb, int64_t sb, size_t esize, int64_t n) {
+  const int64_t size = s->gather_size, stride = s->gather_stride;
+  switch (esize) {
+    case 1: GATHER_BY_INDEX(uint8_t); return;
+    case 2: GATHER_BY_INDEX(uint16_t); return;
+    case 4: GATHER_BY_INDEX(uint32_t); return;
+    case 8: GATHER_BY_INDEX(uint64_t); return;
+    default:
+      for (int64_t i = 0; i < n; i++) {
+        int64_t idx = load_index(pb, s->b.dtype, i * sb, size);
+        raw_copy(out + i * so * (int64_t)esize, 1, pa + (i * sa + idx * stride) * (int64_t)esize, 1,
+                 esize, 1);
+      }
+  }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* steps                                                                                       */
 
@@ -616,11 +654,7 @@ static void run_items(void *ctx, size_t begin, size_t end) {
       if (c->stream && sa == 1) xr_cpu_stream_copy(out, pa, (size_t)n * c->esize[0]);
       else raw_copy(out, so, pa, sa, c->esize[0], n);
     } else if (c->path == PATH_RAW) {
-      for (int64_t i = 0; i < n; i++) {
-        int64_t idx = load_index(pb, s->b.dtype, i * sb, s->gather_size);
-        raw_copy(out + i * so * (int64_t)c->esize[0], 1,
-                 pa + (i * sa + idx * s->gather_stride) * (int64_t)c->esize[1], 1, c->esize[0], 1);
-      }
+      gather_run(s, out, so, pa, sa, pb, sb, c->esize[0], n);
     } else if (c->avx512) {
       xr_ew_avx512_row(s, out, pa, pb, c->scalar, n, c->stream);
     } else {

@@ -122,6 +122,15 @@ static inline void gather_cases(const char *device, bool every_case) {
   ix_expect(index_select(tensor(&a, "int", 1, SHAPE(4096), NULL, 0), 0,
                          tensor(&b, "long int", 1, SHAPE(888), NULL, 0)),
             device, every_case, false, "elementwise");
+  /* 8- and 1-byte elements (the gather's loops by element size), int32 and int64 indices */
+  a.n = b.n = 0;
+  ix_expect(index_select(tensor(&a, "long int", 1, SHAPE(300), NULL, 0), 0,
+                         tensor(&b, "int", 1, SHAPE(77), NULL, 0)),
+            device, every_case, false, "elementwise");
+  a.n = b.n = 0;
+  ix_expect(index_select(tensor(&a, "unsigned char", 1, SHAPE(300), NULL, 0), 0,
+                         tensor(&b, "long int", 1, SHAPE(77), NULL, 0)),
+            device, every_case, false, "elementwise");
   /* empty index */
   a.n = b.n = 0;
   ix_expect(index_select(tensor(&a, "float", 2, SHAPE(20, 4), NULL, 0), 0,

@@ -173,7 +173,7 @@ static void teardown(void) {
   if (!strncmp(cluster.dir, "/tmp/xreplay-slurm.", 19) && !strchr(cluster.dir, '\'')) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cluster.dir);
-    if (system(cmd) != 0) cr_log_warn("could not remove %s", cluster.dir);
+    if (system(cmd) != 0) cr_log_info("could not remove %s", cluster.dir);
     cluster.dir[0] = '\0';
   }
 }

@@ -65,7 +65,7 @@ static void expect_everywhere(const char *json, const expected_t *want, int coun
   for (int k = 0; k < RUNS; k++) {
     char dir[4096];
     if (!exact_run_dump(json, "routing", &runs[k], (size_t)k, dir, sizeof dir)) {
-      cr_log_warn("%s absent: not run there", runs[k].device);
+      cr_log_info("%s absent: not run there", runs[k].device);
       continue;
     }
     for (int i = 0; i < count; i++)

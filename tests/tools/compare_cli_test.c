@@ -202,7 +202,7 @@ Test(kernels, the_traces_kernels_beside_the_one_that_ran) {
     onednn++;
   }
   cJSON_Delete(r);
-  if (!onednn) cr_log_warn("oneDNN took no addmm here: no algorithm to check");
+  if (!onednn) cr_log_info("oneDNN took no addmm here: no algorithm to check");
   snprintf(args, sizeof args, "--hal=cpu --iters=2 --op-filter=addmm --report=%s %s", csv, b);
   cr_assert_eq(replay(args), 0, "%s", err_text);
   char text[1 << 16];

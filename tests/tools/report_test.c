@@ -82,7 +82,7 @@ static int chromium(const char *url, const char *what, const char *out, const ch
     char err[4096], path[1100];
     snprintf(path, sizeof path, "%s/stderr", profile);
     slurp(path, err, sizeof err);
-    cr_log_warn("chromium %s %s: exit %d: %s", what, url, WEXITSTATUS(status), err);
+    cr_log_info("chromium %s %s: exit %d: %s", what, url, WEXITSTATUS(status), err);
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -1,6 +1,6 @@
 /* cpu.pool: the pool family (kernels/pool.h) on the cpu in fp32, one (n, c) plane per task on
- * the device's thread pool (max pooling over channels-last data: rows of output positions,
- * vectorised over the channels, max_rows_nhwc). Each task gathers its input plane (any strides, fp32 / fp16 / bf16)
+ * the device's thread pool (max pooling and its backward over channels-last data: the channels
+ * where they lie, max_rows_nhwc and max_backward_nhwc_items). Each task gathers its input plane (any strides, fp32 / fp16 / bf16)
  * into a contiguous fp32 buffer once, computes there, and writes its result plane rounded once
  * to the result's dtype; the backwards scatter into an fp32 plane the same way. Semantics as
  * the reference (kernels/pool.c), whose window and source-index helpers it calls, once per
@@ -165,6 +165,51 @@ XR_CPU_CLONES static void max_rows_nhwc(void *ctx, size_t begin, size_t end) {
   }
 }
 
+/* Whether max_backward_nhwc takes the op: 2-D max pooling's backward, every view
+ * channels-last. */
+static bool max_backward_nhwc(const xr_pool_problem_t *p) {
+  int64_t C = p->x.shape[1];
+  return p->kind == XR_POOL_MAX_BACKWARD && p->in[0] == 1 && p->out[0] == 1 && C > 1 &&
+         channels_last(&p->x, C) && channels_last(&p->y, C) && channels_last(&p->indices, C);
+}
+
+/* Max pooling's backward over channels-last data: a task takes VW channels of one sample, adds
+ * each output position's gradient into an fp32 [H, W, VW] buffer at its channels' recorded
+ * positions, in output order as backward_plane does, and writes the buffer rounded once. */
+XR_CPU_CLONES static void max_backward_nhwc_items(void *ctx, size_t begin, size_t end) {
+  const cpu_pool_t *s = ctx;
+  const xr_pool_problem_t *p = s->p;
+  const xr_view5_t *GX = &p->x, *G = &p->y, *I = &p->indices;
+  const int64_t C = GX->shape[1], H = p->in[1], W = p->in[2], OH = p->out[1], OW = p->out[2];
+  const int64_t blocks = (C + VW - 1) / VW, plane = H * W;
+  float *acc = malloc(sizeof(float) * (size_t)(plane * VW));
+  if (!acc) return; /* out of memory: the poisoned result shows it */
+  for (size_t item = begin; item < end; item++) {
+    const int64_t n = (int64_t)item / blocks, c0 = (int64_t)item % blocks * VW;
+    const int64_t count = C - c0 < VW ? C - c0 : VW;
+    memset(acc, 0, sizeof(float) * (size_t)(plane * VW));
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        float g[VW];
+        vstore(g, load_channels(s->base[1], G->dtype,
+                                s->off[1] + n * G->strides[0] + c0 + oh * G->strides[3] + ow * G->strides[4],
+                                count));
+        int64_t at = s->off[2] + n * I->strides[0] + c0 + oh * I->strides[3] + ow * I->strides[4];
+        for (int64_t j = 0; j < count; j++) {
+          int64_t i = I->dtype == XR_DTYPE_I64 ? ((const int64_t *)s->base[2])[at + j]
+                                               : ((const int32_t *)s->base[2])[at + j];
+          if (i >= 0 && i < plane) acc[i * VW + j] += g[j];
+        }
+      }
+    for (int64_t h = 0; h < H; h++)
+      for (int64_t w = 0; w < W; w++)
+        store_channels(s->base[0], GX->dtype,
+                       s->off[0] + n * GX->strides[0] + c0 + h * GX->strides[3] + w * GX->strides[4],
+                       count, vload(acc + (h * W + w) * VW));
+  }
+  free(acc);
+}
+
 /* The result plane y from the input plane x (both contiguous fp32, d-h-w order). */
 static void forward_plane(const cpu_pool_t *s, int64_t n, int64_t c, const float *x, float *y) {
   const xr_pool_problem_t *p = s->p;
@@ -325,6 +370,10 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
   if (max_nhwc(s->p))
     return xr_hal_stream_enqueue_parallel(stream, (size_t)(s->p->x.shape[0] * s->p->out[1]), 1,
                                           max_rows_nhwc, s);
+  if (max_backward_nhwc(s->p))
+    return xr_hal_stream_enqueue_parallel(
+        stream, (size_t)(s->p->x.shape[0] * ((s->p->x.shape[1] + VW - 1) / VW)), 1,
+        max_backward_nhwc_items, s);
   return xr_hal_stream_enqueue_parallel(stream, (size_t)(s->p->x.shape[0] * s->p->x.shape[1]), 1,
                                         run_planes, s);
 }

@@ -172,6 +172,12 @@ static const pool_case_t pool_cases[] = {
      .out = {11, 3}, .align_corners = true, .channels_last = true},
     {.op = "aten::upsample_bilinear2d", .dtype = "c10::Half", .rank = 3, .shape = {3, 4, 7},
      .scale = 2.0},
+    /* channels-last max pooling and its backward over more channels than one 16-lane vector
+     * (cpu.pool's vectorised paths and their tail), overlapping windows */
+    {.op = "aten::max_pool2d_with_indices", .dtype = "float", .rank = 4, .shape = {2, 20, 9, 7},
+     .k = 3, .stride = 2, .pad = 1, .channels_last = true},
+    {.op = "aten::max_pool2d_with_indices_backward", .dtype = "c10::BFloat16", .rank = 4,
+     .shape = {2, 20, 9, 7}, .k = 3, .stride = 2, .pad = 1, .channels_last = true},
     /* bf16 over NCHW by whole factors, at the sizes' scale: oneDNN's resampling could, cpu.pool's
      * is faster */
     {.op = "aten::upsample_nearest2d", .dtype = "c10::BFloat16", .rank = 4, .shape = {1, 4, 5, 6},

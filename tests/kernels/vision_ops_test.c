@@ -34,7 +34,7 @@ Test(vision, onednn_runs_the_cases_it_matches, .timeout = 300) {
   const size_t pool_onednn[] = {6, 7, 9, 10, 13, 16, 19, 22};
   /* max pooling (indices), nearest 7 -> 12, bilinear with align_corners, bf16 resampling over
    * NCHW (faster on cpu.pool) */
-  const size_t pool_ours[] = {0, 3, 18, 23, 24, 25};
+  const size_t pool_ours[] = {0, 3, 18, 23, 24, 25, 26, 27};
   /* batch norm over channels-last data ([N, C] included): training 2-D to 5-D, eval, cudnn's
    * forms, backwards in both forms */
   const size_t norm_onednn[] = {1, 3, 5, 9, 12, 23, 24, 25};

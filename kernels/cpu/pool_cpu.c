@@ -173,39 +173,44 @@ static bool max_backward_nhwc(const xr_pool_problem_t *p) {
          channels_last(&p->x, C) && channels_last(&p->y, C) && channels_last(&p->indices, C);
 }
 
-/* Max pooling's backward over channels-last data: a task takes VW channels of one sample, adds
- * each output position's gradient into an fp32 [H, W, VW] buffer at its channels' recorded
- * positions, in output order as backward_plane does, and writes the buffer rounded once. */
+/* Max pooling's backward over channels-last data: a task takes BLOCK_C channels of one sample
+ * (two vectors: whole cache lines of bf16 gradients and of int64 indices), adds each output
+ * position's gradient into an fp32 [H, W, BLOCK_C] buffer at its channels' recorded positions,
+ * in output order as backward_plane does, and writes the buffer rounded once. */
+enum { BLOCK_C = 2 * VW };
+
 XR_CPU_CLONES static void max_backward_nhwc_items(void *ctx, size_t begin, size_t end) {
   const cpu_pool_t *s = ctx;
   const xr_pool_problem_t *p = s->p;
   const xr_view5_t *GX = &p->x, *G = &p->y, *I = &p->indices;
   const int64_t C = GX->shape[1], H = p->in[1], W = p->in[2], OH = p->out[1], OW = p->out[2];
-  const int64_t blocks = (C + VW - 1) / VW, plane = H * W;
-  float *acc = malloc(sizeof(float) * (size_t)(plane * VW));
+  const int64_t blocks = (C + BLOCK_C - 1) / BLOCK_C, plane = H * W;
+  float *acc = malloc(sizeof(float) * (size_t)(plane * BLOCK_C));
   if (!acc) return; /* out of memory: the poisoned result shows it */
   for (size_t item = begin; item < end; item++) {
-    const int64_t n = (int64_t)item / blocks, c0 = (int64_t)item % blocks * VW;
-    const int64_t count = C - c0 < VW ? C - c0 : VW;
-    memset(acc, 0, sizeof(float) * (size_t)(plane * VW));
+    const int64_t n = (int64_t)item / blocks, c0 = (int64_t)item % blocks * BLOCK_C;
+    const int64_t count = C - c0 < BLOCK_C ? C - c0 : BLOCK_C;
+    memset(acc, 0, sizeof(float) * (size_t)(plane * BLOCK_C));
     for (int64_t oh = 0; oh < OH; oh++)
       for (int64_t ow = 0; ow < OW; ow++) {
-        float g[VW];
-        vstore(g, load_channels(s->base[1], G->dtype,
-                                s->off[1] + n * G->strides[0] + c0 + oh * G->strides[3] + ow * G->strides[4],
-                                count));
+        float g[BLOCK_C];
+        int64_t gat = s->off[1] + n * G->strides[0] + c0 + oh * G->strides[3] + ow * G->strides[4];
+        for (int64_t v = 0; v < count; v += VW)
+          vstore(g + v, load_channels(s->base[1], G->dtype, gat + v, count - v < VW ? count - v : VW));
         int64_t at = s->off[2] + n * I->strides[0] + c0 + oh * I->strides[3] + ow * I->strides[4];
         for (int64_t j = 0; j < count; j++) {
           int64_t i = I->dtype == XR_DTYPE_I64 ? ((const int64_t *)s->base[2])[at + j]
                                                : ((const int32_t *)s->base[2])[at + j];
-          if (i >= 0 && i < plane) acc[i * VW + j] += g[j];
+          if (i >= 0 && i < plane) acc[i * BLOCK_C + j] += g[j];
         }
       }
     for (int64_t h = 0; h < H; h++)
-      for (int64_t w = 0; w < W; w++)
-        store_channels(s->base[0], GX->dtype,
-                       s->off[0] + n * GX->strides[0] + c0 + h * GX->strides[3] + w * GX->strides[4],
-                       count, vload(acc + (h * W + w) * VW));
+      for (int64_t w = 0; w < W; w++) {
+        int64_t xat = s->off[0] + n * GX->strides[0] + c0 + h * GX->strides[3] + w * GX->strides[4];
+        for (int64_t v = 0; v < count; v += VW)
+          store_channels(s->base[0], GX->dtype, xat + v, count - v < VW ? count - v : VW,
+                         vload(acc + (h * W + w) * BLOCK_C + v));
+      }
   }
   free(acc);
 }
@@ -372,7 +377,7 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
                                           max_rows_nhwc, s);
   if (max_backward_nhwc(s->p))
     return xr_hal_stream_enqueue_parallel(
-        stream, (size_t)(s->p->x.shape[0] * ((s->p->x.shape[1] + VW - 1) / VW)), 1,
+        stream, (size_t)(s->p->x.shape[0] * ((s->p->x.shape[1] + BLOCK_C - 1) / BLOCK_C)), 1,
         max_backward_nhwc_items, s);
   return xr_hal_stream_enqueue_parallel(stream, (size_t)(s->p->x.shape[0] * s->p->x.shape[1]), 1,
                                         run_planes, s);

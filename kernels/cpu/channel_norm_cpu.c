@@ -37,7 +37,7 @@ static void set_vec(const cpu_cn_t *s, int k, int64_t n, int64_t c, double value
 
 /* The planes (n, c) for n in [n0, n1), c in [c0, c1), n-major, into or out of one buffer. */
 XR_PLANE_IO void gather(const cpu_cn_t *s, int k, int64_t n0, int64_t n1, int64_t c0, int64_t c1,
-                   float *out) {
+                        float *out) {
   int64_t plane = s->size[0] * s->size[1] * s->size[2];
   for (int64_t n = n0; n < n1; n++)
     for (int64_t c = c0; c < c1; c++, out += plane)
@@ -45,7 +45,7 @@ XR_PLANE_IO void gather(const cpu_cn_t *s, int k, int64_t n0, int64_t n1, int64_
 }
 
 XR_PLANE_IO void scatter(const cpu_cn_t *s, int k, int64_t n0, int64_t n1, int64_t c0, int64_t c1,
-                    const float *in) {
+                         const float *in) {
   int64_t plane = s->size[0] * s->size[1] * s->size[2];
   for (int64_t n = n0; n < n1; n++)
     for (int64_t c = c0; c < c1; c++, in += plane)

@@ -401,22 +401,24 @@ static int64_t load_index(const char *base, xr_dtype_t dt, int64_t i, int64_t si
 /* A gather's run of n elements: out[i * so] = a[i * sa + index[i * sb] * gather_stride], the
  * element size and the index dtype fixed outside the loop (one call per element ran an
  * index_select of 888 ints at 2.7 ns an element). */
-#define GATHER_LOOP(etype, itype)                                                              \
-  do {                                                                                         \
-    etype *o = (etype *)out;                                                                   \
-    const etype *a = (const etype *)pa;                                                        \
-    const itype *ix = (const itype *)pb;                                                       \
-    for (int64_t i = 0; i < n; i++) {                                                          \
-      int64_t v = ix[i * sb];                                                                  \
-      v = v < 0 ? 0 : v >= size ? size - 1 : v;                                               \
-      o[i * so] = a[i * sa + v * stride];                                                      \
-    }                                                                                          \
+#define GATHER_LOOP(etype, itype)               \
+  do {                                          \
+    etype *o = (etype *)out;                    \
+    const etype *a = (const etype *)pa;         \
+    const itype *ix = (const itype *)pb;        \
+    for (int64_t i = 0; i < n; i++) {           \
+      int64_t v = ix[i * sb];                   \
+      v = v < 0 ? 0 : v >= size ? size - 1 : v; \
+      o[i * so] = a[i * sa + v * stride];       \
+    }                                           \
   } while (0)
 
-#define GATHER_BY_INDEX(etype)                                                                 \
-  do {                                                                                         \
-    if (s->b.dtype == XR_DTYPE_I32) GATHER_LOOP(etype, int32_t);                               \
-    else GATHER_LOOP(etype, int64_t);                                                          \
+#define GATHER_BY_INDEX(etype)      \
+  do {                              \
+    if (s->b.dtype == XR_DTYPE_I32) \
+      GATHER_LOOP(etype, int32_t);  \
+    else                            \
+      GATHER_LOOP(etype, int64_t);  \
   } while (0)
 
 static void gather_run(const xr_ew_step_t *s, char *out, int64_t so, const char *pa, int64_t sa,

@@ -1,18 +1,19 @@
 /* cpu.pool: the pool family (kernels/pool.h) on the cpu in fp32, one (n, c) plane per task on
- * the device's thread pool (max pooling and its backward over channels-last data: the channels
- * where they lie, max_rows_nhwc and max_backward_nhwc_items). Each task gathers its input plane (any strides, fp32 / fp16 / bf16)
+ * the device's thread pool. Each task gathers its input plane (any strides, fp32 / fp16 / bf16)
  * into a contiguous fp32 buffer once, computes there, and writes its result plane rounded once
- * to the result's dtype; the backwards scatter into an fp32 plane the same way. Semantics as
- * the reference (kernels/pool.c), whose window and source-index helpers it calls, once per
- * output index of each dim at prepare time for upsampling and max pooling (dim_table_t). */
+ * to the result's dtype; the backwards scatter into an fp32 plane the same way. Max pooling and
+ * its backward over channels-last data read the channels where they lie instead
+ * (max_rows_nhwc, max_backward_nhwc_items). Semantics as the reference (kernels/pool.c), whose
+ * window and source-index helpers it calls, once per output index of each dim at prepare time
+ * for upsampling and max pooling (dim_table_t). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/cpu/elementwise_cpu.h"
 #include "kernels/cpu/plane_io.h"
-#include "kernels/pool.h"
 #include "kernels/cpu/vector_ext.h" /* after elementwise_cpu.h, as attention_cpu.c says */
+#include "kernels/pool.h"
 
 /* Per-output-index tables of one dim, computed once per op (prepare): nearest and bilinear
  * upsampling's source indices and weights, and max pooling's window range inside the input. */
@@ -117,11 +118,13 @@ static bool channels_last(const xr_view5_t *v, int64_t channels) {
   return channels == 1 || v->strides[1] == 1;
 }
 
-/* Whether max_rows_nhwc takes the op: 2-D max pooling (d = 1), every view channels-last. */
+/* Whether the op is 2-D max pooling or its backward (d = 1) with every view channels-last:
+ * max_rows_nhwc and max_backward_nhwc_items take those. */
 static bool max_nhwc(const xr_pool_problem_t *p) {
   int64_t C = p->x.shape[1];
-  return p->kind == XR_POOL_MAX && p->in[0] == 1 && p->out[0] == 1 && C > 1 &&
-         channels_last(&p->x, C) && channels_last(&p->y, C) && channels_last(&p->indices, C);
+  return (p->kind == XR_POOL_MAX || p->kind == XR_POOL_MAX_BACKWARD) && p->in[0] == 1 &&
+         p->out[0] == 1 && C > 1 && channels_last(&p->x, C) && channels_last(&p->y, C) &&
+         channels_last(&p->indices, C);
 }
 
 XR_CPU_CLONES static void max_rows_nhwc(void *ctx, size_t begin, size_t end) {
@@ -145,9 +148,9 @@ XR_CPU_CLONES static void max_rows_nhwc(void *ctx, size_t begin, size_t end) {
           const int64_t h = h0 + kh * p->dilation[1];
           for (int64_t kw = kw0; kw < kw1; kw++) {
             const int64_t w = w0 + kw * p->dilation[2];
-            vf e = load_channels(s->base[0], X->dtype,
-                                 s->off[0] + n * X->strides[0] + c + h * X->strides[3] + w * X->strides[4],
-                                 count);
+            vf e = load_channels(
+                s->base[0], X->dtype,
+                s->off[0] + n * X->strides[0] + c + h * X->strides[3] + w * X->strides[4], count);
             vi k = order_key(e), take = first ? (vi){0} - 1 : k > key;
             m = (vf)(((vi)e & take) | ((vi)m & ~take));
             key = (k & take) | (key & ~take);
@@ -158,19 +161,12 @@ XR_CPU_CLONES static void max_rows_nhwc(void *ctx, size_t begin, size_t end) {
         store_channels(s->base[1], Y->dtype,
                        s->off[1] + n * Y->strides[0] + c + oh * Y->strides[3] + ow * Y->strides[4],
                        count, m);
-        int64_t *ix = indices + s->off[2] + n * I->strides[0] + c + oh * I->strides[3] + ow * I->strides[4];
+        int64_t *ix =
+            indices + s->off[2] + n * I->strides[0] + c + oh * I->strides[3] + ow * I->strides[4];
         for (int64_t j = 0; j < count; j++) ix[j] = at[j];
       }
     }
   }
-}
-
-/* Whether max_backward_nhwc takes the op: 2-D max pooling's backward, every view
- * channels-last. */
-static bool max_backward_nhwc(const xr_pool_problem_t *p) {
-  int64_t C = p->x.shape[1];
-  return p->kind == XR_POOL_MAX_BACKWARD && p->in[0] == 1 && p->out[0] == 1 && C > 1 &&
-         channels_last(&p->x, C) && channels_last(&p->y, C) && channels_last(&p->indices, C);
 }
 
 /* Max pooling's backward over channels-last data: a task takes BLOCK_C channels of one sample
@@ -196,7 +192,8 @@ XR_CPU_CLONES static void max_backward_nhwc_items(void *ctx, size_t begin, size_
         float g[BLOCK_C];
         int64_t gat = s->off[1] + n * G->strides[0] + c0 + oh * G->strides[3] + ow * G->strides[4];
         for (int64_t v = 0; v < count; v += VW)
-          vstore(g + v, load_channels(s->base[1], G->dtype, gat + v, count - v < VW ? count - v : VW));
+          vstore(g + v,
+                 load_channels(s->base[1], G->dtype, gat + v, count - v < VW ? count - v : VW));
         int64_t at = s->off[2] + n * I->strides[0] + c0 + oh * I->strides[3] + ow * I->strides[4];
         for (int64_t j = 0; j < count; j++) {
           int64_t i = I->dtype == XR_DTYPE_I64 ? ((const int64_t *)s->base[2])[at + j]
@@ -372,10 +369,10 @@ static xr_status_t cpu_prepare(const xr_op_plan_t *plan, xr_hal_device_t *device
 
 static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
   cpu_pool_t *s = state;
-  if (max_nhwc(s->p))
+  if (max_nhwc(s->p) && s->p->kind == XR_POOL_MAX)
     return xr_hal_stream_enqueue_parallel(stream, (size_t)(s->p->x.shape[0] * s->p->out[1]), 1,
                                           max_rows_nhwc, s);
-  if (max_backward_nhwc(s->p))
+  if (max_nhwc(s->p))
     return xr_hal_stream_enqueue_parallel(
         stream, (size_t)(s->p->x.shape[0] * ((s->p->x.shape[1] + BLOCK_C - 1) / BLOCK_C)), 1,
         max_backward_nhwc_items, s);

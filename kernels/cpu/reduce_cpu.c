@@ -179,31 +179,31 @@ typedef struct located {
   int64_t at;
 } located_t;
 
-#define BLOCK_LOCATE(name, type, load, element, cmp, start)                                  \
-  XR_CPU_CLONES static located_t name(const type *restrict v, int64_t n) {                   \
-    vf m = (vf){0} + (start);                                                                \
-    vi at = (vi){0} - 1, nan = (vi){0}, lane;                                                \
-    for (int j = 0; j < VW; j++) lane[j] = j;                                                \
-    int64_t i = 0;                                                                           \
-    for (; i + VW <= n; i += VW) {                                                           \
-      vf x = load(v + i);                                                                    \
-      vi better = x cmp m;                                                                   \
-      nan |= x != x;                                                                         \
-      m = (vf)(((vi)x & better) | ((vi)m & ~better));                                        \
-      at = ((lane + (int32_t)i) & better) | (at & ~better);                                  \
-    }                                                                                        \
-    located_t best = {start, -1};                                                            \
-    for (int j = 0; j < VW; j++) {                                                           \
-      if (nan[j]) return (located_t){NAN, -2};                                               \
-      if (at[j] >= 0 && (m[j] cmp best.value || (m[j] == best.value && at[j] < best.at)))    \
-        best.value = m[j], best.at = at[j];                                                  \
-    }                                                                                        \
-    for (; i < n; i++) {                                                                     \
-      float x = element(v[i]);                                                               \
-      if (x != x) return (located_t){NAN, -2};                                               \
-      if (x cmp best.value) best.value = x, best.at = i;                                     \
-    }                                                                                        \
-    return best;                                                                             \
+#define BLOCK_LOCATE(name, type, load, element, cmp, start)                               \
+  XR_CPU_CLONES static located_t name(const type *restrict v, int64_t n) {                \
+    vf m = (vf){0} + (start);                                                             \
+    vi at = (vi){0} - 1, nan = (vi){0}, lane;                                             \
+    for (int j = 0; j < VW; j++) lane[j] = j;                                             \
+    int64_t i = 0;                                                                        \
+    for (; i + VW <= n; i += VW) {                                                        \
+      vf x = load(v + i);                                                                 \
+      vi better = x cmp m;                                                                \
+      nan |= x != x;                                                                      \
+      m = (vf)(((vi)x & better) | ((vi)m & ~better));                                     \
+      at = ((lane + (int32_t)i) & better) | (at & ~better);                               \
+    }                                                                                     \
+    located_t best = {start, -1};                                                         \
+    for (int j = 0; j < VW; j++) {                                                        \
+      if (nan[j]) return (located_t){NAN, -2};                                            \
+      if (at[j] >= 0 && (m[j] cmp best.value || (m[j] == best.value && at[j] < best.at))) \
+        best.value = m[j], best.at = at[j];                                               \
+    }                                                                                     \
+    for (; i < n; i++) {                                                                  \
+      float x = element(v[i]);                                                            \
+      if (x != x) return (located_t){NAN, -2};                                            \
+      if (x cmp best.value) best.value = x, best.at = i;                                  \
+    }                                                                                     \
+    return best;                                                                          \
   }
 #define AS_FLOAT(x) (x)
 BLOCK_LOCATE(block_locate_max, float, vload, AS_FLOAT, >, -INFINITY)
@@ -398,7 +398,8 @@ static void state_merge(const cpu_reduce_t *s, state_t *a, const state_t *b) {
 /* A block's first extreme (at: its position in the block, that of the first NaN when value is
  * NaN, -1 when none beat the start value) found at reduced position k, into st. */
 static void merge_located(const cpu_reduce_t *s, state_t *st, located_t l, int64_t k) {
-  state_t b = {.seen = 1, .m = l.value, .at = k + (l.at >= 0 ? l.at : 0), .nan = l.value != l.value};
+  state_t b = {
+      .seen = 1, .m = l.value, .at = k + (l.at >= 0 ? l.at : 0), .nan = l.value != l.value};
   state_merge(s, st, &b);
 }
 
@@ -504,8 +505,10 @@ static void store_run(const cpu_reduce_t *s, int64_t i, int64_t os, const float 
   char *b = s->out[0];
   switch (s->p->out[0].dtype) {
     case XR_DTYPE_F32:
-      if (os == 1) memcpy((float *)b + i, v, sizeof(float) * (size_t)n);
-      else for (int64_t j = 0; j < n; j++) ((float *)b)[i + j * os] = v[j];
+      if (os == 1)
+        memcpy((float *)b + i, v, sizeof(float) * (size_t)n);
+      else
+        for (int64_t j = 0; j < n; j++) ((float *)b)[i + j * os] = v[j];
       break;
     case XR_DTYPE_BF16:
       for (int64_t j = 0; j < n; j++) ((uint16_t *)b)[i + j * os] = xr_f32_to_bf16(v[j]);
@@ -575,13 +578,14 @@ static void rows_range(const cpu_reduce_t *s, int64_t o, int64_t k0, int64_t k1,
   const bool fused = (p->op == XR_REDUCE_SUM || p->op == XR_REDUCE_MEAN) && rs == 1 &&
                      !s->round && xr_reduce_fast_dtype(p->in_dtype);
   /* max.dim / min.dim of contiguous bf16 runs: located where they lie */
-  const bool fused_locate = s->indices && is_extreme(p, s->norm) && rs == 1 && !s->round &&
-                            p->in_dtype == XR_DTYPE_BF16;
+  const bool fused_locate =
+      s->indices && is_extreme(p, s->norm) && rs == 1 && !s->round && p->in_dtype == XR_DTYPE_BF16;
   float buf[BLOCK];
   for (int64_t k = k0; k < k1;) {
     int64_t len = rn - k % rn;
     if (len > k1 - k) len = k1 - k;
-    if (len > (fused || fused_locate ? FUSED_RUN : BLOCK)) len = fused || fused_locate ? FUSED_RUN : BLOCK;
+    if (len > (fused || fused_locate ? FUSED_RUN : BLOCK))
+      len = fused || fused_locate ? FUSED_RUN : BLOCK;
     const char *src = base + xr_reduce_red_offset(p, k) * (int64_t)s->in_size;
     /* The block after this one, while this one computes: a block's passes (logsumexp's max and
      * exp-sum, max.dim's compare) leave the memory idle otherwise. */
@@ -589,7 +593,8 @@ static void rows_range(const cpu_reduce_t *s, int64_t o, int64_t k0, int64_t k1,
       prefetch_bytes(src + len * (int64_t)s->in_size, len * (int64_t)s->in_size);
     if (fused_locate) {
       const uint16_t *h = (const uint16_t *)src;
-      located_t l = wants_max(p, s->norm) ? block_locate_max_bf16(h, len) : block_locate_min_bf16(h, len);
+      located_t l =
+          wants_max(p, s->norm) ? block_locate_max_bf16(h, len) : block_locate_min_bf16(h, len);
       if (l.at == -2)
         for (l.at = 0; !isnan(xr_bf16_to_f32(h[l.at]));) l.at++;
       merge_located(s, st, l, k);
@@ -1134,9 +1139,8 @@ static xr_status_t cpu_enqueue(void *state, xr_hal_stream_t *stream) {
         return xr_hal_stream_enqueue_parallel(stream, (size_t)s->units, (size_t)s->grain,
                                               scan_columns, s);
       /* whole groups of rows per task, so that scan_rows runs them side by side */
-      return xr_hal_stream_enqueue_parallel(stream, (size_t)s->units,
-                                            (size_t)((s->grain + GROUP - 1) / GROUP * GROUP),
-                                            scan_rows, s);
+      return xr_hal_stream_enqueue_parallel(
+          stream, (size_t)s->units, (size_t)((s->grain + GROUP - 1) / GROUP * GROUP), scan_rows, s);
     default: {
       size_t items = (size_t)(s->units * s->chunks);
       xr_status_t st = xr_hal_stream_enqueue_parallel(

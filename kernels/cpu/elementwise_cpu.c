@@ -393,24 +393,26 @@ static void transpose_tile(char *dst, int64_t dst_row_stride, const char *src,
   }
 }
 
-static int64_t load_index(const char *base, xr_dtype_t dt, int64_t i, int64_t size) {
-  int64_t v = dt == XR_DTYPE_I32 ? ((const int32_t *)base)[i] : ((const int64_t *)base)[i];
+/* An index kept inside [0, size). */
+static inline int64_t clamp_index(int64_t v, int64_t size) {
   return v < 0 ? 0 : v >= size ? size - 1 : v;
+}
+
+static int64_t load_index(const char *base, xr_dtype_t dt, int64_t i, int64_t size) {
+  return clamp_index(dt == XR_DTYPE_I32 ? ((const int32_t *)base)[i] : ((const int64_t *)base)[i],
+                     size);
 }
 
 /* A gather's run of n elements: out[i * so] = a[i * sa + index[i * sb] * gather_stride], the
  * element size and the index dtype fixed outside the loop (one call per element ran an
  * index_select of 888 ints at 2.7 ns an element). */
-#define GATHER_LOOP(etype, itype)               \
-  do {                                          \
-    etype *o = (etype *)out;                    \
-    const etype *a = (const etype *)pa;         \
-    const itype *ix = (const itype *)pb;        \
-    for (int64_t i = 0; i < n; i++) {           \
-      int64_t v = ix[i * sb];                   \
-      v = v < 0 ? 0 : v >= size ? size - 1 : v; \
-      o[i * so] = a[i * sa + v * stride];       \
-    }                                           \
+#define GATHER_LOOP(etype, itype)                                     \
+  do {                                                                \
+    etype *o = (etype *)out;                                          \
+    const etype *a = (const etype *)pa;                               \
+    const itype *ix = (const itype *)pb;                              \
+    for (int64_t i = 0; i < n; i++)                                   \
+      o[i * so] = a[i * sa + clamp_index(ix[i * sb], size) * stride]; \
   } while (0)
 
 #define GATHER_BY_INDEX(etype)      \

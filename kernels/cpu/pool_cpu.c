@@ -29,9 +29,20 @@ typedef struct cpu_pool {
   dim_table_t *table; /* [3]: d, h, w (the forward kinds that use them) */
 } cpu_pool_t;
 
-static int64_t index_at(const cpu_pool_t *s, int64_t n, int64_t c, int64_t h, int64_t w) {
-  const xr_view5_t *v = &s->p->indices;
-  return s->off[2] + n * v->strides[0] + c * v->strides[1] + h * v->strides[3] + w * v->strides[4];
+enum { X, Y, INDICES }; /* base[] and off[] slots */
+
+/* The element (n, c, h, w) of slot k's view (2-D: d = 0), in elements from its base. */
+static inline int64_t element_at(const cpu_pool_t *s, int k, int64_t n, int64_t c, int64_t h,
+                                 int64_t w) {
+  const xr_pool_problem_t *p = s->p;
+  const xr_view5_t *v = k == X ? &p->x : k == Y ? &p->y : &p->indices;
+  return s->off[k] + n * v->strides[0] + c * v->strides[1] + h * v->strides[3] + w * v->strides[4];
+}
+
+/* The recorded max-pooling position at element `at` of the indices (int64 or int32). */
+static inline int64_t index_value(const cpu_pool_t *s, int64_t at) {
+  return s->p->indices.dtype == XR_DTYPE_I64 ? ((const int64_t *)s->base[INDICES])[at]
+                                             : ((const int32_t *)s->base[INDICES])[at];
 }
 
 /* The kernel positions k in [lo, hi) whose input index o * stride - pad + k * dilation lies in
@@ -52,7 +63,8 @@ static void max_plane(const cpu_pool_t *s, int64_t n, int64_t c, const float *x,
   const int64_t dh = p->dilation[1], dw = p->dilation[2];
   const dim_table_t *th = &s->table[1], *tw = &s->table[2];
   const xr_view5_t *I = &p->indices;
-  int64_t *indices = (int64_t *)s->base[2] + s->off[2] + n * I->strides[0] + c * I->strides[1];
+  int64_t *indices =
+      (int64_t *)s->base[INDICES] + s->off[INDICES] + n * I->strides[0] + c * I->strides[1];
   const int64_t ish = I->strides[3], isw = I->strides[4];
   for (int64_t oh = 0; oh < OH; oh++) {
     const int64_t h0 = oh * sh - ph, kh0 = th->src0[oh], kh1 = th->src1[oh];
@@ -130,10 +142,8 @@ static bool max_nhwc(const xr_pool_problem_t *p) {
 XR_CPU_CLONES static void max_rows_nhwc(void *ctx, size_t begin, size_t end) {
   const cpu_pool_t *s = ctx;
   const xr_pool_problem_t *p = s->p;
-  const xr_view5_t *X = &p->x, *Y = &p->y, *I = &p->indices;
-  const int64_t C = X->shape[1], W = p->in[2], OH = p->out[1], OW = p->out[2];
+  const int64_t C = p->x.shape[1], W = p->in[2], OH = p->out[1], OW = p->out[2];
   const dim_table_t *th = &s->table[1], *tw = &s->table[2];
-  int64_t *indices = (int64_t *)s->base[2];
   for (size_t item = begin; item < end; item++) {
     const int64_t n = (int64_t)item / OH, oh = (int64_t)item % OH;
     const int64_t h0 = oh * p->stride[1] - p->pad[1], kh0 = th->src0[oh], kh1 = th->src1[oh];
@@ -148,9 +158,7 @@ XR_CPU_CLONES static void max_rows_nhwc(void *ctx, size_t begin, size_t end) {
           const int64_t h = h0 + kh * p->dilation[1];
           for (int64_t kw = kw0; kw < kw1; kw++) {
             const int64_t w = w0 + kw * p->dilation[2];
-            vf e = load_channels(
-                s->base[0], X->dtype,
-                s->off[0] + n * X->strides[0] + c + h * X->strides[3] + w * X->strides[4], count);
+            vf e = load_channels(s->base[X], p->x.dtype, element_at(s, X, n, c, h, w), count);
             vi k = order_key(e), take = first ? (vi){0} - 1 : k > key;
             m = (vf)(((vi)e & take) | ((vi)m & ~take));
             key = (k & take) | (key & ~take);
@@ -158,11 +166,8 @@ XR_CPU_CLONES static void max_rows_nhwc(void *ctx, size_t begin, size_t end) {
             first = false;
           }
         }
-        store_channels(s->base[1], Y->dtype,
-                       s->off[1] + n * Y->strides[0] + c + oh * Y->strides[3] + ow * Y->strides[4],
-                       count, m);
-        int64_t *ix =
-            indices + s->off[2] + n * I->strides[0] + c + oh * I->strides[3] + ow * I->strides[4];
+        store_channels(s->base[Y], p->y.dtype, element_at(s, Y, n, c, oh, ow), count, m);
+        int64_t *ix = (int64_t *)s->base[INDICES] + element_at(s, INDICES, n, c, oh, ow);
         for (int64_t j = 0; j < count; j++) ix[j] = at[j];
       }
     }
@@ -178,8 +183,7 @@ enum { BLOCK_C = 2 * VW };
 XR_CPU_CLONES static void max_backward_nhwc_items(void *ctx, size_t begin, size_t end) {
   const cpu_pool_t *s = ctx;
   const xr_pool_problem_t *p = s->p;
-  const xr_view5_t *GX = &p->x, *G = &p->y, *I = &p->indices;
-  const int64_t C = GX->shape[1], H = p->in[1], W = p->in[2], OH = p->out[1], OW = p->out[2];
+  const int64_t C = p->x.shape[1], H = p->in[1], W = p->in[2], OH = p->out[1], OW = p->out[2];
   const int64_t blocks = (C + BLOCK_C - 1) / BLOCK_C, plane = H * W;
   float *acc = malloc(sizeof(float) * (size_t)(plane * BLOCK_C));
   if (!acc) return; /* out of memory: the poisoned result shows it */
@@ -190,22 +194,21 @@ XR_CPU_CLONES static void max_backward_nhwc_items(void *ctx, size_t begin, size_
     for (int64_t oh = 0; oh < OH; oh++)
       for (int64_t ow = 0; ow < OW; ow++) {
         float g[BLOCK_C];
-        int64_t gat = s->off[1] + n * G->strides[0] + c0 + oh * G->strides[3] + ow * G->strides[4];
+        const int64_t gat = element_at(s, Y, n, c0, oh, ow);
+        const int64_t at = element_at(s, INDICES, n, c0, oh, ow);
         for (int64_t v = 0; v < count; v += VW)
           vstore(g + v,
-                 load_channels(s->base[1], G->dtype, gat + v, count - v < VW ? count - v : VW));
-        int64_t at = s->off[2] + n * I->strides[0] + c0 + oh * I->strides[3] + ow * I->strides[4];
+                 load_channels(s->base[Y], p->y.dtype, gat + v, count - v < VW ? count - v : VW));
         for (int64_t j = 0; j < count; j++) {
-          int64_t i = I->dtype == XR_DTYPE_I64 ? ((const int64_t *)s->base[2])[at + j]
-                                               : ((const int32_t *)s->base[2])[at + j];
+          int64_t i = index_value(s, at + j);
           if (i >= 0 && i < plane) acc[i * BLOCK_C + j] += g[j];
         }
       }
     for (int64_t h = 0; h < H; h++)
       for (int64_t w = 0; w < W; w++) {
-        int64_t xat = s->off[0] + n * GX->strides[0] + c0 + h * GX->strides[3] + w * GX->strides[4];
+        const int64_t xat = element_at(s, X, n, c0, h, w);
         for (int64_t v = 0; v < count; v += VW)
-          store_channels(s->base[0], GX->dtype, xat + v, count - v < VW ? count - v : VW,
+          store_channels(s->base[X], p->x.dtype, xat + v, count - v < VW ? count - v : VW,
                          vload(acc + (h * W + w) * BLOCK_C + v));
       }
   }
@@ -256,10 +259,7 @@ static void backward_plane(const cpu_pool_t *s, int64_t n, int64_t c, const floa
     for (int64_t ow = 0; ow < p->out[2]; ow++) {
       float v = g[oh * p->out[2] + ow];
       if (p->kind == XR_POOL_MAX_BACKWARD) {
-        const xr_view5_t *I = &p->indices;
-        int64_t at = index_at(s, n, c, oh, ow);
-        int64_t i = I->dtype == XR_DTYPE_I64 ? ((const int64_t *)s->base[2])[at]
-                                             : ((const int32_t *)s->base[2])[at];
+        int64_t i = index_value(s, element_at(s, INDICES, n, c, oh, ow));
         if (i >= 0 && i < plane) gx[i] += v;
         continue;
       }
@@ -281,14 +281,14 @@ static void run_planes(void *ctx, size_t begin, size_t end) {
     for (size_t item = begin; item < end; item++) {
       int64_t n = (int64_t)item / C, c = (int64_t)item % C;
       if (backward) {
-        xr_plane_gather(s->base[1], s->off[1], &p->y, n, c, p->out, out);
+        xr_plane_gather(s->base[Y], s->off[Y], &p->y, n, c, p->out, out);
         memset(in, 0, sizeof(float) * (size_t)in_n);
         backward_plane(s, n, c, out, in);
-        xr_plane_scatter(s->base[0], s->off[0], &p->x, n, c, p->in, in);
+        xr_plane_scatter(s->base[X], s->off[X], &p->x, n, c, p->in, in);
       } else {
-        xr_plane_gather(s->base[0], s->off[0], &p->x, n, c, p->in, in);
+        xr_plane_gather(s->base[X], s->off[X], &p->x, n, c, p->in, in);
         forward_plane(s, n, c, in, out);
-        xr_plane_scatter(s->base[1], s->off[1], &p->y, n, c, p->out, out);
+        xr_plane_scatter(s->base[Y], s->off[Y], &p->y, n, c, p->out, out);
       }
     }
   } /* else: out of memory, and the poisoned result shows it */

@@ -171,7 +171,7 @@ BLOCK_EXTREME(block_max, >, -INFINITY)
 BLOCK_EXTREME(block_min, <, INFINITY)
 
 /* The first extreme of a block: {value, position}, position -1 when no element beats the
- * start value (every element -inf for max), -2 when there is a NaN (the caller finds the first).
+ * start value (every element -inf for max); a NaN wins, with the first NaN's position.
  * Lane j follows elements j, j + VW, ...; a strict compare keeps each lane's first extreme
  * and the lanes merge by value, then by the smaller position. */
 typedef struct located {
@@ -193,14 +193,18 @@ typedef struct located {
       at = ((lane + (int32_t)i) & better) | (at & ~better);                               \
     }                                                                                     \
     located_t best = {start, -1};                                                         \
+    bool any_nan = false;                                                                 \
     for (int j = 0; j < VW; j++) {                                                        \
-      if (nan[j]) return (located_t){NAN, -2};                                            \
+      any_nan |= nan[j] != 0;                                                             \
       if (at[j] >= 0 && (m[j] cmp best.value || (m[j] == best.value && at[j] < best.at))) \
         best.value = m[j], best.at = at[j];                                               \
     }                                                                                     \
+    if (any_nan) /* a NaN among the vectors' elements: the first one */                   \
+      for (int64_t k = 0;; k++)                                                           \
+        if (element(v[k]) != element(v[k])) return (located_t){NAN, k};                   \
     for (; i < n; i++) {                                                                  \
       float x = element(v[i]);                                                            \
-      if (x != x) return (located_t){NAN, -2};                                            \
+      if (x != x) return (located_t){NAN, i};                                             \
       if (x cmp best.value) best.value = x, best.at = i;                                  \
     }                                                                                     \
     return best;                                                                          \
@@ -411,10 +415,7 @@ static void state_add_block(const cpu_reduce_t *s, state_t *st, const float *v, 
   if (is_extreme(p, s->norm)) {
     bool max = wants_max(p, s->norm);
     if (s->indices) {
-      located_t l = max ? block_locate_max(v, n) : block_locate_min(v, n);
-      if (l.at == -2)
-        for (l.at = 0; v[l.at] == v[l.at];) l.at++;
-      merge_located(s, st, l, k);
+      merge_located(s, st, max ? block_locate_max(v, n) : block_locate_min(v, n), k);
     } else {
       bool nan, absolute = p->op == XR_REDUCE_NORM;
       state_t b = {.seen = 1};
@@ -593,11 +594,9 @@ static void rows_range(const cpu_reduce_t *s, int64_t o, int64_t k0, int64_t k1,
       prefetch_bytes(src + len * (int64_t)s->in_size, len * (int64_t)s->in_size);
     if (fused_locate) {
       const uint16_t *h = (const uint16_t *)src;
-      located_t l =
-          wants_max(p, s->norm) ? block_locate_max_bf16(h, len) : block_locate_min_bf16(h, len);
-      if (l.at == -2)
-        for (l.at = 0; !isnan(xr_bf16_to_f32(h[l.at]));) l.at++;
-      merge_located(s, st, l, k);
+      merge_located(
+          s, st,
+          wants_max(p, s->norm) ? block_locate_max_bf16(h, len) : block_locate_min_bf16(h, len), k);
     } else if (fused) {
       const uint16_t *h = (const uint16_t *)src;
       st->a += p->in_dtype == XR_DTYPE_F32    ? block_sum((const float *)src, len)

@@ -40,23 +40,34 @@ static inline const char *kernel_impl(const char *device, const char *name) {
   return out;
 }
 
-/* Replays a one-op bundle already built on `device` with --check (warm-up 0, one timed
- * iteration), the op's initializer policy `init` (--init; NULL: its default), into *out (its
- * `op` NULL: it would point into the bundle, which the caller owns). UNAVAILABLE or NOT_FOUND
- * when the device is absent, for the caller to skip on. */
-static inline xr_status_t check_bundle_init(const xr_bundle_t *b, const char *device,
-                                            uint64_t seed, const char *init, xr_op_result_t *out) {
+/* How replay_once runs a one-op bundle. */
+typedef struct once {
+  const char *device;
+  xr_kernel_choice_t choice; /* the best kernel, or the cpu reference */
+  bool check;                /* --check: against the reference on the same inputs */
+  uint64_t seed;
+  const char *init;     /* --init for the op (NULL: its default policy) */
+  const char *dump_dir; /* --dump (NULL: no dump) */
+} once_t;
+
+/* One execution (no warm-up) of the one-op bundle `b` as `how` says, the op's result into *out
+ * (its `op` NULL: it would point into the bundle, which the caller owns). UNAVAILABLE or
+ * NOT_FOUND when the device is absent, for the caller to skip on. */
+static inline xr_status_t replay_once(const xr_bundle_t *b, const once_t *how,
+                                      xr_op_result_t *out) {
   cr_assert_eq(b->op_count, 1);
   xr_replay_options_t o;
   xr_replay_options_default(&o);
-  o.device = device;
-  o.check = true;
+  o.device = how->device;
+  o.choice = how->choice;
+  o.check = how->check;
   o.warmup = 0;
   o.iters = 1;
-  o.seed = seed;
-  xr_init_override_t override = {b->ops[0].name, init};
-  o.init_overrides = init ? &override : NULL;
-  o.init_override_count = init ? 1 : 0;
+  o.seed = how->seed;
+  o.dump_dir = how->dump_dir;
+  xr_init_override_t override = {b->ops[0].name, how->init};
+  o.init_overrides = how->init ? &override : NULL;
+  o.init_override_count = how->init ? 1 : 0;
   static check_result_t c;
   memset(&c, 0, sizeof c);
   xr_replay_observer_t observer = {.result = check_collect, .context = &c};
@@ -67,6 +78,14 @@ static inline xr_status_t check_bundle_init(const xr_bundle_t *b, const char *de
   c.r.op = NULL;
   *out = c.r;
   return XR_OK;
+}
+
+/* Replays a one-op bundle already built on `device` with --check, the op's initializer policy
+ * `init` (NULL: its default), into *out; as replay_once. */
+static inline xr_status_t check_bundle_init(const xr_bundle_t *b, const char *device, uint64_t seed,
+                                            const char *init, xr_op_result_t *out) {
+  once_t how = {.device = device, .check = true, .seed = seed, .init = init};
+  return replay_once(b, &how, out);
 }
 
 static inline xr_status_t check_bundle(const xr_bundle_t *b, const char *device, uint64_t seed,

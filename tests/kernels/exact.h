@@ -55,39 +55,23 @@ typedef struct exact_run {
   const char *kernel;
 } exact_run_t;
 
-static inline bool exact_present(const char *device) {
-  xr_hal_device_t *d = NULL;
-  if (xr_hal_device_create(device, &d) != XR_OK) return false;
-  xr_hal_device_destroy(d);
-  return true;
-}
-
 /* Replays `json` once on `run`, its outputs dumped into `dir` (made here, unique to this process
  * and `tag`); the op must succeed on the run's kernel. false, having run nothing, when the
  * run's device is absent. */
 static inline bool exact_run_dump(const char *json, const char *op, const exact_run_t *run,
                                   size_t tag, char *dir, size_t dir_size) {
-  if (!exact_present(run->device)) return false;
   xr_bundle_t *b;
   cr_assert_eq(xr_bundle_decode((const uint8_t *)json, strlen(json), "case", ".", NULL, &b), XR_OK,
                "%s", xr_last_error());
   format(dir, dir_size, "%s/exact_%d_%zu", getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp",
          (int)getpid(), tag);
-  xr_replay_options_t o;
-  xr_replay_options_default(&o);
-  o.device = run->device;
-  o.choice = run->choice;
-  o.warmup = 0;
-  o.iters = 1;
-  o.dump_dir = dir;
-  static check_result_t r;
-  memset(&r, 0, sizeof r);
-  xr_replay_observer_t observer = {.result = check_collect, .context = &r};
-  cr_assert_eq(xr_replay_run(b, &o, &observer, NULL), XR_OK, "%s", xr_last_error());
+  once_t how = {.device = run->device, .choice = run->choice, .dump_dir = dir};
+  xr_op_result_t r;
+  xr_status_t st = replay_once(b, &how, &r);
   xr_bundle_destroy(b);
-  cr_assert_eq(r.count, 1);
-  cr_assert_eq(r.r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", op, run->device, r.r.message);
-  cr_assert_str_eq(r.r.kernel, run->kernel);
+  if (st != XR_OK) return false;
+  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", op, run->device, r.message);
+  cr_assert_str_eq(r.kernel, run->kernel);
   return true;
 }
 

